@@ -1,0 +1,6 @@
+"""Imports every command module so that each registers itself on the Typer app.
+
+Add a new command as ``cli/<name>_cmd.py`` and import it here.
+"""
+
+from __future__ import annotations

@@ -1,0 +1,31 @@
+"""The error hierarchy of privaudit.
+
+Every error the library raises on purpose derives from :class:`PrivauditError`, so a
+caller (and the CLI, which maps them to exit code 2) can catch them all at once.
+"""
+
+from __future__ import annotations
+
+
+class PrivauditError(Exception):
+    """Base class of every error privaudit raises on purpose."""
+
+
+class InvalidInputError(PrivauditError, ValueError):
+    """An input has the wrong type, shape, values (NaN, inf, duplicates) or is empty."""
+
+
+class DesignError(PrivauditError):
+    """The experiment as configured cannot give a valid answer.
+
+    For example: a membership matrix in which some record is never OUT, so an
+    offline attack has no reference signal for it.
+    """
+
+
+class InsufficientDataError(DesignError):
+    """Too few records, models or positives/negatives for the requested statistic."""
+
+
+class CacheError(PrivauditError):
+    """The artifact store is unreadable or inconsistent."""

@@ -1,0 +1,328 @@
+"""Frozen, serialisable records passed between the stages of an audit.
+
+Every record is a frozen dataclass whose numpy arrays are made read-only on
+construction, so a stage can never mutate what an earlier stage produced. Each
+record validates itself at construction (the boundary), and round-trips through
+``to_dict``/``from_dict`` (JSON-compatible) and ``save``/``load`` (``.npz`` for arrays,
+so that large per-record tables stay compact).
+
+Conventions (docs/architecture.md):
+
+* record ids are stable identifiers (strings or integers), never positions;
+* every attack score is oriented "higher = more likely member";
+* a ``values`` matrix of a :class:`SignalTable` is ``(n_models, n_records)``, the same
+  orientation as :class:`MembershipMatrix`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Self, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from privaudit._validation import (
+    as_bool_array,
+    as_float_array,
+    check_unique_ids,
+    fail,
+)
+
+T = TypeVar("T", bound="Record")
+
+RECORD_SCHEMA_VERSION = "1.0"
+
+
+def _freeze(a: np.ndarray) -> np.ndarray:
+    a = np.array(a, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+def _to_jsonable(v: Any) -> Any:
+    if isinstance(v, np.ndarray):
+        return {"__ndarray__": v.tolist(), "dtype": v.dtype.str}
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, Mapping):
+        return {str(k): _to_jsonable(x) for k, x in v.items()}
+    if isinstance(v, tuple | list):
+        return [_to_jsonable(x) for x in v]
+    if isinstance(v, float) and not np.isfinite(v):
+        return {"__float__": repr(v)}
+    return v
+
+
+def _from_jsonable(v: Any) -> Any:
+    if isinstance(v, dict):
+        if "__ndarray__" in v:
+            return np.asarray(v["__ndarray__"], dtype=np.dtype(v["dtype"]))
+        if "__float__" in v:
+            return float(v["__float__"])
+        return {k: _from_jsonable(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_from_jsonable(x) for x in v]
+    return v
+
+
+def _ids(ids: Any, name: str) -> np.ndarray:
+    a = check_unique_ids(ids, name)
+    if a.dtype.kind in "iu":
+        return _freeze(a.astype(np.int64))
+    if a.dtype.kind in "UO":
+        return _freeze(a.astype(str))
+    raise fail(name, "integer or string ids", f"dtype {a.dtype}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Record:
+    """Base class: JSON and ``.npz`` round-tripping for frozen dataclasses."""
+
+    kind: ClassVar[str] = "record"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-compatible dict; arrays keep their dtype."""
+        out: dict[str, Any] = {"record": self.kind, "schema_version": RECORD_SCHEMA_VERSION}
+        for f in dataclasses.fields(self):
+            out[f.name] = _to_jsonable(getattr(self, f.name))
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Self:
+        """Inverse of :meth:`to_dict`."""
+        if d.get("record") != cls.kind:
+            raise fail("record", f"a serialised {cls.kind!r}", repr(d.get("record")))
+        names = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: _from_jsonable(v) for k, v in d.items() if k in names}
+        for f in dataclasses.fields(cls):
+            if isinstance(kwargs.get(f.name), list) and "tuple" in str(f.type):
+                kwargs[f.name] = tuple(kwargs[f.name])
+        return cls(**kwargs)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the record to ``path`` (``.npz``: arrays binary, the rest as JSON)."""
+        p = Path(path)
+        arrays: dict[str, np.ndarray] = {}
+        meta: dict[str, Any] = {"record": self.kind, "schema_version": RECORD_SCHEMA_VERSION}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, np.ndarray):
+                arrays[f.name] = v
+            else:
+                meta[f.name] = _to_jsonable(v)
+        arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+        tmp = p.with_name(p.name + ".tmp")
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(fh, **arrays)  # type: ignore[arg-type]
+        tmp.replace(p)
+        return p
+
+    @classmethod
+    def load(cls, path: str | Path) -> Self:
+        """Inverse of :meth:`save`. Never unpickles (``allow_pickle=False``)."""
+        with np.load(Path(path), allow_pickle=False) as z:
+            meta = json.loads(bytes(z["__meta__"]).decode())
+            d: dict[str, Any] = dict(meta)
+            for k in z.files:
+                if k != "__meta__":
+                    d[k] = {"__ndarray__": z[k].tolist(), "dtype": z[k].dtype.str}
+        return cls.from_dict(d)
+
+
+@dataclasses.dataclass(frozen=True)
+class MembershipMatrix(Record):
+    """Which record was in which model's training set.
+
+    ``keep[j, i]`` is True when record ``record_ids[i]`` was in the training set of
+    model ``model_ids[j]``.
+    """
+
+    kind: ClassVar[str] = "membership_matrix"
+    record_ids: NDArray[Any]
+    model_ids: tuple[str, ...]
+    keep: NDArray[np.bool_]
+
+    def __post_init__(self) -> None:
+        ids = _ids(self.record_ids, "record_ids")
+        models = tuple(str(m) for m in self.model_ids)
+        if len(set(models)) != len(models) or not models:
+            raise fail("model_ids", "a non-empty list of unique model ids", list(models))
+        keep = as_bool_array(self.keep, "keep", ndim=2)
+        if keep.shape != (len(models), ids.size):
+            raise fail("keep", f"shape ({len(models)}, {ids.size}) (models x records)", keep.shape)
+        object.__setattr__(self, "record_ids", ids)
+        object.__setattr__(self, "model_ids", models)
+        object.__setattr__(self, "keep", _freeze(keep))
+
+    @property
+    def n_models(self) -> int:
+        return len(self.model_ids)
+
+    @property
+    def n_records(self) -> int:
+        return int(self.record_ids.size)
+
+    def row(self, model_id: str) -> NDArray[np.bool_]:
+        """Membership of every record in one model's training set."""
+        try:
+            return self.keep[self.model_ids.index(model_id)]
+        except ValueError:
+            raise fail("model_id", "one of " + ", ".join(self.model_ids), repr(model_id)) from None
+
+    def select_models(self, model_ids: tuple[str, ...] | list[str]) -> MembershipMatrix:
+        """The sub-matrix of the given models, in the given order."""
+        idx = [self.model_ids.index(m) for m in model_ids]
+        return MembershipMatrix(self.record_ids, tuple(model_ids), self.keep[idx])
+
+
+@dataclasses.dataclass(frozen=True)
+class SignalTable(Record):
+    """One signal (e.g. ``"loss"``) of several models on several records.
+
+    ``values[j, i]`` is the signal of model ``model_ids[j]`` on record ``record_ids[i]``.
+    Signals are finite by construction (the signal layer computes them stably).
+    """
+
+    kind: ClassVar[str] = "signal_table"
+    signal: str
+    record_ids: NDArray[Any]
+    model_ids: tuple[str, ...]
+    values: NDArray[np.float64]
+
+    def __post_init__(self) -> None:
+        ids = _ids(self.record_ids, "record_ids")
+        models = tuple(str(m) for m in self.model_ids)
+        if len(set(models)) != len(models) or not models:
+            raise fail("model_ids", "a non-empty list of unique model ids", list(models))
+        vals = as_float_array(self.values, f"values of signal {self.signal!r}", ndim=2)
+        if vals.shape != (len(models), ids.size):
+            raise fail("values", f"shape ({len(models)}, {ids.size}) (models x records)", vals.shape)
+        object.__setattr__(self, "record_ids", ids)
+        object.__setattr__(self, "model_ids", models)
+        object.__setattr__(self, "values", _freeze(vals))
+
+    def model(self, model_id: str) -> NDArray[np.float64]:
+        """The signal of one model on every record."""
+        try:
+            return self.values[self.model_ids.index(model_id)]
+        except ValueError:
+            raise fail("model_id", "one of " + ", ".join(self.model_ids), repr(model_id)) from None
+
+    def select_models(self, model_ids: tuple[str, ...] | list[str]) -> SignalTable:
+        idx = [self.model_ids.index(m) for m in model_ids]
+        return SignalTable(self.signal, self.record_ids, tuple(model_ids), self.values[idx])
+
+
+@dataclasses.dataclass(frozen=True)
+class AttackScores(Record):
+    """Per-record membership scores of one attack against one target model.
+
+    ``scores`` are oriented "higher = more likely member". For an attack that takes a
+    decision at a requested false-positive rate ``alpha``, ``threshold`` is the score
+    at and above which a record is declared a member at that alpha (None otherwise).
+    ``params`` records every setting that produced the scores (numbers of models,
+    smoothing method, a, gamma, ...).
+    """
+
+    kind: ClassVar[str] = "attack_scores"
+    attack: str
+    record_ids: NDArray[Any]
+    scores: NDArray[np.float64]
+    params: dict[str, Any] = dataclasses.field(default_factory=dict)
+    alpha: float | None = None
+    threshold: float | None = None
+
+    def __post_init__(self) -> None:
+        ids = _ids(self.record_ids, "record_ids")
+        s = as_float_array(self.scores, f"scores of attack {self.attack!r}", ndim=1)
+        if s.size != ids.size:
+            raise fail("scores", f"one score per record ({ids.size})", s.size)
+        object.__setattr__(self, "record_ids", ids)
+        object.__setattr__(self, "scores", _freeze(s))
+        object.__setattr__(self, "params", dict(self.params))
+
+    def decisions(self) -> NDArray[np.bool_]:
+        """Member / non-member decisions at the requested alpha."""
+        if self.threshold is None:
+            raise fail("threshold", "an attack run at a requested alpha", "no threshold")
+        return np.asarray(self.scores >= self.threshold)
+
+
+@dataclasses.dataclass(frozen=True)
+class RocCurve(Record):
+    """A ROC curve: ``fpr[i], tpr[i]`` for the decision ``score >= thresholds[i]``.
+
+    Points run from (0, 0) (threshold +inf) to (1, 1), non-decreasing in both rates.
+    """
+
+    kind: ClassVar[str] = "roc_curve"
+    fpr: NDArray[np.float64]
+    tpr: NDArray[np.float64]
+    thresholds: NDArray[np.float64]
+    auc: float
+    n_positives: int
+    n_negatives: int
+
+    def __post_init__(self) -> None:
+        fpr = as_float_array(self.fpr, "fpr", ndim=1)
+        tpr = as_float_array(self.tpr, "tpr", ndim=1)
+        thr = as_float_array(self.thresholds, "thresholds", ndim=1, allow_inf=True)
+        if not (fpr.size == tpr.size == thr.size):
+            raise fail("fpr", "fpr, tpr and thresholds of one length", (fpr.size, tpr.size, thr.size))
+        object.__setattr__(self, "fpr", _freeze(fpr))
+        object.__setattr__(self, "tpr", _freeze(tpr))
+        object.__setattr__(self, "thresholds", _freeze(thr))
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditResult(Record):
+    """A privacy lower bound together with the guarantee it carries.
+
+    ``procedure`` names the statistical procedure (``multi-run``, ``one-run``,
+    ``fdp-one-run``, ``panoramia``, ...); ``confidence`` is 1 - beta; ``counts`` are the
+    numbers the bound was computed from; ``threshold_selection`` states how thresholds
+    or guess counts were chosen (``"fixed"``, ``"held-out"``, ``"union-bound over L"``).
+    ``extra`` holds procedure-specific values (``c_lower_bound``, ...). ``notes`` states
+    the assumptions a reader must know (e.g. that a mu -> eps conversion assumes a
+    Gaussian trade-off curve).
+    """
+
+    kind: ClassVar[str] = "audit_result"
+    procedure: str
+    confidence: float
+    delta: float
+    epsilon_lower_bound: float
+    mu_lower_bound: float | None = None
+    counts: dict[str, Any] = dataclasses.field(default_factory=dict)
+    threshold_selection: str = "fixed"
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not 0.0 < float(self.confidence) < 1.0:
+            raise fail("confidence", "a value in (0, 1)", self.confidence)
+        if not 0.0 <= float(self.delta) < 1.0:
+            raise fail("delta", "a value in [0, 1)", self.delta)
+        if not float(self.epsilon_lower_bound) >= 0.0:
+            raise fail("epsilon_lower_bound", "a non-negative number", self.epsilon_lower_bound)
+        object.__setattr__(self, "counts", dict(self.counts))
+        object.__setattr__(self, "extra", dict(self.extra))
+        object.__setattr__(self, "notes", tuple(self.notes))
+
+
+def to_json(record: Record, path: str | Path) -> Path:
+    """Write ``record.to_dict()`` to ``path`` atomically."""
+    p = Path(path)
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.write_text(json.dumps(record.to_dict(), indent=2))
+    tmp.replace(p)
+    return p
+
+
+def from_json(cls: type[T], path: str | Path) -> T:
+    """Read a record written by :func:`to_json`."""
+    return cls.from_dict(json.loads(Path(path).read_text()))
