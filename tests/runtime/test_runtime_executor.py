@@ -1,0 +1,165 @@
+"""Executors: order preserved, errors name the failing item, Ray behind the same interface."""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from runtime_tasks import Multiplier, die_on_two, fail_on_three, slow_reverse, square
+
+from privaudit.errors import InvalidInputError, PrivauditError
+from privaudit.runtime.executor import LocalExecutor, RayExecutor, TaskError, resolve_n_jobs
+
+
+def test_inline_preserves_order() -> None:
+    assert LocalExecutor(1).map(square, range(6), desc="sq") == [0, 1, 4, 9, 16, 25]
+
+
+def test_empty_items() -> None:
+    assert LocalExecutor(2).map(square, [], desc="sq") == []
+
+
+def test_process_pool_preserves_order_and_uses_processes() -> None:
+    out = LocalExecutor(2).map(slow_reverse, list(range(10)), desc="rev")
+    assert [x for x, _ in out] == list(range(10))
+    import os
+
+    assert all(pid != os.getpid() for _, pid in out)
+
+
+def test_callable_object_sent_once() -> None:
+    assert LocalExecutor(2).map(Multiplier(3), [1, 2, 3], desc="mul") == [3, 6, 9]
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_error_names_failing_item(n_jobs: int) -> None:
+    with pytest.raises(TaskError) as info:
+        LocalExecutor(n_jobs).map(
+            fail_on_three, [0, 1, 2, 3, 4], desc="toy models", label=lambda x: f"model-{x}"
+        )
+    err = info.value
+    assert isinstance(err, PrivauditError)
+    assert err.index == 3 and err.label == "model-3"
+    assert "toy models" in str(err) and "model-3" in str(err) and "bad item 3" in str(err)
+    assert isinstance(err.__cause__, ValueError)
+
+
+def test_dead_worker_is_named() -> None:
+    with pytest.raises(TaskError) as info:
+        LocalExecutor(2).map(die_on_two, [0, 1, 2, 3], desc="dying", label=str)
+    assert info.value.label == "2"
+    assert "worker process died" in str(info.value)
+
+
+def test_unpicklable_function_rejected() -> None:
+    with pytest.raises(InvalidInputError, match="picklable"):
+        LocalExecutor(2).map(lambda x: x, [1, 2], desc="lambda")
+
+
+def test_resolve_n_jobs() -> None:
+    import os
+
+    assert resolve_n_jobs(3) == 3
+    assert resolve_n_jobs(-1) == (os.cpu_count() or 1)
+    for bad in (0, 1.5, True):
+        with pytest.raises(InvalidInputError):
+            resolve_n_jobs(bad)  # type: ignore[arg-type]
+
+
+def test_task_error_pickles() -> None:
+    import pickle
+
+    e = TaskError("d", 1, "lab", ValueError("x"))
+    e2 = pickle.loads(pickle.dumps(e))
+    assert str(e2) == str(e) and e2.label == "lab"
+
+
+# --- Ray ---------------------------------------------------------------------------
+
+
+def test_ray_executor_real() -> None:
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True)
+    try:
+        ex = RayExecutor(progress=False)
+        assert ex.map(square, [3, 1, 2], desc="sq") == [9, 1, 4]
+        with pytest.raises(TaskError) as info:
+            ex.map(fail_on_three, [1, 3], desc="ray", label=str)
+        assert info.value.label == "3"
+    finally:
+        ray.shutdown()
+
+
+class _FakeRef:
+    def __init__(self, value: Any = None, error: BaseException | None = None) -> None:
+        self.value, self.error = value, error
+
+
+class _FakeRayTaskError(Exception):
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(f"ray task failed: {cause}")
+        self.cause = cause
+
+
+def _fake_ray() -> types.ModuleType:
+    """A minimal stand-in for ray's task API, finishing tasks in reverse order."""
+    ray: Any = types.ModuleType("ray")
+    state = {"init": False, "cancelled": 0}
+
+    def remote(**_res: Any) -> Callable[[Callable[..., Any]], Any]:
+        def wrap(fn: Callable[..., Any]) -> Any:
+            class _Remote:
+                @staticmethod
+                def remote(*args: Any) -> _FakeRef:
+                    args = tuple(a.value if isinstance(a, _FakeRef) else a for a in args)
+                    try:
+                        return _FakeRef(fn(*args))
+                    except Exception as exc:
+                        return _FakeRef(error=_FakeRayTaskError(exc))
+
+            return _Remote
+
+        return wrap
+
+    def wait(
+        pending: list[_FakeRef], num_returns: int = 1
+    ) -> tuple[list[_FakeRef], list[_FakeRef]]:
+        return pending[-num_returns:], pending[:-num_returns]
+
+    def get(ref: _FakeRef) -> Any:
+        if ref.error is not None:
+            raise ref.error
+        return ref.value
+
+    def cancel(_ref: _FakeRef) -> None:
+        state["cancelled"] += 1
+
+    ray.remote = remote
+    ray.put = lambda v: _FakeRef(v)
+    ray.wait, ray.get, ray.cancel = wait, get, cancel
+    ray.is_initialized = lambda: state["init"]
+    ray.init = lambda **kw: state.update(init=True)
+    ray.cluster_resources = lambda: {"CPU": 4.0}
+    ray.state = state
+    return ray
+
+
+def test_ray_executor_logic_with_fake_ray(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = _fake_ray()
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    ex = RayExecutor(progress=False, num_cpus=2)
+    assert ex.map(square, [1, 2, 3, 4], desc="sq") == [1, 4, 9, 16]
+    assert fake.state["init"] is True  # type: ignore[attr-defined]
+    assert ex.n_workers == 2
+    with pytest.raises(TaskError) as info:
+        ex.map(fail_on_three, [1, 2, 3, 4, 5], desc="fake", label=lambda x: f"m{x}")
+    assert info.value.label == "m3" and isinstance(info.value.original, ValueError)
+
+
+def test_ray_missing_is_clear(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(InvalidInputError, match="ray"):
+        RayExecutor().map(square, [1], desc="x")
