@@ -1,0 +1,39 @@
+"""Datasets with stable record ids, and membership sampling.
+
+Public API (docs/architecture.md, "Module contracts"):
+
+* :class:`Dataset` (frozen): ``name``, ``record_ids``, ``X`` float64 (n, d), ``y`` int64,
+  ``feature_names``, ``class_names``, ``info``; ``n_classes``, ``subset``, ``fingerprint``.
+* :func:`load_adult` (UCI Adult, bundled, checksum-verified), :func:`load_digits`,
+  :func:`load_table` (CSV / Parquet / ``.npz``).
+* :mod:`privaudit.data.sampling`: :func:`split_target_population`,
+  :func:`balanced_keep_matrix`, :func:`sample_membership`, :func:`leave_one_out_sets`.
+"""
+
+from privaudit.data import sampling
+from privaudit.data.adult import ADULT_SHA256, AdultDataError, load_adult
+from privaudit.data.dataset import Dataset
+from privaudit.data.sampling import (
+    LeaveOneOutDesign,
+    balanced_keep_matrix,
+    leave_one_out_sets,
+    sample_membership,
+    split_target_population,
+)
+from privaudit.data.tables import load_digits, load_table, table_from_frame
+
+__all__ = [
+    "ADULT_SHA256",
+    "AdultDataError",
+    "Dataset",
+    "LeaveOneOutDesign",
+    "balanced_keep_matrix",
+    "leave_one_out_sets",
+    "load_adult",
+    "load_digits",
+    "load_table",
+    "sample_membership",
+    "sampling",
+    "split_target_population",
+    "table_from_frame",
+]

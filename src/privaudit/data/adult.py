@@ -1,0 +1,234 @@
+"""UCI Adult (Census Income), bundled with the package, with a fixed preprocessing.
+
+Source: Becker, B. & Kohavi, R. (1996), *Adult*, UCI Machine Learning Repository,
+https://doi.org/10.24432/C5XW20 (CC BY 4.0). The three files in ``_bundled/adult`` are
+byte copies of the UCI files (gzip -9n of ``adult.data`` and ``adult.test``, plus
+``adult.names``); their SHA-256 digests are checked on every load.
+
+Preprocessing (deterministic, no randomness, no dependence on library versions beyond
+IEEE float64 arithmetic):
+
+1. **Pool.** ``adult.data`` (32,561 rows) followed by ``adult.test`` (16,281 rows; its
+   first line ``|1x3 Cross validator`` is skipped and the trailing ``.`` of its labels
+   removed) form one pool of 48,842 raw rows. Row ``k`` of that pool (0-based, training
+   file first) gets the id ``f"adult-{k:06d}"``; ids therefore point back to a line of
+   the source files and stay the same whatever is dropped later.
+2. **Missing values.** Rows with a ``?`` in any column are dropped (3,620 rows), leaving
+   45,222 records (30,162 from ``adult.data``, 15,060 from ``adult.test``).
+3. **Label.** ``y = 1`` when income is ``>50K``, else ``0``; ``class_names = ("<=50K",
+   ">50K")``.
+4. **Categorical columns** (workclass, education, marital-status, occupation,
+   relationship, race, sex, native-country) are one-hot encoded with one column per
+   category, in the order the categories are listed in ``adult.names`` (all categories,
+   even those with no remaining rows); feature names are ``"column=value"``. A value
+   not listed there raises an error.
+5. **Numeric columns** (age, fnlwgt, education-num, capital-gain, capital-loss,
+   hours-per-week) are standardised: ``(x - mean) / std`` with the mean and the
+   population standard deviation (``ddof=0``) computed in float64 over the 45,222
+   kept records. The constants are recorded in ``info["numeric_scaling"]``. (Scaling
+   with pool statistics is a fixed public transformation shared by every model, so it
+   gives no membership information.)
+6. **Column order**: the numeric columns first (in the order above), then the one-hot
+   blocks in the order of the columns in the file. The result has 6 + 99 = 105
+   features.
+
+``info["source_file"]`` is not per record; a record came from ``adult.test`` exactly when
+its numeric id suffix is >= 32,561 (``info["n_rows_adult_data"]``).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import gzip
+import hashlib
+import io
+import re
+from importlib import resources
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from privaudit.data.dataset import Dataset
+from privaudit.errors import PrivauditError
+
+__all__ = ["ADULT_SHA256", "AdultDataError", "load_adult"]
+
+#: SHA-256 of the bundled files (the gzip files are gzip -9n of the UCI originals).
+ADULT_SHA256: dict[str, str] = {
+    "adult.data.gz": "c7a2b4716a97f930123e0baf879188d701e798172631a654fc703d4b082907f3",
+    "adult.test.gz": "8a2c1bffa6e7ce5abfa43881ae5e87c4311ebc2b3cd526c9c40a43f19f06f799",
+    "adult.names": "c248284c0b5de30c9e1958d6cdd168a34a654758b620e68f46aefa83fc0a576a",
+}
+
+COLUMNS: tuple[str, ...] = (
+    "age",
+    "workclass",
+    "fnlwgt",
+    "education",
+    "education-num",
+    "marital-status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
+    "capital-gain",
+    "capital-loss",
+    "hours-per-week",
+    "native-country",
+    "income",
+)
+NUMERIC: tuple[str, ...] = (
+    "age",
+    "fnlwgt",
+    "education-num",
+    "capital-gain",
+    "capital-loss",
+    "hours-per-week",
+)
+CATEGORICAL: tuple[str, ...] = tuple(c for c in COLUMNS[:-1] if c not in NUMERIC)
+N_ROWS_DATA = 32_561
+N_ROWS_TEST = 16_281
+
+
+class AdultDataError(PrivauditError):
+    """The bundled Adult files are missing or do not match their checksums."""
+
+
+def _read_bundled(filename: str) -> bytes:
+    ref = resources.files("privaudit.data").joinpath("_bundled", "adult", filename)
+    try:
+        raw = ref.read_bytes()
+    except (FileNotFoundError, OSError) as exc:
+        raise AdultDataError(
+            f"bundled Adult file {filename!r} is missing ({exc}); reinstall privaudit"
+        ) from None
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != ADULT_SHA256[filename]:
+        raise AdultDataError(
+            f"bundled Adult file {filename!r} is corrupted: expected sha256 "
+            f"{ADULT_SHA256[filename]}, found {digest}; reinstall privaudit"
+        )
+    return raw
+
+
+def _categories_from_names(names_text: str) -> dict[str, tuple[str, ...]]:
+    """Parse the ``column: v1, v2, ... .`` lines of ``adult.names``."""
+    cats: dict[str, tuple[str, ...]] = {}
+    for line in names_text.splitlines():
+        m = re.match(r"^([a-z-]+): (.*)\.\s*$", line)
+        if m and m.group(1) in CATEGORICAL:
+            cats[m.group(1)] = tuple(v.strip() for v in m.group(2).split(","))
+    missing = [c for c in CATEGORICAL if c not in cats]
+    if missing:
+        raise AdultDataError(f"adult.names lists no categories for {missing}")
+    return cats
+
+
+def _read_table(raw_gz: bytes, *, skip_first_line: bool) -> pd.DataFrame:
+    text = gzip.decompress(raw_gz).decode("ascii")
+    df = pd.read_csv(
+        io.StringIO(text),
+        header=None,
+        names=list(COLUMNS),
+        skipinitialspace=True,
+        skiprows=1 if skip_first_line else 0,
+        dtype=str,
+        keep_default_na=False,
+        skip_blank_lines=True,
+    )
+    return df
+
+
+def load_adult() -> Dataset:
+    """Load UCI Adult with the fixed preprocessing described in the module docstring.
+
+    Returns
+    -------
+    Dataset
+        45,222 records, 105 float64 features, binary label (``1`` = income ``>50K``),
+        ids ``"adult-XXXXXX"`` (0-based row in ``adult.data`` then ``adult.test``).
+        ``info`` records the source, the file checksums, the dropped-row count and the
+        scaling constants.
+
+    Raises
+    ------
+    AdultDataError
+        If a bundled file is missing or its SHA-256 does not match ``ADULT_SHA256``.
+
+    Notes
+    -----
+    The parsed arrays are cached; every call returns a new :class:`Dataset` (with its
+    own ``info`` dict). The first call takes about a second.
+    """
+    ds = _load_adult_cached()
+    return Dataset(
+        ds.name, ds.record_ids, ds.X, ds.y, ds.feature_names, ds.class_names, copy.deepcopy(ds.info)
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def _load_adult_cached() -> Dataset:
+    names_text = _read_bundled("adult.names").decode("ascii")
+    train = _read_table(_read_bundled("adult.data.gz"), skip_first_line=False)
+    test = _read_table(_read_bundled("adult.test.gz"), skip_first_line=True)
+    if len(train) != N_ROWS_DATA or len(test) != N_ROWS_TEST:
+        raise AdultDataError(
+            f"Adult: expected {N_ROWS_DATA} + {N_ROWS_TEST} rows, found {len(train)} + {len(test)}"
+        )
+    test["income"] = test["income"].str.rstrip(".")
+    pool = pd.concat([train, test], ignore_index=True)
+    ids_all = np.array([f"adult-{k:06d}" for k in range(len(pool))])
+
+    has_missing = (pool == "?").any(axis=1).to_numpy()
+    keep = ~has_missing
+    pool = pool.loc[keep].reset_index(drop=True)
+    ids = ids_all[keep]
+
+    income = pool["income"].to_numpy()
+    bad_label = ~np.isin(income, ["<=50K", ">50K"])
+    if bad_label.any():
+        raise AdultDataError(
+            f"Adult: unexpected income labels {sorted(set(income[bad_label]))[:5]}"
+        )
+    y = (income == ">50K").astype(np.int64)
+
+    cats = _categories_from_names(names_text)
+    blocks: list[np.ndarray] = []
+    feature_names: list[str] = []
+    scaling: dict[str, dict[str, float]] = {}
+    for col in NUMERIC:
+        v = pool[col].astype(np.float64).to_numpy()
+        mean = float(np.mean(v))
+        std = float(np.std(v))
+        blocks.append(((v - mean) / std)[:, None])
+        feature_names.append(col)
+        scaling[col] = {"mean": mean, "std": std}
+    for col in CATEGORICAL:
+        values = pool[col].to_numpy()
+        unknown = sorted(set(values) - set(cats[col]))
+        if unknown:
+            raise AdultDataError(f"Adult column {col!r}: values not in adult.names: {unknown[:5]}")
+        onehot = (values[:, None] == np.asarray(cats[col])[None, :]).astype(np.float64)
+        blocks.append(onehot)
+        feature_names.extend(f"{col}={c}" for c in cats[col])
+    X = np.hstack(blocks)
+
+    info: dict[str, Any] = {
+        "source": "UCI Adult (Census Income), Becker & Kohavi 1996, doi:10.24432/C5XW20, CC BY 4.0",
+        "files": dict(ADULT_SHA256),
+        "n_rows_adult_data": N_ROWS_DATA,
+        "n_rows_adult_test": N_ROWS_TEST,
+        "n_dropped_missing": int(has_missing.sum()),
+        "id_scheme": "adult-{k:06d}, k = 0-based row in adult.data then adult.test (before dropping)",
+        "preprocessing": [
+            "pool adult.data + adult.test (test labels: trailing '.' removed)",
+            "drop rows with '?' in any column",
+            "label: income == '>50K'",
+            "numeric columns standardised with pool mean and population std (ddof=0)",
+            "categorical columns one-hot, category order as listed in adult.names",
+        ],
+        "numeric_scaling": scaling,
+    }
+    return Dataset("adult", ids, X, y, tuple(feature_names), ("<=50K", ">50K"), info)

@@ -1,0 +1,311 @@
+"""scikit-learn's digits and user tables (CSV, Parquet, NumPy ``.npz``) as :class:`Dataset`.
+
+User tables are converted with one documented, deterministic rule set:
+
+* **Labels** (the ``label_column``): any values (numbers, strings, booleans); the
+  distinct values are sorted (numbers numerically, otherwise as strings) and label ``k``
+  is the k-th of them; ``class_names`` are their string forms. Missing labels, or a
+  single class, are errors.
+* **Numeric feature columns** (integer, float, boolean dtypes) are used as float64,
+  unscaled (pass ``standardize=True`` to standardise with the table's mean and
+  population std). A NaN or infinite value is an error naming the column.
+* **Categorical feature columns** (strings, pandas categoricals, objects) are one-hot
+  encoded with one column per distinct value, values sorted as strings; feature names
+  are ``"column=value"``. Missing values are an error (decide how to impute before
+  auditing: the imputation is part of the model).
+* **Ids**: the ``id_column`` when given (unique, no missing values; not a feature),
+  otherwise ``f"{stem}-{row:06d}"`` with ``row`` the 0-based data row of the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from privaudit._validation import fail
+from privaudit.data.dataset import Dataset
+
+__all__ = ["load_digits", "load_table", "table_from_frame"]
+
+
+def load_digits() -> Dataset:
+    """scikit-learn's 8x8 handwritten digits (UCI Optical Recognition, test part).
+
+    Returns
+    -------
+    Dataset
+        1,797 records, 64 features (pixel intensities 0..16 divided by 16, so in
+        [0, 1]), 10 classes ``"0" .. "9"``, ids ``"digits-XXXX"`` (0-based row of
+        :func:`sklearn.datasets.load_digits`).
+    """
+    from sklearn.datasets import load_digits as _sk_load_digits
+
+    bunch = _sk_load_digits()
+    X = np.asarray(bunch.data, dtype=np.float64) / 16.0
+    y = np.asarray(bunch.target, dtype=np.int64)
+    ids = np.array([f"digits-{k:04d}" for k in range(X.shape[0])])
+    feats = tuple(f"pixel_{r}_{c}" for r in range(8) for c in range(8))
+    info = {
+        "source": "scikit-learn load_digits (UCI Optical Recognition of Handwritten Digits)",
+        "preprocessing": ["pixel values 0..16 divided by 16"],
+        "id_scheme": "digits-{k:04d}, k = 0-based row of sklearn.datasets.load_digits()",
+    }
+    return Dataset("digits", ids, X, y, feats, tuple(str(k) for k in range(10)), info)
+
+
+def _sorted_unique(values: pd.Series, what: str) -> list[Any]:
+    uniq = pd.unique(values)
+    try:
+        if all(
+            isinstance(v, int | float | np.integer | np.floating | bool | np.bool_) for v in uniq
+        ):
+            return sorted(uniq.tolist())
+    except TypeError:  # pragma: no cover - mixed incomparable numbers
+        pass
+    return sorted(uniq.tolist(), key=str)
+
+
+def table_from_frame(
+    frame: pd.DataFrame,
+    label_column: str,
+    *,
+    name: str,
+    id_column: str | None = None,
+    feature_columns: Sequence[str] | None = None,
+    standardize: bool = False,
+    source: str = "DataFrame",
+) -> Dataset:
+    """Convert a pandas DataFrame to a :class:`Dataset` (rules in the module docstring).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+    label_column : str
+        Column holding the class labels.
+    name : str
+        Dataset name (also the prefix of generated ids).
+    id_column : str, optional
+        Column of unique record ids; otherwise ids are ``f"{name}-{row:06d}"``.
+    feature_columns : sequence of str, optional
+        Columns to use as features (default: every column but the label and id).
+    standardize : bool
+        Standardise numeric columns with the table's mean and population std.
+    source : str
+        Provenance recorded in ``info["source"]``.
+    """
+    cols = [str(c) for c in frame.columns]
+    frame = frame.copy()
+    frame.columns = cols
+    if len(set(cols)) != len(cols):
+        raise fail("columns", "unique column names", sorted({c for c in cols if cols.count(c) > 1}))
+    if label_column not in cols:
+        raise fail(
+            "label_column", "one of the columns " + ", ".join(map(repr, cols)), repr(label_column)
+        )
+    if id_column is not None and id_column not in cols:
+        raise fail("id_column", "one of the columns " + ", ".join(map(repr, cols)), repr(id_column))
+    if id_column is not None and id_column == label_column:
+        raise fail("id_column", "a column other than the label column", repr(id_column))
+    if len(frame) == 0:
+        raise fail("table", "at least one row", "an empty table")
+
+    # ids
+    if id_column is not None:
+        raw_ids = frame[id_column]
+        if raw_ids.isna().any():
+            raise fail(
+                f"id column {id_column!r}", "no missing ids", f"{int(raw_ids.isna().sum())} missing"
+            )
+        ids_arr = raw_ids.to_numpy()
+        if ids_arr.dtype.kind not in "iu":
+            ids_arr = raw_ids.astype(str).to_numpy()
+        uniq, counts = np.unique(ids_arr, return_counts=True)
+        if uniq.size != ids_arr.size:
+            dup = uniq[counts > 1][:5].tolist()
+            raise fail(
+                f"id column {id_column!r}",
+                "unique ids",
+                f"{ids_arr.size - uniq.size} duplicate(s), e.g. {dup}",
+            )
+    else:
+        ids_arr = np.array([f"{name}-{k:06d}" for k in range(len(frame))])
+
+    # labels
+    lab = frame[label_column]
+    if lab.isna().any():
+        raise fail(
+            f"label column {label_column!r}",
+            "no missing labels",
+            f"{int(lab.isna().sum())} missing",
+        )
+    classes = _sorted_unique(lab, "labels")
+    if len(classes) < 2:
+        raise fail(f"label column {label_column!r}", "at least 2 classes", f"only {classes!r}")
+    index = {c: k for k, c in enumerate(classes)}
+    y = np.array([index[v] for v in lab.tolist()], dtype=np.int64)
+
+    # features
+    if feature_columns is None:
+        feats = [c for c in cols if c not in (label_column, id_column)]
+    else:
+        feats = [str(c) for c in feature_columns]
+        unknown = [c for c in feats if c not in cols]
+        if unknown:
+            raise fail(
+                "feature_columns", "columns of the table " + ", ".join(map(repr, cols)), unknown
+            )
+        if label_column in feats:
+            raise fail("feature_columns", "no label column among the features", repr(label_column))
+        if len(set(feats)) != len(feats):
+            raise fail("feature_columns", "unique column names", feats)
+    if not feats:
+        raise fail("feature_columns", "at least one feature column", "none")
+
+    blocks: list[np.ndarray] = []
+    names: list[str] = []
+    encoding: dict[str, Any] = {}
+    for col in feats:
+        s = frame[col]
+        if pd.api.types.is_bool_dtype(s) or pd.api.types.is_numeric_dtype(s):
+            v = s.astype(np.float64).to_numpy()
+            n_bad = int((~np.isfinite(v)).sum())
+            if n_bad:
+                raise fail(
+                    f"feature column {col!r}",
+                    "finite numbers (no NaN or missing values)",
+                    f"{n_bad} NaN/inf/missing value(s)",
+                )
+            if standardize:
+                mean, std = float(v.mean()), float(v.std())
+                v = (v - mean) / std if std > 0 else v - mean
+                encoding[col] = {"kind": "numeric", "mean": mean, "std": std}
+            else:
+                encoding[col] = {"kind": "numeric"}
+            blocks.append(v[:, None])
+            names.append(col)
+        else:
+            if s.isna().any():
+                raise fail(
+                    f"feature column {col!r}", "no missing values", f"{int(s.isna().sum())} missing"
+                )
+            values = s.astype(str).to_numpy()
+            cats = sorted(set(values.tolist()))
+            blocks.append((values[:, None] == np.asarray(cats)[None, :]).astype(np.float64))
+            names.extend(f"{col}={c}" for c in cats)
+            encoding[col] = {"kind": "one-hot", "categories": cats}
+    X = np.hstack(blocks)
+    info = {
+        "source": source,
+        "label_column": label_column,
+        "id_column": id_column,
+        "class_values": [str(c) for c in classes],
+        "encoding": encoding,
+        "preprocessing": [
+            "numeric columns as float64"
+            + (", standardised (ddof=0)" if standardize else ", unscaled"),
+            "categorical columns one-hot, categories sorted as strings",
+        ],
+    }
+    return Dataset(name, ids_arr, X, y, tuple(names), tuple(str(c) for c in classes), info)
+
+
+def load_table(
+    path: str | Path,
+    label_column: str,
+    *,
+    id_column: str | None = None,
+    feature_columns: Sequence[str] | None = None,
+    standardize: bool = False,
+    name: str | None = None,
+) -> Dataset:
+    """Load a user table from CSV, Parquet or NumPy ``.npz`` as a :class:`Dataset`.
+
+    Parameters
+    ----------
+    path : str or Path
+        ``.csv`` (optionally ``.csv.gz``), ``.parquet`` / ``.pq``, or ``.npz``. An
+        ``.npz`` must hold a 2-D numeric array ``X``; ``label_column`` names the 1-D
+        label array in it (typically ``"y"``) and ``id_column`` an optional 1-D id array.
+        It is opened with ``allow_pickle=False``.
+    label_column : str
+        Column (or ``.npz`` array) of class labels.
+    id_column : str, optional
+        Column of unique record ids (default: ``f"{stem}-{row:06d}"``).
+    feature_columns : sequence of str, optional
+        Feature columns (default: all but the label and id columns). For ``.npz``
+        files, names of the columns of ``X`` are ``x0, x1, ...``.
+    standardize : bool
+        Standardise numeric features with the table's mean and population std.
+    name : str, optional
+        Dataset name (default: the file stem).
+
+    Raises
+    ------
+    InvalidInputError
+        Unknown file type, missing label/id/feature columns (the message lists the
+        available ones), NaN features, missing labels, a single class, duplicate ids.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise fail("path", "an existing file", str(p))
+    suffixes = [s.lower() for s in p.suffixes]
+    stem = p.name.split(".")[0] or "table"
+    ds_name = name or stem
+    src = f"file {p.name}"
+    if suffixes[-1:] == [".csv"] or suffixes[-2:] == [".csv", ".gz"]:
+        frame = pd.read_csv(p)
+    elif suffixes[-1:] in ([".parquet"], [".pq"]):
+        frame = pd.read_parquet(p)
+    elif suffixes[-1:] == [".npz"]:
+        with np.load(p, allow_pickle=False) as z:
+            keys = list(z.files)
+            if "X" not in keys:
+                raise fail("npz file", "an array named 'X' (features)", f"arrays {keys}")
+            if label_column not in keys:
+                raise fail(
+                    "label_column",
+                    "one of the arrays " + ", ".join(map(repr, keys)),
+                    repr(label_column),
+                )
+            Xz = np.asarray(z["X"])
+            if Xz.ndim != 2:
+                raise fail("X", "a 2-dimensional feature array", f"shape {Xz.shape}")
+            frame = pd.DataFrame(Xz, columns=[f"x{j}" for j in range(Xz.shape[1])])
+            labels = np.asarray(z[label_column])
+            if labels.ndim != 1 or labels.size != Xz.shape[0]:
+                raise fail(
+                    label_column, f"a 1-D array of {Xz.shape[0]} labels", f"shape {labels.shape}"
+                )
+            frame[label_column] = labels
+            if id_column is not None:
+                if id_column not in keys:
+                    raise fail(
+                        "id_column",
+                        "one of the arrays " + ", ".join(map(repr, keys)),
+                        repr(id_column),
+                    )
+                idz = np.asarray(z[id_column])
+                if idz.ndim != 1 or idz.size != Xz.shape[0]:
+                    raise fail(id_column, f"a 1-D array of {Xz.shape[0]} ids", f"shape {idz.shape}")
+                frame[id_column] = idz
+    elif suffixes[-1:] == [".npy"]:
+        raise fail(
+            "path",
+            "a .npz file with arrays 'X' and the label array (a .npy holds one array and no label names)",
+            p.name,
+        )
+    else:
+        raise fail("path", "a .csv, .csv.gz, .parquet, .pq or .npz file", p.name)
+    return table_from_frame(
+        frame,
+        label_column,
+        name=ds_name,
+        id_column=id_column,
+        feature_columns=feature_columns,
+        standardize=standardize,
+        source=src,
+    )

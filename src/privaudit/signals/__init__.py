@@ -1,0 +1,44 @@
+"""Per-record membership signals from logits, and signal tables for many models.
+
+Public API (docs/architecture.md, "Module contracts"):
+
+* :data:`SIGNALS` = ``("loss", "prob_true", "logit_confidence", "entropy",
+  "modified_entropy")`` and :data:`SIGNAL_HIGHER_IS_MEMBER` (their direction);
+* :func:`compute_signal` ``(name, logits, labels) -> float64 (n,)``, always finite, and
+  the individual functions; :func:`compute_signal_from_loss` for losses-only models;
+* :func:`signal_table` ``(models, dataset, signals, *, batch_size) -> dict[str, SignalTable]``.
+"""
+
+from privaudit.signals.functions import (
+    LOSS_DERIVABLE,
+    SIGNAL_HIGHER_IS_MEMBER,
+    SIGNALS,
+    compute_signal,
+    compute_signal_from_loss,
+    cross_entropy_loss,
+    entropy,
+    logit_confidence,
+    logit_confidence_from_loss,
+    modified_entropy,
+    prob_true,
+    prob_true_from_loss,
+)
+from privaudit.signals.table import DEFAULT_BATCH_SIZE, model_signals, signal_table
+
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "LOSS_DERIVABLE",
+    "SIGNALS",
+    "SIGNAL_HIGHER_IS_MEMBER",
+    "compute_signal",
+    "compute_signal_from_loss",
+    "cross_entropy_loss",
+    "entropy",
+    "logit_confidence",
+    "logit_confidence_from_loss",
+    "model_signals",
+    "modified_entropy",
+    "prob_true",
+    "prob_true_from_loss",
+    "signal_table",
+]

@@ -1,0 +1,155 @@
+"""Build :class:`~privaudit.records.SignalTable` records for many models on a dataset."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+import numpy as np
+from numpy.typing import NDArray
+
+from privaudit._validation import check_choice, check_positive_int, fail
+from privaudit.data import Dataset
+from privaudit.errors import PrivauditError
+from privaudit.models import Model, PrecomputedModel, TrainingError
+from privaudit.records import SignalTable
+from privaudit.signals.functions import (
+    LOSS_DERIVABLE,
+    SIGNALS,
+    compute_signal,
+    compute_signal_from_loss,
+)
+
+__all__ = ["DEFAULT_BATCH_SIZE", "model_signals", "signal_table"]
+
+DEFAULT_BATCH_SIZE = 4096
+
+
+def _batch_logits(model_id: str, model: Any, dataset: Dataset, sl: slice) -> NDArray[np.float64]:
+    if isinstance(model, PrecomputedModel):
+        z = model.logits_for(dataset.record_ids[sl])
+    else:
+        try:
+            z = model.logits(dataset.X[sl])
+        except PrivauditError:
+            raise
+        except Exception as exc:
+            raise TrainingError(
+                f"model {model_id!r}: logits failed: {type(exc).__name__}: {exc}"
+            ) from exc
+    z = np.asarray(z, dtype=np.float64)
+    n = sl.stop - sl.start
+    if z.shape != (n, model.n_classes):
+        raise fail(f"logits of model {model_id!r}", f"shape ({n}, {model.n_classes})", z.shape)
+    bad = ~np.isfinite(z)
+    if bad.any():
+        rows = np.flatnonzero(bad.any(axis=1))
+        ex = dataset.record_ids[sl][rows[:3]].tolist()
+        raise fail(
+            f"logits of model {model_id!r}",
+            "finite values",
+            f"{int(bad.sum())} NaN/inf value(s) in {rows.size} record(s), e.g. {ex}",
+        )
+    return z
+
+
+def model_signals(
+    model_id: str,
+    model: Model | PrecomputedModel,
+    dataset: Dataset,
+    signals: Sequence[str],
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+) -> dict[str, NDArray[np.float64]]:
+    """Every requested signal of one model on every record of ``dataset``.
+
+    Records are processed in batches of ``batch_size``; each batch needs one call of
+    ``model.logits`` (or one look-up of a precomputed model), shared by all signals.
+    A losses-only :class:`PrecomputedModel` gives the :data:`LOSS_DERIVABLE` signals
+    and refuses the others.
+
+    Returns
+    -------
+    dict signal name -> float64 array (n_records,)
+    """
+    bs = check_positive_int(batch_size, "batch_size")
+    names = [check_choice(s, "signals", SIGNALS) for s in signals]
+    y = dataset.y
+    C = int(model.n_classes)
+    if y.size and int(y.max()) >= C:
+        raise fail(
+            f"labels of dataset {dataset.name!r}",
+            f"labels below the {C} classes of model {model_id!r}",
+            f"maximum label {int(y.max())}",
+        )
+    losses_only = isinstance(model, PrecomputedModel) and not model.has_logits
+    if losses_only:
+        refused = [s for s in names if s not in LOSS_DERIVABLE]
+        if refused:
+            raise fail(
+                f"signals for model {model_id!r}",
+                f"signals computable from losses only ({', '.join(LOSS_DERIVABLE)})",
+                refused,
+            )
+    n = dataset.n_records
+    out = {s: np.empty(n, dtype=np.float64) for s in names}
+    for start in range(0, n, bs):
+        sl = slice(start, min(start + bs, n))
+        if losses_only:
+            loss = cast(PrecomputedModel, model).losses_for(dataset.record_ids[sl])
+            for s in names:
+                out[s][sl] = compute_signal_from_loss(s, loss)
+        else:
+            z = _batch_logits(model_id, model, dataset, sl)
+            for s in names:
+                out[s][sl] = compute_signal(s, z, y[sl])
+    for s, v in out.items():
+        if not np.all(np.isfinite(v)):  # pragma: no cover - guarded by the signal functions
+            raise fail(f"signal {s!r} of model {model_id!r}", "finite values", "NaN/inf")
+    return out
+
+
+def signal_table(
+    models: Mapping[str, Model | PrecomputedModel],
+    dataset: Dataset,
+    signals: Sequence[str],
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+) -> dict[str, SignalTable]:
+    """Signals of several models on every record of a dataset, one table per signal.
+
+    Parameters
+    ----------
+    models : mapping model id -> Model or PrecomputedModel
+        Rows of every table follow the mapping's order.
+    dataset : Dataset
+        Records (columns of every table, in dataset order) and their true labels.
+    signals : sequence of str
+        Names from :data:`~privaudit.signals.SIGNALS`, no duplicates.
+    batch_size : int
+        Records per model call.
+
+    Returns
+    -------
+    dict signal name -> SignalTable with ``values[j, i]`` = signal of model j on record i.
+    """
+    if not models:
+        raise fail("models", "at least one model", "none")
+    names = list(signals)
+    if not names:
+        raise fail("signals", "at least one signal name", "none")
+    if len(set(names)) != len(names):
+        raise fail("signals", "unique signal names", names)
+    for s in names:
+        check_choice(s, "signals", SIGNALS)
+    model_ids = [str(m) for m in models]
+    per_model = [
+        model_signals(mid, models[key], dataset, names, batch_size=batch_size)
+        for mid, key in zip(model_ids, models, strict=True)
+    ]
+    return {
+        s: SignalTable(
+            s, dataset.record_ids, tuple(model_ids), np.stack([pm[s] for pm in per_model])
+        )
+        for s in names
+    }

@@ -1,0 +1,83 @@
+"""Bundled UCI Adult: checksums, deterministic preprocessing, shape."""
+
+from __future__ import annotations
+
+import hashlib
+from importlib import resources
+
+import numpy as np
+import pytest
+
+from privaudit.data import ADULT_SHA256, AdultDataError, load_adult
+from privaudit.data import adult as adult_mod
+
+
+@pytest.fixture(scope="module")
+def adult():  # type: ignore[no-untyped-def]
+    return load_adult()
+
+
+def test_shape_and_labels(adult) -> None:  # type: ignore[no-untyped-def]
+    assert adult.X.shape == (45_222, 105)
+    assert adult.n_classes == 2 and adult.class_names == ("<=50K", ">50K")
+    # >50K counts: 7,508 of 30,162 kept train rows + 3,700 of 15,060 kept test rows
+    assert int(adult.y.sum()) == 11_208
+    assert adult.info["n_dropped_missing"] == 3_620
+    assert adult.record_ids[0] == "adult-000000"
+    assert np.all(np.isfinite(adult.X))
+
+
+def test_ids_point_at_source_rows(adult) -> None:  # type: ignore[no-untyped-def]
+    # raw row 14 of adult.data has native-country '?', so it is dropped
+    ids = set(adult.record_ids.tolist())
+    assert "adult-000014" not in ids and "adult-000013" in ids
+    # first line of adult.data: 39, State-gov, ..., <=50K
+    i = int(adult.positions(["adult-000000"])[0])
+    row = dict(zip(adult.feature_names, adult.X[i], strict=True))
+    sc = adult.info["numeric_scaling"]["age"]
+    assert row["age"] * sc["std"] + sc["mean"] == pytest.approx(39.0)
+    assert row["workclass=State-gov"] == 1.0 and row["sex=Male"] == 1.0
+    assert adult.y[i] == 0
+    # first data row of adult.test is raw pool row 32,561: 25, Private, ..., <=50K.
+    j = int(adult.positions(["adult-032561"])[0])
+    assert adult.X[j, 0] * sc["std"] + sc["mean"] == pytest.approx(25.0)
+
+
+def test_preprocessing_invariants(adult) -> None:  # type: ignore[no-untyped-def]
+    numeric = adult.X[:, :6]
+    np.testing.assert_allclose(numeric.mean(axis=0), 0.0, atol=1e-12)
+    np.testing.assert_allclose(numeric.std(axis=0), 1.0, rtol=1e-12)
+    onehot = adult.X[:, 6:]
+    assert set(np.unique(onehot).tolist()) == {0.0, 1.0}
+    # every categorical block has exactly one 1 per row
+    blocks: dict[str, list[int]] = {}
+    for k, f in enumerate(adult.feature_names[6:]):
+        blocks.setdefault(f.split("=")[0], []).append(k)
+    assert len(blocks) == 8
+    for cols in blocks.values():
+        np.testing.assert_array_equal(onehot[:, cols].sum(axis=1), 1.0)
+    assert adult.feature_names[6] == "workclass=Private"  # adult.names order, not sorted
+
+
+def test_deterministic_and_fresh_copies(adult) -> None:  # type: ignore[no-untyped-def]
+    again = load_adult()
+    assert again.fingerprint() == adult.fingerprint()
+    again.info["preprocessing"].append("mutated")
+    assert "mutated" not in load_adult().info["preprocessing"]
+
+
+def test_bundled_checksums_match_constants() -> None:
+    for name, digest in ADULT_SHA256.items():
+        raw = resources.files("privaudit.data").joinpath("_bundled", "adult", name).read_bytes()
+        assert hashlib.sha256(raw).hexdigest() == digest
+
+
+def test_corrupted_file_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(adult_mod.ADULT_SHA256, "adult.names", "0" * 64)
+    adult_mod._load_adult_cached.cache_clear()
+    try:
+        with pytest.raises(AdultDataError, match="corrupted"):
+            load_adult()
+    finally:
+        monkeypatch.undo()
+        adult_mod._load_adult_cached.cache_clear()
