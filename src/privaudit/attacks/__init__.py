@@ -1,0 +1,32 @@
+"""Membership-inference attacks over signal tables; every score is "higher = member".
+
+The input contract, the registry and :func:`run_attack` live in
+:mod:`privaudit.attacks.base` (read its module docstring for which signal tables each
+attack needs); threshold smoothing (Ye et al. 2022, App. B.3) in
+:mod:`privaudit.attacks.thresholds`.
+"""
+
+from privaudit.attacks import lira, rmia, threshold_attacks  # noqa: F401  (fill the registry)
+from privaudit.attacks.base import (
+    ATTACKS,
+    SIGNAL_NAMES,
+    AttackData,
+    AttackSpec,
+    InputRequirements,
+    attack_names,
+    register,
+    required_inputs,
+    run_attack,
+)
+
+__all__ = [
+    "ATTACKS",
+    "SIGNAL_NAMES",
+    "AttackData",
+    "AttackSpec",
+    "InputRequirements",
+    "attack_names",
+    "register",
+    "required_inputs",
+    "run_attack",
+]

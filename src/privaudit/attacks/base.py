@@ -1,0 +1,684 @@
+"""The attack input contract (:class:`AttackData`), the registry and :func:`run_attack`.
+
+Every attack reads one frozen :class:`AttackData` and returns one
+:class:`privaudit.records.AttackScores` whose ``scores`` are oriented
+**higher = more likely member**. Signals keep their natural direction
+(``signals.SIGNAL_HIGHER_IS_MEMBER``; loss is *low* for members) and attacks orient
+inside. Every signal table is a :class:`privaudit.records.SignalTable`
+(``values[j, i]`` = signal of model ``model_ids[j]`` on record ``record_ids[i]``), and
+every group of tables is a ``dict`` keyed by signal name (``"loss"``, ``"prob_true"``,
+``"logit_confidence"``, ``"entropy"``, ``"modified_entropy"``).
+
+Which inputs each attack reads
+------------------------------
+"Audited records" are the records whose membership in the target is being inferred
+(``AttackData.record_ids``); every table on them must carry exactly those ids, in that
+order. ``S`` below is the attack's signal (parameter ``signal``; default in brackets;
+for P, S, R, D, L the default ``logit_confidence`` is the paper's logit-rescaled loss
+computed stably, see :mod:`privaudit.attacks.threshold_attacks`).
+
+=================  ==========================================================================
+attack             reads (besides ``record_ids``, ``labels``, ``target[S]``)
+=================  ==========================================================================
+``loss``           nothing else. Global-threshold baseline (Yeom et al. 2018): score = the
+                   signal oriented "higher = member" [``loss``]. No alpha threshold.
+``population``     Attack P (Ye et al. 2022, Sec. 4.2): ``population_target[S]`` (1 x Z, the
+                   target on population records, non-members of the target); with
+                   ``per_class=True`` also ``population_labels``. [``logit_confidence``]
+``shadow``         Attack S (Sec. 4.1): ``shadow[S]`` (m x Zs, shadow models trained on
+                   population data, on their own shadow records), ``shadow_membership``
+                   (m x Zs; the OUT pairs form the out world) and ``shadow_labels`` (Zs,
+                   for the class-dependent threshold c_alpha(y)). [``logit_confidence``]
+``reference``      Attack R (Sec. 4.3): ``reference[S]`` (k x n, reference models on the
+                   audited records) and ``reference_membership`` (k x n); only the OUT
+                   pairs ``keep[j, i] == False`` are used, selected from the matrix
+                   (never from a paired layout). [``logit_confidence``]
+``distillation``   Attack D (Sec. 4.4): ``distilled[S]`` (k x n, models distilled from the
+                   target on population data, evaluated on the audited records; all are
+                   treated as OUT). [``logit_confidence``]
+``leave-one-out``  Attack L (Sec. 4.5): ``leave_one_out[S]`` (k x n) and
+                   ``leave_one_out_membership`` (k x n); model j is used for record i when
+                   ``keep[j, i] == False``. Only records with at least 2 such models are
+                   scored: the returned ``record_ids`` are that subset, and
+                   ``params["n_skipped"]`` says how many were left out. [``logit_confidence``]
+``lira-online``    LiRA (Carlini et al. 2022): ``reference[S]`` and ``reference_membership``;
+                   per record, IN and OUT Gaussians. [``logit_confidence``]
+``lira-offline``   LiRA offline: as above, OUT models only. [``logit_confidence``]
+``rmia-online``    RMIA (Zarifzadeh et al. 2024): ``reference[S]``, ``reference_membership``,
+                   ``population_target[S]`` (1 x Z) and ``reference_population[S]``
+                   (k x Z, the same reference models on the same population records);
+                   optional ``reference_population_membership`` (k x Z; None = no
+                   reference model trained on any population record). [``prob_true``]
+``rmia-offline``   RMIA offline: as rmia-online, OUT models only. [``prob_true``]
+=================  ==========================================================================
+
+The reference models of ``reference`` and ``reference_population`` must be the same
+models (same ``model_ids``, same order). :func:`required_inputs` gives the fields and
+signals of an attack programmatically, so the experiment engine knows which models to
+train and which signal tables to build.
+
+Alpha thresholds
+----------------
+Attacks P, S, R, D, L (and offline LiRA in its one-sided form) are hypothesis tests at
+a requested false-positive rate ``alpha`` (Ye et al. 2022, Eq. 5): their score is
+``-F_out(x)``, minus the smoothed out-world CDF (= the p-value) of the target's
+signal, so ``scores >= -alpha`` is exactly the paper's decision at FPR ``alpha``;
+:func:`run_attack` then sets ``AttackScores.alpha = alpha`` and
+``AttackScores.threshold = -alpha``. Sweeping the threshold gives the ROC.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from privaudit._validation import (
+    as_label_array,
+    check_probability,
+    fail,
+)
+from privaudit.errors import DesignError
+from privaudit.records import AttackScores, MembershipMatrix, SignalTable
+
+__all__ = [
+    "ATTACKS",
+    "SIGNAL_NAMES",
+    "AttackData",
+    "AttackFunction",
+    "AttackSpec",
+    "InputRequirements",
+    "attack_names",
+    "register",
+    "require",
+    "required_inputs",
+    "run_attack",
+]
+
+#: Signal names an attack may ask for (the contract of ``privaudit.signals.SIGNALS``).
+SIGNAL_NAMES: tuple[str, ...] = (
+    "loss",
+    "prob_true",
+    "logit_confidence",
+    "entropy",
+    "modified_entropy",
+)
+
+#: The table-valued fields of :class:`AttackData`, with the id set their tables carry.
+TABLE_FIELDS: tuple[str, ...] = (
+    "target",
+    "population_target",
+    "reference",
+    "reference_population",
+    "shadow",
+    "distilled",
+    "leave_one_out",
+)
+
+Tables = Mapping[str, SignalTable]
+
+
+def _freeze(a: NDArray[Any]) -> NDArray[Any]:
+    a = np.array(a, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+def _check_tables(
+    tables: Tables | None,
+    field: str,
+    record_ids: NDArray[Any] | None,
+    *,
+    n_models: int | None = None,
+) -> dict[str, SignalTable] | None:
+    """Check one group of signal tables: keys = signal names, ids aligned, one model set."""
+    if tables is None:
+        return None
+    if not isinstance(tables, Mapping) or not tables:
+        raise fail(
+            field, "a non-empty dict of SignalTable keyed by signal name", type(tables).__name__
+        )
+    out: dict[str, SignalTable] = {}
+    model_ids: tuple[str, ...] | None = None
+    ids = record_ids
+    for key, table in tables.items():
+        name = f"{field}[{key!r}]"
+        if not isinstance(table, SignalTable):
+            raise fail(name, "a SignalTable", type(table).__name__)
+        if key != table.signal:
+            raise fail(name, f"a table of signal {key!r}", f"signal {table.signal!r}")
+        if key not in SIGNAL_NAMES:
+            raise fail(name, "one of the signals " + ", ".join(SIGNAL_NAMES), repr(key))
+        if ids is None:
+            ids = table.record_ids
+        elif table.record_ids.shape != ids.shape or not np.array_equal(table.record_ids, ids):
+            raise fail(
+                f"{name}.record_ids",
+                "the same record ids, in the same order, as the records it describes",
+                f"{table.record_ids.size} ids starting {table.record_ids[:3].tolist()}",
+            )
+        if model_ids is None:
+            model_ids = table.model_ids
+        elif table.model_ids != model_ids:
+            raise fail(
+                f"{name}.model_ids", f"the models of the other {field} tables", table.model_ids
+            )
+        if n_models is not None and len(table.model_ids) != n_models:
+            raise fail(f"{name}.model_ids", f"{n_models} model(s)", len(table.model_ids))
+        out[str(key)] = table
+    return out
+
+
+def _first(tables: Mapping[str, SignalTable]) -> SignalTable:
+    return next(iter(tables.values()))
+
+
+def _check_membership(
+    membership: MembershipMatrix | None,
+    field: str,
+    tables: Mapping[str, SignalTable] | None,
+    tables_field: str,
+) -> None:
+    """A membership matrix must describe exactly the models and records of its tables."""
+    if membership is None:
+        return
+    if not isinstance(membership, MembershipMatrix):
+        raise fail(field, "a MembershipMatrix", type(membership).__name__)
+    if tables is None:
+        raise fail(tables_field, f"signal tables to go with {field}", "None")
+    t = _first(tables)
+    if membership.model_ids != t.model_ids:
+        raise fail(
+            f"{field}.model_ids", f"the model ids of {tables_field}, in order", membership.model_ids
+        )
+    if membership.record_ids.shape != t.record_ids.shape or not np.array_equal(
+        membership.record_ids, t.record_ids
+    ):
+        raise fail(
+            f"{field}.record_ids",
+            f"the record ids of {tables_field}, in order",
+            membership.n_records,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class AttackData:
+    """Everything an attack may read, validated once at construction.
+
+    Parameters
+    ----------
+    record_ids : array of ids, shape (n,)
+        The audited records (unique, stable ids).
+    labels : int array, shape (n,)
+        Class labels of the audited records.
+    target : dict[str, SignalTable]
+        The target model (exactly one model) on the audited records.
+    population_target : dict[str, SignalTable], optional
+        The target (same single model id) on Z population records (non-members of the
+        target); used by attacks P and RMIA.
+    population_labels : int array, shape (Z,), optional
+        Class labels of the population records (attack P with ``per_class=True``).
+    reference : dict[str, SignalTable], optional
+        k reference models on the audited records (attacks R, LiRA, RMIA).
+    reference_membership : MembershipMatrix, optional
+        (k x n) which reference model trained on which audited record. Required with
+        ``reference``.
+    reference_population : dict[str, SignalTable], optional
+        The same k reference models on the population records (RMIA's ``Pr(z)``).
+    reference_population_membership : MembershipMatrix, optional
+        (k x Z) which reference model trained on which population record; None means
+        none did (every reference model is OUT for every population record).
+    shadow : dict[str, SignalTable], optional
+        m shadow models on their own Zs shadow records (attack S).
+    shadow_membership : MembershipMatrix, optional
+        (m x Zs) which shadow model trained on which shadow record. Required with
+        ``shadow``.
+    shadow_labels : int array, shape (Zs,), optional
+        Class labels of the shadow records. Required with ``shadow``.
+    distilled : dict[str, SignalTable], optional
+        Models distilled from the target on population data, on the audited records
+        (attack D).
+    leave_one_out : dict[str, SignalTable], optional
+        Leave-one-out models (trained on the target's training set minus some records)
+        on the audited records (attack L).
+    leave_one_out_membership : MembershipMatrix, optional
+        (k_L x n) which leave-one-out model trained on which audited record; a model is
+        used for record i where ``keep[j, i]`` is False. Required with ``leave_one_out``.
+
+    Raises
+    ------
+    InvalidInputError
+        Misaligned ids, wrong shapes, non-finite values, a missing companion field.
+
+    Notes
+    -----
+    Arrays are frozen (read-only copies); :class:`SignalTable` values are already
+    read-only and finite by construction, so attacks can never mutate their inputs.
+    """
+
+    record_ids: NDArray[Any]
+    labels: NDArray[np.int64]
+    target: Mapping[str, SignalTable]
+    population_target: Mapping[str, SignalTable] | None = None
+    population_labels: NDArray[np.int64] | None = None
+    reference: Mapping[str, SignalTable] | None = None
+    reference_membership: MembershipMatrix | None = None
+    reference_population: Mapping[str, SignalTable] | None = None
+    reference_population_membership: MembershipMatrix | None = None
+    shadow: Mapping[str, SignalTable] | None = None
+    shadow_membership: MembershipMatrix | None = None
+    shadow_labels: NDArray[np.int64] | None = None
+    distilled: Mapping[str, SignalTable] | None = None
+    leave_one_out: Mapping[str, SignalTable] | None = None
+    leave_one_out_membership: MembershipMatrix | None = None
+
+    def __post_init__(self) -> None:
+        # Ids: reuse the records' normalisation (unique, int64 or str, frozen).
+        ids = MembershipMatrix(self.record_ids, ("_",), np.zeros((1, len(self.record_ids)), bool))
+        record_ids = ids.record_ids
+        labels = as_label_array(self.labels, "labels")
+        if labels.size != record_ids.size:
+            raise fail("labels", f"one label per audited record ({record_ids.size})", labels.size)
+        set_ = object.__setattr__
+        set_(self, "record_ids", record_ids)
+        set_(self, "labels", _freeze(labels))
+
+        target = _check_tables(self.target, "target", record_ids, n_models=1)
+        if target is None:
+            raise fail("target", "signal tables of the target model", "None")
+        set_(self, "target", target)
+        target_model = _first(target).model_ids
+
+        pop = _check_tables(self.population_target, "population_target", None, n_models=1)
+        if pop is not None and _first(pop).model_ids != target_model:
+            raise fail(
+                "population_target.model_ids",
+                f"the target's model id {target_model}",
+                _first(pop).model_ids,
+            )
+        set_(self, "population_target", pop)
+        if self.population_labels is not None:
+            if pop is None:
+                raise fail(
+                    "population_target", "signal tables to go with population_labels", "None"
+                )
+            plab = as_label_array(self.population_labels, "population_labels")
+            if plab.size != _first(pop).record_ids.size:
+                raise fail(
+                    "population_labels",
+                    f"one label per population record ({_first(pop).record_ids.size})",
+                    plab.size,
+                )
+            set_(self, "population_labels", _freeze(plab))
+
+        ref = _check_tables(self.reference, "reference", record_ids)
+        set_(self, "reference", ref)
+        if ref is not None and self.reference_membership is None:
+            raise fail(
+                "reference_membership", "the membership matrix of the reference models", "None"
+            )
+        _check_membership(self.reference_membership, "reference_membership", ref, "reference")
+
+        ref_pop = _check_tables(
+            self.reference_population,
+            "reference_population",
+            None if pop is None else _first(pop).record_ids,
+        )
+        if ref_pop is not None:
+            if ref is None:
+                raise fail("reference", "reference tables to go with reference_population", "None")
+            if _first(ref_pop).model_ids != _first(ref).model_ids:
+                raise fail(
+                    "reference_population.model_ids",
+                    "the model ids of reference, in the same order",
+                    _first(ref_pop).model_ids,
+                )
+        set_(self, "reference_population", ref_pop)
+        _check_membership(
+            self.reference_population_membership,
+            "reference_population_membership",
+            ref_pop,
+            "reference_population",
+        )
+
+        sh = _check_tables(self.shadow, "shadow", None)
+        set_(self, "shadow", sh)
+        if sh is not None:
+            if self.shadow_membership is None:
+                raise fail(
+                    "shadow_membership", "the membership matrix of the shadow models", "None"
+                )
+            if self.shadow_labels is None:
+                raise fail("shadow_labels", "class labels of the shadow records", "None")
+        _check_membership(self.shadow_membership, "shadow_membership", sh, "shadow")
+        if self.shadow_labels is not None:
+            if sh is None:
+                raise fail("shadow", "shadow tables to go with shadow_labels", "None")
+            slab = as_label_array(self.shadow_labels, "shadow_labels")
+            if slab.size != _first(sh).record_ids.size:
+                raise fail(
+                    "shadow_labels",
+                    f"one label per shadow record ({_first(sh).record_ids.size})",
+                    slab.size,
+                )
+            set_(self, "shadow_labels", _freeze(slab))
+
+        set_(self, "distilled", _check_tables(self.distilled, "distilled", record_ids))
+
+        loo = _check_tables(self.leave_one_out, "leave_one_out", record_ids)
+        set_(self, "leave_one_out", loo)
+        if loo is not None and self.leave_one_out_membership is None:
+            raise fail(
+                "leave_one_out_membership", "the membership matrix of the LOO models", "None"
+            )
+        _check_membership(
+            self.leave_one_out_membership, "leave_one_out_membership", loo, "leave_one_out"
+        )
+
+    @property
+    def n_records(self) -> int:
+        """Number of audited records."""
+        return int(self.record_ids.size)
+
+    def table(self, field: str, signal: str) -> SignalTable:
+        """The ``signal`` table of ``field``; a clear error when it was not provided.
+
+        Raises
+        ------
+        InvalidInputError
+            If ``field`` is None or lacks the signal.
+        """
+        if field not in TABLE_FIELDS:
+            raise fail("field", "one of " + ", ".join(TABLE_FIELDS), repr(field))
+        tables: Mapping[str, SignalTable] | None = getattr(self, field)
+        if tables is None:
+            raise fail(field, f"signal tables (this attack reads {field}[{signal!r}])", "None")
+        if signal not in tables:
+            raise fail(field, f"a {signal!r} signal table", "signals " + ", ".join(tables))
+        return tables[signal]
+
+
+# --------------------------------------------------------------------------------------
+# Registry
+# --------------------------------------------------------------------------------------
+
+
+#: The signature every registered attack implements:
+#: ``func(data, *, rng, signal, **settings) -> (record_ids, scores, params)``, where
+#: ``rng`` is a generator derived from ``run_attack``'s ``seed``, ``scores`` are "higher
+#: = member" for the returned ``record_ids`` (all audited records, or a documented
+#: subset), and ``params`` records every setting used.
+AttackFunction = Callable[..., tuple[NDArray[Any], NDArray[np.float64], dict[str, Any]]]
+
+T = TypeVar("T")
+
+
+def require(value: T | None, name: str) -> T:
+    """``value`` if it is not None, else an InvalidInputError naming the missing input."""
+    if value is None:
+        raise fail(name, "an input (this attack reads it)", "None")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class InputRequirements:
+    """Which :class:`AttackData` fields and signals an attack reads.
+
+    ``fields`` are the AttackData fields that must be set (e.g. ``("target",
+    "reference", "reference_membership")``); ``optional_fields`` are read when
+    present; ``signals`` the signal tables needed in every table-valued field.
+    """
+
+    attack: str
+    fields: tuple[str, ...]
+    signals: tuple[str, ...]
+    optional_fields: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class AttackSpec:
+    """One registered attack.
+
+    Attributes
+    ----------
+    name : str
+        Stable lower-case identifier (``results.json``, configs, the CLI).
+    func : AttackFunction
+        The implementation; returns ``(record_ids, scores, params)``.
+    fields : tuple of str
+        Required :class:`AttackData` fields.
+    default_signal : str
+        The signal used unless ``signal=`` is passed.
+    alpha_threshold : bool
+        True when the score is ``-p_value`` of an out-world test, so a requested FPR
+        ``alpha`` maps to the threshold ``-alpha``.
+    description : str
+        One line for reports.
+    optional_fields : tuple of str
+        Fields read when present (or needed for some settings).
+    signal_choices : tuple of str
+        Signals the attack accepts.
+    """
+
+    name: str
+    func: AttackFunction
+    fields: tuple[str, ...]
+    default_signal: str
+    alpha_threshold: bool
+    description: str
+    optional_fields: tuple[str, ...] = ()
+    signal_choices: tuple[str, ...] = SIGNAL_NAMES
+
+
+#: The registry: stable attack name -> spec. Filled by the attack modules on import.
+ATTACKS: dict[str, AttackSpec] = {}
+
+_ATTACK_MODULES: tuple[str, ...] = (
+    "privaudit.attacks.threshold_attacks",
+    "privaudit.attacks.lira",
+    "privaudit.attacks.rmia",
+)
+
+
+def register(
+    name: str,
+    *,
+    fields: tuple[str, ...],
+    default_signal: str,
+    alpha_threshold: bool,
+    description: str,
+    optional_fields: tuple[str, ...] = (),
+    signal_choices: tuple[str, ...] = SIGNAL_NAMES,
+) -> Callable[[AttackFunction], AttackFunction]:
+    """Decorator registering an attack under a stable ``name``.
+
+    Raises
+    ------
+    InvalidInputError
+        If ``name`` is already registered to another function, or a field or signal
+        is unknown.
+    """
+    known = {f.name for f in dataclasses.fields(AttackData)}
+    for f in (*fields, *optional_fields):
+        if f not in known:
+            raise fail("fields", "AttackData field names", repr(f))
+    if default_signal not in signal_choices or not set(signal_choices) <= set(SIGNAL_NAMES):
+        raise fail("signal_choices", "signal names containing the default signal", signal_choices)
+
+    def deco(func: AttackFunction) -> AttackFunction:
+        if name in ATTACKS and ATTACKS[name].func is not func:
+            existing = ATTACKS[name].func
+            if getattr(existing, "__qualname__", None) != getattr(func, "__qualname__", None):
+                raise fail("name", "an attack name not registered yet", repr(name))
+        ATTACKS[name] = AttackSpec(
+            name=name,
+            func=func,
+            fields=tuple(fields),
+            default_signal=default_signal,
+            alpha_threshold=alpha_threshold,
+            description=description,
+            optional_fields=tuple(optional_fields),
+            signal_choices=tuple(signal_choices),
+        )
+        return func
+
+    return deco
+
+
+def _ensure_registered() -> None:
+    for mod in _ATTACK_MODULES:
+        importlib.import_module(mod)
+
+
+#: The stable order of the built-in attacks (DESIGN, "results contract").
+_ORDER: tuple[str, ...] = (
+    "loss",
+    "population",
+    "shadow",
+    "reference",
+    "distillation",
+    "leave-one-out",
+    "lira-online",
+    "lira-offline",
+    "rmia-online",
+    "rmia-offline",
+)
+
+
+def attack_names() -> tuple[str, ...]:
+    """Names of every registered attack: the built-in ones in DESIGN order, then others."""
+    _ensure_registered()
+    rank = {n: i for i, n in enumerate(_ORDER)}
+    return tuple(sorted(ATTACKS, key=lambda n: (rank.get(n, len(rank)), list(ATTACKS).index(n))))
+
+
+def _spec(name: str) -> AttackSpec:
+    _ensure_registered()
+    if name not in ATTACKS:
+        raise fail("attack", "one of " + ", ".join(map(repr, ATTACKS)), repr(name))
+    return ATTACKS[name]
+
+
+def required_inputs(name: str, *, signal: str | None = None) -> InputRequirements:
+    """The AttackData fields and signal tables the attack ``name`` needs.
+
+    Parameters
+    ----------
+    name : str
+        A registered attack name.
+    signal : str, optional
+        The signal the attack will be run with (default: the attack's default signal).
+    """
+    spec = _spec(name)
+    sig = spec.default_signal if signal is None else signal
+    if sig not in spec.signal_choices:
+        raise fail(
+            "signal", f"one of {', '.join(spec.signal_choices)} for attack {name!r}", repr(sig)
+        )
+    return InputRequirements(
+        attack=name, fields=spec.fields, signals=(sig,), optional_fields=spec.optional_fields
+    )
+
+
+def run_attack(
+    name: str,
+    data: AttackData,
+    *,
+    alpha: float | None = None,
+    seed: int | np.random.Generator | None = None,
+    **params: Any,
+) -> AttackScores:
+    """Run the registered attack ``name`` on ``data``.
+
+    Parameters
+    ----------
+    name : str
+        A registered attack (``attack_names()``).
+    data : AttackData
+        Validated inputs; the fields in ``required_inputs(name)`` must be set.
+    alpha : float, optional
+        Requested false-positive rate in (0, 1). Only for alpha-threshold attacks
+        (``ATTACKS[name].alpha_threshold``); the result then has ``alpha`` set and
+        ``threshold = -alpha``, so ``scores >= threshold`` are the decisions.
+    seed : int or numpy.random.Generator, optional
+        Randomness for attacks that use any (recorded in ``params``). The attacks
+        implemented here are deterministic functions of their inputs.
+    **params
+        Attack settings (``signal``, ``smoothing``, ``a``, ``gamma``, ...).
+
+    Returns
+    -------
+    AttackScores
+        Scores "higher = more likely member"; ``params`` records every setting
+        (numbers of models used, smoothing method, a, gamma, variance mode, ...).
+
+    Raises
+    ------
+    InvalidInputError
+        Unknown attack or parameter, missing input field, alpha for an attack that has
+        no calibrated threshold.
+    DesignError
+        The inputs cannot support the attack (e.g. a record without OUT reference
+        models).
+    """
+    spec = _spec(name)
+    if not isinstance(data, AttackData):
+        raise fail("data", "an AttackData", type(data).__name__)
+    for f in spec.fields:
+        if getattr(data, f) is None:
+            raise fail(
+                f, f"an input for attack {name!r} (it reads {', '.join(spec.fields)})", "None"
+            )
+    if alpha is not None:
+        if not spec.alpha_threshold:
+            raise fail(
+                "alpha",
+                f"None for attack {name!r}, which has no calibrated alpha threshold",
+                alpha,
+            )
+        alpha = check_probability(alpha, "alpha")
+    signal = params.pop("signal", spec.default_signal)
+    if signal not in spec.signal_choices:
+        raise fail(
+            "signal", f"one of {', '.join(spec.signal_choices)} for attack {name!r}", repr(signal)
+        )
+    if isinstance(seed, np.random.Generator):
+        rng = seed
+        seed_record: Any = "generator"
+    else:
+        rng = np.random.default_rng(seed)
+        seed_record = seed
+    accepted = [
+        p for p in inspect.signature(spec.func).parameters if p not in ("data", "rng", "signal")
+    ]
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise fail(
+            "params",
+            f"settings of attack {name!r} (" + ", ".join(accepted) + ")",
+            ", ".join(unknown),
+        )
+    ids, scores, used = spec.func(data, rng=rng, signal=signal, **params)
+    if alpha is not None and used.get("alpha_calibrated") is False:
+        raise fail(
+            "alpha",
+            f"None for attack {name!r} with these settings (no calibrated alpha threshold)",
+            alpha,
+        )
+    scores = np.asarray(scores, dtype=np.float64)
+    if not np.all(np.isfinite(scores)):  # pragma: no cover - a bug in an attack
+        raise DesignError(f"attack {name!r} produced non-finite scores")
+    used = {"signal": signal, **used, "seed": seed_record}
+    return AttackScores(
+        attack=name,
+        record_ids=ids,
+        scores=scores,
+        params=used,
+        alpha=alpha,
+        threshold=None if alpha is None else -alpha,
+    )

@@ -1,0 +1,408 @@
+r"""Loss-threshold attacks of Ye et al. (CCS'22, Sec. 4): P, S, R, D, L, and the global baseline.
+
+Each attack is the test of Ye et al. Eq. 4, "member iff
+:math:`\ell(\theta, z) \le c_\alpha(\cdot)`", where the threshold function
+:math:`c_\alpha` is the alpha-percentile (Eq. 5) of the smoothed loss distribution in the
+attack's out world (App. B.3, :mod:`privaudit.attacks.thresholds`):
+
+=====  ==========================  ===================================================
+name   threshold (Table 1)         out-world sample
+=====  ==========================  ===================================================
+S      :math:`c_\alpha(y_z)`       shadow models on their OUT shadow records of class
+                                   :math:`y_z` (Eq. 6-7)
+P      :math:`c_\alpha(\theta)`    the target on population records (Eq. 8-9)
+R      :math:`c_\alpha(x_z, y_z)`  OUT reference models on the record (Eq. 10-11)
+D      :math:`c_\alpha(\theta, z)` models distilled from the target, on the record
+                                   (Eq. 13-16)
+L      :math:`c_\alpha(D, z)`      models trained on the target's training set without
+                                   the record (Sec. 4.5)
+=====  ==========================  ===================================================
+
+The score of record z is :math:`-F_{out}(\ell(\theta, z))`, minus the smoothed out-world
+CDF at the target's loss (its p-value), so "higher = member", the alpha-attack is
+exactly ``score >= -alpha``, and sweeping the threshold gives the ROC curve.
+
+Smoothing defaults: ``"linear"`` for P and S, whose out worlds pool hundreds or
+thousands of values (the empirical quantile is then accurate), and ``"student-t"`` (the
+predictive Student-t on logit-rescaled losses, :mod:`privaudit.attacks.thresholds`) for
+R, D and L, whose per-record out worlds hold only as many values as there are models:
+with 4-8 OUT models the paper's plug-in smoothings reach an achieved FPR several times
+alpha (e.g. 6.6% at alpha = 1% for the logit-Gaussian with 4 OUT models, 20% for linear
+interpolation), while the predictive t stays at alpha when the logit-rescaled losses
+are Gaussian. Every paper method stays available through ``smoothing=``.
+
+Default signal: LiRA's logit-scaled confidence :math:`\phi = \log\frac{p_y}{1-p_y}`,
+which *is* the paper's logit rescaling of the loss, :math:`\phi = \log\frac{e^{-\ell}}{1 -
+e^{-\ell}}` (App. B.3), but computed stably from the logits by the signal layer. The
+two give the same ranking and the same Gaussian fits in exact arithmetic; in floating
+point the loss of a confident prediction (margin above about 37 nats) rounds to exactly
+0, so on overfit models the loss ties where :math:`\phi` still separates records. The
+linear interpolation then interpolates on the :math:`-\phi` scale instead of the loss
+scale (the same empirical quantiles, a different interpolant between them).
+``signal="loss"`` runs the paper's computation literally.
+
+Signals other than the loss are mapped to the loss-like scale by
+:func:`privaudit.attacks._orient.loss_like` (``prob_true`` -> cross-entropy loss).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from privaudit._validation import check_choice, fail
+from privaudit.attacks._orient import loss_like, member_oriented
+from privaudit.attacks.base import AttackData, register, require
+from privaudit.attacks.thresholds import SMOOTHING_METHODS, OutWorld, describe, fit_out_world
+from privaudit.errors import InsufficientDataError
+
+__all__ = [
+    "distillation_attack",
+    "leave_one_out_attack",
+    "loss_attack",
+    "population_attack",
+    "reference_attack",
+    "shadow_attack",
+]
+
+Result = tuple[NDArray[Any], NDArray[np.float64], dict[str, Any]]
+
+
+def _target_loss_like(data: AttackData, signal: str) -> tuple[NDArray[np.float64], str]:
+    return loss_like(signal, data.table("target", signal).values[0])
+
+
+def _smoothing(smoothing: str) -> str:
+    return check_choice(smoothing, "smoothing", SMOOTHING_METHODS)
+
+
+def _class_conditional_scores(
+    x: NDArray[np.float64],
+    x_labels: NDArray[np.int64],
+    out: NDArray[np.float64],
+    out_labels: NDArray[np.int64],
+    *,
+    rescale: str,
+    smoothing: str,
+    sigma_floor: float,
+    what: str,
+) -> tuple[NDArray[np.float64], dict[str, Any]]:
+    """``-F_out,y(x)`` with one shared out-world sample per class y."""
+    scores = np.empty(x.size, dtype=np.float64)
+    counts: dict[str, int] = {}
+    floored = 0
+    for y in np.unique(x_labels):
+        sel = x_labels == y
+        sample = out[out_labels == y]
+        if sample.size < 2:
+            raise InsufficientDataError(
+                f"{what}: expected at least 2 out-world values of class {int(y)}, "
+                f"found {sample.size} (needed for {int(sel.sum())} audited record(s))"
+            )
+        world = fit_out_world(
+            sample, rescale=rescale, sigma_floor=sigma_floor, name=f"{what} class {int(y)}"
+        )
+        scores[sel] = -world.cdf(x[sel], smoothing)
+        counts[str(int(y))] = int(sample.size)
+        floored += world.n_sigma_floored
+    return scores, {
+        "rescale": rescale,
+        "out_values_per_class": counts,
+        "min_out_values": min(counts.values()),
+        "n_sigma_floored": floored,
+    }
+
+
+@register(
+    "loss",
+    fields=("target",),
+    default_signal="loss",
+    alpha_threshold=False,
+    description="Global-threshold baseline (Yeom et al. 2018): the target's signal, oriented",
+)
+def loss_attack(data: AttackData, *, rng: np.random.Generator, signal: str = "loss") -> Result:
+    """Global loss-threshold baseline: score = the target's signal oriented "higher = member".
+
+    For the loss, the score is :math:`-\\ell(\\theta, z)` (Yeom et al. 2018; Ye et al.
+    Eq. 3 with a constant threshold). No out world, hence no alpha threshold.
+    """
+    values = data.table("target", signal).values[0]
+    return data.record_ids, member_oriented(signal, values).copy(), {"n_models": 0}
+
+
+@register(
+    "population",
+    fields=("target", "population_target"),
+    optional_fields=("population_labels",),
+    default_signal="logit_confidence",
+    alpha_threshold=True,
+    description="Attack P (Ye et al. 2022 Sec. 4.2): model-dependent threshold from population data",
+)
+def population_attack(
+    data: AttackData,
+    *,
+    rng: np.random.Generator,
+    signal: str = "logit_confidence",
+    smoothing: str = "linear",
+    per_class: bool = False,
+    sigma_floor: float = 1e-8,
+) -> Result:
+    r"""Attack P: threshold :math:`c_\alpha(\theta)` from the target's losses on population data.
+
+    Out world (Ye et al. Eq. 8-9): the target model with records drawn from the
+    population. Score :math:`-F_{pop}(\ell(\theta, z))`. With ``per_class=True`` the
+    population is split by class (a label-conditional variant; the paper samples its
+    population per class, App. B).
+    """
+    smoothing = _smoothing(smoothing)
+    x, rescale = _target_loss_like(data, signal)
+    out, _ = loss_like(signal, data.table("population_target", signal).values[0])
+    if per_class:
+        if data.population_labels is None:
+            raise fail(
+                "population_labels", "class labels of the population (per_class=True)", "None"
+            )
+        scores, info = _class_conditional_scores(
+            x,
+            data.labels,
+            out,
+            data.population_labels,
+            rescale=rescale,
+            smoothing=smoothing,
+            sigma_floor=sigma_floor,
+            what="population",
+        )
+    else:
+        world = fit_out_world(out, rescale=rescale, sigma_floor=sigma_floor, name="population")
+        scores = -world.cdf(x, smoothing)
+        info = describe(world)
+    return (
+        data.record_ids,
+        scores,
+        {
+            "smoothing": smoothing,
+            "per_class": per_class,
+            "n_population": int(out.size),
+            "n_models": 0,
+            "sigma_floor": sigma_floor,
+            **info,
+        },
+    )
+
+
+@register(
+    "shadow",
+    fields=("target", "shadow", "shadow_membership", "shadow_labels"),
+    default_signal="logit_confidence",
+    alpha_threshold=True,
+    description="Attack S (Ye et al. 2022 Sec. 4.1): class-dependent threshold from shadow models",
+)
+def shadow_attack(
+    data: AttackData,
+    *,
+    rng: np.random.Generator,
+    signal: str = "logit_confidence",
+    smoothing: str = "linear",
+    sigma_floor: float = 1e-8,
+) -> Result:
+    r"""Attack S: class-dependent threshold :math:`c_\alpha(y)` from shadow models.
+
+    Out world (Ye et al. Eq. 6-7): every (shadow model, shadow record) pair in which
+    the record was *not* in that shadow model's training set and has label y, pooled
+    over shadow models. Score :math:`-F_{S^{y}}(\ell(\theta, z))` for a record of label y.
+    """
+    smoothing = _smoothing(smoothing)
+    x, rescale = _target_loss_like(data, signal)
+    table = data.table("shadow", signal)
+    membership = require(data.shadow_membership, "shadow_membership")
+    shadow_labels = require(data.shadow_labels, "shadow_labels")
+    out_pairs = ~membership.keep
+    if not out_pairs.any():
+        raise InsufficientDataError(
+            "shadow_membership: expected some OUT (model, record) pairs, found none"
+        )
+    vals, _ = loss_like(signal, table.values)
+    labels = np.broadcast_to(shadow_labels[None, :], vals.shape)
+    scores, info = _class_conditional_scores(
+        x,
+        data.labels,
+        vals[out_pairs],
+        labels[out_pairs],
+        rescale=rescale,
+        smoothing=smoothing,
+        sigma_floor=sigma_floor,
+        what="shadow",
+    )
+    return (
+        data.record_ids,
+        scores,
+        {
+            "smoothing": smoothing,
+            "n_models": len(table.model_ids),
+            "n_shadow_records": int(table.record_ids.size),
+            "n_out_pairs": int(out_pairs.sum()),
+            "sigma_floor": sigma_floor,
+            **info,
+        },
+    )
+
+
+def _per_record(
+    data: AttackData,
+    field: str,
+    signal: str,
+    mask: NDArray[np.bool_] | None,
+    smoothing: str,
+    sigma_floor: float,
+) -> tuple[NDArray[np.float64], OutWorld]:
+    x, rescale = _target_loss_like(data, signal)
+    vals, _ = loss_like(signal, data.table(field, signal).values)
+    world = fit_out_world(vals, mask=mask, rescale=rescale, sigma_floor=sigma_floor, name=field)
+    return -world.cdf(x, smoothing), world
+
+
+@register(
+    "reference",
+    fields=("target", "reference", "reference_membership"),
+    default_signal="logit_confidence",
+    alpha_threshold=True,
+    description="Attack R (Ye et al. 2022 Sec. 4.3): per-record threshold from OUT reference models",
+)
+def reference_attack(
+    data: AttackData,
+    *,
+    rng: np.random.Generator,
+    signal: str = "logit_confidence",
+    smoothing: str = "student-t",
+    sigma_floor: float = 1e-8,
+) -> Result:
+    r"""Attack R: per-record threshold :math:`c_\alpha(x_z, y_z)` from OUT reference models.
+
+    Out world (Ye et al. Eq. 10-11): reference models trained on population data that
+    exclude z, evaluated on z. The OUT models of each record are read from
+    ``reference_membership`` (``keep[j, i] == False``), so any layout works; every
+    record needs at least 2 OUT models.
+    """
+    smoothing = _smoothing(smoothing)
+    membership = require(data.reference_membership, "reference_membership")
+    mask = ~membership.keep
+    try:
+        scores, world = _per_record(data, "reference", signal, mask, smoothing, sigma_floor)
+    except InsufficientDataError as exc:
+        raise InsufficientDataError(
+            f"attack 'reference' needs OUT reference models per record: {exc}"
+        ) from None
+    return (
+        data.record_ids,
+        scores,
+        {
+            "smoothing": smoothing,
+            "n_models": membership.n_models,
+            "sigma_floor": sigma_floor,
+            **describe(world),
+        },
+    )
+
+
+@register(
+    "distillation",
+    fields=("target", "distilled"),
+    default_signal="logit_confidence",
+    alpha_threshold=True,
+    description="Attack D (Ye et al. 2022 Sec. 4.4): per-record threshold from models distilled from the target",
+)
+def distillation_attack(
+    data: AttackData,
+    *,
+    rng: np.random.Generator,
+    signal: str = "logit_confidence",
+    smoothing: str = "student-t",
+    sigma_floor: float = 1e-8,
+) -> Result:
+    r"""Attack D: threshold :math:`c_\alpha(\theta, x_z, y_z)` from self-distilled models.
+
+    Out world (Ye et al. Eq. 13-16): models trained on population data soft-labelled by
+    the target, which approximate models retrained on the target's training set
+    without z; all are used for every record (they never saw the audited records).
+    """
+    smoothing = _smoothing(smoothing)
+    scores, world = _per_record(data, "distilled", signal, None, smoothing, sigma_floor)
+    n_models = len(data.table("distilled", signal).model_ids)
+    return (
+        data.record_ids,
+        scores,
+        {
+            "smoothing": smoothing,
+            "n_models": n_models,
+            "sigma_floor": sigma_floor,
+            **describe(world),
+        },
+    )
+
+
+@register(
+    "leave-one-out",
+    fields=("target", "leave_one_out", "leave_one_out_membership"),
+    default_signal="logit_confidence",
+    alpha_threshold=True,
+    description="Attack L (Ye et al. 2022 Sec. 4.5): per-record threshold from leave-one-out models",
+)
+def leave_one_out_attack(
+    data: AttackData,
+    *,
+    rng: np.random.Generator,
+    signal: str = "logit_confidence",
+    smoothing: str = "student-t",
+    sigma_floor: float = 1e-8,
+    min_out_models: int = 2,
+) -> Result:
+    r"""Attack L (idealised): threshold from models trained on the target's data without z.
+
+    Model j serves record i when ``leave_one_out_membership.keep[j, i]`` is False. Only
+    records with at least ``min_out_models`` (>= 2) such models are scored: the result
+    holds those records only, and ``params`` reports ``n_scored`` and ``n_skipped``.
+    """
+    smoothing = _smoothing(smoothing)
+    if (
+        isinstance(min_out_models, bool)
+        or not isinstance(min_out_models, int)
+        or min_out_models < 2
+    ):
+        raise fail(
+            "min_out_models",
+            "an integer >= 2 (a smoothed threshold needs 2 values)",
+            min_out_models,
+        )
+    membership = require(data.leave_one_out_membership, "leave_one_out_membership")
+    mask = ~membership.keep
+    scored = mask.sum(axis=0) >= min_out_models
+    if not scored.any():
+        raise InsufficientDataError(
+            f"leave_one_out_membership: expected some audited record with at least {min_out_models} "
+            "leave-one-out models that exclude it, found none"
+        )
+    x, rescale = _target_loss_like(data, signal)
+    vals, _ = loss_like(signal, data.table("leave_one_out", signal).values)
+    world = fit_out_world(
+        vals[:, scored],
+        mask=mask[:, scored],
+        rescale=rescale,
+        sigma_floor=sigma_floor,
+        name="leave_one_out",
+    )
+    scores = -world.cdf(x[scored], smoothing)
+    return (
+        data.record_ids[scored],
+        scores,
+        {
+            "smoothing": smoothing,
+            "n_models": membership.n_models,
+            "min_out_models": min_out_models,
+            "n_scored": int(scored.sum()),
+            "n_skipped": int((~scored).sum()),
+            "sigma_floor": sigma_floor,
+            **describe(world),
+        },
+    )
