@@ -1,0 +1,83 @@
+"""Differential-privacy lower bounds from membership guesses (the ``audit`` layer).
+
+Procedures (shared/notes/audit-math.md is the specification):
+
+* :func:`multi_run_audit` / :func:`multi_run_eps_lb` / :func:`multi_run_mu_lb` -- one
+  score per training run (Jagielski, Ullman, Oprea 2020; Nasr et al. 2021, 2023);
+* :func:`one_run_audit` / :func:`eps_lb_one_run` -- one training run with many
+  canaries (Steinke, Nasr, Jagielski 2023);
+* :func:`fdp_one_run_audit` / :func:`gdp_mu_lb_one_run` -- the f-DP / mu-GDP one-run
+  audit (Mahloujifar, Melis, Chaudhuri 2024);
+* :func:`panoramia_audit` -- c_lb, {c+eps}_lb and eps_tilde (Kazmi et al. 2024).
+
+Every ``*_audit`` function returns a :class:`privaudit.records.AuditResult` stating
+the procedure, confidence, delta, the counts behind the bound and how thresholds or
+guess counts were chosen. Numerical shortcuts round bounds down, never up.
+"""
+
+from __future__ import annotations
+
+from privaudit.audit._tails import (
+    binom_log_sf,
+    clopper_pearson_lower,
+    clopper_pearson_upper,
+    eps_to_gdp_mu,
+    gdp_delta,
+    gdp_epsilon,
+    log_q,
+)
+from privaudit.audit.fdp import (
+    eps_delta_fbar_inverse,
+    fdp_eps_lb_one_run,
+    fdp_one_run_audit,
+    fdp_p_value,
+    fdp_rejects,
+    gdp_fbar_inverse,
+    gdp_mu_lb_one_run,
+    mu_to_epsilon,
+)
+from privaudit.audit.multi_run import (
+    multi_run_audit,
+    multi_run_eps_lb,
+    multi_run_mu_lb,
+)
+from privaudit.audit.one_run import eps_lb_one_run, one_run_audit, one_run_log_p_value
+from privaudit.audit.panoramia import panoramia_audit, panoramia_hoeffding_lb, panoramia_lb
+from privaudit.audit.selection import (
+    GuessCounts,
+    default_candidates,
+    make_guesses,
+)
+
+PROCEDURES = ("multi-run", "one-run", "fdp-one-run", "panoramia")
+
+__all__ = [
+    "PROCEDURES",
+    "GuessCounts",
+    "binom_log_sf",
+    "clopper_pearson_lower",
+    "clopper_pearson_upper",
+    "default_candidates",
+    "eps_delta_fbar_inverse",
+    "eps_lb_one_run",
+    "eps_to_gdp_mu",
+    "fdp_eps_lb_one_run",
+    "fdp_one_run_audit",
+    "fdp_p_value",
+    "fdp_rejects",
+    "gdp_delta",
+    "gdp_epsilon",
+    "gdp_fbar_inverse",
+    "gdp_mu_lb_one_run",
+    "log_q",
+    "make_guesses",
+    "mu_to_epsilon",
+    "multi_run_audit",
+    "multi_run_eps_lb",
+    "multi_run_mu_lb",
+    "one_run_audit",
+    "one_run_log_p_value",
+    "panoramia_audit",
+    "panoramia_hoeffding_lb",
+    "panoramia_lb",
+]

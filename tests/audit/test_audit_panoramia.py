@@ -1,0 +1,78 @@
+"""PANORAMIA bounds (Kazmi et al. 2024, Section 4; audit-math.md section 4)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from privaudit.audit import eps_lb_one_run, panoramia_audit, panoramia_hoeffding_lb, panoramia_lb
+from privaudit.errors import InvalidInputError
+
+
+def brute(scores: np.ndarray, member: np.ndarray, beta_test: float, policy: str) -> float:
+    m = scores.size
+    if policy == "code":
+        thr, L, strict = np.linspace(0, 1, 100), 100, True
+    else:
+        thr, L, strict = np.unique(scores), m, False
+    best = 0.0
+    for t in thr:
+        g = scores > t if strict else scores >= t
+        r, v = int(g.sum()), int((g & member).sum())
+        best = max(best, eps_lb_one_run(m, r, v, 0.0, beta_test / L))
+    return best
+
+
+def make(m: int, sep: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    member = rng.random(m) < 0.5
+    logits = rng.standard_normal(m) + sep * member
+    return 1 / (1 + np.exp(-logits)), member
+
+
+@pytest.mark.parametrize("policy", ["code", "all"])
+def test_matches_brute_force_threshold_loop(policy: str) -> None:
+    rng = np.random.default_rng(0)
+    mia, mem = make(600, 2.5, rng)
+    base = np.clip(0.5 + 0.1 * rng.standard_normal(600) + 0.05 * mem, 0, 1)
+    res = panoramia_audit(mia, base, mem, confidence=0.95, thresholds=policy)
+    cpe = brute(mia, mem, 0.025, policy)
+    c = brute(base, mem, 0.025, policy)
+    assert res.extra["c_plus_epsilon_lower_bound"] == pytest.approx(cpe, abs=1e-9)
+    assert res.extra["c_lower_bound"] == pytest.approx(c, abs=1e-9)
+    # the sign is the paper's, not the released plotting code's
+    assert res.extra["epsilon_tilde"] == pytest.approx(max(0.0, cpe - c), abs=1e-9)
+    assert res.epsilon_lower_bound == res.extra["epsilon_tilde"] > 0
+
+
+def test_member_guesses_only() -> None:
+    # a perfect "non-member" detector with no member signal: member-only guesses see nothing
+    rng = np.random.default_rng(1)
+    m = 400
+    mem = rng.random(m) < 0.5
+    s = np.where(mem, rng.uniform(0.0, 1.0, m), 0.0)  # non-members all at 0, members uniform
+    lb, _ = panoramia_lb(s, mem, beta_per_test=0.025, thresholds="all")
+    assert lb > 0  # high scores are all members: member guesses are correct
+    s2 = np.where(mem, 0.5, rng.uniform(0.0, 1.0, m))  # only *low* scores are informative
+    lb2, _ = panoramia_lb(s2, mem, beta_per_test=0.025, thresholds="all")
+    lb_flip, _ = panoramia_lb(1 - s2, mem, beta_per_test=0.025, thresholds="all")
+    assert lb2 <= lb_flip
+
+
+def test_hoeffding_is_looser_and_code_grid_is_cheaper_union() -> None:
+    rng = np.random.default_rng(2)
+    mia, mem = make(2000, 3.0, rng)
+    exact, _ = panoramia_lb(mia, mem, beta_per_test=0.025, thresholds="code")
+    hoeff = panoramia_hoeffding_lb(mia, mem, beta_per_test=0.025, thresholds="code")
+    assert 0 <= hoeff < exact
+    all_, info = panoramia_lb(mia, mem, beta_per_test=0.025, thresholds="all")
+    assert info["beta_per_threshold"] == pytest.approx(0.025 / 2000)
+    assert all_ > 0
+
+
+def test_input_errors() -> None:
+    with pytest.raises(InvalidInputError, match='thresholds="all"'):
+        panoramia_audit([0.1, 2.0], [0.1, 0.2], [1, 0])
+    with pytest.raises(InvalidInputError, match="same length"):
+        panoramia_audit([0.1, 0.2], [0.1], [1, 0])
+    with pytest.raises(InvalidInputError, match="NaN"):
+        panoramia_audit([0.1, 0.2], [np.nan, 0.1], [1, 0])
