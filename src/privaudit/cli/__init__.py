@@ -48,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``privaudit`` script; returns the exit code."""
     _register()
     try:
-        app(args=argv, standalone_mode=False)
+        # With standalone_mode=False click *returns* the code of a typer.Exit.
+        rc = app(args=argv, standalone_mode=False)
     except typer.Exit as exc:
         return int(exc.exit_code or 0)
     except SystemExit as exc:  # pragma: no cover - click may raise it directly
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             exc.show()
             return 2
         raise
-    return 0
+    return rc if isinstance(rc, int) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,38 @@
+"""``privaudit run audit.yaml``: the audit pipeline driven by a config file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from privaudit.cli import app
+from privaudit.cli.demo_cmd import fail_exit, render_summary
+from privaudit.errors import PrivauditError
+
+
+@app.command("run")
+def run(
+    config: Path = typer.Argument(..., help="The audit config (YAML).", show_default=False),
+    out: Path | None = typer.Option(None, "--out", help="Report directory (overrides output_dir)."),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace an existing report directory."
+    ),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
+) -> None:
+    """Run the audit described by CONFIG and write report.html, results.json and scores.npz.
+
+    An invalid config is reported with the name of the bad field (exit code 2) and
+    nothing is written.
+    """
+    from privaudit.config import load_config
+    from privaudit.pipeline import run_audit
+
+    try:
+        cfg = load_config(config)
+        if out is not None:
+            cfg = cfg.model_copy(update={"output_dir": out})
+        report = run_audit(cfg, overwrite=overwrite, progress=progress)
+    except PrivauditError as exc:
+        raise fail_exit(exc) from None
+    render_summary(report.results, report.out_dir)

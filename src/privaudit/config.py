@@ -1,0 +1,406 @@
+"""The schema of an audit configuration (``audit.yaml``), validated with pydantic v2.
+
+Example (every field but ``dataset`` and ``model`` has a default)::
+
+    dataset: adult                 # adult | digits | {path: data.csv, label_column: y, id_column: id}
+    model:
+      kind: mlp                    # mlp | logistic | gradient_boosting | random_forest
+      params: {hidden_layer_sizes: [64], max_iter: 200}
+    attacks: [population, shadow, reference, lira-online, rmia-online]   # default: all
+    sizes: {n_target_pool: 2000, n_population: 4000}
+    models: {n_reference: 9, n_shadow: 4, n_distilled: 4, n_leave_one_out: 4, leave_one_out_sample: 20}
+    alpha: 0.05
+    seed: 0
+    n_jobs: 2
+    output_dir: privaudit-report
+    cache_dir: .privaudit-cache
+
+Unknown keys are rejected (``extra='forbid'``). :func:`load_config` turns every
+validation problem into one :class:`ConfigError` whose message names the offending
+field by its dotted path (``model.params.hidden_units: ...``), so the CLI can print it
+and exit with code 2.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from privaudit.errors import InvalidInputError
+
+__all__ = [
+    "BUILTIN_DATASETS",
+    "MODEL_KINDS",
+    "AuditConfig",
+    "ConfigError",
+    "DatasetConfig",
+    "ModelConfig",
+    "ModelCounts",
+    "SizeConfig",
+    "build_estimator",
+    "config_from_dict",
+    "load_config",
+]
+
+BUILTIN_DATASETS: tuple[str, ...] = ("adult", "digits")
+MODEL_KINDS: tuple[str, ...] = ("mlp", "logistic", "gradient_boosting", "random_forest")
+
+#: Defaults of each model kind (merged under the user's ``params``). The MLP has no
+#: weight decay (``alpha=0``) and no early stopping: the target is meant to fit its
+#: training set as a typical overfit model does.
+MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
+    "mlp": {
+        "hidden_layer_sizes": (64,),
+        "alpha": 0.0,
+        "max_iter": 200,
+        "early_stopping": False,
+        "tol": 0.0,
+        "n_iter_no_change": 1_000_000,
+    },
+    "logistic": {"C": 1.0, "max_iter": 2000},
+    "gradient_boosting": {"max_iter": 200},
+    "random_forest": {"n_estimators": 100, "n_jobs": 1},
+}
+
+
+class ConfigError(InvalidInputError):
+    """An audit configuration is invalid; the message names every bad field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DatasetConfig(_Strict):
+    """Which data to audit on: a bundled dataset by name, or a user table by path."""
+
+    name: Literal["adult", "digits"] | None = Field(
+        default=None, description="A bundled dataset: 'adult' (UCI Adult) or 'digits'."
+    )
+    path: Path | None = Field(default=None, description="A CSV, Parquet or .npz table.")
+    label_column: str | None = Field(default=None, description="Column of class labels.")
+    id_column: str | None = Field(default=None, description="Column of record ids.")
+    standardize: bool = Field(default=False, description="Standardise numeric columns.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            if v in BUILTIN_DATASETS:
+                return {"name": v}
+            raise ValueError(
+                f"expected one of {', '.join(map(repr, BUILTIN_DATASETS))} or a mapping "
+                f"{{path: ..., label_column: ...}}, found {v!r}"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _one_source(self) -> DatasetConfig:
+        if (self.name is None) == (self.path is None):
+            raise ValueError("expected exactly one of 'name' (adult, digits) or 'path'")
+        if self.path is not None and not self.label_column:
+            raise ValueError("expected 'label_column' with 'path'")
+        if self.name is not None and (self.label_column or self.id_column):
+            raise ValueError("'label_column' and 'id_column' apply to 'path' only")
+        return self
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-able description for ``results.json``."""
+        if self.name is not None:
+            return {"name": self.name}
+        return {
+            "path": str(self.path),
+            "label_column": self.label_column,
+            "id_column": self.id_column,
+            "standardize": self.standardize,
+        }
+
+
+class ModelConfig(_Strict):
+    """The target's learning algorithm (reference/shadow models use the same)."""
+
+    kind: Literal["mlp", "logistic", "gradient_boosting", "random_forest"]
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="Estimator parameters, over the kind's defaults."
+    )
+
+    @field_validator("params")
+    @classmethod
+    def _params_exist(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        kind = info.data.get("kind")
+        if kind is None:  # kind itself is invalid; reported there
+            return v
+        est = _estimator_class(kind)()
+        valid = set(est.get_params(deep=False))
+        bad = sorted(set(v) - valid)
+        if bad:
+            raise ValueError(
+                f"expected parameters of {type(est).__name__} ({', '.join(sorted(valid - {'random_state'}))}); "
+                f"found unknown {', '.join(map(repr, bad))}"
+            )
+        if "random_state" in v:
+            raise ValueError("expected no 'random_state' (it is derived from the audit's seed)")
+        return v
+
+    def estimator_params(self) -> dict[str, Any]:
+        """The kind's defaults overridden by ``params`` (lists become tuples)."""
+        p = {**MODEL_DEFAULTS[self.kind], **self.params}
+        return {k: tuple(v) if isinstance(v, list) else v for k, v in p.items()}
+
+
+def _estimator_class(kind: str) -> Any:
+    if kind == "mlp":
+        from sklearn.neural_network import MLPClassifier
+
+        return MLPClassifier
+    if kind == "logistic":
+        from sklearn.linear_model import LogisticRegression
+
+        return LogisticRegression
+    if kind == "gradient_boosting":
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
+        return HistGradientBoostingClassifier
+    if kind == "random_forest":
+        from sklearn.ensemble import RandomForestClassifier
+
+        return RandomForestClassifier
+    raise InvalidInputError(f"model.kind: expected one of {', '.join(MODEL_KINDS)}, found {kind!r}")
+
+
+def build_estimator(model: ModelConfig) -> Any:
+    """An unfitted scikit-learn classifier for ``model`` (``gradient_boosting`` is
+    ``HistGradientBoostingClassifier``)."""
+    return _estimator_class(model.kind)(**model.estimator_params())
+
+
+class SizeConfig(_Strict):
+    """How the dataset is split (Ye et al. 2022, Sec. 3: target data and population data).
+
+    ``n_target_pool`` records are audited: about half of them, chosen at random, train
+    the target; ``n_population`` disjoint records are the attacker's population data.
+    ``None``: a third of the dataset (at most 2,400) for the pool and the rest (at most
+    4,800) for the population. TPR at FPR f is reported only with >= 1/f non-members,
+    so TPR at 0.1% FPR needs a pool of more than 2,000 records.
+    """
+
+    n_target_pool: Annotated[int, Field(ge=4)] | None = None
+    n_population: Annotated[int, Field(ge=2)] | None = None
+
+
+class ModelCounts(_Strict):
+    """Numbers of models the attacks learn from (only those the chosen attacks need are trained).
+
+    The target is one row of a balanced keep matrix over the target pool together with
+    the reference models (every record IN for exactly half of the ``1 + n_reference``
+    models, as in LiRA), so ``n_reference`` is odd; shadow models split the population
+    in balanced halves, so ``n_shadow`` is even.
+    """
+
+    n_reference: Annotated[
+        int, Field(ge=5, description="Reference models (R, LiRA, RMIA); odd, >= 5.")
+    ] = 9
+    n_shadow: Annotated[int, Field(ge=2, description="Shadow models (S); even.")] = 4
+    n_distilled: Annotated[int, Field(ge=2, description="Distilled models (D); >= 2.")] = 4
+    distill_size: Annotated[int, Field(ge=2)] | None = Field(
+        default=None,
+        description="Population records per distilled model (default: target training-set size).",
+    )
+    n_leave_one_out: Annotated[
+        int, Field(ge=2, description="Leave-one-out models per audited record (L).")
+    ] = 4
+    leave_one_out_sample: Annotated[
+        int, Field(ge=2, description="Target-pool records audited by L (each retrains models).")
+    ] = 20
+
+    @field_validator("n_reference")
+    @classmethod
+    def _odd(cls, v: int) -> int:
+        if v % 2 == 0:
+            raise ValueError(
+                "expected an odd number (with the target, 1 + n_reference models form a "
+                f"balanced keep matrix), e.g. 9 or 15, found {v}"
+            )
+        return v
+
+    @field_validator("n_shadow")
+    @classmethod
+    def _even(cls, v: int) -> int:
+        if v % 2:
+            raise ValueError(
+                f"expected an even number (balanced halves of the population), found {v}"
+            )
+        return v
+
+
+def _registered_attacks() -> tuple[str, ...]:
+    from privaudit.attacks import attack_names
+
+    return attack_names()
+
+
+class AuditConfig(_Strict):
+    """One membership-inference audit: data, model, attacks, numbers of models, alpha, seed."""
+
+    dataset: DatasetConfig
+    model: ModelConfig
+    attacks: list[str] | None = Field(
+        default=None, description="Attack names from the registry; default: every attack."
+    )
+    attack_params: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Extra parameters per attack name."
+    )
+    sizes: SizeConfig = Field(default_factory=SizeConfig)
+    models: ModelCounts = Field(default_factory=ModelCounts)
+    alpha: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.05
+    seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
+    n_jobs: int = 1
+    output_dir: Path = Path("privaudit-report")
+    cache_dir: Path | None = None
+
+    @field_validator("attacks")
+    @classmethod
+    def _known_attacks(cls, v: list[str] | None) -> list[str] | None:
+        if v is None:
+            return v
+        known = _registered_attacks()
+        bad = [a for a in v if a not in known]
+        if bad:
+            raise ValueError(
+                f"expected attack names among {', '.join(known)}; found unknown {', '.join(map(repr, bad))}"
+            )
+        if not v:
+            raise ValueError("expected at least one attack")
+        if len(set(v)) != len(v):
+            raise ValueError(f"expected each attack once, found {v}")
+        return v
+
+    @field_validator("n_jobs")
+    @classmethod
+    def _n_jobs(cls, v: int) -> int:
+        if v == 0 or v < -1:
+            raise ValueError(
+                f"expected a positive number of processes or -1 (all cores), found {v}"
+            )
+        return v
+
+    @field_validator("alpha")
+    @classmethod
+    def _finite_alpha(cls, v: float) -> float:
+        if not math.isfinite(v):
+            raise ValueError(f"expected a finite number, found {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _attack_params_known(self) -> AuditConfig:
+        chosen = self.attack_names()
+        bad = [a for a in self.attack_params if a not in chosen]
+        if bad:
+            raise ValueError(
+                f"attack_params: parameters given for attack(s) not run: {', '.join(map(repr, bad))}"
+            )
+        return self
+
+    def attack_names(self) -> tuple[str, ...]:
+        """The attacks to run, in registry order when not listed explicitly."""
+        return tuple(self.attacks) if self.attacks is not None else _registered_attacks()
+
+
+def _loc(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for p in loc:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        elif p.startswith(("function-", "literal[", "constrained-")) or p in {"int", "float"}:
+            continue  # pydantic's union branch tags, not a field name
+        else:
+            out += ("." if out else "") + p
+    return out
+
+
+def _format(exc: ValidationError, source: str) -> ConfigError:
+    lines = []
+    for err in exc.errors(include_url=False):
+        where = _loc(tuple(err["loc"]))
+        msg = err["msg"]
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field (not part of the audit config)"
+        elif err["type"] == "missing":
+            msg = "required field is missing"
+        found = err.get("input")
+        quiet = err["type"] in ("missing", "extra_forbidden") or "found" in msg
+        suffix = "" if quiet or isinstance(found, dict | list) else f" (found {found!r})"
+        # a model-level check names its field at the start of its message
+        lines.append(f"{where}: {msg}{suffix}" if where else f"{msg}{suffix}")
+    head = f"{source}: invalid audit config" + (
+        f" ({len(lines)} problems)" if len(lines) > 1 else ""
+    )
+    return ConfigError(head + "\n  " + "\n  ".join(lines))
+
+
+def config_from_dict(data: Any, *, source: str = "config") -> AuditConfig:
+    """Validate a mapping (as read from YAML) into an :class:`AuditConfig`.
+
+    Raises
+    ------
+    ConfigError
+        Naming every bad field by its dotted path.
+    """
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{source}: expected a mapping of fields at the top level, found {type(data).__name__}"
+        )
+    try:
+        return AuditConfig.model_validate(data)
+    except ValidationError as exc:
+        raise _format(exc, source) from None
+
+
+def load_config(path: str | Path) -> AuditConfig:
+    """Read and validate an ``audit.yaml``.
+
+    A relative ``dataset.path``, ``output_dir`` or ``cache_dir`` is resolved against the
+    directory of the YAML file.
+
+    Raises
+    ------
+    ConfigError
+        When the file is missing, is not YAML, or any field is invalid (the message
+        names the field).
+    """
+    import yaml
+
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"config: expected an existing YAML file, found no file at {p}") from None
+    except OSError as exc:
+        raise ConfigError(f"config: expected a readable YAML file, found {p} ({exc})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: expected valid YAML, found a syntax error: {exc}") from None
+    cfg = config_from_dict(data, source=str(p))
+    base = p.parent
+    updates: dict[str, Any] = {}
+    if cfg.dataset.path is not None and not cfg.dataset.path.is_absolute():
+        updates["dataset"] = cfg.dataset.model_copy(update={"path": base / cfg.dataset.path})
+    if not cfg.output_dir.is_absolute():
+        updates["output_dir"] = base / cfg.output_dir
+    if cfg.cache_dir is not None and not cfg.cache_dir.is_absolute():
+        updates["cache_dir"] = base / cfg.cache_dir
+    return cfg.model_copy(update=updates) if updates else cfg

@@ -1,0 +1,870 @@
+"""The experiment engine: train every model an audit needs, compute signals, run attacks.
+
+One call of :func:`run_experiment` plays the membership-inference game for **one fixed
+target model** (Ye et al. 2022, "Enhanced Membership Inference Attacks against Machine
+Learning Models", CCS'22, Def. 3.2): the dataset and the target's training randomness
+are fixed, and every record of the *target pool* is one draw of the target record
+(a member ``z_1 in D`` or a non-member ``z_0 in pi \\ D``). The other games of Sec. 3.1
+repeat it with some of that randomness resampled (:mod:`privaudit.games.games`).
+
+Design (all randomness from :mod:`privaudit.runtime.seeds`, split into independent
+components so that a game can fix some and resample others):
+
+1. **Split** (``split_seed``): a uniformly random *target pool* of ``n_target_pool``
+   records (the audited records) and a disjoint *population* of ``n_population``
+   records (the attacker's data: Attack P, RMIA's ``z``, shadow and distillation data).
+2. **Membership** (``membership_seed``): a balanced keep matrix over the target pool for
+   ``1 + n_reference`` models (Carlini et al. 2022, LiRA: every pool record is IN for
+   exactly half of them). Row 0 is the **target**: its members are that row; rows 1..
+   are the **reference models** (Attacks R, LiRA, RMIA). Consequence of this design:
+   a target member is IN for ``N/2 - 1`` of the ``N - 1`` reference models and a
+   non-member for ``N/2`` (``N = 1 + n_reference``), as in LiRA's own evaluation.
+   ``force_membership`` overrides single entries of the target row (Def. 3.4).
+3. **Target** (``target_seed``): trained on its members.
+4. **Attacker's models** (``attacker_seed``):
+
+   * shadow models (Attack S, Ye et al. Sec. 4.1): a balanced keep matrix over the
+     population for ``n_shadow`` models, each trained on its IN half and evaluated on
+     all population records (the OUT pairs form the out world of Eq. 6-7);
+   * distilled models (Attack D, Sec. 4.4, Eq. 14-15): each trained with
+     :func:`privaudit.models.distill` on its own uniformly random subset of
+     ``distill_size`` population records (default: the size of the target's training
+     set), soft-labelled by the target;
+   * leave-one-out models (Attack L, Sec. 4.5) for ``leave_one_out_sample`` pool
+     records (half members, half non-members): for a sampled member ``x``,
+     ``n_leave_one_out`` models on ``D \\ {x}``; for any non-member ``x``,
+     ``D \\ {x} = D``, so ``n_leave_one_out`` models on ``D`` serve all of them. Attack L
+     is then reported on the sampled records only. Leave-one-out model ``r`` of every
+     record uses the same seed ``s_r`` (paired randomness).
+
+Only the models the requested attacks read are trained (``required_inputs`` of
+:mod:`privaudit.attacks.base`). Every model goes through the :class:`Executor` (in
+parallel, with a progress bar) and, when a store is given, through the
+:class:`ArtifactStore`: a model is cached under a key that hashes the dataset
+fingerprint, the training record ids, ``trainer.settings()``, the seed and the role
+(and, for a distilled model, the target's key); its signals under the model key and the
+evaluated records' fingerprint. A killed run resumes without retraining what finished.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import math
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+from numpy.typing import NDArray
+
+from privaudit._validation import check_positive_int, check_probability, fail
+from privaudit.attacks.base import ATTACKS as _ATTACKS
+from privaudit.attacks.base import AttackData, attack_names, required_inputs, run_attack
+from privaudit.data.dataset import Dataset
+from privaudit.data.sampling import balanced_keep_matrix, split_target_population
+from privaudit.errors import DesignError
+from privaudit.models.base import Model, Trainer
+from privaudit.models.distill import distill
+from privaudit.models.persistence import load_model, save_model
+from privaudit.models.precomputed import PrecomputedModel
+from privaudit.models.sklearn import SklearnModel
+from privaudit.records import AttackScores, MembershipMatrix, SignalTable
+from privaudit.runtime.executor import Executor, LocalExecutor
+from privaudit.runtime.seeds import derive_rng, derive_seed, spawn_seeds
+from privaudit.runtime.store import ArtifactStore, hash_key
+from privaudit.signals import SIGNALS, model_signals
+
+__all__ = [
+    "DEFAULT_ATTACKS",
+    "ExperimentConfig",
+    "ExperimentResult",
+    "GameDescription",
+    "run_experiment",
+    "target_pool_ids",
+]
+
+#: Every attack of issue 2, in report order.
+DEFAULT_ATTACKS: tuple[str, ...] = (
+    "loss",
+    "population",
+    "shadow",
+    "reference",
+    "distillation",
+    "leave-one-out",
+    "lira-online",
+    "lira-offline",
+    "rmia-online",
+    "rmia-offline",
+)
+
+TARGET_ID = "target"
+_POOL = "pool"
+_POPULATION = "population"
+
+
+@dataclasses.dataclass(frozen=True)
+class GameDescription:
+    """What an inference game fixed and what it resampled (Ye et al. 2022, Sec. 3.1).
+
+    Attributes
+    ----------
+    name : str
+        Stable identifier: ``"average"`` (Def. 3.1), ``"fixed-model"`` (Def. 3.2),
+        ``"fixed-record"`` (Def. 3.3), ``"fixed-record-and-dataset"`` (Def. 3.4).
+    definition : str
+        Where the game is defined.
+    fixed : tuple of str
+        The random choices held fixed across trials.
+    resampled : tuple of str
+        The random choices drawn afresh in each trial.
+    n_trials : int
+        Number of independent trials (target models) played.
+    notes : tuple of str
+        How the game was approximated, in the auditor's words.
+    """
+
+    name: str
+    definition: str
+    fixed: tuple[str, ...]
+    resampled: tuple[str, ...]
+    n_trials: int = 1
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-compatible dict."""
+        return {
+            "name": self.name,
+            "definition": self.definition,
+            "fixed": list(self.fixed),
+            "resampled": list(self.resampled),
+            "n_trials": self.n_trials,
+            "notes": list(self.notes),
+        }
+
+
+FIXED_MODEL_GAME = GameDescription(
+    name="fixed-model",
+    definition="Ye et al. 2022 (CCS), Def. 3.2: membership inference game for a fixed model",
+    fixed=(
+        "population pool and target pool (split_seed)",
+        "target training set D (membership_seed)",
+        "target model training randomness s_theta (target_seed)",
+        "attacker's reference/shadow/distilled/leave-one-out models (attacker_seed)",
+    ),
+    resampled=(
+        "target record z_b: every target-pool record is one draw (members z_1 in D, non-members z_0 not in D)",
+    ),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class ExperimentConfig:
+    """Everything that defines one experiment (one target model and its attacks).
+
+    Parameters
+    ----------
+    attacks : tuple of str
+        Registered attack names to run (default: :data:`DEFAULT_ATTACKS`).
+    n_target_pool : int
+        Audited records; about half become the target's members.
+    n_population : int
+        Attacker's population records, disjoint from the pool.
+    n_reference : int
+        Reference models; ``1 + n_reference`` must be even (the target is one row of
+        the balanced keep matrix), e.g. 7 or 15.
+    n_shadow : int
+        Shadow models (even: balanced halves of the population).
+    n_distilled : int
+        Distilled models.
+    distill_size : int or None
+        Population records per distilled model (None: the target's training-set size,
+        capped at ``n_population``).
+    n_leave_one_out : int
+        Leave-one-out models per sampled record (>= 2).
+    leave_one_out_sample : int
+        Number of pool records attacked by Attack L (about half members).
+    alpha : float
+        Requested false-positive rate of the alpha-threshold attacks.
+    seed : int
+        Root seed; each component seed below defaults to
+        ``derive_seed(seed, purpose=<component>)``.
+    split_seed, membership_seed, target_seed, attacker_seed : int or None
+        Component seeds (see the module docstring); the games fix or resample them.
+    n_jobs : int
+        Worker processes of the default :class:`LocalExecutor`.
+    signals : tuple of str
+        Signals to compute beyond those the attacks read.
+    attack_params : mapping
+        Per-attack settings passed to ``run_attack`` (e.g. ``{"rmia-offline": {"a": 0.3}}``).
+    force_membership : tuple of (record id, bool)
+        Overrides of the target row of the keep matrix (reference rows are unchanged).
+    """
+
+    attacks: tuple[str, ...] = DEFAULT_ATTACKS
+    n_target_pool: int = 400
+    n_population: int = 400
+    n_reference: int = 7
+    n_shadow: int = 4
+    n_distilled: int = 4
+    distill_size: int | None = None
+    n_leave_one_out: int = 4
+    leave_one_out_sample: int = 20
+    alpha: float = 0.05
+    seed: int = 0
+    split_seed: int | None = None
+    membership_seed: int | None = None
+    target_seed: int | None = None
+    attacker_seed: int | None = None
+    n_jobs: int = 1
+    signals: tuple[str, ...] = ()
+    attack_params: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    force_membership: tuple[tuple[Any, bool], ...] = ()
+
+    def __post_init__(self) -> None:
+        attacks = tuple(self.attacks)
+        if not attacks:
+            raise fail("attacks", "at least one attack", "none")
+        known = attack_names()
+        for a in attacks:
+            if a not in known:
+                raise fail("attacks", "registered attack names (" + ", ".join(known) + ")", repr(a))
+        if len(set(attacks)) != len(attacks):
+            raise fail("attacks", "distinct attack names", list(attacks))
+        object.__setattr__(self, "attacks", attacks)
+        check_positive_int(self.n_target_pool, "n_target_pool", minimum=4)
+        check_positive_int(self.n_population, "n_population", minimum=2)
+        check_positive_int(self.n_reference, "n_reference")
+        uses_reference = any("reference" in required_inputs(a).fields for a in attacks)
+        if uses_reference and self.n_reference < 5:
+            raise fail(
+                "n_reference",
+                "at least 5 for reference-based attacks (each record needs >= 2 IN and "
+                ">= 2 OUT reference models; a target member has (1 + n_reference) / 2 - 1 "
+                "IN models)",
+                self.n_reference,
+            )
+        if (1 + self.n_reference) % 2:
+            raise fail(
+                "n_reference",
+                "an odd number (1 + n_reference models form the balanced keep matrix; "
+                "the target is one row), e.g. 7 or 15",
+                self.n_reference,
+            )
+        check_positive_int(self.n_shadow, "n_shadow", minimum=2)
+        if self.n_shadow % 2:
+            raise fail(
+                "n_shadow", "an even number (balanced halves of the population)", self.n_shadow
+            )
+        check_positive_int(self.n_distilled, "n_distilled")
+        if self.distill_size is not None:
+            check_positive_int(self.distill_size, "distill_size", minimum=2)
+            if self.distill_size > self.n_population:
+                raise fail(
+                    "distill_size", f"at most n_population={self.n_population}", self.distill_size
+                )
+        check_positive_int(self.n_leave_one_out, "n_leave_one_out", minimum=2)
+        check_positive_int(self.leave_one_out_sample, "leave_one_out_sample", minimum=2)
+        check_probability(self.alpha, "alpha")
+        for name in ("seed", "split_seed", "membership_seed", "target_seed", "attacker_seed"):
+            v = getattr(self, name)
+            if v is None and name != "seed":
+                continue
+            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 0:
+                raise fail(name, "a non-negative integer", repr(v))
+        if isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, int) or self.n_jobs == 0:
+            raise fail("n_jobs", "a non-zero integer", repr(self.n_jobs))
+        sigs = tuple(self.signals)
+        for s in sigs:
+            if s not in SIGNALS:
+                raise fail("signals", "signal names (" + ", ".join(SIGNALS) + ")", repr(s))
+        object.__setattr__(self, "signals", sigs)
+        params = {str(k): dict(v) for k, v in dict(self.attack_params).items()}
+        for k in params:
+            if k not in attacks:
+                raise fail("attack_params", "settings for attacks that are run", repr(k))
+        object.__setattr__(self, "attack_params", params)
+        forced = tuple((rid, bool(b)) for rid, b in self.force_membership)
+        object.__setattr__(self, "force_membership", forced)
+
+    def component_seeds(self) -> dict[str, int]:
+        """The effective seed of each random component."""
+        out = {}
+        for name in ("split", "membership", "target", "attacker"):
+            v = getattr(self, f"{name}_seed")
+            out[name] = (
+                int(v) if v is not None else derive_seed(self.seed, purpose=f"experiment/{name}")
+            )
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-compatible dict (record ids in ``force_membership`` as given)."""
+        d = dataclasses.asdict(self)
+        d["attacks"] = list(self.attacks)
+        d["signals"] = list(self.signals)
+        d["force_membership"] = [[_jsonable_id(r), b] for r, b in self.force_membership]
+        d["attack_params"] = {k: dict(v) for k, v in self.attack_params.items()}
+        return d
+
+
+def _jsonable_id(v: Any) -> Any:
+    return v.item() if isinstance(v, np.generic) else v
+
+
+@dataclasses.dataclass(frozen=True)
+class ExperimentResult:
+    """The outcome of :func:`run_experiment`.
+
+    Attributes
+    ----------
+    record_ids : array
+        The audited records (the target pool).
+    labels : int64 array
+        Their class labels.
+    membership : bool array
+        The target's true membership of each audited record (= row ``"target"`` of
+        ``membership_matrix``).
+    scores : dict[str, AttackScores]
+        Per-attack scores, higher = member. An attack may score a subset of the
+        audited records (Attack L: the sampled records); use :meth:`member_of`.
+    membership_matrix : MembershipMatrix
+        Target (row ``"target"``) and reference models over the audited records.
+    train_accuracy, test_accuracy : float
+        The target's accuracy on its members and on the pool's non-members.
+    timings : dict[str, float]
+        Seconds spent in each phase.
+    game : GameDescription
+        What was fixed and what was resampled.
+    config : ExperimentConfig
+    seeds : dict[str, int]
+        Effective component seeds.
+    models_trained, models_loaded : dict[str, int]
+        Per role, models trained in this run and models loaded from the store.
+    dataset_fingerprint : str
+    population_ids : array
+        The attacker's population records.
+    leave_one_out_ids : array or None
+        The records attacked by Attack L.
+    """
+
+    record_ids: NDArray[Any]
+    labels: NDArray[np.int64]
+    membership: NDArray[np.bool_]
+    scores: Mapping[str, AttackScores]
+    membership_matrix: MembershipMatrix
+    train_accuracy: float
+    test_accuracy: float
+    timings: Mapping[str, float]
+    game: GameDescription
+    config: ExperimentConfig
+    seeds: Mapping[str, int]
+    models_trained: Mapping[str, int]
+    models_loaded: Mapping[str, int]
+    dataset_fingerprint: str
+    population_ids: NDArray[Any]
+    leave_one_out_ids: NDArray[Any] | None = None
+
+    def member_of(self, attack: str) -> NDArray[np.bool_]:
+        """True membership aligned with ``scores[attack].record_ids``."""
+        if attack not in self.scores:
+            raise fail("attack", "one of " + ", ".join(self.scores), repr(attack))
+        ids = self.scores[attack].record_ids
+        pos = {rid: i for i, rid in enumerate(self.record_ids.tolist())}
+        return np.asarray([self.membership[pos[r]] for r in ids.tolist()], dtype=bool)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-compatible summary (scores and matrices as nested record dicts)."""
+        return {
+            "dataset_fingerprint": self.dataset_fingerprint,
+            "game": self.game.to_dict(),
+            "config": self.config.to_dict(),
+            "seeds": dict(self.seeds),
+            "target": {
+                "train_accuracy": self.train_accuracy,
+                "test_accuracy": self.test_accuracy,
+                "n_members": int(self.membership.sum()),
+                "n_non_members": int((~self.membership).sum()),
+            },
+            "timings": dict(self.timings),
+            "models_trained": dict(self.models_trained),
+            "models_loaded": dict(self.models_loaded),
+            "membership_matrix": self.membership_matrix.to_dict(),
+            "scores": {k: v.to_dict() for k, v in self.scores.items()},
+        }
+
+
+# --------------------------------------------------------------------------------------
+# Model jobs (run in worker processes)
+# --------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Job:
+    role: str
+    model_id: str
+    train_ids: NDArray[Any]
+    seed: int
+    eval_sets: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        return f"{self.role} model {self.model_id!r}"
+
+
+@dataclasses.dataclass(frozen=True)
+class _JobResult:
+    signals: dict[str, NDArray[np.float64]]  # eval set -> (n_signals, n_eval)
+    model_created: bool
+    model_key: str
+
+
+def _fit_accepts(trainer: Trainer, name: str) -> bool:
+    try:
+        return name in inspect.signature(trainer.fit).parameters
+    except (TypeError, ValueError):  # pragma: no cover
+        return False
+
+
+def _save_signals(values: NDArray[np.float64], path: Path) -> None:
+    with open(path, "wb") as fh:
+        np.save(fh, values, allow_pickle=False)
+
+
+def _load_signals(path: Path) -> NDArray[np.float64]:
+    return np.asarray(np.load(path, allow_pickle=False), dtype=np.float64)
+
+
+class _ModelWorker:
+    """Trains (or loads) one model and returns its signals on the requested sets."""
+
+    def __init__(
+        self,
+        dataset: Dataset,
+        trainer: Trainer,
+        store: ArtifactStore | None,
+        signals: tuple[str, ...],
+        eval_sets: Mapping[str, Dataset],
+        teacher: Model | None = None,
+        teacher_key: str | None = None,
+    ) -> None:
+        self.dataset = dataset
+        self.trainer = trainer
+        self.store = store
+        self.signals = signals
+        self.eval_sets = dict(eval_sets)
+        self.teacher = teacher
+        self.teacher_key = teacher_key
+
+    def model_key_parts(self, job: _Job) -> dict[str, Any]:
+        parts: dict[str, Any] = {
+            "artifact": "model",
+            "role": job.role,
+            "dataset": self.dataset.fingerprint(),
+            "train_ids": np.asarray(job.train_ids),
+            "n_classes": self.dataset.n_classes,
+            "trainer": self.trainer.name,
+            "settings": self.trainer.settings(),
+            "seed": int(job.seed),
+        }
+        if job.role == "distilled":
+            parts["teacher"] = self.teacher_key
+        return parts
+
+    def _train(self, job: _Job) -> Model:
+        train = self.dataset.subset(np.asarray(job.train_ids))
+        if job.role == "distilled":
+            if self.teacher is None:  # pragma: no cover - the engine always sets it
+                raise DesignError("distilled models need the target model as teacher")
+            return distill(self.trainer, self.teacher, train.X, seed=int(job.seed))
+        kwargs: dict[str, Any] = {}
+        if _fit_accepts(self.trainer, "n_classes"):
+            kwargs["n_classes"] = self.dataset.n_classes
+        model = self.trainer.fit(train.X, train.y, seed=int(job.seed), **kwargs)
+        if model.n_classes != self.dataset.n_classes:
+            raise DesignError(
+                f"{job.label}: the trained model has {model.n_classes} classes, "
+                f"the dataset {self.dataset.n_classes}; give the trainer n_classes"
+            )
+        return model
+
+    def model(self, job: _Job) -> tuple[Model, bool, str]:
+        parts = self.model_key_parts(job)
+        key = hash_key(parts)
+        if self.store is None:
+            return self._train(job), True, key
+        created: list[bool] = []
+
+        def create() -> Model:
+            created.append(True)
+            return self._train(job)
+
+        def save(m: Model, path: Path) -> None:
+            if not isinstance(m, SklearnModel | PrecomputedModel):
+                raise DesignError(
+                    f"{job.label}: the artifact store can persist scikit-learn and precomputed "
+                    f"models only, not {type(m).__name__}"
+                )
+            save_model(m, path)
+
+        def load(path: Path) -> Model:
+            return cast(Model, load_model(path))
+
+        model = self.store.get_or_create(parts, create, save, load, suffix=".skops")
+        return model, bool(created), key
+
+    def __call__(self, job: _Job) -> _JobResult:
+        return self.run(job)
+
+    def run(self, job: _Job, preloaded: tuple[Model, bool, str] | None = None) -> _JobResult:
+        """Signals of ``job``'s model on its evaluation sets; trains it only if needed."""
+        memo: list[tuple[Model, bool, str]] = [] if preloaded is None else [preloaded]
+
+        def get_model() -> tuple[Model, bool, str]:
+            if not memo:
+                memo.append(self.model(job))
+            return memo[0]
+
+        model_key = hash_key(self.model_key_parts(job))
+        out: dict[str, NDArray[np.float64]] = {}
+        for name in job.eval_sets:
+            data = self.eval_sets[name]
+
+            def compute(data: Dataset = data) -> NDArray[np.float64]:
+                model = get_model()[0]
+                sig = model_signals(job.model_id, model, data, self.signals)
+                return np.stack([np.asarray(sig[s], dtype=np.float64) for s in self.signals])
+
+            if self.store is None:
+                out[name] = compute()
+                continue
+            parts = {
+                "artifact": "signals",
+                "model": model_key,
+                "records": data.fingerprint(),
+                "signals": list(self.signals),
+            }
+            values: NDArray[np.float64] = self.store.get_or_create(
+                parts, compute, _save_signals, _load_signals, suffix=".npy"
+            )
+            out[name] = values
+        created = memo[0][1] if memo else False
+        return _JobResult(out, created, model_key)
+
+
+# --------------------------------------------------------------------------------------
+# The engine
+# --------------------------------------------------------------------------------------
+
+
+def target_pool_ids(dataset: Dataset, config: ExperimentConfig) -> NDArray[Any]:
+    """The audited records (target pool) :func:`run_experiment` uses for ``config``."""
+    seeds = config.component_seeds()
+    pool, _ = split_target_population(
+        dataset,
+        config.n_target_pool,
+        config.n_population,
+        derive_rng(seeds["split"], purpose="split"),
+    )
+    return pool.record_ids
+
+
+def _needed(config: ExperimentConfig) -> tuple[set[str], tuple[str, ...]]:
+    fields: set[str] = set()
+    sigs: list[str] = []
+    for a in config.attacks:
+        params = config.attack_params.get(a, {})
+        req = required_inputs(a, signal=params.get("signal"))
+        fields.update(req.fields)
+        fields.update(req.optional_fields)
+        sigs.extend(req.signals)
+    sigs.extend(config.signals)
+    ordered = tuple(s for s in SIGNALS if s in set(sigs))
+    return fields, ordered
+
+
+def _tables(
+    model_ids: Sequence[str],
+    record_ids: NDArray[Any],
+    stacked: NDArray[np.float64],
+    signals: Sequence[str],
+) -> dict[str, SignalTable]:
+    # stacked: (n_models, n_signals, n_records)
+    return {
+        s: SignalTable(s, record_ids, tuple(model_ids), stacked[:, k, :])
+        for k, s in enumerate(signals)
+    }
+
+
+def _accuracy(model: Model, data: Dataset) -> float:
+    if data.n_records == 0:
+        return float("nan")
+    pred = np.argmax(np.asarray(model.logits(data.X), dtype=np.float64), axis=1)
+    return float(np.mean(pred == data.y))
+
+
+def _subset_scores(s: AttackScores, keep_ids: NDArray[Any], note: str) -> AttackScores:
+    wanted = set(keep_ids.tolist())
+    mask = np.array([r in wanted for r in s.record_ids.tolist()], dtype=bool)
+    params = {**s.params, "scored_records": note, "n_scored_before_subset": int(s.record_ids.size)}
+    return AttackScores(s.attack, s.record_ids[mask], s.scores[mask], params, s.alpha, s.threshold)
+
+
+def run_experiment(
+    dataset: Dataset,
+    trainer: Trainer,
+    config: ExperimentConfig,
+    *,
+    store: ArtifactStore | str | Path | None = None,
+    executor: Executor | None = None,
+    progress: bool | None = None,
+    game: GameDescription | None = None,
+) -> ExperimentResult:
+    """Train the target and every attacker model the attacks need, then run the attacks.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        The data universe; ``n_target_pool + n_population`` of its records are used.
+    trainer : Trainer
+        Training algorithm of the target, also used for every attacker model (the
+        attacker knows the training algorithm, Ye et al. 2022 Sec. 4, assumption 3).
+    config : ExperimentConfig
+    store : ArtifactStore, path or None
+        Cache of trained models and signals (resumable runs); None trains everything.
+    executor : Executor or None
+        Runs the model trainings; default ``LocalExecutor(config.n_jobs)``.
+    progress : bool or None
+        Progress bars of the default executor (None: only on a terminal).
+    game : GameDescription or None
+        Description recorded in the result (default: the fixed-model game, Def. 3.2).
+
+    Returns
+    -------
+    ExperimentResult
+
+    Raises
+    ------
+    InvalidInputError
+        Bad configuration (names the field), or a dataset too small for it.
+    DesignError
+        The design cannot support an attack (e.g. too few members for Attack L).
+    """
+    if not isinstance(dataset, Dataset):
+        raise fail("dataset", "a privaudit Dataset", type(dataset).__name__)
+    if not isinstance(config, ExperimentConfig):
+        raise fail("config", "an ExperimentConfig", type(config).__name__)
+    for attr in ("fit", "settings", "name"):
+        if not hasattr(trainer, attr):
+            raise fail("trainer", "a Trainer (name, fit, settings)", type(trainer).__name__)
+    if isinstance(store, str | Path):
+        store = ArtifactStore(store)
+    if executor is None:
+        executor = LocalExecutor(config.n_jobs, progress=progress)
+    seeds = config.component_seeds()
+    fields, signals = _needed(config)
+    timings: dict[str, float] = {}
+    trained: dict[str, int] = {}
+    loaded: dict[str, int] = {}
+
+    # 1. split ------------------------------------------------------------------------
+    t0 = time.perf_counter()
+    pool, population = split_target_population(
+        dataset,
+        config.n_target_pool,
+        config.n_population,
+        derive_rng(seeds["split"], purpose="split"),
+    )
+    n_models = 1 + config.n_reference
+    keep = balanced_keep_matrix(
+        pool.record_ids, n_models, derive_rng(seeds["membership"], purpose="keep-matrix")
+    ).keep.copy()
+    if config.force_membership:
+        pos = pool.positions(np.asarray([r for r, _ in config.force_membership]))
+        keep[0, pos] = [b for _, b in config.force_membership]
+    ref_ids = tuple(f"ref-{j:03d}" for j in range(config.n_reference))
+    matrix = MembershipMatrix(pool.record_ids, (TARGET_ID, *ref_ids), keep)
+    member = matrix.row(TARGET_ID)
+    if member.sum() < 2 or (~member).sum() < 2:
+        raise DesignError("the target needs at least 2 members and 2 non-members in the pool")
+    eval_sets = {_POOL: pool, _POPULATION: population}
+    timings["split"] = time.perf_counter() - t0
+
+    def run_jobs(role: str, jobs: list[_Job], worker: _ModelWorker, desc: str) -> list[_JobResult]:
+        t = time.perf_counter()
+        results = executor.map(worker, jobs, desc=desc, label=lambda j: j.label)
+        timings[role] = timings.get(role, 0.0) + time.perf_counter() - t
+        trained[role] = trained.get(role, 0) + sum(r.model_created for r in results)
+        loaded[role] = loaded.get(role, 0) + sum(not r.model_created for r in results)
+        return results
+
+    base_worker = _ModelWorker(dataset, trainer, store, signals, eval_sets)
+
+    # 2. target -----------------------------------------------------------------------
+    t0 = time.perf_counter()
+    target_sets = (_POOL, _POPULATION) if "population_target" in fields else (_POOL,)
+    target_job = _Job("target", TARGET_ID, pool.record_ids[member], seeds["target"], target_sets)
+    target_loaded = base_worker.model(target_job)
+    target_model, created, target_key = target_loaded
+    target_res = base_worker.run(target_job, preloaded=target_loaded)
+    trained["target"] = int(created)
+    loaded["target"] = int(not created)
+    train_acc = _accuracy(target_model, pool.subset(member))
+    test_acc = _accuracy(target_model, pool.subset(~member))
+    timings["target"] = time.perf_counter() - t0
+
+    def single(res: _JobResult, name: str, data: Dataset) -> dict[str, SignalTable]:
+        return _tables((TARGET_ID,), data.record_ids, res.signals[name][None], signals)
+
+    data_kw: dict[str, Any] = {
+        "record_ids": pool.record_ids,
+        "labels": pool.y,
+        "target": single(target_res, _POOL, pool),
+    }
+    if "population_target" in fields:
+        data_kw["population_target"] = single(target_res, _POPULATION, population)
+        data_kw["population_labels"] = population.y
+
+    # 3. reference models -------------------------------------------------------------
+    if fields & {"reference", "reference_membership", "reference_population"}:
+        ref_sets = (_POOL, _POPULATION) if "reference_population" in fields else (_POOL,)
+        ref_seeds = spawn_seeds(seeds["attacker"], config.n_reference, purpose="reference-models")
+        jobs = [
+            _Job("reference", rid, pool.record_ids[matrix.row(rid)], s, ref_sets)
+            for rid, s in zip(ref_ids, ref_seeds, strict=True)
+        ]
+        res = run_jobs("reference", jobs, base_worker, "reference models")
+        data_kw["reference"] = _tables(
+            ref_ids, pool.record_ids, np.stack([r.signals[_POOL] for r in res]), signals
+        )
+        data_kw["reference_membership"] = matrix.select_models(ref_ids)
+        if _POPULATION in ref_sets:
+            data_kw["reference_population"] = _tables(
+                ref_ids,
+                population.record_ids,
+                np.stack([r.signals[_POPULATION] for r in res]),
+                signals,
+            )
+
+    # 4. shadow models ----------------------------------------------------------------
+    if "shadow" in fields:
+        shadow_keep = balanced_keep_matrix(
+            population.record_ids,
+            config.n_shadow,
+            derive_rng(seeds["attacker"], purpose="shadow-keep-matrix"),
+            model_prefix="shadow",
+        )
+        shadow_seeds = spawn_seeds(seeds["attacker"], config.n_shadow, purpose="shadow-models")
+        jobs = [
+            _Job("shadow", sid, population.record_ids[shadow_keep.row(sid)], s, (_POPULATION,))
+            for sid, s in zip(shadow_keep.model_ids, shadow_seeds, strict=True)
+        ]
+        res = run_jobs("shadow", jobs, base_worker, "shadow models")
+        data_kw["shadow"] = _tables(
+            shadow_keep.model_ids,
+            population.record_ids,
+            np.stack([r.signals[_POPULATION] for r in res]),
+            signals,
+        )
+        data_kw["shadow_membership"] = shadow_keep
+        data_kw["shadow_labels"] = population.y
+
+    # 5. distilled models -------------------------------------------------------------
+    if "distilled" in fields:
+        size = config.distill_size or min(population.n_records, int(member.sum()))
+        rng = derive_rng(seeds["attacker"], purpose="distillation-subsets")
+        d_seeds = spawn_seeds(seeds["attacker"], config.n_distilled, purpose="distilled-models")
+        d_ids = tuple(f"distilled-{j:03d}" for j in range(config.n_distilled))
+        jobs = []
+        for did, s in zip(d_ids, d_seeds, strict=True):
+            pick = np.sort(rng.choice(population.n_records, size=size, replace=False))
+            jobs.append(_Job("distilled", did, population.record_ids[pick], s, (_POOL,)))
+        worker = _ModelWorker(
+            dataset,
+            trainer,
+            store,
+            signals,
+            eval_sets,
+            teacher=target_model,
+            teacher_key=target_key,
+        )
+        res = run_jobs("distilled", jobs, worker, "distilled models")
+        data_kw["distilled"] = _tables(
+            d_ids, pool.record_ids, np.stack([r.signals[_POOL] for r in res]), signals
+        )
+
+    # 6. leave-one-out models ---------------------------------------------------------
+    loo_ids: NDArray[Any] | None = None
+    if "leave_one_out" in fields:
+        rng = derive_rng(seeds["attacker"], purpose="leave-one-out-sample")
+        members = np.flatnonzero(member)
+        non_members = np.flatnonzero(~member)
+        k_m = min(math.ceil(config.leave_one_out_sample / 2), members.size)
+        k_n = min(config.leave_one_out_sample - k_m, non_members.size)
+        pick_m = np.sort(rng.choice(members, size=k_m, replace=False))
+        pick_n = np.sort(rng.choice(non_members, size=k_n, replace=False))
+        loo_seeds = spawn_seeds(
+            seeds["attacker"], config.n_leave_one_out, purpose="leave-one-out-models"
+        )
+        jobs, rows, model_ids = [], [], []
+        for r, s in enumerate(loo_seeds):
+            mid = f"loo-all-{r:02d}"
+            jobs.append(_Job("leave-one-out", mid, pool.record_ids[member], s, (_POOL,)))
+            rows.append(member.copy())
+            model_ids.append(mid)
+        for p in pick_m:
+            row = member.copy()
+            row[p] = False
+            for r, s in enumerate(loo_seeds):
+                mid = f"loo-{pool.record_ids[p]}-{r:02d}"
+                jobs.append(_Job("leave-one-out", mid, pool.record_ids[row], s, (_POOL,)))
+                rows.append(row)
+                model_ids.append(mid)
+        res = run_jobs("leave_one_out", jobs, base_worker, "leave-one-out models")
+        data_kw["leave_one_out"] = _tables(
+            model_ids, pool.record_ids, np.stack([r.signals[_POOL] for r in res]), signals
+        )
+        data_kw["leave_one_out_membership"] = MembershipMatrix(
+            pool.record_ids, tuple(model_ids), np.stack(rows)
+        )
+        loo_ids = pool.record_ids[np.sort(np.concatenate([pick_m, pick_n]))]
+
+    # 7. attacks ----------------------------------------------------------------------
+    t0 = time.perf_counter()
+    data = AttackData(**data_kw)
+    scores: dict[str, AttackScores] = {}
+    for i, name in enumerate(config.attacks):
+        params = dict(config.attack_params.get(name, {}))
+        alpha = config.alpha if _ATTACKS[name].alpha_threshold else None
+        result = run_attack(
+            name,
+            data,
+            alpha=alpha,
+            seed=derive_seed(seeds["attacker"], purpose=f"attack/{i}/{name}"),
+            **params,
+        )
+        if name == "leave-one-out" and loo_ids is not None:
+            result = _subset_scores(
+                result, loo_ids, "the leave-one-out sample (half members, half non-members)"
+            )
+        scores[name] = result
+    timings["attacks"] = time.perf_counter() - t0
+
+    return ExperimentResult(
+        record_ids=pool.record_ids,
+        labels=pool.y,
+        membership=member,
+        scores=scores,
+        membership_matrix=matrix,
+        train_accuracy=train_acc,
+        test_accuracy=test_acc,
+        timings=timings,
+        game=game or FIXED_MODEL_GAME,
+        config=config,
+        seeds=seeds,
+        models_trained=trained,
+        models_loaded=loaded,
+        dataset_fingerprint=dataset.fingerprint(),
+        population_ids=population.record_ids,
+        leave_one_out_ids=loo_ids,
+    )

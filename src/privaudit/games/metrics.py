@@ -1,0 +1,535 @@
+"""Metrics of membership-inference attacks: ROC, AUC, TPR at low FPR, achieved FPR, agreement.
+
+Every function takes attack scores oriented "higher = more likely member" and the true
+membership of the same records, and is exact: the ROC uses every distinct score as a
+threshold, ties between a member and a non-member count one half in the AUC, and
+no interpolation is ever applied between ROC points (an interpolated point is not an
+attack anyone can run).
+
+Conventions (``notes/attacks.md`` section 5, Carlini et al. 2022 section V):
+
+* the decision at threshold ``t`` is "member" iff ``score >= t``;
+* ``TPR@FPR=f`` is the largest TPR among the ROC points whose FPR is ``<= f``
+  (LiRA's reference code uses a strict ``<``; with ``<=`` an attack that makes exactly
+  ``f * n_negatives`` false positives is allowed, which is what "at FPR f" says);
+* a TPR at FPR ``f`` is only reported (not None) when there are at least ``1/f``
+  negatives, since with fewer the only achievable FPR at or below ``f`` is 0;
+* ``TPR@0%FPR`` is the largest TPR with no false positive at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats
+
+from privaudit._validation import (
+    as_bool_array,
+    as_float_array,
+    check_both_classes,
+    check_probability,
+    check_same_length,
+    fail,
+)
+from privaudit.records import AttackScores, MembershipMatrix, RocCurve
+
+__all__ = [
+    "DEFAULT_FPRS",
+    "DEFAULT_TPRS",
+    "AchievedRates",
+    "AgreementMatrix",
+    "AttackMetrics",
+    "achieved_fpr",
+    "achieved_rates",
+    "agreement_matrix",
+    "attack_metrics",
+    "auc",
+    "clopper_pearson",
+    "fpr_at_tpr",
+    "membership_for",
+    "roc_curve",
+    "tpr_at_fpr",
+    "tpr_at_zero_fpr",
+]
+
+#: FPRs at which every attack's TPR is reported (0.1% and 1%).
+DEFAULT_FPRS: tuple[float, ...] = (0.001, 0.01)
+#: TPRs at which every attack's FPR is reported (50% and 90%).
+DEFAULT_TPRS: tuple[float, ...] = (0.5, 0.9)
+
+
+def _scores_and_member(
+    scores: ArrayLike, member: ArrayLike
+) -> tuple[NDArray[np.float64], NDArray[np.bool_], int, int]:
+    s = as_float_array(scores, "scores", ndim=1)
+    m = as_bool_array(member, "member", ndim=1)
+    check_same_length(scores=s, member=m)
+    n_pos, n_neg = check_both_classes(m, "member")
+    return s, m, n_pos, n_neg
+
+
+def _key(x: float) -> str:
+    """The JSON key of a rate: ``0.001 -> "0.001"``, ``0.5 -> "0.5"``."""
+    return repr(float(x))
+
+
+def auc(scores: ArrayLike, member: ArrayLike) -> float:
+    """Area under the ROC curve, by the Mann-Whitney statistic.
+
+    .. math::
+
+        \\mathrm{AUC} = \\frac{1}{n_+ n_-} \\sum_{i: m_i=1} \\sum_{j: m_j=0}
+        \\left( [s_i > s_j] + \\tfrac12 [s_i = s_j] \\right)
+
+    computed in ``O(n log n)`` from mid-ranks:
+    ``AUC = (R_+ - n_+(n_+ + 1)/2) / (n_+ n_-)`` with ``R_+`` the sum of the average
+    ranks of the members (Mann and Whitney 1947; Hanley and McNeil 1982). This equals
+    the trapezoidal area under the exact ROC of :func:`roc_curve`.
+
+    Parameters
+    ----------
+    scores : array (n,)
+        Finite scores, higher = more likely member.
+    member : array of bool (n,)
+        True membership; at least one member and one non-member.
+
+    Returns
+    -------
+    float
+        The AUC in [0, 1].
+
+    Examples
+    --------
+    >>> auc([0.9, 0.5, 0.5, 0.1], [True, True, False, False])
+    0.875
+    """
+    s, m, n_pos, n_neg = _scores_and_member(scores, member)
+    return _auc_unchecked(s, m, n_pos, n_neg)
+
+
+def _auc_unchecked(s: NDArray[np.float64], m: NDArray[np.bool_], n_pos: int, n_neg: int) -> float:
+    ranks = stats.rankdata(s, method="average")
+    u = float(ranks[m].sum()) - n_pos * (n_pos + 1) / 2.0
+    return float(u / (float(n_pos) * float(n_neg)))
+
+
+def roc_curve(scores: ArrayLike, member: ArrayLike) -> RocCurve:
+    """The exact ROC curve of the decisions ``score >= t`` over every distinct score ``t``.
+
+    For thresholds ``t_0 = +inf > t_1 > ... > t_K`` (the distinct scores, descending)
+
+    .. math::
+
+        \\mathrm{TPR}(t) = \\frac{\\#\\{i: m_i = 1, s_i \\ge t\\}}{n_+}, \\qquad
+        \\mathrm{FPR}(t) = \\frac{\\#\\{i: m_i = 0, s_i \\ge t\\}}{n_-}.
+
+    The curve starts at ``(0, 0)`` (threshold ``+inf``) and ends at ``(1, 1)``. Records
+    with tied scores enter together, so a tie between a member and a non-member gives a
+    diagonal segment (whose area is the Mann-Whitney one half). Its ``auc`` is
+    :func:`auc` of the same inputs. (Ye et al. 2022, section 5.2; Carlini et al. 2022,
+    section V.)
+
+    Parameters
+    ----------
+    scores : array (n,)
+        Finite scores, higher = more likely member.
+    member : array of bool (n,)
+        True membership; at least one member and one non-member.
+
+    Returns
+    -------
+    RocCurve
+        ``fpr``, ``tpr``, ``thresholds`` of length ``K + 1``, ``auc``, ``n_positives``,
+        ``n_negatives``.
+    """
+    s, m, n_pos, n_neg = _scores_and_member(scores, member)
+    order = np.argsort(-s, kind="stable")
+    s_sorted = s[order]
+    m_sorted = m[order]
+    tp = np.cumsum(m_sorted)
+    fp = np.cumsum(~m_sorted)
+    # last index of each block of equal scores: where the next score differs
+    last = np.flatnonzero(np.r_[s_sorted[1:] != s_sorted[:-1], True])
+    tpr = np.r_[0.0, tp[last] / n_pos]
+    fpr = np.r_[0.0, fp[last] / n_neg]
+    thresholds = np.r_[np.inf, s_sorted[last]]
+    return RocCurve(
+        fpr=fpr,
+        tpr=tpr,
+        thresholds=thresholds,
+        auc=_auc_unchecked(s, m, n_pos, n_neg),
+        n_positives=n_pos,
+        n_negatives=n_neg,
+    )
+
+
+def _enough_negatives(n_negatives: int, fpr: float) -> bool:
+    # n_negatives >= 1 / fpr, robust to the rounding of 1 / fpr
+    return n_negatives * fpr >= 1.0 - 1e-9
+
+
+def tpr_at_fpr(roc: RocCurve, fpr: float, *, require_support: bool = True) -> float | None:
+    """The largest TPR the attack reaches with a false-positive rate ``<= fpr``.
+
+    .. math:: \\mathrm{TPR@FPR}(f) = \\max\\{\\mathrm{TPR}(t) : \\mathrm{FPR}(t) \\le f\\}
+
+    over the exact ROC points (no interpolation). Note the ``<=``: LiRA's reference code
+    (Carlini et al. 2022, ``plot.py``) uses ``fpr < f``; the two differ only when the
+    attack makes exactly ``f * n_negatives`` false positives.
+
+    Parameters
+    ----------
+    roc : RocCurve
+        From :func:`roc_curve`.
+    fpr : float
+        Target false-positive rate in (0, 1).
+    require_support : bool
+        When True (default) return None if there are fewer than ``1 / fpr`` negatives:
+        then no false positive at all is allowed and the number says nothing about the
+        rate ``fpr`` (``notes/attacks.md`` section 5).
+
+    Returns
+    -------
+    float or None
+    """
+    f = check_probability(fpr, "fpr")
+    if require_support and not _enough_negatives(roc.n_negatives, f):
+        return None
+    ok = roc.fpr <= f + 1e-12
+    return float(roc.tpr[ok].max())
+
+
+def tpr_at_zero_fpr(roc: RocCurve) -> float:
+    """The largest TPR with no false positive: ``max{TPR(t) : FPR(t) = 0}``."""
+    return float(roc.tpr[roc.fpr == 0.0].max())
+
+
+def fpr_at_tpr(roc: RocCurve, tpr: float) -> float:
+    """The smallest false-positive rate at which the attack reaches a TPR ``>= tpr``.
+
+    .. math:: \\mathrm{FPR@TPR}(r) = \\min\\{\\mathrm{FPR}(t) : \\mathrm{TPR}(t) \\ge r\\}
+
+    (Ye et al. 2022, Figure 2(c) reads the ROC this way: a lower FPR at a high TPR is a
+    stronger attack.) Always defined, since the last ROC point is ``(1, 1)``.
+    """
+    r = check_probability(tpr, "tpr", open_interval=False)
+    ok = roc.tpr >= r - 1e-12
+    return float(roc.fpr[ok].min())
+
+
+def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Two-sided Clopper-Pearson (exact binomial) interval for a rate ``k / n``.
+
+    .. math::
+
+        \\underline p = B^{-1}(\\tfrac{1-c}{2};\\ k, n-k+1), \\qquad
+        \\overline p = B^{-1}(\\tfrac{1+c}{2};\\ k+1, n-k)
+
+    with ``B^{-1}`` the Beta quantile, ``underline p = 0`` when ``k = 0`` and
+    ``overline p = 1`` when ``k = n`` (Clopper and Pearson 1934).
+    """
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 0:
+        raise fail("k", "a non-negative integer", repr(k))
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1 or k > n:
+        raise fail("n", f"an integer >= max(1, k={k})", repr(n))
+    c = check_probability(confidence, "confidence")
+    a = 1.0 - c
+    lo = 0.0 if k == 0 else float(stats.beta.ppf(a / 2.0, k, n - k + 1))
+    hi = 1.0 if k == n else float(stats.beta.ppf(1.0 - a / 2.0, k + 1, n - k))
+    return lo, hi
+
+
+@dataclasses.dataclass(frozen=True)
+class AchievedRates:
+    """What an attack that decides ``score >= threshold`` actually achieved.
+
+    ``fpr_ci`` is the two-sided Clopper-Pearson interval (at ``confidence``) for the
+    attack's true FPR given ``n_false_positives`` out of ``n_negatives``; a requested
+    alpha outside it means the threshold does not control the FPR as claimed.
+    """
+
+    threshold: float
+    fpr: float
+    tpr: float
+    n_false_positives: int
+    n_true_positives: int
+    n_negatives: int
+    n_positives: int
+    fpr_ci: tuple[float, float]
+    confidence: float
+
+    def alpha_within_error(self, alpha: float) -> bool:
+        """True when ``alpha`` lies inside the Clopper-Pearson interval of the achieved FPR."""
+        a = check_probability(alpha, "alpha")
+        return self.fpr_ci[0] <= a <= self.fpr_ci[1]
+
+
+def achieved_rates(
+    scores: ArrayLike, member: ArrayLike, threshold: float, *, confidence: float = 0.95
+) -> AchievedRates:
+    """Achieved FPR and TPR of the decision ``score >= threshold``, with an interval on the FPR.
+
+    An alpha-threshold attack (Ye et al. 2022, section 3: the threshold ``c_alpha`` is
+    the alpha-quantile of the out-world signal distribution) promises an FPR of about
+    alpha on non-members it has never seen. On the audited non-members the number of
+    false positives ``k`` is Binomial(``n_-``, FPR); the Clopper-Pearson interval of
+    ``k / n_-`` (:func:`clopper_pearson`) lets a reader see whether the requested alpha
+    is within binomial error of what was achieved.
+
+    Parameters
+    ----------
+    scores, member : arrays (n,)
+        As in :func:`roc_curve`.
+    threshold : float
+        The attack's decision threshold (``AttackScores.threshold``); ``+-inf`` allowed.
+    confidence : float
+        Confidence level of the interval (default 0.95).
+    """
+    s, m, n_pos, n_neg = _scores_and_member(scores, member)
+    try:
+        t = float(threshold)
+    except (TypeError, ValueError):
+        raise fail("threshold", "a number", repr(threshold)) from None
+    if math.isnan(t):
+        raise fail("threshold", "a number, not NaN", t)
+    decided = s >= t
+    fp = int(np.count_nonzero(decided & ~m))
+    tp = int(np.count_nonzero(decided & m))
+    return AchievedRates(
+        threshold=t,
+        fpr=fp / n_neg,
+        tpr=tp / n_pos,
+        n_false_positives=fp,
+        n_true_positives=tp,
+        n_negatives=n_neg,
+        n_positives=n_pos,
+        fpr_ci=clopper_pearson(fp, n_neg, confidence),
+        confidence=float(confidence),
+    )
+
+
+def achieved_fpr(scores: ArrayLike, member: ArrayLike, threshold: float) -> float:
+    """The fraction of non-members with ``score >= threshold`` (see :func:`achieved_rates`)."""
+    return achieved_rates(scores, member, threshold).fpr
+
+
+def membership_for(
+    record_ids: ArrayLike, member: ArrayLike | MembershipMatrix
+) -> NDArray[np.bool_]:
+    """Membership of ``record_ids``, from an aligned bool array or a one-model membership matrix.
+
+    A :class:`MembershipMatrix` is aligned by record id (never by position); it must hold
+    exactly one model (the target) and every requested id.
+    """
+    ids = np.asarray(record_ids)
+    if isinstance(member, MembershipMatrix):
+        if member.n_models != 1:
+            raise fail(
+                "member",
+                "a membership matrix of the target model only",
+                f"{member.n_models} models",
+            )
+        index = {k: i for i, k in enumerate(member.record_ids.tolist())}
+        missing = [r for r in ids.tolist() if r not in index]
+        if missing:
+            raise fail(
+                "member", "a membership for every scored record", f"missing ids {missing[:5]}"
+            )
+        return np.asarray(member.keep[0][[index[r] for r in ids.tolist()]], dtype=bool)
+    m = as_bool_array(member, "member", ndim=1)
+    check_same_length(member=m, record_ids=ids)
+    return m
+
+
+@dataclasses.dataclass(frozen=True)
+class AttackMetrics:
+    """Every metric of one attack on one target (one entry of ``results.json["attacks"]``).
+
+    ``tpr_at_fpr`` maps ``"0.001"``/``"0.01"`` to the TPR, or None where there are
+    fewer than ``1 / fpr`` negatives. ``alpha``/``threshold``/``achieved_*`` are None
+    for attacks that do not take a decision at a requested alpha.
+    """
+
+    name: str
+    auc: float
+    tpr_at_fpr: dict[str, float | None]
+    tpr_at_zero_fpr: float
+    fpr_at_tpr: dict[str, float]
+    n_positives: int
+    n_negatives: int
+    alpha: float | None
+    threshold: float | None
+    achieved_fpr: float | None
+    achieved_fpr_ci: tuple[float, float] | None
+    achieved_tpr: float | None
+    n_false_positives: int | None
+    alpha_within_error: bool | None
+    params: dict[str, Any]
+    roc: RocCurve = dataclasses.field(repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-compatible dict (without the ROC arrays; they are recomputed from the scores)."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            if f.name == "roc":
+                continue
+            v = getattr(self, f.name)
+            out[f.name] = list(v) if isinstance(v, tuple) else v
+        return out
+
+
+def attack_metrics(
+    scores: AttackScores,
+    member: ArrayLike | MembershipMatrix,
+    *,
+    fprs: Sequence[float] = DEFAULT_FPRS,
+    tprs: Sequence[float] = DEFAULT_TPRS,
+    confidence: float = 0.95,
+) -> AttackMetrics:
+    """All metrics of one attack: AUC, TPR@FPR, FPR@TPR, and the achieved FPR at its alpha.
+
+    Parameters
+    ----------
+    scores : AttackScores
+        The attack's per-record scores (higher = member), with ``alpha`` and
+        ``threshold`` when the attack decides at a requested FPR.
+    member : bool array aligned with ``scores.record_ids``, or MembershipMatrix
+        The target's true membership of the scored records.
+    fprs, tprs : sequences of float
+        Where to read the ROC (defaults 0.1%, 1% and 50%, 90%).
+    confidence : float
+        Confidence of the Clopper-Pearson interval on the achieved FPR.
+    """
+    if not isinstance(scores, AttackScores):
+        raise fail("scores", "an AttackScores record", type(scores).__name__)
+    m = membership_for(scores.record_ids, member)
+    roc = roc_curve(scores.scores, m)
+    alpha: float | None = None
+    rates: AchievedRates | None = None
+    if scores.threshold is not None:
+        rates = achieved_rates(scores.scores, m, scores.threshold, confidence=confidence)
+        if scores.alpha is not None:
+            alpha = check_probability(scores.alpha, "alpha")
+    return AttackMetrics(
+        name=scores.attack,
+        auc=roc.auc,
+        tpr_at_fpr={_key(f): tpr_at_fpr(roc, f) for f in fprs},
+        tpr_at_zero_fpr=tpr_at_zero_fpr(roc),
+        fpr_at_tpr={_key(t): fpr_at_tpr(roc, t) for t in tprs},
+        n_positives=roc.n_positives,
+        n_negatives=roc.n_negatives,
+        alpha=alpha,
+        threshold=None if rates is None else rates.threshold,
+        achieved_fpr=None if rates is None else rates.fpr,
+        achieved_fpr_ci=None if rates is None else rates.fpr_ci,
+        achieved_tpr=None if rates is None else rates.tpr,
+        n_false_positives=None if rates is None else rates.n_false_positives,
+        alpha_within_error=(
+            None if rates is None or alpha is None else rates.alpha_within_error(alpha)
+        ),
+        params=dict(scores.params),
+        roc=roc,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class AgreementMatrix:
+    """Pairwise agreement of attacks' membership decisions (Ye et al. 2022, Table 2).
+
+    ``train[i, j]`` is the fraction of training (member) points on which decisions
+    ``names[i]`` and ``names[j]`` agree (both say member or both say non-member);
+    ``test[i, j]`` the same on test (non-member) points. When the ground truth is
+    included it is the last name, ``"GT"``; its agreement with an attack is the
+    attack's TPR on train points and 1 - FPR on test points.
+    """
+
+    names: tuple[str, ...]
+    train: NDArray[np.float64]
+    test: NDArray[np.float64]
+    n_train: int
+    n_test: int
+
+    def table(self) -> NDArray[np.float64]:
+        """The paper's layout: upper triangle = train points, lower = test, NaN diagonal."""
+        k = len(self.names)
+        out = np.full((k, k), np.nan)
+        iu = np.triu_indices(k, 1)
+        il = np.tril_indices(k, -1)
+        out[iu] = self.train[iu]
+        out[il] = self.test[il]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "names": list(self.names),
+            "train": self.train.tolist(),
+            "test": self.test.tolist(),
+            "n_train": self.n_train,
+            "n_test": self.n_test,
+        }
+
+
+def agreement_matrix(
+    decisions: Mapping[str, ArrayLike], member: ArrayLike, *, include_ground_truth: bool = True
+) -> AgreementMatrix:
+    """Agreement rates between attacks' member decisions, on train and on test points.
+
+    For decisions ``d_a, d_b`` (True = "member") over the same records,
+
+    .. math::
+
+        \\mathrm{agree}_{\\mathrm{train}}(a, b) = \\frac{1}{n_+}\\sum_{i: m_i=1} [d_a(i) = d_b(i)],
+        \\qquad
+        \\mathrm{agree}_{\\mathrm{test}}(a, b) = \\frac{1}{n_-}\\sum_{i: m_i=0} [d_a(i) = d_b(i)].
+
+    This is Ye et al. 2022, section 5.3, Table 2 ("agreement rate ... for 500 train and
+    500 test data points; upper triangle train, lower triangle test"), with the ground
+    truth as an extra column (there: agreement with GT is TPR on train and 1 - FPR on
+    test, which matches the table's numbers). The decisions are those of each attack at
+    its requested alpha (``AttackScores.decisions()``).
+
+    Parameters
+    ----------
+    decisions : mapping name -> bool array (n,)
+        At least one attack; all arrays aligned with ``member``.
+    member : bool array (n,)
+        True membership; at least one member and one non-member.
+    include_ground_truth : bool
+        Add ``"GT"`` (the membership itself) as the last row/column.
+    """
+    m = as_bool_array(member, "member", ndim=1)
+    check_both_classes(m, "member")
+    if not decisions:
+        raise fail("decisions", "at least one attack's decisions", "none")
+    names = [str(k) for k in decisions]
+    rows = []
+    for name, d in decisions.items():
+        a = as_bool_array(d, f"decisions[{name!r}]", ndim=1)
+        if a.size != m.size:
+            raise fail(f"decisions[{name!r}]", f"one decision per record ({m.size})", a.size)
+        rows.append(a)
+    if include_ground_truth:
+        if "GT" in names:
+            raise fail("decisions", "no attack named 'GT' (reserved for the ground truth)", "GT")
+        names.append("GT")
+        rows.append(m)
+    d_all = np.stack(rows)  # (k, n)
+
+    def agree(cols: NDArray[np.bool_]) -> NDArray[np.float64]:
+        x = d_all[:, cols].astype(np.float64)
+        both_member = x @ x.T
+        both_non = (1.0 - x) @ (1.0 - x).T
+        return np.asarray((both_member + both_non) / cols.sum(), dtype=np.float64)
+
+    return AgreementMatrix(
+        names=tuple(names),
+        train=agree(m),
+        test=agree(~m),
+        n_train=int(m.sum()),
+        n_test=int((~m).sum()),
+    )

@@ -1,0 +1,386 @@
+"""The one facade: :func:`run_audit` turns an :class:`~privaudit.config.AuditConfig` into a report.
+
+Steps (each timed; the times go to ``results.json["timings"]``):
+
+1. check that the report directory can be written (before any work);
+2. load the dataset (bundled Adult or digits, or a user table);
+3. build the trainer (a scikit-learn classifier through
+   :class:`~privaudit.models.SklearnTrainer`);
+4. play the fixed-model membership-inference game (Ye et al. 2022, Def. 3.2) with
+   :func:`privaudit.games.experiment.run_experiment`: split, train the target and the
+   attacker's models (in parallel, cached), compute signals, run every attack;
+5. compute every metric of every attack (:mod:`privaudit.games.metrics`) and the
+   agreement matrix of the alpha-threshold attacks (Ye et al. Table 2);
+6. write ``results.json``, ``scores.npz`` and ``report.html`` atomically.
+
+:func:`demo_config` is the configuration of ``privaudit demo``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from privaudit._validation import fail
+from privaudit.config import AuditConfig, ModelConfig, build_estimator, config_from_dict
+from privaudit.data import Dataset, load_adult, load_digits, load_table
+from privaudit.errors import InvalidInputError
+from privaudit.games.experiment import ExperimentConfig, ExperimentResult, run_experiment
+from privaudit.games.metrics import AgreementMatrix, AttackMetrics, agreement_matrix, attack_metrics
+from privaudit.models import SklearnTrainer
+from privaudit.report import (
+    ScoreTable,
+    attack_entry,
+    build_results,
+    check_output_dir,
+    write_report,
+)
+from privaudit.runtime.executor import LocalExecutor
+
+__all__ = [
+    "AuditReport",
+    "build_trainer",
+    "demo_config",
+    "experiment_config",
+    "load_dataset",
+    "n_models_behind",
+    "run_audit",
+]
+
+#: Demo sizes (measured on 2 cores, see benchmarks/bench_demo.py): the target pool is
+#: large enough for TPR at 0.1% FPR (>= 1,000 non-members), the MLP wide and trained
+#: long enough, without weight decay, to fit its ~1,200 training records exactly.
+_DEMO: dict[str, Any] = {
+    "sizes": {"n_target_pool": 2400, "n_population": 4800},
+    "model": {
+        "kind": "mlp",
+        "params": {"hidden_layer_sizes": [256], "max_iter": 300, "learning_rate_init": 0.002},
+    },
+    "models": {
+        "n_reference": 9,
+        "n_shadow": 4,
+        "n_distilled": 4,
+        "n_leave_one_out": 4,
+        "leave_one_out_sample": 10,
+    },
+    "alpha": 0.05,
+    # Carlini et al. 2022 (Sec. VI-A and the reference code's README): with few
+    # reference models the fixed-variance variants of LiRA are the stronger ones.
+    "attack_params": {"lira-online": {"variance": "fixed"}, "lira-offline": {"variance": "fixed"}},
+}
+_DEMO_QUICK: dict[str, Any] = {
+    "sizes": {"n_target_pool": 1200, "n_population": 2400},
+    "model": {
+        "kind": "mlp",
+        "params": {"hidden_layer_sizes": [128], "max_iter": 150, "learning_rate_init": 0.003},
+    },
+    "models": {
+        "n_reference": 9,
+        "n_shadow": 2,
+        "n_distilled": 2,
+        "n_leave_one_out": 2,
+        "leave_one_out_sample": 10,
+    },
+    "alpha": 0.05,
+    "attack_params": {"lira-online": {"variance": "fixed"}, "lira-offline": {"variance": "fixed"}},
+}
+
+
+def demo_config(
+    *,
+    seed: int = 0,
+    n_jobs: int = -1,
+    quick: bool = False,
+    output_dir: str | Path = "privaudit-demo",
+    cache_dir: str | Path | None = None,
+) -> AuditConfig:
+    """The configuration of ``privaudit demo``.
+
+    UCI Adult; an MLP target (scikit-learn ``MLPClassifier``, one hidden layer, no
+    weight decay, no early stopping) that overfits its training set; 9 reference
+    models, 4 shadow, 4 distilled and 4 leave-one-out models per sampled record (10
+    sampled records); every registered attack at alpha = 0.05, LiRA with a fixed
+    (global) variance as Carlini et al. recommend for few reference models. ``quick`` shrinks the pool, the network and the
+    numbers of attacker models (for a smoke run; then TPR at 0.1% FPR is not reported,
+    since the pool has fewer than 1,000 non-members).
+    """
+    base = _DEMO_QUICK if quick else _DEMO
+    data: dict[str, Any] = {
+        "dataset": "adult",
+        **base,
+        "seed": seed,
+        "n_jobs": n_jobs,
+        "output_dir": str(output_dir),
+        "cache_dir": None if cache_dir is None else str(cache_dir),
+    }
+    return config_from_dict(data, source="demo config")
+
+
+def load_dataset(config: AuditConfig) -> Dataset:
+    """The dataset named by ``config.dataset``."""
+    ds = config.dataset
+    if ds.name == "adult":
+        return load_adult()
+    if ds.name == "digits":
+        return load_digits()
+    if ds.path is None or ds.label_column is None:  # DatasetConfig already ensures it
+        raise InvalidInputError("dataset: expected 'name' or 'path' with 'label_column'")
+    return load_table(ds.path, ds.label_column, id_column=ds.id_column, standardize=ds.standardize)
+
+
+def build_trainer(model: ModelConfig, n_classes: int) -> SklearnTrainer:
+    """The trainer of the target and of every attacker model (same algorithm, Ye et al. Sec. 4)."""
+    return SklearnTrainer(build_estimator(model), name=model.kind, n_classes=n_classes)
+
+
+def _sizes(config: AuditConfig, n_records: int) -> tuple[int, int]:
+    pool = config.sizes.n_target_pool
+    pop = config.sizes.n_population
+    if pool is None:
+        pool = min(2400, n_records // 3)
+    if pop is None:
+        pop = min(4800, n_records - pool)
+    if pool + pop > n_records:
+        raise InvalidInputError(
+            f"sizes: expected n_target_pool + n_population <= {n_records} (the dataset's records), "
+            f"found {pool} + {pop} = {pool + pop}"
+        )
+    return pool, pop
+
+
+def experiment_config(config: AuditConfig, n_records: int) -> ExperimentConfig:
+    """The :class:`ExperimentConfig` of an audit config on a dataset of ``n_records`` records."""
+    pool, pop = _sizes(config, n_records)
+    m = config.models
+    try:
+        return ExperimentConfig(
+            attacks=config.attack_names(),
+            n_target_pool=pool,
+            n_population=pop,
+            n_reference=m.n_reference,
+            n_shadow=m.n_shadow,
+            n_distilled=m.n_distilled,
+            distill_size=m.distill_size,
+            n_leave_one_out=m.n_leave_one_out,
+            leave_one_out_sample=m.leave_one_out_sample,
+            alpha=config.alpha,
+            seed=config.seed,
+            n_jobs=config.n_jobs,
+            attack_params=config.attack_params,
+        )
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"audit config: {exc}") from None
+
+
+def n_models_behind(attack: str, config: ExperimentConfig) -> int:
+    """How many attacker models the attack learned from (0: it uses the target only).
+
+    Reference models for R, LiRA, RMIA; shadow models for S; distilled for D; the
+    leave-one-out models per record for L; 0 for the loss and population attacks.
+    """
+    from privaudit.attacks import required_inputs
+
+    fields = set(required_inputs(attack).fields)
+    if "reference" in fields:
+        return config.n_reference
+    if "shadow" in fields:
+        return config.n_shadow
+    if "distilled" in fields:
+        return config.n_distilled
+    if "leave_one_out" in fields:
+        return config.n_leave_one_out
+    return 0
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditReport:
+    """The outcome of :func:`run_audit`.
+
+    Attributes
+    ----------
+    results : dict
+        The ``results.json`` document (validated).
+    metrics : dict[str, AttackMetrics]
+        Every metric of every attack, with its ROC curve.
+    agreement : AgreementMatrix or None
+        Agreement of the alpha-threshold attacks' decisions (None with fewer than two).
+    scores : ScoreTable
+        Per-record scores with record ids and membership.
+    experiment : ExperimentResult
+        Everything the experiment produced.
+    out_dir : Path or None
+        The report directory (None when not written).
+    """
+
+    results: dict[str, Any]
+    metrics: dict[str, AttackMetrics]
+    agreement: AgreementMatrix | None
+    scores: ScoreTable
+    experiment: ExperimentResult
+    out_dir: Path | None
+
+
+def _agreement(exp: ExperimentResult) -> tuple[AgreementMatrix | None, list[str]]:
+    """Agreement of the alpha-threshold attacks that scored every audited record.
+
+    Attacks run on a sample only (leave-one-out) are left out, and listed, since the
+    table compares decisions on the same records.
+    """
+    n = exp.record_ids.size
+    decisions: dict[str, np.ndarray] = {}
+    excluded: list[str] = []
+    for name, s in exp.scores.items():
+        if s.threshold is None:
+            continue
+        if s.record_ids.size != n or not np.array_equal(s.record_ids, exp.record_ids):
+            excluded.append(name)
+            continue
+        decisions[name] = s.decisions()
+    if len(decisions) < 2:
+        return None, excluded
+    return agreement_matrix(decisions, exp.membership), excluded
+
+
+def run_audit(
+    config: AuditConfig,
+    *,
+    overwrite: bool = False,
+    progress: bool | None = True,
+    write: bool = True,
+) -> AuditReport:
+    """Run a membership-inference audit end to end and write its report directory.
+
+    Parameters
+    ----------
+    config : AuditConfig
+        What to audit (from :func:`privaudit.config.load_config` or :func:`demo_config`).
+    overwrite : bool
+        Replace an existing ``config.output_dir``; without it an existing directory
+        raises :class:`~privaudit.report.ReportExistsError` before any work is done.
+    progress : bool or None
+        Progress bars while models train (None: only on a terminal).
+    write : bool
+        Write the report directory (``results.json``, ``scores.npz``, ``report.html``).
+
+    Returns
+    -------
+    AuditReport
+
+    Raises
+    ------
+    PrivauditError
+        Bad configuration or data (the message names the field), or a design that
+        cannot support an attack.
+    """
+    if not isinstance(config, AuditConfig):
+        raise fail("config", "an AuditConfig", type(config).__name__)
+    out_dir = Path(config.output_dir)
+    if write:
+        check_output_dir(out_dir, overwrite=overwrite)
+    timings: dict[str, float] = {}
+
+    t0 = time.perf_counter()
+    dataset = load_dataset(config)
+    timings["data"] = time.perf_counter() - t0
+
+    exp_cfg = experiment_config(config, dataset.n_records)
+    trainer = build_trainer(config.model, dataset.n_classes)
+    executor = LocalExecutor(exp_cfg.n_jobs, progress=progress)
+    t0 = time.perf_counter()
+    exp = run_experiment(
+        dataset,
+        trainer,
+        exp_cfg,
+        store=None if config.cache_dir is None else Path(config.cache_dir),
+        executor=executor,
+        progress=progress,
+    )
+    timings["experiment"] = time.perf_counter() - t0
+    for phase, sec in exp.timings.items():
+        timings[f"experiment.{phase}"] = float(sec)
+
+    t0 = time.perf_counter()
+    metrics: dict[str, AttackMetrics] = {}
+    entries = []
+    for name, sc in exp.scores.items():
+        metrics[name] = attack_metrics(sc, exp.member_of(name))
+        entries.append(
+            attack_entry(metrics[name], n_reference_models=n_models_behind(name, exp_cfg))
+        )
+    agreement, excluded = _agreement(exp)
+    table = ScoreTable.from_attack_scores(list(exp.scores.values()), exp.record_ids, exp.membership)
+    timings["metrics"] = time.perf_counter() - t0
+
+    settings = _settings(config, exp, dataset, trainer)
+    if excluded:
+        settings["agreement_excludes"] = excluded
+    results = build_results(
+        seed=config.seed,
+        settings=settings,
+        target={
+            "train_accuracy": exp.train_accuracy,
+            "test_accuracy": exp.test_accuracy,
+            "n_members": int(exp.membership.sum()),
+            "n_non_members": int((~exp.membership).sum()),
+        },
+        attacks=entries,
+        agreement=agreement,
+        agreement_alpha=config.alpha if agreement is not None else None,
+        game=exp.game.to_dict(),
+        timings=timings,
+    )
+    if write:
+        write_report(out_dir, results, table, overwrite=overwrite)
+    return AuditReport(
+        results=results,
+        metrics=metrics,
+        agreement=agreement,
+        scores=table,
+        experiment=exp,
+        out_dir=out_dir if write else None,
+    )
+
+
+def _settings(
+    config: AuditConfig, exp: ExperimentResult, dataset: Dataset, trainer: SklearnTrainer
+) -> dict[str, Any]:
+    ec = exp.config
+    return {
+        "game": exp.game.name,
+        "alpha": config.alpha,
+        "dataset": {
+            **config.dataset.describe(),
+            "n_records": dataset.n_records,
+            "n_features": int(dataset.X.shape[1]),
+            "n_classes": dataset.n_classes,
+            "fingerprint": exp.dataset_fingerprint,
+        },
+        "model": {"kind": config.model.kind, **_jsonable(trainer.settings())},
+        "attacks": list(ec.attacks),
+        "attack_params": {k: dict(v) for k, v in ec.attack_params.items()},
+        "sizes": {"n_target_pool": ec.n_target_pool, "n_population": ec.n_population},
+        "models": {
+            "n_reference": ec.n_reference,
+            "n_shadow": ec.n_shadow,
+            "n_distilled": ec.n_distilled,
+            "distill_size": ec.distill_size,
+            "n_leave_one_out": ec.n_leave_one_out,
+            "leave_one_out_sample": ec.leave_one_out_sample,
+        },
+        "models_trained": dict(exp.models_trained),
+        "models_loaded": dict(exp.models_loaded),
+        "seeds": {"root": config.seed, **{k: int(v) for k, v in exp.seeds.items()}},
+        "n_jobs": config.n_jobs,
+        "cache_dir": None if config.cache_dir is None else str(config.cache_dir),
+    }
+
+
+def _jsonable(d: Mapping[str, Any]) -> dict[str, Any]:
+    import json
+
+    return dict(json.loads(json.dumps(d, default=str)))

@@ -1,0 +1,164 @@
+"""``report.html``: a self-contained rendering of ``results.json`` and the saved scores.
+
+Plots are drawn with matplotlib's Agg backend on :class:`matplotlib.figure.Figure`
+objects (no pyplot global state) and embedded as base64 PNG, so the page needs no
+other file and no network. The page is a Jinja2 template shipped as package data
+(``report/templates/report.html.j2``); every number in it comes from ``results.json``
+except the ROC curves, which are recomputed from the per-record scores.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from privaudit.games.metrics import roc_curve
+from privaudit.report.results import ScoreTable
+
+__all__ = ["render_html", "roc_plot_png"]
+
+
+def _fig_to_base64(fig: Any) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def roc_plot_png(table: ScoreTable, *, log_scale: bool = True) -> str:
+    """The ROC curves of every attack in ``table``, as a base64-encoded PNG.
+
+    On log-log axes (Carlini et al. 2022, section IV: low-FPR behaviour is what
+    matters) the x axis starts at ``1 / n_negatives``, the smallest non-zero FPR the
+    data can show; the chance diagonal is drawn for reference.
+    """
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 5.2))
+    ax = fig.add_subplot()
+    n_neg = int((~table.member).sum())
+    n_pos = int(table.member.sum())
+    lo = 1.0 / max(n_neg, 1)
+    for name in table.attacks:
+        _, s, member = table.scored(name)
+        roc = roc_curve(s, member)
+        subset = "" if s.size == table.member.size else f", {s.size} records"
+        # steps: only the ROC points are decisions one can run (no interpolation)
+        ax.step(roc.fpr, roc.tpr, where="post", label=f"{name} (AUC {roc.auc:.3f}{subset})", lw=1.4)
+    ax.plot(
+        [lo if log_scale else 0.0, 1.0],
+        [lo if log_scale else 0.0, 1.0],
+        "k--",
+        lw=0.8,
+        label="chance",
+    )
+    if log_scale:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(lo, 1.0)
+        ax.set_ylim(1.0 / max(n_pos, 1), 1.0)
+    else:
+        ax.set_xlim(0.0, 1.0)
+        ax.set_ylim(0.0, 1.0)
+    ax.set_xlabel(f"false-positive rate ({n_neg} non-members)")
+    ax.set_ylabel(f"true-positive rate ({n_pos} members)")
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=7.5, loc="lower right")
+    return _fig_to_base64(fig)
+
+
+def _pct(x: Any, digits: int = 2) -> str:
+    if x is None:
+        return "n/a"
+    if isinstance(x, str):
+        return x
+    return f"{100.0 * float(x):.{digits}f}%"
+
+
+def _num(x: Any, digits: int = 3) -> str:
+    if x is None:
+        return "n/a"
+    if isinstance(x, str):
+        return x
+    v = float(x)
+    if not math.isfinite(v):
+        return str(v)
+    return f"{v:.{digits}f}"
+
+
+def _rate_label(key: str) -> str:
+    return _pct(float(key), digits=(1 if float(key) < 0.01 else 0))
+
+
+def _flatten(d: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping) and v:
+            rows.extend(_flatten(v, key + "."))
+        elif isinstance(v, list):
+            rows.append((key, ", ".join(map(str, v)) if v else "(none)"))
+        else:
+            rows.append((key, "(none)" if v is None else str(v)))
+    return rows
+
+
+def render_html(results: Mapping[str, Any], table: ScoreTable) -> str:
+    """Render the report page for one audit.
+
+    Parameters
+    ----------
+    results : mapping
+        A validated ``results.json`` document.
+    table : ScoreTable
+        The per-record scores it was computed from (for the ROC curves).
+    """
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    env = Environment(
+        loader=PackageLoader("privaudit.report", "templates"),
+        autoescape=select_autoescape(["html", "j2"]),
+        keep_trailing_newline=True,
+    )
+    env.filters["pct"] = _pct
+    env.filters["num"] = _num
+    env.filters["rate_label"] = _rate_label
+
+    attacks = list(results["attacks"])
+    fpr_keys = sorted({k for a in attacks for k in a.get("tpr_at_fpr", {})}, key=float)
+    tpr_keys = sorted({k for a in attacks for k in a.get("fpr_at_tpr", {})}, key=float)
+    agreement = results.get("agreement")
+    ag_rows: list[dict[str, Any]] = []
+    if agreement:
+        names = agreement["names"]
+        train = np.asarray(agreement["train"], dtype=float)
+        test = np.asarray(agreement["test"], dtype=float)
+        for i, n in enumerate(names):
+            cells: list[dict[str, Any]] = []
+            for j in range(len(names)):
+                if i == j:
+                    cells.append({"value": None, "kind": "diag"})
+                elif j > i:
+                    cells.append({"value": float(train[i, j]), "kind": "train"})
+                else:
+                    cells.append({"value": float(test[i, j]), "kind": "test"})
+            ag_rows.append({"name": n, "cells": cells})
+
+    template = env.get_template("report.html.j2")
+    return template.render(
+        r=results,
+        attacks=attacks,
+        fpr_keys=fpr_keys,
+        tpr_keys=tpr_keys,
+        roc_loglog=roc_plot_png(table, log_scale=True),
+        roc_linear=roc_plot_png(table, log_scale=False),
+        agreement=agreement,
+        agreement_rows=ag_rows,
+        settings_rows=_flatten(results["settings"]),
+        game=results.get("game"),
+        timings=results.get("timings") or {},
+    )

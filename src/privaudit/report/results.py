@@ -1,0 +1,384 @@
+"""``results.json`` (schema version 1.0) and the per-record scores beside it.
+
+``results.json`` is the one machine-readable answer of an audit (DESIGN.md section 4);
+``report.html`` and the terminal table are renderings of it. Its JSON Schema ships in
+the package (``report/schemas/results-1.0.json``) and every document is validated
+against it before it is written. Per-record scores (never hard 0/1 decisions) go to
+``scores.npz`` beside it, with the record ids and the true membership, so every number
+in ``results.json`` can be recomputed (:func:`recompute_attack_metrics`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import math
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from privaudit import __version__
+from privaudit._validation import as_bool_array, as_float_array, check_unique_ids, fail
+from privaudit.games.metrics import AgreementMatrix, AttackMetrics, attack_metrics
+from privaudit.records import AttackScores, AuditResult
+
+__all__ = [
+    "RESULTS_FILE",
+    "SCHEMA_VERSION",
+    "SCORES_FILE",
+    "ScoreTable",
+    "attack_entry",
+    "build_results",
+    "load_results",
+    "load_schema",
+    "recompute_attack_metrics",
+    "validate_results",
+]
+
+#: Version of the results.json contract. 1.x adds fields, never removes or retypes one.
+SCHEMA_VERSION = "1.0"
+RESULTS_FILE = "results.json"
+SCORES_FILE = "scores.npz"
+
+
+@lru_cache(maxsize=1)
+def _schema_text() -> str:
+    return (
+        resources.files("privaudit.report")
+        .joinpath("schemas", f"results-{SCHEMA_VERSION}.json")
+        .read_text(encoding="utf-8")
+    )
+
+
+def load_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of ``results.json`` shipped with the package."""
+    schema: dict[str, Any] = json.loads(_schema_text())
+    return schema
+
+
+def validate_results(results: Mapping[str, Any]) -> None:
+    """Check a results document against the shipped JSON Schema.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the JSON path of the first offending field, what the schema expects and
+        what was found.
+    """
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(
+        load_schema(), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    )
+    errors = sorted(validator.iter_errors(results), key=lambda e: list(e.absolute_path))
+    if errors:
+        e = errors[0]
+        path = "results" + "".join(
+            f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path
+        )
+        raise fail(path, f"a value valid under results.json schema {SCHEMA_VERSION}", e.message)
+
+
+def _json_number(x: float | None) -> float | str | None:
+    """A float as JSON allows it: finite, or the strings ``"inf"``/``"-inf"`` (never NaN)."""
+    if x is None:
+        return None
+    v = float(x)
+    if math.isnan(v):
+        raise fail("threshold", "a number, not NaN", v)
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return v
+
+
+def _plain(v: Any) -> Any:
+    """Numpy scalars/arrays and tuples to plain JSON types; non-finite floats to strings."""
+    if isinstance(v, np.ndarray):
+        return [_plain(x) for x in v.tolist()]
+    if isinstance(v, np.generic):
+        return _plain(v.item())
+    if isinstance(v, Mapping):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, tuple | list):
+        return [_plain(x) for x in v]
+    if isinstance(v, float) and not math.isfinite(v):
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    if isinstance(v, Path):
+        return str(v)
+    return v
+
+
+def attack_entry(metrics: AttackMetrics, *, n_reference_models: int | None) -> dict[str, Any]:
+    """One element of ``results["attacks"]``.
+
+    ``n_reference_models`` is the number of models the attack learned its threshold or
+    distribution from (reference, shadow, distilled or leave-one-out models; 0 for the
+    population attack, which uses the target itself). Issues #146 and #151 of
+    ml_privacy_meter show that the reported power depends largely on it, so it is
+    always written.
+    """
+    d = metrics.to_dict()
+    return _plain(
+        {
+            "name": d["name"],
+            "auc": d["auc"],
+            "tpr_at_fpr": d["tpr_at_fpr"],
+            "tpr_at_zero_fpr": d["tpr_at_zero_fpr"],
+            "fpr_at_tpr": d["fpr_at_tpr"],
+            "n_positives": d["n_positives"],
+            "n_negatives": d["n_negatives"],
+            "alpha": d["alpha"],
+            "threshold": _json_number(d["threshold"]),
+            "achieved_fpr": d["achieved_fpr"],
+            "achieved_fpr_ci": d["achieved_fpr_ci"],
+            "achieved_tpr": d["achieved_tpr"],
+            "n_false_positives": d["n_false_positives"],
+            "alpha_within_error": d["alpha_within_error"],
+            "n_reference_models": n_reference_models,
+            "params": d["params"],
+        }
+    )
+
+
+def _audit_entry(a: AuditResult | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(a, AuditResult):
+        d = {f.name: getattr(a, f.name) for f in dataclasses.fields(a)}
+    else:
+        d = dict(a)
+    return dict(_plain(d))
+
+
+def build_results(
+    *,
+    seed: int,
+    settings: Mapping[str, Any],
+    target: Mapping[str, Any],
+    attacks: Sequence[Mapping[str, Any]],
+    audits: Sequence[AuditResult | Mapping[str, Any]] = (),
+    agreement: AgreementMatrix | None = None,
+    agreement_alpha: float | None = None,
+    game: Mapping[str, Any] | None = None,
+    timings: Mapping[str, float] | None = None,
+    created: _dt.datetime | None = None,
+) -> dict[str, Any]:
+    """Assemble and validate a ``results.json`` document (schema 1.0).
+
+    Parameters
+    ----------
+    seed : int
+        The audit's root seed.
+    settings : mapping
+        Everything needed to re-run (at least ``game``, ``alpha``, ``dataset``, ``model``,
+        ``attacks``).
+    target : mapping
+        ``train_accuracy``, ``test_accuracy``, ``n_members``, ``n_non_members``.
+    attacks : sequence of mappings
+        Entries from :func:`attack_entry`.
+    audits : sequence of AuditResult or mappings
+        DP lower bounds, if any.
+    agreement : AgreementMatrix, optional
+        Ye et al. Table 2 at ``agreement_alpha``.
+    game : mapping, optional
+        ``name``, ``fixed`` and ``resampled`` of the inference game played.
+    timings : mapping, optional
+        Seconds per phase.
+    created : datetime, optional
+        Defaults to now (UTC).
+    """
+    when = created or _dt.datetime.now(_dt.UTC)
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "privaudit_version": __version__,
+        "created": when.isoformat(timespec="seconds"),
+        "seed": int(seed),
+        "settings": _plain(settings),
+        "target": _plain(target),
+        "attacks": [dict(a) for a in attacks],
+        "audits": [_audit_entry(a) for a in audits],
+    }
+    if game is not None:
+        doc["game"] = _plain(game)
+    if agreement is not None:
+        ag = agreement.to_dict()
+        if agreement_alpha is not None:
+            ag["alpha"] = float(agreement_alpha)
+        doc["agreement"] = _plain(ag)
+    if timings is not None:
+        doc["timings"] = {str(k): float(v) for k, v in timings.items()}
+    doc["files"] = {"scores": SCORES_FILE}
+    validate_results(doc)
+    return doc
+
+
+def load_results(path: str | Path) -> dict[str, Any]:
+    """Read and validate a ``results.json`` (a file, or a report directory holding one)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / RESULTS_FILE
+    try:
+        doc: dict[str, Any] = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise fail("path", f"an existing {RESULTS_FILE}", str(p)) from None
+    except json.JSONDecodeError as exc:
+        raise fail("path", "a JSON document", f"{p}: {exc}") from None
+    validate_results(doc)
+    return doc
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoreTable:
+    """Per-record scores of every attack, with record ids and true membership.
+
+    ``scores[name][i]`` is attack ``name``'s score (higher = member) on ``record_ids[i]``;
+    ``thresholds[name]`` the attack's decision threshold at its requested alpha, if any.
+    NaN means "not scored by this attack" (the leave-one-out attack scores a sample of
+    the audited records only); :meth:`scored` gives the scored subset.
+    Saved as ``scores.npz`` (no pickle): keys ``record_ids``, ``member``, ``attacks``
+    (names, in order), ``thresholds`` (NaN where none) and ``score:<name>`` per attack.
+    """
+
+    record_ids: NDArray[Any]
+    member: NDArray[np.bool_]
+    scores: dict[str, NDArray[np.float64]]
+    thresholds: dict[str, float | None] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        ids = check_unique_ids(self.record_ids, "record_ids")
+        m = as_bool_array(self.member, "member", ndim=1)
+        if m.size != ids.size:
+            raise fail("member", f"one membership per record ({ids.size})", m.size)
+        if not self.scores:
+            raise fail("scores", "scores of at least one attack", "none")
+        out: dict[str, NDArray[np.float64]] = {}
+        for name, s in self.scores.items():
+            a = as_float_array(s, f"scores[{name!r}]", ndim=1, allow_nan=True).copy()
+            if np.isnan(a).all():
+                raise fail(f"scores[{name!r}]", "at least one scored record", "only NaN")
+            if a.size != ids.size:
+                raise fail(f"scores[{name!r}]", f"one score per record ({ids.size})", a.size)
+            a.setflags(write=False)
+            out[str(name)] = a
+        ids = np.array(ids, copy=True)
+        ids.setflags(write=False)
+        m = np.array(m, copy=True)
+        m.setflags(write=False)
+        object.__setattr__(self, "record_ids", ids)
+        object.__setattr__(self, "member", m)
+        object.__setattr__(self, "scores", out)
+        object.__setattr__(
+            self,
+            "thresholds",
+            {k: (None if v is None else float(v)) for k, v in self.thresholds.items()},
+        )
+
+    @classmethod
+    def from_attack_scores(
+        cls, scores: Sequence[AttackScores], record_ids: ArrayLike, member: ArrayLike
+    ) -> ScoreTable:
+        """Build from several attacks' scores on (subsets of) the audited records.
+
+        ``record_ids``/``member`` are all audited records and their true membership; an
+        attack that scored only some of them (by id) gets NaN on the others.
+        """
+        if not scores:
+            raise fail("scores", "at least one AttackScores", "none")
+        ids = check_unique_ids(record_ids, "record_ids")
+        index = {k: i for i, k in enumerate(ids.tolist())}
+        names = [s.attack for s in scores]
+        if len(set(names)) != len(names):
+            raise fail("scores", "one AttackScores per attack name", names)
+        columns: dict[str, NDArray[np.float64]] = {}
+        for s in scores:
+            col = np.full(ids.size, np.nan)
+            try:
+                pos = [index[r] for r in s.record_ids.tolist()]
+            except KeyError as exc:
+                raise fail(
+                    f"scores of attack {s.attack!r}", "ids among the audited records", f"id {exc}"
+                ) from None
+            col[pos] = s.scores
+            columns[s.attack] = col
+        return cls(
+            record_ids=ids,
+            member=np.asarray(member),
+            scores=columns,
+            thresholds={s.attack: s.threshold for s in scores},
+        )
+
+    def scored(self, name: str) -> tuple[NDArray[Any], NDArray[np.float64], NDArray[np.bool_]]:
+        """``(record_ids, scores, member)`` of the records attack ``name`` scored."""
+        if name not in self.scores:
+            raise fail("name", "one of " + ", ".join(self.scores), repr(name))
+        ok = ~np.isnan(self.scores[name])
+        return self.record_ids[ok], self.scores[name][ok], self.member[ok]
+
+    @property
+    def attacks(self) -> tuple[str, ...]:
+        return tuple(self.scores)
+
+    def attack_scores(self, name: str, *, alpha: float | None = None) -> AttackScores:
+        """The scores of one attack as an :class:`AttackScores` record."""
+        if name not in self.scores:
+            raise fail("name", "one of " + ", ".join(self.scores), repr(name))
+        thr = self.thresholds.get(name)
+        ids, s, _ = self.scored(name)
+        return AttackScores(name, ids, s, {}, alpha if thr is not None else None, thr)
+
+    def save(self, path: str | Path) -> Path:
+        """Write ``.npz`` (compressed, loadable with ``allow_pickle=False``)."""
+        p = Path(path)
+        names = list(self.scores)
+        arrays: dict[str, Any] = {
+            "record_ids": self.record_ids,
+            "member": self.member,
+            "attacks": np.asarray(names, dtype=str),
+            "thresholds": np.asarray(
+                [np.nan if self.thresholds.get(n) is None else self.thresholds[n] for n in names],
+                dtype=np.float64,
+            ),
+        }
+        for n in names:
+            arrays[f"score:{n}"] = self.scores[n]
+        with p.open("wb") as fh:
+            np.savez_compressed(fh, **arrays)
+        return p
+
+    @classmethod
+    def load(cls, path: str | Path) -> ScoreTable:
+        """Read a file written by :meth:`save` (a file, or a report directory holding one)."""
+        p = Path(path)
+        if p.is_dir():
+            p = p / SCORES_FILE
+        with np.load(p, allow_pickle=False) as z:
+            names = [str(n) for n in z["attacks"].tolist()]
+            thr = z["thresholds"]
+            return cls(
+                record_ids=z["record_ids"],
+                member=z["member"],
+                scores={n: z[f"score:{n}"] for n in names},
+                thresholds={
+                    n: (None if np.isnan(t) else float(t)) for n, t in zip(names, thr, strict=True)
+                },
+            )
+
+
+def recompute_attack_metrics(
+    table: ScoreTable, results: Mapping[str, Any]
+) -> dict[str, AttackMetrics]:
+    """Recompute every attack's metrics from the saved per-record scores.
+
+    Uses each attack's ``alpha`` from ``results``; the outcome must equal the numbers
+    in ``results["attacks"]`` (a report can be checked without re-running the audit).
+    """
+    alphas = {a["name"]: a.get("alpha") for a in results["attacks"]}
+    out = {}
+    for name in table.attacks:
+        sc = table.attack_scores(name, alpha=alphas.get(name))
+        out[name] = attack_metrics(sc, table.scored(name)[2])
+    return out

@@ -1,0 +1,122 @@
+"""Write a report directory atomically: ``results.json``, ``scores.npz``, ``report.html``.
+
+Everything is written into a temporary directory next to the destination and then
+renamed into place, so a failed or killed run leaves either the complete earlier
+report or nothing, never a half-written one. An existing report is only replaced with
+``overwrite=True``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from privaudit.errors import InvalidInputError
+from privaudit.report.results import RESULTS_FILE, SCORES_FILE, ScoreTable, validate_results
+
+__all__ = ["HTML_FILE", "ReportExistsError", "check_output_dir", "write_report"]
+
+HTML_FILE = "report.html"
+
+
+class ReportExistsError(InvalidInputError):
+    """The report directory already exists and ``overwrite`` was not set."""
+
+
+def check_output_dir(out_dir: str | Path, *, overwrite: bool = False) -> Path:
+    """Check, before any work, that a report can be written to ``out_dir``.
+
+    Raises
+    ------
+    ReportExistsError
+        When ``out_dir`` exists and ``overwrite`` is False (the message names the flag).
+    InvalidInputError
+        When ``out_dir`` exists and is not a directory.
+    """
+    out = Path(out_dir).expanduser()
+    if out.exists() or out.is_symlink():
+        if not out.is_dir():
+            raise InvalidInputError(f"out: expected a directory path, found an existing file {out}")
+        if not overwrite:
+            raise ReportExistsError(
+                f"out: expected a new report directory, found an existing one at {out}; "
+                "pass overwrite=True (CLI: --overwrite) to replace it, or choose another --out"
+            )
+    return out
+
+
+def write_report(
+    out_dir: str | Path,
+    results: Mapping[str, Any],
+    table: ScoreTable,
+    *,
+    overwrite: bool = False,
+    html: bool = True,
+) -> Path:
+    """Write ``results.json``, ``scores.npz`` and ``report.html`` into ``out_dir``, atomically.
+
+    Parameters
+    ----------
+    out_dir : path
+        The report directory; its parent is created if needed.
+    results : mapping
+        A ``results.json`` document; validated against the schema before anything is
+        written.
+    table : ScoreTable
+        The per-record scores behind ``results``.
+    overwrite : bool
+        Replace an existing ``out_dir``. Without it an existing directory raises
+        :class:`ReportExistsError` and nothing is touched.
+    html : bool
+        Also render ``report.html``.
+
+    Returns
+    -------
+    Path
+        ``out_dir``.
+    """
+    out = check_output_dir(out_dir, overwrite=overwrite)
+    validate_results(results)
+    names = {a["name"] for a in results["attacks"]}
+    if names != set(table.attacks):
+        raise InvalidInputError(
+            "table: expected scores of exactly the attacks in results "
+            f"({sorted(names)}), found {sorted(table.attacks)}"
+        )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        text = json.dumps(results, indent=2, allow_nan=False)
+        (tmp / RESULTS_FILE).write_text(text + "\n", encoding="utf-8")
+        table.save(tmp / SCORES_FILE)
+        if html:
+            from privaudit.report.html import render_html
+
+            (tmp / HTML_FILE).write_text(render_html(results, table), encoding="utf-8")
+        os.chmod(tmp, 0o755)
+        _move_into_place(tmp, out, overwrite=overwrite)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def _move_into_place(tmp: Path, out: Path, *, overwrite: bool) -> None:
+    if not (out.exists() or out.is_symlink()):
+        os.rename(tmp, out)
+        return
+    check_output_dir(out, overwrite=overwrite)  # re-check: it may have appeared meanwhile
+    backup = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+    backup.rmdir()
+    os.rename(out, backup)
+    try:
+        os.rename(tmp, out)
+    except BaseException:
+        os.rename(backup, out)
+        raise
+    shutil.rmtree(backup, ignore_errors=True)

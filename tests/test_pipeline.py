@@ -1,0 +1,138 @@
+"""run_audit end to end on a small digits audit (fast), and the demo config."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from privaudit.config import AuditConfig, config_from_dict
+from privaudit.errors import InvalidInputError
+from privaudit.pipeline import (
+    AuditReport,
+    demo_config,
+    experiment_config,
+    n_models_behind,
+    run_audit,
+)
+from privaudit.report import ReportExistsError, ScoreTable, load_results, recompute_attack_metrics
+
+SMALL: dict[str, Any] = {
+    "dataset": "digits",
+    "model": {"kind": "mlp", "params": {"hidden_layer_sizes": [32], "max_iter": 60}},
+    "sizes": {"n_target_pool": 240, "n_population": 480},
+    "models": {
+        "n_reference": 5,
+        "n_shadow": 2,
+        "n_distilled": 2,
+        "n_leave_one_out": 2,
+        "leave_one_out_sample": 4,
+    },
+    "alpha": 0.1,
+    "seed": 3,
+    "n_jobs": 1,
+}
+
+
+def small_config(out: Path, **over: Any) -> AuditConfig:
+    return config_from_dict({**SMALL, "output_dir": str(out), **over})
+
+
+@pytest.fixture(scope="module")
+def audit(tmp_path_factory: pytest.TempPathFactory) -> AuditReport:
+    out = tmp_path_factory.mktemp("audit") / "report"
+    return run_audit(small_config(out), progress=False)
+
+
+def test_report_directory_written(audit: AuditReport) -> None:
+    assert audit.out_dir is not None
+    assert sorted(p.name for p in audit.out_dir.iterdir()) == [
+        "report.html",
+        "results.json",
+        "scores.npz",
+    ]
+    results = load_results(audit.out_dir)
+    assert results == json.loads(json.dumps(audit.results))
+    from privaudit.attacks import attack_names
+
+    assert [a["name"] for a in results["attacks"]] == list(attack_names())
+    s = results["settings"]
+    assert s["game"] == "fixed-model" and s["alpha"] == 0.1 and s["dataset"]["name"] == "digits"
+    assert s["models"]["n_reference"] == 5 and s["seeds"]["root"] == 3
+    assert results["game"]["fixed"] and results["game"]["resampled"]
+    t = results["target"]
+    assert t["n_members"] + t["n_non_members"] == 240
+    assert t["train_accuracy"] > t["test_accuracy"]
+
+
+def test_every_number_recomputable_from_scores(audit: AuditReport) -> None:
+    assert audit.out_dir is not None
+    results = load_results(audit.out_dir)
+    table = ScoreTable.load(audit.out_dir)
+    re = recompute_attack_metrics(table, results)
+    for a in results["attacks"]:
+        m = re[a["name"]]
+        assert m.auc == pytest.approx(a["auc"], abs=1e-12), a["name"]
+        assert m.tpr_at_fpr == a["tpr_at_fpr"]
+        assert m.achieved_fpr == a["achieved_fpr"]
+        assert m.n_positives == a["n_positives"] and m.n_negatives == a["n_negatives"]
+
+
+def test_attack_entries(audit: AuditReport) -> None:
+    by_name = {a["name"]: a for a in audit.results["attacks"]}
+    assert by_name["reference"]["n_reference_models"] == 5
+    assert by_name["shadow"]["n_reference_models"] == 2
+    assert by_name["population"]["n_reference_models"] == 0
+    assert by_name["leave-one-out"]["n_positives"] + by_name["leave-one-out"]["n_negatives"] == 4
+    # alpha-threshold attacks report the achieved FPR next to alpha; others do not
+    for name in ("population", "shadow", "reference", "distillation"):
+        assert by_name[name]["alpha"] == 0.1 and by_name[name]["achieved_fpr"] is not None
+    assert by_name["lira-online"]["achieved_fpr"] is None
+    # 120ish non-members < 1000: TPR at 0.1% FPR is withheld, not faked
+    assert by_name["reference"]["tpr_at_fpr"]["0.001"] is None
+    ag = audit.results["agreement"]
+    assert "leave-one-out" not in ag["names"] and ag["names"][-1] == "GT"
+    assert audit.results["settings"]["agreement_excludes"] == ["leave-one-out"]
+
+
+def test_same_seed_same_scores(audit: AuditReport, tmp_path: Path) -> None:
+    again = run_audit(small_config(tmp_path / "r"), progress=False, write=False)
+    assert again.out_dir is None and not (tmp_path / "r").exists()
+    for name, s in audit.experiment.scores.items():
+        np.testing.assert_array_equal(s.scores, again.experiment.scores[name].scores)
+
+
+def test_existing_report_refused_before_any_work(
+    audit: AuditReport, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def must_not_run(*_: Any, **__: Any) -> None:
+        raise AssertionError("the experiment ran although the report directory exists")
+
+    monkeypatch.setattr("privaudit.pipeline.run_experiment", must_not_run)
+    assert audit.out_dir is not None
+    with pytest.raises(ReportExistsError, match="overwrite"):
+        run_audit(small_config(audit.out_dir), progress=False)
+
+
+def test_sizes_larger_than_dataset_named(tmp_path: Path) -> None:
+    cfg = small_config(tmp_path / "r", sizes={"n_target_pool": 1500, "n_population": 1500})
+    with pytest.raises(InvalidInputError, match="sizes"):
+        run_audit(cfg, progress=False)
+    assert not (tmp_path / "r").exists()
+
+
+def test_demo_config_meets_the_issue() -> None:
+    cfg = demo_config()
+    from privaudit.attacks import attack_names
+
+    assert cfg.dataset.name == "adult" and cfg.model.kind == "mlp"
+    assert cfg.model.estimator_params()["alpha"] == 0.0  # no weight decay: overfits
+    assert cfg.models.n_reference >= 8
+    assert cfg.attack_names() == attack_names()
+    ec = experiment_config(cfg, 45_222)
+    # enough non-members (about half the pool) for TPR at 0.1% FPR
+    assert ec.n_target_pool // 2 >= 1000
+    assert n_models_behind("lira-online", ec) == cfg.models.n_reference
