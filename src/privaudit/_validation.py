@@ -61,7 +61,7 @@ def as_bool_array(x: ArrayLike, name: str, *, ndim: int | None = None) -> NDArra
     """Return ``x`` as a bool array; accepts bools and the integers 0/1 only."""
     a = np.asarray(x)
     if a.dtype != np.bool_:
-        if a.dtype.kind not in "iuf" or a.size and not np.isin(a, (0, 1)).all():
+        if a.dtype.kind not in "iuf" or (a.size and not np.isin(a, (0, 1)).all()):
             raise fail(name, "booleans or 0/1 values", _describe(a))
         a = a.astype(bool)
     if ndim is not None and a.ndim != ndim:

@@ -6,7 +6,7 @@ Add a new command as ``cli/<name>_cmd.py`` and import it here.
 from __future__ import annotations
 
 from privaudit.cli import (
+    audit_cmd,  # noqa: F401
     demo_cmd,  # noqa: F401
     run_cmd,  # noqa: F401
 )
-from privaudit.cli import audit_cmd  # noqa: F401
