@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import types
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -82,7 +83,14 @@ def test_task_error_pickles() -> None:
 
 def test_ray_executor_real() -> None:
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True)
+    # Workers need this folder (for runtime_tasks) on their path; stay on loopback.
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        ignore_reinit_error=True,
+        _node_ip_address="127.0.0.1",
+        runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).parent)}},
+    )
     try:
         ex = RayExecutor(progress=False)
         assert ex.map(square, [3, 1, 2], desc="sq") == [9, 1, 4]
