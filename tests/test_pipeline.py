@@ -25,7 +25,7 @@ SMALL: dict[str, Any] = {
     "model": {"kind": "mlp", "params": {"hidden_layer_sizes": [32], "max_iter": 60}},
     "sizes": {"n_target_pool": 240, "n_population": 480},
     "models": {
-        "n_reference": 5,
+        "n_reference": 4,
         "n_shadow": 2,
         "n_distilled": 2,
         "n_leave_one_out": 2,
@@ -61,7 +61,7 @@ def test_report_directory_written(audit: AuditReport) -> None:
     assert [a["name"] for a in results["attacks"]] == list(attack_names())
     s = results["settings"]
     assert s["game"] == "fixed-model" and s["alpha"] == 0.1 and s["dataset"]["name"] == "digits"
-    assert s["models"]["n_reference"] == 5 and s["seeds"]["root"] == 3
+    assert s["models"]["n_reference"] == 4 and s["seeds"]["root"] == 3
     assert results["game"]["fixed"] and results["game"]["resampled"]
     t = results["target"]
     assert t["n_members"] + t["n_non_members"] == 240
@@ -83,7 +83,7 @@ def test_every_number_recomputable_from_scores(audit: AuditReport) -> None:
 
 def test_attack_entries(audit: AuditReport) -> None:
     by_name = {a["name"]: a for a in audit.results["attacks"]}
-    assert by_name["reference"]["n_reference_models"] == 5
+    assert by_name["reference"]["n_reference_models"] == 4
     assert by_name["shadow"]["n_reference_models"] == 2
     assert by_name["population"]["n_reference_models"] == 0
     assert by_name["leave-one-out"]["n_positives"] + by_name["leave-one-out"]["n_negatives"] == 4

@@ -115,7 +115,9 @@ def check_both_classes(member: NDArray[np.bool_], name: str = "membership") -> t
     n_neg = int(member.size - n_pos)
     if n_pos == 0 or n_neg == 0:
         raise fail(
-            name, "at least one member and one non-member", f"{n_pos} member(s), {n_neg} non-member(s)"
+            name,
+            "at least one member and one non-member",
+            f"{n_pos} member(s), {n_neg} non-member(s)",
         )
     return n_pos, n_neg
 

@@ -8,7 +8,7 @@ Example (every field but ``dataset`` and ``model`` has a default)::
       params: {hidden_layer_sizes: [64], max_iter: 200}
     attacks: [population, shadow, reference, lira-online, rmia-online]   # default: all
     sizes: {n_target_pool: 2000, n_population: 4000}
-    models: {n_reference: 9, n_shadow: 4, n_distilled: 4, n_leave_one_out: 4, leave_one_out_sample: 20}
+    models: {n_reference: 8, n_shadow: 4, n_distilled: 4, n_leave_one_out: 4, leave_one_out_sample: 20}
     alpha: 0.05
     seed: 0
     n_jobs: 2
@@ -202,16 +202,16 @@ class SizeConfig(_Strict):
 class ModelCounts(_Strict):
     """Numbers of models the attacks learn from (only those the chosen attacks need are trained).
 
-    The target is one row of a balanced keep matrix over the target pool together with
-    the reference models (every record IN for exactly half of the ``1 + n_reference``
-    models, as in LiRA), so ``n_reference`` is odd; shadow models split the population
-    in balanced halves, so ``n_shadow`` is even.
+    The reference models form a balanced keep matrix over the target pool (every record
+    IN for exactly half of them, as in LiRA), drawn independently of the target's
+    membership, so ``n_reference`` is even; each shadow model trains on a random
+    population subset of the target's training-set size.
     """
 
     n_reference: Annotated[
-        int, Field(ge=5, description="Reference models (R, LiRA, RMIA); odd, >= 5.")
-    ] = 9
-    n_shadow: Annotated[int, Field(ge=2, description="Shadow models (S); even.")] = 4
+        int, Field(ge=4, description="Reference models (R, LiRA, RMIA); even, >= 4.")
+    ] = 8
+    n_shadow: Annotated[int, Field(ge=1, description="Shadow models (S).")] = 4
     n_distilled: Annotated[int, Field(ge=2, description="Distilled models (D); >= 2.")] = 4
     distill_size: Annotated[int, Field(ge=2)] | None = Field(
         default=None,
@@ -226,20 +226,11 @@ class ModelCounts(_Strict):
 
     @field_validator("n_reference")
     @classmethod
-    def _odd(cls, v: int) -> int:
-        if v % 2 == 0:
-            raise ValueError(
-                "expected an odd number (with the target, 1 + n_reference models form a "
-                f"balanced keep matrix), e.g. 9 or 15, found {v}"
-            )
-        return v
-
-    @field_validator("n_shadow")
-    @classmethod
     def _even(cls, v: int) -> int:
         if v % 2:
             raise ValueError(
-                f"expected an even number (balanced halves of the population), found {v}"
+                "expected an even number (every record is IN for exactly half of the "
+                f"reference models), e.g. 8 or 16, found {v}"
             )
         return v
 

@@ -62,9 +62,9 @@ _DEMO: dict[str, Any] = {
         "params": {"hidden_layer_sizes": [256], "max_iter": 300, "learning_rate_init": 0.002},
     },
     "models": {
-        "n_reference": 9,
+        "n_reference": 16,
         "n_shadow": 4,
-        "n_distilled": 4,
+        "n_distilled": 8,
         "n_leave_one_out": 4,
         "leave_one_out_sample": 10,
     },
@@ -80,7 +80,7 @@ _DEMO_QUICK: dict[str, Any] = {
         "params": {"hidden_layer_sizes": [128], "max_iter": 150, "learning_rate_init": 0.003},
     },
     "models": {
-        "n_reference": 9,
+        "n_reference": 8,
         "n_shadow": 2,
         "n_distilled": 2,
         "n_leave_one_out": 2,
@@ -102,10 +102,12 @@ def demo_config(
     """The configuration of ``privaudit demo``.
 
     UCI Adult; an MLP target (scikit-learn ``MLPClassifier``, one hidden layer, no
-    weight decay, no early stopping) that overfits its training set; 9 reference
-    models, 4 shadow, 4 distilled and 4 leave-one-out models per sampled record (10
+    weight decay, no early stopping) that overfits its training set; 16 reference
+    models, 4 shadow, 8 distilled and 4 leave-one-out models per sampled record (10
     sampled records); every registered attack at alpha = 0.05, LiRA with a fixed
-    (global) variance as Carlini et al. recommend for few reference models. ``quick`` shrinks the pool, the network and the
+    (global) variance as Carlini et al. recommend for few reference models; the
+    alpha thresholds of R, D, L and offline LiRA calibrated on population records
+    (:mod:`privaudit.attacks.calibration`). ``quick`` shrinks the pool, the network and the
     numbers of attacker models (for a smoke run; then TPR at 0.1% FPR is not reported,
     since the pool has fewer than 1,000 non-members).
     """

@@ -200,7 +200,9 @@ class SignalTable(Record):
             raise fail("model_ids", "a non-empty list of unique model ids", list(models))
         vals = as_float_array(self.values, f"values of signal {self.signal!r}", ndim=2)
         if vals.shape != (len(models), ids.size):
-            raise fail("values", f"shape ({len(models)}, {ids.size}) (models x records)", vals.shape)
+            raise fail(
+                "values", f"shape ({len(models)}, {ids.size}) (models x records)", vals.shape
+            )
         object.__setattr__(self, "record_ids", ids)
         object.__setattr__(self, "model_ids", models)
         object.__setattr__(self, "values", _freeze(vals))
@@ -272,7 +274,9 @@ class RocCurve(Record):
         tpr = as_float_array(self.tpr, "tpr", ndim=1)
         thr = as_float_array(self.thresholds, "thresholds", ndim=1, allow_inf=True)
         if not (fpr.size == tpr.size == thr.size):
-            raise fail("fpr", "fpr, tpr and thresholds of one length", (fpr.size, tpr.size, thr.size))
+            raise fail(
+                "fpr", "fpr, tpr and thresholds of one length", (fpr.size, tpr.size, thr.size)
+            )
         object.__setattr__(self, "fpr", _freeze(fpr))
         object.__setattr__(self, "tpr", _freeze(tpr))
         object.__setattr__(self, "thresholds", _freeze(thr))

@@ -90,6 +90,11 @@ def make_world(
         drop = rng.permutation(np.flatnonzero(member))[: member.sum() // 3]
         keep_loo[j, drop] = False
     loo = sig(mu, keep_loo)
+    # calibration inputs: distilled models trained on a third of the population each,
+    # leave-one-out models on the population (all OUT; the toy models all serve it)
+    keep_dist_pop = rng.uniform(size=(k, n_pop)) < 1 / 3
+    dist_pop = sig(mu_pop, np.zeros((k, n_pop), bool))
+    loo_pop = sig(mu_pop, np.zeros((n_loo, n_pop), bool))
 
     data = AttackData(
         record_ids=ids,
@@ -113,6 +118,15 @@ def make_world(
         leave_one_out_membership=MembershipMatrix(
             ids, tuple(f"loo{j}" for j in range(n_loo)), keep_loo
         ),
+        # toy layout: each model is the training set minus some members, and serves
+        # every record it excludes
+        leave_one_out_serves=~keep_loo,
+        distilled_population=tables(dist_pop, pop_labels, pop_ids, "dist"),
+        distilled_population_membership=MembershipMatrix(
+            pop_ids, tuple(f"dist{j}" for j in range(k)), keep_dist_pop
+        ),
+        leave_one_out_population=tables(loo_pop, pop_labels, pop_ids, "loo"),
+        leave_one_out_population_serves=np.ones((n_loo, n_pop), dtype=bool),
     )
     return World(data=data, member=member)
 

@@ -107,9 +107,17 @@ def test_alpha_threshold_contract(world: World, name: str) -> None:
             run_attack(name, world.data, alpha=0.1)
         return
     res = run_attack(name, world.data, alpha=0.1)
-    assert res.alpha == 0.1 and res.threshold == -0.1
+    assert res.alpha == 0.1
+    if res.params.get("threshold_calibration", "smoothed") == "smoothed":
+        assert res.threshold == -0.1
+    else:  # population-calibrated (conformal) threshold, recorded in params
+        assert res.threshold == res.params["threshold"] and res.params["n_calibration"] > 0
+        smoothed = run_attack(name, world.data, alpha=0.1, threshold_calibration="smoothed")
+        assert smoothed.threshold == -0.1
+        np.testing.assert_array_equal(smoothed.scores, res.scores)  # same scores, same ROC
     dec = res.decisions()
-    np.testing.assert_array_equal(dec, res.scores >= -0.1)
+    assert res.threshold is not None
+    np.testing.assert_array_equal(dec, res.scores >= res.threshold)
     # p-value scores lie in [-1, 0]
     assert res.scores.min() >= -1.0 and res.scores.max() <= 0.0
     member = _labels(world, res)

@@ -94,8 +94,11 @@ def test_two_sided_offline_has_no_alpha_threshold(world: World) -> None:
 
     with pytest.raises(InvalidInputError, match="alpha"):
         run_attack("lira-offline", world.data, offline_test="two-sided", alpha=0.01)
-    res = run_attack("lira-offline", world.data, alpha=0.01)
+    res = run_attack("lira-offline", world.data, alpha=0.01, threshold_calibration="smoothed")
     assert res.threshold == -0.01
+    cal = run_attack("lira-offline", world.data, alpha=0.01)
+    assert cal.params["threshold_calibration"] == "population"
+    assert cal.threshold == cal.params["threshold"]
 
 
 def _with_keep(w: World, keep: np.ndarray) -> AttackData:

@@ -61,13 +61,18 @@ def sk_world() -> tuple[AttackData, np.ndarray]:
     # leave-one-out (Ye et al. Sec. 4.5): for 20 sampled members x, 3 models on the
     # member set without x; plus 3 models on the full member set (OUT for non-members).
     members = np.flatnonzero(member)
-    loo_keep_rows, loo = [], []
+    loo_keep_rows, loo, serve_rows = [], [], []
     for x in [*rng.choice(members, 20, replace=False), -1]:
         row = member.copy()
+        serves = np.zeros(member.size, dtype=bool)
         if x >= 0:
             row[x] = False
+            serves[x] = True  # a model on D \ {x} serves x only
+        else:
+            serves = ~member  # the models on D serve the non-members
         for _ in range(3):
             loo_keep_rows.append(row)
+            serve_rows.append(serves)
             loo.append(_fit(X[aud[row]], y[aud[row]], 400 + len(loo)))
     loo_keep = np.array(loo_keep_rows)
     data = AttackData(
@@ -87,6 +92,7 @@ def sk_world() -> tuple[AttackData, np.ndarray]:
         leave_one_out_membership=MembershipMatrix(
             ids, tuple(f"loo{j}" for j in range(len(loo))), loo_keep
         ),
+        leave_one_out_serves=np.array(serve_rows),
     )
     return data, member
 

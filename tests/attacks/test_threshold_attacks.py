@@ -87,7 +87,7 @@ def test_distillation_uses_every_distilled_model(w: World) -> None:
 def test_leave_one_out_scores_only_records_with_enough_models(w: World) -> None:
     d = w.data
     res = run_attack("leave-one-out", d, signal="loss")
-    out = ~d.leave_one_out_membership.keep
+    out = d.leave_one_out_serves
     enough = out.sum(axis=0) >= 2
     np.testing.assert_array_equal(res.record_ids, d.record_ids[enough])
     assert res.params["n_skipped"] == int((~enough).sum()) > 0
@@ -113,6 +113,7 @@ def test_leave_one_out_with_no_usable_record_is_an_error(w: World) -> None:
         leave_one_out_membership=MembershipMatrix(
             d.record_ids, d.leave_one_out_membership.model_ids, keep
         ),
+        leave_one_out_serves=~keep,
     )
     with pytest.raises(InsufficientDataError, match="leave-one-out"):
         run_attack("leave-one-out", d2, signal="loss")
@@ -153,7 +154,7 @@ def test_reference_attack_needs_two_out_models() -> None:
 def test_alpha_attack_false_positive_rate_on_fresh_non_members() -> None:
     """R with the default predictive t: FPR on held-out non-members ~ alpha."""
     w = make_world(32, n=4000, n_pop=50, k=16, n_loo=2)
-    res = run_attack("reference", w.data, alpha=0.05)
+    res = run_attack("reference", w.data, alpha=0.05, threshold_calibration="smoothed")
     fpr = res.decisions()[~w.member].mean()
     n_neg = int((~w.member).sum())
     # the synthetic logit confidence is Gaussian given the record: the t is exact
@@ -171,8 +172,9 @@ def test_default_logit_confidence_equals_paper_logit_rescaled_loss(w: World, nam
     np.testing.assert_allclose(a.scores, b.scores, rtol=1e-6, atol=1e-9)
 
 
-def test_logit_confidence_keeps_ranking_where_loss_underflows() -> None:
-    """Margins of 40-60 nats: loss rounds to 0 (ties), phi still separates members."""
+def test_logit_confidence_and_loss_keep_ranking_at_large_margins() -> None:
+    """Margins of 40-60 nats: phi separates members, and so does the loss, which is
+    computed as log1p(exp(-phi)) and no longer rounds to 0 (ties) there."""
     from privaudit.records import SignalTable
 
     from .conftest import tables
@@ -185,7 +187,8 @@ def test_logit_confidence_keeps_ranking_where_loss_underflows() -> None:
     mu = 45.0 + rng.normal(size=n)
     ref = tables(mu[None, :] + rng.normal(size=(k, n)), labels, ids, "ref")
     tgt = tables((mu + 3.0 * member + rng.normal(size=n))[None, :], labels, ids, "t")
-    assert np.all(tgt["loss"].values == 0.0)  # the loss carries no information here
+    assert np.all(tgt["loss"].values > 0.0)  # no underflow to exact ties
+    assert np.unique(tgt["loss"].values).size == n
     d = AttackData(record_ids=ids, labels=labels, target=tgt, distilled=ref)
     auc_phi = np.mean(
         run_attack("distillation", d).scores[member][:, None]
@@ -193,3 +196,5 @@ def test_logit_confidence_keeps_ranking_where_loss_underflows() -> None:
     )
     assert auc_phi > 0.9
     assert isinstance(tgt["loss"], SignalTable)
+    s_loss = run_attack("distillation", d, signal="loss").scores
+    assert np.mean(s_loss[member][:, None] > s_loss[~member][None, :]) > 0.9

@@ -21,7 +21,7 @@ model:
   params: {hidden_layer_sizes: [32], max_iter: 50}
 attacks: [population, reference]
 sizes: {n_target_pool: 400, n_population: 800}
-models: {n_reference: 5, n_shadow: 2}
+models: {n_reference: 4, n_shadow: 2}
 alpha: 0.1
 seed: 7
 n_jobs: 1
@@ -37,7 +37,7 @@ def test_good_config_loads_and_resolves_paths(tmp_path: Path) -> None:
     assert isinstance(cfg, AuditConfig)
     assert cfg.dataset.name == "digits" and cfg.model.kind == "mlp"
     assert cfg.attack_names() == ("population", "reference")
-    assert cfg.models.n_reference == 5 and cfg.alpha == 0.1 and cfg.seed == 7
+    assert cfg.models.n_reference == 4 and cfg.alpha == 0.1 and cfg.seed == 7
     assert cfg.output_dir == tmp_path / "out" and cfg.cache_dir == tmp_path / "cache"
     est = build_estimator(cfg.model)
     assert est.hidden_layer_sizes == (32,) and est.max_iter == 50 and est.alpha == 0.0
@@ -89,15 +89,15 @@ def test_user_table_dataset(tmp_path: Path) -> None:
         ({"dataset": "adult", "model": {"kind": "mlp"}, "seed": -1}, "seed"),
         ({"dataset": "adult", "model": {"kind": "mlp"}, "n_jobs": 0}, "n_jobs"),
         (
-            {"dataset": "adult", "model": {"kind": "mlp"}, "models": {"n_reference": 8}},
+            {"dataset": "adult", "model": {"kind": "mlp"}, "models": {"n_reference": 9}},
             "models.n_reference",
         ),
         (
-            {"dataset": "adult", "model": {"kind": "mlp"}, "models": {"n_reference": 3}},
+            {"dataset": "adult", "model": {"kind": "mlp"}, "models": {"n_reference": 2}},
             "models.n_reference",
         ),
         (
-            {"dataset": "adult", "model": {"kind": "mlp"}, "models": {"n_shadow": 3}},
+            {"dataset": "adult", "model": {"kind": "mlp"}, "models": {"n_shadow": 0}},
             "models.n_shadow",
         ),
         ({"dataset": "adult", "model": {"kind": "mlp"}, "models": {"n_refs": 8}}, "models.n_refs"),

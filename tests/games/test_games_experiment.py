@@ -27,7 +27,7 @@ from privaudit.runtime.store import ArtifactStore, canonical_json
 CFG = ExperimentConfig(
     n_target_pool=160,
     n_population=160,
-    n_reference=5,
+    n_reference=4,
     n_shadow=2,
     n_distilled=2,
     n_leave_one_out=2,
@@ -59,7 +59,7 @@ def test_every_attack_runs(stored_run) -> None:  # type: ignore[no-untyped-def]
     assert tuple(res.scores) == DEFAULT_ATTACKS
     n = CFG.n_target_pool
     assert res.record_ids.size == n and res.membership.size == n
-    assert 0 < res.membership.sum() < n  # one (binomial) row of a balanced keep matrix
+    assert res.membership.sum() == n // 2  # a uniformly random half of the pool
     for name, s in res.scores.items():
         assert np.all(np.isfinite(s.scores)), name
         if ATTACKS[name].alpha_threshold:
@@ -91,11 +91,19 @@ def test_every_attack_runs(stored_run) -> None:  # type: ignore[no-untyped-def]
     }
     assert res.models_trained == {
         "target": 1,
-        "reference": 5,
+        "reference": CFG.n_reference,
         "shadow": 2,
         "distilled": 2,
         "leave_one_out": 2 * (1 + CFG.leave_one_out_sample // 2),
     }
+    # population-calibrated thresholds of the per-record attacks
+    for name in ("reference", "distillation", "leave-one-out", "lira-offline"):
+        p = res.scores[name].params
+        assert p["threshold_calibration"] == "population", name
+        assert res.scores[name].threshold == p["threshold"], name
+    assert res.scores["reference"].params["n_calibration"] == CFG.n_population
+    # distillation keeps half of the population undistilled for its calibration
+    assert res.scores["distillation"].params["n_calibration"] >= CFG.n_population // 2
     assert res.game.name == "fixed-model" and "Def. 3.2" in res.game.definition
     json.dumps(res.to_dict())  # JSON-able
 
@@ -111,8 +119,9 @@ def test_reference_models_respect_keep_matrix(stored_run) -> None:  # type: igno
     mm = res.membership_matrix
     assert mm.model_ids[0] == "target"
     np.testing.assert_array_equal(mm.row("target"), res.membership)
-    # balanced: every pool record IN for exactly half of the 1 + n_reference models
-    assert np.all(mm.keep.sum(axis=0) == (1 + CFG.n_reference) // 2)
+    # balanced over the reference models only: every pool record IN for exactly
+    # n_reference / 2 of them, whatever its target bit (no label leak via the layout)
+    assert np.all(mm.keep[1:].sum(axis=0) == CFG.n_reference // 2)
     # each reference model was trained on exactly the records of its row (store keys)
     trained = {
         json.dumps(m["key_parts"]["train_ids"], sort_keys=True)
@@ -142,7 +151,7 @@ def test_changed_setting_is_not_served_stale(stored_run, digits) -> None:  # typ
     root, first = stored_run
     cfg = dataclasses.replace(CFG, attacks=("reference",))
     other = run_experiment(digits, _trainer(C=0.01), cfg, store=root, progress=False)
-    assert other.models_trained == {"target": 1, "reference": 5}
+    assert other.models_trained == {"target": 1, "reference": CFG.n_reference}
     assert not np.array_equal(other.scores["reference"].scores, first.scores["reference"].scores)
 
 
@@ -189,9 +198,9 @@ def test_force_membership_overrides_target_row_only(digits) -> None:  # type: ig
 @pytest.mark.parametrize(
     ("change", "field"),
     [
-        ({"n_reference": 6}, "n_reference"),
-        ({"n_reference": 3}, "n_reference"),
-        ({"n_shadow": 3}, "n_shadow"),
+        ({"n_reference": 5}, "n_reference"),
+        ({"n_reference": 2}, "n_reference"),
+        ({"n_shadow": 0}, "n_shadow"),
         ({"attacks": ("nope",)}, "attacks"),
         ({"attacks": ()}, "attacks"),
         ({"alpha": 1.5}, "alpha"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -20,7 +21,7 @@ CFG = ExperimentConfig(
     attacks=("loss", "population", "reference", "rmia-offline"),
     n_target_pool=80,
     n_population=80,
-    n_reference=5,
+    n_reference=4,
     alpha=0.1,
     seed=11,
 )
@@ -128,3 +129,17 @@ def test_fixed_records_must_be_in_the_pool(digits) -> None:  # type: ignore[no-u
         )
     with pytest.raises(InvalidInputError, match="n_trials"):
         run_game("average", digits, _trainer(), CFG, n_trials=0, progress=False)
+
+
+@pytest.mark.parametrize("name", ["fixed-record", "fixed-record-and-dataset"])
+def test_fixed_records_are_always_in_the_leave_one_out_sample(digits, name: str) -> None:  # type: ignore[no-untyped-def]
+    """Attack L trains per-record models on a sample: the fixed records must be in it,
+    else the game gets no draw of L at all (a defect found in review)."""
+    cfg = dataclasses.replace(
+        CFG, attacks=("leave-one-out",), n_leave_one_out=2, leave_one_out_sample=4
+    )
+    res = run_game(name, digits, _trainer(), cfg, n_trials=2, n_fixed_records=1, progress=False)
+    s = res.samples["leave-one-out"]
+    assert s.n == 2 and np.all(s.record_ids == res.fixed_records[0])
+    for t in res.trials:
+        assert t.leave_one_out_ids is not None and res.fixed_records[0] in t.leave_one_out_ids

@@ -36,9 +36,10 @@ attack             reads (besides ``record_ids``, ``labels``, ``target[S]``)
 ``distillation``   Attack D (Sec. 4.4): ``distilled[S]`` (k x n, models distilled from the
                    target on population data, evaluated on the audited records; all are
                    treated as OUT). [``logit_confidence``]
-``leave-one-out``  Attack L (Sec. 4.5): ``leave_one_out[S]`` (k x n) and
-                   ``leave_one_out_membership`` (k x n); model j is used for record i when
-                   ``keep[j, i] == False``. Only records with at least 2 such models are
+``leave-one-out``  Attack L (Sec. 4.5): ``leave_one_out[S]`` (k x n),
+                   ``leave_one_out_membership`` and ``leave_one_out_serves`` (k x n);
+                   model j is used for record i when ``serves[j, i]``. Only records
+                   with at least 2 such models are
                    scored: the returned ``record_ids`` are that subset, and
                    ``params["n_skipped"]`` says how many were left out. [``logit_confidence``]
 ``lira-online``    LiRA (Carlini et al. 2022): ``reference[S]`` and ``reference_membership``;
@@ -65,6 +66,14 @@ a requested false-positive rate ``alpha`` (Ye et al. 2022, Eq. 5): their score i
 signal, so ``scores >= -alpha`` is exactly the paper's decision at FPR ``alpha``;
 :func:`run_attack` then sets ``AttackScores.alpha = alpha`` and
 ``AttackScores.threshold = -alpha``. Sweeping the threshold gives the ROC.
+
+The per-record attacks R, D, L and offline LiRA instead calibrate the threshold on
+population records by default (``threshold_calibration="population"``,
+:mod:`privaudit.attacks.calibration`): they return ``params["threshold"]`` and
+:func:`run_attack` uses it. An attack whose function has an ``alpha`` parameter is
+given the requested alpha (None when no alpha was requested: no calibration).
+The calibration reads ``population_target`` with ``reference_population`` (R, LiRA),
+``distilled_population`` (D) or ``leave_one_out_population`` (L).
 """
 
 from __future__ import annotations
@@ -117,7 +126,9 @@ TABLE_FIELDS: tuple[str, ...] = (
     "reference_population",
     "shadow",
     "distilled",
+    "distilled_population",
     "leave_one_out",
+    "leave_one_out_population",
 )
 
 Tables = Mapping[str, SignalTable]
@@ -206,6 +217,23 @@ def _check_membership(
         )
 
 
+def _check_mask(
+    mask: Any, field: str, tables: Mapping[str, SignalTable] | None
+) -> NDArray[np.bool_] | None:
+    """A (models x records) boolean mask aligned with a group of tables, frozen."""
+    if mask is None:
+        return None
+    if tables is None:
+        raise fail(field, "None (there are no tables it describes)", "a mask")
+    t = _first(tables)
+    m = np.asarray(mask)
+    if m.dtype != np.bool_:
+        raise fail(field, "a boolean array", str(m.dtype))
+    if m.shape != t.values.shape:
+        raise fail(field, f"shape {t.values.shape} (models x records)", m.shape)
+    return _freeze(m)
+
+
 @dataclasses.dataclass(frozen=True)
 class AttackData:
     """Everything an attack may read, validated once at construction.
@@ -247,8 +275,25 @@ class AttackData:
         Leave-one-out models (trained on the target's training set minus some records)
         on the audited records (attack L).
     leave_one_out_membership : MembershipMatrix, optional
-        (k_L x n) which leave-one-out model trained on which audited record; a model is
-        used for record i where ``keep[j, i]`` is False. Required with ``leave_one_out``.
+        (k_L x n) which leave-one-out model trained on which audited record. Required
+        with ``leave_one_out``.
+    leave_one_out_serves : bool array, shape (k_L, n), optional
+        Which leave-one-out model is in record i's out world: for a member x, the
+        models trained on ``D \\ {x}``; for a non-member, the models trained on ``D``
+        (``D \\ {x} = D``). Must be False where ``keep`` is True. Required with
+        ``leave_one_out``: it cannot be inferred from ``keep`` (a model trained on
+        ``D \\ {x'}`` excludes every non-member too, but is not their out world).
+    distilled_population : dict[str, SignalTable], optional
+        The distilled models on the population records (calibration of attack D).
+    distilled_population_membership : MembershipMatrix, optional
+        (k_D x Z) which distilled model trained on which population record. Required
+        with ``distilled_population``.
+    leave_one_out_population : dict[str, SignalTable], optional
+        The leave-one-out models on the population records (calibration of attack L).
+    leave_one_out_population_serves : bool array, shape (k_L, Z), optional
+        Which leave-one-out model serves each population record (the models trained on
+        ``D``: population records are non-members). Required with
+        ``leave_one_out_population``.
 
     Raises
     ------
@@ -276,6 +321,11 @@ class AttackData:
     distilled: Mapping[str, SignalTable] | None = None
     leave_one_out: Mapping[str, SignalTable] | None = None
     leave_one_out_membership: MembershipMatrix | None = None
+    leave_one_out_serves: NDArray[np.bool_] | None = None
+    distilled_population: Mapping[str, SignalTable] | None = None
+    distilled_population_membership: MembershipMatrix | None = None
+    leave_one_out_population: Mapping[str, SignalTable] | None = None
+    leave_one_out_population_serves: NDArray[np.bool_] | None = None
 
     def __post_init__(self) -> None:
         # Ids: reuse the records' normalisation (unique, int64 or str, frozen).
@@ -378,6 +428,67 @@ class AttackData:
             )
         _check_membership(
             self.leave_one_out_membership, "leave_one_out_membership", loo, "leave_one_out"
+        )
+        if loo is not None and self.leave_one_out_serves is None:
+            raise fail(
+                "leave_one_out_serves",
+                "the (models x records) mask of which LOO model serves which record",
+                "None",
+            )
+        serves = _check_mask(self.leave_one_out_serves, "leave_one_out_serves", loo)
+        if serves is not None and self.leave_one_out_membership is not None:
+            if np.any(serves & self.leave_one_out_membership.keep):
+                raise fail(
+                    "leave_one_out_serves",
+                    "False wherever the model trained on the record (keep is True)",
+                    "a model serving a record it trained on",
+                )
+        set_(self, "leave_one_out_serves", serves)
+
+        pop_ids = None if pop is None else _first(pop).record_ids
+        dpop = _check_tables(self.distilled_population, "distilled_population", pop_ids)
+        if dpop is not None:
+            if self.distilled is None or _first(dpop).model_ids != _first(self.distilled).model_ids:
+                raise fail(
+                    "distilled_population.model_ids",
+                    "the model ids of distilled, in the same order",
+                    _first(dpop).model_ids,
+                )
+            if self.distilled_population_membership is None:
+                raise fail(
+                    "distilled_population_membership",
+                    "which distilled model trained on which population record",
+                    "None",
+                )
+        set_(self, "distilled_population", dpop)
+        _check_membership(
+            self.distilled_population_membership,
+            "distilled_population_membership",
+            dpop,
+            "distilled_population",
+        )
+        lpop = _check_tables(self.leave_one_out_population, "leave_one_out_population", pop_ids)
+        if lpop is not None:
+            if loo is None or _first(lpop).model_ids != _first(loo).model_ids:
+                raise fail(
+                    "leave_one_out_population.model_ids",
+                    "the model ids of leave_one_out, in the same order",
+                    _first(lpop).model_ids,
+                )
+            if self.leave_one_out_population_serves is None:
+                raise fail(
+                    "leave_one_out_population_serves",
+                    "which LOO model serves which population record",
+                    "None",
+                )
+        set_(
+            self,
+            "leave_one_out_population_serves",
+            _check_mask(
+                self.leave_one_out_population_serves,
+                "leave_one_out_population_serves",
+                lpop,
+            ),
         )
 
     @property
@@ -653,9 +764,8 @@ def run_attack(
     else:
         rng = np.random.default_rng(seed)
         seed_record = seed
-    accepted = [
-        p for p in inspect.signature(spec.func).parameters if p not in ("data", "rng", "signal")
-    ]
+    func_params = inspect.signature(spec.func).parameters
+    accepted = [p for p in func_params if p not in ("data", "rng", "signal", "alpha")]
     unknown = sorted(set(params) - set(accepted))
     if unknown:
         raise fail(
@@ -663,6 +773,8 @@ def run_attack(
             f"settings of attack {name!r} (" + ", ".join(accepted) + ")",
             ", ".join(unknown),
         )
+    if "alpha" in func_params:
+        params["alpha"] = alpha
     ids, scores, used = spec.func(data, rng=rng, signal=signal, **params)
     if alpha is not None and used.get("alpha_calibrated") is False:
         raise fail(
@@ -673,6 +785,7 @@ def run_attack(
     scores = np.asarray(scores, dtype=np.float64)
     if not np.all(np.isfinite(scores)):  # pragma: no cover - a bug in an attack
         raise DesignError(f"attack {name!r} produced non-finite scores")
+    threshold = None if alpha is None else float(used.get("threshold", -alpha))
     used = {"signal": signal, **used, "seed": seed_record}
     return AttackScores(
         attack=name,
@@ -680,5 +793,5 @@ def run_attack(
         scores=scores,
         params=used,
         alpha=alpha,
-        threshold=None if alpha is None else -alpha,
+        threshold=threshold,
     )

@@ -48,6 +48,11 @@ from scipy import special
 from privaudit._validation import check_choice, fail
 from privaudit.attacks._orient import member_oriented
 from privaudit.attacks.base import AttackData, register, require
+from privaudit.attacks.calibration import (
+    check_calibration,
+    conformal_threshold,
+    random_out_subsets,
+)
 from privaudit.errors import DesignError
 
 __all__ = ["lira_offline", "lira_online"]
@@ -206,6 +211,11 @@ def lira_online(
 @register(
     "lira-offline",
     fields=("target", "reference", "reference_membership"),
+    optional_fields=(
+        "population_target",
+        "reference_population",
+        "reference_population_membership",
+    ),
     default_signal="logit_confidence",
     alpha_threshold=True,
     description="LiRA offline (Carlini et al. 2022): per-record test against OUT Gaussians",
@@ -218,7 +228,9 @@ def lira_offline(
     location: str = "mean",
     variance: str = "per-example",
     offline_test: str = "one-sided",
+    threshold_calibration: str = "population",
     sigma_floor: float = 1e-6,
+    alpha: float | None = None,
 ) -> Result:
     r"""Offline LiRA against the OUT Gaussian :math:`\mathcal N(\mu_{out,i}, \sigma_{out,i}^2)`.
 
@@ -226,10 +238,19 @@ def lira_offline(
     with the signal oriented "higher = member", an alpha-attack. ``two-sided`` (the
     reference code): score :math:`-\log\mathcal N(\phi_i; \mu_{out,i}, \sigma_{out,i}^2)`.
     Raises :class:`DesignError` when a record lacks OUT models.
+
+    Threshold of the one-sided test at a requested alpha: ``threshold_calibration=
+    "population"`` (default) scores each population record (``population_target``,
+    ``reference_population``) against a random subset of its OUT reference models, of
+    the size an audited record gets, with the same location and variance rule (a fixed
+    sigma is the one fitted on the audited records), and takes the conformal quantile
+    of those scores (:mod:`privaudit.attacks.calibration`); ``"smoothed"`` is the
+    paper's ``Lambda <= alpha`` (threshold ``-alpha``).
     """
     check_choice(location, "location", LOCATIONS)
     check_choice(variance, "variance", VARIANCES)
     check_choice(offline_test, "offline_test", OFFLINE_TESTS)
+    threshold_calibration = check_calibration(threshold_calibration)
     floor = _check_floor(sigma_floor)
     obs, ref, keep, n_models = _inputs(data, signal)
     obs = member_oriented(signal, obs)
@@ -245,10 +266,28 @@ def lira_offline(
         scores = -special.ndtr(-(obs - mu) / sigma)  # -Pr[Z > phi]
     else:
         scores = -_log_normal_pdf(obs, mu, sigma)
+    calib: dict[str, Any] = {"threshold_calibration": threshold_calibration}
+    if alpha is not None and offline_test == "one-sided" and threshold_calibration == "population":
+        c_obs = member_oriented(signal, data.table("population_target", signal).values[0])
+        c_ref = member_oriented(signal, data.table("reference_population", signal).values)
+        pm = data.reference_population_membership
+        out_z = np.ones(c_ref.shape, dtype=bool) if pm is None else ~pm.keep
+        sizes = rng.choice(n_out, size=c_obs.size).astype(np.int64)
+        cmask, usable = random_out_subsets(out_z, sizes, rng)
+        c_ref, cmask, c_obs = c_ref[:, usable], cmask[:, usable], c_obs[usable]
+        c_mu = _masked_location(c_ref, cmask, location)
+        if variance == "per-example":
+            (c_sigma,) = _sigmas(c_ref, [cmask], variance)
+        else:  # the global sigma fitted on the audited records
+            c_sigma = np.full(c_obs.size, float(sigma[0]) if sigma.size else floor)
+        c_sigma = np.maximum(c_sigma, floor)
+        cal = -special.ndtr(-(c_obs - c_mu) / c_sigma)
+        calib.update(threshold=conformal_threshold(cal, alpha), n_calibration=int(cal.size))
     return (
         data.record_ids,
         scores,
         {
+            **calib,
             "location": location,
             "variance": variance,
             "offline_test": offline_test,

@@ -99,13 +99,26 @@ def rmia_scores(
 
 
 def _self_index(record_ids: NDArray[Any], pop_ids: NDArray[Any]) -> NDArray[np.intp] | None:
-    if record_ids.dtype.kind != pop_ids.dtype.kind:
+    """Position of each audited record in the population (-1 if absent), by id value.
+
+    Integer ids of any kind (int64 / uint64) compare by value; string ids by text;
+    an integer id and a string id never match (the records layer keeps ids as int64 or
+    str, so ``7`` and ``"7"`` are different records).
+    """
+    kx, kz = record_ids.dtype.kind, pop_ids.dtype.kind
+    pos: dict[Any, int]
+    keys: list[Any]
+    if kx in "iu" and kz in "iu":
+        pos = {int(v): j for j, v in enumerate(pop_ids.tolist())}
+        keys = [int(v) for v in record_ids.tolist()]
+    elif kx in "US" and kz in "US":
+        pos = {str(v): j for j, v in enumerate(pop_ids.tolist())}
+        keys = [str(v) for v in record_ids.tolist()]
+    else:
         return None
-    _, ix, iz = np.intersect1d(record_ids, pop_ids, assume_unique=True, return_indices=True)
-    if ix.size == 0:
+    out = np.fromiter((pos.get(k, -1) for k in keys), dtype=np.intp, count=len(keys))
+    if not (out >= 0).any():
         return None
-    out = np.full(record_ids.size, -1, dtype=np.intp)
-    out[ix] = iz
     return out
 
 

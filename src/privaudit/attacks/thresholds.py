@@ -82,6 +82,7 @@ from privaudit._validation import (
 from privaudit.errors import InsufficientDataError
 
 __all__ = [
+    "OUT_WORLD_VARIANCES",
     "PAPER_SMOOTHING_METHODS",
     "RESCALINGS",
     "SMOOTHING_METHODS",
@@ -99,6 +100,8 @@ PAPER_SMOOTHING_METHODS: tuple[str, ...] = ("linear", "logit-gaussian", "min", "
 #: All smoothings: the paper's four and the predictive Student-t (an extension, below).
 SMOOTHING_METHODS: tuple[str, ...] = (*PAPER_SMOOTHING_METHODS, "student-t")
 RESCALINGS: tuple[str, ...] = ("logit", "none")
+#: Variance estimates of the Gaussian / Student-t fits (see :func:`fit_out_world`).
+OUT_WORLD_VARIANCES: tuple[str, ...] = ("per-record", "pooled")
 
 Method = Literal["linear", "logit-gaussian", "min", "average", "student-t"]
 Rescale = Literal["logit", "none"]
@@ -146,6 +149,12 @@ class OutWorld:
         True for one shared sample (C = 1) used for every query.
     n_sigma_floored : int
         Columns whose fitted sigma was below the floor.
+    variance : str
+        ``"per-record"`` (each column's own ``ddof=1`` standard deviation, the paper)
+        or ``"pooled"`` (one within-column standard deviation pooled over columns).
+    df : (C,) int array or None
+        Degrees of freedom of the predictive Student-t: ``counts - 1`` per record,
+        ``N - C`` (N values in C columns) when pooled. None means ``counts - 1``.
     """
 
     sorted_values: NDArray[np.float64]
@@ -155,6 +164,8 @@ class OutWorld:
     rescale: str
     shared: bool
     n_sigma_floored: int
+    variance: str = "per-record"
+    df: NDArray[np.int64] | None = None
 
     @property
     def n_columns(self) -> int:
@@ -208,10 +219,11 @@ class OutWorld:
         r"""CDF of the predictive Student-t smoothing (see the module docstring)."""
         col = self._columns(x.size)
         m = self.counts[col]
+        df = (m - 1) if self.df is None else self.df[col]
         t = (self._rescaled(x) - self.mu[col]) / (self.sigma[col] * np.sqrt(1.0 + 1.0 / m))
         if self.rescale == "logit":
             t = -t
-        out: NDArray[np.float64] = special.stdtr(m - 1, t)
+        out: NDArray[np.float64] = special.stdtr(df, t)
         return out
 
     def cdf(self, x: ArrayLike, method: str) -> NDArray[np.float64]:
@@ -260,10 +272,11 @@ class OutWorld:
     def student_t_threshold(self, alpha: float) -> NDArray[np.float64]:
         """Predictive Student-t alpha-percentile per column."""
         m = self.counts
+        df = (m - 1) if self.df is None else self.df
         scale = self.sigma * np.sqrt(1.0 + 1.0 / m)
         if self.rescale == "logit":
-            return inverse_logit_rescale(self.mu + scale * special.stdtrit(m - 1, 1.0 - alpha))
-        out: NDArray[np.float64] = self.mu + scale * special.stdtrit(m - 1, alpha)
+            return inverse_logit_rescale(self.mu + scale * special.stdtrit(df, 1.0 - alpha))
+        out: NDArray[np.float64] = self.mu + scale * special.stdtrit(df, alpha)
         return out
 
     def threshold(self, alpha: float, method: str) -> NDArray[np.float64]:
@@ -299,6 +312,8 @@ class OutWorld:
             self.rescale,
             False,
             0,
+            self.variance,
+            None if self.df is None else self.df[cols],
         )
         return 0.5 * (sub.linear_cdf(x) + sub.gaussian_cdf(x))
 
@@ -337,8 +352,10 @@ def fit_out_world(
     rescale: str = "logit",
     sigma_floor: float = 1e-8,
     name: str = "out-world sample",
+    variance: str = "per-record",
+    pooled: tuple[float, int] | None = None,
 ) -> OutWorld:
-    """Sort and Gaussian-fit an out-world sample once, for many CDF / threshold queries.
+    r"""Sort and Gaussian-fit an out-world sample once, for many CDF / threshold queries.
 
     Parameters
     ----------
@@ -353,6 +370,21 @@ def fit_out_world(
         Lower bound on the fitted standard deviation.
     name : str
         Used in error messages.
+    variance : {"per-record", "pooled"}
+        ``"per-record"`` (Ye et al. App. B.3): column i's Gaussian uses its own sample
+        standard deviation :math:`s_i` (``ddof=1``), and the predictive t has
+        :math:`m_i - 1` degrees of freedom. ``"pooled"`` (an extension, the analogue of
+        LiRA's fixed variance, Carlini et al. 2022 Sec. IV-B): one standard deviation
+        :math:`s_p = \sqrt{\sum_i\sum_j (g_{ij} - \bar g_i)^2 / (N - C)}` pooled over
+        the C columns (N values), with :math:`N - C` degrees of freedom; the exact
+        predictive distribution when every column is Gaussian with its own mean and a
+        common variance. With 4-8 values per column the per-record :math:`s_i` is
+        very noisy, which costs power at low FPR.
+    pooled : (sigma, df) or None
+        Use this pooled standard deviation and degrees of freedom instead of
+        estimating them (with ``variance="pooled"``): the population calibration of
+        :mod:`privaudit.attacks.calibration` scores calibration records with the
+        sigma fitted on the audited records.
 
     Raises
     ------
@@ -362,6 +394,7 @@ def fit_out_world(
         A column with fewer than 2 valid values.
     """
     check_choice(rescale, "rescale", RESCALINGS)
+    check_choice(variance, "variance", OUT_WORLD_VARIANCES)
     vals = as_float_array(out, name)
     if vals.ndim not in (1, 2):
         raise fail(name, "a 1-D (shared) or 2-D (models x records) array", f"shape {vals.shape}")
@@ -395,10 +428,24 @@ def fit_out_world(
     g = np.where(valid, g, 0.0)
     mu = g.sum(axis=0) / counts
     dev = np.where(valid, g - mu[None, :], 0.0)
-    sigma = np.sqrt((dev * dev).sum(axis=0) / (counts - 1))
+    df: NDArray[np.int64] | None = None
+    if variance == "pooled":
+        if pooled is None:
+            n_tot, n_col = int(counts.sum()), int(counts.size)
+            s_p = float(np.sqrt((dev * dev).sum() / (n_tot - n_col))) if n_tot > n_col else 0.0
+            pooled = (s_p, n_tot - n_col)
+        s_p, dof = float(pooled[0]), int(pooled[1])
+        if not (np.isfinite(s_p) and s_p >= 0 and dof >= 1):
+            raise fail("pooled", "(sigma >= 0, degrees of freedom >= 1)", pooled)
+        sigma = np.full(counts.size, s_p)
+        df = np.full(counts.size, dof, dtype=np.int64)
+    else:
+        if pooled is not None:
+            raise fail("pooled", "None unless variance='pooled'", pooled)
+        sigma = np.sqrt((dev * dev).sum(axis=0) / (counts - 1))
     floored = sigma < sigma_floor
     sigma = np.where(floored, sigma_floor, sigma)
-    for a in (sorted_values, counts, mu, sigma):
+    for a in (sorted_values, counts, mu, sigma) + (() if df is None else (df,)):
         a.setflags(write=False)
     return OutWorld(
         sorted_values=sorted_values,
@@ -408,6 +455,8 @@ def fit_out_world(
         rescale=rescale,
         shared=shared,
         n_sigma_floored=int(floored.sum()),
+        variance=variance,
+        df=df,
     )
 
 
@@ -472,9 +521,14 @@ def smoothed_threshold(
 
 def describe(world: OutWorld) -> dict[str, Any]:
     """Settings of a fitted out world, for ``AttackScores.params``."""
-    return {
+    out: dict[str, Any] = {
         "rescale": world.rescale,
+        "variance": world.variance,
         "min_out_values": int(world.counts.min()),
         "max_out_values": int(world.counts.max()),
         "n_sigma_floored": world.n_sigma_floored,
     }
+    if world.variance == "pooled":
+        out["pooled_sigma"] = float(world.sigma[0]) if world.sigma.size else float("nan")
+        out["pooled_df"] = int(world.df[0]) if world.df is not None and world.df.size else 0
+    return out

@@ -13,29 +13,38 @@ components so that a game can fix some and resample others):
 1. **Split** (``split_seed``): a uniformly random *target pool* of ``n_target_pool``
    records (the audited records) and a disjoint *population* of ``n_population``
    records (the attacker's data: Attack P, RMIA's ``z``, shadow and distillation data).
-2. **Membership** (``membership_seed``): a balanced keep matrix over the target pool for
-   ``1 + n_reference`` models (Carlini et al. 2022, LiRA: every pool record is IN for
-   exactly half of them). Row 0 is the **target**: its members are that row; rows 1..
-   are the **reference models** (Attacks R, LiRA, RMIA). Consequence of this design:
-   a target member is IN for ``N/2 - 1`` of the ``N - 1`` reference models and a
-   non-member for ``N/2`` (``N = 1 + n_reference``), as in LiRA's own evaluation.
-   ``force_membership`` overrides single entries of the target row (Def. 3.4).
+2. **Membership** (``membership_seed``): the target's members are a uniformly random
+   half of the target pool. ``force_membership`` overrides single records (Def. 3.4).
+   The **reference models** (Attacks R, LiRA, RMIA; ``attacker_seed``) get their own
+   balanced keep matrix over the pool (Carlini et al. 2022, LiRA): every pool record
+   is IN for exactly ``n_reference / 2`` of them, *independently of its target bit*.
+   (An earlier design made the target one row of a balanced matrix with the reference
+   models; a target member was then IN for one reference model fewer than a
+   non-member, and the layout alone leaked the bit: AUC 0.35-0.56 under a null.)
 3. **Target** (``target_seed``): trained on its members.
 4. **Attacker's models** (``attacker_seed``):
 
-   * shadow models (Attack S, Ye et al. Sec. 4.1): a balanced keep matrix over the
-     population for ``n_shadow`` models, each trained on its IN half and evaluated on
-     all population records (the OUT pairs form the out world of Eq. 6-7);
+   * shadow models (Attack S, Ye et al. Sec. 4.1): each trained on a uniformly
+     random subset of the population of the target's training-set size (App. B.2)
+     and evaluated on all population records (the OUT pairs form the out world of
+     Eq. 6-7);
    * distilled models (Attack D, Sec. 4.4, Eq. 14-15): each trained with
      :func:`privaudit.models.distill` on its own uniformly random subset of
      ``distill_size`` population records (default: the size of the target's training
-     set), soft-labelled by the target;
+     set), soft-labelled by the target; the subsets are drawn from a random
+     ``max(distill_size, n_population / 2)`` of the population, the rest being kept
+     for the calibration of Attack D's threshold;
    * leave-one-out models (Attack L, Sec. 4.5) for ``leave_one_out_sample`` pool
-     records (half members, half non-members): for a sampled member ``x``,
-     ``n_leave_one_out`` models on ``D \\ {x}``; for any non-member ``x``,
-     ``D \\ {x} = D``, so ``n_leave_one_out`` models on ``D`` serve all of them. Attack L
+     records (half members, half non-members, plus ``leave_one_out_include``): for a
+     sampled member ``x``, ``n_leave_one_out`` models on ``D \\ {x}``, which serve
+     ``x`` only; for any non-member ``x``, ``D \\ {x} = D``, so ``n_leave_one_out``
+     models on ``D`` serve all of them (``AttackData.leave_one_out_serves``). Attack L
      is then reported on the sampled records only. Leave-one-out model ``r`` of every
      record uses the same seed ``s_r`` (paired randomness).
+
+   Distilled and leave-one-out models (and the reference models) are also evaluated
+   on the population, for the population calibration of the alpha thresholds of
+   R, D, L and offline LiRA (:mod:`privaudit.attacks.calibration`).
 
 Only the models the requested attacks read are trained (``required_inputs`` of
 :mod:`privaudit.attacks.base`). Every model goes through the :class:`Executor` (in
@@ -172,10 +181,11 @@ class ExperimentConfig:
     n_population : int
         Attacker's population records, disjoint from the pool.
     n_reference : int
-        Reference models; ``1 + n_reference`` must be even (the target is one row of
-        the balanced keep matrix), e.g. 7 or 15.
+        Reference models; even (every pool record is IN for exactly half of them),
+        at least 4 for the reference-based attacks, e.g. 8 or 16.
     n_shadow : int
-        Shadow models (even: balanced halves of the population).
+        Shadow models, each trained on a random population subset of the target's
+        training-set size.
     n_distilled : int
         Distilled models.
     distill_size : int or None
@@ -199,13 +209,16 @@ class ExperimentConfig:
     attack_params : mapping
         Per-attack settings passed to ``run_attack`` (e.g. ``{"rmia-offline": {"a": 0.3}}``).
     force_membership : tuple of (record id, bool)
-        Overrides of the target row of the keep matrix (reference rows are unchanged).
+        Overrides of the target's membership (the reference layout is unchanged).
+    leave_one_out_include : tuple of record ids
+        Pool records always attacked by Attack L (the fixed records of Def. 3.3/3.4);
+        they count towards ``leave_one_out_sample``.
     """
 
     attacks: tuple[str, ...] = DEFAULT_ATTACKS
     n_target_pool: int = 400
     n_population: int = 400
-    n_reference: int = 7
+    n_reference: int = 8
     n_shadow: int = 4
     n_distilled: int = 4
     distill_size: int | None = None
@@ -221,6 +234,7 @@ class ExperimentConfig:
     signals: tuple[str, ...] = ()
     attack_params: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     force_membership: tuple[tuple[Any, bool], ...] = ()
+    leave_one_out_include: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
         attacks = tuple(self.attacks)
@@ -235,28 +249,23 @@ class ExperimentConfig:
         object.__setattr__(self, "attacks", attacks)
         check_positive_int(self.n_target_pool, "n_target_pool", minimum=4)
         check_positive_int(self.n_population, "n_population", minimum=2)
-        check_positive_int(self.n_reference, "n_reference")
+        check_positive_int(self.n_reference, "n_reference", minimum=2)
+        if self.n_reference % 2:
+            raise fail(
+                "n_reference",
+                "an even number (every pool record is IN for exactly n_reference / 2 "
+                "reference models), e.g. 8 or 16",
+                self.n_reference,
+            )
         uses_reference = any("reference" in required_inputs(a).fields for a in attacks)
-        if uses_reference and self.n_reference < 5:
+        if uses_reference and self.n_reference < 4:
             raise fail(
                 "n_reference",
-                "at least 5 for reference-based attacks (each record needs >= 2 IN and "
-                ">= 2 OUT reference models; a target member has (1 + n_reference) / 2 - 1 "
-                "IN models)",
+                "at least 4 for reference-based attacks (each record needs >= 2 IN and "
+                ">= 2 OUT reference models)",
                 self.n_reference,
             )
-        if (1 + self.n_reference) % 2:
-            raise fail(
-                "n_reference",
-                "an odd number (1 + n_reference models form the balanced keep matrix; "
-                "the target is one row), e.g. 7 or 15",
-                self.n_reference,
-            )
-        check_positive_int(self.n_shadow, "n_shadow", minimum=2)
-        if self.n_shadow % 2:
-            raise fail(
-                "n_shadow", "an even number (balanced halves of the population)", self.n_shadow
-            )
+        check_positive_int(self.n_shadow, "n_shadow", minimum=1)
         check_positive_int(self.n_distilled, "n_distilled")
         if self.distill_size is not None:
             check_positive_int(self.distill_size, "distill_size", minimum=2)
@@ -287,6 +296,10 @@ class ExperimentConfig:
         object.__setattr__(self, "attack_params", params)
         forced = tuple((rid, bool(b)) for rid, b in self.force_membership)
         object.__setattr__(self, "force_membership", forced)
+        include = tuple(self.leave_one_out_include)
+        if len(set(include)) != len(include):
+            raise fail("leave_one_out_include", "distinct record ids", list(include))
+        object.__setattr__(self, "leave_one_out_include", include)
 
     def component_seeds(self) -> dict[str, int]:
         """The effective seed of each random component."""
@@ -304,6 +317,7 @@ class ExperimentConfig:
         d["attacks"] = list(self.attacks)
         d["signals"] = list(self.signals)
         d["force_membership"] = [[_jsonable_id(r), b] for r, b in self.force_membership]
+        d["leave_one_out_include"] = [_jsonable_id(r) for r in self.leave_one_out_include]
         d["attack_params"] = {k: dict(v) for k, v in self.attack_params.items()}
         return d
 
@@ -675,16 +689,26 @@ def run_experiment(
         config.n_population,
         derive_rng(seeds["split"], purpose="split"),
     )
-    n_models = 1 + config.n_reference
-    keep = balanced_keep_matrix(
-        pool.record_ids, n_models, derive_rng(seeds["membership"], purpose="keep-matrix")
-    ).keep.copy()
+    # The target's members: a uniformly random half of the pool, drawn independently of
+    # the reference models' layout (so the layout carries no information on the bit).
+    member = np.zeros(pool.n_records, dtype=bool)
+    m_rng = derive_rng(seeds["membership"], purpose="target-membership")
+    member[m_rng.permutation(pool.n_records)[: pool.n_records // 2]] = True
     if config.force_membership:
         pos = pool.positions(np.asarray([r for r, _ in config.force_membership]))
-        keep[0, pos] = [b for _, b in config.force_membership]
-    ref_ids = tuple(f"ref-{j:03d}" for j in range(config.n_reference))
-    matrix = MembershipMatrix(pool.record_ids, (TARGET_ID, *ref_ids), keep)
-    member = matrix.row(TARGET_ID)
+        member[pos] = [b for _, b in config.force_membership]
+    # Reference models: a balanced keep matrix over the reference models only (every
+    # pool record IN for exactly n_reference / 2 of them, whatever its target bit).
+    ref_keep = balanced_keep_matrix(
+        pool.record_ids,
+        config.n_reference,
+        derive_rng(seeds["attacker"], purpose="reference-keep-matrix"),
+        model_prefix="ref",
+    )
+    ref_ids = ref_keep.model_ids
+    matrix = MembershipMatrix(
+        pool.record_ids, (TARGET_ID, *ref_ids), np.vstack([member[None, :], ref_keep.keep])
+    )
     if member.sum() < 2 or (~member).sum() < 2:
         raise DesignError("the target needs at least 2 members and 2 non-members in the pool")
     eval_sets = {_POOL: pool, _POPULATION: population}
@@ -737,7 +761,7 @@ def run_experiment(
         data_kw["reference"] = _tables(
             ref_ids, pool.record_ids, np.stack([r.signals[_POOL] for r in res]), signals
         )
-        data_kw["reference_membership"] = matrix.select_models(ref_ids)
+        data_kw["reference_membership"] = ref_keep
         if _POPULATION in ref_sets:
             data_kw["reference_population"] = _tables(
                 ref_ids,
@@ -748,11 +772,24 @@ def run_experiment(
 
     # 4. shadow models ----------------------------------------------------------------
     if "shadow" in fields:
-        shadow_keep = balanced_keep_matrix(
+        # Each shadow model trains on a uniformly random subset of the population of
+        # the target's training-set size (Ye et al. App. B.2: same dataset size); its
+        # OUT records are the rest of the population.
+        n_train = int(member.sum())
+        if n_train >= population.n_records:
+            raise DesignError(
+                f"shadow models train on {n_train} population records (the target's "
+                f"training-set size) and need OUT records: n_population must exceed it, "
+                f"found {population.n_records}"
+            )
+        sh_rng = derive_rng(seeds["attacker"], purpose="shadow-subsets")
+        sh_keep = np.zeros((config.n_shadow, population.n_records), dtype=bool)
+        for j in range(config.n_shadow):
+            sh_keep[j, sh_rng.choice(population.n_records, size=n_train, replace=False)] = True
+        shadow_keep = MembershipMatrix(
             population.record_ids,
-            config.n_shadow,
-            derive_rng(seeds["attacker"], purpose="shadow-keep-matrix"),
-            model_prefix="shadow",
+            tuple(f"shadow-{j:03d}" for j in range(config.n_shadow)),
+            sh_keep,
         )
         shadow_seeds = spawn_seeds(seeds["attacker"], config.n_shadow, purpose="shadow-models")
         jobs = [
@@ -775,10 +812,20 @@ def run_experiment(
         rng = derive_rng(seeds["attacker"], purpose="distillation-subsets")
         d_seeds = spawn_seeds(seeds["attacker"], config.n_distilled, purpose="distilled-models")
         d_ids = tuple(f"distilled-{j:03d}" for j in range(config.n_distilled))
+        d_sets = (_POOL, _POPULATION) if "distilled_population" in fields else (_POOL,)
         jobs = []
-        for did, s in zip(d_ids, d_seeds, strict=True):
-            pick = np.sort(rng.choice(population.n_records, size=size, replace=False))
-            jobs.append(_Job("distilled", did, population.record_ids[pick], s, (_POOL,)))
+        d_keep = np.zeros((config.n_distilled, population.n_records), dtype=bool)
+        # The subsets are drawn from a random part of the population of size
+        # max(distill_size, n_population / 2); the rest is never distilled on, so the
+        # calibration of attack D has at least n_population / 2 records that no
+        # distilled model saw (with independent subsets of the whole population, only
+        # a fraction (1 - size / n_population) ** n_distilled of it would be).
+        n_source = max(size, population.n_records // 2)
+        source = np.sort(rng.permutation(population.n_records)[:n_source])
+        for j, (did, s) in enumerate(zip(d_ids, d_seeds, strict=True)):
+            pick = np.sort(rng.choice(source, size=size, replace=False))
+            d_keep[j, pick] = True
+            jobs.append(_Job("distilled", did, population.record_ids[pick], s, d_sets))
         worker = _ModelWorker(
             dataset,
             trainer,
@@ -792,33 +839,55 @@ def run_experiment(
         data_kw["distilled"] = _tables(
             d_ids, pool.record_ids, np.stack([r.signals[_POOL] for r in res]), signals
         )
+        if _POPULATION in d_sets:
+            data_kw["distilled_population"] = _tables(
+                d_ids,
+                population.record_ids,
+                np.stack([r.signals[_POPULATION] for r in res]),
+                signals,
+            )
+            data_kw["distilled_population_membership"] = MembershipMatrix(
+                population.record_ids, d_ids, d_keep
+            )
 
     # 6. leave-one-out models ---------------------------------------------------------
     loo_ids: NDArray[Any] | None = None
     if "leave_one_out" in fields:
         rng = derive_rng(seeds["attacker"], purpose="leave-one-out-sample")
-        members = np.flatnonzero(member)
-        non_members = np.flatnonzero(~member)
-        k_m = min(math.ceil(config.leave_one_out_sample / 2), members.size)
-        k_n = min(config.leave_one_out_sample - k_m, non_members.size)
+        include = np.zeros(pool.n_records, dtype=bool)
+        if config.leave_one_out_include:
+            include[pool.positions(np.asarray(config.leave_one_out_include))] = True
+        members = np.flatnonzero(member & ~include)
+        non_members = np.flatnonzero(~member & ~include)
+        n_rest = max(0, config.leave_one_out_sample - int(include.sum()))
+        k_m = min(math.ceil(n_rest / 2), members.size)
+        k_n = min(n_rest - k_m, non_members.size)
         pick_m = np.sort(rng.choice(members, size=k_m, replace=False))
         pick_n = np.sort(rng.choice(non_members, size=k_n, replace=False))
+        forced = np.flatnonzero(include)
+        pick_m = np.sort(np.concatenate([pick_m, forced[member[forced]]])).astype(np.intp)
+        pick_n = np.sort(np.concatenate([pick_n, forced[~member[forced]]])).astype(np.intp)
+        loo_sets = (_POOL, _POPULATION) if "leave_one_out_population" in fields else (_POOL,)
         loo_seeds = spawn_seeds(
             seeds["attacker"], config.n_leave_one_out, purpose="leave-one-out-models"
         )
-        jobs, rows, model_ids = [], [], []
+        jobs, rows, serve_rows, model_ids = [], [], [], []
         for r, s in enumerate(loo_seeds):
             mid = f"loo-all-{r:02d}"
-            jobs.append(_Job("leave-one-out", mid, pool.record_ids[member], s, (_POOL,)))
+            jobs.append(_Job("leave-one-out", mid, pool.record_ids[member], s, loo_sets))
             rows.append(member.copy())
+            serve_rows.append(~member)  # D \ {x} = D for a non-member x
             model_ids.append(mid)
         for p in pick_m:
             row = member.copy()
             row[p] = False
+            serves = np.zeros(pool.n_records, dtype=bool)
+            serves[p] = True  # a model on D \ {x} is x's out world only
             for r, s in enumerate(loo_seeds):
                 mid = f"loo-{pool.record_ids[p]}-{r:02d}"
-                jobs.append(_Job("leave-one-out", mid, pool.record_ids[row], s, (_POOL,)))
+                jobs.append(_Job("leave-one-out", mid, pool.record_ids[row], s, loo_sets))
                 rows.append(row)
+                serve_rows.append(serves)
                 model_ids.append(mid)
         res = run_jobs("leave_one_out", jobs, base_worker, "leave-one-out models")
         data_kw["leave_one_out"] = _tables(
@@ -827,6 +896,18 @@ def run_experiment(
         data_kw["leave_one_out_membership"] = MembershipMatrix(
             pool.record_ids, tuple(model_ids), np.stack(rows)
         )
+        data_kw["leave_one_out_serves"] = np.stack(serve_rows)
+        if _POPULATION in loo_sets:
+            data_kw["leave_one_out_population"] = _tables(
+                model_ids,
+                population.record_ids,
+                np.stack([r.signals[_POPULATION] for r in res]),
+                signals,
+            )
+            # population records are non-members: served by the models trained on D
+            pop_serves = np.zeros((len(model_ids), population.n_records), dtype=bool)
+            pop_serves[: config.n_leave_one_out] = True
+            data_kw["leave_one_out_population_serves"] = pop_serves
         loo_ids = pool.record_ids[np.sort(np.concatenate([pick_m, pick_n]))]
 
     # 7. attacks ----------------------------------------------------------------------

@@ -26,13 +26,14 @@ and models derived from it, are retrained per trial). A game's *samples* are the
 * ``fixed-model``: every scored record of the single target (one trial; each record is
   one draw of ``z``);
 * ``fixed-record`` and ``fixed-record-and-dataset``: the fixed records only, one draw
-  per trial. In Def. 3.3 the target's membership of ``z`` is the target row of a fresh
-  balanced keep matrix (a fair coin); in Def. 3.4 it is a fair coin drawn per trial
-  and forced into the fixed keep matrix, whose other entries (D) do not change.
+  per trial. In Def. 3.3 the target's membership of ``z`` comes from a fresh random
+  half of the pool (a fair coin); in Def. 3.4 it is a fair coin drawn per trial and
+  forced into the fixed membership, whose other entries (D) do not change. The fixed
+  records are always in Attack L's leave-one-out sample.
 
 Approximations, stated in every result's ``notes``: the population pool is the finite
-dataset (records are drawn without replacement from it); in Def. 3.3/3.4 ``D`` is the
-target row of a keep matrix over the target pool rather than ``n`` i.i.d. draws; with
+dataset (records are drawn without replacement from it); in Def. 3.3/3.4 ``D`` is a
+random half of the target pool rather than ``n`` i.i.d. draws; with
 several fixed records in Def. 3.4 each one's coin also changes ``D`` for the others
 (use one fixed record for the exact game).
 """
@@ -87,7 +88,7 @@ GAMES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
         (
             _D,
             _THETA,
-            "coin b: z in the target's training set or not (fresh keep matrix)",
+            "coin b: z in the target's training set or not (fresh random half of the pool)",
             _ATTACKER,
         ),
     ),
@@ -100,14 +101,16 @@ GAMES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
 
 _NOTES: dict[str, tuple[str, ...]] = {
     "average": (
-        "the population pool pi is the finite dataset; D is the target row of a fresh balanced keep matrix over the target pool in each trial",
+        "the population pool pi is the finite dataset; D is a fresh random half of the target pool in each trial",
     ),
     "fixed-model": ("a single trial: the records of the target pool are the draws of z",),
     "fixed-record": (
-        "D u {z} or D is the target row of a fresh balanced keep matrix over the target pool (z IN with probability 1/2)",
+        "D u {z} or D is a fresh random half of the target pool (z IN with probability 1/2)",
+        "the fixed records are always in Attack L's leave-one-out sample",
     ),
     "fixed-record-and-dataset": (
-        "D is fixed as the target row of one keep matrix; each trial forces z IN or OUT with a fair coin and retrains the target with a fresh seed",
+        "D is fixed as one random half of the target pool; each trial forces z IN or OUT with a fair coin and retrains the target with a fresh seed",
+        "the fixed records are always in Attack L's leave-one-out sample",
         "reference models stay fixed across trials (the adversary's knowledge does not change with b)",
         "with several fixed records, the coin of each also changes D for the others",
     ),
@@ -306,6 +309,10 @@ def run_game(
                     "fixed_records", "records of the target pool", f"{missing[:5]} not in it"
                 )
 
+    if fixed is not None:
+        # Attack L trains models per record: the fixed records are always in its sample.
+        include = tuple(dict.fromkeys((*fixed.tolist(), *fixed_cfg.leave_one_out_include)))
+        fixed_cfg = dataclasses.replace(fixed_cfg, leave_one_out_include=include)
     desc = describe_game(name, n_trials)
     trials: list[ExperimentResult] = []
     for t in range(n_trials):

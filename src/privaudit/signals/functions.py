@@ -107,9 +107,14 @@ def _logsumexp_excluding(z: NDArray[np.float64], idx: NDArray[np.int64]) -> NDAr
 
 
 def cross_entropy_loss(logits: ArrayLike, labels: ArrayLike) -> NDArray[np.float64]:
-    """Cross-entropy loss ``logsumexp(z) - z_y`` (>= 0), the signal of Ye et al. 2022.
+    r"""Cross-entropy loss ``logsumexp(z) - z_y`` (>= 0), the signal of Ye et al. 2022.
 
-    Computed as ``-log_softmax(z)_y`` (the maximum logit is subtracted first).
+    Computed as :math:`\log(1 + \sum_{j \ne y} e^{z_j - z_y}) = \mathrm{log1p}(e^{-\phi})`
+    with :math:`\phi` = :func:`logit_confidence` (``np.logaddexp(0, -phi)``). Unlike
+    ``-log_softmax(z)_y``, which rounds to exactly 0 once the margin exceeds about 37
+    nats (``1 + e^{-37}`` is 1 in float64), this keeps the loss positive and distinct
+    down to about ``1e-308`` (margins up to about 708 nats), so confident records do
+    not tie.
 
     Parameters
     ----------
@@ -123,7 +128,8 @@ def cross_entropy_loss(logits: ArrayLike, labels: ArrayLike) -> NDArray[np.float
     z, y = _check(logits, labels)
     if z.shape[0] == 0:
         return np.zeros(0)
-    out = -_log_softmax(z)[np.arange(z.shape[0]), y]
+    phi = z[np.arange(z.shape[0]), y] - _logsumexp_excluding(z, y)
+    out = np.logaddexp(0.0, -phi)
     return np.maximum(np.asarray(out, dtype=np.float64), 0.0)
 
 

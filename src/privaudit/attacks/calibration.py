@@ -1,0 +1,126 @@
+r"""Population calibration of the alpha-thresholds of the per-record attacks (R, D, L, LiRA offline).
+
+Why. Attacks R, D and L of Ye et al. (2022, Sec. 4.3-4.5) and offline LiRA (Carlini et
+al. 2022, Sec. IV-C) turn a per-record out-world sample of only k = 4-8 model outputs
+into a p-value (a smoothed CDF, Ye et al. App. B.3), and declare "member" when the
+p-value is at most alpha. That decision holds FPR alpha only if the smoothed CDF is the
+true out-world CDF; with a handful of OUT models it is not (the fitted location and
+scale are noisy, the rescaled signal is not exactly Gaussian), and the achieved FPR on
+held-out non-members drifts from alpha (measured on the demo: 10% at alpha = 5%).
+
+Rule (``threshold_calibration="population"``). Compute the attack's score, by exactly
+the procedure used for an audited record, on ``n`` *calibration records*: population
+records that the target never trained on, each scored against models that never
+trained on it (as many as an audited record gets). These are draws of the score of a
+non-member. With :math:`s_{(1)} \le \dots \le s_{(n)}` the sorted calibration scores and
+
+.. math:: k = \lceil (n + 1)(1 - \alpha) \rceil ,
+
+the attack declares "member" iff ``score > s_(k)`` (stored as the threshold
+``nextafter(s_(k), +inf)`` so that the decision stays ``score >= threshold``).
+
+Guarantee (split conformal prediction; Vovk et al. 2005, Angelopoulos & Bates 2021,
+Sec. 1). If the score of a new non-member and the ``n`` calibration scores are
+exchangeable, the rank of the new score among the ``n + 1`` is uniform (ties broken at
+random), so
+
+.. math:: P(S_{new} > s_{(k)}) \le \frac{n + 1 - k}{n + 1} \le \alpha .
+
+The threshold does not depend on the audited records, and the score (hence the ROC,
+AUC and TPR at a fixed FPR) is unchanged; only the alpha decision moves.
+
+Exchangeability assumption. The target pool and the population are a uniformly random
+split of one dataset, the target trained on neither the calibration records nor the
+audited non-members, and every model used to score a calibration record is, like those
+used for an audited non-member, one that did not train on it. It fails if the
+population is drawn from another distribution than the audited records (the same
+assumption as Ye et al.'s attack P, Sec. 4.2, whose threshold is the empirical
+alpha-quantile of the target's losses on population data: this rule is attack P's,
+applied to the per-record score instead of the raw loss).
+
+``threshold_calibration="smoothed"`` keeps the paper's rule (threshold ``-alpha`` on the
+score ``-F_out``), recorded in ``params``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+from privaudit._validation import check_choice, check_probability
+from privaudit.errors import InsufficientDataError
+
+__all__ = [
+    "THRESHOLD_CALIBRATIONS",
+    "check_calibration",
+    "conformal_threshold",
+    "random_out_subsets",
+]
+
+#: ``"population"`` (conformal, default) or ``"smoothed"`` (Ye et al. Eq. 5 with App. B.3).
+THRESHOLD_CALIBRATIONS: tuple[str, ...] = ("population", "smoothed")
+
+
+def check_calibration(value: str) -> str:
+    """Validate a ``threshold_calibration`` setting."""
+    return check_choice(value, "threshold_calibration", THRESHOLD_CALIBRATIONS)
+
+
+def conformal_threshold(calibration_scores: NDArray[np.float64], alpha: float) -> float:
+    r"""Threshold t with :math:`P(S_{new} \ge t) \le \alpha` for an exchangeable new score.
+
+    ``t = nextafter(s_(k), +inf)`` with :math:`k = \lceil (n+1)(1-\alpha) \rceil` (see the
+    module docstring), so ``score >= t`` iff ``score > s_(k)``.
+
+    Raises
+    ------
+    InsufficientDataError
+        If ``k > n``: fewer than :math:`1/\alpha - 1` calibration scores cannot certify
+        alpha.
+
+    Examples
+    --------
+    >>> t = conformal_threshold(np.arange(19.0), 0.05)  # k = 19: above the largest
+    >>> bool(t > 18.0) and bool(t < 18.0 + 1e-9)
+    True
+    """
+    alpha = check_probability(alpha, "alpha")
+    s = np.sort(np.asarray(calibration_scores, dtype=np.float64))
+    n = int(s.size)
+    k = math.ceil((n + 1) * (1.0 - alpha) - 1e-9)
+    if k > n or n == 0:
+        raise InsufficientDataError(
+            f"population calibration: expected at least {math.ceil(1.0 / alpha - 1.0 - 1e-9)} "
+            f"calibration records to certify alpha={alpha}, found {n}; use more population "
+            "records or threshold_calibration='smoothed'"
+        )
+    return float(np.nextafter(s[k - 1], np.inf))
+
+
+def random_out_subsets(
+    out: NDArray[np.bool_], sizes: NDArray[np.int64], rng: np.random.Generator
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """Per column, a uniformly random subset of ``sizes[i]`` of its OUT models.
+
+    Parameters
+    ----------
+    out : (k, Z) bool
+        Which models did not train on each calibration record.
+    sizes : (Z,) int
+        How many OUT models to keep per record (drawn to match the audited records).
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    mask : (k, Z) bool
+        The chosen models.
+    usable : (Z,) bool
+        Records with at least ``sizes[i]`` OUT models (the others keep no model).
+    """
+    keys = np.where(out, rng.random(out.shape), np.inf)
+    rank = np.argsort(np.argsort(keys, axis=0, kind="stable"), axis=0, kind="stable")
+    usable = out.sum(axis=0) >= sizes
+    mask = (rank < sizes[None, :]) & out & usable[None, :]
+    return mask, usable
