@@ -12,6 +12,7 @@ Example (every field but ``dataset`` and ``model`` has a default)::
     alpha: 0.05
     seed: 0
     n_jobs: 2
+    executor: local                # local | ray (ray_address: "ray://host:10001" for a cluster)
     output_dir: privaudit-report
     cache_dir: .privaudit-cache
 
@@ -217,6 +218,13 @@ class ModelCounts(_Strict):
         default=None,
         description="Population records per distilled model (default: target training-set size).",
     )
+    distill_method: Literal["soft-labels", "logits"] = Field(
+        default="soft-labels",
+        description=(
+            "Objective of the distilled models (D): the target's soft labels (Ye et al. 2022 "
+            "eq. 14-15) or regression of its logits (Ba & Caruana 2014; MLP targets only)."
+        ),
+    )
     n_leave_one_out: Annotated[
         int, Field(ge=2, description="Leave-one-out models per audited record (L).")
     ] = 4
@@ -257,6 +265,14 @@ class AuditConfig(_Strict):
     alpha: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.05
     seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
     n_jobs: int = 1
+    executor: Literal["local", "ray"] = Field(
+        default="local",
+        description="Where models train: local processes (n_jobs of them) or a Ray cluster.",
+    )
+    ray_address: str | None = Field(
+        default=None,
+        description="Address of a running Ray cluster (executor: ray); None starts a local one.",
+    )
     output_dir: Path = Path("privaudit-report")
     cache_dir: Path | None = None
 

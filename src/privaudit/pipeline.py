@@ -40,10 +40,11 @@ from privaudit.report import (
     check_output_dir,
     write_report,
 )
-from privaudit.runtime.executor import LocalExecutor
+from privaudit.runtime.executor import Executor, LocalExecutor, RayExecutor
 
 __all__ = [
     "AuditReport",
+    "build_executor",
     "build_trainer",
     "demo_config",
     "experiment_config",
@@ -168,6 +169,7 @@ def experiment_config(config: AuditConfig, n_records: int) -> ExperimentConfig:
             n_shadow=m.n_shadow,
             n_distilled=m.n_distilled,
             distill_size=m.distill_size,
+            distill_method=m.distill_method,
             n_leave_one_out=m.n_leave_one_out,
             leave_one_out_sample=m.leave_one_out_sample,
             alpha=config.alpha,
@@ -248,6 +250,18 @@ def _agreement(exp: ExperimentResult) -> tuple[AgreementMatrix | None, list[str]
     return agreement_matrix(decisions, exp.membership), excluded
 
 
+def build_executor(config: AuditConfig, n_jobs: int, *, progress: bool | None = True) -> Executor:
+    """The executor the config asks for: local processes, or Ray (imported lazily).
+
+    With ``executor: ray`` every model trains as one Ray task (1 CPU each) on the cluster
+    at ``ray_address``, or on a local Ray instance when no address is given; results and
+    caching are the same as with local processes.
+    """
+    if config.executor == "ray":
+        return RayExecutor(address=config.ray_address, progress=progress)
+    return LocalExecutor(n_jobs, progress=progress)
+
+
 def run_audit(
     config: AuditConfig,
     *,
@@ -292,7 +306,7 @@ def run_audit(
 
     exp_cfg = experiment_config(config, dataset.n_records)
     trainer = build_trainer(config.model, dataset.n_classes)
-    executor = LocalExecutor(exp_cfg.n_jobs, progress=progress)
+    executor = build_executor(config, exp_cfg.n_jobs, progress=progress)
     t0 = time.perf_counter()
     exp = run_experiment(
         dataset,
@@ -371,6 +385,7 @@ def _settings(
             "n_shadow": ec.n_shadow,
             "n_distilled": ec.n_distilled,
             "distill_size": ec.distill_size,
+            "distill_method": ec.distill_method,
             "n_leave_one_out": ec.n_leave_one_out,
             "leave_one_out_sample": ec.leave_one_out_sample,
         },
@@ -378,6 +393,7 @@ def _settings(
         "models_loaded": dict(exp.models_loaded),
         "seeds": {"root": config.seed, **{k: int(v) for k, v in exp.seeds.items()}},
         "n_jobs": config.n_jobs,
+        "executor": config.executor,
         "cache_dir": None if config.cache_dir is None else str(config.cache_dir),
     }
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,21 @@ def render_summary(results: dict[str, Any], out_dir: Path | None) -> None:
         )
 
 
+def new_results_dir(root: Path, prefix: str) -> Path:
+    """A report folder under ``root`` that does not exist yet: ``<prefix>-<UTC time>[-N]``.
+
+    The folder itself is created later by the report writer; a repeated run therefore
+    never overwrites an earlier report.
+    """
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    candidate = root / f"{prefix}-{stamp}"
+    n = 1
+    while candidate.exists():
+        n += 1
+        candidate = root / f"{prefix}-{stamp}-{n}"
+    return candidate
+
+
 def fail_exit(exc: PrivauditError) -> typer.Exit:
     """Print an error to stderr and return the exit (code 2: usage or input error)."""
     print(f"error: {exc}", file=sys.stderr)
@@ -72,7 +88,11 @@ def fail_exit(exc: PrivauditError) -> typer.Exit:
 
 @app.command("demo")
 def demo(
-    out: Path = typer.Option(Path("privaudit-demo"), "--out", help="Report directory to create."),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        help="Report directory to create (default: a new privaudit-results/demo-<time> folder).",
+    ),
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Replace an existing report directory."
     ),
@@ -84,12 +104,27 @@ def demo(
         False, "--quick", help="A smaller, faster demo (fewer records and models)."
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
+    cache_dir: Path | None = typer.Option(
+        Path(".privaudit-cache"),
+        "--cache-dir",
+        help="Artifact store for trained models and signals: a killed or repeated run "
+        "resumes from it without retraining.",
+    ),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Train everything afresh."),
 ) -> None:
     """Audit an overfit MLP trained on UCI Adult with every attack, and write a report."""
     from privaudit.pipeline import demo_config, run_audit
 
+    if out is None:
+        out = new_results_dir(Path("privaudit-results"), "demo")
     try:
-        cfg = demo_config(seed=seed, n_jobs=n_jobs, quick=quick, output_dir=out)
+        cfg = demo_config(
+            seed=seed,
+            n_jobs=n_jobs,
+            quick=quick,
+            output_dir=out,
+            cache_dir=None if no_cache else cache_dir,
+        )
         report = run_audit(cfg, overwrite=overwrite, progress=progress)
     except PrivauditError as exc:
         raise fail_exit(exc) from None
