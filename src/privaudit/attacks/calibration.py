@@ -50,12 +50,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from privaudit._validation import check_choice, check_probability
+from privaudit.attacks.base import AttackData
 from privaudit.errors import InsufficientDataError
 
 __all__ = [
     "THRESHOLD_CALIBRATIONS",
     "check_calibration",
     "conformal_threshold",
+    "population_reference_inputs",
     "random_out_subsets",
 ]
 
@@ -124,3 +126,33 @@ def random_out_subsets(
     usable = out.sum(axis=0) >= sizes
     mask = (rank < sizes[None, :]) & out & usable[None, :]
     return mask, usable
+
+
+def population_reference_inputs(
+    data: AttackData, signal: str, n_out: NDArray[np.int64], rng: np.random.Generator
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """Population records set up exactly like audited records for the reference models.
+
+    For each population record (a known non-member of the target) the target's signal
+    (``population_target``), the reference models' signals (``reference_population``) and
+    a uniformly random subset of its OUT reference models whose size is drawn from
+    ``n_out``, the audited records' OUT counts, so that its score has the distribution an
+    audited non-member's score has (the exchangeability that :func:`conformal_threshold`
+    needs). Records with too few OUT models are dropped.
+
+    Returns
+    -------
+    obs : (Z',) float
+        The target's raw signal on the usable population records.
+    ref : (k, Z') float
+        The reference models' raw signals on them.
+    mask : (k, Z') bool
+        The chosen OUT models of each.
+    """
+    obs = data.table("population_target", signal).values[0]
+    ref = data.table("reference_population", signal).values
+    pm = data.reference_population_membership
+    out_z = np.ones(ref.shape, dtype=bool) if pm is None else ~pm.keep
+    sizes = rng.choice(n_out, size=obs.size).astype(np.int64)
+    mask, usable = random_out_subsets(out_z, sizes, rng)
+    return obs[usable], ref[:, usable], mask[:, usable]

@@ -51,7 +51,7 @@ from privaudit.attacks.base import AttackData, register, require
 from privaudit.attacks.calibration import (
     check_calibration,
     conformal_threshold,
-    random_out_subsets,
+    population_reference_inputs,
 )
 from privaudit.errors import DesignError
 
@@ -268,13 +268,8 @@ def lira_offline(
         scores = -_log_normal_pdf(obs, mu, sigma)
     calib: dict[str, Any] = {"threshold_calibration": threshold_calibration}
     if alpha is not None and offline_test == "one-sided" and threshold_calibration == "population":
-        c_obs = member_oriented(signal, data.table("population_target", signal).values[0])
-        c_ref = member_oriented(signal, data.table("reference_population", signal).values)
-        pm = data.reference_population_membership
-        out_z = np.ones(c_ref.shape, dtype=bool) if pm is None else ~pm.keep
-        sizes = rng.choice(n_out, size=c_obs.size).astype(np.int64)
-        cmask, usable = random_out_subsets(out_z, sizes, rng)
-        c_ref, cmask, c_obs = c_ref[:, usable], cmask[:, usable], c_obs[usable]
+        c_obs, c_ref, cmask = population_reference_inputs(data, signal, n_out, rng)
+        c_obs, c_ref = member_oriented(signal, c_obs), member_oriented(signal, c_ref)
         c_mu = _masked_location(c_ref, cmask, location)
         if variance == "per-example":
             (c_sigma,) = _sigmas(c_ref, [cmask], variance)

@@ -70,7 +70,7 @@ from privaudit.attacks.base import AttackData, register, require
 from privaudit.attacks.calibration import (
     check_calibration,
     conformal_threshold,
-    random_out_subsets,
+    population_reference_inputs,
 )
 from privaudit.attacks.thresholds import (
     OUT_WORLD_VARIANCES,
@@ -385,16 +385,13 @@ def reference_attack(
         ) from None
 
     def calibration() -> NDArray[np.float64]:
-        cx, _ = loss_like(signal, data.table("population_target", signal).values[0])
-        cvals, _ = loss_like(signal, data.table("reference_population", signal).values)
-        pm = data.reference_population_membership
-        out_z = np.ones(cvals.shape, dtype=bool) if pm is None else ~pm.keep
-        sizes = rng.choice(mask.sum(axis=0), size=cx.size).astype(np.int64)
-        cmask, usable = random_out_subsets(out_z, sizes, rng)
+        c_obs, c_ref, cmask = population_reference_inputs(data, signal, mask.sum(axis=0), rng)
+        cx, _ = loss_like(signal, c_obs)
+        cvals, _ = loss_like(signal, c_ref)
         cal, _ = _per_record_scores(
-            cx[usable],
-            cvals[:, usable],
-            cmask[:, usable],
+            cx,
+            cvals,
+            cmask,
             name="reference_population",
             pooled=_pooled(world),
             **kw,
