@@ -31,7 +31,8 @@ components so that a game can fix some and resample others):
    * distilled models (Attack D, Sec. 4.4, Eq. 14-15): each trained with
      :func:`privaudit.models.distill` on its own uniformly random subset of
      ``distill_size`` population records (default: the size of the target's training
-     set), soft-labelled by the target; the subsets are drawn from a random
+     set), labelled by the target (soft labels, or its logits with
+     ``distill_method="logits"``); the subsets are drawn from a random
      ``max(distill_size, n_population / 2)`` of the population, the rest being kept
      for the calibration of Attack D's threshold;
    * leave-one-out models (Attack L, Sec. 4.5) for ``leave_one_out_sample`` pool
@@ -75,7 +76,7 @@ from privaudit.data.dataset import Dataset
 from privaudit.data.sampling import balanced_keep_matrix, split_target_population
 from privaudit.errors import DesignError
 from privaudit.models.base import Model, Trainer
-from privaudit.models.distill import distill
+from privaudit.models.distill import DISTILL_METHODS, LogitRegressionModel, distill
 from privaudit.models.persistence import load_model, save_model
 from privaudit.models.precomputed import PrecomputedModel
 from privaudit.models.sklearn import SklearnModel
@@ -191,6 +192,10 @@ class ExperimentConfig:
     distill_size : int or None
         Population records per distilled model (None: the target's training-set size,
         capped at ``n_population``).
+    distill_method : {"soft-labels", "logits"}
+        Objective of the distilled models (:func:`privaudit.models.distill`): the
+        teacher's soft labels (Ye et al. 2022 eq. 14-15) or regression of its logits
+        (Ba & Caruana 2014).
     n_leave_one_out : int
         Leave-one-out models per sampled record (>= 2).
     leave_one_out_sample : int
@@ -222,6 +227,7 @@ class ExperimentConfig:
     n_shadow: int = 4
     n_distilled: int = 4
     distill_size: int | None = None
+    distill_method: str = "soft-labels"
     n_leave_one_out: int = 4
     leave_one_out_sample: int = 20
     alpha: float = 0.05
@@ -273,6 +279,12 @@ class ExperimentConfig:
                 raise fail(
                     "distill_size", f"at most n_population={self.n_population}", self.distill_size
                 )
+        if self.distill_method not in DISTILL_METHODS:
+            raise fail(
+                "distill_method",
+                " or ".join(repr(m) for m in DISTILL_METHODS),
+                repr(self.distill_method),
+            )
         check_positive_int(self.n_leave_one_out, "n_leave_one_out", minimum=2)
         check_positive_int(self.leave_one_out_sample, "leave_one_out_sample", minimum=2)
         check_probability(self.alpha, "alpha")
@@ -461,6 +473,7 @@ class _ModelWorker:
         eval_sets: Mapping[str, Dataset],
         teacher: Model | None = None,
         teacher_key: str | None = None,
+        distill_method: str = "soft-labels",
     ) -> None:
         self.dataset = dataset
         self.trainer = trainer
@@ -469,6 +482,7 @@ class _ModelWorker:
         self.eval_sets = dict(eval_sets)
         self.teacher = teacher
         self.teacher_key = teacher_key
+        self.distill_method = distill_method
 
     def model_key_parts(self, job: _Job) -> dict[str, Any]:
         parts: dict[str, Any] = {
@@ -483,6 +497,7 @@ class _ModelWorker:
         }
         if job.role == "distilled":
             parts["teacher"] = self.teacher_key
+            parts["distill_method"] = self.distill_method
         return parts
 
     def _train(self, job: _Job) -> Model:
@@ -490,7 +505,13 @@ class _ModelWorker:
         if job.role == "distilled":
             if self.teacher is None:  # pragma: no cover - the engine always sets it
                 raise DesignError("distilled models need the target model as teacher")
-            return distill(self.trainer, self.teacher, train.X, seed=int(job.seed))
+            return distill(
+                self.trainer,
+                self.teacher,
+                train.X,
+                seed=int(job.seed),
+                method=self.distill_method,
+            )
         kwargs: dict[str, Any] = {}
         if _fit_accepts(self.trainer, "n_classes"):
             kwargs["n_classes"] = self.dataset.n_classes
@@ -514,7 +535,7 @@ class _ModelWorker:
             return self._train(job)
 
         def save(m: Model, path: Path) -> None:
-            if not isinstance(m, SklearnModel | PrecomputedModel):
+            if not isinstance(m, SklearnModel | LogitRegressionModel | PrecomputedModel):
                 raise DesignError(
                     f"{job.label}: the artifact store can persist scikit-learn and precomputed "
                     f"models only, not {type(m).__name__}"
@@ -834,6 +855,7 @@ def run_experiment(
             eval_sets,
             teacher=target_model,
             teacher_key=target_key,
+            distill_method=config.distill_method,
         )
         res = run_jobs("distilled", jobs, worker, "distilled models")
         data_kw["distilled"] = _tables(

@@ -8,12 +8,19 @@ Public API (docs/architecture.md, "Module contracts"):
   MLP's output pre-activation, or floored log-probabilities);
 * :class:`PrecomputedModel` (per-record logits or losses by record id),
   :func:`load_precomputed`;
-* :func:`distill` (Attack D's soft-label distillation);
+* :func:`distill` (Attack D's distillation: soft labels, or logit matching giving a
+  :class:`LogitRegressionModel`);
 * :func:`save_model` / :func:`load_model` (skops, never pickle).
 """
 
 from privaudit.models.base import Model, Trainer
-from privaudit.models.distill import distill, soft_label_expansion
+from privaudit.models.distill import (
+    DISTILL_METHODS,
+    LogitRegressionModel,
+    distill,
+    logit_regressor_for,
+    soft_label_expansion,
+)
 from privaudit.models.persistence import (
     SKLEARN_STATE_TYPES,
     UntrustedModelError,
@@ -33,9 +40,11 @@ from privaudit.models.sklearn import (
 
 __all__ = [
     "ABSENT_CLASS_MARGIN",
+    "DISTILL_METHODS",
     "LOGIT_SOURCES",
     "PROBA_FLOOR",
     "SKLEARN_STATE_TYPES",
+    "LogitRegressionModel",
     "Model",
     "PrecomputedModel",
     "SklearnModel",
@@ -46,6 +55,7 @@ __all__ = [
     "distill",
     "load_model",
     "load_precomputed",
+    "logit_regressor_for",
     "save_model",
     "soft_label_expansion",
     "untrusted_types",

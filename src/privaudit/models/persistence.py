@@ -13,6 +13,10 @@ decision-tree ``Tree`` (random forests, gradient boosting, extra trees; restored
 arrays by its ``__setstate__``) and the histogram-boosting ``TreePredictor`` (an array of
 nodes). Any other type (a user's own class, a function) must be named in
 ``trusted_types``.
+
+A :class:`~privaudit.models.distill.LogitRegressionModel` (a logit-matching distilled
+model) is stored in the same format with ``"model_type": "logit-regressor"`` and its
+fitted regressor as ``"estimator"``; files without ``model_type`` hold a classifier.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 
 from privaudit._validation import fail
 from privaudit.errors import InvalidInputError, PrivauditError
+from privaudit.models.distill import LogitRegressionModel
 from privaudit.models.precomputed import PrecomputedModel, load_precomputed
 from privaudit.models.sklearn import SklearnModel
 
@@ -51,11 +56,15 @@ class UntrustedModelError(PrivauditError):
     """A model file would instantiate types the caller has not declared trusted."""
 
 
-def save_model(model: SklearnModel | PrecomputedModel, path: str | Path) -> Path:
+def save_model(
+    model: SklearnModel | LogitRegressionModel | PrecomputedModel, path: str | Path
+) -> Path:
     """Write a model without pickle.
 
     A :class:`SklearnModel` goes to a skops file (use the suffix ``.skops``) holding the
     fitted estimator, ``n_classes``, the logit source and ``fit_info``; a
+    :class:`LogitRegressionModel` to a skops file holding its regressor, ``n_classes``
+    and ``fit_info``; a
     :class:`PrecomputedModel` goes to ``.npz``. The write is atomic (temporary file then
     rename).
     """
@@ -64,20 +73,36 @@ def save_model(model: SklearnModel | PrecomputedModel, path: str | Path) -> Path
         if p.suffix.lower() != ".npz":
             raise fail("path", "a .npz path for a PrecomputedModel", p.name)
         return model.save(p)
-    if not isinstance(model, SklearnModel):
-        raise fail("model", "a SklearnModel or PrecomputedModel", type(model).__name__)
+    if not isinstance(model, SklearnModel | LogitRegressionModel):
+        raise fail(
+            "model",
+            "a SklearnModel, LogitRegressionModel or PrecomputedModel",
+            type(model).__name__,
+        )
     import skops.io as sio
 
-    payload: dict[str, Any] = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "estimator": model.estimator,
-        "n_classes": int(model.n_classes),
-        "logit_source": model.logit_source,
-        "fit_info": {
-            str(k): v for k, v in model.fit_info.items() if isinstance(v, bool | int | float | str)
-        },
+    fit_info = {
+        str(k): v for k, v in model.fit_info.items() if isinstance(v, bool | int | float | str)
     }
+    payload: dict[str, Any]
+    if isinstance(model, LogitRegressionModel):
+        payload = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "model_type": "logit-regressor",
+            "estimator": model.regressor,
+            "n_classes": int(model.n_classes),
+            "fit_info": fit_info,
+        }
+    else:
+        payload = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "estimator": model.estimator,
+            "n_classes": int(model.n_classes),
+            "logit_source": model.logit_source,
+            "fit_info": fit_info,
+        }
     tmp = p.with_name(p.name + ".tmp")
     sio.dump(payload, tmp)
     tmp.replace(p)
@@ -98,7 +123,7 @@ def untrusted_types(path: str | Path) -> list[str]:
 
 def load_model(
     path: str | Path, trusted_types: Sequence[str] | None = None
-) -> SklearnModel | PrecomputedModel:
+) -> SklearnModel | LogitRegressionModel | PrecomputedModel:
     """Load a model written by :func:`save_model` (or per-record outputs).
 
     Parameters
@@ -135,6 +160,15 @@ def load_model(
         raise fail("path", f"a {FORMAT} file written by save_model", p.name)
     if int(payload.get("format_version", -1)) != FORMAT_VERSION:
         raise fail("format_version", str(FORMAT_VERSION), payload.get("format_version"))
+    model_type = payload.get("model_type", "classifier")
+    if model_type == "logit-regressor":
+        return LogitRegressionModel(
+            payload["estimator"],
+            int(payload["n_classes"]),
+            fit_info=dict(payload.get("fit_info", {})),
+        )
+    if model_type != "classifier":
+        raise fail("model_type", "'classifier' or 'logit-regressor'", repr(model_type))
     model = SklearnModel(
         payload["estimator"],
         int(payload["n_classes"]),
