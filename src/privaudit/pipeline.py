@@ -68,6 +68,7 @@ _DEMO: dict[str, Any] = {
         "n_distilled": 8,
         "n_leave_one_out": 4,
         "leave_one_out_sample": 10,
+        "distill_method": "logits",
     },
     "alpha": 0.05,
     # Carlini et al. 2022 (Sec. VI-A and the reference code's README): with few
@@ -86,6 +87,7 @@ _DEMO_QUICK: dict[str, Any] = {
         "n_distilled": 2,
         "n_leave_one_out": 2,
         "leave_one_out_sample": 10,
+        "distill_method": "logits",
     },
     "alpha": 0.05,
     "attack_params": {"lira-online": {"variance": "fixed"}, "lira-offline": {"variance": "fixed"}},
@@ -104,7 +106,8 @@ def demo_config(
 
     UCI Adult; an MLP target (scikit-learn ``MLPClassifier``, one hidden layer, no
     weight decay, no early stopping) that overfits its training set; 16 reference
-    models, 4 shadow, 8 distilled and 4 leave-one-out models per sampled record (10
+    models, 4 shadow, 8 distilled (students regress the target's logits, Ba & Caruana
+    2014) and 4 leave-one-out models per sampled record (10
     sampled records); every registered attack at alpha = 0.05, LiRA with a fixed
     (global) variance as Carlini et al. recommend for few reference models; the
     alpha thresholds of R, D, L and offline LiRA calibrated on population records
