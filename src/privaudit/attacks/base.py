@@ -97,6 +97,7 @@ from privaudit.records import AttackScores, MembershipMatrix, SignalTable
 
 __all__ = [
     "ATTACKS",
+    "BUILTIN_ATTACKS",
     "SIGNAL_NAMES",
     "AttackData",
     "AttackFunction",
@@ -647,7 +648,7 @@ def _ensure_registered() -> None:
 
 
 #: The stable order of the built-in attacks (DESIGN, "results contract").
-_ORDER: tuple[str, ...] = (
+BUILTIN_ATTACKS: tuple[str, ...] = (
     "loss",
     "population",
     "shadow",
@@ -664,7 +665,7 @@ _ORDER: tuple[str, ...] = (
 def attack_names() -> tuple[str, ...]:
     """Names of every registered attack: the built-in ones in DESIGN order, then others."""
     _ensure_registered()
-    rank = {n: i for i, n in enumerate(_ORDER)}
+    rank = {n: i for i, n in enumerate(BUILTIN_ATTACKS)}
     return tuple(sorted(ATTACKS, key=lambda n: (rank.get(n, len(rank)), list(ATTACKS).index(n))))
 
 

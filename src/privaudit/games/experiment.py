@@ -71,7 +71,13 @@ from numpy.typing import NDArray
 
 from privaudit._validation import check_positive_int, check_probability, fail
 from privaudit.attacks.base import ATTACKS as _ATTACKS
-from privaudit.attacks.base import AttackData, attack_names, required_inputs, run_attack
+from privaudit.attacks.base import (
+    BUILTIN_ATTACKS,
+    AttackData,
+    attack_names,
+    required_inputs,
+    run_attack,
+)
 from privaudit.data.dataset import Dataset
 from privaudit.data.sampling import balanced_keep_matrix, split_target_population
 from privaudit.errors import DesignError
@@ -95,19 +101,8 @@ __all__ = [
     "target_pool_ids",
 ]
 
-#: Every attack of issue 2, in report order.
-DEFAULT_ATTACKS: tuple[str, ...] = (
-    "loss",
-    "population",
-    "shadow",
-    "reference",
-    "distillation",
-    "leave-one-out",
-    "lira-online",
-    "lira-offline",
-    "rmia-online",
-    "rmia-offline",
-)
+#: Every built-in attack, in report order (the registry's stable order).
+DEFAULT_ATTACKS: tuple[str, ...] = BUILTIN_ATTACKS
 
 TARGET_ID = "target"
 _POOL = "pool"
