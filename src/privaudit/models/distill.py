@@ -44,7 +44,6 @@ held-out non-members), 4.3% (seed 1) and 5.8% (seed 2).
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -54,7 +53,13 @@ from scipy.special import log_softmax
 from privaudit._validation import as_float_array, check_positive_int, fail
 from privaudit.errors import InvalidInputError, PrivauditError
 from privaudit.models.base import Model
-from privaudit.models.sklearn import SklearnModel, SklearnTrainer, TrainingError
+from privaudit.models.sklearn import (
+    SklearnModel,
+    SklearnTrainer,
+    TrainingError,
+    fit_estimator,
+    seeded_clone,
+)
 
 __all__ = [
     "DISTILL_METHODS",
@@ -224,7 +229,6 @@ def _logit_targets(z: NDArray[np.float64]) -> NDArray[np.float64]:
 def _distill_logits(
     trainer: Any, teacher: Model, X: NDArray[np.float64], seed: int
 ) -> LogitRegressionModel:
-    from sklearn.exceptions import ConvergenceWarning
 
     estimator = getattr(trainer, "estimator", None)
     if estimator is None or not hasattr(estimator, "get_params"):
@@ -235,30 +239,10 @@ def _distill_logits(
         )
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= seed < 2**32:
         raise fail("seed", "an integer in [0, 2**32 - 1]", repr(seed))
-    reg = logit_regressor_for(estimator)
-    seeds = {
-        k: int(seed)
-        for k in reg.get_params(deep=True)
-        if k == "random_state" or k.endswith("__random_state")
-    }
-    if seeds:
-        reg.set_params(**seeds)
+    reg = seeded_clone(logit_regressor_for(estimator), int(seed))
     z = as_float_array(teacher.logits(X), "teacher logits", ndim=2)
     t = _logit_targets(z)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ConvergenceWarning)
-        try:
-            reg.fit(X, t)
-        except (InvalidInputError, PrivauditError):
-            raise
-        except Exception as exc:
-            raise TrainingError(
-                f"logit distillation: {type(reg).__name__}.fit failed: {type(exc).__name__}: {exc}"
-            ) from exc
-    converged = not any(issubclass(c.category, ConvergenceWarning) for c in caught)
-    for c in caught:
-        if not issubclass(c.category, ConvergenceWarning):
-            warnings.warn_explicit(c.message, c.category, c.filename, c.lineno)
+    converged = fit_estimator(reg, X, t, "logit distillation")
     info = {
         "distilled": True,
         "distill_method": "logits",

@@ -425,8 +425,6 @@ class SklearnTrainer:
         sample_weight : float array (n,), optional
             Non-negative weights (used by :func:`~privaudit.models.distill`).
         """
-        from sklearn.base import clone
-        from sklearn.exceptions import ConvergenceWarning
 
         X = as_float_array(X, "X", ndim=2)
         y = as_label_array(y, "y")
@@ -464,27 +462,48 @@ class SklearnTrainer:
                 )
             fit_kwargs["sample_weight"] = w
 
-        est = clone(self.estimator)
-        seeds = {
-            k: int(seed)
-            for k in est.get_params(deep=True)
-            if k == "random_state" or k.endswith("__random_state")
-        }
-        if seeds:
-            est.set_params(**seeds)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", ConvergenceWarning)
-            try:
-                est.fit(X, y, **fit_kwargs)
-            except (InvalidInputError, PrivauditError):
-                raise
-            except Exception as exc:
-                raise TrainingError(
-                    f"trainer {self._name!r}: {type(est).__name__}.fit failed: {type(exc).__name__}: {exc}"
-                ) from exc
-        converged = not any(issubclass(c.category, ConvergenceWarning) for c in caught)
-        for c in caught:
-            if not issubclass(c.category, ConvergenceWarning):
-                warnings.warn_explicit(c.message, c.category, c.filename, c.lineno)
+        est = seeded_clone(self.estimator, seed)
+        converged = fit_estimator(est, X, y, f"trainer {self._name!r}", **fit_kwargs)
         info = {"n_train": int(y.size), "converged": converged, "seed": int(seed)}
         return SklearnModel(est, C, reference_X=X, fit_info=info)
+
+
+def seeded_clone(estimator: Any, seed: int) -> Any:
+    """An unfitted clone of ``estimator`` with every (nested) ``random_state`` set to ``seed``."""
+    from sklearn.base import clone
+
+    est = clone(estimator)
+    seeds = {
+        k: int(seed)
+        for k in est.get_params(deep=True)
+        if k == "random_state" or k.endswith("__random_state")
+    }
+    if seeds:
+        est.set_params(**seeds)
+    return est
+
+
+def fit_estimator(est: Any, X: Any, y: Any, what: str, **fit_kwargs: Any) -> bool:
+    """Fit ``est`` in place; return whether it converged.
+
+    A ``ConvergenceWarning`` is recorded (the return value) rather than shown; other
+    warnings pass through. A failure inside ``fit`` becomes a :class:`TrainingError` that
+    names ``what`` was being trained and the estimator.
+    """
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        try:
+            est.fit(X, y, **fit_kwargs)
+        except (InvalidInputError, PrivauditError):
+            raise
+        except Exception as exc:
+            raise TrainingError(
+                f"{what}: {type(est).__name__}.fit failed: {type(exc).__name__}: {exc}"
+            ) from exc
+    converged = not any(issubclass(c.category, ConvergenceWarning) for c in caught)
+    for c in caught:
+        if not issubclass(c.category, ConvergenceWarning):
+            warnings.warn_explicit(c.message, c.category, c.filename, c.lineno)
+    return converged
