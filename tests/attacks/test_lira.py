@@ -137,9 +137,17 @@ def test_missing_out_or_in_models_are_design_errors() -> None:
     keep[0] = True
     d = _with_keep(w, keep)
     with pytest.raises(DesignError, match="at least 2 OUT"):
-        run_attack("lira-offline", d)
+        run_attack("lira-offline", d, variance="per-example")
     res = run_attack("lira-offline", d, variance="fixed-reference-code")
     assert res.params["n_out_max"] == 1
+
+
+def test_auto_variance_is_per_example_with_many_models() -> None:
+    w = make_world(5, n=20, n_pop=20, k=64)
+    res = run_attack("lira-online", w.data)
+    assert (res.params["variance_rule"], res.params["variance"]) == ("auto", "per-example")
+    few = make_world(5, n=20, n_pop=20, k=8)
+    assert run_attack("lira-online", few.data).params["variance"] == "fixed"
 
 
 def test_out_models_selected_from_matrix_not_layout() -> None:
