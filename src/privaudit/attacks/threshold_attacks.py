@@ -326,6 +326,70 @@ def _check_variance(variance: str) -> str:
     return check_choice(variance, "variance", OUT_WORLD_VARIANCES)
 
 
+PopulationInputs = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_] | None]
+
+
+def _per_record_attack(
+    data: AttackData,
+    *,
+    attack: str,
+    table: str,
+    out_world: str,
+    mask: NDArray[np.bool_] | None,
+    population: Callable[[], PopulationInputs],
+    info: dict[str, Any],
+    signal: str,
+    smoothing: str,
+    variance: str,
+    threshold_calibration: str,
+    sigma_floor: float,
+    alpha: float | None,
+    scored: NDArray[np.bool_] | None = None,
+) -> Result:
+    """The common body of attacks R, D and L: per-record out-world p-values.
+
+    ``table`` names the attacker models' signals on the audited records (``out_world``
+    describes them in errors) and ``mask`` which of them form each record's out world
+    (None: all). ``scored`` restricts the attack to
+    some records. ``population()`` returns, for known non-members of the target, the
+    target's raw signal, the attacker models' raw signals and their out-world mask, set
+    up exactly like an audited record's, for the population-calibrated threshold.
+    """
+    smoothing = _smoothing(smoothing)
+    variance = _check_variance(variance)
+    threshold_calibration = check_calibration(threshold_calibration)
+    x, rescale = _target_loss_like(data, signal)
+    vals, _ = loss_like(signal, data.table(table, signal).values)
+    ids = data.record_ids
+    if scored is not None:
+        x, vals, ids = x[scored], vals[:, scored], ids[scored]
+        mask = None if mask is None else mask[:, scored]
+    kw: dict[str, Any] = {
+        "rescale": rescale,
+        "smoothing": smoothing,
+        "sigma_floor": sigma_floor,
+        "variance": variance,
+    }
+    try:
+        scores, world = _per_record_scores(x, vals, mask, name=table, **kw)
+    except InsufficientDataError as exc:
+        raise InsufficientDataError(
+            f"attack {attack!r} needs {out_world} per record: {exc}"
+        ) from None
+
+    def calibration() -> NDArray[np.float64]:
+        c_obs, c_ref, c_mask = population()
+        cx, _ = loss_like(signal, c_obs)
+        cvals, _ = loss_like(signal, c_ref)
+        cal, _ = _per_record_scores(
+            cx, cvals, c_mask, name=f"{table}_population", pooled=_pooled(world), **kw
+        )
+        return cal
+
+    full = {"smoothing": smoothing, **info, "sigma_floor": sigma_floor, **describe(world)}
+    return ids, scores, _calibrated(full, alpha, threshold_calibration, calibration)
+
+
 @register(
     "reference",
     fields=("target", "reference", "reference_membership"),
@@ -364,50 +428,22 @@ def reference_attack(
     (:mod:`privaudit.attacks.calibration`); ``"smoothed"`` is the paper's threshold
     ``-alpha`` on the score.
     """
-    smoothing = _smoothing(smoothing)
-    variance = _check_variance(variance)
-    threshold_calibration = check_calibration(threshold_calibration)
     membership = require(data.reference_membership, "reference_membership")
     mask = ~membership.keep
-    x, rescale = _target_loss_like(data, signal)
-    vals, _ = loss_like(signal, data.table("reference", signal).values)
-    kw: dict[str, Any] = {
-        "rescale": rescale,
-        "smoothing": smoothing,
-        "sigma_floor": sigma_floor,
-        "variance": variance,
-    }
-    try:
-        scores, world = _per_record_scores(x, vals, mask, name="reference", **kw)
-    except InsufficientDataError as exc:
-        raise InsufficientDataError(
-            f"attack 'reference' needs OUT reference models per record: {exc}"
-        ) from None
-
-    def calibration() -> NDArray[np.float64]:
-        c_obs, c_ref, cmask = population_reference_inputs(data, signal, mask.sum(axis=0), rng)
-        cx, _ = loss_like(signal, c_obs)
-        cvals, _ = loss_like(signal, c_ref)
-        cal, _ = _per_record_scores(
-            cx,
-            cvals,
-            cmask,
-            name="reference_population",
-            pooled=_pooled(world),
-            **kw,
-        )
-        return cal
-
-    info = {
-        "smoothing": smoothing,
-        "n_models": membership.n_models,
-        "sigma_floor": sigma_floor,
-        **describe(world),
-    }
-    return (
-        data.record_ids,
-        scores,
-        _calibrated(info, alpha, threshold_calibration, calibration),
+    return _per_record_attack(
+        data,
+        attack="reference",
+        table="reference",
+        out_world="OUT reference models",
+        mask=mask,
+        population=lambda: population_reference_inputs(data, signal, mask.sum(axis=0), rng),
+        info={"n_models": membership.n_models},
+        signal=signal,
+        smoothing=smoothing,
+        variance=variance,
+        threshold_calibration=threshold_calibration,
+        sigma_floor=sigma_floor,
+        alpha=alpha,
     )
 
 
@@ -444,22 +480,8 @@ def distillation_attack(
     (``distilled_population_membership``) are scored against all distilled models,
     exactly like an audited record, and the threshold is their conformal quantile.
     """
-    smoothing = _smoothing(smoothing)
-    variance = _check_variance(variance)
-    threshold_calibration = check_calibration(threshold_calibration)
-    x, rescale = _target_loss_like(data, signal)
-    vals, _ = loss_like(signal, data.table("distilled", signal).values)
-    kw: dict[str, Any] = {
-        "rescale": rescale,
-        "smoothing": smoothing,
-        "sigma_floor": sigma_floor,
-        "variance": variance,
-    }
-    scores, world = _per_record_scores(x, vals, None, name="distilled", **kw)
 
-    def calibration() -> NDArray[np.float64]:
-        cx, _ = loss_like(signal, data.table("population_target", signal).values[0])
-        cvals, _ = loss_like(signal, data.table("distilled_population", signal).values)
+    def population() -> PopulationInputs:
         pm = require(data.distilled_population_membership, "distilled_population_membership")
         usable = ~pm.keep.any(axis=0)
         if not usable.any():
@@ -468,26 +490,24 @@ def distillation_attack(
                 "distilled model trained on (for the calibration of attack D), found none; "
                 "use a smaller distill_size or threshold_calibration='smoothed'"
             )
-        cal, _ = _per_record_scores(
-            cx[usable],
-            cvals[:, usable],
-            None,
-            name="distilled_population",
-            pooled=_pooled(world),
-            **kw,
-        )
-        return cal
+        c_obs = data.table("population_target", signal).values[0]
+        c_ref = data.table("distilled_population", signal).values
+        return c_obs[usable], c_ref[:, usable], None
 
-    info = {
-        "smoothing": smoothing,
-        "n_models": len(data.table("distilled", signal).model_ids),
-        "sigma_floor": sigma_floor,
-        **describe(world),
-    }
-    return (
-        data.record_ids,
-        scores,
-        _calibrated(info, alpha, threshold_calibration, calibration),
+    return _per_record_attack(
+        data,
+        attack="distillation",
+        table="distilled",
+        out_world="distilled models",
+        mask=None,
+        population=population,
+        info={"n_models": len(data.table("distilled", signal).model_ids)},
+        signal=signal,
+        smoothing=smoothing,
+        variance=variance,
+        threshold_calibration=threshold_calibration,
+        sigma_floor=sigma_floor,
+        alpha=alpha,
     )
 
 
@@ -526,9 +546,6 @@ def leave_one_out_attack(
     models that serve them (``leave_one_out_population_serves``: those trained on
     ``D``), exactly as an audited non-member; the threshold is their conformal quantile.
     """
-    smoothing = _smoothing(smoothing)
-    variance = _check_variance(variance)
-    threshold_calibration = check_calibration(threshold_calibration)
     if (
         isinstance(min_out_models, bool)
         or not isinstance(min_out_models, int)
@@ -547,44 +564,32 @@ def leave_one_out_attack(
             f"leave_one_out_serves: expected some audited record with at least {min_out_models} "
             "leave-one-out models serving it, found none"
         )
-    x, rescale = _target_loss_like(data, signal)
-    vals, _ = loss_like(signal, data.table("leave_one_out", signal).values)
-    kw: dict[str, Any] = {
-        "rescale": rescale,
-        "smoothing": smoothing,
-        "sigma_floor": sigma_floor,
-        "variance": variance,
-    }
-    scores, world = _per_record_scores(
-        x[scored], vals[:, scored], mask[:, scored], name="leave_one_out", **kw
-    )
 
-    def calibration() -> NDArray[np.float64]:
-        cx, _ = loss_like(signal, data.table("population_target", signal).values[0])
-        cvals, _ = loss_like(signal, data.table("leave_one_out_population", signal).values)
+    def population() -> PopulationInputs:
         serves = require(data.leave_one_out_population_serves, "leave_one_out_population_serves")
         usable = serves.sum(axis=0) >= min_out_models
-        cal, _ = _per_record_scores(
-            cx[usable],
-            cvals[:, usable],
-            serves[:, usable],
-            name="leave_one_out_population",
-            pooled=_pooled(world),
-            **kw,
-        )
-        return cal
+        c_obs = data.table("population_target", signal).values[0]
+        c_ref = data.table("leave_one_out_population", signal).values
+        return c_obs[usable], c_ref[:, usable], serves[:, usable]
 
-    info = {
-        "smoothing": smoothing,
-        "n_models": membership.n_models,
-        "min_out_models": min_out_models,
-        "n_scored": int(scored.sum()),
-        "n_skipped": int((~scored).sum()),
-        "sigma_floor": sigma_floor,
-        **describe(world),
-    }
-    return (
-        data.record_ids[scored],
-        scores,
-        _calibrated(info, alpha, threshold_calibration, calibration),
+    return _per_record_attack(
+        data,
+        attack="leave-one-out",
+        table="leave_one_out",
+        out_world="leave-one-out models",
+        mask=mask,
+        scored=scored,
+        population=population,
+        info={
+            "n_models": membership.n_models,
+            "min_out_models": min_out_models,
+            "n_scored": int(scored.sum()),
+            "n_skipped": int((~scored).sum()),
+        },
+        signal=signal,
+        smoothing=smoothing,
+        variance=variance,
+        threshold_calibration=threshold_calibration,
+        sigma_floor=sigma_floor,
+        alpha=alpha,
     )
