@@ -1,6 +1,7 @@
 """Numerical building blocks of the audit procedures.
 
-Log-space binomial tails, one-sided Clopper-Pearson bounds, the logistic success
+Log-space binomial tails, one-sided Clopper-Pearson bounds (from :mod:`privaudit._stats`,
+shared with the metrics), the logistic success
 probability ``q(eps) = e^eps / (1 + e^eps)`` and Gaussian-DP (GDP) conversions.
 
 Every function here follows ``shared/notes/audit-math.md`` section 0. The rule for
@@ -18,6 +19,12 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special
 from scipy.optimize import brentq
 
+from privaudit._stats import (
+    check_counts,
+    clopper_pearson_lower,
+    clopper_pearson_upper,
+    scalar_or_array,
+)
 from privaudit._validation import fail
 
 __all__ = [
@@ -30,10 +37,6 @@ __all__ = [
     "log_q",
     "logit_cp_lower",
 ]
-
-# Relative slack applied to special-function results that end up in a bound: a few
-# hundred ulps, far below any statistical error, so the bound rounds the safe way.
-_REL_SLACK = 1e-12
 
 
 def log_q(eps: float) -> tuple[float, float]:
@@ -92,52 +95,6 @@ def binom_pmf_below(v: int, r: int, lq: float, l1q: float) -> NDArray[np.float64
         return np.exp(_log_comb(r, k) + k * lq + (r - k) * l1q)
 
 
-def clopper_pearson_lower(k: ArrayLike, n: ArrayLike, a: float) -> NDArray[np.float64] | float:
-    r"""One-sided Clopper-Pearson lower confidence bound at level ``a``.
-
-    .. math:: \mathrm{lower}(k, n, a) = \mathrm{BetaInv}(a;\ k,\ n-k+1), \quad 0 \text{ if } k = 0
-
-    so that ``P[Bin(n, p) >= k] <= a`` whenever ``p <= lower`` (Clopper and Pearson 1934;
-    audit-math.md section 0). Closed form: ``lower(n, n, a) = a^(1/n)``. The result is
-    nudged down by a relative 1e-12, so it errs on the safe side of the exact bound.
-
-    Parameters
-    ----------
-    k, n : array_like of int
-        Successes and trials, ``0 <= k <= n``, ``n >= 1``.
-    a : float
-        Failure probability of the one-sided bound, in (0, 1).
-
-    Returns
-    -------
-    float or ndarray
-        A float for scalar input, else an array of the broadcast shape.
-    """
-    ka, na = _check_counts(k, n)
-    with np.errstate(all="ignore"):
-        b = special.betaincinv(np.maximum(ka, 1), na - ka + 1, a)
-    out = np.where(ka == 0, 0.0, b * (1.0 - _REL_SLACK))
-    return _scalar_or_array(out, k, n)
-
-
-def clopper_pearson_upper(k: ArrayLike, n: ArrayLike, a: float) -> NDArray[np.float64] | float:
-    r"""One-sided Clopper-Pearson upper confidence bound at level ``a``.
-
-    .. math:: \mathrm{upper}(k, n, a) = \mathrm{BetaInv}(1-a;\ k+1,\ n-k), \quad 1 \text{ if } k = n
-
-    so that ``P[Bin(n, p) <= k] <= a`` whenever ``p >= upper`` (audit-math.md section 0).
-    Closed form: ``upper(0, n, a) = 1 - a^(1/n)``. Computed with the complementary inverse
-    ``betainccinv(k+1, n-k, a)`` (accurate near 0) and nudged up by a relative 1e-12.
-    """
-    ka, na = _check_counts(k, n)
-    with np.errstate(all="ignore"):
-        # P[Bin(n, u) <= k] = I_{1-u}(n-k, k+1) = 1 - I_u(k+1, n-k) = a.
-        up = special.betainccinv(ka + 1, np.maximum(na - ka, 1), a)
-    up = np.minimum(1.0, up * (1.0 + _REL_SLACK) + 1e-300)
-    out = np.where(ka == na, 1.0, up)
-    return _scalar_or_array(out, k, n)
-
-
 def logit_cp_lower(k: ArrayLike, n: ArrayLike, a: float) -> NDArray[np.float64] | float:
     r"""``logit`` of the Clopper-Pearson lower bound, computed without cancellation.
 
@@ -150,28 +107,14 @@ def logit_cp_lower(k: ArrayLike, n: ArrayLike, a: float) -> NDArray[np.float64] 
     rejected set ``{eps : P[Bin(n, q(eps)) >= k] <= a}`` is ``q(eps) <= x``.
     Not nudged: the callers certify the result against the exact log-space tail.
     """
-    ka, na = _check_counts(k, n)
+    ka, na = check_counts(k, n)
     with np.errstate(all="ignore"):
         kk = np.maximum(ka, 1)
         x = special.betaincinv(kk, na - kk + 1, a)
         one_minus_x = special.betainccinv(na - kk + 1, kk, a)
         out = np.log(x) - np.log(one_minus_x)
     out = np.where(ka == 0, -np.inf, out)
-    return _scalar_or_array(out, k, n)
-
-
-def _check_counts(k: ArrayLike, n: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    ka = np.asarray(k, dtype=np.float64)
-    na = np.asarray(n, dtype=np.float64)
-    if np.any(na < 1) or np.any(ka < 0) or np.any(ka > na) or np.any(ka != np.round(ka)):
-        raise fail("k, n", "integer counts with 0 <= k <= n and n >= 1", f"k={k!r}, n={n!r}")
-    return ka, na
-
-
-def _scalar_or_array(out: NDArray[np.float64], *inputs: ArrayLike) -> NDArray[np.float64] | float:
-    if all(np.ndim(x) == 0 for x in inputs):
-        return float(out)
-    return np.asarray(out, dtype=np.float64)
+    return scalar_or_array(out, k, n)
 
 
 # ---------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
+from privaudit._stats import clopper_pearson_lower, clopper_pearson_upper
 from privaudit._validation import (
     as_bool_array,
     as_float_array,
@@ -237,11 +238,8 @@ def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, fl
         raise fail("k", "a non-negative integer", repr(k))
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1 or k > n:
         raise fail("n", f"an integer >= max(1, k={k})", repr(n))
-    c = check_probability(confidence, "confidence")
-    a = 1.0 - c
-    lo = 0.0 if k == 0 else float(stats.beta.ppf(a / 2.0, k, n - k + 1))
-    hi = 1.0 if k == n else float(stats.beta.ppf(1.0 - a / 2.0, k + 1, n - k))
-    return lo, hi
+    a = (1.0 - check_probability(confidence, "confidence")) / 2.0
+    return float(clopper_pearson_lower(k, n, a)), float(clopper_pearson_upper(k, n, a))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,89 @@
+"""Exact binomial confidence bounds shared by the metrics and the audit layers.
+
+One-sided Clopper-Pearson bounds (Clopper and Pearson 1934; shared/notes/audit-math.md
+section 0). They live below every layer so that the metrics (an attack's achieved FPR
+interval) and the audit procedures (lower bounds on epsilon) use one implementation.
+Results are nudged outward by a relative 1e-12, so a bound errs on the safe side.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import special
+
+from privaudit._validation import fail
+
+__all__ = [
+    "REL_SLACK",
+    "check_counts",
+    "clopper_pearson_lower",
+    "clopper_pearson_upper",
+    "scalar_or_array",
+]
+
+# Relative slack applied to special-function results that end up in a bound: a few
+# hundred ulps, far below any statistical error, so the bound rounds the safe way.
+REL_SLACK = 1e-12
+
+
+def clopper_pearson_lower(k: ArrayLike, n: ArrayLike, a: float) -> NDArray[np.float64] | float:
+    r"""One-sided Clopper-Pearson lower confidence bound at level ``a``.
+
+    .. math:: \mathrm{lower}(k, n, a) = \mathrm{BetaInv}(a;\ k,\ n-k+1), \quad 0 \text{ if } k = 0
+
+    so that ``P[Bin(n, p) >= k] <= a`` whenever ``p <= lower`` (Clopper and Pearson 1934;
+    audit-math.md section 0). Closed form: ``lower(n, n, a) = a^(1/n)``. The result is
+    nudged down by a relative 1e-12, so it errs on the safe side of the exact bound.
+
+    Parameters
+    ----------
+    k, n : array_like of int
+        Successes and trials, ``0 <= k <= n``, ``n >= 1``.
+    a : float
+        Failure probability of the one-sided bound, in (0, 1).
+
+    Returns
+    -------
+    float or ndarray
+        A float for scalar input, else an array of the broadcast shape.
+    """
+    ka, na = check_counts(k, n)
+    with np.errstate(all="ignore"):
+        b = special.betaincinv(np.maximum(ka, 1), na - ka + 1, a)
+    out = np.where(ka == 0, 0.0, b * (1.0 - REL_SLACK))
+    return scalar_or_array(out, k, n)
+
+
+def clopper_pearson_upper(k: ArrayLike, n: ArrayLike, a: float) -> NDArray[np.float64] | float:
+    r"""One-sided Clopper-Pearson upper confidence bound at level ``a``.
+
+    .. math:: \mathrm{upper}(k, n, a) = \mathrm{BetaInv}(1-a;\ k+1,\ n-k), \quad 1 \text{ if } k = n
+
+    so that ``P[Bin(n, p) <= k] <= a`` whenever ``p >= upper`` (audit-math.md section 0).
+    Closed form: ``upper(0, n, a) = 1 - a^(1/n)``. Computed with the complementary inverse
+    ``betainccinv(k+1, n-k, a)`` (accurate near 0) and nudged up by a relative 1e-12.
+    """
+    ka, na = check_counts(k, n)
+    with np.errstate(all="ignore"):
+        # P[Bin(n, u) <= k] = I_{1-u}(n-k, k+1) = 1 - I_u(k+1, n-k) = a.
+        up = special.betainccinv(ka + 1, np.maximum(na - ka, 1), a)
+    up = np.minimum(1.0, up * (1.0 + REL_SLACK) + 1e-300)
+    out = np.where(ka == na, 1.0, up)
+    return scalar_or_array(out, k, n)
+
+
+def check_counts(k: ArrayLike, n: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Counts ``k`` of ``n`` trials as float arrays, after checking ``0 <= k <= n``, ``n >= 1``."""
+    ka = np.asarray(k, dtype=np.float64)
+    na = np.asarray(n, dtype=np.float64)
+    if np.any(na < 1) or np.any(ka < 0) or np.any(ka > na) or np.any(ka != np.round(ka)):
+        raise fail("k, n", "integer counts with 0 <= k <= n and n >= 1", f"k={k!r}, n={n!r}")
+    return ka, na
+
+
+def scalar_or_array(out: NDArray[np.float64], *inputs: ArrayLike) -> NDArray[np.float64] | float:
+    """A float when every input was a scalar, else an array."""
+    if all(np.ndim(x) == 0 for x in inputs):
+        return float(out)
+    return np.asarray(out, dtype=np.float64)
