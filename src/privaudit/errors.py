@@ -29,3 +29,11 @@ class InsufficientDataError(DesignError):
 
 class CacheError(PrivauditError):
     """The artifact store is unreadable or inconsistent."""
+
+
+class EstimationError(PrivauditError):
+    """An auxiliary model the audit relies on could not be fitted.
+
+    For example: a propensity-score classifier of the Zero-Run audit that raises while
+    fitting or returns non-finite probabilities.
+    """

@@ -36,6 +36,7 @@ __all__ = [
     "fdp_rejects",
     "gdp_fbar_inverse",
     "gdp_mu_lb_one_run",
+    "largest_rejected",
     "mu_to_epsilon",
 ]
 
@@ -154,7 +155,7 @@ def fdp_p_value(m: int, r: int, v: int, finv: FbarInverse) -> float:
     return 10.0**hi
 
 
-def _largest_rejected(rejects: Callable[[float], bool]) -> float:
+def largest_rejected(rejects: Callable[[float], bool]) -> float:
     """``sup{x >= 0 : rejects(x)}`` for a rejection region ``[0, x*)``; rounded down."""
     if not rejects(0.0):
         return 0.0
@@ -185,7 +186,7 @@ def gdp_mu_lb_one_run(m: int, r: int, v: int, beta: float = 0.05) -> float:
     beta = check_probability(beta, "beta")
     if v == 0:
         return 0.0
-    return _largest_rejected(lambda mu: fdp_rejects(m, r, v, gdp_fbar_inverse(mu), beta))
+    return largest_rejected(lambda mu: fdp_rejects(m, r, v, gdp_fbar_inverse(mu), beta))
 
 
 def fdp_eps_lb_one_run(m: int, r: int, v: int, delta: float = 0.0, beta: float = 0.05) -> float:
@@ -204,7 +205,7 @@ def fdp_eps_lb_one_run(m: int, r: int, v: int, delta: float = 0.0, beta: float =
         raise fail("delta", "a value in [0, 1)", delta)
     if v == 0:
         return 0.0
-    return _largest_rejected(lambda e: fdp_rejects(m, r, v, eps_delta_fbar_inverse(e, delta), beta))
+    return largest_rejected(lambda e: fdp_rejects(m, r, v, eps_delta_fbar_inverse(e, delta), beta))
 
 
 def mu_to_epsilon(mu: float, delta: float) -> float:
