@@ -1,0 +1,247 @@
+"""Uncorrected, globally corrected and pointwise-corrected bounds from one propensity vector.
+
+:func:`zero_run_bounds` is the step every Zero-Run audit shares: attack scores, membership
+and propensities in, three :class:`~privaudit.records.AuditResult` out. The number of
+guesses ``r`` is chosen on the audit labels among ``K`` candidates, so every candidate is
+tested at ``beta / K`` (Bonferroni; audit-math.md section 6, item 1), separately for the
+mu and the eps bound of each correction.
+
+* ``"uncorrected"``: the plain one-run audits (Steinke et al. 2023; Mahloujifar et al. 2024)
+  of the most confident guesses, as if members and non-members were exchangeable. Under a
+  distribution shift it is **not** a valid bound: it is reported to show what the
+  correction removes (the paper's "No Correction" baseline, ``pi_hat = 1/2``).
+* ``"global"``: Corollary 4.4 (:mod:`.global_correction`) on the same guesses.
+* ``"pointwise"``: guesses ranked by confidence x retention (Remark 5.2) and tampered
+  (:mod:`.tampering`); mu-GDP by Theorem 5.1.2 and pure eps-DP by Theorem 5.1.1.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from privaudit._validation import check_probability, check_same_length, fail
+from privaudit.audit.fdp import gdp_mu_lb_one_run
+from privaudit.audit.one_run import eps_lb_one_run
+from privaudit.audit.selection import default_candidates, prepare_scores
+from privaudit.audit.zero_run.global_correction import (
+    GLOBAL_GDP_METHODS,
+    eps_bar_ds,
+    global_eps_lb,
+    global_gdp_mu_lb,
+    mu_bar_ds,
+    overlap_eta,
+)
+from privaudit.audit.zero_run.tampering import (
+    check_propensity,
+    conditional_eps_audit,
+    conditional_gdp_audit,
+    gdp_retention,
+    propensity_aware_guesses,
+)
+from privaudit.records import AuditResult
+
+__all__ = ["CORRECTIONS", "default_guess_counts", "zero_run_bounds"]
+
+CORRECTIONS = ("uncorrected", "global", "pointwise")
+
+
+def default_guess_counts(m: int) -> list[int]:
+    """Candidate numbers of guesses ``r = m, m/2, m/4, ...`` (at most 12, at least 10 guesses).
+
+    The same halving ladder as the one-run audits' ``(k_pos, k_neg)`` candidates
+    (:func:`privaudit.audit.default_candidates`), as totals.
+    """
+    out = [kp + kn for kp, kn in default_candidates(m)]
+    return [r for r in dict.fromkeys(out) if r >= 1]
+
+
+def _counts(t: NDArray[np.int8], member: NDArray[np.bool_]) -> tuple[int, int]:
+    s = np.where(member, 1, -1)
+    return int((t != 0).sum()), int(((t != 0) & (t == s)).sum())
+
+
+def _best(values: list[float]) -> int:
+    return int(np.argmax(values))
+
+
+def zero_run_bounds(
+    scores: ArrayLike,
+    member: ArrayLike,
+    propensity: ArrayLike,
+    *,
+    uniforms: ArrayLike,
+    confidence: float = 0.95,
+    delta: float = 0.0,
+    delta_ds: float = 0.0,
+    eta: float | None = None,
+    global_method: str = "tensor",
+    guess_counts: Sequence[int] | None = None,
+    threshold: float | None = None,
+) -> dict[str, AuditResult]:
+    r"""The three Zero-Run bounds of one attack under one propensity model.
+
+    Parameters
+    ----------
+    scores : array_like
+        Attack scores (higher = more likely member), one per audit example; they must not
+        be chosen using the membership labels.
+    member : array_like of bool
+        Known membership of each example (True = known training record).
+    propensity : array_like
+        ``pi_hat_i = P(member | x_i)`` for each example (out-of-sample estimates, or the
+        oracle); not clipped.
+    uniforms : array_like
+        One ``U[0, 1)`` per example for the tampering coins (:func:`.draw_uniforms`), fixed
+        for the whole audit.
+    confidence : float
+        ``1 - beta``.
+    delta : float
+        delta of the (eps, delta) bounds of the uncorrected and global audits. The
+        pointwise eps bound is pure eps-DP (delta = 0) only: the paper's delta > 0
+        tampering term is not recoverable from its text.
+    delta_ds : float
+        The overlap assumption's ``delta_DS`` (paper Assumption 4.3) for the global
+        correction; ``eta`` is estimated from ``propensity`` (:func:`.overlap_eta`) unless
+        given. The default 0 takes ``eta`` as the most extreme propensity observed in
+        either class. With ``delta_DS > 0`` keep it well below ``beta * v / m`` (GDP,
+        ``"tensor"``) and ``1 / m`` (eps): the ``f_{0, delta_DS}`` factor and Steinke et
+        al.'s ``2 m delta`` term otherwise wipe out the bound.
+    eta : float, optional
+        A known overlap level (e.g. from an oracle propensity), used instead of the estimate.
+    global_method : {"tensor", "absorb"}
+        See :func:`.global_gdp_mu_lb`.
+    guess_counts : sequence of int, optional
+        Candidate numbers of guesses; default :func:`default_guess_counts`.
+    threshold : float, optional
+        The attack's decision threshold (default: the median score).
+
+    Returns
+    -------
+    dict
+        ``{"uncorrected": ..., "global": ..., "pointwise": ...}`` of
+        :class:`~privaudit.records.AuditResult` (``procedure`` ``"zero-run-<name>"``).
+    """
+    s, mem = prepare_scores(scores, member)
+    pi = check_propensity(propensity)
+    check_same_length(scores=s, propensity=pi)
+    beta = 1.0 - check_probability(confidence, "confidence")
+    if not 0.0 <= delta < 1.0:
+        raise fail("delta", "a value in [0, 1)", delta)
+    if global_method not in GLOBAL_GDP_METHODS:
+        raise fail("global_method", f"one of {GLOBAL_GDP_METHODS}", global_method)
+    m = s.size
+    cands = default_guess_counts(m) if guess_counts is None else [int(r) for r in guess_counts]
+    if not cands or any(not 1 <= r <= m for r in cands):
+        raise fail("guess_counts", f"numbers of guesses in [1, {m}]", list(cands))
+    level = beta / len(cands)
+    if eta is None:
+        eta = overlap_eta(pi, mem, delta_ds)
+    selection = f"union-bound over {len(cands)} candidate numbers of guesses"
+    sel_note = (
+        f"The number of guesses r was chosen among {len(cands)} candidates on the audit "
+        f"labels; each was tested at beta/{len(cands)} = {level:.3g} (Bonferroni)."
+    )
+    n1 = int(mem.sum())
+    notes_common = [
+        "Assumes the (features, membership) pairs are i.i.d. (Zero-Run paper, Assumption 3.2).",
+        sel_note,
+    ]
+
+    # Uncorrected: the most confident guesses, plain one-run audits.
+    plain = [propensity_aware_guesses(s, np.ones(m), r, threshold=threshold) for r in cands]
+    rv = [_counts(t, mem) for t in plain]
+    mu_u = [gdp_mu_lb_one_run(m, r, v, level) if r else 0.0 for r, v in rv]
+    eps_u = [eps_lb_one_run(m, r, v, delta, level) if r else 0.0 for r, v in rv]
+    iu, ju = _best(mu_u), _best(eps_u)
+    uncorrected = AuditResult(
+        procedure="zero-run-uncorrected",
+        confidence=confidence,
+        delta=delta,
+        epsilon_lower_bound=eps_u[ju],
+        mu_lower_bound=mu_u[iu],
+        counts={"m": m, "r": rv[iu][0], "v": rv[iu][1], "n_members": n1},
+        threshold_selection=selection,
+        extra={"beta_per_test": level, "guess_counts": cands, "counts_epsilon": list(rv[ju])},
+        notes=(
+            "NOT a valid bound under distribution shift: members and non-members are treated "
+            "as exchangeable (pi_hat = 1/2). Shown for comparison only.",
+            *notes_common,
+        ),
+    )
+
+    # Global: same guesses, composition penalty.
+    mu_g = [
+        global_gdp_mu_lb(m, r, v, eta=eta, delta_ds=delta_ds, beta=level, method=global_method)
+        for r, v in rv
+    ]
+    eps_g = [
+        global_eps_lb(m, r, v, eta=eta, delta_ds=delta_ds, delta=delta, beta=level) for r, v in rv
+    ]
+    ig, jg = _best(mu_g), _best(eps_g)
+    global_notes = [
+        f"Overlap eta = {eta:.4g} with delta_DS = {delta_ds:g}: eps_bar_DS = {eps_bar_ds(eta):.4g}, "
+        f"mu_bar_DS = {mu_bar_ds(eta):.4g} (Corollary 4.4).",
+        *notes_common,
+    ]
+    if abs(n1 / m - 0.5) > 0.05:
+        global_notes.append(
+            f"Members are {n1}/{m} of the examples: with unbalanced classes the global GDP and "
+            "delta_DS > 0 composition statements assume the one-run prior of 1/2 (AMBIGUOUS in "
+            "audit-math.md 5.1); prefer the pointwise correction."
+        )
+    glob = AuditResult(
+        procedure="zero-run-global",
+        confidence=confidence,
+        delta=delta,
+        epsilon_lower_bound=eps_g[jg],
+        mu_lower_bound=mu_g[ig],
+        counts={"m": m, "r": rv[ig][0], "v": rv[ig][1], "n_members": n1},
+        threshold_selection=selection,
+        extra={
+            "beta_per_test": level,
+            "eta": eta,
+            "delta_ds": delta_ds,
+            "eps_bar_ds": eps_bar_ds(eta),
+            "mu_bar_ds": mu_bar_ds(eta),
+            "global_method": global_method,
+            "counts_epsilon": list(rv[jg]),
+        },
+        notes=tuple(global_notes),
+    )
+
+    # Pointwise: propensity-aware guesses, tampered.
+    b = gdp_retention(pi)
+    aware = [propensity_aware_guesses(s, b, r, threshold=threshold) for r in cands]
+    gdp = [conditional_gdp_audit(t, mem, pi, beta=level, uniforms=uniforms) for t in aware]
+    eps = [conditional_eps_audit(t, mem, pi, beta=level, uniforms=uniforms) for t in aware]
+    ip, jp = _best([g.value for g in gdp]), _best([e.value for e in eps])
+    pointwise = AuditResult(
+        procedure="zero-run-pointwise",
+        confidence=confidence,
+        delta=0.0,
+        epsilon_lower_bound=eps[jp].value,
+        mu_lower_bound=gdp[ip].value,
+        counts={**gdp[ip].counts(), "n_members": n1},
+        threshold_selection=selection,
+        extra={
+            "beta_per_test": level,
+            "retention_mean": float(b.mean()),
+            "counts_epsilon": eps[jp].counts(),
+        },
+        notes=(
+            "Pointwise correction by tampering (Theorem 5.1): mu-GDP with b_i = exp(-eps_DS(x_i)) "
+            "(equation (2) reconstructed, audit-math.md 5.2), pure eps-DP with "
+            "b_i = (1 + e^{-eps-eps_DS}) / (1 + e^{-eps}); the eps bound is for delta = 0.",
+            "Valid for exact or conservative propensities (Corollary 6.1); estimated ones make "
+            "it asymptotic.",
+            *notes_common,
+        ),
+    )
+    for res in (uncorrected, glob, pointwise):
+        if res.mu_lower_bound is not None and math.isnan(res.mu_lower_bound):  # pragma: no cover
+            raise fail("bounds", "finite numbers", "NaN")
+    return {"uncorrected": uncorrected, "global": glob, "pointwise": pointwise}
