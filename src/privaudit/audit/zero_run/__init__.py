@@ -1,10 +1,24 @@
 """Zero-Run auditing: DP lower bounds from known members and known non-members under a
 distribution shift, corrected with propensity scores ("Privacy Auditing with Zero (0)
 Training Run", 2026; shared/notes/audit-math.md section 5).
+
+Entry point: :func:`zero_run_audit`. Building blocks, bottom up:
+
+* :mod:`.tampering` -- eps_DS, retention probabilities, propensity-aware guesses, the
+  pointwise (conditional) mu-GDP and eps-DP bounds, the falsification test;
+* :mod:`.global_correction` -- the overlap level and the composition bounds (Cor. 4.4);
+* :mod:`.bounds` -- uncorrected / global / pointwise bounds of one attack and one
+  propensity vector;
+* :mod:`.propensity` -- the six estimator families, cross-fitting, bootstrap fits;
+* :mod:`.diagnostics` -- calibration and overlap diagnostics with warnings;
+* :mod:`.audit` / :mod:`.result` -- the orchestration and the :class:`ZeroRunResult`.
 """
 
 from __future__ import annotations
 
+from privaudit.audit.zero_run.audit import DEFAULT_ESTIMATORS, zero_run_audit
+from privaudit.audit.zero_run.bounds import CORRECTIONS, default_guess_counts, zero_run_bounds
+from privaudit.audit.zero_run.diagnostics import propensity_diagnostics
 from privaudit.audit.zero_run.global_correction import (
     eps_bar_ds,
     global_eps_lb,
@@ -12,6 +26,13 @@ from privaudit.audit.zero_run.global_correction import (
     mu_bar_ds,
     overlap_eta,
 )
+from privaudit.audit.zero_run.propensity import (
+    ESTIMATORS,
+    cross_fit_propensity,
+    make_propensity_model,
+    prepare_features,
+)
+from privaudit.audit.zero_run.result import ZeroRunResult
 from privaudit.audit.zero_run.tampering import (
     ConditionalBound,
     conditional_eps_audit,
@@ -25,9 +46,15 @@ from privaudit.audit.zero_run.tampering import (
 )
 
 __all__ = [
+    "CORRECTIONS",
+    "DEFAULT_ESTIMATORS",
+    "ESTIMATORS",
     "ConditionalBound",
+    "ZeroRunResult",
     "conditional_eps_audit",
     "conditional_gdp_audit",
+    "cross_fit_propensity",
+    "default_guess_counts",
     "draw_uniforms",
     "eps_bar_ds",
     "eps_ds",
@@ -35,8 +62,13 @@ __all__ = [
     "gdp_retention",
     "global_eps_lb",
     "global_gdp_mu_lb",
+    "make_propensity_model",
     "mu_bar_ds",
     "overlap_eta",
+    "prepare_features",
     "propensity_aware_guesses",
+    "propensity_diagnostics",
     "propensity_model_test",
+    "zero_run_audit",
+    "zero_run_bounds",
 ]

@@ -1,0 +1,77 @@
+"""The record a Zero-Run audit returns."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+from privaudit._validation import fail
+from privaudit.records import AuditResult, Record
+
+__all__ = ["ZeroRunResult"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ZeroRunResult(Record):
+    """Everything a Zero-Run audit found, as plain JSON-compatible data.
+
+    Attributes
+    ----------
+    confidence : float
+        ``1 - beta`` of every bound.
+    n_members, n_non_members : int
+        Sizes of the two known populations.
+    headline : dict
+        The number to quote: ``{"mu_lower_bound", "epsilon_lower_bound", "estimator",
+        "correction", "basis"}`` -- the pointwise-corrected bound, minimised over the
+        propensity estimators (``basis`` says whether it is the bootstrap lower quantile
+        or the point estimate). Reporting the most conservative estimator, not the
+        largest bound, follows the paper's advice (Appendix I.3).
+    uncorrected : dict
+        ``AuditResult.to_dict()`` of the audit that ignores the shift (not a valid bound
+        under shift; shown for comparison).
+    estimators : list of dict
+        One entry per propensity estimator: ``{"name", "global": AuditResult dict,
+        "pointwise": AuditResult dict, "diagnostics": dict, "bootstrap": dict | None,
+        "falsification": list of dict}``.
+    warnings : tuple of str
+        Problems an auditor must read (poor overlap, failed falsification test, ...).
+    notes : tuple of str
+        Assumptions behind the numbers.
+    settings : dict
+        The arguments of the run (seed, estimators, delta, delta_ds, n_bootstrap, ...), so
+        that it can be reproduced.
+    """
+
+    kind: ClassVar[str] = "zero_run_result"
+    confidence: float
+    n_members: int
+    n_non_members: int
+    headline: dict[str, Any]
+    uncorrected: dict[str, Any]
+    estimators: tuple[dict[str, Any], ...]
+    warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    settings: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not 0.0 < float(self.confidence) < 1.0:
+            raise fail("confidence", "a value in (0, 1)", self.confidence)
+        if not self.estimators:
+            raise fail("estimators", "at least one propensity estimator", 0)
+        object.__setattr__(self, "headline", dict(self.headline))
+        object.__setattr__(self, "uncorrected", dict(self.uncorrected))
+        object.__setattr__(self, "estimators", tuple(dict(e) for e in self.estimators))
+        object.__setattr__(self, "warnings", tuple(self.warnings))
+        object.__setattr__(self, "notes", tuple(self.notes))
+        object.__setattr__(self, "settings", dict(self.settings))
+
+    def bound(self, estimator: str, correction: str) -> AuditResult:
+        """The :class:`AuditResult` of one estimator and correction (``"global"``/``"pointwise"``)."""
+        for e in self.estimators:
+            if e["name"] == estimator:
+                if correction not in ("global", "pointwise"):
+                    raise fail("correction", "'global' or 'pointwise'", correction)
+                return AuditResult.from_dict(e[correction])
+        names = [e["name"] for e in self.estimators]
+        raise fail("estimator", f"one of {names}", estimator)

@@ -1,0 +1,117 @@
+"""The full Zero-Run audit: orchestration, reproducibility, resumable bootstrap, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import special
+
+from privaudit.audit.zero_run import ZeroRunResult, draw_uniforms, zero_run_audit, zero_run_bounds
+from privaudit.errors import EstimationError, InvalidInputError
+from privaudit.runtime.seeds import derive_rng
+from privaudit.runtime.store import ArtifactStore
+
+
+def _shifted(m: int, gamma: float, seed: int = 0):  # type: ignore[no-untyped-def]
+    g = np.random.default_rng(seed)
+    member = g.random(m) < 0.5
+    y = 1.0 * member + g.standard_normal(m)
+    a = gamma * np.where(member, 1.0, -1.0) + g.standard_normal(m)
+    features = np.c_[a, g.standard_normal((m, 2))]
+    oracle = special.expit(2.0 * gamma * a)
+    scores = y + 2.0 * gamma * a
+    return member, scores, features, oracle
+
+
+def test_given_propensities_headline_is_the_most_conservative_pointwise_bound() -> None:
+    member, scores, _, oracle = _shifted(1500, 0.5)
+    flat = np.full(member.size, 0.5)
+    res = zero_run_audit(scores, member, propensity={"oracle": oracle, "flat": flat}, seed=3)
+    by_name = {e["name"]: e for e in res.estimators}
+    assert set(by_name) == {"oracle", "flat"}
+    # The same numbers as the building block, with the audit's own tampering uniforms.
+    u = draw_uniforms(member.size, derive_rng(3, purpose="zero-run-tampering"))
+    direct = zero_run_bounds(scores, member, oracle, uniforms=u)
+    assert by_name["oracle"]["pointwise"]["mu_lower_bound"] == direct["pointwise"].mu_lower_bound
+    assert res.uncorrected["mu_lower_bound"] == direct["uncorrected"].mu_lower_bound
+    # A flat propensity corrects nothing: its "pointwise" bound is the uncorrected one ...
+    assert by_name["flat"]["pointwise"]["mu_lower_bound"] == res.uncorrected["mu_lower_bound"]
+    # ... and the oracle, as a features-only challenger, falsifies it.
+    flat_tests = {f["challenger"]: f for f in by_name["flat"]["falsification"]}
+    assert flat_tests["oracle"]["rejected"]
+    assert any("[flat] falsification test rejected" in w for w in res.warnings)
+    oracle_tests = {f["challenger"]: f for f in by_name["oracle"]["falsification"]}
+    assert not oracle_tests["oracle"]["rejected"]
+    # The headline takes the smaller pointwise bound (the oracle's, here).
+    mus = {n: e["pointwise"]["mu_lower_bound"] for n, e in by_name.items()}
+    assert res.headline["mu_lower_bound"] == min(mus.values())
+    assert res.headline["estimator"] == min(mus, key=mus.__getitem__)
+    assert res.headline["basis"] == "point estimate"
+    assert res.uncorrected["mu_lower_bound"] > res.headline["mu_lower_bound"]
+
+
+def test_estimated_audit_is_reproducible_and_round_trips(tmp_path: Path) -> None:
+    member, scores, features, _ = _shifted(600, 0.4, seed=1)
+    kw = {"features": features, "estimators": ("logistic-sigmoid",), "seed": 7}
+    a = zero_run_audit(scores, member, **kw)
+    b = zero_run_audit(scores, member, **kw)
+    assert a.to_dict() == b.to_dict()
+    diag = a.estimators[0]["diagnostics"]
+    assert 0.5 < diag["auc"] < 0.9
+    assert a.settings["propensity"] == "cross-fitted"
+    back = ZeroRunResult.from_dict(json.loads(json.dumps(a.to_dict())))
+    assert back == a
+    assert back.bound("logistic-sigmoid", "pointwise").procedure == "zero-run-pointwise"
+    with pytest.raises(InvalidInputError, match="estimator"):
+        back.bound("nope", "pointwise")
+
+
+def test_bootstrap_resumes_from_the_store(tmp_path: Path) -> None:
+    member, scores, features, _ = _shifted(500, 0.3, seed=2)
+    kw = {"features": features, "estimators": ("logistic-sigmoid",), "seed": 1, "n_bootstrap": 3}
+    store = ArtifactStore(tmp_path / "cache")
+    first = zero_run_audit(scores, member, store=store, **kw)
+    assert store.stats.created == 3
+    again = zero_run_audit(scores, member, store=store, **kw)
+    assert store.stats.hits == 3 and store.stats.created == 3
+    assert first.to_dict() == again.to_dict()
+    plain = zero_run_audit(scores, member, **kw)
+    assert plain.to_dict() == first.to_dict()
+    boot = first.estimators[0]["bootstrap"]
+    assert len(boot["mu_values"]) == 3
+    assert boot["mu_lower_quantile"] == min(boot["mu_values"])  # lower 2.5 % of 3 values
+    assert first.headline["mu_lower_bound"] == boot["mu_lower_quantile"]
+
+
+def test_bad_input_gives_clear_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    member, scores, features, oracle = _shifted(300, 0.3)
+    with pytest.raises(InvalidInputError, match="features"):
+        zero_run_audit(scores, member)
+    with pytest.raises(InvalidInputError, match="estimators"):
+        zero_run_audit(scores, member, features=features, estimators=("bogus",))
+    with pytest.raises(InvalidInputError, match="n_bootstrap"):
+        zero_run_audit(scores, member, propensity=oracle, n_bootstrap=5)
+    with pytest.raises(InvalidInputError, match="member"):
+        zero_run_audit(scores, np.ones(member.size, dtype=bool), features=features)
+    bad = features.copy()
+    bad[4, 1] = np.nan
+    with pytest.raises(InvalidInputError, match="NaN|finite"):
+        zero_run_audit(scores, member, features=bad)
+    with pytest.raises(InvalidInputError, match="propensity"):
+        zero_run_audit(scores, member, propensity=np.r_[oracle[:-1], 1.5])
+
+    import privaudit.audit.zero_run.propensity as prop
+
+    class Broken:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            pass
+
+        def fit(self, *args: object, **kwargs: object) -> None:
+            raise RuntimeError("solver diverged")
+
+    monkeypatch.setattr(prop, "make_propensity_model", lambda *a, **k: Broken())
+    with pytest.raises(EstimationError, match="logistic-sigmoid"):
+        zero_run_audit(scores, member, features=features, estimators=("logistic-sigmoid",))
