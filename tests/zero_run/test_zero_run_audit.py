@@ -98,7 +98,7 @@ def test_bad_input_gives_clear_errors(monkeypatch: pytest.MonkeyPatch) -> None:
         zero_run_audit(scores, np.ones(member.size, dtype=bool), features=features)
     bad = features.copy()
     bad[4, 1] = np.nan
-    with pytest.raises(InvalidInputError, match="NaN|finite"):
+    with pytest.raises(InvalidInputError, match=r"NaN|finite"):
         zero_run_audit(scores, member, features=bad)
     with pytest.raises(InvalidInputError, match="propensity"):
         zero_run_audit(scores, member, propensity=np.r_[oracle[:-1], 1.5])

@@ -31,7 +31,12 @@ _TRUE = {"1", "true", "t", "yes", "y", "1.0"}
 _FALSE = {"0", "false", "f", "no", "n", "0.0"}
 
 
-def _read_table(path: Path) -> Any:
+def read_table(path: Path) -> Any:
+    """Read a CSV (``.csv``/``.txt``, ``.tsv``) or Parquet (``.parquet``/``.pq``) table.
+
+    Raises :class:`~privaudit.errors.InvalidInputError` (named ``FILE``) when the file is
+    missing, unreadable or of another type.
+    """
     import pandas as pd
 
     if not path.is_file():
@@ -47,14 +52,16 @@ def _read_table(path: Path) -> Any:
     raise fail("FILE", "a .csv or .parquet file", path.name)
 
 
-def _column(df: Any, name: str, option: str) -> Any:
+def table_column(df: Any, name: str, option: str) -> Any:
+    """Column ``name`` of ``df``; an unknown name is an error naming ``option`` and the columns."""
     if name not in df.columns:
         cols = ", ".join(map(str, df.columns))
         raise fail(option, f"a column of the file (one of: {cols})", repr(name))
     return df[name]
 
 
-def _scores(col: Any, name: str) -> np.ndarray:
+def score_values(col: Any, name: str) -> np.ndarray:
+    """A column as float64 scores: every value numeric, none missing or NaN."""
     import pandas as pd
 
     values = pd.to_numeric(col, errors="coerce")
@@ -71,7 +78,8 @@ def _scores(col: Any, name: str) -> np.ndarray:
     return arr
 
 
-def _membership(col: Any, name: str) -> np.ndarray:
+def membership_values(col: Any, name: str) -> np.ndarray:
+    """A column of 1/0, true/false, yes/no (any case) or booleans as a bool array."""
     out = np.empty(len(col), dtype=bool)
     for i, x in enumerate(col.tolist()):
         key = str(x).strip().lower()
@@ -153,11 +161,11 @@ def _compute(
 
     if procedure not in audit.PROCEDURES:
         raise fail("--procedure", "one of " + ", ".join(audit.PROCEDURES), repr(procedure))
-    df = _read_table(file)
+    df = read_table(file)
     if len(df) == 0:
         raise fail("FILE", "at least one row", "an empty table")
-    scores = _scores(_column(df, score_col, "--score-col"), score_col)
-    member = _membership(_column(df, member_col, "--member-col"), member_col)
+    scores = score_values(table_column(df, score_col, "--score-col"), score_col)
+    member = membership_values(table_column(df, member_col, "--member-col"), member_col)
     if procedure == "multi-run":
         if k_pos is not None or k_neg is not None:
             raise fail("--k-pos/--k-neg", "no guess counts for multi-run", "given")
@@ -191,7 +199,7 @@ def _compute(
         raise fail("--delta", "0 for panoramia (pure-DP tests only)", delta)
     if k_pos is not None or k_neg is not None:
         raise fail("--k-pos/--k-neg", "no guess counts for panoramia", "given")
-    baseline = _scores(_column(df, baseline_col, "--baseline-col"), baseline_col)
+    baseline = score_values(table_column(df, baseline_col, "--baseline-col"), baseline_col)
     return audit.panoramia_audit(
         scores, baseline, member, confidence=confidence, thresholds=thresholds
     )

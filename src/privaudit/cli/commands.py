@@ -9,4 +9,5 @@ from privaudit.cli import (
     audit_cmd,  # noqa: F401
     demo_cmd,  # noqa: F401
     run_cmd,  # noqa: F401
+    zero_run_cmd,  # noqa: F401
 )

@@ -20,10 +20,18 @@ import numpy as np
 from privaudit.games.metrics import roc_curve
 from privaudit.report.results import ScoreTable
 
-__all__ = ["render_html", "roc_plot_png"]
+__all__ = [
+    "fig_to_base64",
+    "format_num",
+    "format_pct",
+    "jinja_environment",
+    "render_html",
+    "roc_plot_png",
+]
 
 
-def _fig_to_base64(fig: Any) -> str:
+def fig_to_base64(fig: Any) -> str:
+    """A matplotlib figure as a base64-encoded PNG (110 dpi), for ``data:`` URLs."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     return base64.b64encode(buf.getvalue()).decode("ascii")
@@ -68,10 +76,11 @@ def roc_plot_png(table: ScoreTable, *, log_scale: bool = True) -> str:
     ax.set_ylabel(f"true-positive rate ({n_pos} members)")
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=7.5, loc="lower right")
-    return _fig_to_base64(fig)
+    return fig_to_base64(fig)
 
 
-def _pct(x: Any, digits: int = 2) -> str:
+def format_pct(x: Any, digits: int = 2) -> str:
+    """``x`` as a percentage with ``digits`` decimals; ``None`` -> ``"n/a"``, strings as is."""
     if x is None:
         return "n/a"
     if isinstance(x, str):
@@ -79,7 +88,8 @@ def _pct(x: Any, digits: int = 2) -> str:
     return f"{100.0 * float(x):.{digits}f}%"
 
 
-def _num(x: Any, digits: int = 3) -> str:
+def format_num(x: Any, digits: int = 3) -> str:
+    """``x`` with ``digits`` decimals (``inf``/``nan`` as words); ``None`` -> ``"n/a"``."""
     if x is None:
         return "n/a"
     if isinstance(x, str):
@@ -91,7 +101,7 @@ def _num(x: Any, digits: int = 3) -> str:
 
 
 def _rate_label(key: str) -> str:
-    return _pct(float(key), digits=(1 if float(key) < 0.01 else 0))
+    return format_pct(float(key), digits=(1 if float(key) < 0.01 else 0))
 
 
 def _flatten(d: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
@@ -107,6 +117,20 @@ def _flatten(d: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
     return rows
 
 
+def jinja_environment() -> Any:
+    """The Jinja2 environment of the report templates (autoescaped, filters ``pct``, ``num``)."""
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    env = Environment(
+        loader=PackageLoader("privaudit.report", "templates"),
+        autoescape=select_autoescape(["html", "j2"]),
+        keep_trailing_newline=True,
+    )
+    env.filters["pct"] = format_pct
+    env.filters["num"] = format_num
+    return env
+
+
 def render_html(results: Mapping[str, Any], table: ScoreTable) -> str:
     """Render the report page for one audit.
 
@@ -117,15 +141,7 @@ def render_html(results: Mapping[str, Any], table: ScoreTable) -> str:
     table : ScoreTable
         The per-record scores it was computed from (for the ROC curves).
     """
-    from jinja2 import Environment, PackageLoader, select_autoescape
-
-    env = Environment(
-        loader=PackageLoader("privaudit.report", "templates"),
-        autoescape=select_autoescape(["html", "j2"]),
-        keep_trailing_newline=True,
-    )
-    env.filters["pct"] = _pct
-    env.filters["num"] = _num
+    env = jinja_environment()
     env.filters["rate_label"] = _rate_label
 
     attacks = list(results["attacks"])

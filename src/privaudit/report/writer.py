@@ -19,7 +19,7 @@ from typing import Any
 from privaudit.errors import InvalidInputError
 from privaudit.report.results import RESULTS_FILE, SCORES_FILE, ScoreTable, validate_results
 
-__all__ = ["HTML_FILE", "ReportExistsError", "check_output_dir", "write_report"]
+__all__ = ["HTML_FILE", "ReportExistsError", "check_output_dir", "move_into_place", "write_report"]
 
 HTML_FILE = "report.html"
 
@@ -99,14 +99,19 @@ def write_report(
 
             (tmp / HTML_FILE).write_text(render_html(results, table), encoding="utf-8")
         os.chmod(tmp, 0o755)
-        _move_into_place(tmp, out, overwrite=overwrite)
+        move_into_place(tmp, out, overwrite=overwrite)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
 
 
-def _move_into_place(tmp: Path, out: Path, *, overwrite: bool) -> None:
+def move_into_place(tmp: Path, out: Path, *, overwrite: bool) -> None:
+    """Rename the finished directory ``tmp`` to ``out``.
+
+    An existing ``out`` is replaced only with ``overwrite`` (re-checked here, since it may
+    have appeared meanwhile) and is restored if the final rename fails.
+    """
     if not (out.exists() or out.is_symlink()):
         os.rename(tmp, out)
         return

@@ -1,0 +1,245 @@
+"""``privaudit zero-run`` (issue 4, item 6): table(s) in, JSON + readable summary + report out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from privaudit.audit.zero_run import ZeroRunResult, zero_run_audit
+from privaudit.audit.zero_run import propensity as propensity_module
+from privaudit.cli import main
+
+FAST = ["--estimators", "logistic-sigmoid"]
+
+
+def _frame(n: int = 240, seed: int = 0) -> pd.DataFrame:
+    """Members first, then non-members; x1 is shifted, the score leaks membership and x1."""
+    rng = np.random.default_rng(seed)
+    mem = np.arange(n) < n // 2
+    x1 = rng.standard_normal(n) + 0.7 * mem
+    return pd.DataFrame(
+        {
+            "x1": x1,
+            "x2": rng.standard_normal(n),
+            "cat": rng.choice(["a", "b", "c"], n),
+            "score": rng.standard_normal(n) + 1.0 * mem + 0.5 * x1,
+            "member": np.where(mem, "true", "false"),
+        }
+    )
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> tuple[Path, pd.DataFrame]:
+    df = _frame()
+    path = tmp_path / "audit.csv"
+    df.to_csv(path, index=False)
+    return path, df
+
+
+def _results(out: Path) -> dict[str, Any]:
+    d: dict[str, Any] = json.loads((out / "results.json").read_text())
+    return d
+
+
+def test_table_mode_writes_results_report_and_summary(
+    table: tuple[Path, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, df = table
+    out = tmp_path / "report"
+    assert main(["zero-run", str(path), *FAST, "--out", str(out)]) == 0
+    stdout = capsys.readouterr().out
+    assert "propensity features (3): x1, x2, cat" in stdout
+    assert "headline" in stdout and "Propensity diagnostics" in stdout
+    assert "Falsification" in stdout and "report written to" in stdout
+
+    d = _results(out)
+    assert d["record"] == "zero_run_result" and d["privaudit_version"]
+    assert d["n_members"] == 120 and d["n_non_members"] == 120
+    assert d["settings"]["features"] == ["x1", "x2", "cat"]
+    assert d["settings"]["estimators"] == ["logistic-sigmoid"]
+    (e,) = d["estimators"]
+    assert e["name"] == "logistic-sigmoid"
+    for key in ("global", "pointwise", "diagnostics", "falsification", "bootstrap"):
+        assert key in e
+    assert e["global"]["procedure"] == "zero-run-global"
+    assert e["pointwise"]["procedure"] == "zero-run-pointwise"
+    assert d["uncorrected"]["procedure"] == "zero-run-uncorrected"
+    for key in ("auc", "ece", "calibration_slope", "fraction_extreme", "ess", "retention_mean"):
+        assert key in e["diagnostics"]
+    assert (out / "report.html").is_file()
+
+    # the same numbers as the Python API on the same data and seed
+    res = ZeroRunResult.from_dict(d)
+    want = zero_run_audit(
+        df["score"].to_numpy(),
+        df["member"] == "true",
+        features=df[["x1", "x2", "cat"]],
+        estimators=("logistic-sigmoid",),
+    )
+    assert res.headline == want.headline
+    assert res.to_dict() == want.to_dict()
+
+
+def test_json_to_stdout_and_two_file_mode_agree(
+    table: tuple[Path, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, df = table
+    assert main(["zero-run", str(path), *FAST, "--json"]) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert one["record"] == "zero_run_result" and "privaudit_version" in one
+
+    mem = df["member"] == "true"
+    members, non_members = tmp_path / "m.parquet", tmp_path / "n.csv"
+    df[mem].drop(columns="member").to_parquet(members)
+    df[~mem].to_csv(non_members, index=False)  # a consistent member column is allowed
+    argv = ["zero-run", "--members", str(members), "--non-members", str(non_members), *FAST]
+    assert main([*argv, "--json"]) == 0
+    two = json.loads(capsys.readouterr().out)
+    # the table lists members first, so the two modes see the same rows in the same order
+    assert two == one
+
+
+def test_bootstrap_in_summary_and_json(
+    table: tuple[Path, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, _ = table
+    out = tmp_path / "boot"
+    assert main(["zero-run", str(path), *FAST, "--bootstrap", "2", "--out", str(out)]) == 0
+    assert "(q=0.025, n=2)" in capsys.readouterr().out
+    d = _results(out)
+    boot = d["estimators"][0]["bootstrap"]
+    assert boot["n"] == 2 and len(boot["mu_values"]) == 2
+    assert boot["mu_lower_quantile"] == min(boot["mu_values"])
+    assert d["headline"]["mu_lower_bound"] == boot["mu_lower_quantile"]
+    assert "Bootstrap over propensity fits" in (out / "report.html").read_text()
+
+
+def test_features_and_exclude(
+    table: tuple[Path, pd.DataFrame], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, _ = table
+    assert main(["zero-run", str(path), *FAST, "--exclude", "x2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["settings"]["features"] == ["x1", "cat"]
+    assert main(["zero-run", str(path), *FAST, "--features", "cat,x2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["settings"]["features"] == ["cat", "x2"]
+
+
+def _fails(argv: list[str], capsys: pytest.CaptureFixture[str], *needles: str) -> str:
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("error: ")
+    for needle in needles:
+        assert needle in captured.err, captured.err
+    return captured.err
+
+
+@pytest.mark.parametrize(
+    ("edit", "extra", "needles"),
+    [
+        (lambda df: df.assign(member="true"), [], ("member", "0 non-member")),
+        (lambda df: df.assign(x1=df["x1"].where(df.index != 7)), [], ("x1", "NaN")),
+        (lambda df: df, ["--features", "x1,nope"], ("--features", "'nope'")),
+        (lambda df: df, ["--exclude", "nope"], ("--exclude", "'nope'")),
+        (lambda df: df, ["--score-col", "loss"], ("--score-col", "'loss'")),
+        (lambda df: df, ["--features", "x1,score"], ("--features", "'score'")),
+        (lambda df: df, ["--estimators", "logistic-sigmoid,xgboost"], ("--estimators", "xgboost")),
+        (lambda df: df.assign(member="maybe"), [], ("member", "'maybe'")),
+        (lambda df: df.assign(score="high"), [], ("score", "numeric")),
+    ],
+    ids=[
+        "one-class",
+        "nan-feature",
+        "unknown-feature",
+        "unknown-exclude",
+        "unknown-score-col",
+        "score-as-feature",
+        "unknown-estimator",
+        "bad-membership",
+        "non-numeric-score",
+    ],
+)
+def test_bad_input_exits_2_and_writes_nothing(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    edit: Any,
+    extra: list[str],
+    needles: tuple[str, ...],
+) -> None:
+    path = tmp_path / "bad.csv"
+    edit(_frame()).to_csv(path, index=False)
+    out = tmp_path / "out"
+    _fails(["zero-run", str(path), *FAST, *extra, "--out", str(out)], capsys, *needles)
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv"]
+
+
+class _Exploding(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
+    """A classifier whose fit always raises (a propensity model that cannot be fitted)."""
+
+    def fit(self, X: Any, y: Any) -> _Exploding:
+        raise np.linalg.LinAlgError("singular matrix")
+
+    def predict_proba(self, X: Any) -> Any:  # pragma: no cover - never fitted
+        raise AssertionError("not fitted")
+
+
+def test_propensity_fit_failure_exits_2(
+    table: tuple[Path, pd.DataFrame],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = propensity_module.make_propensity_model
+
+    def exploding_model(*args: Any, **kwargs: Any) -> Any:
+        return real(*args, **kwargs).set_params(estimator=_Exploding())
+
+    monkeypatch.setattr(propensity_module, "make_propensity_model", exploding_model)
+    path, _ = table
+    out = tmp_path / "out"
+    _fails(
+        ["zero-run", str(path), *FAST, "--out", str(out)],
+        capsys,
+        "logistic-sigmoid",
+        "fold",
+        "singular matrix",
+    )
+    assert not out.exists()
+
+
+def test_input_mode_errors(
+    table: tuple[Path, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, df = table
+    _fails(["zero-run", *FAST], capsys, "FILE", "--members")
+    _fails(["zero-run", str(path), "--members", str(path), *FAST], capsys, "not both")
+    _fails(["zero-run", "--members", str(path), *FAST], capsys, "both files")
+    _fails(["zero-run", str(tmp_path / "missing.csv"), *FAST], capsys, "FILE", "missing.csv")
+    mem = df["member"] == "true"
+    members, non_members = tmp_path / "m.csv", tmp_path / "n.csv"
+    df[mem].to_csv(members, index=False)
+    df[~mem].assign(member="true").to_csv(non_members, index=False)
+    argv = ["zero-run", "--members", str(members), "--non-members", str(non_members), *FAST]
+    _fails(argv, capsys, "--non-members", "'member'")
+    df[~mem].drop(columns=["member", "x2"]).to_csv(non_members, index=False)
+    _fails(argv, capsys, "--non-members", "same columns")
+
+
+def test_existing_out_needs_overwrite(
+    table: tuple[Path, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, _ = table
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("earlier report")
+    _fails(["zero-run", str(path), *FAST, "--out", str(out)], capsys, "--overwrite")
+    assert (out / "keep.txt").read_text() == "earlier report"
+    assert main(["zero-run", str(path), *FAST, "--out", str(out), "--overwrite"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["report.html", "results.json"]
