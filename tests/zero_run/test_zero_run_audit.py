@@ -115,3 +115,27 @@ def test_bad_input_gives_clear_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(prop, "make_propensity_model", lambda *a, **k: Broken())
     with pytest.raises(EstimationError, match="logistic-sigmoid"):
         zero_run_audit(scores, member, features=features, estimators=("logistic-sigmoid",))
+
+
+def test_absorbed_overlap_failure_is_paid_once_across_candidates() -> None:
+    from privaudit.audit import gdp_mu_lb_one_run
+    from privaudit.audit.zero_run import default_guess_counts, propensity_aware_guesses
+
+    member, scores, _, _ = _shifted(2000, 0.0, seed=4)
+    m, beta, dds = member.size, 0.05, 0.005
+    u = draw_uniforms(m, 0)
+    got = zero_run_bounds(
+        scores, member, np.full(m, 0.5), uniforms=u, global_method="absorb", delta_ds=dds, eta=0.5
+    )["global"]
+    cands = default_guess_counts(m)
+    s = np.where(member, 1, -1)
+    best = 0.0
+    for r in cands:
+        t = propensity_aware_guesses(scores, np.ones(m), r)
+        rr, vv = int((t != 0).sum()), int(((t != 0) & (t == s)).sum())
+        best = max(best, gdp_mu_lb_one_run(m, rr, vv, (beta - dds) / len(cands)))
+    assert got.mu_lower_bound == pytest.approx(best, abs=1e-9)
+    with pytest.raises(InvalidInputError, match="delta_ds"):
+        zero_run_bounds(
+            scores, member, np.full(m, 0.5), uniforms=u, global_method="absorb", delta_ds=0.06
+        )

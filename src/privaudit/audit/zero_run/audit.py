@@ -21,9 +21,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -49,52 +49,13 @@ from privaudit.audit.zero_run.tampering import (
     draw_uniforms,
     propensity_model_test,
 )
-from privaudit.runtime.progress import progress_bar
+from privaudit.runtime.mapping import InlineMapper, Mapper
 from privaudit.runtime.seeds import derive_rng, derive_seed, spawn_seeds
 from privaudit.runtime.store import ArtifactStore
 
 __all__ = ["DEFAULT_ESTIMATORS", "zero_run_audit"]
 
 DEFAULT_ESTIMATORS = ("logistic-sigmoid", "hist-gb")
-
-
-class Mapper(Protocol):
-    """What the audit needs of an executor (:class:`privaudit.runtime.executor.Executor`).
-
-    Typed structurally so that the audit layer never imports the executor module (which
-    can reach Ray); pass a ``LocalExecutor`` or ``RayExecutor`` to parallelise.
-    """
-
-    def map(
-        self,
-        fn: Callable[[Any], Any],
-        items: Sequence[Any],
-        *,
-        desc: str = ...,
-        label: Callable[[Any], str] | None = ...,
-    ) -> list[Any]: ...
-
-
-class _Inline:
-    """Runs tasks one after the other, with a progress bar on a terminal."""
-
-    def __init__(self, progress: bool | None) -> None:
-        self.progress = progress
-
-    def map(
-        self,
-        fn: Callable[[Any], Any],
-        items: Sequence[Any],
-        *,
-        desc: str = "tasks",
-        label: Callable[[Any], str] | None = None,
-    ) -> list[Any]:
-        out = []
-        with progress_bar(desc, len(items), enabled=self.progress) as bar:
-            for it in items:
-                out.append(fn(it))
-                bar.advance()
-        return out
 
 
 def _replicate(item: tuple[Any, ...]) -> tuple[float, float]:
@@ -280,7 +241,7 @@ def zero_run_audit(
 
     uniforms = draw_uniforms(m, derive_rng(seed, purpose="zero-run-tampering"))
     test_uniforms = draw_uniforms(m, derive_rng(seed, purpose="zero-run-falsification"))
-    ex: Mapper = executor if executor is not None else _Inline(progress)
+    ex: Mapper = executor if executor is not None else InlineMapper(progress=progress)
 
     all_bounds = {
         name: zero_run_bounds(s, mem, pi, uniforms=uniforms, **bound_kw) for name, pi in pis.items()

@@ -174,8 +174,19 @@ def zero_run_bounds(
     )
 
     # Global: same guesses, composition penalty.
+    g_level = level
+    if global_method == "absorb":
+        if not delta_ds < beta:
+            raise fail(
+                "delta_ds", f"less than beta ({beta:g}) for global_method 'absorb'", delta_ds
+            )
+        # The overlap failure (probability <= delta_DS) is one event shared by every
+        # candidate, so it is paid once: each candidate's G_mu test runs at
+        # (beta - delta_DS) / K, and global_gdp_mu_lb(method="absorb") tests at its
+        # beta argument minus delta_DS.
+        g_level = (beta - delta_ds) / len(cands) + delta_ds
     mu_g = [
-        global_gdp_mu_lb(m, r, v, eta=eta, delta_ds=delta_ds, beta=level, method=global_method)
+        global_gdp_mu_lb(m, r, v, eta=eta, delta_ds=delta_ds, beta=g_level, method=global_method)
         for r, v in rv
     ]
     eps_g = [
