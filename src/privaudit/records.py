@@ -69,6 +69,16 @@ def _from_jsonable(v: Any) -> Any:
     return v
 
 
+def json_number(v: Any) -> float | None:
+    """A number of a ``to_dict()`` payload: plain, ``{"__float__": "inf"}`` (how non-finite
+    floats are written) or ``None``."""
+    if v is None:
+        return None
+    if isinstance(v, Mapping) and "__float__" in v:
+        return float(v["__float__"])
+    return float(v)
+
+
 def _ids(ids: Any, name: str) -> np.ndarray:
     a = check_unique_ids(ids, name)
     if a.dtype.kind in "iu":

@@ -120,6 +120,21 @@ def test_bootstrap_in_summary_and_json(
     assert "Bootstrap over propensity fits" in (out / "report.html").read_text()
 
 
+def test_cache_dir_resumes_the_bootstrap(
+    table: tuple[Path, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, _ = table
+    cache = tmp_path / "cache"
+    argv = ["zero-run", str(path), *FAST, "--bootstrap", "2", "--cache-dir", str(cache), "--json"]
+    assert main(argv) == 0
+    first = json.loads(capsys.readouterr().out)
+    entries = list((cache / "objects").glob("*/*/manifest.json"))
+    assert len(entries) == 2  # one stored replicate per bootstrap seed
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out) == first
+    assert len(list((cache / "objects").glob("*/*/manifest.json"))) == 2
+
+
 def test_features_and_exclude(
     table: tuple[Path, pd.DataFrame], capsys: pytest.CaptureFixture[str]
 ) -> None:

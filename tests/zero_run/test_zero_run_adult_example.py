@@ -12,26 +12,12 @@ import pandas as pd
 import pytest
 
 from privaudit.data import load_adult
+from privaudit.data.adult import COLUMNS
 from privaudit.report.zero_run import load_zero_run_results
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "zero_run_adult.py"
 
-ADULT_COLUMNS = {
-    "age",
-    "workclass",
-    "fnlwgt",
-    "education",
-    "education-num",
-    "marital-status",
-    "occupation",
-    "relationship",
-    "race",
-    "sex",
-    "capital-gain",
-    "capital-loss",
-    "hours-per-week",
-    "native-country",
-}
+ADULT_COLUMNS = set(COLUMNS) - {"income"}  # the features, not the task label
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from privaudit._validation import fail
 from privaudit.cli import app
 from privaudit.cli.audit_cmd import membership_values, read_table, score_values, table_column
 from privaudit.errors import PrivauditError
+from privaudit.records import json_number
 
 __all__ = ["load_zero_run_table", "render_zero_run_summary", "zero_run_command"]
 
@@ -195,18 +196,10 @@ def load_zero_run_table(
     return scores, member, frame, names
 
 
-def _float(v: Any) -> float | None:
-    if v is None:
-        return None
-    if isinstance(v, Mapping) and "__float__" in v:
-        return float(v["__float__"])
-    return float(v)
-
-
 def _fmt(v: Any, digits: int = 3) -> str:
     if isinstance(v, str):
         return v
-    x = _float(v)
+    x = json_number(v)
     if x is None:
         return "n/a"
     if not math.isfinite(x):
@@ -215,7 +208,7 @@ def _fmt(v: Any, digits: int = 3) -> str:
 
 
 def _pct(v: Any) -> str:
-    x = _float(v)
+    x = json_number(v)
     return "n/a" if x is None else f"{100.0 * x:.1f}%"
 
 
@@ -384,7 +377,7 @@ def zero_run_command(
         "--estimators",
         help="Comma-separated propensity estimators (default: logistic-sigmoid,hist-gb). "
         "Choices: logistic-sigmoid, logistic-isotonic, linear-svm, random-forest, "
-        "extra-trees, hist-gb.",
+        "extra-trees, hist-gb; or all (the paper's six).",
     ),
     bootstrap: int = typer.Option(
         0, "--bootstrap", help="Bootstrap refits of the propensity models (paper: 600)."
@@ -401,6 +394,11 @@ def zero_run_command(
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of folds, models, bootstrap and coins."),
     jobs: int = typer.Option(1, "--jobs", help="Processes for the bootstrap (-1: all cores)."),
+    cache_dir: Path | None = typer.Option(
+        None,
+        "--cache-dir",
+        help="Keep every finished bootstrap replicate here, so that an interrupted run resumes.",
+    ),
     out: Path | None = typer.Option(
         None, "--out", help="Write results.json and report.html into this directory."
     ),
@@ -414,11 +412,14 @@ def zero_run_command(
     from privaudit.report.writer import check_output_dir
     from privaudit.report.zero_run import write_zero_run_report
     from privaudit.runtime.executor import LocalExecutor
+    from privaudit.runtime.store import ArtifactStore
 
     try:
         if out is not None:
             check_output_dir(out, overwrite=overwrite)  # fail before any work
         names = _split_list(estimators, "--estimators") or list(DEFAULT_ESTIMATORS)
+        if names == ["all"]:
+            names = list(ESTIMATORS)
         unknown = [n for n in names if n not in ESTIMATORS]
         if unknown:
             raise fail("--estimators", "names from " + ", ".join(ESTIMATORS), ", ".join(unknown))
@@ -433,6 +434,7 @@ def zero_run_command(
         )
         progress = False if as_json else None
         executor = LocalExecutor(jobs, progress=progress) if bootstrap else None
+        store = ArtifactStore(cache_dir) if cache_dir is not None else None
         result = zero_run_audit(
             scores,
             member,
@@ -445,6 +447,7 @@ def zero_run_command(
             pca_components=pca,
             seed=seed,
             executor=executor,
+            store=store,
             progress=progress,
         )
         payload = _payload(result) if as_json else None

@@ -32,6 +32,7 @@ import numpy as np
 from privaudit import __version__
 from privaudit._validation import fail
 from privaudit.audit.zero_run.result import ZeroRunResult
+from privaudit.records import json_number
 from privaudit.report.html import fig_to_base64, jinja_environment
 from privaudit.report.writer import HTML_FILE, check_output_dir, move_into_place
 
@@ -55,15 +56,6 @@ def _check_result(result: Any) -> ZeroRunResult:
     if not isinstance(result, ZeroRunResult):
         raise fail("result", "a ZeroRunResult", type(result).__name__)
     return result
-
-
-def _float(v: Any) -> float | None:
-    """A number of a result dict: plain, ``{"__float__": "inf"}`` (JSON form) or ``None``."""
-    if v is None:
-        return None
-    if isinstance(v, Mapping) and "__float__" in v:
-        return float(v["__float__"])
-    return float(v)
 
 
 def zero_run_payload(result: ZeroRunResult) -> dict[str, Any]:
@@ -167,7 +159,7 @@ def bootstrap_png(
     if finite.size:
         n_bins = int(min(40, max(5, round(math.sqrt(finite.size)))))
         ax.hist(finite, bins=n_bins, color="tab:gray", alpha=0.7, label=f"{values.size} refits")
-    q = _float(bootstrap.get("mu_lower_quantile"))
+    q = json_number(bootstrap.get("mu_lower_quantile"))
     if q is not None and math.isfinite(q):
         ax.axvline(
             q, color="tab:red", lw=1.5, label=f"{bootstrap.get('quantile', 0):g}-quantile {q:.3f}"
@@ -188,13 +180,13 @@ def bootstrap_png(
 def _bound_cells(d: Mapping[str, Any]) -> dict[str, Any]:
     counts = d.get("counts", {}) or {}
     return {
-        "mu": _float(d.get("mu_lower_bound")),
-        "eps": _float(d.get("epsilon_lower_bound")),
-        "delta": _float(d.get("delta")),
+        "mu": json_number(d.get("mu_lower_bound")),
+        "eps": json_number(d.get("epsilon_lower_bound")),
+        "delta": json_number(d.get("delta")),
         "r": counts.get("r"),
         "v": counts.get("v"),
         "v_retained": counts.get("v_retained"),
-        "retention_sum": _float(counts.get("retention_sum")),
+        "retention_sum": json_number(counts.get("retention_sum")),
     }
 
 
@@ -210,34 +202,34 @@ def _estimator_view(e: Mapping[str, Any]) -> dict[str, Any]:
         "name": e["name"],
         "global": glob,
         "pointwise": pointwise,
-        "eta": _float(extra.get("eta")),
-        "eps_bar_ds": _float(extra.get("eps_bar_ds")),
-        "mu_bar_ds": _float(extra.get("mu_bar_ds")),
+        "eta": json_number(extra.get("eta")),
+        "eps_bar_ds": json_number(extra.get("eps_bar_ds")),
+        "mu_bar_ds": json_number(extra.get("mu_bar_ds")),
         "bootstrap": None,
         "diag": {
-            "auc": _float(diag.get("auc")),
-            "log_loss": _float(diag.get("log_loss")),
-            "brier": _float(diag.get("brier")),
-            "ece": _float(diag.get("ece")),
-            "calibration_intercept": _float(diag.get("calibration_intercept")),
-            "calibration_slope": _float(diag.get("calibration_slope")),
-            "fraction_extreme": _float(diag.get("fraction_extreme")),
-            "extreme_threshold": _float(diag.get("extreme_threshold")),
-            "support_low": _float(support.get("low")),
-            "support_high": _float(support.get("high")),
-            "support_inside": _float(support.get("fraction_inside")),
-            "retention_mean": _float(diag.get("retention_mean")),
-            "retention_sum": _float(diag.get("retention_sum")),
-            "ess_member": _float((ess.get("member") or {}).get("ess")),
-            "ess_member_fraction": _float((ess.get("member") or {}).get("fraction")),
-            "ess_non_member": _float((ess.get("non_member") or {}).get("ess")),
-            "ess_non_member_fraction": _float((ess.get("non_member") or {}).get("fraction")),
+            "auc": json_number(diag.get("auc")),
+            "log_loss": json_number(diag.get("log_loss")),
+            "brier": json_number(diag.get("brier")),
+            "ece": json_number(diag.get("ece")),
+            "calibration_intercept": json_number(diag.get("calibration_intercept")),
+            "calibration_slope": json_number(diag.get("calibration_slope")),
+            "fraction_extreme": json_number(diag.get("fraction_extreme")),
+            "extreme_threshold": json_number(diag.get("extreme_threshold")),
+            "support_low": json_number(support.get("low")),
+            "support_high": json_number(support.get("high")),
+            "support_inside": json_number(support.get("fraction_inside")),
+            "retention_mean": json_number(diag.get("retention_mean")),
+            "retention_sum": json_number(diag.get("retention_sum")),
+            "ess_member": json_number((ess.get("member") or {}).get("ess")),
+            "ess_member_fraction": json_number((ess.get("member") or {}).get("fraction")),
+            "ess_non_member": json_number((ess.get("non_member") or {}).get("ess")),
+            "ess_non_member_fraction": json_number((ess.get("non_member") or {}).get("fraction")),
             "overlap_poor": diag.get("overlap_poor"),
         },
         "falsification": [
             {
                 "challenger": f.get("challenger"),
-                "p_value": _float(f.get("p_value")),
+                "p_value": json_number(f.get("p_value")),
                 "rejected": bool(f.get("rejected")),
                 "r": f.get("r"),
                 "v_retained": f.get("v_retained"),
@@ -251,10 +243,10 @@ def _estimator_view(e: Mapping[str, Any]) -> dict[str, Any]:
     if boot:
         view["bootstrap"] = {
             "n": boot.get("n"),
-            "quantile": _float(boot.get("quantile")),
-            "mu_lower_quantile": _float(boot.get("mu_lower_quantile")),
-            "mu_median": _float(boot.get("mu_median")),
-            "epsilon_lower_quantile": _float(boot.get("epsilon_lower_quantile")),
+            "quantile": json_number(boot.get("quantile")),
+            "mu_lower_quantile": json_number(boot.get("mu_lower_quantile")),
+            "mu_median": json_number(boot.get("mu_median")),
+            "epsilon_lower_quantile": json_number(boot.get("epsilon_lower_quantile")),
             "png": bootstrap_png(boot, point_estimate=pointwise["mu"], title=str(e["name"]))
             if boot.get("mu_values")
             else None,
@@ -308,8 +300,8 @@ def render_zero_run_html(result: ZeroRunResult) -> str:
             version=__version__,
             headline={
                 **headline,
-                "mu_lower_bound": _float(headline.get("mu_lower_bound")),
-                "epsilon_lower_bound": _float(headline.get("epsilon_lower_bound")),
+                "mu_lower_bound": json_number(headline.get("mu_lower_bound")),
+                "epsilon_lower_bound": json_number(headline.get("epsilon_lower_bound")),
             },
             uncorrected=_bound_cells(r.uncorrected),
             estimators=[_estimator_view(e) for e in r.estimators],

@@ -49,6 +49,7 @@ from privaudit.audit.zero_run.tampering import (
     draw_uniforms,
     propensity_model_test,
 )
+from privaudit.records import json_number
 from privaudit.runtime.mapping import InlineMapper, Mapper
 from privaudit.runtime.seeds import derive_rng, derive_seed, spawn_seeds
 from privaudit.runtime.store import ArtifactStore
@@ -304,8 +305,7 @@ def zero_run_audit(
     def headline_eps(e: dict[str, Any]) -> float:
         if e["bootstrap"] is not None:
             return float(e["bootstrap"]["epsilon_lower_quantile"])
-        v = e["pointwise"]["epsilon_lower_bound"]
-        return float(v["__float__"]) if isinstance(v, dict) else float(v)
+        return float(json_number(e["pointwise"]["epsilon_lower_bound"]) or 0.0)
 
     falsified = [e["name"] for e in entries if any(f["rejected"] for f in e["falsification"])]
     worst = min(entries, key=headline_mu)
@@ -322,6 +322,12 @@ def zero_run_audit(
         # Estimators whose correction a features-only challenger showed to be too weak.
         # They stay in the minimum (removing them could only raise it) but are named here.
         "falsified_estimators": falsified,
+        # The spread across estimator families (paper Appendix I.3: report it, do not
+        # pick the specification with the largest bound).
+        "mu_range_across_estimators": [
+            min(headline_mu(e) for e in entries),
+            max(headline_mu(e) for e in entries),
+        ],
     }
     unc_mu = uncorrected["mu_lower_bound"]
     if (

@@ -23,8 +23,8 @@ class ZeroRunResult(Record):
         Sizes of the two known populations.
     headline : dict
         The number to quote: ``{"mu_lower_bound", "epsilon_lower_bound", "estimator",
-        "correction", "basis", "falsified_estimators"}`` -- the pointwise-corrected bound, minimised over the
-        propensity estimators (``basis`` says whether it is the bootstrap lower quantile
+        "correction", "basis", "falsified_estimators", "mu_range_across_estimators"}`` --
+        the pointwise-corrected bound, minimised over the propensity estimators (``basis`` says whether it is the bootstrap lower quantile
         or the point estimate). Reporting the most conservative estimator, not the
         largest bound, follows the paper's advice (Appendix I.3).
     uncorrected : dict
