@@ -121,7 +121,7 @@ def run_example(
     n_train: int = 5000,
     n_members: int = 2000,
     n_non_members: int = 2000,
-    tilt: float = 2.0,
+    tilt: float = 1.0,
     hidden: int = 64,
     max_iter: int = 200,
     estimators: tuple[str, ...] = DEFAULT_ESTIMATORS,
@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--tilt",
         type=float,
-        default=2.0,
+        default=1.0,
         help="strength of the shift of the non-members towards older, longer-working people "
         "(0 = none)",
     )
