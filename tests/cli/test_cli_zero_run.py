@@ -135,6 +135,23 @@ def test_cache_dir_resumes_the_bootstrap(
     assert len(list((cache / "objects").glob("*/*/manifest.json"))) == 2
 
 
+def test_ray_bootstrap_matches_local(
+    table: tuple[Path, pd.DataFrame], capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("ray")
+    path, _ = table
+    argv = ["zero-run", str(path), *FAST, "--bootstrap", "2", "--json"]
+    assert main(argv) == 0
+    local = json.loads(capsys.readouterr().out)
+    try:
+        assert main([*argv, "--ray", "local"]) == 0
+    finally:
+        import ray
+
+        ray.shutdown()
+    assert json.loads(capsys.readouterr().out) == local
+
+
 def test_features_and_exclude(
     table: tuple[Path, pd.DataFrame], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -265,7 +265,7 @@ def test_figure2_checks_fail_on_violations() -> None:
         ({"propensities": "oracle"}, "propensities"),
         ({"estimator": "svm"}, "estimator"),
         ({"m": 50}, "m"),
-        ({"mu": 0.0}, "mu"),
+        ({"mu": -0.1}, "mu"),
         ({"n_seeds": 0}, "n_seeds"),
         ({"seed": -1}, "seed"),
         ({"confidence": 1.0}, "confidence"),
@@ -278,6 +278,19 @@ def test_experiment_rejects_bad_input(kwargs: dict, match: str) -> None:
     args = {"levels": [0.5], "m": 200, "n_seeds": 1, **kwargs}
     with pytest.raises(InvalidInputError, match=match):
         gaussian_shift_experiment(**args)
+
+
+def test_null_mechanism_corrected_bounds_stay_at_zero() -> None:
+    """mu_true = 0: every positive bound is a false rejection, so validity can fail here."""
+    null = gaussian_shift_experiment((1.0,), mu=0.0, m=1500, n_seeds=8, seed=5)
+    by = {(r["propensity"], r["correction"]): [] for r in null}
+    for r in null:
+        by[(r["propensity"], r["correction"])].append(r["mu_lower_bound"])
+    for prop in ("oracle", "estimated"):
+        assert all(v > 0 for v in by[(prop, "uncorrected")])  # the shift alone "leaks"
+        for corr in ("global", "pointwise"):
+            # Binomial(8, 0.05) >= 3 has probability < 0.6 %.
+            assert sum(v > 0 for v in by[(prop, corr)]) <= 2
 
 
 def test_helpers_reject_bad_input() -> None:

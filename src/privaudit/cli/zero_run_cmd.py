@@ -394,6 +394,12 @@ def zero_run_command(
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of folds, models, bootstrap and coins."),
     jobs: int = typer.Option(1, "--jobs", help="Processes for the bootstrap (-1: all cores)."),
+    ray_address: str | None = typer.Option(
+        None,
+        "--ray",
+        help="Run the bootstrap replicates as Ray tasks on the cluster at this address "
+        "('auto' for a running one, 'local' to start one here; needs `pip install ray`).",
+    ),
     cache_dir: Path | None = typer.Option(
         None,
         "--cache-dir",
@@ -411,7 +417,7 @@ def zero_run_command(
     from privaudit.audit.zero_run import DEFAULT_ESTIMATORS, ESTIMATORS, zero_run_audit
     from privaudit.report.writer import check_output_dir
     from privaudit.report.zero_run import write_zero_run_report
-    from privaudit.runtime.executor import LocalExecutor
+    from privaudit.runtime.executor import Executor, LocalExecutor, RayExecutor
     from privaudit.runtime.store import ArtifactStore
 
     try:
@@ -433,7 +439,12 @@ def zero_run_command(
             exclude=exclude,
         )
         progress = False if as_json else None
-        executor = LocalExecutor(jobs, progress=progress) if bootstrap else None
+        executor: Executor | None = None
+        if bootstrap and ray_address is not None:
+            address = None if ray_address == "local" else ray_address
+            executor = RayExecutor(address=address, progress=progress)
+        elif bootstrap:
+            executor = LocalExecutor(jobs, progress=progress)
         store = ArtifactStore(cache_dir) if cache_dir is not None else None
         result = zero_run_audit(
             scores,

@@ -637,6 +637,6 @@ def _check_mu(mu: float, name: str = "mu") -> float:
         v = float(mu)
     except (TypeError, ValueError):
         raise fail(name, "a number", repr(mu)) from None
-    if not (math.isfinite(v) and v > 0.0):
-        raise fail(name, "a finite positive GDP parameter", v)
+    if not (math.isfinite(v) and v >= 0.0):
+        raise fail(name, "a finite GDP parameter >= 0 (0: the release carries no information)", v)
     return v
