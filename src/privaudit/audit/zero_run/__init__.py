@@ -33,6 +33,11 @@ from privaudit.audit.zero_run.propensity import (
     prepare_features,
 )
 from privaudit.audit.zero_run.result import ZeroRunResult
+from privaudit.audit.zero_run.simulate import (
+    figure2_checks,
+    gaussian_shift_experiment,
+    summarize_shift_experiment,
+)
 from privaudit.audit.zero_run.tampering import (
     ConditionalBound,
     conditional_eps_audit,
@@ -59,6 +64,8 @@ __all__ = [
     "eps_bar_ds",
     "eps_ds",
     "eps_retention",
+    "figure2_checks",
+    "gaussian_shift_experiment",
     "gdp_retention",
     "global_eps_lb",
     "global_gdp_mu_lb",
@@ -69,6 +76,7 @@ __all__ = [
     "propensity_aware_guesses",
     "propensity_diagnostics",
     "propensity_model_test",
+    "summarize_shift_experiment",
     "zero_run_audit",
     "zero_run_bounds",
 ]
