@@ -49,13 +49,14 @@ __all__ = [
     "ModelConfig",
     "ModelCounts",
     "SizeConfig",
+    "TargetConfig",
     "build_estimator",
     "config_from_dict",
     "load_config",
 ]
 
 BUILTIN_DATASETS: tuple[str, ...] = ("adult", "digits")
-MODEL_KINDS: tuple[str, ...] = ("mlp", "logistic", "gradient_boosting", "random_forest")
+MODEL_KINDS: tuple[str, ...] = ("mlp", "logistic", "gradient_boosting", "random_forest", "torch")
 
 #: Defaults of each model kind (merged under the user's ``params``). The MLP has no
 #: weight decay (``alpha=0``) and no early stopping: the target is meant to fit its
@@ -131,9 +132,15 @@ class DatasetConfig(_Strict):
 class ModelConfig(_Strict):
     """The target's learning algorithm (reference/shadow models use the same)."""
 
-    kind: Literal["mlp", "logistic", "gradient_boosting", "random_forest"]
+    kind: Literal["mlp", "logistic", "gradient_boosting", "random_forest", "torch"]
     params: dict[str, Any] = Field(
-        default_factory=dict, description="Estimator parameters, over the kind's defaults."
+        default_factory=dict,
+        description=(
+            "Estimator parameters, over the kind's defaults; for 'torch' the training "
+            "recipe (factory 'module:function' or 'file.py:function', factory_kwargs, "
+            "optimizer, lr, momentum, weight_decay, epochs, batch_size, loss, "
+            "augmentation, input_shape, max_shift, device)."
+        ),
     )
 
     @field_validator("params")
@@ -141,6 +148,9 @@ class ModelConfig(_Strict):
     def _params_exist(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
         kind = info.data.get("kind")
         if kind is None:  # kind itself is invalid; reported there
+            return v
+        if kind == "torch":
+            torch_recipe(v)  # raises ValueError naming the bad field
             return v
         est = _estimator_class(kind)()
         valid = set(est.get_params(deep=False))
@@ -156,6 +166,8 @@ class ModelConfig(_Strict):
 
     def estimator_params(self) -> dict[str, Any]:
         """The kind's defaults overridden by ``params`` (lists become tuples)."""
+        if self.kind == "torch":
+            raise InvalidInputError("model: a torch recipe has no scikit-learn estimator")
         p = {**MODEL_DEFAULTS[self.kind], **self.params}
         return {k: tuple(v) if isinstance(v, list) else v for k, v in p.items()}
 
@@ -178,6 +190,33 @@ def _estimator_class(kind: str) -> Any:
 
         return RandomForestClassifier
     raise InvalidInputError(f"model.kind: expected one of {', '.join(MODEL_KINDS)}, found {kind!r}")
+
+
+def torch_recipe(params: dict[str, Any], base_dir: str | Path | None = None) -> Any:
+    """The :class:`~privaudit.models.torch_models.TorchRecipe` of a ``torch`` model's params.
+
+    Validated without importing torch; raises ``ValueError`` naming the bad field.
+    """
+    import dataclasses
+
+    from privaudit.models.torch_models import TorchRecipe
+
+    fields = {f.name for f in dataclasses.fields(TorchRecipe)} - {"base_dir"}
+    bad = sorted(set(params) - fields)
+    if bad:
+        raise ValueError(
+            f"expected torch recipe fields ({', '.join(sorted(fields))}); found unknown "
+            f"{', '.join(map(repr, bad))}"
+        )
+    if "factory" not in params:
+        raise ValueError("expected 'factory' ('package.module:function' or 'file.py:function')")
+    kw = dict(params)
+    if isinstance(kw.get("input_shape"), list):
+        kw["input_shape"] = tuple(kw["input_shape"])
+    try:
+        return TorchRecipe(**kw, base_dir=None if base_dir is None else str(base_dir))
+    except InvalidInputError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def build_estimator(model: ModelConfig) -> Any:
@@ -243,6 +282,80 @@ class ModelCounts(_Strict):
         return v
 
 
+TARGET_KINDS: tuple[str, ...] = ("sklearn", "torch", "precomputed")
+
+
+class TargetConfig(_Strict):
+    """A target trained outside privaudit, and its split (``privaudit.games.provided``).
+
+    ``model`` is then the *recipe* the target was trained with, used for every
+    reference, shadow, distilled and leave-one-out model. Membership: files of member
+    and non-member ids (one id per line), or ``member_column`` of the dataset table
+    (1/true = member, 0/false = non-member, empty = not audited: population).
+    """
+
+    kind: Literal["sklearn", "torch", "precomputed"] = Field(
+        description="sklearn (skops file), torch (safetensors / .pt state dict), "
+        "precomputed (per-record logits or losses: .npz, .csv, .parquet)."
+    )
+    path: Path = Field(description="The trained model or per-record outputs.")
+    factory: str | None = Field(
+        default=None,
+        description="torch: 'module:function' building the module (default: the recipe's).",
+    )
+    factory_kwargs: dict[str, Any] | None = Field(
+        default=None, description="torch: factory arguments (default: the recipe's)."
+    )
+    trusted_types: list[str] = Field(
+        default_factory=list, description="sklearn: extra types trusted in the skops file."
+    )
+    n_classes: Annotated[int, Field(ge=2)] | None = Field(
+        default=None, description="precomputed losses: the number of classes."
+    )
+    members: Path | None = Field(default=None, description="File of member ids.")
+    non_members: Path | None = Field(default=None, description="File of non-member ids.")
+    member_column: str | None = Field(
+        default=None, description="Column of the dataset table marking membership."
+    )
+    population: Path | None = Field(
+        default=None,
+        description="File of population ids (default: every record not audited).",
+    )
+    references: Literal["pool", "population"] = Field(
+        default="pool",
+        description="Where reference models train: the audited pool (balanced keep layout, "
+        "online and offline attacks) or the population (offline attacks only).",
+    )
+    accuracy_tolerance: Annotated[float, Field(gt=0.0, lt=1.0)] = Field(
+        default=0.05,
+        description="Largest accepted accuracy gap between the target and a model trained "
+        "with the recipe (a warning otherwise).",
+    )
+
+    @model_validator(mode="after")
+    def _membership_source(self) -> TargetConfig:
+        files = self.members is not None or self.non_members is not None
+        if files and self.member_column is not None:
+            raise ValueError("expected either 'members' and 'non_members' or 'member_column', not both")
+        if not files and self.member_column is None:
+            raise ValueError("expected 'members' and 'non_members' (id files) or 'member_column'")
+        if files and (self.members is None or self.non_members is None):
+            raise ValueError("expected both 'members' and 'non_members'")
+        if self.kind != "torch" and (self.factory or self.factory_kwargs):
+            raise ValueError("'factory' and 'factory_kwargs' apply to kind 'torch' only")
+        return self
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-able description for ``results.json``."""
+        out: dict[str, Any] = {"kind": self.kind, "path": str(self.path)}
+        for k in ("members", "non_members", "member_column", "population", "factory"):
+            v = getattr(self, k)
+            if v is not None:
+                out[k] = str(v)
+        out["references"] = self.references
+        return out
+
+
 def _registered_attacks() -> tuple[str, ...]:
     from privaudit.attacks import attack_names
 
@@ -254,6 +367,10 @@ class AuditConfig(_Strict):
 
     dataset: DatasetConfig
     model: ModelConfig
+    target: TargetConfig | None = Field(
+        default=None,
+        description="A target trained outside privaudit and its split (model = its recipe).",
+    )
     attacks: list[str] | None = Field(
         default=None, description="Attack names from the registry; default: every attack."
     )
@@ -275,6 +392,11 @@ class AuditConfig(_Strict):
     )
     output_dir: Path = Path("privaudit-report")
     cache_dir: Path | None = None
+    config_dir: Path | None = Field(
+        default=None,
+        description="Directory of the YAML file (set by load_config): relative torch "
+        "factories ('file.py:function') are resolved against it.",
+    )
 
     @field_validator("attacks")
     @classmethod
@@ -308,6 +430,30 @@ class AuditConfig(_Strict):
         if not math.isfinite(v):
             raise ValueError(f"expected a finite number, found {v}")
         return v
+
+    @model_validator(mode="after")
+    def _target_fits(self) -> AuditConfig:
+        t = self.target
+        if t is None:
+            return self
+        if t.member_column is not None and self.dataset.path is None:
+            raise ValueError("target.member_column: needs a dataset table ('dataset.path')")
+        if t.kind == "torch" and self.model.kind != "torch" and not t.factory:
+            raise ValueError("target.factory: expected a factory for a torch target")
+        if t.references == "population":
+            online = [a for a in self.attack_names() if a.endswith("-online")]
+            if online:
+                raise ValueError(
+                    "target.references: 'population' leaves every audited record OUT of all "
+                    f"reference models; online attacks need IN models: drop {', '.join(online)} "
+                    "or use references: pool"
+                )
+        if t.kind == "precomputed" and "distillation" in self.attack_names():
+            raise ValueError(
+                "attacks: 'distillation' queries the target on population records, which "
+                "precomputed outputs cannot answer; drop it"
+            )
+        return self
 
     @model_validator(mode="after")
     def _attack_params_known(self) -> AuditConfig:
@@ -410,4 +556,15 @@ def load_config(path: str | Path) -> AuditConfig:
         updates["output_dir"] = base / cfg.output_dir
     if cfg.cache_dir is not None and not cfg.cache_dir.is_absolute():
         updates["cache_dir"] = base / cfg.cache_dir
+    if cfg.target is not None:
+        t_up = {
+            k: base / v
+            for k in ("path", "members", "non_members", "population")
+            if isinstance(v := getattr(cfg.target, k), Path) and not v.is_absolute()
+        }
+        if t_up:
+            updates["target"] = cfg.target.model_copy(update=t_up)
+    if cfg.model.kind == "torch" or (cfg.target is not None and cfg.target.factory):
+        # a relative 'file.py:function' factory is resolved against the config's directory
+        updates["config_dir"] = base.resolve()
     return cfg.model_copy(update=updates) if updates else cfg

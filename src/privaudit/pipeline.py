@@ -27,12 +27,28 @@ from typing import Any
 import numpy as np
 
 from privaudit._validation import fail
-from privaudit.config import AuditConfig, ModelConfig, build_estimator, config_from_dict
-from privaudit.data import Dataset, load_adult, load_digits, load_table
+from privaudit.config import (
+    AuditConfig,
+    ModelConfig,
+    build_estimator,
+    config_from_dict,
+    torch_recipe,
+)
+from privaudit.data import Dataset, load_adult, load_digits, load_table, table_from_frame
+from privaudit.data.tables import read_frame
 from privaudit.errors import InvalidInputError
 from privaudit.games.experiment import ExperimentConfig, ExperimentResult, run_experiment
 from privaudit.games.metrics import AgreementMatrix, AttackMetrics, agreement_matrix, attack_metrics
+from privaudit.games.provided import (
+    ProvidedTarget,
+    file_sha256,
+    load_target_model,
+    match_ids,
+    membership_from_column,
+    read_id_file,
+)
 from privaudit.models import SklearnTrainer
+from privaudit.models.torch_models import TorchTrainer
 from privaudit.report import (
     ScoreTable,
     attack_entry,
@@ -41,6 +57,7 @@ from privaudit.report import (
     write_report,
 )
 from privaudit.runtime.executor import Executor, LocalExecutor, RayExecutor
+from privaudit.runtime.seeds import derive_rng
 
 __all__ = [
     "AuditReport",
@@ -139,9 +156,93 @@ def load_dataset(config: AuditConfig) -> Dataset:
     return load_table(ds.path, ds.label_column, id_column=ds.id_column, standardize=ds.standardize)
 
 
-def build_trainer(model: ModelConfig, n_classes: int) -> SklearnTrainer:
-    """The trainer of the target and of every attacker model (same algorithm, Ye et al. Sec. 4)."""
+def build_trainer(
+    model: ModelConfig, n_classes: int, *, config_dir: Path | None = None
+) -> SklearnTrainer | TorchTrainer:
+    """The trainer of the target and of every attacker model (same algorithm, Ye et al. Sec. 4).
+
+    ``kind: torch`` gives a :class:`~privaudit.models.torch_models.TorchTrainer` of the
+    recipe in ``params`` (a relative ``file.py`` factory resolved against ``config_dir``).
+    """
+    if model.kind == "torch":
+        return TorchTrainer(torch_recipe(model.params, config_dir), n_classes=n_classes)
     return SklearnTrainer(build_estimator(model), name=model.kind, n_classes=n_classes)
+
+
+def load_dataset_and_target(config: AuditConfig) -> tuple[Dataset, ProvidedTarget | None]:
+    """The dataset and, with a ``target`` section, the provided target and its split.
+
+    With ``target.member_column`` the column is read from the dataset table and removed
+    from the features.
+    """
+    t = config.target
+    if t is None:
+        return load_dataset(config), None
+    if t.member_column is not None:
+        ds_cfg = config.dataset
+        if ds_cfg.path is None or ds_cfg.label_column is None:  # checked by the config
+            raise InvalidInputError("target.member_column: needs a dataset table")
+        frame = read_frame(ds_cfg.path)
+        if t.member_column not in frame.columns:
+            raise fail("target.member_column", "a column of the dataset table", repr(t.member_column))
+        marks = frame[t.member_column].to_numpy()
+        dataset = table_from_frame(
+            frame.drop(columns=[t.member_column]),
+            ds_cfg.label_column,
+            name=Path(ds_cfg.path).name.split(".")[0],
+            id_column=ds_cfg.id_column,
+            standardize=ds_cfg.standardize,
+            source=f"file {Path(ds_cfg.path).name}",
+        )
+        members, non_members = membership_from_column(marks, dataset.record_ids)
+    else:
+        dataset = load_dataset(config)
+        members = match_ids(read_id_file(t.members, "target.members"), dataset.record_ids)
+        non_members = match_ids(
+            read_id_file(t.non_members, "target.non_members"), dataset.record_ids
+        )
+    population = None
+    if t.population is not None:
+        population = match_ids(read_id_file(t.population, "target.population"), dataset.record_ids)
+    for what, ids in (("members", members), ("non_members", non_members), ("population", population)):
+        if ids is not None:
+            try:
+                dataset.positions(ids)
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"target.{what}: {exc}") from None
+    recipe = None
+    if t.kind == "torch":
+        params = dict(config.model.params) if config.model.kind == "torch" else {}
+        if t.factory:
+            params["factory"] = t.factory
+        if t.factory_kwargs is not None:
+            params["factory_kwargs"] = t.factory_kwargs
+        params = {k: v for k, v in params.items() if k in ("factory", "factory_kwargs", "input_shape", "device")}
+        recipe = torch_recipe(params, config.config_dir)
+    model = load_target_model(
+        t.kind,
+        t.path,
+        n_classes=dataset.n_classes,
+        recipe=recipe,
+        trusted_types=t.trusted_types,
+        precomputed_n_classes=t.n_classes,
+    )
+    if population is None and config.sizes.n_population is not None:
+        rest = dataset.record_ids[~np.isin(dataset.record_ids, np.concatenate([members, non_members]))]
+        k = min(config.sizes.n_population, rest.size)
+        rng = derive_rng(config.seed, purpose="provided-population")
+        population = rest[np.sort(rng.choice(rest.size, size=k, replace=False))]
+    provided = ProvidedTarget(
+        model=model,
+        member_ids=members,
+        non_member_ids=non_members,
+        population_ids=population,
+        references=t.references,
+        accuracy_tolerance=t.accuracy_tolerance,
+        fingerprint=file_sha256(t.path),
+        description=t.describe(),
+    )
+    return dataset, provided
 
 
 def _sizes(config: AuditConfig, n_records: int) -> tuple[int, int]:
@@ -159,9 +260,20 @@ def _sizes(config: AuditConfig, n_records: int) -> tuple[int, int]:
     return pool, pop
 
 
-def experiment_config(config: AuditConfig, n_records: int) -> ExperimentConfig:
-    """The :class:`ExperimentConfig` of an audit config on a dataset of ``n_records`` records."""
-    pool, pop = _sizes(config, n_records)
+def experiment_config(
+    config: AuditConfig, n_records: int, provided: ProvidedTarget | None = None
+) -> ExperimentConfig:
+    """The :class:`ExperimentConfig` of an audit config on a dataset of ``n_records`` records
+    (with a provided target: its audited set and population sizes)."""
+    if provided is None:
+        pool, pop = _sizes(config, n_records)
+    else:
+        pool = provided.audited_ids.size
+        pop = (
+            n_records - pool
+            if provided.population_ids is None
+            else provided.population_ids.size
+        )
     m = config.models
     try:
         return ExperimentConfig(
@@ -304,11 +416,11 @@ def run_audit(
     timings: dict[str, float] = {}
 
     t0 = time.perf_counter()
-    dataset = load_dataset(config)
+    dataset, provided = load_dataset_and_target(config)
     timings["data"] = time.perf_counter() - t0
 
-    exp_cfg = experiment_config(config, dataset.n_records)
-    trainer = build_trainer(config.model, dataset.n_classes)
+    exp_cfg = experiment_config(config, dataset.n_records, provided)
+    trainer = build_trainer(config.model, dataset.n_classes, config_dir=config.config_dir)
     executor = build_executor(config, exp_cfg.n_jobs, progress=progress)
     t0 = time.perf_counter()
     exp = run_experiment(
@@ -318,6 +430,7 @@ def run_audit(
         store=None if config.cache_dir is None else Path(config.cache_dir),
         executor=executor,
         progress=progress,
+        provided=provided,
     )
     timings["experiment"] = time.perf_counter() - t0
     for phase, sec in exp.timings.items():
@@ -341,12 +454,7 @@ def run_audit(
     results = build_results(
         seed=config.seed,
         settings=settings,
-        target={
-            "train_accuracy": exp.train_accuracy,
-            "test_accuracy": exp.test_accuracy,
-            "n_members": int(exp.membership.sum()),
-            "n_non_members": int((~exp.membership).sum()),
-        },
+        target=_target_entry(exp, provided),
         attacks=entries,
         agreement=agreement,
         agreement_alpha=config.alpha if agreement is not None else None,
@@ -365,8 +473,45 @@ def run_audit(
     )
 
 
+def _target_entry(exp: ExperimentResult, provided: ProvidedTarget | None) -> dict[str, Any]:
+    """``results.json["target"]``: accuracies (None when unknown), split sizes, origin;
+    for a provided target its description, the SHA-256 of its file and of its split
+    (sorted member and non-member ids), and the recipe check."""
+
+    def acc(v: float) -> float | None:
+        return None if np.isnan(v) else float(v)
+
+    out: dict[str, Any] = {
+        "train_accuracy": acc(exp.train_accuracy),
+        "test_accuracy": acc(exp.test_accuracy),
+        "n_members": int(exp.membership.sum()),
+        "n_non_members": int((~exp.membership).sum()),
+        "origin": exp.target_origin,
+    }
+    if provided is not None:
+        out.update(provided.description)
+        out["model_sha256"] = provided.fingerprint
+        out["split_sha256"] = split_fingerprint(exp.record_ids, exp.membership)
+        out["n_population"] = int(exp.population_ids.size)
+        if exp.recipe_check is not None:
+            out["recipe_check"] = dict(exp.recipe_check)
+    return out
+
+
+def split_fingerprint(record_ids: np.ndarray, membership: np.ndarray) -> str:
+    """SHA-256 of the split: sorted member ids, then sorted non-member ids, one per line."""
+    import hashlib
+
+    lines = ["members", *sorted(map(str, record_ids[membership].tolist()))]
+    lines += ["non_members", *sorted(map(str, record_ids[~membership].tolist()))]
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
 def _settings(
-    config: AuditConfig, exp: ExperimentResult, dataset: Dataset, trainer: SklearnTrainer
+    config: AuditConfig,
+    exp: ExperimentResult,
+    dataset: Dataset,
+    trainer: SklearnTrainer | TorchTrainer,
 ) -> dict[str, Any]:
     ec = exp.config
     return {

@@ -213,6 +213,25 @@ def table_from_frame(
     return Dataset(name, ids_arr, X, y, tuple(names), tuple(str(c) for c in classes), info)
 
 
+def _is_frame_file(p: Path) -> bool:
+    suffixes = [s.lower() for s in p.suffixes]
+    return (
+        suffixes[-1:] in ([".csv"], [".parquet"], [".pq"]) or suffixes[-2:] == [".csv", ".gz"]
+    )
+
+
+def read_frame(path: str | Path) -> pd.DataFrame:
+    """Read a CSV (optionally ``.csv.gz``) or Parquet table as a DataFrame."""
+    p = Path(path)
+    if not p.is_file():
+        raise fail("path", "an existing file", str(p))
+    if not _is_frame_file(p):
+        raise fail("path", "a .csv, .csv.gz, .parquet or .pq table", p.name)
+    if p.suffix.lower() in (".parquet", ".pq"):
+        return pd.read_parquet(p)
+    return pd.read_csv(p)
+
+
 def load_table(
     path: str | Path,
     label_column: str,
@@ -256,10 +275,8 @@ def load_table(
     stem = p.name.split(".")[0] or "table"
     ds_name = name or stem
     src = f"file {p.name}"
-    if suffixes[-1:] == [".csv"] or suffixes[-2:] == [".csv", ".gz"]:
-        frame = pd.read_csv(p)
-    elif suffixes[-1:] in ([".parquet"], [".pq"]):
-        frame = pd.read_parquet(p)
+    if _is_frame_file(p):
+        frame = read_frame(p)
     elif suffixes[-1:] == [".npz"]:
         with np.load(p, allow_pickle=False) as z:
             keys = list(z.files)

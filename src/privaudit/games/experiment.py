@@ -62,6 +62,7 @@ import dataclasses
 import inspect
 import math
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -81,6 +82,7 @@ from privaudit.attacks.base import (
 from privaudit.data.dataset import Dataset
 from privaudit.data.sampling import balanced_keep_matrix, split_target_population
 from privaudit.errors import DesignError
+from privaudit.games.provided import ProvidedTarget, RecipeMismatchWarning
 from privaudit.models.base import Model, Trainer
 from privaudit.models.distill import DISTILL_METHODS, LogitRegressionModel, distill
 from privaudit.models.persistence import load_model, save_model
@@ -367,6 +369,11 @@ class ExperimentResult:
         The attacker's population records.
     leave_one_out_ids : array or None
         The records attacked by Attack L.
+    target_origin : {"trained", "provided"}
+        Whether privaudit trained the target or the auditor provided it (and its split).
+    recipe_check : dict or None
+        For a provided target: the target's accuracy and that of a model trained with
+        the recipe, on the audited non-members, the tolerance and whether it held.
     """
 
     record_ids: NDArray[Any]
@@ -385,6 +392,8 @@ class ExperimentResult:
     dataset_fingerprint: str
     population_ids: NDArray[Any]
     leave_one_out_ids: NDArray[Any] | None = None
+    target_origin: str = "trained"
+    recipe_check: Mapping[str, Any] | None = None
 
     def member_of(self, attack: str) -> NDArray[np.bool_]:
         """True membership aligned with ``scores[attack].record_ids``."""
@@ -427,6 +436,7 @@ class _Job:
     train_ids: NDArray[Any]
     seed: int
     eval_sets: tuple[str, ...]
+    fixed_key: str | None = None  # a provided target: its cache key (no training)
 
     @property
     def label(self) -> str:
@@ -480,6 +490,8 @@ class _ModelWorker:
         self.distill_method = distill_method
 
     def model_key_parts(self, job: _Job) -> dict[str, Any]:
+        if job.fixed_key is not None:
+            return {"artifact": "model", "role": job.role, "provided": job.fixed_key}
         parts: dict[str, Any] = {
             "artifact": "model",
             "role": job.role,
@@ -529,7 +541,16 @@ class _ModelWorker:
             created.append(True)
             return self._train(job)
 
+        trainer_save = getattr(self.trainer, "save_model", None)
+        trainer_load = getattr(self.trainer, "load_model", None)
+        suffix = str(getattr(self.trainer, "artifact_suffix", ".skops"))
+
         def save(m: Model, path: Path) -> None:
+            if trainer_save is not None and not isinstance(
+                m, SklearnModel | LogitRegressionModel | PrecomputedModel
+            ):
+                trainer_save(m, path)
+                return
             if not isinstance(m, SklearnModel | LogitRegressionModel | PrecomputedModel):
                 raise DesignError(
                     f"{job.label}: the artifact store can persist scikit-learn and precomputed "
@@ -538,9 +559,11 @@ class _ModelWorker:
             save_model(m, path)
 
         def load(path: Path) -> Model:
+            if trainer_load is not None and suffix != ".skops":
+                return cast(Model, trainer_load(path))
             return cast(Model, load_model(path))
 
-        model = self.store.get_or_create(parts, create, save, load, suffix=".skops")
+        model = self.store.get_or_create(parts, create, save, load, suffix=suffix)
         return model, bool(created), key
 
     def __call__(self, job: _Job) -> _JobResult:
@@ -626,11 +649,113 @@ def _tables(
     }
 
 
-def _accuracy(model: Model, data: Dataset) -> float:
+def _accuracy(model: Model | PrecomputedModel, data: Dataset) -> float:
+    """Accuracy on ``data``; NaN when unknown (no records, or losses-only outputs)."""
     if data.n_records == 0:
         return float("nan")
-    pred = np.argmax(np.asarray(model.logits(data.X), dtype=np.float64), axis=1)
-    return float(np.mean(pred == data.y))
+    if isinstance(model, PrecomputedModel):
+        if not model.has_logits:
+            return float("nan")
+        z = model.logits_for(data.record_ids)
+    else:
+        z = np.asarray(model.logits(data.X), dtype=np.float64)
+    return float(np.mean(np.argmax(z, axis=1) == data.y))
+
+
+def _provided_split(
+    dataset: Dataset, provided: ProvidedTarget, config: ExperimentConfig, seeds: Mapping[str, int]
+) -> tuple[Dataset, Dataset, NDArray[np.bool_], Dataset | None]:
+    """Pool, population, membership and reference source of a provided target."""
+    if config.force_membership:
+        raise fail("force_membership", "none with a provided target (its split is given)", "overrides")
+    pool = dataset.subset(provided.audited_ids)
+    member = np.zeros(pool.n_records, dtype=bool)
+    member[: provided.member_ids.size] = True
+    if provided.population_ids is not None:
+        population = dataset.subset(provided.population_ids)
+    else:
+        rest = ~np.isin(dataset.record_ids, pool.record_ids)
+        if not rest.any():
+            raise DesignError("a provided target needs population records (none left)")
+        population = dataset.subset(rest)
+    if pool.n_records != config.n_target_pool:
+        raise fail("n_target_pool", f"the {pool.n_records} audited records", config.n_target_pool)
+    if population.n_records != config.n_population:
+        raise fail("n_population", f"the {population.n_records} population records", config.n_population)
+    ref_source = None
+    if provided.references == "population":
+        # set aside half of the population (at least the target's training-set size when
+        # possible) for the reference models; the rest stays the attacker's population
+        n_src = max(population.n_records // 2, min(int(member.sum()), population.n_records - 2))
+        if n_src < 2 or population.n_records - n_src < 2:
+            raise DesignError(
+                f"references: 'population' needs population records for the reference models "
+                f"and for the attacker's population; found {population.n_records}"
+            )
+        perm = derive_rng(seeds["split"], purpose="reference-source").permutation(
+            population.n_records
+        )
+        src = np.zeros(population.n_records, dtype=bool)
+        src[perm[:n_src]] = True
+        ref_source, population = population.subset(src), population.subset(~src)
+    return pool, population, member, ref_source
+
+
+def _population_subsets(
+    source: Dataset, size: int, n_models: int, seed: int
+) -> list[NDArray[Any]]:
+    """``n_models`` uniformly random subsets of ``min(size, n)`` records of ``source``."""
+    rng = derive_rng(seed, purpose="reference-population-subsets")
+    k = min(size, source.n_records)
+    return [
+        source.record_ids[np.sort(rng.choice(source.n_records, size=k, replace=False))]
+        for _ in range(n_models)
+    ]
+
+
+def _recipe_check(
+    worker: _ModelWorker,
+    pool: Dataset,
+    member: NDArray[np.bool_],
+    population: Dataset,
+    ref_source: Dataset | None,
+    provided: ProvidedTarget,
+    target_test_acc: float,
+    seeds: Mapping[str, int],
+) -> dict[str, Any]:
+    """Train one model with the recipe on population records (the target's training-set
+    size) and compare its accuracy on the audited non-members with the target's; warn
+    (:class:`RecipeMismatchWarning`) when they differ by more than the tolerance."""
+    source = ref_source if ref_source is not None else population
+    (ids,) = _population_subsets(source, int(member.sum()), 1, seeds["attacker"])
+    job = _Job("recipe-check", "recipe-check", ids, derive_seed(seeds["attacker"], purpose="recipe-check"), ())
+    model, _, _ = worker.model(job)
+    ref_acc = _accuracy(model, pool.subset(~member))
+    tol = float(provided.accuracy_tolerance)
+    out: dict[str, Any] = {
+        "target_test_accuracy": None if math.isnan(target_test_acc) else target_test_acc,
+        "recipe_test_accuracy": ref_acc,
+        "recipe_train_size": int(ids.size),
+        "evaluated_on": "audited non-members",
+        "tolerance": tol,
+    }
+    if math.isnan(target_test_acc):
+        out["ok"] = None
+        out["note"] = "target accuracy unknown (per-record losses only): not compared"
+        return out
+    out["ok"] = bool(abs(ref_acc - target_test_acc) <= tol)
+    if not out["ok"]:
+        warnings.warn(
+            RecipeMismatchWarning(
+                f"a model trained with the recipe reaches {ref_acc:.3f} accuracy on the audited "
+                f"non-members, the target {target_test_acc:.3f} (gap "
+                f"{abs(ref_acc - target_test_acc):.3f} > tolerance {tol}): the reference models "
+                "may not resemble the target, and reference-based attacks may be weak; check "
+                "that the recipe is the one the target was trained with"
+            ),
+            stacklevel=3,
+        )
+    return out
 
 
 def _subset_scores(s: AttackScores, keep_ids: NDArray[Any], note: str) -> AttackScores:
@@ -649,6 +774,7 @@ def run_experiment(
     executor: Executor | None = None,
     progress: bool | None = None,
     game: GameDescription | None = None,
+    provided: ProvidedTarget | None = None,
 ) -> ExperimentResult:
     """Train the target and every attacker model the attacks need, then run the attacks.
 
@@ -668,6 +794,11 @@ def run_experiment(
         Progress bars of the default executor (None: only on a terminal).
     game : GameDescription or None
         Description recorded in the result (default: the fixed-model game, Def. 3.2).
+    provided : ProvidedTarget or None
+        A target trained outside privaudit with the auditor's split
+        (:mod:`privaudit.games.provided`): nothing is drawn for the split or trained for
+        the target; ``n_target_pool`` / ``n_population`` must equal the sizes of the
+        audited set and of the population, and ``force_membership`` is refused.
 
     Returns
     -------
@@ -699,28 +830,41 @@ def run_experiment(
 
     # 1. split ------------------------------------------------------------------------
     t0 = time.perf_counter()
-    pool, population = split_target_population(
-        dataset,
-        config.n_target_pool,
-        config.n_population,
-        derive_rng(seeds["split"], purpose="split"),
-    )
-    # The target's members: a uniformly random half of the pool, drawn independently of
-    # the reference models' layout (so the layout carries no information on the bit).
-    member = np.zeros(pool.n_records, dtype=bool)
-    m_rng = derive_rng(seeds["membership"], purpose="target-membership")
-    member[m_rng.permutation(pool.n_records)[: pool.n_records // 2]] = True
-    if config.force_membership:
-        pos = pool.positions(np.asarray([r for r, _ in config.force_membership]))
-        member[pos] = [b for _, b in config.force_membership]
-    # Reference models: a balanced keep matrix over the reference models only (every
-    # pool record IN for exactly n_reference / 2 of them, whatever its target bit).
-    ref_keep = balanced_keep_matrix(
-        pool.record_ids,
-        config.n_reference,
-        derive_rng(seeds["attacker"], purpose="reference-keep-matrix"),
-        model_prefix="ref",
-    )
+    ref_source: Dataset | None = None
+    if provided is None:
+        pool, population = split_target_population(
+            dataset,
+            config.n_target_pool,
+            config.n_population,
+            derive_rng(seeds["split"], purpose="split"),
+        )
+        # The target's members: a uniformly random half of the pool, drawn independently
+        # of the reference models' layout (so the layout carries no information on the bit).
+        member = np.zeros(pool.n_records, dtype=bool)
+        m_rng = derive_rng(seeds["membership"], purpose="target-membership")
+        member[m_rng.permutation(pool.n_records)[: pool.n_records // 2]] = True
+        if config.force_membership:
+            pos = pool.positions(np.asarray([r for r, _ in config.force_membership]))
+            member[pos] = [b for _, b in config.force_membership]
+    else:
+        pool, population, member, ref_source = _provided_split(dataset, provided, config, seeds)
+    if provided is not None and provided.references == "population":
+        # Reference models train on the part of the population set aside for them (every
+        # audited record OUT for all of them: offline attacks only).
+        ref_keep = MembershipMatrix(
+            pool.record_ids,
+            tuple(f"ref-{j:03d}" for j in range(config.n_reference)),
+            np.zeros((config.n_reference, pool.n_records), dtype=bool),
+        )
+    else:
+        # Reference models: a balanced keep matrix over the reference models only (every
+        # pool record IN for exactly n_reference / 2 of them, whatever its target bit).
+        ref_keep = balanced_keep_matrix(
+            pool.record_ids,
+            config.n_reference,
+            derive_rng(seeds["attacker"], purpose="reference-keep-matrix"),
+            model_prefix="ref",
+        )
     ref_ids = ref_keep.model_ids
     matrix = MembershipMatrix(
         pool.record_ids, (TARGET_ID, *ref_ids), np.vstack([member[None, :], ref_keep.keep])
@@ -743,8 +887,17 @@ def run_experiment(
     # 2. target -----------------------------------------------------------------------
     t0 = time.perf_counter()
     target_sets = (_POOL, _POPULATION) if "population_target" in fields else (_POOL,)
-    target_job = _Job("target", TARGET_ID, pool.record_ids[member], seeds["target"], target_sets)
-    target_loaded = base_worker.model(target_job)
+    if provided is None:
+        target_job = _Job(
+            "target", TARGET_ID, pool.record_ids[member], seeds["target"], target_sets
+        )
+        target_loaded = base_worker.model(target_job)
+    else:
+        fixed = hash_key({"provided-target": provided.fingerprint or repr(provided.model)})
+        target_job = _Job(
+            "target", TARGET_ID, pool.record_ids[member], seeds["target"], target_sets, fixed
+        )
+        target_loaded = (provided.model, False, hash_key(base_worker.model_key_parts(target_job)))
     target_model, created, target_key = target_loaded
     target_res = base_worker.run(target_job, preloaded=target_loaded)
     trained["target"] = int(created)
@@ -752,6 +905,14 @@ def run_experiment(
     train_acc = _accuracy(target_model, pool.subset(member))
     test_acc = _accuracy(target_model, pool.subset(~member))
     timings["target"] = time.perf_counter() - t0
+    recipe_check: dict[str, Any] | None = None
+    if provided is not None:
+        t0 = time.perf_counter()
+        recipe_check = _recipe_check(
+            base_worker, pool, member, population, ref_source, provided, test_acc, seeds
+        )
+        trained["recipe_check"] = 1
+        timings["recipe_check"] = time.perf_counter() - t0
 
     def single(res: _JobResult, name: str, data: Dataset) -> dict[str, SignalTable]:
         return _tables((TARGET_ID,), data.record_ids, res.signals[name][None], signals)
@@ -769,9 +930,15 @@ def run_experiment(
     if fields & {"reference", "reference_membership", "reference_population"}:
         ref_sets = (_POOL, _POPULATION) if "reference_population" in fields else (_POOL,)
         ref_seeds = spawn_seeds(seeds["attacker"], config.n_reference, purpose="reference-models")
+        if ref_source is None:
+            ref_train = [pool.record_ids[matrix.row(rid)] for rid in ref_ids]
+        else:
+            ref_train = _population_subsets(
+                ref_source, int(member.sum()), config.n_reference, seeds["attacker"]
+            )
         jobs = [
-            _Job("reference", rid, pool.record_ids[matrix.row(rid)], s, ref_sets)
-            for rid, s in zip(ref_ids, ref_seeds, strict=True)
+            _Job("reference", rid, ids, s, ref_sets)
+            for rid, ids, s in zip(ref_ids, ref_train, ref_seeds, strict=True)
         ]
         res = run_jobs("reference", jobs, base_worker, "reference models")
         data_kw["reference"] = _tables(
@@ -824,6 +991,11 @@ def run_experiment(
 
     # 5. distilled models -------------------------------------------------------------
     if "distilled" in fields:
+        if not callable(getattr(target_model, "logits", None)):
+            raise DesignError(
+                "distilled models (attack D) query the target on population records; a "
+                "target given as precomputed outputs cannot be queried: drop 'distillation'"
+            )
         size = config.distill_size or min(population.n_records, int(member.sum()))
         rng = derive_rng(seeds["attacker"], purpose="distillation-subsets")
         d_seeds = spawn_seeds(seeds["attacker"], config.n_distilled, purpose="distilled-models")
@@ -965,4 +1137,6 @@ def run_experiment(
         dataset_fingerprint=dataset.fingerprint(),
         population_ids=population.record_ids,
         leave_one_out_ids=loo_ids,
+        target_origin="trained" if provided is None else "provided",
+        recipe_check=recipe_check,
     )

@@ -129,7 +129,8 @@ def load_model(
     Parameters
     ----------
     path : str or Path
-        ``.skops`` (scikit-learn model) or ``.npz`` / ``.csv`` / ``.parquet``
+        ``.skops`` (scikit-learn model written by :func:`save_model`, or a fitted
+        estimator written by ``skops.io.dump``) or ``.npz`` / ``.csv`` / ``.parquet``
         (per-record outputs, see :func:`~privaudit.models.load_precomputed`).
     trusted_types : sequence of str, optional
         Fully qualified type names the caller vouches for, beyond skops' defaults and
@@ -156,6 +157,9 @@ def load_model(
             "inspect the file and pass them in trusted_types if you vouch for them"
         )
     payload = sio.load(p, trusted=[t for t in untrusted if t in allowed])
+    if not isinstance(payload, dict) and hasattr(payload, "classes_"):
+        # a fitted estimator saved with skops.io.dump by its owner (a provided target)
+        return SklearnModel(payload, fit_info={"source": "skops estimator file"})
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise fail("path", f"a {FORMAT} file written by save_model", p.name)
     if int(payload.get("format_version", -1)) != FORMAT_VERSION:

@@ -1,0 +1,132 @@
+"""The PyTorch trainer behind the Trainer / Model protocols (models/torch_models.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from privaudit.errors import InvalidInputError
+from privaudit.models import Model, Trainer
+from privaudit.models.torch_models import (
+    TorchRecipe,
+    TorchTrainer,
+    batch_order,
+    load_torch_model,
+    save_torch_model,
+    shift_images,
+)
+
+FACTORY = str(Path(__file__).with_name("torch_factories.py")) + ":mlp"
+
+
+def _data(n: int = 120, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    y = (X[:, 0] > 0).astype(np.int64) + (X[:, 1] > 1).astype(np.int64)
+    return X, y
+
+
+def _recipe(**kw: object) -> TorchRecipe:
+    base: dict[str, object] = {"factory": FACTORY, "epochs": 5, "batch_size": 16, "lr": 0.01}
+    base.update(kw)
+    return TorchRecipe(**base)  # type: ignore[arg-type]
+
+
+def test_recipe_validates_without_training() -> None:
+    with pytest.raises(InvalidInputError, match="optimizer"):
+        _recipe(optimizer="lbfgs")
+    with pytest.raises(InvalidInputError, match="input_shape"):
+        _recipe(augmentation="shift")
+    with pytest.raises(InvalidInputError, match="factory"):
+        TorchRecipe(factory="no_colon")
+    assert "base_dir" not in _recipe().settings()
+
+
+def test_batch_order_covers_every_record_each_epoch() -> None:
+    batches = batch_order(10, 4, 3, np.random.default_rng(0))
+    assert [b.size for b in batches] == [4, 4, 2] * 3
+    for e in range(3):
+        assert sorted(np.concatenate(batches[3 * e : 3 * e + 3]).tolist()) == list(range(10))
+
+
+def test_shift_images_moves_pixels_and_zero_fills() -> None:
+    img = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    out = shift_images(img, np.array([[1, -1]]))
+    assert out[0, 0, 0].tolist() == [0, 0, 0, 0]  # a zero row shifted in at the top
+    assert out[0, 0, 1].tolist() == [1, 2, 3, 0]  # row 0 moved down one, left one
+
+
+def test_fit_is_a_trainer_and_reproducible_on_cpu() -> None:
+    pytest.importorskip("torch")
+    X, y = _data()
+    tr = TorchTrainer(_recipe(device="cpu"), n_classes=3)
+    assert isinstance(tr, Trainer)
+    m1 = tr.fit(X, y, seed=7)
+    m2 = tr.fit(X, y, seed=7)
+    m3 = tr.fit(X, y, seed=8)
+    assert isinstance(m1, Model)
+    z1, z2, z3 = m1.logits(X), m2.logits(X), m3.logits(X)
+    assert z1.shape == (120, 3) and z1.dtype == np.float64
+    np.testing.assert_array_equal(z1, z2)  # same seed: bit for bit
+    assert not np.allclose(z1, z3)
+    acc = np.mean(z1.argmax(1) == y)
+    assert acc > 0.7  # it learned something
+
+
+def test_sample_weights_change_the_fit() -> None:
+    pytest.importorskip("torch")
+    X, y = _data()
+    tr = TorchTrainer(_recipe(device="cpu"), n_classes=3)
+    w = np.where(y == 0, 5.0, 0.1)
+    z_w = tr.fit(X, y, seed=1, sample_weight=w).logits(X)
+    z = tr.fit(X, y, seed=1).logits(X)
+    assert np.mean(z_w.argmax(1) == 0) > np.mean(z.argmax(1) == 0)
+
+
+def test_safetensors_roundtrip_and_pt_state_dict(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    X, y = _data()
+    rec = _recipe(device="cpu")
+    m = TorchTrainer(rec, n_classes=3).fit(X, y, seed=3)
+    p = save_torch_model(m, tmp_path / "m.safetensors")
+    back = load_torch_model(p, rec)
+    assert back.n_classes == 3
+    np.testing.assert_array_equal(back.logits(X), m.logits(X))
+    torch.save(m.module.state_dict(), tmp_path / "m.pt")
+    np.testing.assert_array_equal(load_torch_model(tmp_path / "m.pt", rec).logits(X), m.logits(X))
+    # a pickle of a whole module is refused by weights_only loading
+    torch.save(m.module, tmp_path / "whole.pt")
+    with pytest.raises(InvalidInputError, match="weights_only"):
+        load_torch_model(tmp_path / "whole.pt", rec)
+    # weights of another architecture: named clearly
+    other = _recipe(factory_kwargs={"hidden": 5})
+    with pytest.raises(InvalidInputError, match="state dict matching"):
+        load_torch_model(p, other)
+
+
+def test_factory_errors_are_clear() -> None:
+    pytest.importorskip("torch")
+    bad = _recipe(factory=FACTORY.replace(":mlp", ":not_a_module"))
+    with pytest.raises(InvalidInputError, match=r"torch\.nn\.Module"):
+        TorchTrainer(bad).fit(*_data(), seed=0)
+    with pytest.raises(InvalidInputError, match="importable module"):
+        _recipe(factory="no_such_module_xyz:f").build()
+
+
+def test_augmented_training_runs_on_images() -> None:
+    pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    X = rng.random((40, 16))
+    y = rng.integers(0, 2, 40)
+    rec = _recipe(
+        factory_kwargs={"n_features": 16, "n_classes": 2},
+        augmentation="flip-shift",
+        input_shape=(1, 4, 4),
+        max_shift=1,
+        device="cpu",
+    )
+    m1 = TorchTrainer(rec).fit(X, y, seed=0)
+    m2 = TorchTrainer(rec).fit(X, y, seed=0)
+    np.testing.assert_array_equal(m1.logits(X), m2.logits(X))
