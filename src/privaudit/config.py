@@ -55,7 +55,7 @@ __all__ = [
     "load_config",
 ]
 
-BUILTIN_DATASETS: tuple[str, ...] = ("adult", "digits")
+BUILTIN_DATASETS: tuple[str, ...] = ("adult", "digits", "mnist")
 MODEL_KINDS: tuple[str, ...] = ("mlp", "logistic", "gradient_boosting", "random_forest", "torch")
 
 #: Defaults of each model kind (merged under the user's ``params``). The MLP has no
@@ -87,8 +87,9 @@ class _Strict(BaseModel):
 class DatasetConfig(_Strict):
     """Which data to audit on: a bundled dataset by name, or a user table by path."""
 
-    name: Literal["adult", "digits"] | None = Field(
-        default=None, description="A bundled dataset: 'adult' (UCI Adult) or 'digits'."
+    name: Literal["adult", "digits", "mnist"] | None = Field(
+        default=None,
+        description="A bundled dataset: 'adult' (UCI Adult), 'digits' or 'mnist' (6,000 images).",
     )
     path: Path | None = Field(default=None, description="A CSV, Parquet or .npz table.")
     label_column: str | None = Field(default=None, description="Column of class labels.")
@@ -110,7 +111,7 @@ class DatasetConfig(_Strict):
     @model_validator(mode="after")
     def _one_source(self) -> DatasetConfig:
         if (self.name is None) == (self.path is None):
-            raise ValueError("expected exactly one of 'name' (adult, digits) or 'path'")
+            raise ValueError("expected exactly one of 'name' (adult, digits, mnist) or 'path'")
         if self.path is not None and not self.label_column:
             raise ValueError("expected 'label_column' with 'path'")
         if self.name is not None and (self.label_column or self.id_column):

@@ -35,6 +35,7 @@ from privaudit.config import (
     torch_recipe,
 )
 from privaudit.data import Dataset, load_adult, load_digits, load_table, table_from_frame
+from privaudit.data.mnist import load_mnist
 from privaudit.data.tables import read_frame
 from privaudit.errors import InvalidInputError
 from privaudit.games.experiment import ExperimentConfig, ExperimentResult, run_experiment
@@ -151,6 +152,8 @@ def load_dataset(config: AuditConfig) -> Dataset:
         return load_adult()
     if ds.name == "digits":
         return load_digits()
+    if ds.name == "mnist":
+        return load_mnist()
     if ds.path is None or ds.label_column is None:  # DatasetConfig already ensures it
         raise InvalidInputError("dataset: expected 'name' or 'path' with 'label_column'")
     return load_table(ds.path, ds.label_column, id_column=ds.id_column, standardize=ds.standardize)

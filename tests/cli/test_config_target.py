@@ -54,3 +54,30 @@ def test_example_configs_resolve_paths_against_their_directory() -> None:
     assert cfg.target.path.is_absolute() or cfg.target.path.parts[0] != "own_model_out"
     tcfg = load_config(EXAMPLES / "own_model_torch.yaml")
     assert tcfg.model.kind == "torch" and tcfg.config_dir == EXAMPLES.resolve()
+
+
+def test_mnist_example_config_is_valid() -> None:
+    cfg = load_config(EXAMPLES / "mnist_cnn.yaml")
+    assert cfg.dataset.name == "mnist" and cfg.model.kind == "torch"
+    assert cfg.attacks is None  # every attack
+
+
+@pytest.mark.slow
+def test_mnist_example_runs_every_attack(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from privaudit.pipeline import run_audit
+
+    cfg = load_config(EXAMPLES / "mnist_cnn.yaml")
+    params = {**cfg.model.params, "epochs": 2}
+    cfg = cfg.model_copy(
+        update={
+            "model": cfg.model.model_copy(update={"params": params}),
+            "sizes": cfg.sizes.model_copy(update={"n_target_pool": 200, "n_population": 300}),
+            "models": cfg.models.model_copy(
+                update={"n_reference": 4, "n_shadow": 1, "n_distilled": 2, "leave_one_out_sample": 4}
+            ),
+            "output_dir": tmp_path / "rep",
+        }
+    )
+    rep = run_audit(cfg, progress=False)
+    assert [a["name"] for a in rep.results["attacks"]] == list(cfg.attack_names())

@@ -130,3 +130,71 @@ def test_augmented_training_runs_on_images() -> None:
     m1 = TorchTrainer(rec).fit(X, y, seed=0)
     m2 = TorchTrainer(rec).fit(X, y, seed=0)
     np.testing.assert_array_equal(m1.logits(X), m2.logits(X))
+
+
+@pytest.mark.parametrize("opt", ["adam", "sgd", "adamw"])
+def test_batched_training_equals_one_by_one(opt: str) -> None:
+    pytest.importorskip("torch")
+    from privaudit.models.torch_batched import fit_many
+
+    X, y = _data(200, seed=1)
+    rec = _recipe(
+        optimizer=opt, momentum=0.9 if opt == "sgd" else 0.0, weight_decay=0.01, device="cpu"
+    )
+    tr = TorchTrainer(rec, n_classes=3)
+    rng = np.random.default_rng(2)
+    subsets = [np.sort(rng.choice(200, size=n, replace=False)) for n in (90, 100, 77)]
+    seeds = [4, 5, 6]
+    batched = fit_many(tr, X, y, subsets, seeds, n_classes=3)
+    for s, sd, m in zip(subsets, seeds, batched, strict=True):
+        one = tr.fit(X[s], y[s], seed=sd, n_classes=3)
+        np.testing.assert_allclose(m.logits(X), one.logits(X), atol=1e-5)
+        assert m.fit_info["batched"] is True
+
+
+def test_batched_training_falls_back_for_modules_with_buffers() -> None:
+    pytest.importorskip("torch")
+    from privaudit.models.torch_batched import fit_many
+
+    X, y = _data(60)
+    rec = _recipe(factory=FACTORY.replace(":mlp", ":bn_mlp"), epochs=2, device="cpu")
+    tr = TorchTrainer(rec, n_classes=3)
+    subsets = [np.arange(0, 40), np.arange(20, 60)]
+    ms = fit_many(tr, X, y, subsets, [1, 2], n_classes=3)
+    assert all("batched" not in m.fit_info for m in ms)
+    np.testing.assert_array_equal(ms[1].logits(X), tr.fit(X[20:60], y[20:60], seed=2).logits(X))
+
+
+def test_experiment_trains_torch_references_batched_and_caches_them(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from privaudit.data import load_digits
+    from privaudit.games.experiment import ExperimentConfig, run_experiment
+
+    ds = load_digits()
+    rec = _recipe(factory_kwargs={"n_features": 64, "hidden": 16, "n_classes": 10}, epochs=3)
+    cfg = ExperimentConfig(
+        attacks=("loss", "lira-online"), n_target_pool=80, n_population=40, n_reference=4, seed=1
+    )
+    runs = [
+        run_experiment(ds, TorchTrainer(rec, n_classes=10, batched=b), cfg, store=tmp_path / str(b))
+        for b in (True, False)
+    ]
+    np.testing.assert_allclose(
+        runs[0].scores["lira-online"].scores, runs[1].scores["lira-online"].scores, atol=1e-4
+    )
+    again = run_experiment(ds, TorchTrainer(rec, n_classes=10), cfg, store=tmp_path / "True")
+    assert again.models_trained.get("reference", 0) == 0 and again.models_loaded["reference"] == 4
+    np.testing.assert_array_equal(
+        again.scores["lira-online"].scores, runs[0].scores["lira-online"].scores
+    )
+
+
+def test_augmented_views_start_with_the_identity() -> None:
+    from privaudit.models.torch_models import augmented_views
+
+    X = np.arange(2 * 16, dtype=np.float64).reshape(2, 16)
+    views = augmented_views(X, (1, 4, 4), max_shift=1, flip=True)
+    assert len(views) == 18 and views[0][0] == "shift(0,0)"
+    np.testing.assert_array_equal(views[0][1], X)
+    flipped = dict(views)["flip,shift(0,0)"].reshape(2, 4, 4)
+    np.testing.assert_array_equal(flipped, X.reshape(2, 4, 4)[..., ::-1])

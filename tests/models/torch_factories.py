@@ -14,3 +14,11 @@ def mlp(n_features: int = 4, hidden: int = 8, n_classes: int = 3) -> Any:
 
 def not_a_module() -> Any:
     return 42
+
+
+def bn_mlp(n_features: int = 4, n_classes: int = 3) -> Any:
+    from torch import nn
+
+    return nn.Sequential(
+        nn.Linear(n_features, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, n_classes)
+    )

@@ -13,6 +13,7 @@ Public API (docs/architecture.md, "Module contracts"):
 from privaudit.data import sampling
 from privaudit.data.adult import ADULT_SHA256, AdultDataError, load_adult
 from privaudit.data.dataset import Dataset
+from privaudit.data.mnist import MNIST_SHAPE, load_mnist
 from privaudit.data.sampling import (
     LeaveOneOutDesign,
     balanced_keep_matrix,
@@ -24,6 +25,7 @@ from privaudit.data.tables import load_digits, load_table, table_from_frame
 
 __all__ = [
     "ADULT_SHA256",
+    "MNIST_SHAPE",
     "AdultDataError",
     "Dataset",
     "LeaveOneOutDesign",
@@ -31,6 +33,7 @@ __all__ = [
     "leave_one_out_sets",
     "load_adult",
     "load_digits",
+    "load_mnist",
     "load_table",
     "sample_membership",
     "sampling",

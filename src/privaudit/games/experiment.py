@@ -530,16 +530,18 @@ class _ModelWorker:
             )
         return model
 
-    def model(self, job: _Job) -> tuple[Model, bool, str]:
+    def model(self, job: _Job, trained: Model | None = None) -> tuple[Model, bool, str]:
+        """The job's model: from the store, else ``trained`` (already fitted, e.g. by a
+        batched fit) or a fresh fit; stored when a store is given."""
         parts = self.model_key_parts(job)
         key = hash_key(parts)
         if self.store is None:
-            return self._train(job), True, key
+            return (self._train(job) if trained is None else trained), True, key
         created: list[bool] = []
 
         def create() -> Model:
             created.append(True)
-            return self._train(job)
+            return self._train(job) if trained is None else trained
 
         trainer_save = getattr(self.trainer, "save_model", None)
         trainer_load = getattr(self.trainer, "load_model", None)
@@ -620,6 +622,30 @@ def target_pool_ids(dataset: Dataset, config: ExperimentConfig) -> NDArray[Any]:
         derive_rng(seeds["split"], purpose="split"),
     )
     return pool.record_ids
+
+
+def _run_batched(worker: _ModelWorker, jobs: list[_Job], fit_many: Any) -> list[_JobResult]:
+    """Train the jobs' models not in the store as one batched computation
+    (``trainer.fit_many``, e.g. :func:`privaudit.models.torch_batched.fit_many`), then
+    store them and compute their signals in this process."""
+    store = worker.store
+    todo = [j for j in jobs if store is None or not store.contains(worker.model_key_parts(j))]
+    fitted: dict[str, Model] = {}
+    if todo:
+        ds = worker.dataset
+        models = fit_many(
+            ds.X,
+            ds.y,
+            [ds.positions(np.asarray(j.train_ids)) for j in todo],
+            [int(j.seed) for j in todo],
+            n_classes=ds.n_classes,
+        )
+        fitted = {j.model_id: m for j, m in zip(todo, models, strict=True)}
+    out = []
+    for j in jobs:
+        pre = worker.model(j, trained=fitted.get(j.model_id)) if j.model_id in fitted else None
+        out.append(worker.run(j, preloaded=pre))
+    return out
 
 
 def _needed(config: ExperimentConfig) -> tuple[set[str], tuple[str, ...]]:
@@ -876,7 +902,11 @@ def run_experiment(
 
     def run_jobs(role: str, jobs: list[_Job], worker: _ModelWorker, desc: str) -> list[_JobResult]:
         t = time.perf_counter()
-        results = executor.map(worker, jobs, desc=desc, label=lambda j: j.label)
+        many = getattr(trainer, "fit_many", None) if getattr(trainer, "batched", False) else None
+        if many is not None and worker.teacher is None and len(jobs) > 1:
+            results = _run_batched(worker, jobs, many)
+        else:
+            results = executor.map(worker, jobs, desc=desc, label=lambda j: j.label)
         timings[role] = timings.get(role, 0.0) + time.perf_counter() - t
         trained[role] = trained.get(role, 0) + sum(r.model_created for r in results)
         loaded[role] = loaded.get(role, 0) + sum(not r.model_created for r in results)

@@ -52,6 +52,7 @@ __all__ = [
     "TorchModel",
     "TorchRecipe",
     "TorchTrainer",
+    "augmented_views",
     "load_torch_model",
     "require_torch",
     "resolve_factory",
@@ -154,6 +155,12 @@ class TorchRecipe:
         Largest shift of the ``shift`` augmentation, in pixels.
     device : {"auto", "cpu", "cuda"}
         ``"auto"``: CUDA when available, else CPU.
+    dp : mapping, optional
+        DP-SGD with Opacus (extra ``dp``; Abadi et al. 2016): ``noise_multiplier`` or
+        ``target_epsilon``, ``max_grad_norm`` (default 1.0), ``delta`` (default 1e-5),
+        ``accountant`` (``"rdp"``, default, or ``"prv"``). Poisson sampling with rate
+        ``batch_size / n``; the accountant's epsilon at ``delta`` is recorded in the
+        model's ``fit_info["accountant_epsilon"]``.
     base_dir : str, optional
         Directory against which a relative ``file.py`` factory is resolved (not part of
         :meth:`settings`, so the cache key does not depend on where the config lives).
@@ -172,6 +179,7 @@ class TorchRecipe:
     input_shape: tuple[int, ...] | None = None
     max_shift: int = 2
     device: str = "auto"
+    dp: Mapping[str, Any] | None = None
     base_dir: str | None = None
 
     def __post_init__(self) -> None:
@@ -204,6 +212,8 @@ class TorchRecipe:
             )
         if self.device not in ("auto", "cpu", "cuda"):
             raise fail("device", "'auto', 'cpu' or 'cuda'", repr(self.device))
+        if self.dp is not None:
+            object.__setattr__(self, "dp", _check_dp(self.dp, self))
 
     def settings(self) -> dict[str, Any]:
         """JSON-able description of everything that affects training (cache keys)."""
@@ -212,6 +222,7 @@ class TorchRecipe:
         d.pop("device")  # results agree across devices up to floating-point noise
         d["factory_kwargs"] = json.loads(json.dumps(dict(self.factory_kwargs), sort_keys=True))
         d["input_shape"] = None if self.input_shape is None else list(self.input_shape)
+        d["dp"] = None if self.dp is None else dict(self.dp)
         return d
 
     def build(self, seed: int | None = None) -> Any:
@@ -227,6 +238,31 @@ class TorchRecipe:
         if not isinstance(module, torch.nn.Module):
             raise fail(f"factory {self.factory!r}", "a torch.nn.Module", type(module).__name__)
         return module
+
+
+_DP_KEYS = ("noise_multiplier", "target_epsilon", "max_grad_norm", "delta", "accountant")
+
+
+def _check_dp(dp: Mapping[str, Any], recipe: TorchRecipe) -> dict[str, Any]:
+    d = dict(dp)
+    bad = sorted(set(d) - set(_DP_KEYS))
+    if bad:
+        raise fail("dp", "keys among " + ", ".join(_DP_KEYS), bad)
+    if ("noise_multiplier" in d) == ("target_epsilon" in d):
+        raise fail("dp", "exactly one of noise_multiplier or target_epsilon", sorted(d))
+    d.setdefault("max_grad_norm", 1.0)
+    d.setdefault("delta", 1e-5)
+    d.setdefault("accountant", "rdp")
+    for k in ("noise_multiplier", "target_epsilon", "max_grad_norm"):
+        if k in d and not (isinstance(d[k], int | float) and np.isfinite(d[k]) and d[k] > 0):
+            raise fail(f"dp.{k}", "a positive number", d[k])
+    if not (isinstance(d["delta"], int | float) and 0 < d["delta"] < 1):
+        raise fail("dp.delta", "a number in (0, 1)", d["delta"])
+    if d["accountant"] not in ("rdp", "prv"):
+        raise fail("dp.accountant", "'rdp' or 'prv'", d["accountant"])
+    if recipe.augmentation != "none":
+        raise fail("dp", "no augmentation with DP-SGD (not supported here)", recipe.augmentation)
+    return d
 
 
 def resolve_device(device: str) -> str:
@@ -392,12 +428,20 @@ class TorchTrainer:
     n_classes : int, optional
         Size of the label space (default ``max(y) + 1``).
     name : str
+    batched : bool
+        Let the experiment engine train many models of this recipe at once
+        (:meth:`fit_many`; the same models up to floating-point rounding).
     """
 
     artifact_suffix = ".safetensors"
 
     def __init__(
-        self, recipe: TorchRecipe, *, n_classes: int | None = None, name: str = "torch"
+        self,
+        recipe: TorchRecipe,
+        *,
+        n_classes: int | None = None,
+        name: str = "torch",
+        batched: bool = True,
     ) -> None:
         if not isinstance(recipe, TorchRecipe):
             raise fail("recipe", "a TorchRecipe", type(recipe).__name__)
@@ -406,6 +450,7 @@ class TorchTrainer:
             None if n_classes is None else check_positive_int(n_classes, "n_classes", minimum=2)
         )
         self._name = name
+        self.batched = bool(batched)
 
     @property
     def name(self) -> str:
@@ -457,6 +502,10 @@ class TorchTrainer:
         _set_worker_threads()
         r = self.recipe
         dev = resolve_device(r.device)
+        if r.dp is not None:
+            if w is not None:
+                raise fail("sample_weight", "none with a DP-SGD recipe", "weights")
+            return _fit_dp(r, X, y, int(seed), C, dev)
         module = r.build(int(seed)).to(dev)
         module.train()
         opt = make_optimizer(r, module.parameters())
@@ -483,6 +532,22 @@ class TorchTrainer:
         info = {"n_train": int(y.size), "seed": int(seed), "device": dev, "epochs": r.epochs}
         return TorchModel(module.cpu(), C, recipe=r, fit_info=info, device=r.device)
 
+    def fit_many(
+        self,
+        X: NDArray[np.float64],
+        y: NDArray[np.int64],
+        subsets: Any,
+        seeds: Any,
+        *,
+        n_classes: int | None = None,
+    ) -> list[TorchModel]:
+        """One model per ``(subset, seed)`` trained as one batched computation
+        (:func:`privaudit.models.torch_batched.fit_many`); used by the experiment engine
+        for reference, shadow and leave-one-out models when ``batched`` is true."""
+        from privaudit.models.torch_batched import fit_many
+
+        return fit_many(self, X, y, subsets, seeds, n_classes=n_classes)
+
     # -- persistence used by the artifact store ---------------------------------------
     def save_model(self, model: Any, path: str | Path) -> Path:
         """Write ``model`` (a :class:`TorchModel`) as safetensors."""
@@ -491,6 +556,79 @@ class TorchTrainer:
     def load_model(self, path: str | Path) -> TorchModel:
         """Read a model written by :meth:`save_model` (rebuilt with this recipe)."""
         return load_torch_model(path, self.recipe, n_classes=self.n_classes)
+
+
+def _fit_dp(
+    r: TorchRecipe, X: NDArray[np.float64], y: NDArray[np.int64], seed: int, C: int, dev: str
+) -> TorchModel:
+    """DP-SGD training with Opacus (Abadi et al. 2016): per-example gradients clipped to
+    ``max_grad_norm``, Gaussian noise of std ``noise_multiplier * max_grad_norm``, Poisson
+    sampling at rate ``batch_size / n``; all randomness (initial weights, sampling,
+    noise) from ``seed`` (``fork_rng`` + ``manual_seed``)."""
+    torch = require_torch()
+    try:
+        from opacus import PrivacyEngine
+    except ImportError as exc:
+        raise InvalidInputError(
+            "model.params.dp: expected Opacus installed (pip install 'privaudit[dp]'), found none"
+        ) from exc
+    dp = dict(r.dp or {})
+    data = torch.utils.data.TensorDataset(
+        torch.tensor(X, dtype=torch.float32), torch.tensor(y, dtype=torch.long)
+    )
+    import warnings
+
+    with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
+        # Opacus' hooks fire on module outputs when inputs need no gradient: expected
+        warnings.filterwarnings("ignore", message="Full backward hook is firing")
+        warnings.filterwarnings("ignore", module="opacus")
+        torch.manual_seed(seed)
+        module = r.build(seed).to(dev)
+        module.train()
+        opt = make_optimizer(r, module.parameters())
+        loader = torch.utils.data.DataLoader(data, batch_size=r.batch_size)
+        engine = PrivacyEngine(accountant=dp["accountant"])
+        if "target_epsilon" in dp:
+            priv, opt, loader = engine.make_private_with_epsilon(
+                module=module,
+                optimizer=opt,
+                data_loader=loader,
+                target_epsilon=float(dp["target_epsilon"]),
+                target_delta=float(dp["delta"]),
+                epochs=r.epochs,
+                max_grad_norm=float(dp["max_grad_norm"]),
+            )
+        else:
+            priv, opt, loader = engine.make_private(
+                module=module,
+                optimizer=opt,
+                data_loader=loader,
+                noise_multiplier=float(dp["noise_multiplier"]),
+                max_grad_norm=float(dp["max_grad_norm"]),
+            )
+        for _ in range(r.epochs):
+            for xb, yb in loader:
+                if yb.numel() == 0:
+                    continue
+                opt.zero_grad(set_to_none=True)
+                loss = torch.nn.functional.cross_entropy(priv(xb.to(dev)), yb.to(dev))
+                loss.backward()
+                opt.step()
+        eps = float(engine.get_epsilon(float(dp["delta"])))
+    module.eval()
+    info = {
+        "n_train": int(y.size),
+        "seed": int(seed),
+        "device": dev,
+        "epochs": r.epochs,
+        "dp": True,
+        "accountant_epsilon": eps,
+        "delta": float(dp["delta"]),
+        "noise_multiplier": float(opt.noise_multiplier),
+        "max_grad_norm": float(dp["max_grad_norm"]),
+        "accountant": str(dp["accountant"]),
+    }
+    return TorchModel(module.cpu(), C, recipe=r, fit_info=info, device=r.device)
 
 
 def save_torch_model(model: TorchModel, path: str | Path) -> Path:
@@ -588,3 +726,43 @@ def _input_width(module: Any) -> int | None:
             return int(p.shape[1])
         return None
     return None
+
+
+def augmented_views(
+    X: NDArray[np.float64],
+    shape: tuple[int, ...],
+    *,
+    max_shift: int = 1,
+    flip: bool = False,
+) -> list[tuple[str, NDArray[np.float64]]]:
+    """Deterministic augmented copies of flattened images, for LiRA's augmented queries.
+
+    Carlini et al. 2022 (Sec. VI-A, "Augmentations"): the target and every reference
+    model are queried, in eval mode, on augmented versions of each record (the ones the
+    models were trained with: shifts, and mirror images where flips were used); one
+    Gaussian per view is fitted and the per-view log likelihood ratios are averaged.
+    Views: every shift ``(dy, dx)`` in ``[-max_shift, max_shift]^2`` (zeros shifted in),
+    each also mirrored when ``flip``; the first view is the identity.
+
+    Returns
+    -------
+    list of (name, X_view)
+    """
+    X = as_float_array(X, "X", ndim=2)
+    c, h, w = (int(v) for v in shape)
+    if X.shape[1] != c * h * w:
+        raise fail("shape", f"an image shape with {X.shape[1]} values", shape)
+    imgs = X.reshape(-1, c, h, w)
+    offsets = [(0, 0)] + [
+        (dy, dx)
+        for dy in range(-max_shift, max_shift + 1)
+        for dx in range(-max_shift, max_shift + 1)
+        if (dy, dx) != (0, 0)
+    ]
+    out: list[tuple[str, NDArray[np.float64]]] = []
+    for mirror in (False, True) if flip else (False,):
+        base = imgs[..., ::-1] if mirror else imgs
+        for dy, dx in offsets:
+            v = shift_images(np.ascontiguousarray(base), np.tile([dy, dx], (imgs.shape[0], 1)))
+            out.append((f"{'flip,' if mirror else ''}shift({dy},{dx})", v.reshape(X.shape[0], -1)))
+    return out
