@@ -491,6 +491,11 @@ def _target_entry(exp: ExperimentResult, provided: ProvidedTarget | None) -> dic
         "n_non_members": int((~exp.membership).sum()),
         "origin": exp.target_origin,
     }
+    if "accountant_epsilon" in exp.target_info:
+        # a DP-SGD target: the accountant's (upper-bound) epsilon at its delta, to be read
+        # beside every empirical lower bound
+        out["accountant_epsilon"] = float(exp.target_info["accountant_epsilon"])
+        out["delta"] = float(exp.target_info["delta"])
     if provided is not None:
         out.update(provided.description)
         out["model_sha256"] = provided.fingerprint

@@ -198,3 +198,37 @@ def test_augmented_views_start_with_the_identity() -> None:
     np.testing.assert_array_equal(views[0][1], X)
     flipped = dict(views)["flip,shift(0,0)"].reshape(2, 4, 4)
     np.testing.assert_array_equal(flipped, X.reshape(2, 4, 4)[..., ::-1])
+
+
+def test_dp_recipe_is_validated() -> None:
+    with pytest.raises(InvalidInputError, match="exactly one of noise_multiplier"):
+        _recipe(dp={"max_grad_norm": 1.0})
+    with pytest.raises(InvalidInputError, match="dp.delta"):
+        _recipe(dp={"noise_multiplier": 1.0, "delta": 2})
+    with pytest.raises(InvalidInputError, match="augmentation"):
+        _recipe(dp={"noise_multiplier": 1.0}, augmentation="shift", input_shape=(1, 2, 2))
+    assert _recipe(dp={"noise_multiplier": 1.0}).settings()["dp"]["delta"] == 1e-5
+
+
+def test_dp_sgd_fit_is_seeded_and_reports_the_accountant_epsilon() -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("opacus")
+    X, y = _data(200)
+    rec = _recipe(
+        dp={"target_epsilon": 2.0, "delta": 1e-5}, optimizer="sgd", lr=0.1, epochs=2, device="cpu"
+    )
+    tr = TorchTrainer(rec, n_classes=3)
+    a, b = tr.fit(X, y, seed=3), tr.fit(X, y, seed=3)
+    np.testing.assert_array_equal(a.logits(X), b.logits(X))
+    eps = a.fit_info["accountant_epsilon"]
+    assert 0 < eps <= 2.0 + 1e-6 and a.fit_info["delta"] == 1e-5
+    # a fixed noise multiplier: more epochs spend more privacy
+    loose = TorchTrainer(
+        _recipe(dp={"noise_multiplier": 1.0}, optimizer="sgd", epochs=1, device="cpu")
+    )
+    more = TorchTrainer(
+        _recipe(dp={"noise_multiplier": 1.0}, optimizer="sgd", epochs=3, device="cpu")
+    )
+    e1 = loose.fit(X, y, seed=0, n_classes=3).fit_info["accountant_epsilon"]
+    e3 = more.fit(X, y, seed=0, n_classes=3).fit_info["accountant_epsilon"]
+    assert e3 > e1 > 0

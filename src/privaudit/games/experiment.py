@@ -374,6 +374,9 @@ class ExperimentResult:
     recipe_check : dict or None
         For a provided target: the target's accuracy and that of a model trained with
         the recipe, on the audited non-members, the tolerance and whether it held.
+    target_info : dict
+        JSON-able ``fit_info`` of the target (e.g. a DP-SGD target's
+        ``accountant_epsilon`` and ``delta``).
     """
 
     record_ids: NDArray[Any]
@@ -394,6 +397,7 @@ class ExperimentResult:
     leave_one_out_ids: NDArray[Any] | None = None
     target_origin: str = "trained"
     recipe_check: Mapping[str, Any] | None = None
+    target_info: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def member_of(self, attack: str) -> NDArray[np.bool_]:
         """True membership aligned with ``scores[attack].record_ids``."""
@@ -1169,4 +1173,9 @@ def run_experiment(
         leave_one_out_ids=loo_ids,
         target_origin="trained" if provided is None else "provided",
         recipe_check=recipe_check,
+        target_info={
+            str(k): v
+            for k, v in dict(getattr(target_model, "fit_info", {}) or {}).items()
+            if isinstance(v, bool | int | float | str)
+        },
     )
