@@ -14,7 +14,9 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["Model", "Trainer"]
+from privaudit._validation import as_float_array, as_label_array, check_positive_int, fail
+
+__all__ = ["Model", "Trainer", "check_fit_inputs"]
 
 
 @runtime_checkable
@@ -58,3 +60,23 @@ class Trainer(Protocol):
     def settings(self) -> dict[str, Any]:
         """JSON-able, deterministic description of everything that affects ``fit``."""
         ...
+
+
+def check_fit_inputs(
+    X: Any, y: Any, seed: Any, n_classes: int | None
+) -> tuple[NDArray[np.float64], NDArray[np.int64], int]:
+    """Validate the arguments of a ``Trainer.fit``: ``(X, y, C)``.
+
+    ``X`` float64 (n, d); ``y`` int64 labels, one per row, below ``C``; ``seed`` an
+    integer in ``[0, 2**32 - 1]``; ``C = n_classes`` or ``max(y) + 1``.
+    """
+    X = as_float_array(X, "X", ndim=2)
+    y = as_label_array(y, "y")
+    if y.size != X.shape[0]:
+        raise fail("y", f"{X.shape[0]} labels (one per row of X)", y.size)
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= int(seed) < 2**32:
+        raise fail("seed", "an integer in [0, 2**32 - 1]", repr(seed))
+    C = int(y.max()) + 1 if n_classes is None else check_positive_int(n_classes, "n_classes", minimum=2)
+    if y.max() >= C:
+        raise fail("y", f"labels below n_classes={C}", f"maximum {int(y.max())}")
+    return X, y, C

@@ -44,8 +44,9 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import expit, log_softmax
 
-from privaudit._validation import as_float_array, as_label_array, check_positive_int, fail
+from privaudit._validation import as_float_array, check_positive_int, fail
 from privaudit.errors import InvalidInputError, PrivauditError
+from privaudit.models.base import check_fit_inputs
 
 __all__ = [
     "ABSENT_CLASS_MARGIN",
@@ -426,20 +427,9 @@ class SklearnTrainer:
             Non-negative weights (used by :func:`~privaudit.models.distill`).
         """
 
-        X = as_float_array(X, "X", ndim=2)
-        y = as_label_array(y, "y")
-        if y.size != X.shape[0]:
-            raise fail("y", f"{X.shape[0]} labels (one per row of X)", y.size)
-        if (
-            isinstance(seed, bool)
-            or not isinstance(seed, int | np.integer)
-            or not 0 <= int(seed) < 2**32
-        ):
-            raise fail("seed", "an integer in [0, 2**32 - 1]", repr(seed))
-        C = n_classes if n_classes is not None else self.n_classes
-        C = int(y.max()) + 1 if C is None else check_positive_int(C, "n_classes", minimum=2)
-        if y.max() >= C:
-            raise fail("y", f"labels below n_classes={C}", f"maximum {int(y.max())}")
+        X, y, C = check_fit_inputs(
+            X, y, seed, n_classes if n_classes is not None else self.n_classes
+        )
         present = np.unique(y)
         if present.size < 2:
             raise fail(
