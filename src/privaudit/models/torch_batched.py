@@ -205,9 +205,50 @@ class _BatchedOptimizer:
         self.m = {k: torch.zeros_like(v) for k, v in params.items()}
         self.v = {k: torch.zeros_like(v) for k, v in params.items()}
         self.started = torch.zeros(K, dtype=torch.bool, device=self.t.device)
+        self.uniform = True
+        self.n = 0
+
+    def _step_all(self, grads: dict[str, Any]) -> None:
+        """The update of every model at once (the formulas of ``torch.optim``)."""
+        r = self.r
+        self.n += 1
+        self.t += 1
+        self.started[:] = True
+        b1, b2, eps = 0.9, 0.999, 1e-8
+        for name, p in self.params.items():
+            g = grads[name]
+            if r.optimizer == "sgd":
+                if r.weight_decay:
+                    g = g.add(p, alpha=r.weight_decay)
+                if r.momentum:
+                    buf = self.m[name]
+                    if self.n == 1:
+                        buf.copy_(g)
+                    else:
+                        buf.mul_(r.momentum).add_(g)
+                    g = buf
+                p.add_(g, alpha=-r.lr)
+                continue
+            if r.optimizer == "adam" and r.weight_decay:
+                g = g.add(p, alpha=r.weight_decay)
+            if r.optimizer == "adamw" and r.weight_decay:
+                p.mul_(1 - r.lr * r.weight_decay)
+            m, v = self.m[name], self.v[name]
+            m.mul_(b1).add_(g, alpha=1 - b1)
+            v.mul_(b2).addcmul_(g, g, value=1 - b2)
+            bc1 = 1 - b1**self.n
+            bc2 = 1 - b2**self.n
+            denom = (v.sqrt() / (bc2**0.5)).add_(eps)
+            p.addcdiv_(m, denom, value=-r.lr / bc1)
 
     def step(self, grads: dict[str, Any], active: Any) -> None:
         torch = require_torch()
+        if self.uniform and bool(active.all()):
+            # every model has taken every step so far: scalar bias corrections, in place
+            with torch.no_grad():
+                self._step_all(grads)
+            return
+        self.uniform = False
         r = self.r
         with torch.no_grad():
             self.t = torch.where(active, self.t + 1, self.t)
