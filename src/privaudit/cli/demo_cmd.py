@@ -31,6 +31,12 @@ def render_summary(results: dict[str, Any], out_dir: Path | None) -> None:
         f"train accuracy {_pct(t['train_accuracy'])}, test accuracy {_pct(t['test_accuracy'])}, "
         f"{t['n_members']} members / {t['n_non_members']} non-members audited"
     )
+    game = results.get("game")
+    if game:
+        console.print(
+            f"[bold]Game[/bold]: {game.get('id', game.get('name'))} ({game.get('name')}), "
+            f"{game.get('n_trials', 1)} trial(s); see the report's threat-model card"
+        )
     table = Table(title=f"Membership inference (alpha = {s['alpha']})", show_lines=False)
     for col, justify in [
         ("attack", "left"),

@@ -19,19 +19,31 @@ def run(
         False, "--overwrite", help="Replace an existing report directory."
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
+    game: str | None = typer.Option(
+        None,
+        "--game",
+        help="Inference game (Ye et al. 2022): def-3.1, def-3.2, def-3.3 or def-3.4 (overrides game).",
+    ),
+    game_trials: int | None = typer.Option(
+        None,
+        "--game-trials",
+        help="Trials (target models) of def-3.1/3.3/3.4 (overrides game.n_trials).",
+    ),
 ) -> None:
     """Run the audit described by CONFIG and write report.html, results.json and scores.npz.
 
     An invalid config is reported with the name of the bad field (exit code 2) and
     nothing is written.
     """
-    from privaudit.config import load_config
+    from privaudit.config import load_config, with_game
     from privaudit.pipeline import run_audit
 
     try:
         cfg = load_config(config)
         if out is not None:
             cfg = cfg.model_copy(update={"output_dir": out})
+        if game is not None or game_trials is not None:
+            cfg = with_game(cfg, game, n_trials=game_trials)
         report = run_audit(cfg, overwrite=overwrite, progress=progress)
     except PrivauditError as exc:
         raise fail_exit(exc) from None

@@ -50,6 +50,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from privaudit._validation import check_choice, check_positive_int, check_unique_ids, fail
 from privaudit.data.dataset import Dataset
+from privaudit.errors import InsufficientDataError
 from privaudit.games.experiment import (
     ExperimentConfig,
     ExperimentResult,
@@ -57,12 +58,23 @@ from privaudit.games.experiment import (
     run_experiment,
     target_pool_ids,
 )
+from privaudit.games.metrics import AttackMetrics, achieved_rates, attack_metrics
 from privaudit.models.base import Trainer
+from privaudit.records import AttackScores
 from privaudit.runtime.executor import Executor, LocalExecutor
 from privaudit.runtime.seeds import derive_rng, derive_seed
 from privaudit.runtime.store import ArtifactStore
 
-__all__ = ["GAMES", "GameResult", "GameSamples", "describe_game", "run_game"]
+__all__ = [
+    "GAMES",
+    "GameResult",
+    "GameSamples",
+    "PooledAttack",
+    "describe_game",
+    "game_attack_metrics",
+    "pool_game",
+    "run_game",
+]
 
 _POOL = "population pool pi (the target pool / population split, split_seed)"
 _D = "target training set D (membership_seed)"
@@ -346,3 +358,120 @@ def run_game(
         )
     samples = _collect(trials, config.attacks, fixed)
     return GameResult(game=desc, trials=tuple(trials), samples=samples, fixed_records=fixed)
+
+
+@dataclasses.dataclass(frozen=True)
+class PooledAttack:
+    """One attack's draws over every trial of a game, as one scored set.
+
+    ``scores`` carries one score per draw under a draw id (the record id for a single
+    trial, ``"t<trial>:<record id>"`` otherwise, so that ids stay unique); its
+    ``threshold`` is set only when every trial used the same one. ``decisions`` are the
+    attack's member decisions at its requested alpha, each draw at the threshold of its
+    own trial (None for attacks without an alpha threshold).
+    """
+
+    scores: AttackScores
+    member: NDArray[np.bool_]
+    trial: NDArray[np.int64]
+    record_ids: NDArray[Any]
+    decisions: NDArray[np.bool_] | None
+    thresholds: tuple[float | None, ...]
+
+
+def _draw_ids(samples: GameSamples, n_trials: int) -> NDArray[Any]:
+    if n_trials == 1:
+        return samples.record_ids
+    return np.asarray(
+        [
+            f"t{t}:{r}"
+            for t, r in zip(samples.trial.tolist(), samples.record_ids.tolist(), strict=True)
+        ]
+    )
+
+
+def pool_game(result: GameResult) -> dict[str, PooledAttack]:
+    """Every attack's draws over the game's trials (Ye et al. 2022 Sec. 3.1: the game's
+    success is averaged over its repetitions), with per-trial decisions.
+
+    Raises
+    ------
+    InsufficientDataError
+        When an attack's draws hold only members or only non-members (e.g. a
+        fixed-record game with few trials whose coins all fell the same way).
+    """
+    n_trials = len(result.trials)
+    out: dict[str, PooledAttack] = {}
+    for name, smp in result.samples.items():
+        n_pos, n_neg = int(smp.member.sum()), int((~smp.member).sum())
+        if n_pos == 0 or n_neg == 0:
+            raise InsufficientDataError(
+                f"game {result.game.name!r}: attack {name!r} has {n_pos} member and {n_neg} "
+                f"non-member draw(s) over {n_trials} trial(s); the metrics need both: "
+                "play more trials (game.n_trials) or fix more records (game.n_fixed_records)"
+            )
+        per_trial = [res.scores[name] for res in result.trials]
+        thresholds = tuple(s.threshold for s in per_trial)
+        alphas = {s.alpha for s in per_trial}
+        decisions = None
+        common: float | None = None
+        if all(t is not None for t in thresholds):
+            thr = np.asarray([float(t) for t in thresholds if t is not None])[smp.trial]
+            decisions = np.asarray(smp.scores >= thr)
+            if len(set(thresholds)) == 1:
+                common = thresholds[0]
+        params = dict(per_trial[0].params)
+        params.update(
+            {
+                "game": result.game.name,
+                "n_trials": n_trials,
+                "trial_thresholds": [None if t is None else float(t) for t in thresholds],
+            }
+        )
+        sc = AttackScores(
+            attack=name,
+            record_ids=_draw_ids(smp, n_trials),
+            scores=smp.scores,
+            params=params,
+            alpha=next(iter(alphas)) if len(alphas) == 1 else None,
+            threshold=common,
+        )
+        out[name] = PooledAttack(
+            scores=sc,
+            member=smp.member,
+            trial=smp.trial,
+            record_ids=smp.record_ids,
+            decisions=decisions,
+            thresholds=thresholds,
+        )
+    return out
+
+
+def game_attack_metrics(pooled: PooledAttack, *, confidence: float = 0.95) -> AttackMetrics:
+    """:func:`~privaudit.games.metrics.attack_metrics` of a game's pooled draws.
+
+    The ROC, AUC and TPR at each FPR are those of the pooled scores (the game's
+    success over all its trials); the achieved FPR and TPR at alpha count each draw's
+    decision at the threshold of its own trial, with a Clopper-Pearson interval over
+    all non-member draws.
+    """
+    base = attack_metrics(
+        dataclasses.replace(pooled.scores, threshold=None), pooled.member, confidence=confidence
+    )
+    if pooled.decisions is None or pooled.scores.alpha is None:
+        return base
+    # decisions as a score so that achieved_rates applies: 1 = flagged, 0 = not
+    rates = achieved_rates(
+        pooled.decisions.astype(np.float64), pooled.member, 0.5, confidence=confidence
+    )
+    alpha = float(pooled.scores.alpha)
+    return dataclasses.replace(
+        base,
+        alpha=alpha,
+        threshold=pooled.scores.threshold,
+        achieved_fpr=rates.fpr,
+        achieved_fpr_ci=rates.fpr_ci,
+        achieved_tpr=rates.tpr,
+        n_false_positives=rates.n_false_positives,
+        alpha_within_error=rates.alpha_within_error(alpha),
+    )
