@@ -50,6 +50,7 @@ from privaudit.games.metrics import (
     auc,
 )
 from privaudit.games.threat_model import threat_model
+from privaudit.games.vulnerable import ScoredTarget, agreement_at_fpr, vulnerable_records
 from privaudit.models import SklearnTrainer
 from privaudit.records import AttackScores
 from privaudit.report import (
@@ -198,6 +199,8 @@ def experiment_config(config: AuditConfig, n_records: int) -> ExperimentConfig:
             seed=config.seed,
             n_jobs=config.n_jobs,
             attack_params=config.attack_params,
+            # the target's loss for the vulnerable-record analysis (Ye et al. Fig. 5)
+            signals=("loss",),
         )
     except InvalidInputError as exc:
         raise InvalidInputError(f"audit config: {exc}") from None
@@ -408,7 +411,18 @@ def run_audit(
             None if game_result.fixed_records is None else game_result.fixed_records.tolist()
         )
         game_doc["trials"] = _trial_summaries(game_result, metrics)
-    sections: dict[str, Any] = {"threat_model": threat_model(game_doc, entries)}
+    t0 = time.perf_counter()
+    sections: dict[str, Any] = {
+        "threat_model": threat_model(game_doc, entries),
+        "agreement_at_fpr": agreement_at_fpr(
+            ScoredTarget(
+                scores={n: (s.record_ids, s.scores) for n, s in scored.scores.items()},
+                member=dict(zip(scored.record_ids.tolist(), scored.member.tolist(), strict=True)),
+            )
+        ),
+        "vulnerable_records": _vulnerable(exp, game_result, dataset),
+    }
+    timings["analysis"] = time.perf_counter() - t0
     results = build_results(
         seed=config.seed,
         settings=settings,
@@ -431,6 +445,25 @@ def run_audit(
         out_dir=out_dir if write else None,
         game=game_result,
     )
+
+
+def _vulnerable(exp: ExperimentResult, game: GameResult | None, dataset: Dataset) -> dict[str, Any]:
+    """Ye et al. Sec. 5.4 over the target(s) (:mod:`privaudit.games.vulnerable`)."""
+    trials = [exp] if game is None else list(game.trials)
+    targets = []
+    for t in trials:
+        loss = None
+        if t.target_signals is not None and "loss" in t.target_signals:
+            loss = dict(zip(t.record_ids.tolist(), t.target_signals["loss"].tolist(), strict=True))
+        targets.append(
+            ScoredTarget(
+                scores={n: (s.record_ids, s.scores) for n, s in t.scores.items()},
+                member=dict(zip(t.record_ids.tolist(), t.membership.tolist(), strict=True)),
+                loss=loss,
+            )
+        )
+    X = dataset.subset(exp.record_ids).X
+    return vulnerable_records(targets, features=(exp.record_ids, X))
 
 
 def _game_id(name: str) -> str:

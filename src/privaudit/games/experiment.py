@@ -369,6 +369,9 @@ class ExperimentResult:
         The attacker's population records.
     leave_one_out_ids : array or None
         The records attacked by Attack L.
+    target_signals : dict[str, float64 array] or None
+        The target's signals on the audited records (``record_ids`` order), e.g. its
+        loss for the vulnerable-record analysis (:mod:`privaudit.games.vulnerable`).
     """
 
     record_ids: NDArray[Any]
@@ -387,6 +390,7 @@ class ExperimentResult:
     dataset_fingerprint: str
     population_ids: NDArray[Any]
     leave_one_out_ids: NDArray[Any] | None = None
+    target_signals: Mapping[str, NDArray[np.float64]] | None = None
 
     def member_of(self, attack: str) -> NDArray[np.bool_]:
         """True membership aligned with ``scores[attack].record_ids``."""
@@ -995,4 +999,5 @@ def run_experiment(
         dataset_fingerprint=dataset.fingerprint(),
         population_ids=population.record_ids,
         leave_one_out_ids=loo_ids,
+        target_signals={k: np.asarray(v.values[0]) for k, v in data_kw["target"].items()},
     )

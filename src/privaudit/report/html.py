@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from privaudit.games.metrics import roc_curve
+from privaudit.report.analysis_html import analysis_context
 from privaudit.report.results import ScoreTable
 
 __all__ = [
@@ -177,4 +178,5 @@ def render_html(results: Mapping[str, Any], table: ScoreTable) -> str:
         settings_rows=_flatten(results["settings"]),
         game=results.get("game"),
         timings=results.get("timings") or {},
+        **analysis_context(results),
     )
