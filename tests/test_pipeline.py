@@ -167,3 +167,25 @@ def test_agreement_at_two_fprs_and_vulnerable_records_in_results_and_report(
     ):
         assert heading in html
     assert str(ranked[0]) in html
+
+
+def test_leave_one_out_aimed_at_the_record_types(tmp_path: Path) -> None:
+    """vulnerable.leave_one_out_per_set: a second pass trains L's models for more members
+    of each record type (and reuses every other model)."""
+    cfg = small_config(
+        tmp_path / "r",
+        attacks=["population", "shadow", "reference", "leave-one-out"],
+        vulnerable={"leave_one_out_per_set": 2},
+    )
+    rep = run_audit(cfg, progress=False, write=False)
+    vr = rep.results["vulnerable_records"]
+    sample = vr["leave_one_out_sample"]
+    assert sample["n_aimed_at_record_types"] > 0
+    assert sample["n_records"] == 4 + sample["n_aimed_at_record_types"]
+    # the second pass trained only leave-one-out models (2 per added member)
+    trained = rep.results["settings"]["models_trained"]
+    assert trained["leave_one_out"] == 2 * sample["n_aimed_at_record_types"]
+    assert trained.get("reference", 0) == 0 and trained["target"] == 0
+    for s in vr["sets"]:
+        if s["name"] != "random" and s["n_records"] >= 2:
+            assert s["leave_one_out"]["n_scored_by_l"] >= 1

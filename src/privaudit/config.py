@@ -52,6 +52,7 @@ __all__ = [
     "ModelConfig",
     "ModelCounts",
     "SizeConfig",
+    "VulnerableConfig",
     "build_estimator",
     "config_from_dict",
     "load_config",
@@ -316,6 +317,26 @@ class GameConfig(_Strict):
         return inverse.get(self.name, self.name)
 
 
+class VulnerableConfig(_Strict):
+    """The vulnerable-record analysis of Ye et al. (2022, Sec. 5.4) in the report.
+
+    ``fprs``: the common FPRs at which attacks are compared (and the agreement matrices
+    drawn); ``majority``: the fraction of targets on which a record must be flagged
+    (missed) to count as flagged (missed) by an attack; ``leave_one_out_per_set``: with
+    Def. 3.2, train Attack L's leave-one-out models for up to this many more members of
+    each record type (a second pass that reuses every other model), so that each type's
+    L-based vulnerability rests on more than L's random sample; ``top``: length of the
+    ranking of the most vulnerable members.
+    """
+
+    fprs: list[Annotated[float, Field(gt=0.0, lt=1.0)]] = Field(
+        default_factory=lambda: [0.05, 0.3], min_length=1, max_length=4
+    )
+    majority: Annotated[float, Field(gt=0.5, le=1.0)] = 0.8
+    leave_one_out_per_set: Annotated[int, Field(ge=0)] = 0
+    top: Annotated[int, Field(ge=1)] = 20
+
+
 def _registered_attacks() -> tuple[str, ...]:
     from privaudit.attacks import attack_names
 
@@ -336,6 +357,10 @@ class AuditConfig(_Strict):
     sizes: SizeConfig = Field(default_factory=SizeConfig)
     models: ModelCounts = Field(default_factory=ModelCounts)
     alpha: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.05
+    vulnerable: VulnerableConfig = Field(
+        default_factory=VulnerableConfig,
+        description="Ye et al. Sec. 5.4 analysis: FPRs, majority rule, extra leave-one-out records.",
+    )
     game: GameConfig = Field(
         default_factory=GameConfig,
         description="Inference game (Ye et al. 2022 Def. 3.1-3.4): def-3.1 | def-3.2 | def-3.3 | def-3.4.",

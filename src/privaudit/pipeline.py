@@ -21,10 +21,11 @@ Steps (each timed; the times go to ``results.json["timings"]``):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,7 @@ from privaudit.report import (
     write_report,
 )
 from privaudit.runtime.executor import Executor, LocalExecutor, RayExecutor
+from privaudit.runtime.seeds import derive_rng
 
 __all__ = [
     "AuditReport",
@@ -372,15 +374,27 @@ def run_audit(
     executor = build_executor(config, exp_cfg.n_jobs, progress=progress)
     t0 = time.perf_counter()
     game_result: GameResult | None = None
+    n_aimed = 0
     if config.game.engine_name() == "fixed-model":
-        exp = run_experiment(
-            dataset,
-            trainer,
-            exp_cfg,
-            store=None if config.cache_dir is None else Path(config.cache_dir),
-            executor=executor,
-            progress=progress,
-        )
+        with _store(config, temporary=_aims_leave_one_out(config)) as store:
+            exp = run_experiment(
+                dataset, trainer, exp_cfg, store=store, executor=executor, progress=progress
+            )
+            extra = _vulnerable_leave_one_out(config, exp, dataset)
+            if extra:
+                first = exp.leave_one_out_ids
+                n_aimed = len(extra) - (0 if first is None else int(first.size))
+                # second pass: every model is in the store; only L's new models train
+                exp = run_experiment(
+                    dataset,
+                    trainer,
+                    dataclasses.replace(
+                        exp_cfg, leave_one_out_include=extra, leave_one_out_sample=len(extra)
+                    ),
+                    store=store,
+                    executor=executor,
+                    progress=progress,
+                )
     else:
         game_result = _play_game(config, dataset, trainer, exp_cfg, executor, progress)
         exp = game_result.trials[0]
@@ -418,9 +432,14 @@ def run_audit(
             ScoredTarget(
                 scores={n: (s.record_ids, s.scores) for n, s in scored.scores.items()},
                 member=dict(zip(scored.record_ids.tolist(), scored.member.tolist(), strict=True)),
-            )
+            ),
+            fprs=config.vulnerable.fprs,
         ),
-        "vulnerable_records": _vulnerable(exp, game_result, dataset),
+        "vulnerable_records": _vulnerable(config, exp, game_result, dataset),
+    }
+    sections["vulnerable_records"]["leave_one_out_sample"] = {
+        "n_records": 0 if exp.leave_one_out_ids is None else int(exp.leave_one_out_ids.size),
+        "n_aimed_at_record_types": n_aimed,
     }
     timings["analysis"] = time.perf_counter() - t0
     results = build_results(
@@ -447,7 +466,52 @@ def run_audit(
     )
 
 
-def _vulnerable(exp: ExperimentResult, game: GameResult | None, dataset: Dataset) -> dict[str, Any]:
+def _aims_leave_one_out(config: AuditConfig) -> bool:
+    return (
+        config.vulnerable.leave_one_out_per_set > 0
+        and "leave-one-out" in config.attack_names()
+        and config.game.engine_name() == "fixed-model"
+    )
+
+
+@contextlib.contextmanager
+def _store(config: AuditConfig, *, temporary: bool) -> Iterator[Path | None]:
+    """The artifact store: ``cache_dir``, else a temporary one when asked, else none."""
+    if config.cache_dir is not None:
+        yield Path(config.cache_dir)
+    elif temporary:
+        with tempfile.TemporaryDirectory(prefix="privaudit-store-") as tmp:
+            yield Path(tmp)
+    else:
+        yield None
+
+
+def _vulnerable_leave_one_out(
+    config: AuditConfig, exp: ExperimentResult, dataset: Dataset
+) -> tuple[Any, ...]:
+    """Attack L's sample for a second pass: its first sample plus up to
+    ``vulnerable.leave_one_out_per_set`` more members of each record type (Ye et al. Sec.
+    5.4), drawn at random (seeded); empty when nothing is to add."""
+    if not _aims_leave_one_out(config) or exp.leave_one_out_ids is None:
+        return ()
+    first = _vulnerable(config, exp, None, dataset)
+    have = set(exp.leave_one_out_ids.tolist())
+    rng = derive_rng(config.seed, purpose="vulnerable/leave-one-out")
+    extra: list[Any] = []
+    for s in first["sets"]:
+        if s["name"] == "random":
+            continue
+        pool = [r for r in s["record_ids"] if r not in have and r not in extra]
+        k = min(config.vulnerable.leave_one_out_per_set, len(pool))
+        extra += [pool[i] for i in sorted(rng.choice(len(pool), size=k, replace=False))]
+    if not extra:
+        return ()
+    return (*exp.leave_one_out_ids.tolist(), *extra)
+
+
+def _vulnerable(
+    config: AuditConfig, exp: ExperimentResult, game: GameResult | None, dataset: Dataset
+) -> dict[str, Any]:
     """Ye et al. Sec. 5.4 over the target(s) (:mod:`privaudit.games.vulnerable`)."""
     trials = [exp] if game is None else list(game.trials)
     targets = []
@@ -463,7 +527,10 @@ def _vulnerable(exp: ExperimentResult, game: GameResult | None, dataset: Dataset
             )
         )
     X = dataset.subset(exp.record_ids).X
-    return vulnerable_records(targets, features=(exp.record_ids, X))
+    v = config.vulnerable
+    return vulnerable_records(
+        targets, fprs=v.fprs, majority=v.majority, top=v.top, features=(exp.record_ids, X)
+    )
 
 
 def _game_id(name: str) -> str:
