@@ -106,6 +106,8 @@ class Executor(abc.ABC):
 
     def __init__(self, *, progress: bool | None = None) -> None:
         self.progress = progress
+        #: Tasks this executor was given so far (what ``results.json`` records as run by it).
+        self.tasks_run = 0
 
     @property
     @abc.abstractmethod
@@ -239,6 +241,7 @@ class LocalExecutor(Executor):
         name = label or _default_label
         if not items:
             return []
+        self.tasks_run += len(items)
         if self.n_jobs == 1 or len(items) == 1:
             return _run_inline(fn, items, desc, name, self.progress)
         try:
@@ -355,6 +358,7 @@ class RayExecutor(Executor):
         ray = self._ray()
         if not ray.is_initialized():
             ray.init(address=self.address, **self.init_kwargs)
+        self.tasks_run += len(items)
         remote = ray.remote(num_cpus=self.num_cpus, num_gpus=self.num_gpus)(_ray_call)
         fn_ref = ray.put(fn)
         refs = [remote.remote(fn_ref, item) for item in items]
