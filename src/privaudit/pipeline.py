@@ -142,7 +142,19 @@ def load_dataset(config: AuditConfig) -> Dataset:
         return load_digits()
     if ds.path is None or ds.label_column is None:  # DatasetConfig already ensures it
         raise InvalidInputError("dataset: expected 'name' or 'path' with 'label_column'")
-    return load_table(ds.path, ds.label_column, id_column=ds.id_column, standardize=ds.standardize)
+    try:
+        return load_table(
+            ds.path, ds.label_column, id_column=ds.id_column, standardize=ds.standardize
+        )
+    except InvalidInputError as exc:  # name the config section the problem is in
+        text = str(exc)
+        if text.startswith("path: "):
+            text = "dataset.path: " + text[len("path: ") :]
+        elif text.startswith(("label_column: ", "id_column: ")):
+            text = "dataset." + text
+        else:
+            text = f"dataset ({ds.path.name}): {text}"
+        raise InvalidInputError(text) from None
 
 
 def build_trainer(model: ModelConfig, n_classes: int) -> SklearnTrainer:

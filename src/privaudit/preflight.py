@@ -47,7 +47,7 @@ from privaudit.config import AuditConfig, ConfigError, build_estimator
 from privaudit.data import Dataset
 from privaudit.errors import PrivauditError, PrivauditWarning
 from privaudit.games.experiment import ExperimentConfig, run_experiment
-from privaudit.runtime.executor import LocalExecutor
+from privaudit.runtime.executor import LocalExecutor, available_cores
 
 __all__ = [
     "check_attack_params",
@@ -291,15 +291,16 @@ def check_memory(exp: ExperimentConfig, *, available: int | None = None) -> None
 
     n_models = _model_count(exp)
     per_model = len(SIGNALS) * (exp.n_target_pool + exp.n_population) * 8 * 3
-    need = n_models * per_model
+    # the reference keep matrix (bool and its float draws) is built whatever the attacks
+    need = n_models * per_model + exp.n_reference * exp.n_target_pool * 9
     avail = _available_memory() if available is None else available
     if avail is None or need <= 0.8 * avail:
         return
-    fit = max(1, int(0.8 * avail // per_model))
     raise ConfigError(
-        f"models: expected at most about {fit} models for the {avail / 2**30:.1f} GiB of "
-        f"memory available, found {n_models} (their signals need about "
-        f"{need / 2**30:.1f} GiB); lower the numbers of models or the sizes"
+        f"models: expected numbers of models whose arrays fit in the {avail / 2**30:.1f} GiB "
+        f"of memory available, found {n_models} models to train and n_reference="
+        f"{exp.n_reference} (about {need / 2**30:.1f} GiB); lower the numbers of models "
+        "or the sizes"
     )
 
 
@@ -518,13 +519,6 @@ def check_model(config: AuditConfig, dataset: Dataset, trainer: Any) -> None:
 # ---------------------------------------------------------------------------- warnings
 
 
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - non-Linux
-        return os.cpu_count() or 1
-
-
 def _warnings(config: AuditConfig, exp: ExperimentConfig) -> list[str]:
     out: list[str] = []
     non_members = exp.n_target_pool - exp.n_target_pool // 2
@@ -539,7 +533,7 @@ def _warnings(config: AuditConfig, exp: ExperimentConfig) -> list[str]:
             f"models.leave_one_out_sample: attack 'leave-one-out' scores only "
             f"{exp.leave_one_out_sample} records; its AUC and TPR rest on those alone"
         )
-    cores = _cores()
+    cores = available_cores()
     if config.executor == "local" and config.n_jobs > cores:
         out.append(
             f"n_jobs: {config.n_jobs} worker processes on {cores} cores; each gets one "

@@ -91,7 +91,7 @@ def _check_class_labels(lab: pd.Series, classes: list[Any], label_column: str) -
             raise fail(
                 where,
                 "class labels (integers or names)",
-                f"{int(frac.sum())} non-integer number(s), e.g. {v[frac][0]!r}: a continuous "
+                f"{int(frac.sum())} non-integer number(s), e.g. {float(v[frac][0])!r}: a continuous "
                 "target? privaudit audits classifiers",
             )
     n = len(lab)
@@ -320,7 +320,8 @@ def _read_csv(p: Path) -> pd.DataFrame:
     if not gz and head.startswith(_GZIP_MAGIC):
         raise fail("path", "an uncompressed CSV file", f"gzip data in {p.name} (name it .csv.gz)")
     try:
-        return pd.read_csv(p, encoding="utf-8")
+        frame = pd.read_csv(p, encoding="utf-8")
+        header = pd.read_csv(p, encoding="utf-8", header=None, nrows=1, dtype=str)
     except UnicodeDecodeError as exc:
         raise fail(
             "path",
@@ -332,6 +333,11 @@ def _read_csv(p: Path) -> pd.DataFrame:
         raise fail("path", "a CSV file with a header row", f"no columns in {p}") from None
     except (pd.errors.ParserError, ValueError, OSError, EOFError) as exc:
         raise fail("path", "a readable CSV file", f"{p} ({_first_line(exc)})") from None
+    names = [str(c) for c in header.iloc[0].tolist()] if len(header) else []
+    dups = sorted({c for c in names if names.count(c) > 1})
+    if dups:  # pandas would rename the second "a" to "a.1" silently
+        raise fail("columns", "unique column names in the header", f"{dups} repeated")
+    return frame
 
 
 def _read_parquet(p: Path) -> pd.DataFrame:
