@@ -68,7 +68,6 @@ def test_unpicklable_function_rejected() -> None:
 
 
 def test_resolve_n_jobs() -> None:
-    import os
 
     assert resolve_n_jobs(3) == 3
     assert resolve_n_jobs(-1) == available_cores()

@@ -74,8 +74,8 @@ def summary_lines(results: dict[str, Any]) -> tuple[list[str], list[str]]:
     no_alpha = [a["name"] for a in attacks if a["achieved_fpr"] is None]
     if no_alpha:
         notes.append(
-            "FPR@alpha n/a: " + ", ".join(no_alpha) + " rank records without a threshold "
-            "calibrated at alpha"
+            "FPR@alpha n/a for " + ", ".join(no_alpha) + ": no threshold calibrated at "
+            "alpha (the score only ranks records)"
         )
     warns = [str(w) for w in results["settings"].get("warnings", [])]
     return notes, warns
