@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from privaudit.cli import app
-from privaudit.cli.demo_cmd import fail_exit, render_summary
+from privaudit.cli.demo_cmd import fail_exit, quiet_warnings, render_summary
 from privaudit.errors import PrivauditError
 
 
@@ -44,7 +44,8 @@ def run(
             cfg = cfg.model_copy(update={"output_dir": out})
         if game is not None or game_trials is not None:
             cfg = with_game(cfg, game, n_trials=game_trials)
-        report = run_audit(cfg, overwrite=overwrite, progress=progress)
+        with quiet_warnings():  # the summary prints them (results.json records them)
+            report = run_audit(cfg, overwrite=overwrite, progress=progress)
     except PrivauditError as exc:
         raise fail_exit(exc) from None
     render_summary(report.results, report.out_dir)
