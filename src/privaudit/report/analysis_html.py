@@ -17,7 +17,11 @@ __all__ = ["analysis_context", "loss_histogram_png"]
 
 
 def _cells(block: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Table cells; a cell's record count is kept only where it is below the full count
+    (a pair involving an attack that scored a sample, e.g. Attack L)."""
     names = block["names"]
+    full_train = max((max(r) for r in block["n_train"]), default=0)
+    full_test = max((max(r) for r in block["n_test"]), default=0)
     rows = []
     for i, n in enumerate(names):
         cells = []
@@ -25,12 +29,22 @@ def _cells(block: Mapping[str, Any]) -> list[dict[str, Any]]:
             if i == j:
                 cells.append({"kind": "diag", "value": None, "n": None})
             elif j > i:
+                n = block["n_train"][i][j]
                 cells.append(
-                    {"kind": "train", "value": block["train"][i][j], "n": block["n_train"][i][j]}
+                    {
+                        "kind": "train",
+                        "value": block["train"][i][j],
+                        "n": n if n < full_train else None,
+                    }
                 )
             else:
+                n = block["n_test"][i][j]
                 cells.append(
-                    {"kind": "test", "value": block["test"][i][j], "n": block["n_test"][i][j]}
+                    {
+                        "kind": "test",
+                        "value": block["test"][i][j],
+                        "n": n if n < full_test else None,
+                    }
                 )
         rows.append({"name": n, "cells": cells})
     return rows
@@ -65,7 +79,15 @@ def loss_histogram_png(sets: list[Mapping[str, Any]], fpr: float) -> str | None:
 def analysis_context(results: Mapping[str, Any]) -> dict[str, Any]:
     """Template variables ``agreement_fpr`` and ``vulnerable`` (None when absent)."""
     ag = results.get("agreement_at_fpr") or []
-    agreement_fpr = [{"fpr": b["fpr"], "rows": _cells(b)} for b in ag]
+    agreement_fpr = [
+        {
+            "fpr": b["fpr"],
+            "rows": _cells(b),
+            "n_train": max((max(r) for r in b["n_train"]), default=0),
+            "n_test": max((max(r) for r in b["n_test"]), default=0),
+        }
+        for b in ag
+    ]
     vr = results.get("vulnerable_records")
     vulnerable = None
     if vr:
