@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from privaudit._validation import fail
+from privaudit.audit.attack_bounds import attack_one_run_bounds
 from privaudit.config import AuditConfig, ModelConfig, build_estimator, config_from_dict
 from privaudit.data import Dataset, load_adult, load_digits, load_table
 from privaudit.errors import InvalidInputError
@@ -333,6 +334,7 @@ def run_audit(
         )
     agreement, excluded = _agreement(exp)
     table = ScoreTable.from_attack_scores(list(exp.scores.values()), exp.record_ids, exp.membership)
+    audits = attack_one_run_bounds({n: table.scored(n)[1:] for n in table.attacks})
     timings["metrics"] = time.perf_counter() - t0
 
     settings = _settings(config, exp, dataset, trainer)
@@ -348,6 +350,7 @@ def run_audit(
             "n_non_members": int((~exp.membership).sum()),
         },
         attacks=entries,
+        audits=audits,
         agreement=agreement,
         agreement_alpha=config.alpha if agreement is not None else None,
         game=exp.game.to_dict(),

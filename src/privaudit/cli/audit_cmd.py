@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from privaudit._validation import fail
-from privaudit.cli import app
+from privaudit.cli import app, ci_output
 from privaudit.errors import PrivauditError
 from privaudit.records import AuditResult
 
@@ -241,9 +241,14 @@ def audit_command(
         help="fdp-one-run: report eps(mu_lb, delta), valid only for Gaussian trade-off curves.",
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of the held-out split."),
+    fmt: str = typer.Option("text", "--format", help=ci_output.FORMAT_HELP),
+    format_file: Path | None = typer.Option(None, "--format-file", help=ci_output.FORMAT_FILE_HELP),
 ) -> None:
     """Compute a DP lower bound from scores and membership in FILE."""
+    from privaudit.report.ci_formats import gates_from_audit
+
     try:
+        fmt = ci_output.check_options(fmt, claimed_epsilon, format_file)
         result = _compute(
             file,
             procedure,
@@ -272,11 +277,17 @@ def audit_command(
             tmp.unlink(missing_ok=True)
             typer.echo(f"error: --json: cannot write {json_path} ({exc})", err=True)
             raise typer.Exit(2) from None
-    _render(result, claimed_epsilon, Console(file=sys.stdout, soft_wrap=True))
-    if claimed_epsilon is not None and result.epsilon_lower_bound > claimed_epsilon:
-        typer.echo(
-            f"violation: epsilon lower bound {result.epsilon_lower_bound:.6g} exceeds the "
-            f"claimed epsilon {claimed_epsilon:g}",
-            err=True,
-        )
-        raise typer.Exit(1)
+    if ci_output.human_output_wanted(fmt, format_file):
+        _render(result, claimed_epsilon, Console(file=sys.stdout, soft_wrap=True))
+    doc = json.loads(payload)
+    code = ci_output.emit(
+        fmt,
+        "audit",
+        gates_from_audit(doc),
+        claimed_epsilon,
+        doc,
+        artifact=file,
+        format_file=format_file,
+    )
+    if code:
+        raise typer.Exit(code)
