@@ -41,6 +41,7 @@ from privaudit.report import (
     check_output_dir,
     write_report,
 )
+from privaudit.report.bundle import make_manifest
 from privaudit.runtime.executor import Executor, LocalExecutor, RayExecutor
 
 __all__ = [
@@ -357,7 +358,14 @@ def run_audit(
         timings=timings,
     )
     if write:
-        write_report(out_dir, results, table, overwrite=overwrite)
+        manifest = make_manifest(
+            kind="membership-inference",
+            command="run_audit",
+            config=config.model_dump(mode="json"),
+            seeds=settings["seeds"],
+            dataset_fingerprint=exp.dataset_fingerprint,
+        )
+        write_report(out_dir, results, table, overwrite=overwrite, bundle=manifest)
     return AuditReport(
         results=results,
         metrics=metrics,

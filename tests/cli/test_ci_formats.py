@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from test_cli import SMALL as CLI_SMALL
 
 from privaudit.audit import one_run_audit
 from privaudit.cli import main
@@ -256,17 +257,7 @@ def test_bad_format_options_exit_2(
     assert not (tmp_path / "x.json").exists()
 
 
-SMALL = {
-    "dataset": "digits",
-    "model": {"kind": "logistic", "params": {"C": 100.0, "max_iter": 300}},
-    "attacks": ["loss", "population"],
-    "sizes": {"n_target_pool": 200, "n_population": 400},
-    "models": {"n_reference": 4},
-    "alpha": 0.1,
-    "seed": 1,
-    "n_jobs": 1,
-    "output_dir": "report",
-}
+SMALL = {**CLI_SMALL, "attacks": ["loss", "population"]}
 
 
 def test_run_formats_gate_on_the_attack_bounds(

@@ -25,6 +25,7 @@ from typing import Any
 
 from privaudit import __version__
 from privaudit._validation import fail
+from privaudit.report.results import plain
 
 __all__ = [
     "FORMATS",
@@ -144,20 +145,9 @@ def render_json(
             }
             for g in gates
         ],
-        "result": _finite(result),
+        "result": plain(result),
     }
     return json.dumps(doc, indent=2, allow_nan=False)
-
-
-def _finite(v: Any) -> Any:
-    """``v`` with non-finite floats as the strings ``"inf"``, ``"-inf"``, ``"nan"``."""
-    if isinstance(v, Mapping):
-        return {str(k): _finite(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_finite(x) for x in v]
-    if isinstance(v, float) and not math.isfinite(v):
-        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
-    return v
 
 
 def _json_float(x: float) -> float | str:

@@ -19,7 +19,14 @@ from typing import Any
 from privaudit.errors import InvalidInputError
 from privaudit.report.results import RESULTS_FILE, SCORES_FILE, ScoreTable, validate_results
 
-__all__ = ["HTML_FILE", "ReportExistsError", "check_output_dir", "move_into_place", "write_report"]
+__all__ = [
+    "HTML_FILE",
+    "ReportExistsError",
+    "check_output_dir",
+    "move_into_place",
+    "write_audit_bundle",
+    "write_report",
+]
 
 HTML_FILE = "report.html"
 
@@ -57,6 +64,7 @@ def write_report(
     *,
     overwrite: bool = False,
     html: bool = True,
+    bundle: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write ``results.json``, ``scores.npz`` and ``report.html`` into ``out_dir``, atomically.
 
@@ -74,6 +82,9 @@ def write_report(
         :class:`ReportExistsError` and nothing is touched.
     html : bool
         Also render ``report.html``.
+    bundle : mapping, optional
+        A manifest from :func:`privaudit.report.bundle.make_manifest`: also write
+        ``bundle.json`` with the digests of the files above (a re-verifiable bundle).
 
     Returns
     -------
@@ -98,6 +109,57 @@ def write_report(
             from privaudit.report.html import render_html
 
             (tmp / HTML_FILE).write_text(render_html(results, table), encoding="utf-8")
+        if bundle is not None:
+            from privaudit.report.bundle import write_manifest
+
+            written = [RESULTS_FILE, SCORES_FILE] + ([HTML_FILE] if html else [])
+            write_manifest(tmp, bundle, written)
+        os.chmod(tmp, 0o755)
+        move_into_place(tmp, out, overwrite=overwrite)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def write_audit_bundle(
+    out_dir: str | Path,
+    result: Mapping[str, Any],
+    inputs: Mapping[str, Any],
+    *,
+    overwrite: bool = False,
+) -> Path:
+    """Write the bundle of one ``privaudit audit`` bound into ``out_dir``, atomically.
+
+    ``result`` is the bound's JSON document; ``inputs`` holds ``procedure``, ``params``
+    (:func:`privaudit.audit.procedures.procedure_params`), ``scores``, ``member``, for
+    PANORAMIA ``baseline``, and optionally ``source`` (the table read: its sha256 is the
+    bundle's dataset fingerprint).
+    """
+    from privaudit.report.bundle import (
+        file_digest,
+        make_manifest,
+        write_audit_bundle_files,
+        write_manifest,
+    )
+
+    out = check_output_dir(out_dir, overwrite=overwrite)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        files = write_audit_bundle_files(tmp, result, inputs)
+        source = inputs.get("source")
+        config = {"procedure": inputs["procedure"], "params": inputs["params"]}
+        if source is not None:
+            config["source"] = str(source)
+        manifest = make_manifest(
+            kind="audit",
+            command="audit",
+            config=config,
+            seeds={"held_out_split": inputs["params"].get("seed")},
+            dataset_fingerprint=None if source is None else file_digest(Path(source))["sha256"],
+        )
+        write_manifest(tmp, manifest, files)
         os.chmod(tmp, 0o755)
         move_into_place(tmp, out, overwrite=overwrite)
     except BaseException:
