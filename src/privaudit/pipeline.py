@@ -42,6 +42,7 @@ from privaudit.report import (
     write_report,
 )
 from privaudit.report.bundle import make_manifest
+from privaudit.report.per_record import attack_score_fields
 from privaudit.runtime.executor import Executor, LocalExecutor, RayExecutor
 
 __all__ = [
@@ -335,6 +336,8 @@ def run_audit(
         )
     agreement, excluded = _agreement(exp)
     table = ScoreTable.from_attack_scores(list(exp.scores.values()), exp.record_ids, exp.membership)
+    for entry in entries:  # the DeLong AUC interval, from the saved scores
+        entry.update(attack_score_fields(table, entry["name"]))
     audits = attack_one_run_bounds({n: table.scored(n)[1:] for n in table.attacks})
     timings["metrics"] = time.perf_counter() - t0
 

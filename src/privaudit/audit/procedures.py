@@ -7,7 +7,7 @@ the very function that produced it.
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -19,33 +19,30 @@ from privaudit.audit.one_run import one_run_audit
 from privaudit.audit.panoramia import panoramia_audit
 from privaudit.records import AuditResult
 
-__all__ = ["PROCEDURES", "procedure_params", "run_procedure"]
+__all__ = ["PROCEDURES", "ProcedureParams", "run_procedure"]
 
 PROCEDURES = ("multi-run", "one-run", "fdp-one-run", "panoramia")
 
 
-def procedure_params(
-    *,
-    confidence: float = 0.95,
-    delta: float = 0.0,
-    k_pos: int | None = None,
-    k_neg: int | None = None,
-    selection: str = "union-bound",
-    thresholds: str = "code",
-    gaussian_epsilon: bool = False,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """The parameters of :func:`run_procedure` as a JSON-ready dict (a bundle stores it)."""
-    return {
-        "confidence": float(confidence),
-        "delta": float(delta),
-        "k_pos": None if k_pos is None else int(k_pos),
-        "k_neg": None if k_neg is None else int(k_neg),
-        "selection": str(selection),
-        "thresholds": str(thresholds),
-        "gaussian_epsilon": bool(gaussian_epsilon),
-        "seed": int(seed),
-    }
+@dataclasses.dataclass(frozen=True)
+class ProcedureParams:
+    """The parameters of :func:`run_procedure` (a bundle stores them with ``asdict``).
+
+    ``confidence`` is ``1 - beta``; ``delta`` that of the audited (eps, delta)-DP;
+    ``k_pos``/``k_neg`` fixed guess counts (None: selected by ``selection``,
+    ``"union-bound"`` or ``"held-out"``); ``thresholds`` PANORAMIA's grid (``"code"`` or
+    ``"all"``); ``gaussian_epsilon`` makes ``fdp-one-run`` report eps(mu_lb, delta);
+    ``seed`` drives the held-out split.
+    """
+
+    confidence: float = 0.95
+    delta: float = 0.0
+    k_pos: int | None = None
+    k_neg: int | None = None
+    selection: str = "union-bound"
+    thresholds: str = "code"
+    gaussian_epsilon: bool = False
+    seed: int = 0
 
 
 def run_procedure(
@@ -54,14 +51,7 @@ def run_procedure(
     member: ArrayLike,
     *,
     baseline: ArrayLike | None = None,
-    confidence: float = 0.95,
-    delta: float = 0.0,
-    k_pos: int | None = None,
-    k_neg: int | None = None,
-    selection: str = "union-bound",
-    thresholds: str = "code",
-    gaussian_epsilon: bool = False,
-    seed: int = 0,
+    params: ProcedureParams = ProcedureParams(),
 ) -> AuditResult:
     """Run the audit procedure named ``procedure`` on per-example scores.
 
@@ -69,9 +59,12 @@ def run_procedure(
     (:func:`one_run_audit`, Steinke et al. 2023), ``fdp-one-run``
     (:func:`fdp_one_run_audit`, Mahloujifar et al. 2024; ``gaussian_epsilon`` reports
     eps(mu_lb, delta)) or ``panoramia`` (:func:`panoramia_audit`, Kazmi et al. 2024; needs
-    ``baseline``, delta = 0, no guess counts). ``seed`` drives the held-out split.
-    Parameter errors name the CLI option they come from.
+    ``baseline``, delta = 0, no guess counts); ``params`` (:class:`ProcedureParams`)
+    holds the rest. Parameter errors name the CLI option they come from.
     """
+    p = params
+    confidence, delta, k_pos, k_neg = p.confidence, p.delta, p.k_pos, p.k_neg
+    selection, seed = p.selection, p.seed
     if procedure not in PROCEDURES:
         raise fail("--procedure", "one of " + ", ".join(PROCEDURES), repr(procedure))
     s = np.asarray(scores)
@@ -101,7 +94,7 @@ def run_procedure(
             k_neg=k_neg,
             confidence=confidence,
             delta=delta,
-            epsilon="gaussian" if gaussian_epsilon else "fdp",
+            epsilon="gaussian" if p.gaussian_epsilon else "fdp",
             selection=selection,
             rng=seed,
         )
@@ -111,4 +104,4 @@ def run_procedure(
         raise fail("--k-pos/--k-neg", "no guess counts for panoramia", "given")
     if baseline is None:
         raise fail("--baseline-col", "baseline scores for panoramia", "none")
-    return panoramia_audit(s, baseline, m, confidence=confidence, thresholds=thresholds)
+    return panoramia_audit(s, baseline, m, confidence=confidence, thresholds=p.thresholds)

@@ -11,6 +11,7 @@ written).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
@@ -151,7 +152,7 @@ def _compute(
     seed: int,
 ) -> tuple[AuditResult, dict[str, Any]]:
     """The audit of FILE and what a bundle needs to recompute it (arrays and parameters)."""
-    from privaudit.audit.procedures import PROCEDURES, procedure_params, run_procedure
+    from privaudit.audit.procedures import PROCEDURES, ProcedureParams, run_procedure
 
     if procedure not in PROCEDURES:
         raise fail("--procedure", "one of " + ", ".join(PROCEDURES), repr(procedure))
@@ -163,7 +164,7 @@ def _compute(
     baseline = None
     if procedure == "panoramia" and delta == 0.0 and k_pos is None and k_neg is None:
         baseline = score_values(table_column(df, baseline_col, "--baseline-col"), baseline_col)
-    params = procedure_params(
+    params = ProcedureParams(
         confidence=confidence,
         delta=delta,
         k_pos=k_pos,
@@ -173,10 +174,10 @@ def _compute(
         gaussian_epsilon=gaussian_epsilon,
         seed=seed,
     )
-    result = run_procedure(procedure, scores, member, baseline=baseline, **params)
+    result = run_procedure(procedure, scores, member, baseline=baseline, params=params)
     inputs = {
         "procedure": procedure,
-        "params": params,
+        "params": dataclasses.asdict(params),
         "scores": scores,
         "member": member,
         "source": file,

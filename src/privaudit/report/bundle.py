@@ -50,7 +50,6 @@ __all__ = [
     "VerifyReport",
     "audit_payload",
     "compare",
-    "extra_attack_fields",
     "file_digest",
     "make_manifest",
     "package_versions",
@@ -348,7 +347,7 @@ def _load_json(p: Path) -> Any:
 
 
 def _verify_audit(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
-    from privaudit.audit.procedures import run_procedure
+    from privaudit.audit.procedures import ProcedureParams, run_procedure
 
     recorded = _load_json(folder / AUDIT_RESULT_FILE)
     try:
@@ -363,7 +362,7 @@ def _verify_audit(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
             arrays["scores"],
             arrays["member"],
             baseline=arrays.get("baseline"),
-            **cfg["params"],
+            params=ProcedureParams(**cfg["params"]),
         )
     except (KeyError, TypeError) as exc:
         raise BundleError(f"BUNDLE: incomplete audit config in the manifest ({exc})") from None
@@ -387,6 +386,7 @@ def audit_payload(result: AuditResult) -> dict[str, Any]:
 def _verify_membership(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
     from privaudit.audit.attack_bounds import attack_one_run_bounds
     from privaudit.games.metrics import agreement_matrix
+    from privaudit.report.per_record import attack_score_fields
     from privaudit.report.results import (
         RESULTS_FILE,
         SCORES_FILE,
@@ -435,7 +435,9 @@ def _verify_membership(folder: Path, manifest: Mapping[str, Any]) -> list[Check]
     for i, entry in enumerate(results["attacks"]):
         name = entry["name"]
         want = attack_entry(metrics[name], n_reference_models=entry.get("n_reference_models"))
-        want.update(extra_attack_fields(table, name))
+        want.update(
+            attack_score_fields(table, name, confidence=entry.get("auc_ci_confidence", 0.95))
+        )
         where = f"attacks[{i}]({name})"
         recorded = {k: v for k, v in entry.items() if k != "params"}
         want.pop("params", None)
@@ -478,11 +480,6 @@ def _verify_membership(folder: Path, manifest: Mapping[str, Any]) -> list[Check]
 
     out += _verify_fingerprint(manifest, results)
     return out + skipped
-
-
-def extra_attack_fields(table: Any, name: str) -> dict[str, Any]:
-    """Fields of an attack entry computed from its scores beyond :class:`AttackMetrics`."""
-    return {}
 
 
 def _verify_fingerprint(manifest: Mapping[str, Any], results: Mapping[str, Any]) -> list[Check]:

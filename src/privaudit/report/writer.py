@@ -12,7 +12,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ __all__ = [
     "ReportExistsError",
     "check_output_dir",
     "move_into_place",
+    "write_atomically",
     "write_audit_bundle",
     "write_report",
 ]
@@ -99,9 +100,8 @@ def write_report(
             "table: expected scores of exactly the attacks in results "
             f"({sorted(names)}), found {sorted(table.attacks)}"
         )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
+
+    def fill(tmp: Path) -> None:
         text = json.dumps(results, indent=2, allow_nan=False)
         (tmp / RESULTS_FILE).write_text(text + "\n", encoding="utf-8")
         table.save(tmp / SCORES_FILE)
@@ -114,12 +114,25 @@ def write_report(
 
             written = [RESULTS_FILE, SCORES_FILE] + ([HTML_FILE] if html else [])
             write_manifest(tmp, bundle, written)
+
+    write_atomically(out, fill, overwrite=overwrite)
+    return out
+
+
+def write_atomically(out: Path, fill: Callable[[Path], None], *, overwrite: bool) -> None:
+    """Fill a temporary folder beside ``out`` with ``fill(tmp)``, then rename it to ``out``.
+
+    On any failure the temporary folder is removed and an earlier ``out`` is kept.
+    """
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        fill(tmp)
         os.chmod(tmp, 0o755)
         move_into_place(tmp, out, overwrite=overwrite)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return out
 
 
 def write_audit_bundle(
@@ -132,9 +145,9 @@ def write_audit_bundle(
     """Write the bundle of one ``privaudit audit`` bound into ``out_dir``, atomically.
 
     ``result`` is the bound's JSON document; ``inputs`` holds ``procedure``, ``params``
-    (:func:`privaudit.audit.procedures.procedure_params`), ``scores``, ``member``, for
-    PANORAMIA ``baseline``, and optionally ``source`` (the table read: its sha256 is the
-    bundle's dataset fingerprint).
+    (``dataclasses.asdict`` of :class:`privaudit.audit.procedures.ProcedureParams`),
+    ``scores``, ``member``, for PANORAMIA ``baseline``, and optionally ``source`` (the
+    table read: its sha256 is the bundle's dataset fingerprint).
     """
     from privaudit.report.bundle import (
         file_digest,
@@ -144,9 +157,8 @@ def write_audit_bundle(
     )
 
     out = check_output_dir(out_dir, overwrite=overwrite)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
+
+    def fill(tmp: Path) -> None:
         files = write_audit_bundle_files(tmp, result, inputs)
         source = inputs.get("source")
         config = {"procedure": inputs["procedure"], "params": inputs["params"]}
@@ -160,11 +172,8 @@ def write_audit_bundle(
             dataset_fingerprint=None if source is None else file_digest(Path(source))["sha256"],
         )
         write_manifest(tmp, manifest, files)
-        os.chmod(tmp, 0o755)
-        move_into_place(tmp, out, overwrite=overwrite)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+
+    write_atomically(out, fill, overwrite=overwrite)
     return out
 
 
