@@ -184,3 +184,48 @@ def test_audit_bundle_round_trip_and_tamper(
     (out / BUNDLE_FILE).write_text(json.dumps(m))
     report = verify_bundle(out)
     assert not report.ok and any(c.name.startswith("result.") for c in report.mismatches)
+
+
+@pytest.mark.slow  # re-runs the propensity cross-fitting and bootstrap: ~10-40 s
+def test_zero_run_bundle_round_trip_and_tamper(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rng = np.random.default_rng(0)
+    n = 240
+    x = rng.standard_normal(n)
+    member = rng.random(n) < 1 / (1 + np.exp(-x))
+    df = pd.DataFrame(
+        {
+            "x": x,
+            "colour": rng.choice(["red", "green", "blue"], n),  # a categorical feature
+            "score": rng.standard_normal(n) + 1.2 * member + 0.5 * x,
+            "member": member.astype(int),
+        }
+    )
+    csv = tmp_path / "zr.csv"
+    df.to_csv(csv, index=False)
+    out = tmp_path / "zr"
+    args = ["zero-run", str(csv), "--estimators", "logistic-sigmoid", "--bootstrap", "2"]
+    assert main([*args, "--out", str(out)]) == 0
+    assert {p.name for p in out.iterdir()} == {
+        "bundle.json",
+        "results.json",
+        "report.html",
+        "inputs.npz",
+        "features.parquet",
+    }
+    m = json.loads((out / BUNDLE_FILE).read_text())
+    assert m["kind"] == "zero-run" and m["config"]["n_bootstrap"] == 2
+    assert m["config"]["features"] == ["x", "colour"]
+    capsys.readouterr()
+    assert main(["verify", str(out)]) == 0
+    assert "verify: OK" in capsys.readouterr().out
+    with np.load(out / "inputs.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["scores"] = arrays["scores"] + 0.3 * arrays["member"]  # a stronger-looking attack
+    np.savez_compressed(out / "inputs.npz", **arrays)
+    m["files"]["inputs.npz"] = file_digest(out / "inputs.npz")
+    (out / BUNDLE_FILE).write_text(json.dumps(m))
+    report = verify_bundle(out)
+    assert not report.ok
+    assert any("mu_lower_bound" in c.name for c in report.mismatches)

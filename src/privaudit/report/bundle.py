@@ -5,7 +5,10 @@ A bundle is a folder with a manifest, ``bundle.json``, beside the files it descr
 * ``run`` / ``demo`` (kind ``membership-inference``): ``results.json``, ``scores.npz``
   (per-record scores of every attack, record ids, true membership), ``report.html``;
 * ``audit`` (kind ``audit``): ``result.json`` (the bound) and ``inputs.npz`` (the scores,
-  membership and baseline scores read from the user's table).
+  membership and baseline scores read from the user's table);
+* ``zero-run --out`` (kind ``zero-run``): ``results.json``, ``report.html``, ``inputs.npz``
+  (scores, membership) and ``features.parquet`` (what the propensity models saw);
+  verification re-runs the whole audit (cross-fitting, bootstrap) from them.
 
 The manifest holds the config, the seeds, the dataset's fingerprint, the versions of
 Python and of the numerical packages, the sha256 of every file, and the tolerances that
@@ -54,15 +57,19 @@ __all__ = [
     "make_manifest",
     "package_versions",
     "read_manifest",
+    "sources_fingerprint",
     "verify_bundle",
     "write_audit_bundle_files",
     "write_manifest",
+    "write_zero_run_inputs",
 ]
 
 BUNDLE_FILE = "bundle.json"
 BUNDLE_VERSION = "1.0"
 AUDIT_RESULT_FILE = "result.json"
 AUDIT_INPUTS_FILE = "inputs.npz"
+FEATURES_FILE = "features.parquet"
+KINDS = ("membership-inference", "audit", "zero-run")
 
 #: Tolerances of :func:`verify_bundle`: ``|recorded - recomputed| <= abs + rel * |recomputed|``.
 #: Metrics (rates, AUC, thresholds) are sums and quantiles of the saved scores, equal to
@@ -112,6 +119,15 @@ def file_digest(path: Path) -> dict[str, Any]:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return {"sha256": h.hexdigest(), "bytes": path.stat().st_size}
+
+
+def sources_fingerprint(paths: Iterable[Path | None]) -> str:
+    """sha256 over the sha256 of each input file given (None entries skipped), in order."""
+    h = hashlib.sha256()
+    for p in paths:
+        if p is not None:
+            h.update(file_digest(Path(p))["sha256"].encode("ascii"))
+    return h.hexdigest()
 
 
 def make_manifest(
@@ -167,6 +183,19 @@ def write_audit_bundle_files(
     return [AUDIT_RESULT_FILE, AUDIT_INPUTS_FILE]
 
 
+def write_zero_run_inputs(folder: Path, inputs: Mapping[str, Any]) -> list[str]:
+    """Write ``inputs.npz`` (scores, membership) and ``features.parquet`` of a Zero-Run bundle."""
+    with (folder / AUDIT_INPUTS_FILE).open("wb") as fh:
+        np.savez_compressed(
+            fh,
+            scores=np.asarray(inputs["scores"], dtype=np.float64),
+            member=np.asarray(inputs["member"], dtype=bool),
+        )
+    features = inputs["features"]
+    features.to_parquet(folder / FEATURES_FILE, index=False)
+    return [AUDIT_INPUTS_FILE, FEATURES_FILE]
+
+
 def read_manifest(path: str | Path) -> tuple[Path, dict[str, Any]]:
     """``(folder, manifest)`` of a bundle given as its folder or its ``bundle.json``.
 
@@ -188,9 +217,9 @@ def read_manifest(path: str | Path) -> tuple[Path, dict[str, Any]]:
         raise BundleError(f"BUNDLE: expected a JSON manifest, found {p} ({exc})") from None
     if not isinstance(doc, dict) or not str(doc.get("bundle_version", "")).startswith("1."):
         raise BundleError(f"BUNDLE: expected a bundle manifest of version 1.x, found {p}")
-    if doc.get("kind") not in ("membership-inference", "audit"):
+    if doc.get("kind") not in KINDS:
         raise BundleError(
-            f"BUNDLE: expected kind 'membership-inference' or 'audit', found {doc.get('kind')!r}"
+            f"BUNDLE: expected kind one of {', '.join(KINDS)}, found {doc.get('kind')!r}"
         )
     if not isinstance(doc.get("files"), dict):
         raise BundleError(f"BUNDLE: expected a 'files' table in {p}")
@@ -334,6 +363,8 @@ def verify_bundle(path: str | Path) -> VerifyReport:
     checks = _verify_files(folder, manifest)
     if manifest["kind"] == "audit":
         checks += _verify_audit(folder, manifest)
+    elif manifest["kind"] == "zero-run":
+        checks += _verify_zero_run(folder, manifest)
     else:
         checks += _verify_membership(folder, manifest)
     return VerifyReport(folder=folder, kind=str(manifest["kind"]), checks=tuple(checks))
@@ -367,6 +398,42 @@ def _verify_audit(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
     except (KeyError, TypeError) as exc:
         raise BundleError(f"BUNDLE: incomplete audit config in the manifest ({exc})") from None
     checks, skipped = compare(recorded, audit_payload(result), "result", TOLERANCES["bounds"])
+    return checks + skipped
+
+
+def _verify_zero_run(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
+    """Re-run the Zero-Run audit (propensity fits, bootstrap, tests) from the saved inputs."""
+    import pandas as pd
+
+    from privaudit.audit.zero_run import zero_run_audit
+    from privaudit.report.zero_run import ZERO_RUN_RESULTS_FILE, zero_run_payload
+
+    recorded = _load_json(folder / ZERO_RUN_RESULTS_FILE)
+    try:
+        with np.load(folder / AUDIT_INPUTS_FILE, allow_pickle=False) as z:
+            scores, member = z["scores"], z["member"]
+        features = pd.read_parquet(folder / FEATURES_FILE)
+    except Exception as exc:
+        raise BundleError(f"BUNDLE: cannot read the Zero-Run inputs ({exc})") from None
+    cfg = manifest["config"]
+    try:
+        result = zero_run_audit(
+            scores,
+            member,
+            features=features,
+            estimators=tuple(cfg["estimators"]),
+            confidence=cfg["confidence"],
+            delta=cfg["delta"],
+            delta_ds=cfg["delta_ds"],
+            n_bootstrap=cfg["n_bootstrap"],
+            pca_components=cfg["pca_components"],
+            seed=cfg["seed"],
+        )
+    except (KeyError, TypeError) as exc:
+        raise BundleError(f"BUNDLE: incomplete Zero-Run config in the manifest ({exc})") from None
+    want = zero_run_payload(result)
+    want.pop("privaudit_version", None)
+    checks, skipped = compare(recorded, want, "results", TOLERANCES["bounds"])
     return checks + skipped
 
 
