@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from privaudit._validation import fail
+from privaudit.audit.attack_bounds import attack_one_run_bounds
 from privaudit.config import (
     GAME_NAMES,
     AuditConfig,
@@ -66,6 +67,8 @@ from privaudit.report import (
     check_output_dir,
     write_report,
 )
+from privaudit.report.bundle import make_manifest
+from privaudit.report.per_record import attack_score_fields
 from privaudit.runtime.executor import Executor, LocalExecutor, RayExecutor
 from privaudit.runtime.seeds import derive_rng
 
@@ -439,6 +442,9 @@ def run_audit(
     table = ScoreTable.from_attack_scores(
         list(scored.scores.values()), scored.record_ids, scored.member
     )
+    for entry in entries:  # the DeLong AUC interval, from the saved scores
+        entry.update(attack_score_fields(table, entry["name"]))
+    audits = attack_one_run_bounds({n: table.scored(n)[1:] for n in table.attacks})
     timings["metrics"] = time.perf_counter() - t0
 
     settings = _settings(config, exp, dataset, trainer, game_result)
@@ -476,6 +482,7 @@ def run_audit(
         settings=settings,
         target=_target_summary(exp, game_result),
         attacks=entries,
+        audits=audits,
         agreement=agreement,
         agreement_alpha=config.alpha if agreement is not None else None,
         game=game_doc,
@@ -483,7 +490,14 @@ def run_audit(
         sections=sections,
     )
     if write:
-        write_report(out_dir, results, table, overwrite=overwrite)
+        manifest = make_manifest(
+            kind="membership-inference",
+            command="run_audit",
+            config=config.model_dump(mode="json"),
+            seeds=settings["seeds"],
+            dataset_fingerprint=exp.dataset_fingerprint,
+        )
+        write_report(out_dir, results, table, overwrite=overwrite, bundle=manifest)
     return AuditReport(
         results=results,
         metrics=metrics,
