@@ -480,7 +480,7 @@ def run_audit(
     results = build_results(
         seed=config.seed,
         settings=settings,
-        target=_target_summary(exp, game_result),
+        target=_target_summary(exp, game_result, scored),
         attacks=entries,
         audits=audits,
         agreement=agreement,
@@ -636,7 +636,9 @@ def _trial_summaries(
     return out
 
 
-def _target_summary(exp: ExperimentResult, game: GameResult | None) -> dict[str, Any]:
+def _target_summary(
+    exp: ExperimentResult, game: GameResult | None, scored: _Scored
+) -> dict[str, Any]:
     """The target; over several trials: mean accuracies, and draws counted as members/non-members."""
     if game is None or len(game.trials) == 1:
         return {
@@ -645,12 +647,11 @@ def _target_summary(exp: ExperimentResult, game: GameResult | None) -> dict[str,
             "n_members": int(exp.membership.sum()),
             "n_non_members": int((~exp.membership).sum()),
         }
-    first = next(iter(game.samples.values()))
     return {
         "train_accuracy": float(np.mean([t.train_accuracy for t in game.trials])),
         "test_accuracy": float(np.mean([t.test_accuracy for t in game.trials])),
-        "n_members": int(first.member.sum()),
-        "n_non_members": int((~first.member).sum()),
+        "n_members": int(scored.member.sum()),
+        "n_non_members": int((~scored.member).sum()),
         "n_trials": len(game.trials),
         "counts": "draws of the game over all trials; accuracies are means over the trial targets",
     }

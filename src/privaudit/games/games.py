@@ -58,7 +58,7 @@ from privaudit.games.experiment import (
     run_experiment,
     target_pool_ids,
 )
-from privaudit.games.metrics import AttackMetrics, achieved_rates, attack_metrics
+from privaudit.games.metrics import AttackMetrics, attack_metrics
 from privaudit.models.base import Trainer
 from privaudit.records import AttackScores
 from privaudit.runtime.executor import Executor, LocalExecutor
@@ -365,10 +365,13 @@ class PooledAttack:
     """One attack's draws over every trial of a game, as one scored set.
 
     ``scores`` carries one score per draw under a draw id (the record id for a single
-    trial, ``"t<trial>:<record id>"`` otherwise, so that ids stay unique); its
-    ``threshold`` is set only when every trial used the same one. ``decisions`` are the
-    attack's member decisions at its requested alpha, each draw at the threshold of its
-    own trial (None for attacks without an alpha threshold).
+    trial, ``"t<trial>:<record id>"`` otherwise, so that ids stay unique). When the
+    trials decided at different thresholds (each target calibrates its own), a draw's
+    score is its *margin* over its trial's threshold (``score - threshold_t``) and the
+    pooled threshold is 0: "member iff margin >= 0" is each trial's own decision, and
+    sweeping a common offset over the margins gives the game's ROC (the decision rules
+    "threshold_t + c"). Otherwise the raw scores and the common threshold (if any).
+    ``decisions`` are the member decisions at the requested alpha (None without one).
     """
 
     scores: AttackScores
@@ -392,7 +395,7 @@ def _draw_ids(samples: GameSamples, n_trials: int) -> NDArray[Any]:
 
 def pool_game(result: GameResult) -> dict[str, PooledAttack]:
     """Every attack's draws over the game's trials (Ye et al. 2022 Sec. 3.1: the game's
-    success is averaged over its repetitions), with per-trial decisions.
+    success is averaged over its repetitions), see :class:`PooledAttack`.
 
     Raises
     ------
@@ -413,25 +416,31 @@ def pool_game(result: GameResult) -> dict[str, PooledAttack]:
         per_trial = [res.scores[name] for res in result.trials]
         thresholds = tuple(s.threshold for s in per_trial)
         alphas = {s.alpha for s in per_trial}
-        decisions = None
+        scores = smp.scores
         common: float | None = None
+        margins = False
         if all(t is not None for t in thresholds):
-            thr = np.asarray([float(t) for t in thresholds if t is not None])[smp.trial]
-            decisions = np.asarray(smp.scores >= thr)
             if len(set(thresholds)) == 1:
                 common = thresholds[0]
+            else:
+                thr = np.asarray([float(t) for t in thresholds if t is not None])[smp.trial]
+                scores = smp.scores - thr
+                common, margins = 0.0, True
         params = dict(per_trial[0].params)
         params.update(
             {
                 "game": result.game.name,
                 "n_trials": n_trials,
                 "trial_thresholds": [None if t is None else float(t) for t in thresholds],
+                "pooled_scores": (
+                    "margin over the trial's threshold" if margins else "the attack's scores"
+                ),
             }
         )
         sc = AttackScores(
             attack=name,
             record_ids=_draw_ids(smp, n_trials),
-            scores=smp.scores,
+            scores=scores,
             params=params,
             alpha=next(iter(alphas)) if len(alphas) == 1 else None,
             threshold=common,
@@ -441,7 +450,7 @@ def pool_game(result: GameResult) -> dict[str, PooledAttack]:
             member=smp.member,
             trial=smp.trial,
             record_ids=smp.record_ids,
-            decisions=decisions,
+            decisions=None if common is None else sc.decisions(),
             thresholds=thresholds,
         )
     return out
@@ -450,28 +459,9 @@ def pool_game(result: GameResult) -> dict[str, PooledAttack]:
 def game_attack_metrics(pooled: PooledAttack, *, confidence: float = 0.95) -> AttackMetrics:
     """:func:`~privaudit.games.metrics.attack_metrics` of a game's pooled draws.
 
-    The ROC, AUC and TPR at each FPR are those of the pooled scores (the game's
-    success over all its trials); the achieved FPR and TPR at alpha count each draw's
-    decision at the threshold of its own trial, with a Clopper-Pearson interval over
-    all non-member draws.
+    The ROC, AUC and TPR at each FPR are those of the pooled scores (margins when the
+    trials' thresholds differ, see :class:`PooledAttack`); the achieved FPR and TPR
+    count each draw's decision at its own trial's threshold, with a Clopper-Pearson
+    interval over all non-member draws.
     """
-    base = attack_metrics(
-        dataclasses.replace(pooled.scores, threshold=None), pooled.member, confidence=confidence
-    )
-    if pooled.decisions is None or pooled.scores.alpha is None:
-        return base
-    # decisions as a score so that achieved_rates applies: 1 = flagged, 0 = not
-    rates = achieved_rates(
-        pooled.decisions.astype(np.float64), pooled.member, 0.5, confidence=confidence
-    )
-    alpha = float(pooled.scores.alpha)
-    return dataclasses.replace(
-        base,
-        alpha=alpha,
-        threshold=pooled.scores.threshold,
-        achieved_fpr=rates.fpr,
-        achieved_fpr_ci=rates.fpr_ci,
-        achieved_tpr=rates.tpr,
-        n_false_positives=rates.n_false_positives,
-        alpha_within_error=rates.alpha_within_error(alpha),
-    )
+    return attack_metrics(pooled.scores, pooled.member, confidence=confidence)
