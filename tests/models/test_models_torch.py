@@ -203,7 +203,7 @@ def test_augmented_views_start_with_the_identity() -> None:
 def test_dp_recipe_is_validated() -> None:
     with pytest.raises(InvalidInputError, match="exactly one of noise_multiplier"):
         _recipe(dp={"max_grad_norm": 1.0})
-    with pytest.raises(InvalidInputError, match="dp.delta"):
+    with pytest.raises(InvalidInputError, match=r"dp\.delta"):
         _recipe(dp={"noise_multiplier": 1.0, "delta": 2})
     with pytest.raises(InvalidInputError, match="augmentation"):
         _recipe(dp={"noise_multiplier": 1.0}, augmentation="shift", input_shape=(1, 2, 2))
