@@ -565,7 +565,19 @@ def run_audit(
     )
     for entry in entries:  # the DeLong AUC interval, from the saved scores
         entry.update(attack_score_fields(table, entry["name"]))
-    audits = attack_one_run_bounds({n: table.scored(n)[1:] for n in table.attacks})
+    eps_acc = exp.target_info.get("accountant_epsilon")
+    # a DP-SGD target: audit its (eps, delta) claim at the accountant's delta, and record
+    # the accountant's epsilon beside every empirical lower bound
+    audit_delta = float(exp.target_info.get("delta", 0.0)) if eps_acc is not None else 0.0
+    audits = attack_one_run_bounds(
+        {n: table.scored(n)[1:] for n in table.attacks}, delta=audit_delta
+    )
+    if eps_acc is not None:
+        for a in audits:
+            dp_extra: dict[str, Any] = dict(a.get("extra") or {})
+            dp_extra["accountant_epsilon"] = float(eps_acc)
+            dp_extra["exceeds_accountant_epsilon"] = bool(a["epsilon_lower_bound"] > float(eps_acc))
+            a["extra"] = dp_extra
     timings["metrics"] = time.perf_counter() - t0
 
     settings = _settings(config, exp, dataset, trainer, game_result)

@@ -59,6 +59,10 @@ def run(
         raise fail_exit(exc) from None
     if ci_output.human_output_wanted(fmt, format_file):
         render_summary(report.results, report.out_dir)
+    if claimed_epsilon is None:
+        # a DP-SGD target claims its accountant's epsilon: a lower bound above it is a
+        # violation (exit code 1), as with --claimed-epsilon
+        claimed_epsilon = report.results.get("target", {}).get("accountant_epsilon")
     code = ci_output.emit(
         fmt,
         "run",
