@@ -19,7 +19,14 @@ def w() -> World:
 
 
 def _cdf1(sample: np.ndarray, x: float, method: str) -> float:
-    return float(fit_out_world(sample).cdf(np.array([x]), method)[0])
+    """Minus the member score of one record: the CDF, or for the linear method beyond
+    the sample its tie-free extension (thresholds.OutWorld.linear_score), written out."""
+    f = float(fit_out_world(sample).cdf(np.array([x]), method)[0])
+    lo, hi = float(sample.min()), float(sample.max())
+    if method == "linear" and (x < lo or x > hi):
+        span = hi - lo if hi > lo else 1.0
+        return -(lo - x) / span if x < lo else 1.0 + (x - hi) / span
+    return f
 
 
 def test_population_is_target_loss_cdf_over_population(w: World) -> None:

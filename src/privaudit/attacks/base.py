@@ -49,8 +49,10 @@ attack             reads (besides ``record_ids``, ``labels``, ``target[S]``)
                    ``population_target[S]`` (1 x Z) and ``reference_population[S]``
                    (k x Z, the same reference models on the same population records);
                    optional ``reference_population_membership`` (k x Z; None = no
-                   reference model trained on any population record). [``prob_true``]
-``rmia-offline``   RMIA offline: as rmia-online, OUT models only. [``prob_true``]
+                   reference model trained on any population record). [``loss``: the
+                   ratio is computed in log space, log p = -loss]
+``rmia-offline``   RMIA offline: as rmia-online, OUT models only; ``a`` tuned on the
+                   reference models by default. [``loss``]
 =================  ==========================================================================
 
 The reference models of ``reference`` and ``reference_population`` must be the same

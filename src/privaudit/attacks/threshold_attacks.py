@@ -68,6 +68,7 @@ from privaudit._validation import check_choice, fail
 from privaudit.attacks._orient import loss_like, member_oriented
 from privaudit.attacks.base import AttackData, register, require
 from privaudit.attacks.calibration import (
+    calibration_diagnostics,
     check_calibration,
     conformal_threshold,
     population_reference_inputs,
@@ -130,7 +131,7 @@ def _class_conditional_scores(
         world = fit_out_world(
             sample, rescale=rescale, sigma_floor=sigma_floor, name=f"{what} class {int(y)}"
         )
-        scores[sel] = -world.cdf(x[sel], smoothing)
+        scores[sel] = world.score(x[sel], smoothing)
         counts[str(int(y))] = int(sample.size)
         floored += world.n_sigma_floored
     return scores, {
@@ -202,7 +203,7 @@ def population_attack(
         )
     else:
         world = fit_out_world(out, rescale=rescale, sigma_floor=sigma_floor, name="population")
-        scores = -world.cdf(x, smoothing)
+        scores = world.score(x, smoothing)
         info = describe(world)
     return (
         data.record_ids,
@@ -289,6 +290,11 @@ def _calibrated(
     info["threshold"] = conformal_threshold(cal, alpha)
     info["n_calibration"] = int(cal.size)
     info["calibration_fpr_smoothed"] = float(np.mean(cal >= -alpha)) if cal.size else float("nan")
+    diag = calibration_diagnostics(cal, info["threshold"], alpha)
+    warnings = diag.pop("warnings")
+    info.update(diag)
+    if warnings:
+        info["warnings"] = [*info.get("warnings", []), *warnings]
     return info
 
 
@@ -319,7 +325,7 @@ def _per_record_scores(
         variance=variance,
         pooled=pooled,
     )
-    return -world.cdf(x, smoothing), world
+    return world.score(x, smoothing), world
 
 
 def _check_variance(variance: str) -> str:

@@ -367,6 +367,9 @@ class ExperimentResult:
         The attacker's population records.
     leave_one_out_ids : array or None
         The records attacked by Attack L.
+    attack_data : AttackData or None
+        Every signal table and membership matrix the attacks read (to re-run an
+        attack with other settings without retraining, or to analyse records).
     """
 
     record_ids: NDArray[Any]
@@ -385,6 +388,7 @@ class ExperimentResult:
     dataset_fingerprint: str
     population_ids: NDArray[Any]
     leave_one_out_ids: NDArray[Any] | None = None
+    attack_data: AttackData | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def member_of(self, attack: str) -> NDArray[np.bool_]:
         """True membership aligned with ``scores[attack].record_ids``."""
@@ -965,4 +969,5 @@ def run_experiment(
         dataset_fingerprint=dataset.fingerprint(),
         population_ids=population.record_ids,
         leave_one_out_ids=loo_ids,
+        attack_data=data,
     )
