@@ -213,17 +213,18 @@ class ModelCounts(_Strict):
         int, Field(ge=4, description="Reference models (R, LiRA, RMIA); even, >= 4.")
     ] = 8
     n_shadow: Annotated[int, Field(ge=1, description="Shadow models (S).")] = 4
-    n_distilled: Annotated[int, Field(ge=2, description="Distilled models (D); >= 2.")] = 4
+    n_distilled: Annotated[
+        int,
+        Field(
+            ge=2,
+            description="Distilled models per kind of student (attack distillation: soft "
+            "labels, Ye et al. eq. 14-15; attack distillation-logits: logit regression, "
+            "Ba & Caruana 2014, MLP targets only); >= 2.",
+        ),
+    ] = 4
     distill_size: Annotated[int, Field(ge=2)] | None = Field(
         default=None,
         description="Population records per distilled model (default: target training-set size).",
-    )
-    distill_method: Literal["soft-labels", "logits"] = Field(
-        default="soft-labels",
-        description=(
-            "Objective of the distilled models (D): the target's soft labels (Ye et al. 2022 "
-            "eq. 14-15) or regression of its logits (Ba & Caruana 2014; MLP targets only)."
-        ),
     )
     n_leave_one_out: Annotated[
         int, Field(ge=2, description="Leave-one-out models per audited record (L).")
@@ -247,6 +248,12 @@ def _registered_attacks() -> tuple[str, ...]:
     from privaudit.attacks import attack_names
 
     return attack_names()
+
+
+def _default_attacks() -> tuple[str, ...]:
+    from privaudit.attacks import default_attacks
+
+    return default_attacks()
 
 
 class AuditConfig(_Strict):
@@ -320,8 +327,8 @@ class AuditConfig(_Strict):
         return self
 
     def attack_names(self) -> tuple[str, ...]:
-        """The attacks to run, in registry order when not listed explicitly."""
-        return tuple(self.attacks) if self.attacks is not None else _registered_attacks()
+        """The attacks to run; when not listed, the default ones in registry order."""
+        return tuple(self.attacks) if self.attacks is not None else _default_attacks()
 
 
 def _loc(loc: tuple[int | str, ...]) -> str:

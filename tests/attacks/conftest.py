@@ -96,6 +96,10 @@ def make_world(
     dist_pop = sig(mu_pop, np.zeros((k, n_pop), bool))
     loo_pop = sig(mu_pop, np.zeros((n_loo, n_pop), bool))
 
+    # logit-matching students (drawn last: the draws above keep their values)
+    distilled_logits = sig(mu, np.zeros((k, n), bool))
+    dist_logits_pop = sig(mu_pop, np.zeros((k, n_pop), bool))
+
     data = AttackData(
         record_ids=ids,
         labels=labels,
@@ -127,6 +131,11 @@ def make_world(
         ),
         leave_one_out_population=tables(loo_pop, pop_labels, pop_ids, "loo"),
         leave_one_out_population_serves=np.ones((n_loo, n_pop), dtype=bool),
+        distilled_logits=tables(distilled_logits, labels, ids, "dlog"),
+        distilled_logits_population=tables(dist_logits_pop, pop_labels, pop_ids, "dlog"),
+        distilled_logits_population_membership=MembershipMatrix(
+            pop_ids, tuple(f"dlog{j}" for j in range(k)), keep_dist_pop
+        ),
     )
     return World(data=data, member=member)
 

@@ -21,6 +21,7 @@ BUILTIN = (
     "shadow",
     "reference",
     "distillation",
+    "distillation-logits",
     "leave-one-out",
     "lira-online",
     "lira-offline",
@@ -167,7 +168,7 @@ def test_unknown_parameter_and_attack(world: World) -> None:
     "signal", ["loss", "prob_true", "logit_confidence", "entropy", "modified_entropy"]
 )
 def test_threshold_attacks_accept_every_signal(world: World, signal: str) -> None:
-    for name in ("population", "reference", "distillation"):
+    for name in ("population", "reference", "distillation", "distillation-logits"):
         res = run_attack(name, world.data, signal=signal)
         assert res.params["signal"] == signal
         assert pair_auc(res.scores, world.member) > 0.6, (name, signal)

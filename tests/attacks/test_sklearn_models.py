@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from sklearn.datasets import make_classification
-from sklearn.linear_model import SGDClassifier
+from sklearn.linear_model import Ridge, SGDClassifier
 
 from privaudit.attacks import AttackData, attack_names, run_attack
 from privaudit.records import MembershipMatrix, SignalTable
@@ -20,8 +20,22 @@ def _fit(X: np.ndarray, y: np.ndarray, seed: int) -> SGDClassifier:
     ).fit(X, y)
 
 
+class _Margin:
+    """A regressor of the target's margin, seen as a 2-class model."""
+
+    def __init__(self, reg: Ridge) -> None:
+        self.reg = reg
+
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
+        return np.asarray(self.reg.predict(X))
+
+
 def _tables(
-    models: list[SGDClassifier], X: np.ndarray, y: np.ndarray, ids: np.ndarray, prefix: str
+    models: list[SGDClassifier] | list[_Margin],
+    X: np.ndarray,
+    y: np.ndarray,
+    ids: np.ndarray,
+    prefix: str,
 ):
     out: dict[str, list[np.ndarray]] = {s: [] for s in SIGNALS}
     for m in models:
@@ -53,11 +67,15 @@ def sk_world() -> tuple[AttackData, np.ndarray]:
     shadows = [
         _fit(X[shadow_pool[sh_keep[j]]], y[shadow_pool[sh_keep[j]]], 200 + j) for j in range(4)
     ]
-    # distillation: population labelled by the target
-    distilled = []
+    # distillation: population labelled by the target; logit-matching students regress
+    # its decision function (the margin, its only logit) on the same subsets
+    distilled, distilled_logits = [], []
     for j in range(k):
         idx = pop[rng.permutation(pop.size)[:150]]
         distilled.append(_fit(X[idx], target.predict(X[idx]), 300 + j))
+        # a regularised regressor: 150 records, 60 features
+        student = Ridge(alpha=100.0).fit(X[idx], target.decision_function(X[idx]))
+        distilled_logits.append(_Margin(student))
     # leave-one-out (Ye et al. Sec. 4.5): for 20 sampled members x, 3 models on the
     # member set without x; plus 3 models on the full member set (OUT for non-members).
     members = np.flatnonzero(member)
@@ -88,6 +106,7 @@ def sk_world() -> tuple[AttackData, np.ndarray]:
         shadow_membership=MembershipMatrix(sh_ids, tuple(f"sh{j}" for j in range(4)), sh_keep),
         shadow_labels=y[shadow_pool],
         distilled=_tables(distilled, X[aud], y[aud], ids, "dist"),
+        distilled_logits=_tables(distilled_logits, X[aud], y[aud], ids, "dlog"),
         leave_one_out=_tables(loo, X[aud], y[aud], ids, "loo"),
         leave_one_out_membership=MembershipMatrix(
             ids, tuple(f"loo{j}" for j in range(len(loo))), loo_keep

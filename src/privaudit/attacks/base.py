@@ -36,6 +36,9 @@ attack             reads (besides ``record_ids``, ``labels``, ``target[S]``)
 ``distillation``   Attack D (Sec. 4.4): ``distilled[S]`` (k x n, models distilled from the
                    target on population data, evaluated on the audited records; all are
                    treated as OUT). [``logit_confidence``]
+``distillation-logits``  Attack D with logit-matching students: ``distilled_logits[S]``
+                   (models trained to regress the target's logits, Ba & Caruana 2014,
+                   not the paper's soft labels). [``logit_confidence``]
 ``leave-one-out``  Attack L (Sec. 4.5): ``leave_one_out[S]`` (k x n),
                    ``leave_one_out_membership`` and ``leave_one_out_serves`` (k x n);
                    model j is used for record i when ``serves[j, i]``. Only records
@@ -75,7 +78,8 @@ population records by default (``threshold_calibration="population"``,
 :func:`run_attack` uses it. An attack whose function has an ``alpha`` parameter is
 given the requested alpha (None when no alpha was requested: no calibration).
 The calibration reads ``population_target`` with ``reference_population`` (R, LiRA),
-``distilled_population`` (D) or ``leave_one_out_population`` (L).
+``distilled_population`` (D; ``distilled_logits_population`` for its logit-matching
+variant) or ``leave_one_out_population`` (L).
 """
 
 from __future__ import annotations
@@ -106,6 +110,7 @@ __all__ = [
     "AttackSpec",
     "InputRequirements",
     "attack_names",
+    "default_attacks",
     "register",
     "require",
     "required_inputs",
@@ -130,6 +135,8 @@ TABLE_FIELDS: tuple[str, ...] = (
     "shadow",
     "distilled",
     "distilled_population",
+    "distilled_logits",
+    "distilled_logits_population",
     "leave_one_out",
     "leave_one_out_population",
 )
@@ -293,6 +300,10 @@ class AttackData:
         with ``distilled_population``.
     leave_one_out_population : dict[str, SignalTable], optional
         The leave-one-out models on the population records (calibration of attack L).
+    distilled_logits, distilled_logits_population : dict[str, SignalTable], optional
+    distilled_logits_population_membership : MembershipMatrix, optional
+        As the three ``distilled*`` fields, for students trained by logit regression
+        (attack ``distillation-logits``).
     leave_one_out_population_serves : bool array, shape (k_L, Z), optional
         Which leave-one-out model serves each population record (the models trained on
         ``D``: population records are non-members). Required with
@@ -329,6 +340,9 @@ class AttackData:
     distilled_population_membership: MembershipMatrix | None = None
     leave_one_out_population: Mapping[str, SignalTable] | None = None
     leave_one_out_population_serves: NDArray[np.bool_] | None = None
+    distilled_logits: Mapping[str, SignalTable] | None = None
+    distilled_logits_population: Mapping[str, SignalTable] | None = None
+    distilled_logits_population_membership: MembershipMatrix | None = None
 
     def __post_init__(self) -> None:
         # Ids: reuse the records' normalisation (unique, int64 or str, frozen).
@@ -422,6 +436,11 @@ class AttackData:
             set_(self, "shadow_labels", _freeze(slab))
 
         set_(self, "distilled", _check_tables(self.distilled, "distilled", record_ids))
+        set_(
+            self,
+            "distilled_logits",
+            _check_tables(self.distilled_logits, "distilled_logits", record_ids),
+        )
 
         loo = _check_tables(self.leave_one_out, "leave_one_out", record_ids)
         set_(self, "leave_one_out", loo)
@@ -449,27 +468,8 @@ class AttackData:
         set_(self, "leave_one_out_serves", serves)
 
         pop_ids = None if pop is None else _first(pop).record_ids
-        dpop = _check_tables(self.distilled_population, "distilled_population", pop_ids)
-        if dpop is not None:
-            if self.distilled is None or _first(dpop).model_ids != _first(self.distilled).model_ids:
-                raise fail(
-                    "distilled_population.model_ids",
-                    "the model ids of distilled, in the same order",
-                    _first(dpop).model_ids,
-                )
-            if self.distilled_population_membership is None:
-                raise fail(
-                    "distilled_population_membership",
-                    "which distilled model trained on which population record",
-                    "None",
-                )
-        set_(self, "distilled_population", dpop)
-        _check_membership(
-            self.distilled_population_membership,
-            "distilled_population_membership",
-            dpop,
-            "distilled_population",
-        )
+        for prefix in ("distilled", "distilled_logits"):
+            self._check_students_population(prefix, pop_ids)
         lpop = _check_tables(self.leave_one_out_population, "leave_one_out_population", pop_ids)
         if lpop is not None:
             if loo is None or _first(lpop).model_ids != _first(loo).model_ids:
@@ -493,6 +493,26 @@ class AttackData:
                 lpop,
             ),
         )
+
+    def _check_students_population(self, prefix: str, pop_ids: NDArray[Any] | None) -> None:
+        """``<prefix>_population`` (+ membership) go with the ``<prefix>`` models."""
+        field = f"{prefix}_population"
+        mfield = f"{field}_membership"
+        dpop = _check_tables(getattr(self, field), field, pop_ids)
+        students = getattr(self, prefix)
+        if dpop is not None:
+            if students is None or _first(dpop).model_ids != _first(students).model_ids:
+                raise fail(
+                    f"{field}.model_ids",
+                    f"the model ids of {prefix}, in the same order",
+                    _first(dpop).model_ids,
+                )
+            if getattr(self, mfield) is None:
+                raise fail(
+                    mfield, "which distilled model trained on which population record", "None"
+                )
+        object.__setattr__(self, field, dpop)
+        _check_membership(getattr(self, mfield), mfield, dpop, field)
 
     @property
     def n_records(self) -> int:
@@ -577,6 +597,10 @@ class AttackSpec:
         Fields read when present (or needed for some settings).
     signal_choices : tuple of str
         Signals the attack accepts.
+    in_defaults : bool
+        Whether the attack runs when none are listed (:func:`default_attacks`); False
+        for attacks that need a particular kind of target (``distillation-logits``:
+        an MLP, whose classifier has a matching regressor).
     """
 
     name: str
@@ -587,6 +611,7 @@ class AttackSpec:
     description: str
     optional_fields: tuple[str, ...] = ()
     signal_choices: tuple[str, ...] = SIGNAL_NAMES
+    in_defaults: bool = True
 
 
 #: The registry: stable attack name -> spec. Filled by the attack modules on import.
@@ -608,6 +633,7 @@ def register(
     description: str,
     optional_fields: tuple[str, ...] = (),
     signal_choices: tuple[str, ...] = SIGNAL_NAMES,
+    in_defaults: bool = True,
 ) -> Callable[[AttackFunction], AttackFunction]:
     """Decorator registering an attack under a stable ``name``.
 
@@ -638,6 +664,7 @@ def register(
             description=description,
             optional_fields=tuple(optional_fields),
             signal_choices=tuple(signal_choices),
+            in_defaults=bool(in_defaults),
         )
         return func
 
@@ -656,6 +683,7 @@ BUILTIN_ATTACKS: tuple[str, ...] = (
     "shadow",
     "reference",
     "distillation",
+    "distillation-logits",
     "leave-one-out",
     "lira-online",
     "lira-offline",
@@ -669,6 +697,11 @@ def attack_names() -> tuple[str, ...]:
     _ensure_registered()
     rank = {n: i for i, n in enumerate(BUILTIN_ATTACKS)}
     return tuple(sorted(ATTACKS, key=lambda n: (rank.get(n, len(rank)), list(ATTACKS).index(n))))
+
+
+def default_attacks() -> tuple[str, ...]:
+    """The attacks run when none are listed: every registered one with ``in_defaults``."""
+    return tuple(n for n in attack_names() if ATTACKS[n].in_defaults)
 
 
 def _spec(name: str) -> AttackSpec:

@@ -612,6 +612,8 @@ def lira_offline(
     else:
         scores = -_log_normal_pdf(obs, mu, sigma)
     calib: dict[str, Any] = {"threshold_calibration": threshold_calibration}
+    if offline_test == "one-sided":
+        calib["alpha_guarantee"] = "approximate"
     if alpha is not None and offline_test == "one-sided" and threshold_calibration == "population":
         c_obs, c_ref, cmask = population_reference_inputs(data, signal, n_out, rng)
         c_obs, c_ref = _clipped(c_obs, clip_v), _clipped(c_ref, clip_v)
@@ -626,7 +628,12 @@ def lira_offline(
         c_sigma = np.maximum(c_sigma, floor)
         cal = -special.ndtr(-(c_obs - c_mu) / c_sigma)
         thr = conformal_threshold(cal, alpha)
-        calib.update(threshold=thr, n_calibration=int(cal.size))
+        calib.update(
+            threshold=thr,
+            n_calibration=int(cal.size),
+            alpha_guarantee="per-target",
+            threshold_sample_size=int(cal.size),
+        )
         diag = calibration_diagnostics(cal, thr, alpha)
         warnings = diag.pop("warnings")
         calib.update(diag)

@@ -84,6 +84,7 @@ from privaudit.errors import InsufficientDataError
 
 __all__ = [
     "distillation_attack",
+    "distillation_logits_attack",
     "leave_one_out_attack",
     "loss_attack",
     "population_attack",
@@ -205,10 +206,20 @@ def population_attack(
         world = fit_out_world(out, rescale=rescale, sigma_floor=sigma_floor, name="population")
         scores = world.score(x, smoothing)
         info = describe(world)
+    if smoothing == "linear":  # the empirical alpha-quantile of the target's own signals
+        sizes = info.get("out_values_per_class") if per_class else None
+        n_thr = min(sizes.values()) if sizes else int(out.size)
+        guarantee: dict[str, Any] = {
+            "alpha_guarantee": "per-target",
+            "threshold_sample_size": int(n_thr),
+        }
+    else:
+        guarantee = {"alpha_guarantee": "approximate"}
     return (
         data.record_ids,
         scores,
         {
+            **guarantee,
             "smoothing": smoothing,
             "per_class": per_class,
             "n_population": int(out.size),
@@ -266,6 +277,9 @@ def shadow_attack(
         data.record_ids,
         scores,
         {
+            # Ye et al. Sec. 4.1: c_alpha(y) is model-independent; it holds alpha over
+            # random target models (Def. 3.1), not for one fixed target.
+            "alpha_guarantee": "average-over-targets",
             "smoothing": smoothing,
             "n_models": len(table.model_ids),
             "n_shadow_records": int(table.record_ids.size),
@@ -285,10 +299,13 @@ def _calibrated(
     """Add the population-calibrated threshold to ``info`` (see :mod:`.calibration`)."""
     info["threshold_calibration"] = threshold_calibration
     if alpha is None or threshold_calibration == "smoothed":
+        info["alpha_guarantee"] = "approximate"
         return info
     cal = calibration_scores()
     info["threshold"] = conformal_threshold(cal, alpha)
     info["n_calibration"] = int(cal.size)
+    info["alpha_guarantee"] = "per-target"
+    info["threshold_sample_size"] = int(cal.size)
     info["calibration_fpr_smoothed"] = float(np.mean(cal >= -alpha)) if cal.size else float("nan")
     diag = calibration_diagnostics(cal, info["threshold"], alpha)
     warnings = diag.pop("warnings")
@@ -453,6 +470,54 @@ def reference_attack(
     )
 
 
+def _distillation(
+    data: AttackData,
+    *,
+    attack: str,
+    field: str,
+    rng: np.random.Generator,
+    signal: str,
+    smoothing: str,
+    variance: str,
+    threshold_calibration: str,
+    sigma_floor: float,
+    alpha: float | None,
+    students: str,
+) -> Result:
+    """Attack D's body for the students in ``field`` (soft-label or logit-matching)."""
+
+    def population() -> PopulationInputs:
+        pm = require(
+            getattr(data, f"{field}_population_membership"), f"{field}_population_membership"
+        )
+        usable = ~pm.keep.any(axis=0)
+        if not usable.any():
+            raise InsufficientDataError(
+                f"{field}_population_membership: expected population records that no "
+                f"distilled model trained on (for the calibration of attack {attack!r}), found "
+                "none; use a smaller distill_size or threshold_calibration='smoothed'"
+            )
+        c_obs = data.table("population_target", signal).values[0]
+        c_ref = data.table(f"{field}_population", signal).values
+        return c_obs[usable], c_ref[:, usable], None
+
+    return _per_record_attack(
+        data,
+        attack=attack,
+        table=field,
+        out_world="distilled models",
+        mask=None,
+        population=population,
+        info={"n_models": len(data.table(field, signal).model_ids), "students": students},
+        signal=signal,
+        smoothing=smoothing,
+        variance=variance,
+        threshold_calibration=threshold_calibration,
+        sigma_floor=sigma_floor,
+        alpha=alpha,
+    )
+
+
 @register(
     "distillation",
     fields=("target", "distilled"),
@@ -463,7 +528,7 @@ def reference_attack(
     ),
     default_signal="logit_confidence",
     alpha_threshold=True,
-    description="Attack D (Ye et al. 2022 Sec. 4.4): per-record threshold from models distilled from the target",
+    description="Attack D (Ye et al. 2022 Sec. 4.4): per-record threshold from models distilled from the target on its soft labels",
 )
 def distillation_attack(
     data: AttackData,
@@ -479,41 +544,75 @@ def distillation_attack(
     r"""Attack D: threshold :math:`c_\alpha(\theta, x_z, y_z)` from self-distilled models.
 
     Out world (Ye et al. Eq. 13-16): models trained on population data soft-labelled by
-    the target, which approximate models retrained on the target's training set
-    without z; all are used for every record (they never saw the audited records).
+    the target (``distilled``: students of the target's output probabilities, the
+    paper's objective), which approximate models retrained on the target's training
+    set without z; all are used for every record (they never saw the audited records).
 
     Population calibration: the population records that no distilled model trained on
     (``distilled_population_membership``) are scored against all distilled models,
     exactly like an audited record, and the threshold is their conformal quantile.
     """
-
-    def population() -> PopulationInputs:
-        pm = require(data.distilled_population_membership, "distilled_population_membership")
-        usable = ~pm.keep.any(axis=0)
-        if not usable.any():
-            raise InsufficientDataError(
-                "distilled_population_membership: expected population records that no "
-                "distilled model trained on (for the calibration of attack D), found none; "
-                "use a smaller distill_size or threshold_calibration='smoothed'"
-            )
-        c_obs = data.table("population_target", signal).values[0]
-        c_ref = data.table("distilled_population", signal).values
-        return c_obs[usable], c_ref[:, usable], None
-
-    return _per_record_attack(
+    return _distillation(
         data,
         attack="distillation",
-        table="distilled",
-        out_world="distilled models",
-        mask=None,
-        population=population,
-        info={"n_models": len(data.table("distilled", signal).model_ids)},
+        field="distilled",
+        rng=rng,
         signal=signal,
         smoothing=smoothing,
         variance=variance,
         threshold_calibration=threshold_calibration,
         sigma_floor=sigma_floor,
         alpha=alpha,
+        students="soft-labels (Ye et al. 2022 eq. 14-15)",
+    )
+
+
+@register(
+    "distillation-logits",
+    fields=("target", "distilled_logits"),
+    optional_fields=(
+        "population_target",
+        "distilled_logits_population",
+        "distilled_logits_population_membership",
+    ),
+    default_signal="logit_confidence",
+    alpha_threshold=True,
+    in_defaults=False,
+    description="Attack D with logit-matching students (Ba & Caruana 2014): models that regress the target's logits",
+)
+def distillation_logits_attack(
+    data: AttackData,
+    *,
+    rng: np.random.Generator,
+    signal: str = "logit_confidence",
+    smoothing: str = "student-t",
+    variance: str = DEFAULT_VARIANCE,
+    threshold_calibration: str = "population",
+    sigma_floor: float = 1e-8,
+    alpha: float | None = None,
+) -> Result:
+    r"""Attack D's test with students trained by *logit regression* (not the paper's D).
+
+    The same per-record out-world test and population calibration as
+    :func:`distillation_attack`, but the out world comes from ``distilled_logits``:
+    students that regress the target's logits with a squared loss (Ba & Caruana 2014,
+    Sec. 2.2; :func:`privaudit.models.distill` with ``method="logits"``). Soft labels
+    cannot transmit the scale of a saturated target's logits, a regression can, so
+    the students' logit-scaled confidences are comparable with the target's. This is
+    not Ye et al.'s objective (eq. 14-15), hence its own name.
+    """
+    return _distillation(
+        data,
+        attack="distillation-logits",
+        field="distilled_logits",
+        rng=rng,
+        signal=signal,
+        smoothing=smoothing,
+        variance=variance,
+        threshold_calibration=threshold_calibration,
+        sigma_floor=sigma_floor,
+        alpha=alpha,
+        students="logit regression (Ba & Caruana 2014)",
     )
 
 

@@ -39,26 +39,42 @@ def render_summary(results: dict[str, Any], out_dir: Path | None) -> None:
         ("TPR@1%FPR", "right"),
         ("FPR@50%TPR", "right"),
         ("achieved FPR [95% CI]", "right"),
+        ("scored (m / n)", "right"),
         ("models", "right"),
     ]:
         table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    marks = {"average-over-targets": " (avg)", "approximate": " (~)"}
+    notes: list[str] = []
     for a in results["attacks"]:
         if a["achieved_fpr"] is None:
             ach = "n/a"
         else:
             lo, hi = a["achieved_fpr_ci"]
             colour = "green" if a["alpha_within_error"] else "red"
-            ach = f"[{colour}]{_pct(a['achieved_fpr'])}[/{colour}] [{_pct(lo)}, {_pct(hi)}]"
+            mark = marks.get(a.get("alpha_guarantee") or "", "")
+            ach = f"[{colour}]{_pct(a['achieved_fpr'])}[/{colour}] [{_pct(lo)}, {_pct(hi)}]{mark}"
+        name = a["name"] + (" [yellow]![/yellow]" if a.get("warnings") else "")
         table.add_row(
-            a["name"],
+            name,
             f"{a['auc']:.3f}",
             _pct(a["tpr_at_fpr"].get("0.001")),
             _pct(a["tpr_at_fpr"].get("0.01")),
             _pct(a.get("fpr_at_tpr", {}).get("0.5")),
             ach,
+            f"{a['n_positives']} / {a['n_negatives']}",
             "n/a" if a["n_reference_models"] is None else str(a["n_reference_models"]),
         )
+        notes.extend(f"[yellow]![/yellow] {a['name']}: {w}" for w in a.get("warnings") or [])
     console.print(table)
+    guarantees = {a.get("alpha_guarantee") for a in results["attacks"]}
+    if guarantees & {"average-over-targets", "approximate"}:
+        console.print(
+            "(avg): the alpha threshold holds on average over target models (Ye et al. "
+            "Def. 3.1), not for this target; (~): smoothed, not calibrated. Green: the "
+            "achieved FPR is within sampling error of alpha."
+        )
+    for line in notes:
+        console.print(line)
     if out_dir is not None:
         console.print(
             f"Report written to [bold]{out_dir}[/bold] (report.html, results.json, scores.npz)"

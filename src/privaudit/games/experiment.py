@@ -31,8 +31,9 @@ components so that a game can fix some and resample others):
    * distilled models (Attack D, Sec. 4.4, Eq. 14-15): each trained with
      :func:`privaudit.models.distill` on its own uniformly random subset of
      ``distill_size`` population records (default: the size of the target's training
-     set), labelled by the target (soft labels, or its logits with
-     ``distill_method="logits"``); the subsets are drawn from a random
+     set), labelled by the target: soft labels for attack ``distillation`` (the
+     paper), the target's logits for ``distillation-logits`` (a regression, Ba &
+     Caruana 2014), the same subsets and seeds for both; the subsets are drawn from a random
      ``max(distill_size, n_population / 2)`` of the population, the rest being kept
      for the calibration of Attack D's threshold;
    * leave-one-out models (Attack L, Sec. 4.5) for ``leave_one_out_sample`` pool
@@ -40,8 +41,9 @@ components so that a game can fix some and resample others):
      sampled member ``x``, ``n_leave_one_out`` models on ``D \\ {x}``, which serve
      ``x`` only; for any non-member ``x``, ``D \\ {x} = D``, so ``n_leave_one_out``
      models on ``D`` serve all of them (``AttackData.leave_one_out_serves``). Attack L
-     is then reported on the sampled records only. Leave-one-out model ``r`` of every
-     record uses the same seed ``s_r`` (paired randomness).
+     is reported on every record it scored: all non-members of the pool and the
+     sampled members (its result carries both counts). Leave-one-out model ``r`` of
+     every record uses the same seed ``s_r`` (paired randomness).
 
    Distilled and leave-one-out models (and the reference models) are also evaluated
    on the population, for the population calibration of the alpha thresholds of
@@ -75,6 +77,7 @@ from privaudit.attacks.base import (
     BUILTIN_ATTACKS,
     AttackData,
     attack_names,
+    default_attacks,
     required_inputs,
     run_attack,
 )
@@ -82,7 +85,7 @@ from privaudit.data.dataset import Dataset
 from privaudit.data.sampling import balanced_keep_matrix, split_target_population
 from privaudit.errors import DesignError
 from privaudit.models.base import Model, Trainer
-from privaudit.models.distill import DISTILL_METHODS, LogitRegressionModel, distill
+from privaudit.models.distill import LogitRegressionModel, distill
 from privaudit.models.persistence import load_model, save_model
 from privaudit.models.precomputed import PrecomputedModel
 from privaudit.models.sklearn import SklearnModel
@@ -101,8 +104,9 @@ __all__ = [
     "target_pool_ids",
 ]
 
-#: Every built-in attack, in report order (the registry's stable order).
-DEFAULT_ATTACKS: tuple[str, ...] = BUILTIN_ATTACKS
+#: The attacks run by default, in report order: every built-in attack except
+#: ``distillation-logits``, which needs an MLP target (listed explicitly to run it).
+DEFAULT_ATTACKS: tuple[str, ...] = tuple(a for a in BUILTIN_ATTACKS if a in default_attacks())
 
 TARGET_ID = "target"
 _POOL = "pool"
@@ -187,10 +191,6 @@ class ExperimentConfig:
     distill_size : int or None
         Population records per distilled model (None: the target's training-set size,
         capped at ``n_population``).
-    distill_method : {"soft-labels", "logits"}
-        Objective of the distilled models (:func:`privaudit.models.distill`): the
-        teacher's soft labels (Ye et al. 2022 eq. 14-15) or regression of its logits
-        (Ba & Caruana 2014).
     n_leave_one_out : int
         Leave-one-out models per sampled record (>= 2).
     leave_one_out_sample : int
@@ -222,7 +222,6 @@ class ExperimentConfig:
     n_shadow: int = 4
     n_distilled: int = 4
     distill_size: int | None = None
-    distill_method: str = "soft-labels"
     n_leave_one_out: int = 4
     leave_one_out_sample: int = 20
     alpha: float = 0.05
@@ -274,12 +273,6 @@ class ExperimentConfig:
                 raise fail(
                     "distill_size", f"at most n_population={self.n_population}", self.distill_size
                 )
-        if self.distill_method not in DISTILL_METHODS:
-            raise fail(
-                "distill_method",
-                " or ".join(repr(m) for m in DISTILL_METHODS),
-                repr(self.distill_method),
-            )
         check_positive_int(self.n_leave_one_out, "n_leave_one_out", minimum=2)
         check_positive_int(self.leave_one_out_sample, "leave_one_out_sample", minimum=2)
         check_probability(self.alpha, "alpha")
@@ -637,13 +630,6 @@ def _accuracy(model: Model, data: Dataset) -> float:
     return float(np.mean(pred == data.y))
 
 
-def _subset_scores(s: AttackScores, keep_ids: NDArray[Any], note: str) -> AttackScores:
-    wanted = set(keep_ids.tolist())
-    mask = np.array([r in wanted for r in s.record_ids.tolist()], dtype=bool)
-    params = {**s.params, "scored_records": note, "n_scored_before_subset": int(s.record_ids.size)}
-    return AttackScores(s.attack, s.record_ids[mask], s.scores[mask], params, s.alpha, s.threshold)
-
-
 def run_experiment(
     dataset: Dataset,
     trainer: Trainer,
@@ -827,13 +813,18 @@ def run_experiment(
         data_kw["shadow_labels"] = population.y
 
     # 5. distilled models -------------------------------------------------------------
-    if "distilled" in fields:
+    # Two kinds of students, one per attack: soft labels (Ye et al. eq. 14-15, attack
+    # "distillation") and logit regression (attack "distillation-logits"); the same
+    # subsets and seeds for both, so the two attacks differ only in the objective.
+    students = [
+        (field, method)
+        for field, method in (("distilled", "soft-labels"), ("distilled_logits", "logits"))
+        if field in fields
+    ]
+    if students:
         size = config.distill_size or min(population.n_records, int(member.sum()))
         rng = derive_rng(seeds["attacker"], purpose="distillation-subsets")
         d_seeds = spawn_seeds(seeds["attacker"], config.n_distilled, purpose="distilled-models")
-        d_ids = tuple(f"distilled-{j:03d}" for j in range(config.n_distilled))
-        d_sets = (_POOL, _POPULATION) if "distilled_population" in fields else (_POOL,)
-        jobs = []
         d_keep = np.zeros((config.n_distilled, population.n_records), dtype=bool)
         # The subsets are drawn from a random part of the population of size
         # max(distill_size, n_population / 2); the rest is never distilled on, so the
@@ -842,34 +833,43 @@ def run_experiment(
         # a fraction (1 - size / n_population) ** n_distilled of it would be).
         n_source = max(size, population.n_records // 2)
         source = np.sort(rng.permutation(population.n_records)[:n_source])
-        for j, (did, s) in enumerate(zip(d_ids, d_seeds, strict=True)):
+        picks = []
+        for j in range(config.n_distilled):
             pick = np.sort(rng.choice(source, size=size, replace=False))
             d_keep[j, pick] = True
-            jobs.append(_Job("distilled", did, population.record_ids[pick], s, d_sets))
-        worker = _ModelWorker(
-            dataset,
-            trainer,
-            store,
-            signals,
-            eval_sets,
-            teacher=target_model,
-            teacher_key=target_key,
-            distill_method=config.distill_method,
-        )
-        res = run_jobs("distilled", jobs, worker, "distilled models")
-        data_kw["distilled"] = _tables(
-            d_ids, pool.record_ids, np.stack([r.signals[_POOL] for r in res]), signals
-        )
-        if _POPULATION in d_sets:
-            data_kw["distilled_population"] = _tables(
-                d_ids,
-                population.record_ids,
-                np.stack([r.signals[_POPULATION] for r in res]),
+            picks.append(pick)
+        for field, method in students:
+            prefix = "distilled" if method == "soft-labels" else "distilled-logits"
+            d_ids = tuple(f"{prefix}-{j:03d}" for j in range(config.n_distilled))
+            d_sets = (_POOL, _POPULATION) if f"{field}_population" in fields else (_POOL,)
+            jobs = [
+                _Job("distilled", did, population.record_ids[pick], s, d_sets)
+                for did, s, pick in zip(d_ids, d_seeds, picks, strict=True)
+            ]
+            worker = _ModelWorker(
+                dataset,
+                trainer,
+                store,
                 signals,
+                eval_sets,
+                teacher=target_model,
+                teacher_key=target_key,
+                distill_method=method,
             )
-            data_kw["distilled_population_membership"] = MembershipMatrix(
-                population.record_ids, d_ids, d_keep
+            res = run_jobs(prefix.replace("-", "_"), jobs, worker, f"{prefix} models")
+            data_kw[field] = _tables(
+                d_ids, pool.record_ids, np.stack([r.signals[_POOL] for r in res]), signals
             )
+            if _POPULATION in d_sets:
+                data_kw[f"{field}_population"] = _tables(
+                    d_ids,
+                    population.record_ids,
+                    np.stack([r.signals[_POPULATION] for r in res]),
+                    signals,
+                )
+                data_kw[f"{field}_population_membership"] = MembershipMatrix(
+                    population.record_ids, d_ids, d_keep
+                )
 
     # 6. leave-one-out models ---------------------------------------------------------
     loo_ids: NDArray[Any] | None = None
@@ -945,10 +945,6 @@ def run_experiment(
             seed=derive_seed(seeds["attacker"], purpose=f"attack/{i}/{name}"),
             **params,
         )
-        if name == "leave-one-out" and loo_ids is not None:
-            result = _subset_scores(
-                result, loo_ids, "the leave-one-out sample (half members, half non-members)"
-            )
         scores[name] = result
     timings["attacks"] = time.perf_counter() - t0
 
