@@ -5,7 +5,10 @@ Steps (each timed; the times go to ``results.json["timings"]``):
 1. check that the report directory can be written (before any work);
 2. load the dataset (bundled Adult or digits, or a user table);
 3. build the trainer (a scikit-learn classifier through
-   :class:`~privaudit.models.SklearnTrainer`);
+   :class:`~privaudit.models.SklearnTrainer`) and run :func:`privaudit.preflight.preflight`:
+   every check that would otherwise fail after training (paths, executor, sizes, memory,
+   model parameters by a trial fit, attack settings by a dry run on synthetic data);
+   nothing is written when one fails;
 4. play the fixed-model membership-inference game (Ye et al. 2022, Def. 3.2) with
    :func:`privaudit.games.experiment.run_experiment`: split, train the target and the
    attacker's models (in parallel, cached), compute signals, run every attack;
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,10 +33,11 @@ import numpy as np
 from privaudit._validation import fail
 from privaudit.config import AuditConfig, ModelConfig, build_estimator, config_from_dict
 from privaudit.data import Dataset, load_adult, load_digits, load_table
-from privaudit.errors import InvalidInputError
+from privaudit.errors import InvalidInputError, PrivauditWarning
 from privaudit.games.experiment import ExperimentConfig, ExperimentResult, run_experiment
 from privaudit.games.metrics import AgreementMatrix, AttackMetrics, agreement_matrix, attack_metrics
 from privaudit.models import SklearnTrainer
+from privaudit.preflight import preflight
 from privaudit.report import (
     ScoreTable,
     attack_entry,
@@ -47,6 +52,7 @@ __all__ = [
     "build_executor",
     "build_trainer",
     "demo_config",
+    "executor_settings",
     "experiment_config",
     "load_dataset",
     "n_models_behind",
@@ -138,7 +144,19 @@ def load_dataset(config: AuditConfig) -> Dataset:
         return load_digits()
     if ds.path is None or ds.label_column is None:  # DatasetConfig already ensures it
         raise InvalidInputError("dataset: expected 'name' or 'path' with 'label_column'")
-    return load_table(ds.path, ds.label_column, id_column=ds.id_column, standardize=ds.standardize)
+    try:
+        return load_table(
+            ds.path, ds.label_column, id_column=ds.id_column, standardize=ds.standardize
+        )
+    except InvalidInputError as exc:  # name the config section the problem is in
+        text = str(exc)
+        if text.startswith("path: "):
+            text = "dataset.path: " + text[len("path: ") :]
+        elif text.startswith(("label_column: ", "id_column: ")):
+            text = "dataset." + text
+        else:
+            text = f"dataset ({ds.path.name}): {text}"
+        raise InvalidInputError(text) from None
 
 
 def build_trainer(model: ModelConfig, n_classes: int) -> SklearnTrainer:
@@ -311,11 +329,19 @@ def run_audit(
     timings: dict[str, float] = {}
 
     t0 = time.perf_counter()
-    dataset = load_dataset(config)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PrivauditWarning)
+        dataset = load_dataset(config)
+    data_warnings = [str(w.message) for w in caught if issubclass(w.category, PrivauditWarning)]
+    for w in caught:  # pass the warnings on (they are recorded in results.json too)
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     timings["data"] = time.perf_counter() - t0
 
     exp_cfg = experiment_config(config, dataset.n_records)
     trainer = build_trainer(config.model, dataset.n_classes)
+    t0 = time.perf_counter()
+    checks = preflight(config, dataset, exp_cfg, trainer, overwrite=overwrite, write=write)
+    timings["preflight"] = time.perf_counter() - t0
     executor = build_executor(config, exp_cfg.n_jobs, progress=progress)
     t0 = time.perf_counter()
     exp = run_experiment(
@@ -343,6 +369,9 @@ def run_audit(
     timings["metrics"] = time.perf_counter() - t0
 
     settings = _settings(config, exp, dataset, trainer)
+    settings.update(executor_settings(config, executor))
+    if data_warnings or checks:
+        settings["warnings"] = [*data_warnings, *checks]
     if excluded:
         settings["agreement_excludes"] = excluded
     results = build_results(
@@ -402,9 +431,25 @@ def _settings(
         "models_loaded": dict(exp.models_loaded),
         "seeds": {"root": config.seed, **{k: int(v) for k, v in exp.seeds.items()}},
         "n_jobs": config.n_jobs,
-        "executor": config.executor,
         "cache_dir": None if config.cache_dir is None else str(config.cache_dir),
     }
+
+
+def executor_settings(config: AuditConfig, executor: Executor) -> dict[str, Any]:
+    """What ran the models, for ``results.json``: the executor that actually ran tasks.
+
+    ``"ray"`` only when tasks ran on Ray (an audit whose attacks need no attacker models
+    trains the target in this process and never starts Ray: it is recorded as local).
+    """
+    out: dict[str, Any] = {"executor_requested": config.executor}
+    if isinstance(executor, RayExecutor) and executor.tasks_run > 0:
+        out["executor"] = "ray"
+        out["ray_address"] = executor.address or "local Ray instance started by privaudit"
+    else:
+        out["executor"] = "local"
+        if isinstance(executor, LocalExecutor):
+            out["threads_per_worker"] = executor.threads_per_worker
+    return out
 
 
 def _jsonable(d: Mapping[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from privaudit.cli import app
-from privaudit.cli.demo_cmd import fail_exit, render_summary
+from privaudit.cli.demo_cmd import fail_exit, quiet_warnings, render_summary
 from privaudit.errors import PrivauditError
 
 
@@ -32,7 +32,8 @@ def run(
         cfg = load_config(config)
         if out is not None:
             cfg = cfg.model_copy(update={"output_dir": out})
-        report = run_audit(cfg, overwrite=overwrite, progress=progress)
+        with quiet_warnings():  # the summary prints them (results.json records them)
+            report = run_audit(cfg, overwrite=overwrite, progress=progress)
     except PrivauditError as exc:
         raise fail_exit(exc) from None
     render_summary(report.results, report.out_dir)
