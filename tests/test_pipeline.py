@@ -85,7 +85,8 @@ def test_every_number_recomputable_from_scores(audit: AuditReport) -> None:
 
 def test_attack_entries(audit: AuditReport) -> None:
     by_name = {a["name"]: a for a in audit.results["attacks"]}
-    assert by_name["reference"]["n_reference_models"] == 4
+    assert by_name["reference"]["n_reference_models"] == 2  # the shadow models (population)
+    assert by_name["lira-online"]["n_reference_models"] == 4
     assert by_name["shadow"]["n_reference_models"] == 2
     assert by_name["population"]["n_reference_models"] == 0
     # L is reported on every record it scored: all non-members and the sampled members

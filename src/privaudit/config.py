@@ -212,7 +212,14 @@ class ModelCounts(_Strict):
     n_reference: Annotated[
         int, Field(ge=4, description="Reference models (R, LiRA, RMIA); even, >= 4.")
     ] = 8
-    n_shadow: Annotated[int, Field(ge=1, description="Shadow models (S).")] = 4
+    n_shadow: Annotated[
+        int,
+        Field(
+            ge=1,
+            description="Shadow models (S); also attack R's reference models, trained on "
+            "population data as in Ye et al. App. B.2 (R needs >= 2).",
+        ),
+    ] = 4
     n_distilled: Annotated[
         int,
         Field(

@@ -70,7 +70,7 @@ _DEMO: dict[str, Any] = {
     },
     "models": {
         "n_reference": 16,
-        "n_shadow": 4,
+        "n_shadow": 8,
         "n_distilled": 8,
         "n_leave_one_out": 4,
         "leave_one_out_sample": 10,
@@ -109,7 +109,8 @@ def demo_config(
 
     UCI Adult; an MLP target (scikit-learn ``MLPClassifier``, one hidden layer, no
     weight decay, no early stopping) that overfits its training set; 16 reference
-    models, 4 shadow, 8 distilled models of each kind (soft-label students for attack
+    models (LiRA, RMIA), 8 shadow models (S, and R's references trained on population
+    data), 8 distilled models of each kind (soft-label students for attack
     ``distillation``, Ye et al.'s D; logit-regression students for
     ``distillation-logits``, Ba & Caruana 2014) and 4 leave-one-out models per sampled
     member; every registered attack at alpha = 0.05 with its default settings (LiRA's
@@ -206,7 +207,8 @@ def experiment_config(config: AuditConfig, n_records: int) -> ExperimentConfig:
 def n_models_behind(attack: str, config: ExperimentConfig) -> int:
     """How many attacker models the attack learned from (0: it uses the target only).
 
-    Reference models for R, LiRA, RMIA; shadow models for S; distilled for D; the
+    Reference models for LiRA and RMIA; shadow models for S and R (R's reference
+    models are trained on population data, as the shadow models); distilled for D; the
     leave-one-out models per record for L; 0 for the loss and population attacks.
     """
     from privaudit.attacks import required_inputs
@@ -214,7 +216,7 @@ def n_models_behind(attack: str, config: ExperimentConfig) -> int:
     fields = set(required_inputs(attack).fields)
     if "reference" in fields:
         return config.n_reference
-    if "shadow" in fields:
+    if "shadow" in fields or "outside_reference" in fields:
         return config.n_shadow
     if "distilled" in fields or "distilled_logits" in fields:
         return config.n_distilled

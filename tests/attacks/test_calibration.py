@@ -92,12 +92,14 @@ def test_calibration_reads_population_inputs_only_with_alpha(world) -> None:  # 
         target=d.target,
         reference=d.reference,
         reference_membership=d.reference_membership,
+        outside_reference=d.outside_reference,
     )
-    run_attack("reference", bare)  # no alpha: no calibration needed
-    with pytest.raises(Exception, match="population_target"):
-        run_attack("reference", bare, alpha=0.05)
-    res = run_attack("reference", bare, alpha=0.05, threshold_calibration="smoothed")
-    assert res.threshold == -0.05
+    for name in ("reference", "lira-offline"):
+        run_attack(name, bare)  # no alpha: no calibration needed
+        with pytest.raises(Exception, match="population"):
+            run_attack(name, bare, alpha=0.05)
+        res = run_attack(name, bare, alpha=0.05, threshold_calibration="smoothed")
+        assert res.threshold == -0.05
 
 
 def _loo_world(seed: int, serves_all: bool) -> tuple[AttackData, np.ndarray, np.ndarray]:

@@ -93,6 +93,11 @@ def sk_world() -> tuple[AttackData, np.ndarray]:
             serve_rows.append(serves)
             loo.append(_fit(X[aud[row]], y[aud[row]], 400 + len(loo)))
     loo_keep = np.array(loo_keep_rows)
+    # attack R's reference models: trained on population subsets of the target's size
+    out_refs = []
+    for j in range(k):
+        idx = pop[rng.permutation(pop.size)[:150]]
+        out_refs.append(_fit(X[idx], y[idx], 500 + j))
     data = AttackData(
         record_ids=ids,
         labels=y[aud],
@@ -107,6 +112,7 @@ def sk_world() -> tuple[AttackData, np.ndarray]:
         shadow_labels=y[shadow_pool],
         distilled=_tables(distilled, X[aud], y[aud], ids, "dist"),
         distilled_logits=_tables(distilled_logits, X[aud], y[aud], ids, "dlog"),
+        outside_reference=_tables(out_refs, X[aud], y[aud], ids, "oref"),
         leave_one_out=_tables(loo, X[aud], y[aud], ids, "loo"),
         leave_one_out_membership=MembershipMatrix(
             ids, tuple(f"loo{j}" for j in range(len(loo))), loo_keep

@@ -49,9 +49,11 @@ def test_defaults_run_every_registered_attack() -> None:
     cfg = config_from_dict({"dataset": "adult", "model": {"kind": "logistic"}})
     assert cfg.attack_names() == default_attacks()
     # all but those that need a particular target (distillation-logits: an MLP)
-    assert set(attack_names()) - set(default_attacks()) == {
-        n for n in attack_names() if not ATTACKS[n].in_defaults
-    } == {"distillation-logits"}
+    assert (
+        set(attack_names()) - set(default_attacks())
+        == {n for n in attack_names() if not ATTACKS[n].in_defaults}
+        == {"distillation-logits"}
+    )
     listed = config_from_dict(
         {"dataset": "adult", "model": {"kind": "mlp"}, "attacks": ["distillation-logits"]}
     )

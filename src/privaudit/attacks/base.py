@@ -29,10 +29,10 @@ attack             reads (besides ``record_ids``, ``labels``, ``target[S]``)
                    population data, on their own shadow records), ``shadow_membership``
                    (m x Zs; the OUT pairs form the out world) and ``shadow_labels`` (Zs,
                    for the class-dependent threshold c_alpha(y)). [``logit_confidence``]
-``reference``      Attack R (Sec. 4.3): ``reference[S]`` (k x n, reference models on the
-                   audited records) and ``reference_membership`` (k x n); only the OUT
-                   pairs ``keep[j, i] == False`` are used, selected from the matrix
-                   (never from a paired layout). [``logit_confidence``]
+``reference``      Attack R (Sec. 4.3): ``outside_reference[S]`` (k x n: reference models
+                   trained on population data only, as in the paper, on the audited
+                   records; every one is in every record's out world). Calibration:
+                   ``outside_reference_population`` and its membership. [``logit_confidence``]
 ``distillation``   Attack D (Sec. 4.4): ``distilled[S]`` (k x n, models distilled from the
                    target on population data, evaluated on the audited records; all are
                    treated as OUT). [``logit_confidence``]
@@ -139,6 +139,8 @@ TABLE_FIELDS: tuple[str, ...] = (
     "distilled_logits_population",
     "leave_one_out",
     "leave_one_out_population",
+    "outside_reference",
+    "outside_reference_population",
 )
 
 Tables = Mapping[str, SignalTable]
@@ -304,6 +306,15 @@ class AttackData:
     distilled_logits_population_membership : MembershipMatrix, optional
         As the three ``distilled*`` fields, for students trained by logit regression
         (attack ``distillation-logits``).
+    outside_reference : dict[str, SignalTable], optional
+        Attack R's reference models, trained on population data only (none on an
+        audited record; Ye et al. Sec. 4.3, App. B.2), on the audited records. The
+        engine uses its shadow models, which are built the same way.
+    outside_reference_population : dict[str, SignalTable], optional
+        The same models on the population records (R's calibration).
+    outside_reference_population_membership : MembershipMatrix, optional
+        (k x Z) which of them trained on which population record. Required with
+        ``outside_reference_population``.
     leave_one_out_population_serves : bool array, shape (k_L, Z), optional
         Which leave-one-out model serves each population record (the models trained on
         ``D``: population records are non-members). Required with
@@ -343,6 +354,9 @@ class AttackData:
     distilled_logits: Mapping[str, SignalTable] | None = None
     distilled_logits_population: Mapping[str, SignalTable] | None = None
     distilled_logits_population_membership: MembershipMatrix | None = None
+    outside_reference: Mapping[str, SignalTable] | None = None
+    outside_reference_population: Mapping[str, SignalTable] | None = None
+    outside_reference_population_membership: MembershipMatrix | None = None
 
     def __post_init__(self) -> None:
         # Ids: reuse the records' normalisation (unique, int64 or str, frozen).
@@ -441,6 +455,11 @@ class AttackData:
             "distilled_logits",
             _check_tables(self.distilled_logits, "distilled_logits", record_ids),
         )
+        set_(
+            self,
+            "outside_reference",
+            _check_tables(self.outside_reference, "outside_reference", record_ids),
+        )
 
         loo = _check_tables(self.leave_one_out, "leave_one_out", record_ids)
         set_(self, "leave_one_out", loo)
@@ -468,7 +487,7 @@ class AttackData:
         set_(self, "leave_one_out_serves", serves)
 
         pop_ids = None if pop is None else _first(pop).record_ids
-        for prefix in ("distilled", "distilled_logits"):
+        for prefix in ("distilled", "distilled_logits", "outside_reference"):
             self._check_students_population(prefix, pop_ids)
         lpop = _check_tables(self.leave_one_out_population, "leave_one_out_population", pop_ids)
         if lpop is not None:

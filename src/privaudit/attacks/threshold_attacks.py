@@ -11,7 +11,8 @@ name   threshold (Table 1)         out-world sample
 S      :math:`c_\alpha(y_z)`       shadow models on their OUT shadow records of class
                                    :math:`y_z` (Eq. 6-7)
 P      :math:`c_\alpha(\theta)`    the target on population records (Eq. 8-9)
-R      :math:`c_\alpha(x_z, y_z)`  OUT reference models on the record (Eq. 10-11)
+R      :math:`c_\alpha(x_z, y_z)`  reference models trained on population data, on the
+                                   record (Eq. 10-11)
 D      :math:`c_\alpha(\theta, z)` models distilled from the target, on the record
                                    (Eq. 13-16)
 L      :math:`c_\alpha(D, z)`      models trained on the target's training set without
@@ -71,7 +72,6 @@ from privaudit.attacks.calibration import (
     calibration_diagnostics,
     check_calibration,
     conformal_threshold,
-    population_reference_inputs,
 )
 from privaudit.attacks.thresholds import (
     OUT_WORLD_VARIANCES,
@@ -415,15 +415,15 @@ def _per_record_attack(
 
 @register(
     "reference",
-    fields=("target", "reference", "reference_membership"),
+    fields=("target", "outside_reference"),
     optional_fields=(
         "population_target",
-        "reference_population",
-        "reference_population_membership",
+        "outside_reference_population",
+        "outside_reference_population_membership",
     ),
     default_signal="logit_confidence",
     alpha_threshold=True,
-    description="Attack R (Ye et al. 2022 Sec. 4.3): per-record threshold from OUT reference models",
+    description="Attack R (Ye et al. 2022 Sec. 4.3): per-record threshold from reference models trained on population data",
 )
 def reference_attack(
     data: AttackData,
@@ -436,31 +436,51 @@ def reference_attack(
     sigma_floor: float = 1e-8,
     alpha: float | None = None,
 ) -> Result:
-    r"""Attack R: per-record threshold :math:`c_\alpha(x_z, y_z)` from OUT reference models.
+    r"""Attack R: per-record threshold :math:`c_\alpha(x_z, y_z)` from reference models.
 
-    Out world (Ye et al. Eq. 10-11): reference models trained on population data that
-    exclude z, evaluated on z. The OUT models of each record are read from
-    ``reference_membership`` (``keep[j, i] == False``), so any layout works; every
-    record needs at least 2 OUT models. ``variance`` chooses the per-record or pooled
-    scale of the Gaussian / Student-t fit (:func:`~.thresholds.fit_out_world`).
+    Out world (Ye et al. Eq. 10-11): reference models trained on population datasets
+    :math:`D_i \sim \pi` that exclude z, evaluated on z. They are read from
+    ``outside_reference``: models trained on population data only, so every one is in
+    every audited record's out world (the paper's construction, App. B.2; the engine
+    uses its shadow models, which are trained the same way). ``variance`` chooses the
+    per-record or pooled scale of the Gaussian / Student-t fit
+    (:func:`~.thresholds.fit_out_world`).
 
     Threshold: with ``threshold_calibration="population"`` (default) and an alpha,
-    the score is computed the same way for each population record against a random
-    subset of its OUT reference models (``reference_population``), of the size an
-    audited record gets, and the threshold is the conformal quantile of those scores
-    (:mod:`privaudit.attacks.calibration`); ``"smoothed"`` is the paper's threshold
-    ``-alpha`` on the score.
+    the population records that none of these models trained on
+    (``outside_reference_population_membership``) are scored against all of them,
+    exactly like an audited record, and the threshold is the conformal quantile of
+    those scores (:mod:`privaudit.attacks.calibration`); ``"smoothed"`` is the paper's
+    threshold ``-alpha`` on the score.
     """
-    membership = require(data.reference_membership, "reference_membership")
-    mask = ~membership.keep
+
+    def population() -> PopulationInputs:
+        pm = require(
+            data.outside_reference_population_membership,
+            "outside_reference_population_membership",
+        )
+        usable = ~pm.keep.any(axis=0)
+        if not usable.any():
+            raise InsufficientDataError(
+                "outside_reference_population_membership: expected population records that "
+                "no reference model of attack R trained on (for its calibration), found none; "
+                "use fewer reference models or threshold_calibration='smoothed'"
+            )
+        c_obs = data.table("population_target", signal).values[0]
+        c_ref = data.table("outside_reference_population", signal).values
+        return c_obs[usable], c_ref[:, usable], None
+
     return _per_record_attack(
         data,
         attack="reference",
-        table="reference",
-        out_world="OUT reference models",
-        mask=mask,
-        population=lambda: population_reference_inputs(data, signal, mask.sum(axis=0), rng),
-        info={"n_models": membership.n_models},
+        table="outside_reference",
+        out_world="reference models trained on population data",
+        mask=None,
+        population=population,
+        info={
+            "n_models": len(data.table("outside_reference", signal).model_ids),
+            "references": "trained on population data only (Ye et al. Sec. 4.3, App. B.2)",
+        },
         signal=signal,
         smoothing=smoothing,
         variance=variance,

@@ -24,10 +24,12 @@ components so that a game can fix some and resample others):
 3. **Target** (``target_seed``): trained on its members.
 4. **Attacker's models** (``attacker_seed``):
 
-   * shadow models (Attack S, Ye et al. Sec. 4.1): each trained on a uniformly
-     random subset of the population of the target's training-set size (App. B.2)
-     and evaluated on all population records (the OUT pairs form the out world of
-     Eq. 6-7);
+   * shadow models (Attack S, Ye et al. Sec. 4.1), which are also Attack R's
+     reference models (Sec. 4.3; App. B.2 builds both the same way): each trained on
+     a uniformly random subset of the population of the target's training-set size,
+     drawn from a random half of the population (the other half is never trained on
+     and calibrates R), and evaluated on all population records (the OUT pairs form
+     the out world of Eq. 6-7) and, for R, on the audited records;
    * distilled models (Attack D, Sec. 4.4, Eq. 14-15): each trained with
      :func:`privaudit.models.distill` on its own uniformly random subset of
      ``distill_size`` population records (default: the size of the target's training
@@ -185,7 +187,7 @@ class ExperimentConfig:
         at least 4 for the reference-based attacks, e.g. 8 or 16.
     n_shadow : int
         Shadow models, each trained on a random population subset of the target's
-        training-set size.
+        training-set size; they are also Attack R's reference models.
     n_distilled : int
         Distilled models.
     distill_size : int or None
@@ -777,10 +779,11 @@ def run_experiment(
             )
 
     # 4. shadow models ----------------------------------------------------------------
-    if "shadow" in fields:
-        # Each shadow model trains on a uniformly random subset of the population of
-        # the target's training-set size (Ye et al. App. B.2: same dataset size); its
-        # OUT records are the rest of the population.
+    # Shadow models (attack S) and attack R's reference models are built the same way
+    # in Ye et al. (App. B.2: models on random population subsets of the target's
+    # training-set size), so one set serves both: S reads them on the population, R on
+    # the audited records (none of which they trained on).
+    if fields & {"shadow", "outside_reference"}:
         n_train = int(member.sum())
         if n_train >= population.n_records:
             raise DesignError(
@@ -788,29 +791,46 @@ def run_experiment(
                 f"training-set size) and need OUT records: n_population must exceed it, "
                 f"found {population.n_records}"
             )
+        # The subsets are drawn from a random max(n_train, n_population / 2) of the
+        # population; the rest is never trained on, so attack R's calibration has at
+        # least n_population / 2 records that none of these models saw.
         sh_rng = derive_rng(seeds["attacker"], purpose="shadow-subsets")
+        n_source = max(n_train, population.n_records // 2)
+        source = np.sort(sh_rng.permutation(population.n_records)[:n_source])
         sh_keep = np.zeros((config.n_shadow, population.n_records), dtype=bool)
         for j in range(config.n_shadow):
-            sh_keep[j, sh_rng.choice(population.n_records, size=n_train, replace=False)] = True
+            sh_keep[j, sh_rng.choice(source, size=n_train, replace=False)] = True
         shadow_keep = MembershipMatrix(
             population.record_ids,
             tuple(f"shadow-{j:03d}" for j in range(config.n_shadow)),
             sh_keep,
         )
         shadow_seeds = spawn_seeds(seeds["attacker"], config.n_shadow, purpose="shadow-models")
+        sh_sets = (_POPULATION, _POOL) if "outside_reference" in fields else (_POPULATION,)
         jobs = [
-            _Job("shadow", sid, population.record_ids[shadow_keep.row(sid)], s, (_POPULATION,))
+            _Job("shadow", sid, population.record_ids[shadow_keep.row(sid)], s, sh_sets)
             for sid, s in zip(shadow_keep.model_ids, shadow_seeds, strict=True)
         ]
         res = run_jobs("shadow", jobs, base_worker, "shadow models")
-        data_kw["shadow"] = _tables(
+        on_population = _tables(
             shadow_keep.model_ids,
             population.record_ids,
             np.stack([r.signals[_POPULATION] for r in res]),
             signals,
         )
-        data_kw["shadow_membership"] = shadow_keep
-        data_kw["shadow_labels"] = population.y
+        if "shadow" in fields:
+            data_kw["shadow"] = on_population
+            data_kw["shadow_membership"] = shadow_keep
+            data_kw["shadow_labels"] = population.y
+        if "outside_reference" in fields:
+            data_kw["outside_reference"] = _tables(
+                shadow_keep.model_ids,
+                pool.record_ids,
+                np.stack([r.signals[_POOL] for r in res]),
+                signals,
+            )
+            data_kw["outside_reference_population"] = on_population
+            data_kw["outside_reference_population_membership"] = shadow_keep
 
     # 5. distilled models -------------------------------------------------------------
     # Two kinds of students, one per attack: soft labels (Ye et al. eq. 14-15, attack
