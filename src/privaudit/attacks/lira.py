@@ -445,6 +445,24 @@ def tune_clip(
     return best_clip, table
 
 
+def _resolve_clip(
+    clip_rule: float | str | None,
+    ref: NDArray[np.float64],
+    keep: NDArray[np.bool_],
+    **tuning: Any,
+) -> tuple[float | None, dict[str, Any]]:
+    """The clip to use (tuned by :func:`tune_clip` for ``"auto"``) and what to record."""
+    if clip_rule != "auto":
+        return (None if clip_rule is None else float(clip_rule)), {}
+    clip_v, table = tune_clip(ref, keep, **tuning)
+    return clip_v, {
+        "clip_rule": "auto (leave-one-model-out TPR)"
+        if table
+        else "auto: too few records to tune, not clipped",
+        "clip_tuning_tpr": table,
+    }
+
+
 @register(
     "lira-online",
     fields=("target", "reference", "reference_membership"),
@@ -480,25 +498,16 @@ def lira_online(
     minimum = 2 if variance == "per-example" else 1
     _check_counts(n_in, "IN", minimum, variance)
     _check_counts(n_out, "OUT", minimum, variance)
-    clip_info: dict[str, Any] = {}
-    if clip_rule == "auto":
-        clip_v, table = tune_clip(
-            raw_ref,
-            keep,
-            online=True,
-            location=location,
-            variance=variance,
-            shrinkage=shrinkage,
-            floor=floor,
-        )
-        clip_info = {
-            "clip_rule": "auto (leave-one-model-out TPR)"
-            if table
-            else "auto: too few records to tune, not clipped",
-            "clip_tuning_tpr": table,
-        }
-    else:
-        clip_v = None if clip_rule is None else float(clip_rule)
+    clip_v, clip_info = _resolve_clip(
+        clip_rule,
+        raw_ref,
+        keep,
+        online=True,
+        location=location,
+        variance=variance,
+        shrinkage=shrinkage,
+        floor=floor,
+    )
     obs, ref = _clipped(raw_obs, clip_v), _clipped(raw_ref, clip_v)
     n_clipped = 0 if clip_v is None else int((raw_obs != obs).sum() + (raw_ref != ref).sum())
     nu, shrink_info = _resolve_shrinkage(shrinkage, variance, ref, [in_mask, out_mask])
@@ -579,25 +588,16 @@ def lira_offline(
     out_mask = ~keep
     n_out = out_mask.sum(axis=0)
     _check_counts(n_out, "OUT", 2 if variance == "per-example" else 1, variance)
-    clip_info: dict[str, Any] = {}
-    if clip_rule == "auto":
-        clip_v, table = tune_clip(
-            member_oriented(signal, raw_ref),
-            keep,
-            online=False,
-            location=location,
-            variance=variance,
-            shrinkage=shrinkage,
-            floor=floor,
-        )
-        clip_info = {
-            "clip_rule": "auto (leave-one-model-out TPR)"
-            if table
-            else "auto: too few records to tune, not clipped",
-            "clip_tuning_tpr": table,
-        }
-    else:
-        clip_v = None if clip_rule is None else float(clip_rule)
+    clip_v, clip_info = _resolve_clip(
+        clip_rule,
+        member_oriented(signal, raw_ref),
+        keep,
+        online=False,
+        location=location,
+        variance=variance,
+        shrinkage=shrinkage,
+        floor=floor,
+    )
     obs, ref = _clipped(raw_obs, clip_v), _clipped(raw_ref, clip_v)
     n_clipped = 0 if clip_v is None else int((raw_obs != obs).sum() + (raw_ref != ref).sum())
     obs = member_oriented(signal, obs)

@@ -114,12 +114,18 @@ def rmia_scores(
     """
     if not (np.isfinite(gamma) and gamma > 0):
         raise fail("gamma", "a positive finite number", gamma)
-    cut = ratio_x / gamma
-    counts = np.searchsorted(np.sort(ratio_z), cut, side="right").astype(np.float64)
-    denom = np.full(ratio_x.size, float(ratio_z.size))
+    return _fraction_at_or_below(ratio_z, ratio_x / gamma, self_index)
+
+
+def _fraction_at_or_below(
+    z: NDArray[np.float64], cut: NDArray[np.float64], self_index: NDArray[np.intp] | None
+) -> NDArray[np.float64]:
+    """``#{z <= cut_x} / |Z|`` per x by sort and search, self pairs removed."""
+    counts = np.searchsorted(np.sort(z), cut, side="right").astype(np.float64)
+    denom = np.full(cut.size, float(z.size))
     if self_index is not None:
         has = self_index >= 0
-        own = ratio_z[self_index[has]]
+        own = z[self_index[has]]
         counts[has] -= (own <= cut[has]).astype(np.float64)
         denom[has] -= 1.0
     if np.any(denom < 1):
@@ -262,20 +268,7 @@ def rmia_log_scores(
     """
     if not (np.isfinite(gamma) and gamma > 0):
         raise fail("gamma", "a positive finite number", gamma)
-    cut = log_ratio_x - np.log(gamma)
-    counts = np.searchsorted(np.sort(log_ratio_z), cut, side="right").astype(np.float64)
-    denom = np.full(log_ratio_x.size, float(log_ratio_z.size))
-    if self_index is not None:
-        has = self_index >= 0
-        own = log_ratio_z[self_index[has]]
-        counts[has] -= (own <= cut[has]).astype(np.float64)
-        denom[has] -= 1.0
-    if np.any(denom < 1):
-        raise DesignError(
-            "population_target: expected at least one population record other than x itself"
-        )
-    out: NDArray[np.float64] = counts / denom
-    return out
+    return _fraction_at_or_below(log_ratio_z, log_ratio_x - np.log(gamma), self_index)
 
 
 def tune_offline_a(

@@ -454,29 +454,13 @@ def reference_attack(
     threshold ``-alpha`` on the score.
     """
 
-    def population() -> PopulationInputs:
-        pm = require(
-            data.outside_reference_population_membership,
-            "outside_reference_population_membership",
-        )
-        usable = ~pm.keep.any(axis=0)
-        if not usable.any():
-            raise InsufficientDataError(
-                "outside_reference_population_membership: expected population records that "
-                "no reference model of attack R trained on (for its calibration), found none; "
-                "use fewer reference models or threshold_calibration='smoothed'"
-            )
-        c_obs = data.table("population_target", signal).values[0]
-        c_ref = data.table("outside_reference_population", signal).values
-        return c_obs[usable], c_ref[:, usable], None
-
     return _per_record_attack(
         data,
         attack="reference",
         table="outside_reference",
         out_world="reference models trained on population data",
         mask=None,
-        population=population,
+        population=lambda: _untouched_population(data, signal, "outside_reference", "reference"),
         info={
             "n_models": len(data.table("outside_reference", signal).model_ids),
             "references": "trained on population data only (Ye et al. Sec. 4.3, App. B.2)",
@@ -488,6 +472,28 @@ def reference_attack(
         sigma_floor=sigma_floor,
         alpha=alpha,
     )
+
+
+def _untouched_population(
+    data: AttackData, signal: str, field: str, attack: str
+) -> PopulationInputs:
+    """Calibration inputs: population records that none of the ``field`` models trained on.
+
+    Each is scored against all of them, exactly like an audited record (which none of
+    them trained on either): the exchangeability the conformal threshold needs.
+    """
+    mfield = f"{field}_population_membership"
+    pm = require(getattr(data, mfield), mfield)
+    usable = ~pm.keep.any(axis=0)
+    if not usable.any():
+        raise InsufficientDataError(
+            f"{mfield}: expected population records that none of the models of attack "
+            f"{attack!r} trained on (for its calibration), found none; use fewer or smaller "
+            "training sets, or threshold_calibration='smoothed'"
+        )
+    c_obs = data.table("population_target", signal).values[0]
+    c_ref = data.table(f"{field}_population", signal).values
+    return c_obs[usable], c_ref[:, usable], None
 
 
 def _distillation(
@@ -506,28 +512,13 @@ def _distillation(
 ) -> Result:
     """Attack D's body for the students in ``field`` (soft-label or logit-matching)."""
 
-    def population() -> PopulationInputs:
-        pm = require(
-            getattr(data, f"{field}_population_membership"), f"{field}_population_membership"
-        )
-        usable = ~pm.keep.any(axis=0)
-        if not usable.any():
-            raise InsufficientDataError(
-                f"{field}_population_membership: expected population records that no "
-                f"distilled model trained on (for the calibration of attack {attack!r}), found "
-                "none; use a smaller distill_size or threshold_calibration='smoothed'"
-            )
-        c_obs = data.table("population_target", signal).values[0]
-        c_ref = data.table(f"{field}_population", signal).values
-        return c_obs[usable], c_ref[:, usable], None
-
     return _per_record_attack(
         data,
         attack=attack,
         table=field,
         out_world="distilled models",
         mask=None,
-        population=population,
+        population=lambda: _untouched_population(data, signal, field, attack),
         info={"n_models": len(data.table(field, signal).model_ids), "students": students},
         signal=signal,
         smoothing=smoothing,
