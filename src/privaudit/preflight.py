@@ -395,7 +395,18 @@ def _dry_config(exp: ExperimentConfig, attacks: Sequence[str]) -> ExperimentConf
     pool = min(exp.n_target_pool, _DRY_POOL)
     floor = max(_DRY_POPULATION, 4 * math.ceil(1.0 / exp.alpha))
     population = min(exp.n_population, floor)
+    attacks = list(attacks)
     params = {a: dict(v) for a, v in exp.attack_params.items() if a in attacks}
+    if "distillation-logits" in attacks:
+        # The dry trainer cannot regress logits (whether the real model can is checked
+        # with its estimator before); the attack's settings are D's, so they are checked
+        # on soft-label students, under D's name when D itself is not run.
+        attacks.remove("distillation-logits")
+        logit_params = params.pop("distillation-logits", None)
+        if "distillation" not in attacks:
+            attacks.append("distillation")
+            if logit_params is not None:
+                params["distillation"] = logit_params
     return ExperimentConfig(
         attacks=tuple(attacks),
         n_target_pool=pool,
