@@ -149,7 +149,7 @@ def render_summary(
                 a.get("alpha_guarantee") or "", ""
             )
             ach = Text.assemble(
-                (_pct1(a["achieved_fpr"]), colour), f" [{_ci(lo)}, {_ci(hi)}]{mark}"
+                (_pct1(a["achieved_fpr"]), colour), mark, f" [{_ci(lo)}, {_ci(hi)}]"
             )
         table.add_row(
             a["name"] + ("!" if a.get("warnings") else ""),
