@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from privaudit.games.metrics import roc_curve
 from privaudit.records import RocCurve
+from privaudit.report.analysis_html import analysis_context
 from privaudit.report.per_record import record_risk, record_risk_csv
 from privaudit.report.results import ScoreTable
 
@@ -206,4 +207,5 @@ def render_html(results: Mapping[str, Any], table: ScoreTable) -> str:
         settings_rows=_flatten(results["settings"]),
         game=results.get("game"),
         timings=results.get("timings") or {},
+        **analysis_context(results),
     )
