@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from privaudit._validation import fail
+from privaudit.audit.attack_bounds import attack_one_run_bounds
 from privaudit.config import AuditConfig, ModelConfig, build_estimator, config_from_dict
 from privaudit.data import Dataset, load_adult, load_digits, load_table
 from privaudit.errors import InvalidInputError, PrivauditWarning
@@ -45,6 +46,8 @@ from privaudit.report import (
     check_output_dir,
     write_report,
 )
+from privaudit.report.bundle import make_manifest
+from privaudit.report.per_record import attack_score_fields
 from privaudit.runtime.executor import Executor, LocalExecutor, RayExecutor
 
 __all__ = [
@@ -359,6 +362,9 @@ def run_audit(
         )
     agreement, excluded = _agreement(exp)
     table = ScoreTable.from_attack_scores(list(exp.scores.values()), exp.record_ids, exp.membership)
+    for entry in entries:  # the DeLong AUC interval, from the saved scores
+        entry.update(attack_score_fields(table, entry["name"]))
+    audits = attack_one_run_bounds({n: table.scored(n)[1:] for n in table.attacks})
     timings["metrics"] = time.perf_counter() - t0
 
     settings = _settings(config, exp, dataset, trainer)
@@ -377,13 +383,21 @@ def run_audit(
             "n_non_members": int((~exp.membership).sum()),
         },
         attacks=entries,
+        audits=audits,
         agreement=agreement,
         agreement_alpha=config.alpha if agreement is not None else None,
         game=exp.game.to_dict(),
         timings=timings,
     )
     if write:
-        write_report(out_dir, results, table, overwrite=overwrite)
+        manifest = make_manifest(
+            kind="membership-inference",
+            command="run_audit",
+            config=config.model_dump(mode="json"),
+            seeds=settings["seeds"],
+            dataset_fingerprint=exp.dataset_fingerprint,
+        )
+        write_report(out_dir, results, table, overwrite=overwrite, bundle=manifest)
     return AuditReport(
         results=results,
         metrics=metrics,
