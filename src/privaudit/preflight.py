@@ -94,7 +94,7 @@ def preflight(
         _check_creatable(Path(config.cache_dir), "cache_dir", existing_dir_ok=True)
     check_executor(config)
     check_sizes(config, experiment)
-    check_memory(experiment)
+    check_memory(experiment, trials=_trials(config))
     check_attack_params(experiment)
     check_model(config, dataset, trainer)
     dry_run_attacks(experiment, dataset.n_classes)
@@ -283,18 +283,27 @@ def _available_memory() -> int | None:
         return None
 
 
-def check_memory(exp: ExperimentConfig, *, available: int | None = None) -> None:
+def _trials(config: AuditConfig) -> int:
+    """Target models the audit's game trains (each with its own attacker models)."""
+    game = getattr(config, "game", None)
+    if game is None or game.engine_name() == "fixed-model":
+        return 1
+    return int(game.n_trials)
+
+
+def check_memory(exp: ExperimentConfig, *, trials: int = 1, available: int | None = None) -> None:
     """The signals of every model (kept until the attacks run) fit in memory.
 
     Estimate: models x signals x (pool + population) float64 values, times 3 for the
-    per-model arrays, their stacked copy and the attacks' working arrays.
+    per-model arrays, their stacked copy and the attacks' working arrays; a game with
+    several trials keeps every trial's experiment.
     """
     from privaudit.signals import SIGNALS
 
-    n_models = _model_count(exp)
+    n_models = _model_count(exp) * trials
     per_model = len(SIGNALS) * (exp.n_target_pool + exp.n_population) * 8 * 3
     # the reference keep matrix (bool and its float draws) is built whatever the attacks
-    need = n_models * per_model + exp.n_reference * exp.n_target_pool * 9
+    need = n_models * per_model + trials * exp.n_reference * exp.n_target_pool * 9
     avail = _available_memory() if available is None else available
     if avail is None or need <= 0.8 * avail:
         return
