@@ -14,6 +14,7 @@ anything that would otherwise fail after an hour of training:
   3 iterations or trees (some checks happen only in ``fit``); the distillation
   objective fits the model kind (``logits`` needs a regressor counterpart, soft labels
   an estimator whose ``fit`` takes ``sample_weight``);
+* **game**: the fixed records of Def. 3.3/3.4 are records of the target pool;
 * **sizes**: shadow models need more population records than the target's training
   set; Attack D's population calibration needs ``ceil(1/alpha - 1)`` records no
   distilled model saw; the leave-one-out sample fits in the pool (half members, half
@@ -54,6 +55,7 @@ from privaudit.runtime.executor import LocalExecutor, available_cores
 __all__ = [
     "check_attack_params",
     "check_executor",
+    "check_game",
     "check_memory",
     "check_model",
     "check_paths",
@@ -94,6 +96,7 @@ def preflight(
         _check_creatable(Path(config.cache_dir), "cache_dir", existing_dir_ok=True)
     check_executor(config)
     check_sizes(config, experiment)
+    check_game(config, dataset, experiment)
     check_memory(experiment, trials=_trials(config))
     check_attack_params(experiment)
     check_model(config, dataset, trainer)
@@ -247,6 +250,36 @@ def check_sizes(config: AuditConfig, exp: ExperimentConfig) -> None:
                 f"records (half members, half non-members of a pool with {members} members "
                 f"and {non_members} non-members), found {s}"
             )
+
+
+def check_game(config: AuditConfig, dataset: Dataset, exp: ExperimentConfig) -> None:
+    """The fixed records of a fixed-record game (Def. 3.3/3.4) are records of the pool.
+
+    :func:`privaudit.games.games.run_game` checks the same after it opened the artifact
+    store; here nothing is created yet.
+    """
+    game = getattr(config, "game", None)
+    if game is None or game.engine_name() not in ("fixed-record", "fixed-record-and-dataset"):
+        return
+    from privaudit.games.experiment import target_pool_ids
+
+    pool = target_pool_ids(dataset, exp)
+    if game.fixed_records is None:
+        if game.n_fixed_records > pool.size:
+            raise ConfigError(
+                f"game.n_fixed_records: expected at most the {pool.size} pool records, "
+                f"found {game.n_fixed_records}"
+            )
+        return
+    wanted = np.asarray(game.fixed_records)
+    wanted = wanted.astype(pool.dtype) if pool.dtype.kind in "iu" else wanted.astype(str)
+    known = set(pool.tolist())
+    missing = [r for r in wanted.tolist() if r not in known]
+    if missing:
+        raise ConfigError(
+            f"game.fixed_records: expected record ids of the target pool "
+            f"(e.g. {pool[:3].tolist()}), found {missing[:5]} not in it"
+        )
 
 
 def _model_count(exp: ExperimentConfig) -> int:
