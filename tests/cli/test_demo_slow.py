@@ -23,6 +23,10 @@ CALIBRATED = (
     "distillation-logits",
     "leave-one-out",
     "lira-offline",
+    # conformal thresholds on population scores (privaudit.attacks.extra_attacks)
+    "calibrated-loss",
+    "learned",
+    "label-only",
 )
 
 
