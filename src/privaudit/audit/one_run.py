@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from privaudit._validation import check_positive_int, check_probability, fail
+from privaudit.audit._level import resolve_beta
 from privaudit.audit._tails import (
     binom_log_sf,
     binom_pmf_below,
@@ -196,7 +197,8 @@ def one_run_audit(
     *,
     k_pos: int | None = None,
     k_neg: int | None = None,
-    confidence: float = 0.95,
+    confidence: float | None = None,
+    beta: float | None = None,
     delta: float = 0.0,
     selection: str = "union-bound",
     candidates: list[tuple[int, int]] | None = None,
@@ -208,7 +210,7 @@ def one_run_audit(
     Each row is one audit example: ``scores`` (higher = more likely member) and
     ``member`` (was it included in the training run). The ``k_pos`` highest scores are
     guessed "member", the ``k_neg`` lowest "non-member" (:func:`~privaudit.audit.selection.make_guesses`);
-    ``epsilon_lower_bound = eps_lb_one_run(m, r, v, delta, beta)``, ``beta = 1 - confidence``.
+    ``epsilon_lower_bound = eps_lb_one_run(m, r, v, delta, beta)``, ``beta`` the failure probability.
 
     Parameters
     ----------
@@ -218,8 +220,10 @@ def one_run_audit(
         Fixed guess counts. If either is given, the other defaults to 0 and no
         selection is made (``threshold_selection = "fixed"``). If both are None, the
         counts are selected (see ``selection``).
-    confidence : float
-        ``1 - beta``.
+    beta : float, optional
+        Failure probability (default 0.05), used exactly.
+    confidence : float, optional
+        Convenience spelling of ``1 - beta`` (``beta`` wins when both are given).
     delta : float
         delta of the audited (eps, delta)-DP hypothesis.
     selection : {"union-bound", "held-out"}
@@ -241,7 +245,7 @@ def one_run_audit(
     AuditResult
         ``procedure="one-run"``; ``counts`` holds ``m, r, v, k_pos, k_neg``.
     """
-    beta = 1.0 - check_probability(confidence, "confidence")
+    beta = resolve_beta(beta, confidence)
     if not 0.0 <= delta < 1.0:
         raise fail("delta", "a value in [0, 1)", delta)
     s, mem = prepare_scores(scores, member)
@@ -268,12 +272,12 @@ def one_run_audit(
     ]
     return AuditResult(
         procedure="one-run",
-        confidence=float(confidence),
+        confidence=1.0 - beta,
         delta=float(delta),
         epsilon_lower_bound=sel.value,
         mu_lower_bound=None,
         counts=sel.counts.as_dict(),
         threshold_selection=sel.description,
-        extra={"beta_per_test": sel.level, **sel.extra},
+        extra={"beta": beta, "beta_per_test": sel.level, **sel.extra},
         notes=tuple(notes),
     )

@@ -29,6 +29,7 @@ from privaudit._validation import (
     check_same_length,
     fail,
 )
+from privaudit.audit._level import resolve_beta
 from privaudit.audit._tails import logit_cp_lower
 from privaudit.audit.one_run import certify_pure
 from privaudit.audit.selection import prepare_scores
@@ -154,7 +155,8 @@ def panoramia_audit(
     baseline_scores: ArrayLike,
     member: ArrayLike,
     *,
-    confidence: float = 0.95,
+    confidence: float | None = None,
+    beta: float | None = None,
     thresholds: str | ArrayLike = "code",
 ) -> AuditResult:
     r"""PANORAMIA audit: ``c_lb``, ``{c+eps}_lb`` and ``eps_tilde`` (Kazmi et al. 2024, Sec. 4).
@@ -176,7 +178,7 @@ def panoramia_audit(
     ``c_plus_epsilon_lower_bound`` and ``epsilon_tilde``. The pure-DP (delta = 0) tests
     only; the (c, gamma) relaxation of Appendix E is not implemented.
     """
-    beta = 1.0 - check_probability(confidence, "confidence")
+    beta = resolve_beta(beta, confidence)
     a = as_float_array(mia_scores, "mia_scores", ndim=1)
     b = as_float_array(baseline_scores, "baseline_scores", ndim=1)
     check_same_length(mia_scores=a, baseline_scores=b)
@@ -202,7 +204,7 @@ def panoramia_audit(
     }
     return AuditResult(
         procedure="panoramia",
-        confidence=float(confidence),
+        confidence=1.0 - beta,
         delta=0.0,
         epsilon_lower_bound=eps_tilde,
         mu_lower_bound=None,
@@ -212,6 +214,7 @@ def panoramia_audit(
             "c_lower_bound": c,
             "c_plus_epsilon_lower_bound": cpe,
             "epsilon_tilde": eps_tilde,
+            "beta": beta,
             "beta_per_threshold": info_mia["beta_per_threshold"],
         },
         notes=(

@@ -34,18 +34,20 @@ from privaudit._validation import (
     check_same_length,
     fail,
 )
+from privaudit.audit._level import resolve_beta
 from privaudit.audit.selection import prepare_scores
-from privaudit.audit.zero_run.bounds import zero_run_bounds
+from privaudit.audit.zero_run.bounds import DEFAULT_MARGIN_Z, zero_run_bounds
 from privaudit.audit.zero_run.diagnostics import propensity_diagnostics
 from privaudit.audit.zero_run.propensity import (
     ESTIMATORS,
     FeatureMatrix,
-    cross_fit_propensity,
+    cross_fit_propensity_pair,
     prepare_features,
 )
 from privaudit.audit.zero_run.result import ZeroRunResult
 from privaudit.audit.zero_run.tampering import (
     check_propensity,
+    conservative_propensity,
     draw_uniforms,
     propensity_model_test,
 )
@@ -61,10 +63,12 @@ DEFAULT_ESTIMATORS = ("logistic-sigmoid", "hist-gb")
 
 def _replicate(item: tuple[Any, ...]) -> tuple[float, float]:
     (features, member, scores, uniforms, estimator, seed, kw, bound_kw, _, _) = item
-    pi = cross_fit_propensity(
+    fit = cross_fit_propensity_pair(
         features, member, estimator=estimator, seed=seed, bootstrap=True, **kw
     )
-    res = zero_run_bounds(scores, member, pi, uniforms=uniforms, **bound_kw)["pointwise"]
+    res = zero_run_bounds(
+        scores, member, fit.pi, uniforms=uniforms, propensity_se=fit.logit_se, **bound_kw
+    )["pointwise"]
     mu = res.mu_lower_bound
     return (float(mu) if mu is not None else 0.0), float(res.epsilon_lower_bound)
 
@@ -145,7 +149,9 @@ def zero_run_audit(
     features: Any = None,
     propensity: ArrayLike | Mapping[str, ArrayLike] | None = None,
     estimators: Sequence[str] = DEFAULT_ESTIMATORS,
-    confidence: float = 0.95,
+    confidence: float | None = None,
+    beta: float | None = None,
+    margin_z: float = DEFAULT_MARGIN_Z,
     delta: float = 0.0,
     delta_ds: float = 0.0,
     n_bootstrap: int = 0,
@@ -176,8 +182,17 @@ def zero_run_audit(
         estimation, bootstrap or cross-fitting happens.
     estimators : sequence of str
         Propensity estimator families (:data:`.propensity.ESTIMATORS`).
-    confidence : float
-        ``1 - beta`` of every bound and of the falsification test.
+    beta : float, optional
+        Failure probability of every bound and of the falsification test (default 0.05),
+        used exactly.
+    confidence : float, optional
+        Convenience spelling of ``1 - beta``.
+    margin_z : float
+        Estimated propensities only: ``|logit pi_hat|`` is raised by ``margin_z`` standard
+        errors (from the disagreement of two independent fits, paired cross-fitting)
+        before the pointwise correction, which makes it valid under estimation error
+        asymptotically (docs/zero_run_validity.md). 0 reproduces the paper's plain
+        plug-in correction, which is not valid for noisy estimators such as hist-gb.
     delta : float
         delta of the (eps, delta) bounds of the uncorrected and global audits (the
         pointwise eps bound is pure DP).
@@ -206,11 +221,19 @@ def zero_run_audit(
     """
     s, mem = prepare_scores(scores, member)
     m = s.size
-    beta = 1.0 - check_probability(confidence, "confidence")
+    beta = resolve_beta(beta, confidence)
+    confidence = 1.0 - beta  # display only
+    if not (math.isfinite(margin_z) and margin_z >= 0.0):
+        raise fail("margin_z", "a finite number >= 0", margin_z)
     n_bootstrap = check_positive_int(n_bootstrap, "n_bootstrap", minimum=0)
     q = check_probability(bootstrap_quantile, "bootstrap_quantile")
     seed = check_positive_int(seed, "seed", minimum=0)
-    bound_kw: dict[str, Any] = {"confidence": confidence, "delta": delta, "delta_ds": delta_ds}
+    bound_kw: dict[str, Any] = {
+        "beta": beta,
+        "delta": delta,
+        "delta_ds": delta_ds,
+        "margin_z": margin_z,
+    }
     fit_kw: dict[str, Any] = {
         "n_folds": n_folds,
         "n_inner": n_inner,
@@ -218,6 +241,7 @@ def zero_run_audit(
     }
 
     feats = None
+    ses: dict[str, NDArray[np.float64]] = {}
     if propensity is not None:
         pis = _given_propensities(propensity, m)
         if n_bootstrap:
@@ -235,17 +259,22 @@ def zero_run_audit(
         if bad:
             raise fail("estimators", f"names from {ESTIMATORS}", bad)
         fit_seed = derive_seed(seed, purpose="zero-run-propensity")
-        pis = {
-            name: cross_fit_propensity(feats, mem, estimator=name, seed=fit_seed, **fit_kw)
+        fits = {
+            name: cross_fit_propensity_pair(feats, mem, estimator=name, seed=fit_seed, **fit_kw)
             for name in dict.fromkeys(estimators)
         }
+        pis = {name: f.pi for name, f in fits.items()}
+        ses = {name: f.logit_se for name, f in fits.items()}
 
     uniforms = draw_uniforms(m, derive_rng(seed, purpose="zero-run-tampering"))
     test_uniforms = draw_uniforms(m, derive_rng(seed, purpose="zero-run-falsification"))
     ex: Mapper = executor if executor is not None else InlineMapper(progress=progress)
 
     all_bounds = {
-        name: zero_run_bounds(s, mem, pi, uniforms=uniforms, **bound_kw) for name, pi in pis.items()
+        name: zero_run_bounds(
+            s, mem, pi, uniforms=uniforms, propensity_se=ses.get(name), **bound_kw
+        )
+        for name, pi in pis.items()
     }
     # The uncorrected audit does not use the propensities: the same for every estimator.
     uncorrected = next(iter(all_bounds.values()))["uncorrected"].to_dict()
@@ -277,8 +306,10 @@ def zero_run_audit(
                 "epsilon_values": epss.tolist(),
             }
         falsification = []
+        # test the propensities the pointwise correction uses (with the margin)
+        used = conservative_propensity(pi, ses[name], margin_z) if name in ses else pi
         for challenger, cpi in pis.items():
-            res = propensity_model_test(cpi, mem, pi, beta=beta, uniforms=test_uniforms)
+            res = propensity_model_test(cpi, mem, used, beta=beta, uniforms=test_uniforms)
             falsification.append({"challenger": challenger, **res})
             if res["rejected"]:
                 warnings.append(
@@ -343,9 +374,11 @@ def zero_run_audit(
     notes = [
         "Headline: pointwise-corrected mu-GDP bound of the most conservative propensity "
         "estimator (Zero-Run paper, Section 5 and Appendix I.3).",
-        "Propensity scores are cross-fitted on the audit data; the corrected bounds are then "
-        "asymptotically valid (paper Section 6); they are exact for oracle or conservative "
-        "propensities (Corollary 6.1).",
+        "Estimated propensities are cross-fitted on the audit data in pairs of independent "
+        f"fits; the pointwise correction raises |logit pi_hat| by {margin_z:g} standard errors "
+        "of that estimate, which makes it asymptotically valid under estimation error (not "
+        "exactly: docs/zero_run_validity.md). Bounds are exact for oracle or conservative "
+        "given propensities (Corollary 6.1).",
     ]
     if propensity is not None:
         notes.append("Propensity scores were given, not estimated.")
@@ -353,6 +386,8 @@ def zero_run_audit(
         "seed": seed,
         "estimators": list(pis),
         "confidence": confidence,
+        "beta": beta,
+        "margin_z": margin_z,
         "delta": delta,
         "delta_ds": delta_ds,
         "n_bootstrap": n_bootstrap,
