@@ -200,6 +200,15 @@ def _compute(
     if k_pos is not None or k_neg is not None:
         raise fail("--k-pos/--k-neg", "no guess counts for panoramia", "given")
     baseline = score_values(table_column(df, baseline_col, "--baseline-col"), baseline_col)
+    if thresholds == "code":
+        for name, vals in ((score_col, scores), (baseline_col, baseline)):
+            if vals.min() < 0.0 or vals.max() > 1.0:
+                raise fail(
+                    "--thresholds code",
+                    f"scores in [0, 1] in column {name!r} (use --thresholds quantiles "
+                    "or --thresholds all for other scores)",
+                    f"range [{vals.min():.4g}, {vals.max():.4g}]",
+                )
     return audit.panoramia_audit(
         scores, baseline, member, confidence=confidence, thresholds=thresholds
     )
@@ -233,7 +242,10 @@ def audit_command(
         "union-bound | held-out.",
     ),
     thresholds: str = typer.Option(
-        "code", "--thresholds", help="PANORAMIA thresholds: code (100-point grid) | all."
+        "quantiles",
+        "--thresholds",
+        help="PANORAMIA thresholds: quantiles (100 score quantiles, any real scores) | code "
+        "(the authors' 100-point grid of [0, 1]) | all (every distinct score).",
     ),
     gaussian_epsilon: bool = typer.Option(
         False,
