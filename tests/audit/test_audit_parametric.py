@@ -90,3 +90,17 @@ def test_gaussian_parametric_bound_violation_rate() -> None:
         est_hits += p.estimate > mu
     assert hits / n <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / n)
     assert 0.25 < est_hits / n < 0.75  # a point estimate, not a bound
+
+
+def test_misspecified_family_breaks() -> None:
+    """Laplace family assumed on randomized response (eps = 1), every canary guessed."""
+    rng = np.random.default_rng(1)
+    m = 10_000
+    member = rng.random(m) < 0.5
+    q = 1 / (1 + math.exp(-1.0))
+    bit = np.where(member, rng.random(m) < q, rng.random(m) >= q) + 1e-6 * rng.random(m)
+    order = np.argsort(-bit)
+    v = int(member[order[: m // 2]].sum() + (~member[order[m // 2 :]]).sum())
+    wrong = parametric_one_run(m, m // 2, m // 2, v, family="laplace")
+    right = parametric_one_run(m, m // 2, m // 2, v, family="randomized-response")
+    assert wrong.lower_bound > 1.0 >= right.lower_bound  # overshoots the true eps = 1

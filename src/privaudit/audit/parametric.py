@@ -42,8 +42,9 @@ Where it holds and where it breaks (tests and ``benchmarks/bench_tightness.py``)
   so its lower bound *is* the assumption-free one (Steinke et al.); only its point estimate
   ``logit(v / r)`` is tighter.
 * Laplace family: it breaks when mis-specified -- on a randomized-response mechanism with
-  the same eps and deep guesses (``k = m/4`` per side) the Laplace model expects less
-  precision than is delivered and overshoots eps in most audits.
+  the same eps and every canary guessed (``k = m/2`` per side) the Laplace model expects
+  precision 0.697 where 0.731 is delivered (eps = 1) and puts eps near 1.24: with
+  ``m = 10^4`` its lower bound exceeds the truth in most audits.
 * Canaries that share randomness within the run (not independent given membership) make
   the count over-dispersed and the binomial null too narrow.
 * The point estimate is not a bound in any family (above the truth about half the time).
