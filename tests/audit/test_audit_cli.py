@@ -142,3 +142,15 @@ def test_panoramia_default_grid_takes_any_real_scores(
     assert main(["audit", str(path), "--procedure", "panoramia", "--json", str(out)]) == 0
     d = json.loads(out.read_text())
     assert "score-quantile" in d["threshold_selection"]
+
+
+def test_beta_and_parametric_options(table: tuple[Path, pd.DataFrame], tmp_path: Path) -> None:
+    path, _ = table
+    out = tmp_path / "f.json"
+    argv = ["audit", str(path), "--procedure", "fdp-one-run", "--k-pos", "40", "--k-neg", "40"]
+    assert main([*argv, "--beta", "0.01", "--parametric", "gaussian", "--json", str(out)]) == 0
+    d = json.loads(out.read_text())
+    assert d["extra"]["beta"] == 0.01
+    assert "ASSUMPTION-BASED" in d["extra"]["parametric"]["assumption"]
+    multi = ["audit", str(path), "--procedure", "multi-run", "--parametric", "gaussian"]
+    assert main(multi) == 2

@@ -104,3 +104,21 @@ def test_misspecified_family_breaks() -> None:
     wrong = parametric_one_run(m, m // 2, m // 2, v, family="laplace")
     right = parametric_one_run(m, m // 2, m // 2, v, family="randomized-response")
     assert wrong.lower_bound > 1.0 >= right.lower_bound  # overshoots the true eps = 1
+
+
+def test_audits_carry_the_labelled_parametric_estimate_beside_the_bound() -> None:
+    from privaudit.audit import fdp_one_run_audit, one_run_audit
+
+    rng = np.random.default_rng(3)
+    m = 1000
+    member = rng.random(m) < 0.5
+    x = member + rng.standard_normal(m)
+    res = fdp_one_run_audit(x, member, k_pos=100, k_neg=100, parametric="gaussian")
+    par = res.extra["parametric"]
+    assert par["parameter"] == "mu" and "ASSUMPTION-BASED" in par["assumption"]
+    assert par["lower_bound"] >= res.mu_lower_bound  # tighter, under its assumption
+    assert any("ASSUMPTION-BASED" in n for n in res.notes)
+    plain = fdp_one_run_audit(x, member, k_pos=100, k_neg=100)
+    assert plain.mu_lower_bound == res.mu_lower_bound and "parametric" not in plain.extra
+    sel = one_run_audit(x, member, parametric="randomized-response")
+    assert "chosen on these labels" in sel.extra["parametric"]["assumption"]

@@ -230,6 +230,7 @@ def fdp_one_run_audit(
     beta: float | None = None,
     delta: float = 0.0,
     epsilon: str = "fdp",
+    parametric: str | None = None,
     selection: str = "union-bound",
     candidates: list[tuple[int, int]] | None = None,
     holdout_fraction: float = 0.5,
@@ -253,6 +254,11 @@ def fdp_one_run_audit(
 
     ``beta`` (default 0.05) is the failure probability, used exactly; ``confidence =
     1 - beta`` is accepted as a convenience (``beta`` wins).
+
+    ``parametric="gaussian"`` (or another family of :mod:`.parametric`) adds
+    ``extra["parametric"]``: an **assumption-based** estimate and bound of mu (or eps),
+    valid only inside that family (:func:`privaudit.audit.parametric.parametric_one_run`);
+    the assumption-free ``mu_lower_bound`` is unchanged.
     """
     beta = resolve_beta(beta, confidence)
     if not 0.0 <= delta < 1.0:
@@ -292,6 +298,22 @@ def fdp_one_run_audit(
         "code; the paper text was not available (constraints re-derived).",
         *sel.notes,
     ]
+    if parametric is not None:
+        from privaudit.audit.parametric import parametric_extra  # imports this module
+
+        extra["parametric"] = parametric_extra(
+            c.m,
+            c.k_pos,
+            c.k_neg,
+            c.v,
+            family=parametric,
+            beta=beta,
+            selected=sel.description != "fixed",
+        )
+        notes.append(
+            "extra.parametric is ASSUMPTION-BASED (valid only if the mechanism is in the "
+            f"{parametric} family); the lower bounds above are not."
+        )
     eps_gauss = mu_to_epsilon(mu_lb, delta) if delta > 0 else None
     if eps_gauss is not None:
         extra["epsilon_if_gaussian"] = eps_gauss

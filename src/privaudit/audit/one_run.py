@@ -200,6 +200,7 @@ def one_run_audit(
     confidence: float | None = None,
     beta: float | None = None,
     delta: float = 0.0,
+    parametric: str | None = None,
     selection: str = "union-bound",
     candidates: list[tuple[int, int]] | None = None,
     holdout_fraction: float = 0.5,
@@ -226,6 +227,10 @@ def one_run_audit(
         Convenience spelling of ``1 - beta`` (``beta`` wins when both are given).
     delta : float
         delta of the audited (eps, delta)-DP hypothesis.
+    parametric : str, optional
+        A family of :mod:`privaudit.audit.parametric` (e.g. ``"randomized-response"``):
+        adds ``extra["parametric"]``, an **assumption-based** estimate and bound valid only
+        inside that family, beside the assumption-free bound.
     selection : {"union-bound", "held-out"}
         How ``(k_pos, k_neg)`` is chosen when not given: ``"union-bound"`` tries every
         candidate on all the data at level ``beta / K`` (Bonferroni over the ``K``
@@ -270,6 +275,24 @@ def one_run_audit(
         "(Steinke, Nasr, Jagielski 2023, Section 3).",
         *sel.notes,
     ]
+    extra: dict[str, object] = {"beta": beta, "beta_per_test": sel.level, **sel.extra}
+    if parametric is not None:
+        from privaudit.audit.parametric import parametric_extra  # imports this module
+
+        c = sel.counts
+        extra["parametric"] = parametric_extra(
+            c.m,
+            c.k_pos,
+            c.k_neg,
+            c.v,
+            family=parametric,
+            beta=beta,
+            selected=sel.description != "fixed",
+        )
+        notes.append(
+            "extra.parametric is ASSUMPTION-BASED (valid only if the mechanism is in the "
+            f"{parametric} family); epsilon_lower_bound is not."
+        )
     return AuditResult(
         procedure="one-run",
         confidence=1.0 - beta,
@@ -278,6 +301,6 @@ def one_run_audit(
         mu_lower_bound=None,
         counts=sel.counts.as_dict(),
         threshold_selection=sel.description,
-        extra={"beta": beta, "beta_per_test": sel.level, **sel.extra},
+        extra=extra,
         notes=tuple(notes),
     )

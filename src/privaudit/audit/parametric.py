@@ -68,6 +68,7 @@ __all__ = [
     "AuditPlan",
     "ParametricEstimate",
     "guess_success_probabilities",
+    "parametric_extra",
     "parametric_one_run",
     "plan_one_run_audit",
 ]
@@ -241,6 +242,30 @@ def parametric_one_run(
             "(exceeds the truth about half the time)."
         ),
     )
+
+
+def parametric_extra(
+    m: int, k_pos: int, k_neg: int, v: int, *, family: str, beta: float, selected: bool
+) -> dict[str, object]:
+    """The assumption-based figures an audit result carries beside its bound (``extra``).
+
+    ``selected``: the guess counts were chosen on the audit labels, which makes the
+    estimate optimistic (fix them in advance with :func:`plan_one_run_audit`).
+    """
+    p = parametric_one_run(m, k_pos, k_neg, v, family=family, beta=beta)
+    note = p.assumption
+    if selected:
+        note += (
+            " The guess counts were chosen on these labels, which biases the estimate "
+            "upward; fix them in advance (plan_one_run_audit)."
+        )
+    return {
+        "family": family,
+        "parameter": p.parameter,
+        "estimate": p.estimate,
+        "lower_bound": p.lower_bound,
+        "assumption": note,
+    }
 
 
 def _first_non_rejected(pval: Callable[[float], float], beta: float) -> float:

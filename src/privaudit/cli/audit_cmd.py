@@ -145,7 +145,7 @@ def _render(result: AuditResult, claimed: float | None, console: Console) -> Non
 def _compute(
     file: Path,
     procedure: str,
-    confidence: float,
+    confidence: float | None,
     delta: float,
     k_pos: int | None,
     k_neg: int | None,
@@ -156,6 +156,8 @@ def _compute(
     thresholds: str,
     gaussian_epsilon: bool,
     seed: int,
+    parametric: str | None = None,
+    beta: float | None = None,
 ) -> AuditResult:
     from privaudit import audit
 
@@ -166,11 +168,19 @@ def _compute(
         raise fail("FILE", "at least one row", "an empty table")
     scores = score_values(table_column(df, score_col, "--score-col"), score_col)
     member = membership_values(table_column(df, member_col, "--member-col"), member_col)
+    if parametric is not None and procedure not in ("one-run", "fdp-one-run"):
+        raise fail("--parametric", "one-run or fdp-one-run procedures only", procedure)
     if procedure == "multi-run":
         if k_pos is not None or k_neg is not None:
             raise fail("--k-pos/--k-neg", "no guess counts for multi-run", "given")
         return audit.multi_run_audit(
-            scores, member, confidence=confidence, delta=delta, selection=selection, rng=seed
+            scores,
+            member,
+            beta=beta,
+            confidence=confidence,
+            delta=delta,
+            selection=selection,
+            rng=seed,
         )
     if procedure == "one-run":
         return audit.one_run_audit(
@@ -178,8 +188,10 @@ def _compute(
             member,
             k_pos=k_pos,
             k_neg=k_neg,
+            beta=beta,
             confidence=confidence,
             delta=delta,
+            parametric=parametric,
             selection=selection,
             rng=seed,
         )
@@ -189,8 +201,10 @@ def _compute(
             member,
             k_pos=k_pos,
             k_neg=k_neg,
+            beta=beta,
             confidence=confidence,
             delta=delta,
+            parametric=parametric,
             epsilon="gaussian" if gaussian_epsilon else "fdp",
             selection=selection,
             rng=seed,
@@ -210,7 +224,7 @@ def _compute(
                     f"range [{vals.min():.4g}, {vals.max():.4g}]",
                 )
     return audit.panoramia_audit(
-        scores, baseline, member, confidence=confidence, thresholds=thresholds
+        scores, baseline, member, beta=beta, confidence=confidence, thresholds=thresholds
     )
 
 
@@ -220,7 +234,18 @@ def audit_command(
     procedure: str = typer.Option(
         "one-run", "--procedure", help="multi-run | one-run | fdp-one-run | panoramia"
     ),
-    confidence: float = typer.Option(0.95, "--confidence", help="1 - beta."),
+    confidence: float | None = typer.Option(
+        None, "--confidence", help="1 - beta (convenience; --beta wins)."
+    ),
+    beta: float | None = typer.Option(
+        None, "--beta", help="Failure probability of the bound (default 0.05), used exactly."
+    ),
+    parametric: str | None = typer.Option(
+        None,
+        "--parametric",
+        help="one-run / fdp-one-run: add an ASSUMPTION-BASED estimate for a mechanism family "
+        "(gaussian | laplace | randomized-response) beside the assumption-free bound.",
+    ),
     delta: float = typer.Option(0.0, "--delta", help="delta of the audited (eps, delta)-DP."),
     k_pos: int | None = typer.Option(
         None, "--k-pos", help="One-run: number of 'member' guesses (top scores)."
@@ -270,6 +295,8 @@ def audit_command(
             thresholds,
             gaussian_epsilon,
             seed,
+            parametric,
+            beta,
         )
         payload = json.dumps(_json_payload(result), indent=2)
     except PrivauditError as exc:
