@@ -299,20 +299,16 @@ def fdp_one_run_audit(
         *sel.notes,
     ]
     if parametric is not None:
-        from privaudit.audit.parametric import parametric_extra  # imports this module
+        from privaudit.audit.parametric import attach_parametric  # imports this module
 
-        extra["parametric"] = parametric_extra(
-            c.m,
-            c.k_pos,
-            c.k_neg,
-            c.v,
+        attach_parametric(
+            extra,
+            notes,
+            sel.counts,
             family=parametric,
             beta=beta,
             selected=sel.description != "fixed",
-        )
-        notes.append(
-            "extra.parametric is ASSUMPTION-BASED (valid only if the mechanism is in the "
-            f"{parametric} family); the lower bounds above are not."
+            bound_name="the lower bounds",
         )
     eps_gauss = mu_to_epsilon(mu_lb, delta) if delta > 0 else None
     if eps_gauss is not None:

@@ -277,21 +277,16 @@ def one_run_audit(
     ]
     extra: dict[str, object] = {"beta": beta, "beta_per_test": sel.level, **sel.extra}
     if parametric is not None:
-        from privaudit.audit.parametric import parametric_extra  # imports this module
+        from privaudit.audit.parametric import attach_parametric  # imports this module
 
-        c = sel.counts
-        extra["parametric"] = parametric_extra(
-            c.m,
-            c.k_pos,
-            c.k_neg,
-            c.v,
+        attach_parametric(
+            extra,
+            notes,
+            sel.counts,
             family=parametric,
             beta=beta,
             selected=sel.description != "fixed",
-        )
-        notes.append(
-            "extra.parametric is ASSUMPTION-BASED (valid only if the mechanism is in the "
-            f"{parametric} family); epsilon_lower_bound is not."
+            bound_name="epsilon_lower_bound",
         )
     return AuditResult(
         procedure="one-run",

@@ -62,11 +62,13 @@ from scipy import optimize, special, stats
 from privaudit._validation import check_choice, check_positive_int, check_probability, fail
 from privaudit.audit.fdp import gdp_mu_lb_one_run
 from privaudit.audit.one_run import eps_lb_one_run
+from privaudit.audit.selection import GuessCounts
 
 __all__ = [
     "PARAMETRIC_FAMILIES",
     "AuditPlan",
     "ParametricEstimate",
+    "attach_parametric",
     "guess_success_probabilities",
     "parametric_extra",
     "parametric_one_run",
@@ -266,6 +268,32 @@ def parametric_extra(
         "lower_bound": p.lower_bound,
         "assumption": note,
     }
+
+
+def attach_parametric(
+    extra: dict[str, object],
+    notes: list[str],
+    counts: GuessCounts,
+    *,
+    family: str,
+    beta: float,
+    selected: bool,
+    bound_name: str,
+) -> None:
+    """Add :func:`parametric_extra` of ``counts`` (a GuessCounts) and its warning note."""
+    extra["parametric"] = parametric_extra(
+        counts.m,
+        counts.k_pos,
+        counts.k_neg,
+        counts.v,
+        family=family,
+        beta=beta,
+        selected=selected,
+    )
+    notes.append(
+        "extra.parametric is ASSUMPTION-BASED (valid only if the mechanism is in the "
+        f"{family} family); {bound_name} is not."
+    )
 
 
 def _first_non_rejected(pval: Callable[[float], float], beta: float) -> float:

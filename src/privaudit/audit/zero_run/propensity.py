@@ -444,6 +444,43 @@ def _grouped_stratified_splits(
     return [(positions[fold_of != k], positions[fold_of == k]) for k in range(n_splits)]
 
 
+def _check_fit_inputs(
+    features: FeatureMatrix | pd.DataFrame | ArrayLike,
+    member: ArrayLike,
+    estimator: str,
+    n_folds: int,
+    n_inner: int,
+    pca_components: int | None,
+    bootstrap: bool,
+    *,
+    paired: bool,
+) -> tuple[FeatureMatrix, NDArray[np.bool_], int, int]:
+    """Validate the inputs of a cross-fit before any fitting (see the two callers)."""
+    fm = features if isinstance(features, FeatureMatrix) else prepare_features(features)
+    s = as_bool_array(member, "member", ndim=1)
+    if s.size != fm.n_rows:
+        raise fail("member", f"one value per feature row ({fm.n_rows})", f"{s.size} values")
+    n_pos, n_neg = check_both_classes(s, "member")
+    check_choice(estimator, "estimator", ESTIMATORS)
+    n_folds = check_positive_int(n_folds, "n_folds", minimum=3 if paired else 2)
+    if paired and n_folds % 2 == 0:
+        raise fail("n_folds", "an odd number of folds (>= 3) for paired cross-fitting", n_folds)
+    n_inner = check_positive_int(n_inner, "n_inner", minimum=2)
+    if not isinstance(bootstrap, bool | np.bool_):
+        raise fail("bootstrap", "a bool", repr(bootstrap))
+    need = n_folds * n_inner
+    if min(n_pos, n_neg) < need:
+        kind = "paired cross-fitting" if paired else "stratified cross-fitting"
+        raise InsufficientDataError(
+            f"member: expected at least n_folds x n_inner = {n_folds} x {n_inner} = {need} "
+            f"records of each class for {kind} with inner calibration, "
+            f"found {n_pos} member(s) and {n_neg} non-member(s)"
+        )
+    # validates pca_components against the encoded width once, before any fitting
+    make_propensity_model(estimator, fm, n_inner=n_inner, pca_components=pca_components)
+    return fm, s, n_folds, n_inner
+
+
 def cross_fit_propensity(
     features: FeatureMatrix | pd.DataFrame | ArrayLike,
     member: ArrayLike,
@@ -512,25 +549,9 @@ def cross_fit_propensity(
         The pipeline raised while fitting or predicting, or returned non-finite or
         out-of-range probabilities; the message names the estimator and the outer fold.
     """
-    fm = features if isinstance(features, FeatureMatrix) else prepare_features(features)
-    s = as_bool_array(member, "member", ndim=1)
-    if s.size != fm.n_rows:
-        raise fail("member", f"one value per feature row ({fm.n_rows})", f"{s.size} values")
-    n_pos, n_neg = check_both_classes(s, "member")
-    check_choice(estimator, "estimator", ESTIMATORS)
-    n_folds = check_positive_int(n_folds, "n_folds", minimum=2)
-    n_inner = check_positive_int(n_inner, "n_inner", minimum=2)
-    if not isinstance(bootstrap, bool | np.bool_):
-        raise fail("bootstrap", "a bool", repr(bootstrap))
-    need = n_folds * n_inner
-    if min(n_pos, n_neg) < need:
-        raise InsufficientDataError(
-            f"member: expected at least n_folds x n_inner = {n_folds} x {n_inner} = {need} "
-            f"records of each class for stratified cross-fitting with inner calibration, "
-            f"found {n_pos} member(s) and {n_neg} non-member(s)"
-        )
-    # validates pca_components against the encoded width once, before any fitting
-    make_propensity_model(estimator, fm, n_inner=n_inner, pca_components=pca_components)
+    fm, s, n_folds, n_inner = _check_fit_inputs(
+        features, member, estimator, n_folds, n_inner, pca_components, bootstrap, paired=False
+    )
 
     rng = np.random.default_rng(_as_seed(seed))
     y = s.astype(np.int64)
@@ -650,26 +671,9 @@ def cross_fit_propensity_pair(
     ``bootstrap``); ``n_folds`` must be odd. Each class needs at least
     ``n_folds * n_inner`` records.
     """
-    fm = features if isinstance(features, FeatureMatrix) else prepare_features(features)
-    s = as_bool_array(member, "member", ndim=1)
-    if s.size != fm.n_rows:
-        raise fail("member", f"one value per feature row ({fm.n_rows})", f"{s.size} values")
-    n_pos, n_neg = check_both_classes(s, "member")
-    check_choice(estimator, "estimator", ESTIMATORS)
-    n_folds = check_positive_int(n_folds, "n_folds", minimum=3)
-    if n_folds % 2 == 0:
-        raise fail("n_folds", "an odd number of folds (>= 3) for paired cross-fitting", n_folds)
-    n_inner = check_positive_int(n_inner, "n_inner", minimum=2)
-    if not isinstance(bootstrap, bool | np.bool_):
-        raise fail("bootstrap", "a bool", repr(bootstrap))
-    need = n_folds * n_inner
-    if min(n_pos, n_neg) < need:
-        raise InsufficientDataError(
-            f"member: expected at least n_folds x n_inner = {n_folds} x {n_inner} = {need} "
-            f"records of each class for paired cross-fitting with inner calibration, "
-            f"found {n_pos} member(s) and {n_neg} non-member(s)"
-        )
-    make_propensity_model(estimator, fm, n_inner=n_inner, pca_components=pca_components)
+    fm, s, n_folds, n_inner = _check_fit_inputs(
+        features, member, estimator, n_folds, n_inner, pca_components, bootstrap, paired=True
+    )
     rng = np.random.default_rng(_as_seed(seed))
     y = s.astype(np.int64)
     outer = StratifiedKFold(
