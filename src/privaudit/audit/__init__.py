@@ -56,13 +56,12 @@ from privaudit.audit.parametric import (
     parametric_one_run,
     plan_one_run_audit,
 )
+from privaudit.audit.procedures import PROCEDURES, run_procedure
 from privaudit.audit.selection import (
     GuessCounts,
     default_candidates,
     make_guesses,
 )
-
-PROCEDURES = ("multi-run", "one-run", "fdp-one-run", "panoramia")
 
 __all__ = [
     "PARAMETRIC_FAMILIES",
@@ -98,4 +97,5 @@ __all__ = [
     "panoramia_lb",
     "parametric_one_run",
     "plan_one_run_audit",
+    "run_procedure",
 ]

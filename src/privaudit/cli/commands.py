@@ -9,5 +9,6 @@ from privaudit.cli import (
     audit_cmd,  # noqa: F401
     demo_cmd,  # noqa: F401
     run_cmd,  # noqa: F401
+    verify_cmd,  # noqa: F401
     zero_run_cmd,  # noqa: F401
 )

@@ -312,7 +312,12 @@ def render_zero_run_html(result: ZeroRunResult) -> str:
 
 
 def write_zero_run_report(
-    result: ZeroRunResult, out_dir: str | Path, *, overwrite: bool = False
+    result: ZeroRunResult,
+    out_dir: str | Path,
+    *,
+    overwrite: bool = False,
+    bundle: Mapping[str, Any] | None = None,
+    inputs: Mapping[str, Any] | None = None,
 ) -> dict[str, Path]:
     """Write ``results.json`` and ``report.html`` of a Zero-Run audit into ``out_dir``, atomically.
 
@@ -325,6 +330,11 @@ def write_zero_run_report(
     overwrite : bool
         Replace an existing ``out_dir``; without it an existing directory raises
         :class:`~privaudit.report.ReportExistsError` and nothing is touched.
+    bundle, inputs : mapping, optional
+        A manifest (:func:`privaudit.report.bundle.make_manifest`, kind ``zero-run``)
+        and the audit's ``scores``, ``member`` and ``features`` (a DataFrame): also write
+        ``inputs.npz``, ``features.parquet`` and ``bundle.json`` (``privaudit verify``
+        re-runs the audit from them).
 
     Returns
     -------
@@ -340,6 +350,13 @@ def write_zero_run_report(
     try:
         (tmp / ZERO_RUN_RESULTS_FILE).write_text(text + "\n", encoding="utf-8")
         (tmp / HTML_FILE).write_text(page, encoding="utf-8")
+        if bundle is not None:
+            from privaudit.report.bundle import write_manifest, write_zero_run_inputs
+
+            if inputs is None:
+                raise fail("inputs", "the audit's scores, membership and features", "none")
+            files = [ZERO_RUN_RESULTS_FILE, HTML_FILE, *write_zero_run_inputs(tmp, inputs)]
+            write_manifest(tmp, bundle, files)
         os.chmod(tmp, 0o755)
         move_into_place(tmp, out, overwrite=overwrite)
     except BaseException:
