@@ -128,3 +128,31 @@ def test_power_gaussian_mu1_shift_03() -> None:
     mus = np.array([r["mu_z2"] for r in rows])
     assert np.all(mus <= 1.0)
     assert mus.mean() > 0.05
+
+
+def test_random_forest_is_refused_for_the_pointwise_bound() -> None:
+    """Measured invalid (eps > 0 in 7/20 null runs at margin 2): refused, not faked."""
+    from privaudit.audit.zero_run import zero_run_audit
+    from privaudit.audit.zero_run.audit import POINTWISE_REFUSED
+
+    assert "random-forest" in POINTWISE_REFUSED
+    rng = np.random.default_rng(0)
+    n = 150
+    member = np.arange(2 * n) < n
+    a = np.where(member, 0.3, -0.3) + rng.standard_normal(2 * n)
+    feats = np.c_[a, rng.standard_normal(2 * n)]
+    scores = a + 3.0 * member  # leaks through the model, beyond the shift
+    res = zero_run_audit(
+        scores, member, features=feats, estimators=("random-forest", "logistic-sigmoid")
+    )
+    rf = next(e for e in res.estimators if e["name"] == "random-forest")
+    assert rf["pointwise_refused"] and rf["pointwise"]["extra"]["refused"]
+    assert (
+        rf["pointwise"]["mu_lower_bound"] == 0.0 and rf["pointwise"]["epsilon_lower_bound"] == 0.0
+    )
+    assert res.headline["estimator"] == "logistic-sigmoid"
+    assert res.headline["epsilon_lower_bound"] > 0  # the refused zero is not in the minimum
+    assert res.headline["refused_estimators"] == ["random-forest"]
+    assert any("refused" in w for w in res.warnings)
+    only = zero_run_audit(scores, member, features=feats, estimators=("random-forest",))
+    assert only.headline["mu_lower_bound"] == 0.0 and "refused" in only.headline["basis"]

@@ -18,6 +18,7 @@ specified in audit-math.md section 5. Steps (paper Section 3, "Zero-Run Auditing
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -56,9 +57,23 @@ from privaudit.runtime.mapping import InlineMapper, Mapper
 from privaudit.runtime.seeds import derive_rng, derive_seed, spawn_seeds
 from privaudit.runtime.store import ArtifactStore
 
-__all__ = ["DEFAULT_ESTIMATORS", "zero_run_audit"]
+__all__ = ["DEFAULT_ESTIMATORS", "POINTWISE_REFUSED", "zero_run_audit"]
 
 DEFAULT_ESTIMATORS = ("logistic-sigmoid", "hist-gb")
+
+POINTWISE_REFUSED: dict[str, str] = {
+    "random-forest": (
+        "the margin-corrected pointwise bound is not valid for random-forest propensities: "
+        "on a 0-DP mechanism under shift 1 (1,500 per class) it reported eps > 0 in 7 of 20 "
+        "runs at margin_z = 2 (the forest's shrinkage toward 1/2 is shared by both paired "
+        "fits, so the standard error misses it; docs/zero_run_validity.md)"
+    ),
+}
+"""Estimator families whose estimated propensities the pointwise correction refuses, and why.
+
+Their pointwise bounds are reported as 0 (a trivial, valid lower bound) with the reason in
+``extra["refused"]`` and the notes; they are left out of the headline. Given propensities
+are never refused."""
 
 
 def _replicate(item: tuple[Any, ...]) -> tuple[float, float]:
@@ -285,7 +300,7 @@ def zero_run_audit(
         diag = propensity_diagnostics(pi, mem)
         warnings.extend(f"[{name}] {w}" for w in diag.get("warnings", []))
         boot: dict[str, Any] | None = None
-        if n_bootstrap and feats is not None:
+        if n_bootstrap and feats is not None and name not in POINTWISE_REFUSED:
             seeds = spawn_seeds(seed, n_bootstrap, purpose=f"zero-run-bootstrap-{name}")
             fp = _fingerprint(feats, mem, s, uniforms) if store is not None else ""
             items = [
@@ -317,11 +332,28 @@ def zero_run_audit(
                     f"'{challenger}' predicts membership better than '{name}' allows "
                     f"(p = {res['p_value']:.3g} <= {beta:g}); its correction is too weak."
                 )
+        pointwise = bounds["pointwise"]
+        refused = POINTWISE_REFUSED.get(name) if name in ses else None
+        if refused is not None:
+            pointwise = dataclasses.replace(
+                pointwise,
+                epsilon_lower_bound=0.0,
+                mu_lower_bound=0.0,
+                extra={
+                    **pointwise.extra,
+                    "refused": refused,
+                    "unrefused_epsilon_lower_bound": pointwise.epsilon_lower_bound,
+                    "unrefused_mu_lower_bound": pointwise.mu_lower_bound,
+                },
+                notes=(f"REFUSED (bounds set to 0): {refused}.", *pointwise.notes),
+            )
+            warnings.append(f"[{name}] pointwise bound refused: {refused}.")
         entries.append(
             {
                 "name": name,
                 "global": bounds["global"].to_dict(),
-                "pointwise": bounds["pointwise"].to_dict(),
+                "pointwise": pointwise.to_dict(),
+                "pointwise_refused": refused,
                 "diagnostics": diag,
                 "bootstrap": boot,
                 "falsification": falsification,
@@ -339,25 +371,31 @@ def zero_run_audit(
         return float(json_number(e["pointwise"]["epsilon_lower_bound"]) or 0.0)
 
     falsified = [e["name"] for e in entries if any(f["rejected"] for f in e["falsification"])]
-    worst = min(entries, key=headline_mu)
+    admitted = [e for e in entries if e["pointwise_refused"] is None]
+    # every estimator refused: the headline is the trivial bound 0 of a refused one
+    candidates = admitted or entries
+    worst = min(candidates, key=headline_mu)
     headline = {
-        "mu_lower_bound": headline_mu(worst),
-        "epsilon_lower_bound": min(headline_eps(e) for e in entries),
+        "mu_lower_bound": headline_mu(worst) if admitted else 0.0,
+        "epsilon_lower_bound": min(headline_eps(e) for e in candidates) if admitted else 0.0,
         "estimator": worst["name"],
         "correction": "pointwise",
         "basis": (
-            f"bootstrap {q:g}-quantile over {n_bootstrap} propensity fits"
+            "every estimator refused for the pointwise bound (trivial bound 0)"
+            if not admitted
+            else f"bootstrap {q:g}-quantile over {n_bootstrap} propensity fits"
             if worst["bootstrap"] is not None
             else "point estimate"
         ),
+        "refused_estimators": [e["name"] for e in entries if e["pointwise_refused"]],
         # Estimators whose correction a features-only challenger showed to be too weak.
         # They stay in the minimum (removing them could only raise it) but are named here.
         "falsified_estimators": falsified,
         # The spread across estimator families (paper Appendix I.3: report it, do not
         # pick the specification with the largest bound).
         "mu_range_across_estimators": [
-            min(headline_mu(e) for e in entries),
-            max(headline_mu(e) for e in entries),
+            min(headline_mu(e) for e in candidates),
+            max(headline_mu(e) for e in candidates),
         ],
     }
     unc_mu = uncorrected["mu_lower_bound"]
