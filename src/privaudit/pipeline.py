@@ -462,7 +462,7 @@ def run_audit(
         game_doc["trials"] = _trial_summaries(game_result, metrics)
     t0 = time.perf_counter()
     sections: dict[str, Any] = {
-        "threat_model": threat_model(game_doc, entries),
+        "threat_model": threat_model(game_doc, entries, audits=audits),
         "agreement_at_fpr": agreement_at_fpr(
             ScoredTarget(
                 scores={n: (s.record_ids, s.scores) for n, s in scored.scores.items()},

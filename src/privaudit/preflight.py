@@ -32,6 +32,7 @@ processes than cores.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 import os
@@ -44,7 +45,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from privaudit.config import AuditConfig, ConfigError, build_estimator
+from privaudit.config import AuditConfig, ConfigError
 from privaudit.data import Dataset
 from privaudit.errors import PrivauditError, PrivauditWarning
 from privaudit.games.experiment import ExperimentConfig, run_experiment
@@ -392,25 +393,23 @@ def _dry_dataset(n_pool: int, n_population: int, n_classes: int) -> Dataset:
 
 
 def _dry_config(exp: ExperimentConfig, attacks: Sequence[str]) -> ExperimentConfig:
+    """``exp`` on the dry run's sizes (every other setting kept, including future ones)."""
     pool = min(exp.n_target_pool, _DRY_POOL)
     floor = max(_DRY_POPULATION, 4 * math.ceil(1.0 / exp.alpha))
     population = min(exp.n_population, floor)
     params = {a: dict(v) for a, v in exp.attack_params.items() if a in attacks}
-    return ExperimentConfig(
+    return dataclasses.replace(
+        exp,
         attacks=tuple(attacks),
         n_target_pool=pool,
         n_population=population,
-        n_reference=exp.n_reference,
-        n_shadow=exp.n_shadow,
-        n_distilled=exp.n_distilled,
         distill_size=None,
-        distill_method="soft-labels",
-        n_leave_one_out=exp.n_leave_one_out,
+        distill_method="soft-labels",  # the trivial trainer has no logit regressor
         leave_one_out_sample=min(exp.leave_one_out_sample, 2 * (pool // 2)),
-        alpha=exp.alpha,
-        seed=exp.seed,
         n_jobs=1,
         attack_params=params,
+        force_membership=(),
+        leave_one_out_include=(),
     )
 
 
@@ -495,19 +494,20 @@ def _trial_trainer(trainer: Any) -> Any:
 
 
 def check_model(config: AuditConfig, dataset: Dataset, trainer: Any) -> None:
-    """Build the estimator, fit it once on a small sample; check the distillation objective."""
-    try:
-        estimator = build_estimator(config.model)
-        validate = getattr(estimator, "_validate_params", None)
-        if callable(validate):
+    """Validate the estimator's parameters, fit it once on a small sample, and check the
+    distillation objective against the model kind."""
+    from privaudit.models import SklearnTrainer
+
+    estimator = trainer.estimator if isinstance(trainer, SklearnTrainer) else None
+    validate = getattr(estimator, "_validate_params", None)
+    if callable(validate):  # scikit-learn >= 1.2: the parameter constraints, without fitting
+        try:
             validate()
-    except PrivauditError:
-        raise
-    except Exception as exc:
-        raise ConfigError(
-            f"model.params: expected parameters {config.model.kind} accepts, found "
-            f"{type(exc).__name__}: {exc}"
-        ) from None
+        except Exception as exc:
+            raise ConfigError(
+                f"model.params: expected parameters {config.model.kind} accepts, found "
+                f"{type(exc).__name__}: {exc}"
+            ) from None
     rows = _trial_sample(dataset)
     try:
         with warnings.catch_warnings():
@@ -521,26 +521,27 @@ def check_model(config: AuditConfig, dataset: Dataset, trainer: Any) -> None:
             f"model.params: expected a model that trains, found that a trial fit on "
             f"{rows.size} records failed: {type(exc).__name__}: {exc}"
         ) from None
-    if "distillation" in config.attack_names():
+    if "distillation" not in config.attack_names():
+        return
+    method = config.models.distill_method
+    if method == "logits" and estimator is not None:
         from privaudit.models.distill import logit_regressor_for
 
-        method = config.models.distill_method
-        if method == "logits":
-            try:
-                logit_regressor_for(estimator)
-            except PrivauditError:
-                raise ConfigError(
-                    f"models.distill_method: expected 'soft-labels' for model kind "
-                    f"{config.model.kind!r} ('logits' needs a regressor of the same "
-                    f"architecture, known for mlp only), found 'logits'"
-                ) from None
-        else:
-            accepts = getattr(trainer, "accepts_sample_weight", None)
-            if not callable(accepts) or not accepts():
-                raise ConfigError(
-                    f"models.distill_method: expected a model whose fit() takes "
-                    f"sample_weight for 'soft-labels', found {config.model.kind!r}"
-                )
+        try:
+            logit_regressor_for(estimator)
+        except PrivauditError:
+            raise ConfigError(
+                f"models.distill_method: expected 'soft-labels' for model kind "
+                f"{config.model.kind!r} ('logits' needs a regressor of the same "
+                f"architecture, known for mlp only), found 'logits'"
+            ) from None
+    elif method == "soft-labels":
+        accepts = getattr(trainer, "accepts_sample_weight", None)
+        if not callable(accepts) or not accepts():
+            raise ConfigError(
+                f"models.distill_method: expected a model whose fit() takes "
+                f"sample_weight for 'soft-labels', found {config.model.kind!r}"
+            )
 
 
 # ---------------------------------------------------------------------------- warnings

@@ -460,6 +460,22 @@ CASES: list[tuple[str, Builder, str]] = [
         lambda t: [*with_file(cfg(), "blocker")(t), "--out", "blocker/rep"],
         "blocker",
     ),
+    # ---- CI formats and verify (issue 8 items 8-9) ---------------------------------------
+    ("run-format-unknown", lambda t: [*cfg()(t), "--format", "xml"], "--format"),
+    ("run-claimed-epsilon-negative", lambda t: [*cfg()(t), "--claimed-epsilon", "-1"], "epsilon"),
+    ("run-claimed-epsilon-text", lambda t: [*cfg()(t), "--claimed-epsilon", "big"], "epsilon"),
+    (
+        "run-format-file-with-text",
+        lambda t: [*cfg()(t), "--format-file", "o.json"],
+        "--format-file",
+    ),
+    ("verify-without-bundle", args("verify"), "Missing argument"),
+    ("verify-missing-bundle", args("verify", "absent-bundle"), "absent-bundle"),
+    (
+        "verify-not-a-bundle",
+        lambda t: (t / "folder").mkdir() or ["verify", "folder"],
+        "folder",
+    ),
     # ---- audit and zero-run ----------------------------------------------------------------
     ("audit-missing-file", args("audit", "absent.csv"), "absent.csv"),
     ("audit-empty-file", args("audit", "s.csv", files={"s.csv": b""}), "FILE"),

@@ -157,7 +157,8 @@ def render_summary(
         console.print(f"[yellow]warning[/yellow]: {w}")
     if out_dir is not None:
         console.print(
-            f"Report written to [bold]{out_dir}[/bold] (report.html, results.json, scores.npz)"
+            f"Report written to [bold]{out_dir}[/bold] (report.html, results.json, scores.npz, "
+            "bundle.json: re-check it with `privaudit verify`)"
         )
 
 

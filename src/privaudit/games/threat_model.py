@@ -198,15 +198,23 @@ def threat_model(
     per_attack = [
         _attack(str(a["name"]), a.get("params") or {}) for a in attacks if a["name"] in names
     ]
+    trials = int(game.get("n_trials", 1) or 1)
+    over = (
+        f"; the draws of the {trials} trials are independent runs, whose correct guesses add up"
+        if trials > 1
+        else ""
+    )
     bounds = [
         {
+            "attack": b.get("attack"),
             "procedure": b.get("procedure"),
             "confidence": b.get("confidence"),
             "threshold_selection": b.get("threshold_selection"),
             "assumption": (
-                "a lower bound on epsilon holds with the stated confidence when the "
-                "membership of the audited records was randomised independently of the "
-                "data, as the game's coin b is"
+                "the epsilon lower bound holds with the stated confidence when the audited "
+                "records' membership was randomised independently of the records (the "
+                "game's coin b; here a uniformly random half of the pool) and the guesses "
+                "depend on the target's outputs, not on the membership" + over
             ),
         }
         for b in audits
