@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from privaudit._validation import fail
-from privaudit.audit.attack_bounds import attack_one_run_bounds
+from privaudit.audit.attack_bounds import SAMPLING_NOTE, attack_one_run_bounds
 from privaudit.config import (
     GAME_NAMES,
     AuditConfig,
@@ -301,6 +301,16 @@ def _scored_experiment(exp: ExperimentResult) -> _Scored:
     return _Scored(dict(exp.scores), exp.record_ids, exp.membership, metrics, decisions)
 
 
+def _pooled_note(result: GameResult) -> str:
+    """The sampling assumption of the one-run bounds on scores pooled over a game's trials."""
+    return (
+        f"Scores pooled over {len(result.trials)} trials of game {result.game.name} (independent "
+        "training runs); the one-run analysis is applied to the pooled draws as if each "
+        "draw's membership were an independent fair coin given the others: an assumption "
+        "here, not checked for this game."
+    )
+
+
 def _scored_game(result: GameResult) -> _Scored:
     pooled = pool_game(result)
     member_of: dict[Any, bool] = {}
@@ -444,7 +454,10 @@ def run_audit(
     )
     for entry in entries:  # the DeLong AUC interval, from the saved scores
         entry.update(attack_score_fields(table, entry["name"]))
-    audits = attack_one_run_bounds({n: table.scored(n)[1:] for n in table.attacks})
+    audits = attack_one_run_bounds(
+        {n: table.scored(n)[1:] for n in table.attacks},
+        sampling_assumption=SAMPLING_NOTE if game_result is None else _pooled_note(game_result),
+    )
     timings["metrics"] = time.perf_counter() - t0
 
     settings = _settings(config, exp, dataset, trainer, game_result)

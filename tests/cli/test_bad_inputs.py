@@ -444,6 +444,13 @@ CASES: list[tuple[str, Builder, str]] = [
         "models",
     ),
     ("sizes-unknown-key", cfg(sizes={"pool": 100}), "sizes.pool"),
+    ("game-unknown", cfg(game="def-9.9"), "game"),
+    ("game-zero-trials", cfg(game={"name": "def-3.1", "n_trials": 0}), "game.n_trials"),
+    (
+        "game-fixed-record-not-in-pool",
+        cfg(game={"name": "def-3.3", "n_trials": 2, "fixed_records": ["nope"]}),
+        "fixed_records",
+    ),
     # ---- output and cache folders -------------------------------------------------------
     ("output-dir-is-file", with_file(cfg(), "report"), "report"),
     ("output-dir-inside-file", with_file(cfg(output_dir="blocker/report"), "blocker"), "blocker"),

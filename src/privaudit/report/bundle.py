@@ -526,7 +526,9 @@ def _verify_membership(folder: Path, manifest: Mapping[str, Any]) -> list[Check]
         conf = float(per_attack[0].get("family_confidence", 0.95))
         delta = float(per_attack[0]["delta"])
         cols = {a["attack"]: table.scored(a["attack"])[1:] for a in per_attack}
-        want_audits = plain(attack_one_run_bounds(cols, confidence=conf, delta=delta))
+        note = per_attack[0].get("sampling_assumption")
+        extra = {} if note is None else {"sampling_assumption": str(note)}
+        want_audits = plain(attack_one_run_bounds(cols, confidence=conf, delta=delta, **extra))
         c, s = compare(per_attack, want_audits, "audits", TOLERANCES["bounds"])
         out += c
         skipped += s
