@@ -417,12 +417,17 @@ def _verify_zero_run(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
         raise BundleError(f"BUNDLE: cannot read the Zero-Run inputs ({exc})") from None
     cfg = manifest["config"]
     try:
+        col = cfg.get("propensity_col")
+        given = {col: features[col].to_numpy(dtype=np.float64)} if col else None
         result = zero_run_audit(
             scores,
             member,
-            features=features,
+            features=None if col else features,
+            propensity=given,
             estimators=tuple(cfg["estimators"]),
             confidence=cfg["confidence"],
+            beta=cfg.get("beta"),
+            margin_z=cfg.get("margin_z", 2.0),
             delta=cfg["delta"],
             delta_ds=cfg["delta_ds"],
             n_bootstrap=cfg["n_bootstrap"],
