@@ -37,7 +37,7 @@ def run(
     fmt: str = typer.Option("text", "--format", help=ci_output.FORMAT_HELP),
     format_file: Path | None = typer.Option(None, "--format-file", help=ci_output.FORMAT_FILE_HELP),
 ) -> None:
-    """Run the audit described by CONFIG and write report.html, results.json and scores.npz.
+    """Run the audit described by CONFIG; write report.html, results.json, scores.npz, bundle.json.
 
     An invalid config is reported with the name of the bad field (exit code 2) and
     nothing is written.
