@@ -568,6 +568,16 @@ class AuditConfig(_Strict):
                     f"reference models; online attacks need IN models: drop {', '.join(online)} "
                     "or use references: pool"
                 )
+        if (
+            t.references == "population"
+            and "rmia-offline" in self.attack_names()
+            and not isinstance(self.attack_params.get("rmia-offline", {}).get("a"), int | float)
+        ):
+            raise ValueError(
+                "attack_params.rmia-offline.a: RMIA's a is tuned on reference models that "
+                "trained on audited records; with references: population give a number "
+                "(e.g. 0.3 for tabular data, Zarifzadeh et al. 2024)"
+            )
         distilling = [a for a in self.attack_names() if a.startswith("distillation")]
         if t.kind == "precomputed" and distilling:
             raise ValueError(

@@ -20,6 +20,11 @@ T = {"kind": "sklearn", "path": "t.skops", "members": "m.txt", "non_members": "n
         ({"kind": "sklearn", "path": "t.skops"}, {}, "member_column"),
         ({**T, "member_column": "m"}, {}, "not both"),
         ({**T, "references": "population"}, {}, "online attacks need IN models"),
+        (
+            {**T, "references": "population"},
+            {"attacks": ["rmia-offline"]},
+            "rmia-offline.a",
+        ),
         ({**T, "kind": "precomputed"}, {}, "distillation"),
         ({**T, "factory": "a:b"}, {}, "kind 'torch' only"),
         ({**T, "kind": "torch"}, {}, "target.factory"),
@@ -43,6 +48,7 @@ def test_offline_attacks_with_population_references() -> None:
             **BASE,
             "target": {**T, "references": "population"},
             "attacks": ["reference", "lira-offline", "rmia-offline"],
+            "attack_params": {"rmia-offline": {"a": 0.3}},
         }
     )
     assert cfg.target is not None and cfg.target.references == "population"

@@ -173,7 +173,12 @@ def test_experiment_trains_torch_references_batched_and_caches_them(tmp_path: Pa
     ds = load_digits()
     rec = _recipe(factory_kwargs={"n_features": 64, "hidden": 16, "n_classes": 10}, epochs=3)
     cfg = ExperimentConfig(
-        attacks=("loss", "lira-online"), n_target_pool=80, n_population=40, n_reference=4, seed=1
+        attacks=("loss", "lira-online"),
+        n_target_pool=80,
+        n_population=40,
+        n_reference=4,
+        seed=1,
+        attack_params={"lira-online": {"variance": "fixed"}},  # no data-tuned setting
     )
     runs = [
         run_experiment(ds, TorchTrainer(rec, n_classes=10, batched=b), cfg, store=tmp_path / str(b))
