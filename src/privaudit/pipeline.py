@@ -27,7 +27,13 @@ from typing import Any
 import numpy as np
 
 from privaudit._validation import fail
-from privaudit.config import AuditConfig, ModelConfig, build_estimator, config_from_dict
+from privaudit.config import (
+    AuditConfig,
+    DatasetConfig,
+    ModelConfig,
+    build_estimator,
+    config_from_dict,
+)
 from privaudit.data import Dataset, load_adult, load_digits, load_table
 from privaudit.errors import InvalidInputError
 from privaudit.games.experiment import ExperimentConfig, ExperimentResult, run_experiment
@@ -127,9 +133,9 @@ def demo_config(
     return config_from_dict(data, source="demo config")
 
 
-def load_dataset(config: AuditConfig) -> Dataset:
-    """The dataset named by ``config.dataset``."""
-    ds = config.dataset
+def load_dataset(config: AuditConfig | DatasetConfig) -> Dataset:
+    """The dataset named by ``config.dataset`` (or by a :class:`DatasetConfig` itself)."""
+    ds = config if isinstance(config, DatasetConfig) else config.dataset
     if ds.name == "adult":
         return load_adult()
     if ds.name == "digits":
