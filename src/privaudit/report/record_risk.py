@@ -16,9 +16,6 @@ import csv
 import datetime
 import io
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,7 +26,7 @@ from privaudit import __version__
 from privaudit._validation import fail
 from privaudit.games.record_risk import RecordRiskResult
 from privaudit.report.html import fig_to_base64, jinja_environment
-from privaudit.report.writer import HTML_FILE, check_output_dir, move_into_place
+from privaudit.report.writer import HTML_FILE, check_output_dir, write_text_files
 
 __all__ = [
     "RECORDS_FILE",
@@ -134,20 +131,10 @@ def write_record_risk_report(
 ) -> dict[str, Path]:
     """Write ``results.json``, ``records.csv`` and ``report.html`` into ``out_dir`` atomically."""
     r = _check(result)
-    out = check_output_dir(out_dir, overwrite=overwrite)
+    check_output_dir(out_dir, overwrite=overwrite)
     text = json.dumps(record_risk_payload(r, settings), indent=2, allow_nan=False)
-    page = render_record_risk_html(r)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
-        (tmp / RESULTS).write_text(text + "\n", encoding="utf-8")
-        (tmp / RECORDS_FILE).write_text(records_csv(r), encoding="utf-8")
-        (tmp / HTML_FILE).write_text(page, encoding="utf-8")
-        os.chmod(tmp, 0o755)
-        move_into_place(tmp, out, overwrite=overwrite)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    files = {RESULTS: text + "\n", RECORDS_FILE: records_csv(r), HTML_FILE: render_record_risk_html(r)}
+    out = write_text_files(out_dir, files, overwrite=overwrite)
     return {
         "dir": out,
         "results": out / RESULTS,

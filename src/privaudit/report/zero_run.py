@@ -20,9 +20,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -34,7 +31,7 @@ from privaudit._validation import fail
 from privaudit.audit.zero_run.result import ZeroRunResult
 from privaudit.records import json_number
 from privaudit.report.html import fig_to_base64, jinja_environment
-from privaudit.report.writer import HTML_FILE, check_output_dir, move_into_place
+from privaudit.report.writer import HTML_FILE, check_output_dir, write_text_files
 
 __all__ = [
     "ZERO_RUN_RESULTS_FILE",
@@ -332,17 +329,9 @@ def write_zero_run_report(
         ``{"dir": out_dir, "results": out_dir/results.json, "html": out_dir/report.html}``.
     """
     r = _check_result(result)
-    out = check_output_dir(out_dir, overwrite=overwrite)
+    check_output_dir(out_dir, overwrite=overwrite)
     text = json.dumps(zero_run_payload(r), indent=2, allow_nan=False)
     page = render_zero_run_html(r)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
-        (tmp / ZERO_RUN_RESULTS_FILE).write_text(text + "\n", encoding="utf-8")
-        (tmp / HTML_FILE).write_text(page, encoding="utf-8")
-        os.chmod(tmp, 0o755)
-        move_into_place(tmp, out, overwrite=overwrite)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    files = {ZERO_RUN_RESULTS_FILE: text + "\n", HTML_FILE: page}
+    out = write_text_files(out_dir, files, overwrite=overwrite)
     return {"dir": out, "results": out / ZERO_RUN_RESULTS_FILE, "html": out / HTML_FILE}
