@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import time
 import warnings
 from pathlib import Path
@@ -75,6 +76,15 @@ def queries_per_second(codes: np.ndarray, n_targets: int, reps: int = 5) -> floa
     for _ in range(reps):
         q = query_counts(syn, tg)
     return reps * q.size / (time.perf_counter() - t0)
+
+
+def cpu_seconds() -> float:
+    """User + system CPU time of this process and its reaped worker processes."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        r = resource.getrusage(who)
+        total += r.ru_utime + r.ru_stime
+    return total
 
 
 def fmt(v: Any) -> str:
@@ -134,7 +144,7 @@ def main() -> None:
             )
         else:
             print(f"\n[{name}] classifier MLP(32), 30 epochs, attack {attack}", flush=True)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), cpu_seconds()
         res = run_record_risk(
             ds,
             target,
@@ -145,6 +155,7 @@ def main() -> None:
             executor=LocalExecutor(args.n_jobs, progress=False),
         )
         secs = time.perf_counter() - t0
+        cpu = cpu_seconds() - c0
         s = res.summary()
         s["seconds"] = secs
         out[name] = {k: s[k] for k in KEYS}
@@ -152,6 +163,11 @@ def main() -> None:
         print(
             f"[{name}] {rel['trained']} releases trained, {rel['loaded']} loaded in {secs:.0f} s "
             f"({rel['trained'] / max(secs, 1e-9):.1f} releases/s overall)"
+        )
+        print(
+            f"[{name}] CPU time {cpu:.0f} s over {args.n_jobs} worker processes: about "
+            f"{cpu / max(args.n_jobs, 1) / 60:.1f} min of wall time on {args.n_jobs} idle cores "
+            "(the wall time above includes waiting for a shared CPU)"
         )
         print(
             f"[{name}] mean AUC: model-seeded {s['mean_auc_ms']:.3f}, traditional {s['mean_auc_t']:.3f}"
