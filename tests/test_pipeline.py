@@ -50,6 +50,7 @@ def audit(tmp_path_factory: pytest.TempPathFactory) -> AuditReport:
 def test_report_directory_written(audit: AuditReport) -> None:
     assert audit.out_dir is not None
     assert sorted(p.name for p in audit.out_dir.iterdir()) == [
+        "bundle.json",
         "report.html",
         "results.json",
         "scores.npz",

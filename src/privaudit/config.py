@@ -392,17 +392,61 @@ def config_from_dict(data: Any, *, source: str = "config") -> AuditConfig:
         raise _format(exc, source) from None
 
 
+class _DuplicateKeyError(Exception):
+    pass
+
+
+def _unique_key_loader() -> Any:
+    """``yaml.SafeLoader`` that rejects a key given twice in one mapping.
+
+    Plain YAML keeps the last value of a repeated key silently; in an audit config that
+    hides a mistake (two ``alpha:`` lines, say), so it is an error naming the key and
+    both lines.
+    """
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.get(key)
+                except TypeError:  # an unhashable key; SafeLoader reports it
+                    continue
+                line = key_node.start_mark.line + 1
+                if first is not None:
+                    raise _DuplicateKeyError(
+                        f"expected each key once in a mapping, found {key!r} twice "
+                        f"(lines {first} and {line})"
+                    )
+                seen[key] = line
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
+
+
 def _read_yaml(p: Path) -> Any:
+    """The YAML document in ``p`` (UTF-8, each mapping key once), or ConfigError."""
     import yaml
 
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"config: expected an existing YAML file, found no file at {p}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config: expected a YAML file, found a directory {p}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config: expected UTF-8 text, found bytes that are not UTF-8 at position "
+            f"{exc.start} of {p} ({exc.object[exc.start : exc.start + 4]!r}); save it as UTF-8"
+        ) from None
     except OSError as exc:
         raise ConfigError(f"config: expected a readable YAML file, found {p} ({exc})") from None
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_unique_key_loader())
+    except _DuplicateKeyError as exc:
+        raise ConfigError(f"{p}: {exc}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{p}: expected valid YAML, found a syntax error: {exc}") from None
 
@@ -416,8 +460,8 @@ def load_config(path: str | Path) -> AuditConfig:
     Raises
     ------
     ConfigError
-        When the file is missing, is not YAML, or any field is invalid (the message
-        names the field).
+        When the file is missing, is not UTF-8 YAML, repeats a key, or any field is
+        invalid (the message names the field).
     """
     p = Path(path)
     cfg = config_from_dict(_read_yaml(p), source=str(p))

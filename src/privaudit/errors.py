@@ -37,3 +37,12 @@ class EstimationError(PrivauditError):
     For example: a propensity-score classifier of the Zero-Run audit that raises while
     fitting or returns non-finite probabilities.
     """
+
+
+class PrivauditWarning(UserWarning):
+    """Something in the inputs is suspicious but not invalid.
+
+    For example: a categorical feature column with hundreds of distinct values, or a
+    target pool too small for any TPR at a low FPR. The pipeline also records these
+    warnings in ``results.json["settings"]["warnings"]`` and the CLI prints them.
+    """

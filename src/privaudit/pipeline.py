@@ -5,7 +5,10 @@ Steps (each timed; the times go to ``results.json["timings"]``):
 1. check that the report directory can be written (before any work);
 2. load the dataset (bundled Adult or digits, or a user table);
 3. build the trainer (a scikit-learn classifier through
-   :class:`~privaudit.models.SklearnTrainer`);
+   :class:`~privaudit.models.SklearnTrainer`) and run :func:`privaudit.preflight.preflight`:
+   every check that would otherwise fail after training (paths, executor, sizes, memory,
+   model parameters by a trial fit, attack settings by a dry run on synthetic data);
+   nothing is written when one fails;
 4. play the fixed-model membership-inference game (Ye et al. 2022, Def. 3.2) with
    :func:`privaudit.games.experiment.run_experiment`: split, train the target and the
    attacker's models (in parallel, cached), compute signals, run every attack;
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from privaudit._validation import fail
+from privaudit.audit.attack_bounds import attack_one_run_bounds
 from privaudit.config import (
     AuditConfig,
     DatasetConfig,
@@ -35,10 +40,11 @@ from privaudit.config import (
     config_from_dict,
 )
 from privaudit.data import Dataset, load_adult, load_digits, load_table
-from privaudit.errors import InvalidInputError
+from privaudit.errors import InvalidInputError, PrivauditWarning
 from privaudit.games.experiment import ExperimentConfig, ExperimentResult, run_experiment
 from privaudit.games.metrics import AgreementMatrix, AttackMetrics, agreement_matrix, attack_metrics
 from privaudit.models import SklearnTrainer
+from privaudit.preflight import preflight
 from privaudit.report import (
     ScoreTable,
     attack_entry,
@@ -46,6 +52,8 @@ from privaudit.report import (
     check_output_dir,
     write_report,
 )
+from privaudit.report.bundle import make_manifest
+from privaudit.report.per_record import attack_score_fields
 from privaudit.runtime.executor import Executor, LocalExecutor, RayExecutor
 
 __all__ = [
@@ -53,6 +61,7 @@ __all__ = [
     "build_executor",
     "build_trainer",
     "demo_config",
+    "executor_settings",
     "experiment_config",
     "load_dataset",
     "n_models_behind",
@@ -142,7 +151,19 @@ def load_dataset(config: AuditConfig | DatasetConfig) -> Dataset:
         return load_digits()
     if ds.path is None or ds.label_column is None:  # DatasetConfig already ensures it
         raise InvalidInputError("dataset: expected 'name' or 'path' with 'label_column'")
-    return load_table(ds.path, ds.label_column, id_column=ds.id_column, standardize=ds.standardize)
+    try:
+        return load_table(
+            ds.path, ds.label_column, id_column=ds.id_column, standardize=ds.standardize
+        )
+    except InvalidInputError as exc:  # name the config section the problem is in
+        text = str(exc)
+        if text.startswith("path: "):
+            text = "dataset.path: " + text[len("path: ") :]
+        elif text.startswith(("label_column: ", "id_column: ")):
+            text = "dataset." + text
+        else:
+            text = f"dataset ({ds.path.name}): {text}"
+        raise InvalidInputError(text) from None
 
 
 def build_trainer(model: ModelConfig, n_classes: int) -> SklearnTrainer:
@@ -310,11 +331,19 @@ def run_audit(
     timings: dict[str, float] = {}
 
     t0 = time.perf_counter()
-    dataset = load_dataset(config)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PrivauditWarning)
+        dataset = load_dataset(config)
+    data_warnings = [str(w.message) for w in caught if issubclass(w.category, PrivauditWarning)]
+    for w in caught:  # pass the warnings on (they are recorded in results.json too)
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     timings["data"] = time.perf_counter() - t0
 
     exp_cfg = experiment_config(config, dataset.n_records)
     trainer = build_trainer(config.model, dataset.n_classes)
+    t0 = time.perf_counter()
+    checks = preflight(config, dataset, exp_cfg, trainer, overwrite=overwrite, write=write)
+    timings["preflight"] = time.perf_counter() - t0
     executor = build_executor(config, exp_cfg.n_jobs, progress=progress)
     t0 = time.perf_counter()
     exp = run_experiment(
@@ -339,9 +368,15 @@ def run_audit(
         )
     agreement, excluded = _agreement(exp)
     table = ScoreTable.from_attack_scores(list(exp.scores.values()), exp.record_ids, exp.membership)
+    for entry in entries:  # the DeLong AUC interval, from the saved scores
+        entry.update(attack_score_fields(table, entry["name"]))
+    audits = attack_one_run_bounds({n: table.scored(n)[1:] for n in table.attacks})
     timings["metrics"] = time.perf_counter() - t0
 
     settings = _settings(config, exp, dataset, trainer)
+    settings.update(executor_settings(config, executor))
+    if data_warnings or checks:
+        settings["warnings"] = [*data_warnings, *checks]
     if excluded:
         settings["agreement_excludes"] = excluded
     results = build_results(
@@ -354,13 +389,21 @@ def run_audit(
             "n_non_members": int((~exp.membership).sum()),
         },
         attacks=entries,
+        audits=audits,
         agreement=agreement,
         agreement_alpha=config.alpha if agreement is not None else None,
         game=exp.game.to_dict(),
         timings=timings,
     )
     if write:
-        write_report(out_dir, results, table, overwrite=overwrite)
+        manifest = make_manifest(
+            kind="membership-inference",
+            command="run_audit",
+            config=config.model_dump(mode="json"),
+            seeds=settings["seeds"],
+            dataset_fingerprint=exp.dataset_fingerprint,
+        )
+        write_report(out_dir, results, table, overwrite=overwrite, bundle=manifest)
     return AuditReport(
         results=results,
         metrics=metrics,
@@ -402,9 +445,25 @@ def _settings(
         "models_loaded": dict(exp.models_loaded),
         "seeds": {"root": config.seed, **{k: int(v) for k, v in exp.seeds.items()}},
         "n_jobs": config.n_jobs,
-        "executor": config.executor,
         "cache_dir": None if config.cache_dir is None else str(config.cache_dir),
     }
+
+
+def executor_settings(config: AuditConfig, executor: Executor) -> dict[str, Any]:
+    """What ran the models, for ``results.json``: the executor that actually ran tasks.
+
+    ``"ray"`` only when tasks ran on Ray (an audit whose attacks need no attacker models
+    trains the target in this process and never starts Ray: it is recorded as local).
+    """
+    out: dict[str, Any] = {"executor_requested": config.executor}
+    if isinstance(executor, RayExecutor) and executor.tasks_run > 0:
+        out["executor"] = "ray"
+        out["ray_address"] = executor.address or "local Ray instance started by privaudit"
+    else:
+        out["executor"] = "local"
+        if isinstance(executor, LocalExecutor):
+            out["threads_per_worker"] = executor.threads_per_worker
+    return out
 
 
 def _jsonable(d: Mapping[str, Any]) -> dict[str, Any]:

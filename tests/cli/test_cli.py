@@ -109,5 +109,9 @@ def test_quick_demo_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str
         "report.html",
         "results.json",
         "scores.npz",
+        "bundle.json",
     }
     assert "rmia-online" in capsys.readouterr().out
+    # the demo's bundle re-verifies (issue 8, item 8)
+    assert main(["verify", str(tmp_path / "demo")]) == 0
+    assert "verify: OK" in capsys.readouterr().out

@@ -274,4 +274,10 @@ def test_existing_out_needs_overwrite(
     _fails(["zero-run", str(path), *FAST, "--out", str(out)], capsys, "--overwrite")
     assert (out / "keep.txt").read_text() == "earlier report"
     assert main(["zero-run", str(path), *FAST, "--out", str(out), "--overwrite"]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["report.html", "results.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "bundle.json",
+        "features.parquet",
+        "inputs.npz",
+        "report.html",
+        "results.json",
+    ]

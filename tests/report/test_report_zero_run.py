@@ -124,12 +124,12 @@ def test_existing_directory_is_kept_without_overwrite(
 def test_failed_render_leaves_nothing(
     result: ZeroRunResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import privaudit.report.writer as writer
+    import privaudit.report.zero_run as zr
 
     def boom(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("rename failed")
 
-    monkeypatch.setattr(writer, "move_into_place", boom)
+    monkeypatch.setattr(zr, "move_into_place", boom)
     with pytest.raises(RuntimeError):
         write_zero_run_report(result, tmp_path / "r")
     assert list(tmp_path.iterdir()) == []

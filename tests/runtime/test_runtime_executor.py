@@ -10,9 +10,16 @@ from typing import Any
 
 import pytest
 from runtime_tasks import Multiplier, die_on_two, fail_on_three, slow_reverse, square
+from thread_tasks import thread_report
 
 from privaudit.errors import InvalidInputError, PrivauditError
-from privaudit.runtime.executor import LocalExecutor, RayExecutor, TaskError, resolve_n_jobs
+from privaudit.runtime.executor import (
+    LocalExecutor,
+    RayExecutor,
+    TaskError,
+    available_cores,
+    resolve_n_jobs,
+)
 
 
 def test_inline_preserves_order() -> None:
@@ -61,10 +68,9 @@ def test_unpicklable_function_rejected() -> None:
 
 
 def test_resolve_n_jobs() -> None:
-    import os
 
     assert resolve_n_jobs(3) == 3
-    assert resolve_n_jobs(-1) == (os.cpu_count() or 1)
+    assert resolve_n_jobs(-1) == available_cores()
     for bad in (0, 1.5, True):
         with pytest.raises(InvalidInputError):
             resolve_n_jobs(bad)  # type: ignore[arg-type]
@@ -171,3 +177,27 @@ def test_ray_missing_is_clear(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(InvalidInputError, match="ray"):
         RayExecutor().map(square, [1], desc="x")
+
+
+def test_worker_thread_limit_reaches_openmp_loaded_by_the_task() -> None:
+    """Every BLAS/OpenMP pool of a worker, including scikit-learn's OpenMP runtime (which
+    loads while the worker unpickles its function), runs at most ``threads`` threads."""
+    threads = 1
+    ex = LocalExecutor(2, threads_per_worker=threads)
+    reports = ex.map(thread_report, [0, 1, 2, 3], desc="threads")
+    assert len({r["pid"] for r in reports}) >= 1
+    for r in reports:
+        assert r["OMP_NUM_THREADS"] == str(threads)
+        apis = {api for api, _, _ in r["pools"]}
+        assert "openmp" in apis, r["pools"]  # scikit-learn's runtime is seen and limited
+        assert all(n <= threads for _, _, n in r["pools"]), r["pools"]
+
+
+def test_default_threads_keep_workers_within_the_cores() -> None:
+    for n_jobs in (1, 2, 3, 64):
+        ex = LocalExecutor(n_jobs)
+        assert ex.threads_per_worker >= 1
+        if n_jobs <= available_cores():
+            assert ex.n_jobs * ex.threads_per_worker <= available_cores()
+        else:
+            assert ex.threads_per_worker == 1

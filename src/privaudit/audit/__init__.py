@@ -43,13 +43,12 @@ from privaudit.audit.multi_run import (
 )
 from privaudit.audit.one_run import eps_lb_one_run, one_run_audit, one_run_log_p_value
 from privaudit.audit.panoramia import panoramia_audit, panoramia_hoeffding_lb, panoramia_lb
+from privaudit.audit.procedures import PROCEDURES, run_procedure
 from privaudit.audit.selection import (
     GuessCounts,
     default_candidates,
     make_guesses,
 )
-
-PROCEDURES = ("multi-run", "one-run", "fdp-one-run", "panoramia")
 
 __all__ = [
     "PROCEDURES",
@@ -80,4 +79,5 @@ __all__ = [
     "panoramia_audit",
     "panoramia_hoeffding_lb",
     "panoramia_lb",
+    "run_procedure",
 ]

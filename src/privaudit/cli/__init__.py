@@ -14,6 +14,7 @@ import sys
 import typer
 
 from privaudit import __version__
+from privaudit.errors import PrivauditError
 
 app = typer.Typer(
     name="privaudit",
@@ -45,25 +46,36 @@ def _register() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``privaudit`` script; returns the exit code."""
+    """Entry point of the ``privaudit`` script; returns the exit code.
+
+    Typer runs in standalone mode, so a usage error (unknown command or option, missing
+    argument, a value of the wrong type) is printed by typer itself, as typer formats it,
+    and ends in ``SystemExit(2)``; nothing here imports ``click``, which the newest typer
+    no longer installs (typer 0.29 vendors its own copy and raises its own exception
+    classes). A :class:`~privaudit.errors.PrivauditError` that a command did not handle
+    is printed as one ``error:`` line (exit code 2), never as a traceback.
+    """
     _register()
     try:
-        # With standalone_mode=False click *returns* the code of a typer.Exit.
-        rc = app(args=argv, standalone_mode=False)
-    except typer.Exit as exc:
-        return int(exc.exit_code or 0)
-    except SystemExit as exc:  # pragma: no cover - click may raise it directly
-        return int(exc.code or 0) if not isinstance(exc.code, str) else 2
-    except Exception as exc:  # click usage errors
-        import click
+        app(args=argv, prog_name="privaudit", standalone_mode=True)
+    except SystemExit as exc:
+        return _exit_code(exc.code)
+    except PrivauditError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0  # pragma: no cover - standalone mode always ends in SystemExit
 
-        if isinstance(exc, click.exceptions.Abort):
-            return 130
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            return 2
-        raise
-    return rc if isinstance(rc, int) else 0
+
+def _exit_code(code: object) -> int:
+    """The integer exit status of ``SystemExit(code)`` (as the interpreter computes it)."""
+    if code is None:
+        return 0
+    if isinstance(code, bool):
+        return int(code)
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -11,6 +11,7 @@ written).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
@@ -23,9 +24,10 @@ from rich.console import Console
 from rich.table import Table
 
 from privaudit._validation import fail
-from privaudit.cli import app
+from privaudit.cli import app, ci_output
 from privaudit.errors import PrivauditError
 from privaudit.records import AuditResult
+from privaudit.report.writer import check_output_dir, write_audit_bundle
 
 _TRUE = {"1", "true", "t", "yes", "y", "1.0"}
 _FALSE = {"0", "false", "f", "no", "n", "0.0"}
@@ -94,14 +96,6 @@ def membership_values(col: Any, name: str) -> np.ndarray:
     return out
 
 
-def _json_payload(result: AuditResult) -> dict[str, Any]:
-    d = result.to_dict()
-    for key in ("c_lower_bound", "c_plus_epsilon_lower_bound", "epsilon_tilde"):
-        if key in result.extra:
-            d[key] = result.extra[key]
-    return d
-
-
 def _fmt(x: Any) -> str:
     if x is None:
         return "-"
@@ -156,53 +150,41 @@ def _compute(
     thresholds: str,
     gaussian_epsilon: bool,
     seed: int,
-) -> AuditResult:
-    from privaudit import audit
+) -> tuple[AuditResult, dict[str, Any]]:
+    """The audit of FILE and what a bundle needs to recompute it (arrays and parameters)."""
+    from privaudit.audit.procedures import PROCEDURES, ProcedureParams, run_procedure
 
-    if procedure not in audit.PROCEDURES:
-        raise fail("--procedure", "one of " + ", ".join(audit.PROCEDURES), repr(procedure))
+    if procedure not in PROCEDURES:
+        raise fail("--procedure", "one of " + ", ".join(PROCEDURES), repr(procedure))
     df = read_table(file)
     if len(df) == 0:
         raise fail("FILE", "at least one row", "an empty table")
     scores = score_values(table_column(df, score_col, "--score-col"), score_col)
     member = membership_values(table_column(df, member_col, "--member-col"), member_col)
-    if procedure == "multi-run":
-        if k_pos is not None or k_neg is not None:
-            raise fail("--k-pos/--k-neg", "no guess counts for multi-run", "given")
-        return audit.multi_run_audit(
-            scores, member, confidence=confidence, delta=delta, selection=selection, rng=seed
-        )
-    if procedure == "one-run":
-        return audit.one_run_audit(
-            scores,
-            member,
-            k_pos=k_pos,
-            k_neg=k_neg,
-            confidence=confidence,
-            delta=delta,
-            selection=selection,
-            rng=seed,
-        )
-    if procedure == "fdp-one-run":
-        return audit.fdp_one_run_audit(
-            scores,
-            member,
-            k_pos=k_pos,
-            k_neg=k_neg,
-            confidence=confidence,
-            delta=delta,
-            epsilon="gaussian" if gaussian_epsilon else "fdp",
-            selection=selection,
-            rng=seed,
-        )
-    if delta != 0.0:
-        raise fail("--delta", "0 for panoramia (pure-DP tests only)", delta)
-    if k_pos is not None or k_neg is not None:
-        raise fail("--k-pos/--k-neg", "no guess counts for panoramia", "given")
-    baseline = score_values(table_column(df, baseline_col, "--baseline-col"), baseline_col)
-    return audit.panoramia_audit(
-        scores, baseline, member, confidence=confidence, thresholds=thresholds
+    baseline = None
+    if procedure == "panoramia" and delta == 0.0 and k_pos is None and k_neg is None:
+        baseline = score_values(table_column(df, baseline_col, "--baseline-col"), baseline_col)
+    params = ProcedureParams(
+        confidence=confidence,
+        delta=delta,
+        k_pos=k_pos,
+        k_neg=k_neg,
+        selection=selection,
+        thresholds=thresholds,
+        gaussian_epsilon=gaussian_epsilon,
+        seed=seed,
     )
+    result = run_procedure(procedure, scores, member, baseline=baseline, params=params)
+    inputs = {
+        "procedure": procedure,
+        "params": dataclasses.asdict(params),
+        "scores": scores,
+        "member": member,
+        "source": file,
+    }
+    if baseline is not None:
+        inputs["baseline"] = baseline
+    return result, inputs
 
 
 @app.command("audit")
@@ -241,10 +223,25 @@ def audit_command(
         help="fdp-one-run: report eps(mu_lb, delta), valid only for Gaussian trade-off curves.",
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of the held-out split."),
+    bundle_dir: Path | None = typer.Option(
+        None,
+        "--out",
+        help="Write a re-verifiable bundle (result.json, inputs.npz, bundle.json) to this new "
+        "folder; check it later with `privaudit verify`.",
+    ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out folder."),
+    fmt: str = typer.Option("text", "--format", help=ci_output.FORMAT_HELP),
+    format_file: Path | None = typer.Option(None, "--format-file", help=ci_output.FORMAT_FILE_HELP),
 ) -> None:
     """Compute a DP lower bound from scores and membership in FILE."""
+    from privaudit.report.bundle import audit_payload
+    from privaudit.report.ci_formats import gates_from_audit
+
     try:
-        result = _compute(
+        fmt = ci_output.check_options(fmt, claimed_epsilon, format_file)
+        if bundle_dir is not None:
+            check_output_dir(bundle_dir, overwrite=overwrite)
+        result, inputs = _compute(
             file,
             procedure,
             confidence,
@@ -259,7 +256,8 @@ def audit_command(
             gaussian_epsilon,
             seed,
         )
-        payload = json.dumps(_json_payload(result), indent=2)
+        doc = audit_payload(result)
+        payload = json.dumps(doc, indent=2)
     except PrivauditError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -272,11 +270,22 @@ def audit_command(
             tmp.unlink(missing_ok=True)
             typer.echo(f"error: --json: cannot write {json_path} ({exc})", err=True)
             raise typer.Exit(2) from None
-    _render(result, claimed_epsilon, Console(file=sys.stdout, soft_wrap=True))
-    if claimed_epsilon is not None and result.epsilon_lower_bound > claimed_epsilon:
-        typer.echo(
-            f"violation: epsilon lower bound {result.epsilon_lower_bound:.6g} exceeds the "
-            f"claimed epsilon {claimed_epsilon:g}",
-            err=True,
-        )
-        raise typer.Exit(1)
+    if bundle_dir is not None:
+        try:
+            write_audit_bundle(bundle_dir, doc, inputs, overwrite=overwrite)
+        except (OSError, PrivauditError) as exc:
+            typer.echo(f"error: --out: cannot write the bundle to {bundle_dir} ({exc})", err=True)
+            raise typer.Exit(2) from None
+    if ci_output.human_output_wanted(fmt, format_file):
+        _render(result, claimed_epsilon, Console(file=sys.stdout, soft_wrap=True))
+    code = ci_output.emit(
+        fmt,
+        "audit",
+        gates_from_audit(doc),
+        claimed_epsilon,
+        doc,
+        artifact=file,
+        format_file=format_file,
+    )
+    if code:
+        raise typer.Exit(code)

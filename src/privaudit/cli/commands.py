@@ -10,5 +10,6 @@ from privaudit.cli import (
     demo_cmd,  # noqa: F401
     record_risk_cmd,  # noqa: F401
     run_cmd,  # noqa: F401
+    verify_cmd,  # noqa: F401
     zero_run_cmd,  # noqa: F401
 )

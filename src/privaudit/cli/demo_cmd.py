@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import math
 import sys
+from collections import Counter
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,48 +21,134 @@ def _pct(x: Any) -> str:
     return "n/a" if x is None else f"{100.0 * float(x):.2f}%"
 
 
-def render_summary(results: dict[str, Any], out_dir: Path | None) -> None:
-    """Print the attack table of a ``results.json`` document with rich."""
+def _pct1(x: Any) -> str:
+    return "n/a" if x is None else f"{100.0 * float(x):.1f}%"
+
+
+#: The FPRs of the summary's TPR columns (``results.json`` key, column title).
+_TPR_COLUMNS: tuple[tuple[str, str], ...] = (("0.001", "TPR@0.1%"), ("0.01", "TPR@1%"))
+
+
+def _models_line(settings: dict[str, Any]) -> str:
+    trained = {k: int(v) for k, v in settings.get("models_trained", {}).items()}
+    loaded = {k: int(v) for k, v in settings.get("models_loaded", {}).items()}
+    n_trained, n_loaded = sum(trained.values()), sum(loaded.values())
+    cache = settings.get("cache_dir")
+    where = f"the cache at {cache}" if cache else "the cache"
+    executor = settings.get("executor", "local")
+    if settings.get("ray_address"):
+        executor += f" ({settings['ray_address']})"
+    if n_loaded and not n_trained:
+        head = f"all {n_loaded} models loaded from {where} (nothing retrained)"
+    elif n_loaded:
+        head = f"{n_trained} trained, {n_loaded} loaded from {where}"
+    else:
+        head = f"{n_trained} trained" + ("" if cache else " (no cache)")
+    return f"Models: {head}; executor {executor}"
+
+
+def _ci(x: float) -> str:
+    v = 100.0 * float(x)
+    return "100" if v >= 99.95 else f"{v:.1f}"
+
+
+def summary_lines(results: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The notes under the summary table (why a figure is n/a) and the audit's warnings."""
+    notes: list[str] = []
+    attacks = results["attacks"]
+    for key, title in _TPR_COLUMNS:
+        f = float(key)
+        need = math.ceil(1.0 / f - 1e-9)
+        short = [a for a in attacks if a["tpr_at_fpr"].get(key) is None and a["n_negatives"] < need]
+        if not short:
+            continue
+        counts = Counter(int(a["n_negatives"]) for a in short)
+        common = counts.most_common(1)[0][0]
+        others = [f"{a['name']}: {a['n_negatives']}" for a in short if a["n_negatives"] != common]
+        who = "the attacks" if len(short) == len(attacks) else ", ".join(a["name"] for a in short)
+        notes.append(
+            f"{title} n/a: a TPR at {100 * f:g}% FPR needs >= {need:,} non-members (one "
+            f"false positive); {who} scored {common:,}"
+            + (f" ({', '.join(others)})" if others else "")
+        )
+    no_alpha = [a["name"] for a in attacks if a["achieved_fpr"] is None]
+    if no_alpha:
+        notes.append(
+            "FPR@alpha n/a for " + ", ".join(no_alpha) + ": no threshold calibrated at "
+            "alpha (the score only ranks records)"
+        )
+    warns = [str(w) for w in results["settings"].get("warnings", [])]
+    return notes, warns
+
+
+def render_summary(
+    results: dict[str, Any], out_dir: Path | None, *, width: int | None = None
+) -> None:
+    """Print the summary of a ``results.json`` document with rich, readable at 80 columns.
+
+    One row per attack: AUC, TPR at 0.1% and 1% FPR, the achieved FPR of the alpha
+    threshold with its 95% Clopper-Pearson interval, the records the figures rest on
+    (members + non-members scored) and the models the attack learned from. Under the
+    table: why a TPR is n/a (too few non-members), whether models came from the cache,
+    and the audit's warnings.
+    """
+    from rich import box
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    # a pipe or file gets the full table (rich would wrap it at 80 columns)
-    console = Console() if sys.stdout.isatty() else Console(width=160)
+    if width is None:
+        width = 80 if not sys.stdout.isatty() else None  # a pipe or file: 80 columns
+    console = Console(width=width, highlight=False)
     t = results["target"]
     s = results["settings"]
+    data = s["dataset"].get("name") or Path(str(s["dataset"].get("path"))).name
     console.print(
-        f"[bold]Target[/bold]: {s['model'].get('kind', '?')} on {s['dataset'].get('name') or s['dataset'].get('path')}, "
-        f"train accuracy {_pct(t['train_accuracy'])}, test accuracy {_pct(t['test_accuracy'])}, "
-        f"{t['n_members']} members / {t['n_non_members']} non-members audited"
+        f"[bold]Target[/bold]: {s['model'].get('kind', '?')} on {data}; accuracy "
+        f"{_pct1(t['train_accuracy'])} train, {_pct1(t['test_accuracy'])} test; "
+        f"{t['n_members']} members + {t['n_non_members']} non-members audited"
     )
-    table = Table(title=f"Membership inference (alpha = {s['alpha']})", show_lines=False)
+    alpha = float(s["alpha"])
+    table = Table(
+        title=f"Membership inference (alpha = {alpha:g})",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        pad_edge=False,
+        collapse_padding=True,
+    )
     for col, justify in [
         ("attack", "left"),
         ("AUC", "right"),
-        ("TPR@0.1%FPR", "right"),
-        ("TPR@1%FPR", "right"),
-        ("FPR@50%TPR", "right"),
-        ("achieved FPR [95% CI]", "right"),
+        (_TPR_COLUMNS[0][1], "right"),
+        (_TPR_COLUMNS[1][1], "right"),
+        (f"FPR@{100 * alpha:g}% [95% CI]", "right"),
+        ("records", "right"),
         ("models", "right"),
     ]:
         table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for a in results["attacks"]:
         if a["achieved_fpr"] is None:
-            ach = "n/a"
+            ach = Text("n/a")
         else:
             lo, hi = a["achieved_fpr_ci"]
             colour = "green" if a["alpha_within_error"] else "red"
-            ach = f"[{colour}]{_pct(a['achieved_fpr'])}[/{colour}] [{_pct(lo)}, {_pct(hi)}]"
+            ach = Text.assemble((_pct1(a["achieved_fpr"]), colour), f" [{_ci(lo)}, {_ci(hi)}]")
         table.add_row(
             a["name"],
             f"{a['auc']:.3f}",
-            _pct(a["tpr_at_fpr"].get("0.001")),
-            _pct(a["tpr_at_fpr"].get("0.01")),
-            _pct(a.get("fpr_at_tpr", {}).get("0.5")),
+            *(_pct(a["tpr_at_fpr"].get(key)) for key, _ in _TPR_COLUMNS),
             ach,
-            "n/a" if a["n_reference_models"] is None else str(a["n_reference_models"]),
+            f"{a['n_positives']}+{a['n_negatives']}",
+            "-" if a["n_reference_models"] is None else str(a["n_reference_models"]),
         )
     console.print(table)
+    notes, warns = summary_lines(results)
+    console.print("records: members + non-members scored; models: attacker models used")
+    for line in notes:
+        console.print(line)
+    console.print(_models_line(s))
+    for w in warns:
+        console.print(f"[yellow]warning[/yellow]: {w}")
     if out_dir is not None:
         console.print(
             f"Report written to [bold]{out_dir}[/bold] (report.html, results.json, scores.npz)"
@@ -78,6 +168,18 @@ def new_results_dir(root: Path, prefix: str) -> Path:
         n += 1
         candidate = root / f"{prefix}-{stamp}-{n}"
     return candidate
+
+
+@contextlib.contextmanager
+def quiet_warnings() -> Iterator[None]:
+    """Hide :class:`~privaudit.errors.PrivauditWarning` (the summary lists them)."""
+    import warnings
+
+    from privaudit.errors import PrivauditWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivauditWarning)
+        yield
 
 
 def fail_exit(exc: PrivauditError) -> typer.Exit:
@@ -125,7 +227,8 @@ def demo(
             output_dir=out,
             cache_dir=None if no_cache else cache_dir,
         )
-        report = run_audit(cfg, overwrite=overwrite, progress=progress)
+        with quiet_warnings():  # the summary prints them (results.json records them)
+            report = run_audit(cfg, overwrite=overwrite, progress=progress)
     except PrivauditError as exc:
         raise fail_exit(exc) from None
     render_summary(report.results, report.out_dir)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
-from privaudit.cli import app
-from privaudit.cli.demo_cmd import fail_exit, render_summary
+from privaudit.cli import app, ci_output
+from privaudit.cli.demo_cmd import fail_exit, quiet_warnings, render_summary
 from privaudit.errors import PrivauditError
 
 
@@ -19,6 +19,13 @@ def run(
         False, "--overwrite", help="Replace an existing report directory."
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
+    claimed_epsilon: float | None = typer.Option(
+        None,
+        "--claimed-epsilon",
+        help="Exit 1 when an attack's one-run epsilon lower bound exceeds it.",
+    ),
+    fmt: str = typer.Option("text", "--format", help=ci_output.FORMAT_HELP),
+    format_file: Path | None = typer.Option(None, "--format-file", help=ci_output.FORMAT_FILE_HELP),
 ) -> None:
     """Run the audit described by CONFIG and write report.html, results.json and scores.npz.
 
@@ -27,12 +34,27 @@ def run(
     """
     from privaudit.config import load_config
     from privaudit.pipeline import run_audit
+    from privaudit.report.ci_formats import gates_from_results
 
     try:
+        fmt = ci_output.check_options(fmt, claimed_epsilon, format_file)
         cfg = load_config(config)
         if out is not None:
             cfg = cfg.model_copy(update={"output_dir": out})
-        report = run_audit(cfg, overwrite=overwrite, progress=progress)
+        with quiet_warnings():  # the summary prints them (results.json records them)
+            report = run_audit(cfg, overwrite=overwrite, progress=progress)
     except PrivauditError as exc:
         raise fail_exit(exc) from None
-    render_summary(report.results, report.out_dir)
+    if ci_output.human_output_wanted(fmt, format_file):
+        render_summary(report.results, report.out_dir)
+    code = ci_output.emit(
+        fmt,
+        "run",
+        gates_from_results(report.results),
+        claimed_epsilon,
+        report.results,
+        artifact=config,
+        format_file=format_file,
+    )
+    if code:
+        raise typer.Exit(code)

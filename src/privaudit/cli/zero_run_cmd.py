@@ -463,7 +463,26 @@ def zero_run_command(
         )
         payload = _payload(result) if as_json else None
         if out is not None:
-            write_zero_run_report(result, out, overwrite=overwrite)
+            from privaudit.report.bundle import make_manifest, sources_fingerprint
+
+            manifest = make_manifest(
+                kind="zero-run",
+                command="zero-run",
+                config={
+                    "estimators": list(names),
+                    "confidence": confidence,
+                    "delta": delta,
+                    "delta_ds": delta_ds,
+                    "n_bootstrap": bootstrap,
+                    "pca_components": pca,
+                    "seed": seed,
+                    "features": list(columns),
+                },
+                seeds={"root": seed},
+                dataset_fingerprint=sources_fingerprint([file, members, non_members]),
+            )
+            inputs = {"scores": scores, "member": member, "features": frame}
+            write_zero_run_report(result, out, overwrite=overwrite, bundle=manifest, inputs=inputs)
     except PrivauditError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

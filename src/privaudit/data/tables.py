@@ -69,6 +69,78 @@ def _sorted_unique(values: pd.Series, what: str) -> list[Any]:
     return sorted(uniq.tolist(), key=str)
 
 
+#: A label with fewer records per class than this, on average, is not a class label.
+_MIN_RECORDS_PER_CLASS = 5
+#: A text column whose values are numbers with more distinct values than this is numeric.
+_MAX_NUMERIC_CODES = 20
+#: One-hot encoding a text column into more features than this draws a warning.
+_MANY_CATEGORIES = 100
+
+
+def _check_class_labels(lab: pd.Series, classes: list[Any], label_column: str) -> None:
+    """A continuous target (non-integer numbers, or hardly any record per value) is an error.
+
+    privaudit audits classifiers; a regression target read as class labels would give
+    hundreds of classes of one or two records each, and an audit of nothing.
+    """
+    where = f"label column {label_column!r}"
+    if pd.api.types.is_float_dtype(lab):
+        v = lab.to_numpy(dtype=np.float64)
+        frac = np.isfinite(v) & (v != np.round(v))
+        if frac.any():
+            raise fail(
+                where,
+                "class labels (integers or names)",
+                f"{int(frac.sum())} non-integer number(s), e.g. {float(v[frac][0])!r}: a continuous "
+                "target? privaudit audits classifiers",
+            )
+    n = len(lab)
+    if len(classes) > 2 and len(classes) * _MIN_RECORDS_PER_CLASS > n:
+        raise fail(
+            where,
+            f"class labels with at least {_MIN_RECORDS_PER_CLASS} records per class on average",
+            f"{len(classes)} distinct values among {n} records (a continuous target or an id "
+            "column? privaudit audits classifiers)",
+        )
+
+
+def _check_categorical(s: pd.Series, col: str) -> None:
+    """A text column that is really numeric with a few stray strings is an error.
+
+    ``pandas`` reads a numeric column with one typo (``"12a"``, ``"?"``) as text, which
+    one-hot encoding would silently turn into one feature per distinct number. Text
+    columns with many distinct values are legal but draw a
+    :class:`~privaudit.errors.PrivauditWarning` (often an id or a free-text column).
+    """
+    import warnings
+
+    from privaudit.errors import PrivauditWarning
+
+    as_num = pd.to_numeric(s, errors="coerce")
+    is_num = as_num.notna().to_numpy()
+    n_num = int(is_num.sum())
+    if 0 < n_num < len(s) and n_num * 2 >= len(s):
+        distinct = int(as_num[is_num].nunique())
+        if distinct > _MAX_NUMERIC_CODES:
+            bad = s[~is_num]
+            rows = np.flatnonzero(~is_num)
+            raise fail(
+                f"feature column {col!r}",
+                "numbers in a numeric column",
+                f"{len(bad)} value(s) that are not numbers among {n_num} numbers, e.g. "
+                f"{bad.iloc[0]!r} in data row {int(rows[0]) + 1} (fix or drop them; read as "
+                f"text the column would be one-hot encoded into {distinct + bad.nunique()} features)",
+            )
+    n_cats = int(s.astype(str).nunique())
+    if n_cats > _MANY_CATEGORIES:
+        warnings.warn(
+            f"feature column {col!r}: {n_cats} distinct text values become {n_cats} one-hot "
+            "features (an id or free-text column? drop it, or give it as id_column)",
+            PrivauditWarning,
+            stacklevel=3,
+        )
+
+
 def table_from_frame(
     frame: pd.DataFrame,
     label_column: str,
@@ -145,6 +217,7 @@ def table_from_frame(
     classes = _sorted_unique(lab, "labels")
     if len(classes) < 2:
         raise fail(f"label column {label_column!r}", "at least 2 classes", f"only {classes!r}")
+    _check_class_labels(lab, classes, label_column)
     index = {c: k for k, c in enumerate(classes)}
     y = np.array([index[v] for v in lab.tolist()], dtype=np.int64)
 
@@ -192,6 +265,7 @@ def table_from_frame(
                 raise fail(
                     f"feature column {col!r}", "no missing values", f"{int(s.isna().sum())} missing"
                 )
+            _check_categorical(s, col)
             values = s.astype(str).to_numpy()
             cats = sorted(set(values.tolist()))
             blocks.append((values[:, None] == np.asarray(cats)[None, :]).astype(np.float64))
@@ -211,6 +285,95 @@ def table_from_frame(
         ],
     }
     return Dataset(name, ids_arr, X, y, tuple(names), tuple(str(c) for c in classes), info)
+
+
+_PARQUET_MAGIC = b"PAR1"
+_ZIP_MAGIC = b"PK\x03\x04"
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _head(p: Path, n: int = 4) -> bytes:
+    try:
+        with open(p, "rb") as fh:
+            return fh.read(n)
+    except OSError as exc:
+        raise fail("path", "a readable file", f"{p} ({exc.strerror or exc})") from None
+
+
+def _read_csv(p: Path) -> pd.DataFrame:
+    """A CSV table, or an :class:`InvalidInputError` that says why it cannot be read.
+
+    Catches what ``pandas.read_csv`` raises on an empty file, text that is not UTF-8
+    (a Latin-1 header, for instance), a binary file (Parquet or ``.npz``) named ``.csv``,
+    and malformed rows.
+    """
+    head = _head(p)
+    gz = p.suffix.lower() == ".gz"
+    if not head:
+        raise fail("path", "a CSV file with a header row", f"an empty file {p} (0 bytes)")
+    if head.startswith(_PARQUET_MAGIC):
+        raise fail("path", "a CSV file", f"a Parquet file named {p.name} (rename it to .parquet)")
+    if head.startswith(_ZIP_MAGIC):
+        raise fail("path", "a CSV file", f"a zip or .npz archive named {p.name}")
+    if gz and not head.startswith(_GZIP_MAGIC):
+        raise fail("path", "a gzip-compressed CSV file (.csv.gz)", f"{p.name} is not gzip data")
+    if not gz and head.startswith(_GZIP_MAGIC):
+        raise fail("path", "an uncompressed CSV file", f"gzip data in {p.name} (name it .csv.gz)")
+    try:
+        frame = pd.read_csv(p, encoding="utf-8")
+        header = pd.read_csv(p, encoding="utf-8", header=None, nrows=1, dtype=str)
+    except UnicodeDecodeError as exc:
+        raise fail(
+            "path",
+            "a UTF-8 encoded CSV file",
+            f"bytes that are not UTF-8 at position {exc.start} of {p} "
+            f"({exc.object[exc.start : exc.start + 4]!r}); save the file as UTF-8",
+        ) from None
+    except pd.errors.EmptyDataError:
+        raise fail("path", "a CSV file with a header row", f"no columns in {p}") from None
+    except (pd.errors.ParserError, ValueError, OSError, EOFError) as exc:
+        raise fail("path", "a readable CSV file", f"{p} ({_first_line(exc)})") from None
+    names = [str(c) for c in header.iloc[0].tolist()] if len(header) else []
+    dups = sorted({c for c in names if names.count(c) > 1})
+    if dups:  # pandas would rename the second "a" to "a.1" silently
+        raise fail("columns", "unique column names in the header", f"{dups} repeated")
+    return frame
+
+
+def _read_parquet(p: Path) -> pd.DataFrame:
+    head = _head(p)
+    if head != _PARQUET_MAGIC:
+        found = "an empty file" if not head else "a file that does not start like Parquet"
+        raise fail("path", "a Parquet file", f"{found}: {p}")
+    try:
+        return pd.read_parquet(p)
+    except Exception as exc:  # pyarrow raises its own ArrowInvalid / OSError types
+        raise fail("path", "a readable Parquet file", f"{p} ({_first_line(exc)})") from None
+
+
+def _open_npz(p: Path) -> Any:
+    head = _head(p)
+    if head != _ZIP_MAGIC:
+        found = "an empty file" if not head else "a file that is not a NumPy .npz archive"
+        raise fail("path", "a NumPy .npz file", f"{found}: {p}")
+    try:
+        return np.load(p, allow_pickle=False)
+    except Exception as exc:  # zipfile.BadZipFile, ValueError, OSError
+        raise fail("path", "a readable .npz file", f"{p} ({_first_line(exc)})") from None
+
+
+def _npz_array(z: Any, key: str, p: Path) -> np.ndarray:
+    try:
+        return np.asarray(z[key])
+    except Exception as exc:  # object arrays need pickle; a truncated member
+        raise fail(
+            f"array {key!r} of {p.name}", "a numeric or string array", _first_line(exc)
+        ) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
 
 
 def load_table(
@@ -257,11 +420,11 @@ def load_table(
     ds_name = name or stem
     src = f"file {p.name}"
     if suffixes[-1:] == [".csv"] or suffixes[-2:] == [".csv", ".gz"]:
-        frame = pd.read_csv(p)
+        frame = _read_csv(p)
     elif suffixes[-1:] in ([".parquet"], [".pq"]):
-        frame = pd.read_parquet(p)
+        frame = _read_parquet(p)
     elif suffixes[-1:] == [".npz"]:
-        with np.load(p, allow_pickle=False) as z:
+        with _open_npz(p) as z:
             keys = list(z.files)
             if "X" not in keys:
                 raise fail("npz file", "an array named 'X' (features)", f"arrays {keys}")
@@ -271,11 +434,11 @@ def load_table(
                     "one of the arrays " + ", ".join(map(repr, keys)),
                     repr(label_column),
                 )
-            Xz = np.asarray(z["X"])
+            Xz = _npz_array(z, "X", p)
             if Xz.ndim != 2:
                 raise fail("X", "a 2-dimensional feature array", f"shape {Xz.shape}")
             frame = pd.DataFrame(Xz, columns=[f"x{j}" for j in range(Xz.shape[1])])
-            labels = np.asarray(z[label_column])
+            labels = _npz_array(z, label_column, p)
             if labels.ndim != 1 or labels.size != Xz.shape[0]:
                 raise fail(
                     label_column, f"a 1-D array of {Xz.shape[0]} labels", f"shape {labels.shape}"
@@ -288,7 +451,7 @@ def load_table(
                         "one of the arrays " + ", ".join(map(repr, keys)),
                         repr(id_column),
                     )
-                idz = np.asarray(z[id_column])
+                idz = _npz_array(z, id_column, p)
                 if idz.ndim != 1 or idz.size != Xz.shape[0]:
                     raise fail(id_column, f"a 1-D array of {Xz.shape[0]} ids", f"shape {idz.shape}")
                 frame[id_column] = idz

@@ -18,7 +18,12 @@ from typing import Any
 import numpy as np
 
 from privaudit.games.metrics import roc_curve
+from privaudit.report.per_record import record_risk, record_risk_csv
 from privaudit.report.results import ScoreTable
+
+#: Rows of the per-record risk table shown in the page (the most exposed records); the
+#: downloadable CSV holds every audited record.
+RISK_ROWS_SHOWN = 500
 
 __all__ = [
     "fig_to_base64",
@@ -164,8 +169,15 @@ def render_html(results: Mapping[str, Any], table: ScoreTable) -> str:
                     cells.append({"value": float(test[i, j]), "kind": "test"})
             ag_rows.append({"name": n, "cells": cells})
 
+    risk = record_risk(table)
+    csv_text = record_risk_csv(risk)
+    shown = [risk.row(int(i)) for i in risk.order[:RISK_ROWS_SHOWN]]
     template = env.get_template("report.html.j2")
     return template.render(
+        risk_attacks=list(risk.attacks),
+        risk_rows=shown,
+        risk_n=int(risk.record_ids.size),
+        risk_csv_b64=base64.b64encode(csv_text.encode("utf-8")).decode("ascii"),
         r=results,
         attacks=attacks,
         fpr_keys=fpr_keys,

@@ -114,6 +114,10 @@ def _plain(v: Any) -> Any:
     return v
 
 
+#: Public name of the JSON conversion (used by ``report.bundle`` and ``report.ci_formats``).
+plain = _plain
+
+
 def attack_entry(metrics: AttackMetrics, *, n_reference_models: int | None) -> dict[str, Any]:
     """One element of ``results["attacks"]``.
 

@@ -12,14 +12,22 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from privaudit.errors import InvalidInputError
 from privaudit.report.results import RESULTS_FILE, SCORES_FILE, ScoreTable, validate_results
 
-__all__ = ["HTML_FILE", "ReportExistsError", "check_output_dir", "move_into_place", "write_report"]
+__all__ = [
+    "HTML_FILE",
+    "ReportExistsError",
+    "check_output_dir",
+    "move_into_place",
+    "write_atomically",
+    "write_audit_bundle",
+    "write_report",
+]
 
 HTML_FILE = "report.html"
 
@@ -57,6 +65,7 @@ def write_report(
     *,
     overwrite: bool = False,
     html: bool = True,
+    bundle: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write ``results.json``, ``scores.npz`` and ``report.html`` into ``out_dir``, atomically.
 
@@ -74,6 +83,9 @@ def write_report(
         :class:`ReportExistsError` and nothing is touched.
     html : bool
         Also render ``report.html``.
+    bundle : mapping, optional
+        A manifest from :func:`privaudit.report.bundle.make_manifest`: also write
+        ``bundle.json`` with the digests of the files above (a re-verifiable bundle).
 
     Returns
     -------
@@ -88,9 +100,8 @@ def write_report(
             "table: expected scores of exactly the attacks in results "
             f"({sorted(names)}), found {sorted(table.attacks)}"
         )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
+
+    def fill(tmp: Path) -> None:
         text = json.dumps(results, indent=2, allow_nan=False)
         (tmp / RESULTS_FILE).write_text(text + "\n", encoding="utf-8")
         table.save(tmp / SCORES_FILE)
@@ -98,11 +109,71 @@ def write_report(
             from privaudit.report.html import render_html
 
             (tmp / HTML_FILE).write_text(render_html(results, table), encoding="utf-8")
+        if bundle is not None:
+            from privaudit.report.bundle import write_manifest
+
+            written = [RESULTS_FILE, SCORES_FILE] + ([HTML_FILE] if html else [])
+            write_manifest(tmp, bundle, written)
+
+    write_atomically(out, fill, overwrite=overwrite)
+    return out
+
+
+def write_atomically(out: Path, fill: Callable[[Path], None], *, overwrite: bool) -> None:
+    """Fill a temporary folder beside ``out`` with ``fill(tmp)``, then rename it to ``out``.
+
+    On any failure the temporary folder is removed and an earlier ``out`` is kept.
+    """
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        fill(tmp)
         os.chmod(tmp, 0o755)
         move_into_place(tmp, out, overwrite=overwrite)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def write_audit_bundle(
+    out_dir: str | Path,
+    result: Mapping[str, Any],
+    inputs: Mapping[str, Any],
+    *,
+    overwrite: bool = False,
+) -> Path:
+    """Write the bundle of one ``privaudit audit`` bound into ``out_dir``, atomically.
+
+    ``result`` is the bound's JSON document; ``inputs`` holds ``procedure``, ``params``
+    (``dataclasses.asdict`` of :class:`privaudit.audit.procedures.ProcedureParams`),
+    ``scores``, ``member``, for PANORAMIA ``baseline``, and optionally ``source`` (the
+    table read: its sha256 is the bundle's dataset fingerprint).
+    """
+    from privaudit.report.bundle import (
+        file_digest,
+        make_manifest,
+        write_audit_bundle_files,
+        write_manifest,
+    )
+
+    out = check_output_dir(out_dir, overwrite=overwrite)
+
+    def fill(tmp: Path) -> None:
+        files = write_audit_bundle_files(tmp, result, inputs)
+        source = inputs.get("source")
+        config = {"procedure": inputs["procedure"], "params": inputs["params"]}
+        if source is not None:
+            config["source"] = str(source)
+        manifest = make_manifest(
+            kind="audit",
+            command="audit",
+            config=config,
+            seeds={"held_out_split": inputs["params"].get("seed")},
+            dataset_fingerprint=None if source is None else file_digest(Path(source))["sha256"],
+        )
+        write_manifest(tmp, manifest, files)
+
+    write_atomically(out, fill, overwrite=overwrite)
     return out
 
 

@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import shutil
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -31,7 +34,7 @@ from privaudit._validation import fail
 from privaudit.audit.zero_run.result import ZeroRunResult
 from privaudit.records import json_number
 from privaudit.report.html import fig_to_base64, jinja_environment
-from privaudit.report.writer import HTML_FILE, check_output_dir, write_text_files
+from privaudit.report.writer import HTML_FILE, check_output_dir, move_into_place
 
 __all__ = [
     "ZERO_RUN_RESULTS_FILE",
@@ -309,7 +312,12 @@ def render_zero_run_html(result: ZeroRunResult) -> str:
 
 
 def write_zero_run_report(
-    result: ZeroRunResult, out_dir: str | Path, *, overwrite: bool = False
+    result: ZeroRunResult,
+    out_dir: str | Path,
+    *,
+    overwrite: bool = False,
+    bundle: Mapping[str, Any] | None = None,
+    inputs: Mapping[str, Any] | None = None,
 ) -> dict[str, Path]:
     """Write ``results.json`` and ``report.html`` of a Zero-Run audit into ``out_dir``, atomically.
 
@@ -322,6 +330,11 @@ def write_zero_run_report(
     overwrite : bool
         Replace an existing ``out_dir``; without it an existing directory raises
         :class:`~privaudit.report.ReportExistsError` and nothing is touched.
+    bundle, inputs : mapping, optional
+        A manifest (:func:`privaudit.report.bundle.make_manifest`, kind ``zero-run``)
+        and the audit's ``scores``, ``member`` and ``features`` (a DataFrame): also write
+        ``inputs.npz``, ``features.parquet`` and ``bundle.json`` (``privaudit verify``
+        re-runs the audit from them).
 
     Returns
     -------
@@ -329,9 +342,24 @@ def write_zero_run_report(
         ``{"dir": out_dir, "results": out_dir/results.json, "html": out_dir/report.html}``.
     """
     r = _check_result(result)
-    check_output_dir(out_dir, overwrite=overwrite)
+    out = check_output_dir(out_dir, overwrite=overwrite)
     text = json.dumps(zero_run_payload(r), indent=2, allow_nan=False)
     page = render_zero_run_html(r)
-    files = {ZERO_RUN_RESULTS_FILE: text + "\n", HTML_FILE: page}
-    out = write_text_files(out_dir, files, overwrite=overwrite)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        (tmp / ZERO_RUN_RESULTS_FILE).write_text(text + "\n", encoding="utf-8")
+        (tmp / HTML_FILE).write_text(page, encoding="utf-8")
+        if bundle is not None:
+            from privaudit.report.bundle import write_manifest, write_zero_run_inputs
+
+            if inputs is None:
+                raise fail("inputs", "the audit's scores, membership and features", "none")
+            files = [ZERO_RUN_RESULTS_FILE, HTML_FILE, *write_zero_run_inputs(tmp, inputs)]
+            write_manifest(tmp, bundle, files)
+        os.chmod(tmp, 0o755)
+        move_into_place(tmp, out, overwrite=overwrite)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     return {"dir": out, "results": out / ZERO_RUN_RESULTS_FILE, "html": out / HTML_FILE}

@@ -37,7 +37,15 @@ from privaudit._validation import check_choice, check_positive_int, fail
 from privaudit.errors import PrivauditError
 from privaudit.runtime.progress import progress_bar
 
-__all__ = ["Executor", "LocalExecutor", "RayExecutor", "TaskError", "resolve_n_jobs"]
+__all__ = [
+    "THREAD_ENV_VARS",
+    "Executor",
+    "LocalExecutor",
+    "RayExecutor",
+    "TaskError",
+    "available_cores",
+    "resolve_n_jobs",
+]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -91,7 +99,7 @@ def resolve_n_jobs(n_jobs: int) -> int:
         raise fail("n_jobs", "a non-zero integer (negative counts back from all cores)", n_jobs)
     if n_jobs > 0:
         return n_jobs
-    return max(1, (os.cpu_count() or 1) + 1 + n_jobs)
+    return max(1, available_cores() + 1 + n_jobs)
 
 
 class Executor(abc.ABC):
@@ -106,6 +114,8 @@ class Executor(abc.ABC):
 
     def __init__(self, *, progress: bool | None = None) -> None:
         self.progress = progress
+        #: Tasks this executor was given so far (what ``results.json`` records as run by it).
+        self.tasks_run = 0
 
     @property
     @abc.abstractmethod
@@ -163,17 +173,48 @@ def _run_inline(
 # --- process-pool workers: the function is installed once per worker ---------------
 
 _WORKER_FN: Callable[[Any], Any] | None = None
+_WORKER_LIMITS: Any = None  # keeps threadpoolctl's limits alive in the worker
+
+#: Environment variables that size the thread pools of BLAS and OpenMP runtimes. They are
+#: read when a runtime *loads*, so a worker sets them before it unpickles its function
+#: (which imports scikit-learn and with it the OpenMP runtime).
+THREAD_ENV_VARS: tuple[str, ...] = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity; ``os.cpu_count()`` elsewhere)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
 
 
 def _worker_init(fn_bytes: bytes, n_threads: int) -> None:
-    global _WORKER_FN
-    try:  # keep BLAS/OpenMP from oversubscribing the cores shared by the workers
+    """Limit the worker's BLAS/OpenMP threads, then install its function.
+
+    Two steps, because a thread limit reaches only the runtimes it can see: the
+    environment variables size every runtime that loads *after* this point (the OpenMP
+    runtime of scikit-learn loads while ``fn_bytes`` is unpickled), and
+    ``threadpoolctl`` then caps every runtime loaded by now (NumPy's BLAS, and anything
+    the spawned interpreter imported before the initializer ran).
+    """
+    global _WORKER_FN, _WORKER_LIMITS
+    for var in THREAD_ENV_VARS:
+        os.environ[var] = str(n_threads)
+    _WORKER_FN = pickle.loads(fn_bytes)
+    try:
         from threadpoolctl import threadpool_limits
 
-        threadpool_limits(limits=n_threads)
+        _WORKER_LIMITS = threadpool_limits(limits=n_threads)
     except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
         pass
-    _WORKER_FN = pickle.loads(fn_bytes)
 
 
 def _worker_call(item: Any) -> Any:
@@ -195,7 +236,9 @@ class LocalExecutor(Executor):
         How worker processes start. ``"spawn"`` (default) is safe with threaded
         BLAS libraries and behaves the same on every platform.
     threads_per_worker : int or None
-        BLAS/OpenMP threads per worker; default ``max(1, cpu_count // n_jobs)``.
+        BLAS/OpenMP threads per worker; default ``max(1, cores // n_jobs)``, so that
+        ``n_jobs x threads`` never exceeds the cores (:func:`available_cores`). Set in each
+        worker before scikit-learn's OpenMP runtime loads (see :func:`_worker_init`).
 
     Examples
     --------
@@ -217,7 +260,7 @@ class LocalExecutor(Executor):
             start_method, "start_method", ("spawn", "forkserver", "fork")
         )
         if threads_per_worker is None:
-            threads_per_worker = max(1, (os.cpu_count() or 1) // self.n_jobs)
+            threads_per_worker = max(1, available_cores() // self.n_jobs)
         self.threads_per_worker = check_positive_int(threads_per_worker, "threads_per_worker")
 
     @property
@@ -239,6 +282,7 @@ class LocalExecutor(Executor):
         name = label or _default_label
         if not items:
             return []
+        self.tasks_run += len(items)
         if self.n_jobs == 1 or len(items) == 1:
             return _run_inline(fn, items, desc, name, self.progress)
         try:
@@ -355,6 +399,7 @@ class RayExecutor(Executor):
         ray = self._ray()
         if not ray.is_initialized():
             ray.init(address=self.address, **self.init_kwargs)
+        self.tasks_run += len(items)
         remote = ray.remote(num_cpus=self.num_cpus, num_gpus=self.num_gpus)(_ray_call)
         fn_ref = ray.put(fn)
         refs = [remote.remote(fn_ref, item) for item in items]

@@ -1,0 +1,564 @@
+"""Checks that run before the first model trains, so that a bad audit fails in seconds.
+
+:func:`preflight` is called by :func:`privaudit.pipeline.run_audit` after the dataset is
+loaded and before anything is trained or written (no report directory, no cache
+directory). It raises :class:`~privaudit.config.ConfigError` naming the config field for
+anything that would otherwise fail after an hour of training:
+
+* **paths**: ``output_dir`` and ``cache_dir`` can be created (their nearest existing
+  ancestor is a writable directory, not a file), an existing report needs ``overwrite``;
+* **executor**: ``executor: ray`` needs Ray importable and, with ``ray_address``, a
+  cluster that answers on that address;
+* **model**: the estimator is built, its parameters validated (scikit-learn's
+  ``_validate_params``), and it is fitted once on a small sample of the data with at most
+  3 iterations or trees (some checks happen only in ``fit``); the distillation
+  objective fits the model kind (``logits`` needs a regressor counterpart, soft labels
+  an estimator whose ``fit`` takes ``sample_weight``);
+* **sizes**: shadow models need more population records than the target's training
+  set; Attack D's population calibration needs ``ceil(1/alpha - 1)`` records no
+  distilled model saw; the leave-one-out sample fits in the pool (half members, half
+  non-members) instead of being clipped silently;
+* **memory**: the signals of every model fit in the memory available;
+* **attacks**: attack parameter names are checked against each attack's signature,
+  and the values by a *dry run*: the whole experiment engine runs with the same attacks,
+  parameters, alpha and numbers of models on a small synthetic dataset with a trivial
+  trainer (class means), which takes well under a second and exercises every check the
+  attacks make on their settings.
+
+It returns warnings (:class:`~privaudit.errors.PrivauditWarning`) for what is legal but
+suspicious: a target pool with too few non-members for any TPR at 1% FPR, more worker
+processes than cores.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import os
+import socket
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from privaudit.config import AuditConfig, ConfigError, build_estimator
+from privaudit.data import Dataset
+from privaudit.errors import PrivauditError, PrivauditWarning
+from privaudit.games.experiment import ExperimentConfig, run_experiment
+from privaudit.runtime.executor import LocalExecutor, available_cores
+
+__all__ = [
+    "check_attack_params",
+    "check_executor",
+    "check_memory",
+    "check_model",
+    "check_paths",
+    "check_sizes",
+    "dry_run_attacks",
+    "preflight",
+]
+
+#: Target pool non-members needed for TPR at 1% FPR (the highest FPR the summary reports).
+_MIN_NON_MEMBERS_FOR_TPR = 100
+#: Records of the trial fit of the model (per class, at least).
+_TRIAL_PER_CLASS = 10
+_TRIAL_MIN = 60
+#: Sizes of the dry run's synthetic pool (at most) and population (at least).
+_DRY_POOL = 200
+_DRY_POPULATION = 400
+
+
+def preflight(
+    config: AuditConfig,
+    dataset: Dataset,
+    experiment: ExperimentConfig,
+    trainer: Any,
+    *,
+    overwrite: bool = False,
+    write: bool = True,
+) -> list[str]:
+    """Run every check of the module docstring; return the warnings (also emitted).
+
+    Raises
+    ------
+    ConfigError
+        The first problem found, naming the config field.
+    """
+    if write:
+        check_paths(config, overwrite=overwrite)
+    elif config.cache_dir is not None:
+        _check_creatable(Path(config.cache_dir), "cache_dir", existing_dir_ok=True)
+    check_executor(config)
+    check_sizes(config, experiment)
+    check_memory(experiment)
+    check_attack_params(experiment)
+    check_model(config, dataset, trainer)
+    dry_run_attacks(experiment, dataset.n_classes)
+    found = _warnings(config, experiment)
+    for w in found:
+        warnings.warn(w, PrivauditWarning, stacklevel=2)
+    return found
+
+
+# ------------------------------------------------------------------------------ paths
+
+
+def _check_creatable(path: Path, field: str, *, existing_dir_ok: bool) -> None:
+    p = path.expanduser()
+    if p.exists() or p.is_symlink():
+        if not p.is_dir():
+            raise ConfigError(f"{field}: expected a directory, found an existing file {p}")
+        if existing_dir_ok and not os.access(p, os.W_OK | os.X_OK):
+            raise ConfigError(f"{field}: expected a writable directory, found {p} read-only")
+        return
+    parent = p.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ConfigError(
+            f"{field}: expected a path that can be created, found {p} inside the file {parent}"
+        )
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(
+            f"{field}: expected a path that can be created, found {p} under the "
+            f"read-only directory {parent}"
+        )
+
+
+def check_paths(config: AuditConfig, *, overwrite: bool) -> None:
+    """``output_dir`` is new (or ``overwrite``) and creatable; ``cache_dir`` creatable."""
+    from privaudit.report import check_output_dir
+
+    out = Path(config.output_dir)
+    check_output_dir(out, overwrite=overwrite)
+    _check_creatable(out, "output_dir", existing_dir_ok=True)
+    if config.cache_dir is not None:
+        cache = Path(config.cache_dir)
+        _check_creatable(cache, "cache_dir", existing_dir_ok=True)
+        if cache.expanduser().resolve() == out.expanduser().resolve():
+            raise ConfigError(
+                f"cache_dir: expected a folder other than the report folder, found {cache} "
+                "(--overwrite would delete the cache)"
+            )
+
+
+# --------------------------------------------------------------------------- executor
+
+
+def _ray_host_port(address: str) -> tuple[str, int] | None:
+    text = address.strip()
+    for prefix in ("ray://", "http://", "https://"):
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+    text = text.split("/", 1)[0]
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
+
+
+def check_executor(config: AuditConfig, *, timeout: float = 5.0) -> None:
+    """``executor: ray``: Ray importable and the cluster at ``ray_address`` answering."""
+    if config.executor != "ray":
+        if config.ray_address is not None:
+            raise ConfigError(
+                "ray_address: expected only with 'executor: ray', found executor: local"
+            )
+        return
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        raise ConfigError(
+            "executor: expected Ray installed for 'executor: ray' (pip install 'privaudit[ray]'), "
+            "found no ray module; use 'executor: local'"
+        ) from None
+    address = config.ray_address
+    if address is None or address in ("auto", "local"):
+        return
+    hp = _ray_host_port(address)
+    if hp is None:
+        raise ConfigError(
+            f"ray_address: expected 'host:port' or 'ray://host:port', found {address!r}"
+        )
+    try:
+        with socket.create_connection(hp, timeout=timeout):
+            pass
+    except OSError as exc:
+        raise ConfigError(
+            f"ray_address: expected a Ray cluster answering at {hp[0]}:{hp[1]}, "
+            f"found none ({exc.strerror or exc})"
+        ) from None
+
+
+# ------------------------------------------------------------------------------ sizes
+
+
+def _default_param(attack: str, name: str) -> Any:
+    from privaudit.attacks.base import ATTACKS
+
+    p = inspect.signature(ATTACKS[attack].func).parameters.get(name)
+    return None if p is None else p.default
+
+
+def _setting(exp: ExperimentConfig, attack: str, name: str) -> Any:
+    return exp.attack_params.get(attack, {}).get(name, _default_param(attack, name))
+
+
+def check_sizes(config: AuditConfig, exp: ExperimentConfig) -> None:
+    """Design sizes the engine would otherwise reject (or clip) after training."""
+    members = exp.n_target_pool // 2
+    non_members = exp.n_target_pool - members
+    attacks = set(exp.attacks)
+    if members < 2 or non_members < 2:
+        raise ConfigError(
+            "sizes.n_target_pool: expected at least 4 records (2 members, 2 non-members), "
+            f"found {exp.n_target_pool}"
+        )
+    if "shadow" in attacks and members >= exp.n_population:
+        raise ConfigError(
+            f"sizes.n_population: expected more than {members} records (each shadow model "
+            f"trains on as many population records as the target's {members} members and "
+            f"needs OUT records), found {exp.n_population}"
+        )
+    need = math.ceil(1.0 / exp.alpha - 1.0 - 1e-9)
+    if (
+        "distillation" in attacks
+        and _setting(exp, "distillation", "threshold_calibration") == "population"
+    ):
+        size = exp.distill_size or min(exp.n_population, members)
+        free = exp.n_population - max(size, exp.n_population // 2)
+        if free < need:
+            raise ConfigError(
+                f"sizes.n_population: expected enough population records for the calibration "
+                f"of attack 'distillation' at alpha={exp.alpha} ({need} that no distilled model "
+                f"trains on), found {free} of {exp.n_population}; add population records, "
+                "lower models.distill_size or raise alpha"
+            )
+    if "leave-one-out" in attacks:
+        s = exp.leave_one_out_sample
+        want_m = math.ceil(s / 2)
+        if want_m > members or s - want_m > non_members:
+            raise ConfigError(
+                f"models.leave_one_out_sample: expected at most {min(2 * members, 2 * non_members)} "
+                f"records (half members, half non-members of a pool with {members} members "
+                f"and {non_members} non-members), found {s}"
+            )
+
+
+def _model_count(exp: ExperimentConfig) -> int:
+    from privaudit.attacks import required_inputs
+
+    fields: set[str] = set()
+    for a in exp.attacks:
+        req = required_inputs(a)
+        fields.update(req.fields)
+        fields.update(req.optional_fields)
+    n = 1
+    if fields & {"reference", "reference_membership", "reference_population"}:
+        n += exp.n_reference
+    if "shadow" in fields:
+        n += exp.n_shadow
+    if "distilled" in fields:
+        n += exp.n_distilled
+    if "leave_one_out" in fields:
+        n += exp.n_leave_one_out * (1 + math.ceil(exp.leave_one_out_sample / 2))
+    return n
+
+
+def _available_memory() -> int | None:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return None
+
+
+def check_memory(exp: ExperimentConfig, *, available: int | None = None) -> None:
+    """The signals of every model (kept until the attacks run) fit in memory.
+
+    Estimate: models x signals x (pool + population) float64 values, times 3 for the
+    per-model arrays, their stacked copy and the attacks' working arrays.
+    """
+    from privaudit.signals import SIGNALS
+
+    n_models = _model_count(exp)
+    per_model = len(SIGNALS) * (exp.n_target_pool + exp.n_population) * 8 * 3
+    # the reference keep matrix (bool and its float draws) is built whatever the attacks
+    need = n_models * per_model + exp.n_reference * exp.n_target_pool * 9
+    avail = _available_memory() if available is None else available
+    if avail is None or need <= 0.8 * avail:
+        return
+    raise ConfigError(
+        f"models: expected numbers of models whose arrays fit in the {avail / 2**30:.1f} GiB "
+        f"of memory available, found {n_models} models to train and n_reference="
+        f"{exp.n_reference} (about {need / 2**30:.1f} GiB); lower the numbers of models "
+        "or the sizes"
+    )
+
+
+# ---------------------------------------------------------------------------- attacks
+
+
+def check_attack_params(exp: ExperimentConfig) -> None:
+    """Every ``attack_params`` key is a setting of its attack (its signature)."""
+    from privaudit.attacks.base import ATTACKS, attack_names
+
+    attack_names()  # registers the built-in attacks
+    for attack, params in exp.attack_params.items():
+        func_params = inspect.signature(ATTACKS[attack].func).parameters
+        accepted = [p for p in func_params if p not in ("data", "rng", "alpha")]
+        unknown = sorted(set(params) - set(accepted))
+        if unknown:
+            raise ConfigError(
+                f"attack_params.{attack}: expected settings of attack {attack!r} "
+                f"({', '.join(accepted)}), found unknown {', '.join(map(repr, unknown))}"
+            )
+
+
+class _DryModel:
+    """Logits of a Gaussian class-means classifier (the dry run's trivial model)."""
+
+    def __init__(self, means: NDArray[np.float64]) -> None:
+        self.means = means
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.means.shape[0])
+
+    def logits(self, X: NDArray[np.float64]) -> NDArray[np.float64]:
+        X = np.asarray(X, dtype=np.float64)
+        return np.asarray(
+            X @ self.means.T - 0.5 * np.sum(self.means**2, axis=1)[None, :], dtype=np.float64
+        )
+
+
+class _DryTrainer:
+    """Trains :class:`_DryModel` in microseconds: weighted class means plus seeded noise."""
+
+    name = "preflight-dry-run"
+
+    def settings(self) -> dict[str, Any]:
+        return {"trainer": "preflight-dry-run"}
+
+    def accepts_sample_weight(self) -> bool:
+        return True
+
+    def fit(
+        self,
+        X: NDArray[np.float64],
+        y: NDArray[np.int64],
+        *,
+        seed: int,
+        n_classes: int | None = None,
+        sample_weight: NDArray[np.float64] | None = None,
+    ) -> _DryModel:
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.int64)
+        C = int(n_classes if n_classes is not None else y.max() + 1)
+        w = np.ones(y.size) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+        means = np.zeros((C, X.shape[1]))
+        for c in range(C):
+            m = y == c
+            if w[m].sum() > 0:
+                means[c] = np.average(X[m], axis=0, weights=w[m])
+        noise = np.random.default_rng(seed).normal(0.0, 0.05, size=means.shape)
+        return _DryModel(means + noise)
+
+
+def _dry_dataset(n_pool: int, n_population: int, n_classes: int) -> Dataset:
+    rng = np.random.default_rng(0)
+    n = n_pool + n_population
+    y = rng.permutation(np.arange(n) % n_classes).astype(np.int64)
+    centres = rng.normal(0.0, 1.5, size=(n_classes, 4))
+    X = centres[y] + rng.normal(size=(n, 4))
+    ids = np.array([f"dry-{k:06d}" for k in range(n)])
+    return Dataset(
+        "preflight-dry-run",
+        ids,
+        X,
+        y,
+        tuple(f"x{j}" for j in range(4)),
+        tuple(str(c) for c in range(n_classes)),
+    )
+
+
+def _dry_config(exp: ExperimentConfig, attacks: Sequence[str]) -> ExperimentConfig:
+    pool = min(exp.n_target_pool, _DRY_POOL)
+    floor = max(_DRY_POPULATION, 4 * math.ceil(1.0 / exp.alpha))
+    population = min(exp.n_population, floor)
+    params = {a: dict(v) for a, v in exp.attack_params.items() if a in attacks}
+    return ExperimentConfig(
+        attacks=tuple(attacks),
+        n_target_pool=pool,
+        n_population=population,
+        n_reference=exp.n_reference,
+        n_shadow=exp.n_shadow,
+        n_distilled=exp.n_distilled,
+        distill_size=None,
+        distill_method="soft-labels",
+        n_leave_one_out=exp.n_leave_one_out,
+        leave_one_out_sample=min(exp.leave_one_out_sample, 2 * (pool // 2)),
+        alpha=exp.alpha,
+        seed=exp.seed,
+        n_jobs=1,
+        attack_params=params,
+    )
+
+
+def _dry_once(exp: ExperimentConfig, data: Dataset) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run_experiment(
+            data, _DryTrainer(), exp, store=None, executor=LocalExecutor(1, progress=False)
+        )
+
+
+def dry_run_attacks(exp: ExperimentConfig, n_classes: int) -> None:
+    """Run the experiment engine on synthetic data with the config's attacks and settings.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``attack_params.<attack>`` (or ``attacks``) and the attack's own message.
+    """
+    dry = _dry_config(exp, exp.attacks)
+    data = _dry_dataset(dry.n_target_pool, dry.n_population, n_classes)
+    try:
+        _dry_once(dry, data)
+        return
+    except PrivauditError as exc:
+        first: PrivauditError = exc
+    for attack in exp.attacks:  # which attack failed?
+        try:
+            _dry_once(_dry_config(exp, [attack]), data)
+        except PrivauditError as exc:
+            field = f"attack_params.{attack}" if attack in exp.attack_params else "attacks"
+            raise ConfigError(
+                f"{field}: attack {attack!r} cannot run with these settings "
+                f"(checked on synthetic data before training): {_cause(exc)}"
+            ) from None
+    raise ConfigError(  # pragma: no cover - fails jointly but not alone
+        f"attacks: the attacks cannot run together (checked before training): {_cause(first)}"
+    )
+
+
+def _cause(exc: BaseException) -> str:
+    original = getattr(exc, "original", None)
+    return str(original) if isinstance(original, BaseException) else str(exc)
+
+
+# ------------------------------------------------------------------------------ model
+
+
+def _trial_sample(dataset: Dataset) -> NDArray[np.intp]:
+    rng = np.random.default_rng(0)
+    per = max(_TRIAL_PER_CLASS, math.ceil(_TRIAL_MIN / dataset.n_classes))
+    picks = [
+        rng.permutation(np.flatnonzero(dataset.y == c))[:per] for c in range(dataset.n_classes)
+    ]
+    return np.sort(np.concatenate(picks)).astype(np.intp)
+
+
+#: Training-budget parameters capped for the trial fit (their values are validated by
+#: ``_validate_params`` first; the trial fit checks what only ``fit`` checks, not convergence).
+_BUDGET_PARAMS: dict[str, int] = {"max_iter": 3, "n_estimators": 3}
+
+
+def _trial_trainer(trainer: Any) -> Any:
+    """``trainer`` with a scikit-learn estimator's iterations / trees capped (a fast fit)."""
+    from privaudit.models import SklearnTrainer
+
+    if not isinstance(trainer, SklearnTrainer):
+        return trainer
+    from sklearn.base import clone
+
+    est = clone(trainer.estimator)
+    params = est.get_params(deep=True)
+    capped = {
+        k: min(int(params[k]), cap)
+        for name, cap in _BUDGET_PARAMS.items()
+        for k in params
+        if (k == name or k.endswith(f"__{name}")) and isinstance(params[k], int)
+    }
+    if capped:
+        est.set_params(**capped)
+    return SklearnTrainer(est, name=trainer.name, n_classes=trainer.n_classes)
+
+
+def check_model(config: AuditConfig, dataset: Dataset, trainer: Any) -> None:
+    """Build the estimator, fit it once on a small sample; check the distillation objective."""
+    try:
+        estimator = build_estimator(config.model)
+        validate = getattr(estimator, "_validate_params", None)
+        if callable(validate):
+            validate()
+    except PrivauditError:
+        raise
+    except Exception as exc:
+        raise ConfigError(
+            f"model.params: expected parameters {config.model.kind} accepts, found "
+            f"{type(exc).__name__}: {exc}"
+        ) from None
+    rows = _trial_sample(dataset)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = _trial_trainer(trainer).fit(
+                dataset.X[rows], dataset.y[rows], seed=0, n_classes=dataset.n_classes
+            )
+            model.logits(dataset.X[rows[:2]])
+    except Exception as exc:
+        raise ConfigError(
+            f"model.params: expected a model that trains, found that a trial fit on "
+            f"{rows.size} records failed: {type(exc).__name__}: {exc}"
+        ) from None
+    if "distillation" in config.attack_names():
+        from privaudit.models.distill import logit_regressor_for
+
+        method = config.models.distill_method
+        if method == "logits":
+            try:
+                logit_regressor_for(estimator)
+            except PrivauditError:
+                raise ConfigError(
+                    f"models.distill_method: expected 'soft-labels' for model kind "
+                    f"{config.model.kind!r} ('logits' needs a regressor of the same "
+                    f"architecture, known for mlp only), found 'logits'"
+                ) from None
+        else:
+            accepts = getattr(trainer, "accepts_sample_weight", None)
+            if not callable(accepts) or not accepts():
+                raise ConfigError(
+                    f"models.distill_method: expected a model whose fit() takes "
+                    f"sample_weight for 'soft-labels', found {config.model.kind!r}"
+                )
+
+
+# ---------------------------------------------------------------------------- warnings
+
+
+def _warnings(config: AuditConfig, exp: ExperimentConfig) -> list[str]:
+    out: list[str] = []
+    non_members = exp.n_target_pool - exp.n_target_pool // 2
+    if non_members < _MIN_NON_MEMBERS_FOR_TPR:
+        out.append(
+            f"sizes.n_target_pool: the pool has {non_members} non-members, too few for any "
+            f"TPR at a low FPR (TPR at 1% FPR needs >= {_MIN_NON_MEMBERS_FOR_TPR}, at 0.1% "
+            f">= 1000); the summary shows only AUC and the alpha-threshold FPR"
+        )
+    cores = available_cores()
+    if config.executor == "local" and config.n_jobs > cores:
+        out.append(
+            f"n_jobs: {config.n_jobs} worker processes on {cores} cores; each gets one "
+            "thread, but the processes still share the cores (use n_jobs <= cores)"
+        )
+    return out

@@ -1,0 +1,570 @@
+"""Re-verifiable bundles: everything a third party needs to recompute an audit's numbers.
+
+A bundle is a folder with a manifest, ``bundle.json``, beside the files it describes:
+
+* ``run`` / ``demo`` (kind ``membership-inference``): ``results.json``, ``scores.npz``
+  (per-record scores of every attack, record ids, true membership), ``report.html``;
+* ``audit`` (kind ``audit``): ``result.json`` (the bound) and ``inputs.npz`` (the scores,
+  membership and baseline scores read from the user's table);
+* ``zero-run --out`` (kind ``zero-run``): ``results.json``, ``report.html``, ``inputs.npz``
+  (scores, membership) and ``features.parquet`` (what the propensity models saw);
+  verification re-runs the whole audit (cross-fitting, bootstrap) from them.
+
+The manifest holds the config, the seeds, the dataset's fingerprint, the versions of
+Python and of the numerical packages, the sha256 of every file, and the tolerances that
+:func:`verify_bundle` applies. Verification needs neither the model nor the data: it
+reloads the scores and recomputes every metric and bound with the same library functions
+that produced them (:func:`~privaudit.report.results.recompute_attack_metrics`,
+:func:`~privaudit.audit.attack_bounds.attack_one_run_bounds`,
+:func:`~privaudit.games.metrics.agreement_matrix`,
+:func:`~privaudit.audit.procedures.run_procedure`), then compares each recorded value
+with its recomputation. What cannot be recomputed without the model (train and test
+accuracy) is listed as such, never passed silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import hashlib
+import json
+import math
+import platform
+from collections.abc import Iterable, Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from privaudit import __version__
+from privaudit.errors import InvalidInputError
+from privaudit.records import AuditResult
+from privaudit.report.results import plain
+
+__all__ = [
+    "AUDIT_INPUTS_FILE",
+    "AUDIT_RESULT_FILE",
+    "BUNDLE_FILE",
+    "BUNDLE_VERSION",
+    "TOLERANCES",
+    "BundleError",
+    "Check",
+    "VerifyReport",
+    "audit_payload",
+    "compare",
+    "file_digest",
+    "make_manifest",
+    "package_versions",
+    "read_manifest",
+    "sources_fingerprint",
+    "verify_bundle",
+    "write_audit_bundle_files",
+    "write_manifest",
+    "write_zero_run_inputs",
+]
+
+BUNDLE_FILE = "bundle.json"
+BUNDLE_VERSION = "1.0"
+AUDIT_RESULT_FILE = "result.json"
+AUDIT_INPUTS_FILE = "inputs.npz"
+FEATURES_FILE = "features.parquet"
+KINDS = ("membership-inference", "audit", "zero-run")
+
+#: Tolerances of :func:`verify_bundle`: ``|recorded - recomputed| <= abs + rel * |recomputed|``.
+#: Metrics (rates, AUC, thresholds) are sums and quantiles of the saved scores, equal to
+#: rounding; DP bounds come out of root finding (tolerance 1e-10 in eps), hence the
+#: looser ``bounds`` tolerance. Integers, strings and booleans must be equal.
+TOLERANCES: dict[str, dict[str, float]] = {
+    "metrics": {"rel": 1e-9, "abs": 1e-12},
+    "bounds": {"rel": 1e-7, "abs": 1e-8},
+}
+
+_PACKAGES = (
+    "numpy",
+    "scipy",
+    "scikit-learn",
+    "pandas",
+    "pydantic",
+    "jsonschema",
+    "matplotlib",
+    "jinja2",
+    "skops",
+    "torch",
+)
+
+
+class BundleError(InvalidInputError):
+    """The bundle cannot be read (missing, not JSON, unknown version or kind)."""
+
+
+def package_versions() -> dict[str, str | None]:
+    """Versions of Python, privaudit and the numerical packages (None: not installed)."""
+    out: dict[str, str | None] = {
+        "python": platform.python_version(),
+        "privaudit": __version__,
+    }
+    for name in _PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def file_digest(path: Path) -> dict[str, Any]:
+    """``{"sha256": hex, "bytes": size}`` of a file."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return {"sha256": h.hexdigest(), "bytes": path.stat().st_size}
+
+
+def sources_fingerprint(paths: Iterable[Path | None]) -> str:
+    """sha256 over the sha256 of each input file given (None entries skipped), in order."""
+    h = hashlib.sha256()
+    for p in paths:
+        if p is not None:
+            h.update(file_digest(Path(p))["sha256"].encode("ascii"))
+    return h.hexdigest()
+
+
+def make_manifest(
+    *,
+    kind: str,
+    command: str,
+    config: Mapping[str, Any],
+    seeds: Mapping[str, Any],
+    dataset_fingerprint: str | None,
+) -> dict[str, Any]:
+    """The manifest of a bundle, without its file digests (:func:`write_manifest` adds them)."""
+    return {
+        "bundle_version": BUNDLE_VERSION,
+        "kind": kind,
+        "command": command,
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "privaudit_version": __version__,
+        "config": _jsonable(config),
+        "seeds": _jsonable(seeds),
+        "dataset_fingerprint": dataset_fingerprint,
+        "packages": package_versions(),
+        "platform": platform.platform(),
+        "tolerances": TOLERANCES,
+    }
+
+
+def _jsonable(v: Any) -> Any:
+    return json.loads(json.dumps(v, default=str))
+
+
+def write_manifest(folder: Path, manifest: Mapping[str, Any], files: Iterable[str]) -> Path:
+    """Write ``bundle.json`` into ``folder`` with the digests of ``files`` (names in it)."""
+    doc = dict(manifest)
+    doc["files"] = {name: file_digest(folder / name) for name in files}
+    p = folder / BUNDLE_FILE
+    p.write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    return p
+
+
+def write_audit_bundle_files(
+    folder: Path, result: Mapping[str, Any], inputs: Mapping[str, Any]
+) -> list[str]:
+    """Write ``result.json`` and ``inputs.npz`` of a ``privaudit audit`` bundle; return their names."""
+    (folder / AUDIT_RESULT_FILE).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    arrays: dict[str, Any] = {
+        "scores": np.asarray(inputs["scores"], dtype=np.float64),
+        "member": np.asarray(inputs["member"], dtype=bool),
+    }
+    if inputs.get("baseline") is not None:
+        arrays["baseline"] = np.asarray(inputs["baseline"], dtype=np.float64)
+    with (folder / AUDIT_INPUTS_FILE).open("wb") as fh:
+        np.savez_compressed(fh, **arrays)
+    return [AUDIT_RESULT_FILE, AUDIT_INPUTS_FILE]
+
+
+def write_zero_run_inputs(folder: Path, inputs: Mapping[str, Any]) -> list[str]:
+    """Write ``inputs.npz`` (scores, membership) and ``features.parquet`` of a Zero-Run bundle."""
+    with (folder / AUDIT_INPUTS_FILE).open("wb") as fh:
+        np.savez_compressed(
+            fh,
+            scores=np.asarray(inputs["scores"], dtype=np.float64),
+            member=np.asarray(inputs["member"], dtype=bool),
+        )
+    features = inputs["features"]
+    features.to_parquet(folder / FEATURES_FILE, index=False)
+    return [AUDIT_INPUTS_FILE, FEATURES_FILE]
+
+
+def read_manifest(path: str | Path) -> tuple[Path, dict[str, Any]]:
+    """``(folder, manifest)`` of a bundle given as its folder or its ``bundle.json``.
+
+    Raises
+    ------
+    BundleError
+        When the manifest is missing, not JSON, or of an unknown version or kind.
+    """
+    p = Path(path)
+    if p.is_dir():
+        p = p / BUNDLE_FILE
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BundleError(
+            f"BUNDLE: expected a bundle folder or {BUNDLE_FILE}, found no {p}"
+        ) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BundleError(f"BUNDLE: expected a JSON manifest, found {p} ({exc})") from None
+    if not isinstance(doc, dict) or not str(doc.get("bundle_version", "")).startswith("1."):
+        raise BundleError(f"BUNDLE: expected a bundle manifest of version 1.x, found {p}")
+    if doc.get("kind") not in KINDS:
+        raise BundleError(
+            f"BUNDLE: expected kind one of {', '.join(KINDS)}, found {doc.get('kind')!r}"
+        )
+    if not isinstance(doc.get("files"), dict):
+        raise BundleError(f"BUNDLE: expected a 'files' table in {p}")
+    return p.parent, doc
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One verified quantity: ``status`` is ``ok``, ``mismatch`` or ``not-recomputable``."""
+
+    name: str
+    status: str
+    detail: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class VerifyReport:
+    """The outcome of :func:`verify_bundle`."""
+
+    folder: Path
+    kind: str
+    checks: tuple[Check, ...]
+
+    @property
+    def mismatches(self) -> tuple[Check, ...]:
+        return tuple(c for c in self.checks if c.status == "mismatch")
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing recomputed differs from what was recorded."""
+        return not self.mismatches
+
+    def count(self, status: str) -> int:
+        return sum(c.status == status for c in self.checks)
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int | float):
+        return float(v)
+    if isinstance(v, str) and v in ("inf", "-inf", "nan"):
+        return float(v)
+    return None
+
+
+def compare(
+    recorded: Any, recomputed: Any, path: str, tol: Mapping[str, float]
+) -> tuple[list[Check], list[Check]]:
+    """Compare two JSON values leaf by leaf; return ``(checks, not_recomputed)``.
+
+    Numbers agree when ``|a - b| <= abs + rel * |b|`` (infinities and NaN must match
+    exactly); other leaves must be equal. Keys only in ``recorded`` are reported as not
+    recomputable; keys only in ``recomputed`` (or different lengths) as mismatches.
+    """
+    checks: list[Check] = []
+    skipped: list[Check] = []
+    if isinstance(recomputed, Mapping):
+        if not isinstance(recorded, Mapping):
+            return [Check(path, "mismatch", f"recorded {recorded!r}, recomputed an object")], []
+        for k, v in recomputed.items():
+            if k not in recorded:
+                checks.append(Check(f"{path}.{k}", "mismatch", "missing from the recorded values"))
+                continue
+            c, s = compare(recorded[k], v, f"{path}.{k}", tol)
+            checks += c
+            skipped += s
+        for k in recorded:
+            if k not in recomputed:
+                skipped.append(
+                    Check(f"{path}.{k}", "not-recomputable", "not recomputed from the bundle")
+                )
+        return checks, skipped
+    if isinstance(recomputed, list | tuple):
+        if not isinstance(recorded, list | tuple) or len(recorded) != len(recomputed):
+            return [
+                Check(path, "mismatch", f"recorded {recorded!r}, recomputed {list(recomputed)!r}")
+            ], []
+        for i, (a, b) in enumerate(zip(recorded, recomputed, strict=True)):
+            c, s = compare(a, b, f"{path}[{i}]", tol)
+            checks += c
+            skipped += s
+        return checks, skipped
+    a, b = _num(recorded), _num(recomputed)
+    if a is not None and b is not None:
+        if math.isnan(a) or math.isnan(b) or math.isinf(a) or math.isinf(b):
+            same = (math.isnan(a) and math.isnan(b)) or a == b
+        else:
+            same = abs(a - b) <= tol["abs"] + tol["rel"] * abs(b)
+    elif isinstance(recorded, bool) or isinstance(recomputed, bool):
+        same = type(recorded) is type(recomputed) and recorded == recomputed
+    else:
+        same = recorded == recomputed
+    if same:
+        return [Check(path, "ok")], []
+    return [Check(path, "mismatch", f"recorded {recorded!r}, recomputed {recomputed!r}")], []
+
+
+def _verify_files(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
+    out = []
+    for name, want in manifest["files"].items():
+        p = folder / name
+        if not p.is_file():
+            out.append(Check(f"file {name}", "mismatch", "missing"))
+            continue
+        got = file_digest(p)
+        if got["sha256"] != want.get("sha256"):
+            out.append(
+                Check(
+                    f"file {name}",
+                    "mismatch",
+                    f"sha256 {got['sha256'][:16]}... differs from the manifest",
+                )
+            )
+        else:
+            out.append(Check(f"file {name}", "ok"))
+    return out
+
+
+def verify_bundle(path: str | Path) -> VerifyReport:
+    """Recompute every metric and bound of a bundle from its saved scores.
+
+    Parameters
+    ----------
+    path : path
+        The bundle folder or its ``bundle.json``.
+
+    Returns
+    -------
+    VerifyReport
+        One :class:`Check` per file digest and per recomputed value (``ok`` or
+        ``mismatch``), plus the recorded values that cannot be recomputed without the
+        model or the data (``not-recomputable``).
+
+    Raises
+    ------
+    BundleError
+        When the manifest or a file it needs cannot be read at all.
+    """
+    folder, manifest = read_manifest(path)
+    checks = _verify_files(folder, manifest)
+    if manifest["kind"] == "audit":
+        checks += _verify_audit(folder, manifest)
+    elif manifest["kind"] == "zero-run":
+        checks += _verify_zero_run(folder, manifest)
+    else:
+        checks += _verify_membership(folder, manifest)
+    return VerifyReport(folder=folder, kind=str(manifest["kind"]), checks=tuple(checks))
+
+
+def _load_json(p: Path) -> Any:
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BundleError(f"BUNDLE: cannot read {p.name} ({exc})") from None
+
+
+def _verify_audit(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
+    from privaudit.audit.procedures import ProcedureParams, run_procedure
+
+    recorded = _load_json(folder / AUDIT_RESULT_FILE)
+    try:
+        with np.load(folder / AUDIT_INPUTS_FILE, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except Exception as exc:
+        raise BundleError(f"BUNDLE: cannot read {AUDIT_INPUTS_FILE} ({exc})") from None
+    cfg = manifest["config"]
+    try:
+        result = run_procedure(
+            cfg["procedure"],
+            arrays["scores"],
+            arrays["member"],
+            baseline=arrays.get("baseline"),
+            params=ProcedureParams(**cfg["params"]),
+        )
+    except (KeyError, TypeError) as exc:
+        raise BundleError(f"BUNDLE: incomplete audit config in the manifest ({exc})") from None
+    checks, skipped = compare(recorded, audit_payload(result), "result", TOLERANCES["bounds"])
+    return checks + skipped
+
+
+def _verify_zero_run(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
+    """Re-run the Zero-Run audit (propensity fits, bootstrap, tests) from the saved inputs."""
+    import pandas as pd
+
+    from privaudit.audit.zero_run import zero_run_audit
+    from privaudit.report.zero_run import ZERO_RUN_RESULTS_FILE, zero_run_payload
+
+    recorded = _load_json(folder / ZERO_RUN_RESULTS_FILE)
+    try:
+        with np.load(folder / AUDIT_INPUTS_FILE, allow_pickle=False) as z:
+            scores, member = z["scores"], z["member"]
+        features = pd.read_parquet(folder / FEATURES_FILE)
+    except Exception as exc:
+        raise BundleError(f"BUNDLE: cannot read the Zero-Run inputs ({exc})") from None
+    cfg = manifest["config"]
+    try:
+        result = zero_run_audit(
+            scores,
+            member,
+            features=features,
+            estimators=tuple(cfg["estimators"]),
+            confidence=cfg["confidence"],
+            delta=cfg["delta"],
+            delta_ds=cfg["delta_ds"],
+            n_bootstrap=cfg["n_bootstrap"],
+            pca_components=cfg["pca_components"],
+            seed=cfg["seed"],
+        )
+    except (KeyError, TypeError) as exc:
+        raise BundleError(f"BUNDLE: incomplete Zero-Run config in the manifest ({exc})") from None
+    want = zero_run_payload(result)
+    want.pop("privaudit_version", None)
+    checks, skipped = compare(recorded, want, "results", TOLERANCES["bounds"])
+    return checks + skipped
+
+
+def audit_payload(result: AuditResult) -> dict[str, Any]:
+    """The JSON document of one ``privaudit audit`` bound (``--json`` and ``result.json``).
+
+    :meth:`AuditResult.to_dict` with PANORAMIA's ``c_lower_bound``,
+    ``c_plus_epsilon_lower_bound`` and ``epsilon_tilde`` lifted to the top level.
+    """
+    d = result.to_dict()
+    for key in ("c_lower_bound", "c_plus_epsilon_lower_bound", "epsilon_tilde"):
+        if key in result.extra:
+            d[key] = result.extra[key]
+    return dict(plain(d))
+
+
+def _verify_membership(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
+    from privaudit.audit.attack_bounds import attack_one_run_bounds
+    from privaudit.games.metrics import agreement_matrix
+    from privaudit.report.per_record import attack_score_fields
+    from privaudit.report.results import (
+        RESULTS_FILE,
+        SCORES_FILE,
+        ScoreTable,
+        attack_entry,
+        recompute_attack_metrics,
+        validate_results,
+    )
+
+    results = _load_json(folder / RESULTS_FILE)
+    try:
+        validate_results(results)
+    except InvalidInputError as exc:
+        return [Check("results.json schema", "mismatch", str(exc))]
+    try:
+        table = ScoreTable.load(folder / SCORES_FILE)
+    except Exception as exc:
+        raise BundleError(f"BUNDLE: cannot read {SCORES_FILE} ({exc})") from None
+    out: list[Check] = [Check("results.json schema", "ok")]
+    skipped: list[Check] = []
+    metrics_tol = TOLERANCES["metrics"]
+
+    names = [a["name"] for a in results["attacks"]]
+    if set(names) != set(table.attacks):
+        out.append(
+            Check(
+                "attacks",
+                "mismatch",
+                f"results name {sorted(names)}, scores hold {sorted(table.attacks)}",
+            )
+        )
+        return out + skipped
+    target = results["target"]
+    for key, value in (
+        ("n_members", int(table.member.sum())),
+        ("n_non_members", int((~table.member).sum())),
+    ):
+        c, s = compare(target[key], value, f"target.{key}", metrics_tol)
+        out += c
+    for key in ("train_accuracy", "test_accuracy"):
+        skipped.append(
+            Check(f"target.{key}", "not-recomputable", "needs the target model and data")
+        )
+
+    metrics = recompute_attack_metrics(table, results)
+    for i, entry in enumerate(results["attacks"]):
+        name = entry["name"]
+        want = attack_entry(metrics[name], n_reference_models=entry.get("n_reference_models"))
+        want.update(
+            attack_score_fields(table, name, confidence=entry.get("auc_ci_confidence", 0.95))
+        )
+        where = f"attacks[{i}]({name})"
+        recorded = {k: v for k, v in entry.items() if k != "params"}
+        want.pop("params", None)
+        if "params" in entry:
+            skipped.append(
+                Check(f"{where}.params", "not-recomputable", "the attack's settings when it ran")
+            )
+        c, s = compare(recorded, want, where, metrics_tol)
+        out += c
+        skipped += s
+
+    per_attack = [a for a in results["audits"] if a.get("attack") in table.scores]
+    if per_attack:
+        conf = float(per_attack[0].get("family_confidence", 0.95))
+        delta = float(per_attack[0]["delta"])
+        cols = {a["attack"]: table.scored(a["attack"])[1:] for a in per_attack}
+        want_audits = plain(attack_one_run_bounds(cols, confidence=conf, delta=delta))
+        c, s = compare(per_attack, want_audits, "audits", TOLERANCES["bounds"])
+        out += c
+        skipped += s
+    for a in results["audits"]:
+        if a.get("attack") not in table.scores:
+            skipped.append(
+                Check(f"audits({a['procedure']})", "not-recomputable", "no per-attack scores")
+            )
+
+    ag = results.get("agreement")
+    if ag:
+        try:
+            attack_names = [n for n in ag["names"] if n != "GT"]
+            decisions = {n: table.attack_scores(n).decisions() for n in attack_names}
+            got = agreement_matrix(decisions, table.member).to_dict()
+            if "alpha" in ag:
+                got["alpha"] = ag["alpha"]
+            c, s = compare(ag, plain(got), "agreement", metrics_tol)
+        except InvalidInputError as exc:
+            c, s = [Check("agreement", "mismatch", f"cannot recompute: {exc}")], []
+        out += c
+        skipped += s
+
+    out += _verify_fingerprint(manifest, results)
+    return out + skipped
+
+
+def _verify_fingerprint(manifest: Mapping[str, Any], results: Mapping[str, Any]) -> list[Check]:
+    """Recompute the fingerprint of a bundled dataset (Adult, digits); a user's table is not in the bundle."""
+    ds = results["settings"].get("dataset", {})
+    recorded = manifest.get("dataset_fingerprint")
+    name = ds.get("name")
+    if name not in ("adult", "digits") or ds.get("path"):
+        return [
+            Check(
+                "dataset fingerprint", "not-recomputable", "the user's table is not in the bundle"
+            )
+        ]
+    from privaudit.data import load_adult, load_digits
+
+    got = (load_adult() if name == "adult" else load_digits()).fingerprint()
+    c, _ = compare(recorded, got, "dataset fingerprint", TOLERANCES["metrics"])
+    c2, _ = compare(
+        ds.get("fingerprint"), got, "settings.dataset.fingerprint", TOLERANCES["metrics"]
+    )
+    return c + c2

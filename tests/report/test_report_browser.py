@@ -1,0 +1,194 @@
+"""The HTML reports as a person sees them (issue 8, item 7).
+
+In headless Chromium (Debian package ``chromium``): no script error or console error,
+every figure decoded and laid out with a non-zero size, no network request, the
+per-record risk table sorts when its headers are clicked, and a full-page screenshot
+is taken (and is not blank). Without Chromium these tests are skipped with the reason
+printed (``-ra``); the checks that need no browser (no external URL, the CSV download)
+always run.
+
+Set ``PRIVAUDIT_SCREENSHOT_DIR`` to keep the screenshots (e.g. as CI artifacts).
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import math
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+from chromium_probe import find_chromium, probe_page
+
+from privaudit.audit.zero_run import zero_run_audit
+from privaudit.cli import main
+from privaudit.report import ScoreTable
+from privaudit.report.zero_run import write_zero_run_report
+
+CHROMIUM = find_chromium()
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="headless browser test skipped: no chromium on PATH "
+    "(Debian: apt-get install -y chromium)",
+)
+
+CONFIG = {
+    "dataset": "digits",
+    "model": {"kind": "logistic", "params": {"C": 100.0, "max_iter": 300}},
+    "attacks": ["loss", "population", "reference"],
+    "sizes": {"n_target_pool": 160, "n_population": 320},
+    "models": {"n_reference": 4},
+    "alpha": 0.1,
+    "seed": 2,
+    "n_jobs": 1,
+    "output_dir": "report",
+}
+
+
+@pytest.fixture(scope="module")
+def mia_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("mia")
+    cfg = root / "audit.yaml"
+    cfg.write_text(yaml.safe_dump(CONFIG))
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    return root / "report"
+
+
+@pytest.fixture(scope="module")
+def zero_run_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    rng = np.random.default_rng(4)
+    m = 300
+    x = rng.standard_normal(m)
+    pi = 1.0 / (1.0 + np.exp(-x))
+    member = rng.random(m) < pi
+    scores = rng.standard_normal(m) + 1.5 * member + x
+    res = zero_run_audit(scores, member, propensity={"oracle": pi})
+    out = tmp_path_factory.mktemp("zr") / "report"
+    write_zero_run_report(res, out)
+    return out
+
+
+def _keep(shot: Path, name: str) -> None:
+    keep = os.environ.get("PRIVAUDIT_SCREENSHOT_DIR")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(keep) / name)
+
+
+def _check_page(found: dict[str, Any], shot: Path, min_images: int) -> None:
+    assert found["errors"] == [], found["errors"]
+    assert found["console"] == [], found["console"]
+    assert found["chromium_console"] == [], found["chromium_console"]
+    assert found["resources"] == [] or all(r.startswith("data:") for r in found["resources"])
+    images = found["images"]
+    assert len(images) >= min_images
+    for im in images:  # decoded, laid out, visible
+        assert im["complete"] and im["visible"], im
+        assert im["naturalWidth"] > 100 and im["naturalHeight"] > 100, im
+        assert im["width"] > 100 and im["height"] > 100, im
+    from matplotlib.image import imread
+
+    pixels = imread(shot)
+    assert pixels.shape[0] >= 1000 and pixels.shape[1] >= 1000
+    assert float(pixels[..., :3].std()) > 0.05  # not a blank page
+
+
+def _sorted_ok(values: list[str | None], descending: bool) -> bool:
+    nums = [math.inf if v in (None, "") else float(v) for v in values]  # blanks sort last
+    finite = [v for v in nums if math.isfinite(v)]
+    want = sorted(finite, reverse=descending)
+    blanks = [v for v in nums if not math.isfinite(v)]
+    return nums == (want + blanks if not descending else blanks + want)
+
+
+@needs_chromium
+def test_membership_report_in_chromium(mia_report: Path, tmp_path: Path) -> None:
+    assert CHROMIUM is not None
+    shot = tmp_path / "report.png"
+    found = probe_page(CHROMIUM, mia_report / "report.html", screenshot=shot)
+    _keep(shot, "membership-report.png")
+    _check_page(found, shot, min_images=2)
+    table = ScoreTable.load(mia_report)
+    assert found["n_rows"] == table.member.size  # under the 500-row cap: every record
+    assert set(found["sorts"]) == {"min flagging FPR", CONFIG["attacks"][-1]}
+    for col in found["sorts"].values():
+        assert col["aria"] == "descending"  # two clicks: ascending, then descending
+        assert _sorted_ok(col["asc"], descending=False), col["asc"][:20]
+        assert _sorted_ok(col["desc"], descending=True), col["desc"][:20]
+        assert sorted(map(str, col["asc"])) == sorted(map(str, col["desc"]))
+
+
+@needs_chromium
+def test_zero_run_report_in_chromium(zero_run_report: Path, tmp_path: Path) -> None:
+    assert CHROMIUM is not None
+    shot = tmp_path / "zero-run.png"
+    found = probe_page(CHROMIUM, zero_run_report / "report.html", screenshot=shot)
+    _keep(shot, "zero-run-report.png")
+    _check_page(found, shot, min_images=1)
+
+
+@pytest.mark.parametrize("which", ["mia", "zr"])
+def test_reports_reference_nothing_outside_the_page(
+    which: str, mia_report: Path, zero_run_report: Path
+) -> None:
+    page = (mia_report if which == "mia" else zero_run_report) / "report.html"
+    text = page.read_text(encoding="utf-8")
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", text)
+    assert "<link" not in text and "@import" not in text
+    for m in re.finditer(r"""src\s*=\s*["']([^"']+)""", text):
+        assert m.group(1).startswith("data:"), m.group(1)[:60]
+
+
+def test_risk_csv_download_holds_every_record(mia_report: Path) -> None:
+    text = (mia_report / "report.html").read_text(encoding="utf-8")
+    m = re.search(r'id="risk-csv"[^>]*href="data:text/csv;charset=utf-8;base64,([^"]+)"', text)
+    assert m is not None
+    rows = list(csv.DictReader(io.StringIO(base64.b64decode(m.group(1)).decode("utf-8"))))
+    table = ScoreTable.load(mia_report)
+    assert len(rows) == table.member.size
+    by_id = {r["record_id"]: r for r in rows}
+    neg = {a: table.scores[a][~table.member] for a in table.attacks}
+    for i, rid in enumerate(table.record_ids.tolist()):
+        r = by_id[str(rid)]
+        assert r["member"] == ("1" if table.member[i] else "0")
+        fprs = []
+        for a in table.attacks:
+            s = table.scores[a][i]
+            assert float(r[f"score:{a}"]) == s
+            want = float(np.mean(neg[a] >= s))  # the slow definition
+            assert float(r[f"fpr:{a}"]) == pytest.approx(want, abs=1e-12)
+            fprs.append(want)
+            thr = table.thresholds[a]
+            if thr is not None:
+                assert r[f"flagged:{a}"] == ("1" if s >= thr else "0")
+        assert float(r["min_fpr"]) == pytest.approx(min(fprs), abs=1e-12)
+    # most exposed first
+    mins = [float(r["min_fpr"]) for r in rows]
+    assert mins == sorted(mins)
+
+
+@needs_chromium
+def test_probe_sees_what_breaks_a_page(tmp_path: Path) -> None:
+    """The checks above can fail: a script error, a console error, an undecodable and a hidden image."""
+    assert CHROMIUM is not None
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    page = tmp_path / "bad.html"
+    page.write_text(
+        '<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>'
+        '<img alt="broken" src="data:image/png;base64,AAAA">'
+        f'<img alt="hidden" style="display:none" src="data:image/png;base64,{png}">'
+        '<script>console.error("boom"); notDefined();</script></body></html>'
+    )
+    found = probe_page(CHROMIUM, page)
+    assert any("notDefined" in e for e in found["errors"])
+    assert any("resource IMG failed" in e for e in found["errors"])
+    assert found["console"] == ["boom"] and len(found["chromium_console"]) == 2
+    by_alt = {im["alt"]: im for im in found["images"]}
+    assert by_alt["broken"]["naturalWidth"] == 0 and not by_alt["hidden"]["visible"]

@@ -1,0 +1,328 @@
+"""Checks before training (issue 8, items 3, 4 and 6): preflight, suspicious data, the summary."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from privaudit import pipeline
+from privaudit.cli import main
+from privaudit.cli.demo_cmd import render_summary, summary_lines
+from privaudit.config import ConfigError, config_from_dict, load_config
+from privaudit.data import table_from_frame
+from privaudit.errors import InvalidInputError, PrivauditWarning
+from privaudit.preflight import check_executor, check_memory, dry_run_attacks, preflight
+from privaudit.runtime.executor import LocalExecutor, RayExecutor
+
+SMALL: dict[str, Any] = {
+    "dataset": "digits",
+    "model": {"kind": "logistic", "params": {"max_iter": 200}},
+    "attacks": ["loss", "population"],
+    "sizes": {"n_target_pool": 60, "n_population": 120},
+    "alpha": 0.1,
+    "n_jobs": 1,
+}
+
+
+def _cfg(tmp_path: Path, **over: Any) -> Any:
+    return config_from_dict(
+        {**SMALL, "output_dir": str(tmp_path / "report"), **over}, source="test config"
+    )
+
+
+def _prepared(cfg: Any) -> tuple[Any, Any, Any]:
+    data = pipeline.load_dataset(cfg)
+    exp = pipeline.experiment_config(cfg, data.n_records)
+    return data, exp, pipeline.build_trainer(cfg.model, data.n_classes)
+
+
+def test_failed_preflight_trains_nothing_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_training(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("run_experiment was called although preflight should fail")
+
+    monkeypatch.setattr(pipeline, "run_experiment", no_training)
+    cfg = _cfg(
+        tmp_path,
+        attacks=["population"],
+        attack_params={"population": {"smoothing": "cubic"}},
+        cache_dir=str(tmp_path / "cache"),
+    )
+    with pytest.raises(ConfigError, match=r"attack_params\.population.*smoothing"):
+        pipeline.run_audit(cfg, progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_preflight_passes_a_good_config_quickly_and_warns_on_small_pool(tmp_path: Path) -> None:
+    cfg = _cfg(tmp_path, attacks=None, models={"n_reference": 4, "leave_one_out_sample": 4})
+    data, exp, trainer = _prepared(cfg)
+    with pytest.warns(PrivauditWarning, match="30 non-members"):
+        found = preflight(cfg, data, exp, trainer)
+    assert any("too few for any TPR" in w for w in found)
+    assert not (tmp_path / "report").exists()
+
+
+def test_dry_run_finds_the_attack_with_a_bad_setting(tmp_path: Path) -> None:
+    cfg = _cfg(
+        tmp_path,
+        attacks=["loss", "lira-online", "rmia-online"],
+        models={"n_reference": 4},
+        attack_params={"rmia-online": {"gamma": -1.0}},
+    )
+    _, exp, _ = _prepared(cfg)
+    with pytest.raises(ConfigError, match=r"attack_params\.rmia-online"):
+        dry_run_attacks(exp, 10)
+
+
+def test_ray_requested_but_missing_or_unreachable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    with pytest.raises(ConfigError, match="executor: expected Ray installed"):
+        check_executor(_cfg(tmp_path, executor="ray"))
+    monkeypatch.setitem(sys.modules, "ray", types.ModuleType("ray"))
+    cfg = _cfg(tmp_path, executor="ray", ray_address="ray://127.0.0.1:1")
+    with pytest.raises(ConfigError, match="ray_address: expected a Ray cluster answering"):
+        check_executor(cfg, timeout=2.0)
+    with pytest.raises(ConfigError, match="ray_address"):
+        check_executor(_cfg(tmp_path, executor="ray", ray_address="no-port"))
+    check_executor(_cfg(tmp_path, executor="ray"))  # a local Ray instance: nothing to reach
+
+
+def test_executor_recorded_is_the_one_that_ran(tmp_path: Path) -> None:
+    cfg = _cfg(tmp_path, executor="ray")
+    ray = RayExecutor(progress=False)
+    assert pipeline.executor_settings(cfg, ray)["executor"] == "local"  # no task ran on Ray
+    ray.tasks_run = 3
+    got = pipeline.executor_settings(cfg, ray)
+    assert got["executor"] == "ray" and got["executor_requested"] == "ray"
+    local = pipeline.executor_settings(_cfg(tmp_path), LocalExecutor(1))
+    assert local["executor"] == "local" and local["threads_per_worker"] >= 1
+
+
+def test_memory_check_names_models(tmp_path: Path) -> None:
+    cfg = _cfg(tmp_path, attacks=["lira-online"], models={"n_reference": 64})
+    _, exp, _ = _prepared(cfg)
+    check_memory(exp, available=2**34)
+    with pytest.raises(ConfigError, match="models: expected numbers of models"):
+        check_memory(exp, available=2**16)
+
+
+def test_duplicate_yaml_key_is_an_error(tmp_path: Path) -> None:
+    p = tmp_path / "audit.yaml"
+    p.write_text("dataset: digits\nmodel:\n  kind: logistic\n  kind: mlp\n")
+    with pytest.raises(ConfigError, match="'kind' twice"):
+        load_config(p)
+
+
+def test_relative_paths_resolve_against_the_config_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sub = tmp_path / "project"
+    sub.mkdir()
+    (sub / "audit.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "dataset": {"path": "data/t.csv", "label_column": "y"},
+                "model": {"kind": "logistic"},
+                "output_dir": "out",
+                "cache_dir": "cache",
+            }
+        )
+    )
+    monkeypatch.chdir(tmp_path)
+    cfg = load_config(Path("project/audit.yaml"))
+    assert cfg.dataset.path == Path("project/data/t.csv")
+    assert cfg.output_dir == Path("project/out") and cfg.cache_dir == Path("project/cache")
+
+
+# ---------------------------------------------------------------------- suspicious data
+
+
+def _frame(n: int = 200) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    return pd.DataFrame({"a": rng.normal(size=n), "y": rng.integers(0, 2, n)})
+
+
+def test_stray_string_in_numeric_column_is_an_error() -> None:
+    df = _frame().astype({"a": object})
+    df.loc[3, "a"] = "n/a"
+    with pytest.raises(InvalidInputError, match=r"feature column 'a'.*'n/a' in data row 4"):
+        table_from_frame(df, "y", name="t")
+
+
+def test_text_codes_with_few_numbers_stay_categorical() -> None:
+    df = _frame().assign(code=["1", "2", "x", "3"] * 50)
+    ds = table_from_frame(df, "y", name="t")
+    assert {"code=1", "code=x"} <= set(ds.feature_names)
+
+
+def test_many_categories_warn() -> None:
+    df = _frame().assign(name=[f"person {k}" for k in range(200)])
+    with pytest.warns(PrivauditWarning, match="200 distinct text values"):
+        table_from_frame(df, "y", name="t")
+
+
+@pytest.mark.parametrize(
+    ("labels", "match"),
+    [
+        (np.linspace(0, 1, 200), "continuous target"),
+        (np.arange(200) % 60, "60 distinct values among 200"),
+        (np.array([f"id{k}" for k in range(200)]), "200 distinct values"),
+    ],
+)
+def test_continuous_or_id_like_label_is_an_error(labels: np.ndarray, match: str) -> None:
+    with pytest.raises(InvalidInputError, match=match):
+        table_from_frame(_frame().assign(y=labels), "y", name="t")
+
+
+def test_float_labels_that_are_integers_are_classes() -> None:
+    ds = table_from_frame(_frame().assign(y=lambda d: d["y"].astype(float)), "y", name="t")
+    assert ds.n_classes == 2
+
+
+# --------------------------------------------------------------- legitimate odd inputs
+
+
+def test_constant_and_categorical_columns_still_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rng = np.random.default_rng(3)
+    n = 240
+    y = rng.integers(0, 2, n)
+    pd.DataFrame(
+        {
+            "x": rng.normal(size=n) + y,
+            "constant": 1.0,
+            "constant_text": "same",
+            "colour": rng.choice(["r", "g", "b"], n),
+            "y": y,
+        }
+    ).to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "audit.yaml").write_text(
+        yaml.safe_dump(
+            {
+                **SMALL,
+                "dataset": {"path": "t.csv", "label_column": "y", "standardize": True},
+                "output_dir": "report",
+            }
+        )
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivauditWarning)  # the CLI prints them once, itself
+        assert main(["run", str(tmp_path / "audit.yaml"), "--no-progress"]) == 0
+    results = json.loads((tmp_path / "report" / "results.json").read_text())
+    assert results["settings"]["dataset"]["n_features"] == 6
+    assert results["settings"]["executor"] == "local"
+    assert any("non-members" in w for w in results["settings"]["warnings"])
+    out = capsys.readouterr().out
+    assert out.count("too few for any TPR") == 1 and "Models: 1 trained" in out
+
+
+def test_huge_scores_still_audit(tmp_path: Path) -> None:
+    m = np.arange(400) % 2 == 0
+    pd.DataFrame({"score": np.where(m, 1e300, -1e300), "member": m.astype(int)}).to_csv(
+        tmp_path / "s.csv", index=False
+    )
+    out = tmp_path / "b.json"
+    assert main(["audit", str(tmp_path / "s.csv"), "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["epsilon_lower_bound"] > 0
+
+
+def test_zero_run_with_categorical_and_constant_propensity_features(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    n = 240
+    mem = np.arange(n) < n // 2
+    pd.DataFrame(
+        {
+            "x": rng.normal(size=n) + 0.5 * mem,
+            "cat": rng.choice(["a", "b", "c"], n),
+            "flat": 7.0,
+            "score": rng.normal(size=n) + mem,
+            "member": mem.astype(int),
+        }
+    ).to_csv(tmp_path / "z.csv", index=False)
+    argv = ["zero-run", str(tmp_path / "z.csv"), "--estimators", "logistic-sigmoid"]
+    assert main([*argv, "--out", str(tmp_path / "zr")]) == 0
+
+
+# ------------------------------------------------------------------------------ summary
+
+
+def _results(**over: Any) -> dict[str, Any]:
+    def attack(name: str, n_neg: int, tpr: dict[str, Any], fpr: Any) -> dict[str, Any]:
+        return {
+            "name": name,
+            "auc": 0.61,
+            "tpr_at_fpr": tpr,
+            "n_positives": n_neg,
+            "n_negatives": n_neg,
+            "achieved_fpr": fpr,
+            "achieved_fpr_ci": None if fpr is None else [0.031, 0.072],
+            "alpha_within_error": True,
+            "n_reference_models": 16,
+        }
+
+    res: dict[str, Any] = {
+        "target": {
+            "train_accuracy": 0.99,
+            "test_accuracy": 0.81,
+            "n_members": 1200,
+            "n_non_members": 1200,
+        },
+        "settings": {
+            "alpha": 0.05,
+            "model": {"kind": "gradient_boosting"},
+            "dataset": {"path": "/some/long/folder/with/a/table_name.csv"},
+            "models_trained": {"target": 0, "reference": 2},
+            "models_loaded": {"target": 1, "reference": 14},
+            "cache_dir": ".privaudit-cache",
+            "executor": "local",
+            "warnings": ["sizes.n_target_pool: something suspicious"],
+        },
+        "attacks": [
+            attack("leave-one-out", 5, {"0.001": None, "0.01": None}, 0.0),
+            *(
+                attack(n, 800, {"0.001": None, "0.01": 0.125}, 0.0475)
+                for n in ("reference", "lira-offline", "distillation")
+            ),
+            attack("rmia-online", 800, {"0.001": None, "0.01": 0.1}, None),
+        ],
+    }
+    res.update(over)
+    return res
+
+
+def test_summary_fits_80_columns_and_explains_n_a(capsys: pytest.CaptureFixture[str]) -> None:
+    render_summary(_results(), Path("privaudit-results/demo-20260101-000000"), width=80)
+    raw = capsys.readouterr().out
+    assert max(len(line) for line in raw.splitlines()) <= 80
+    assert "…" not in raw  # no truncated cell
+    out = " ".join(raw.split())
+    assert "TPR@0.1% n/a: a TPR at 0.1% FPR needs >= 1,000 non-members" in out
+    assert "the attacks scored 800 (leave-one-out: 5)" in out
+    assert "TPR@1% n/a" in out and "leave-one-out scored 5" in out
+    assert "800+800" in out and "5+5" in out  # the records each figure rests on
+    assert "2 trained, 15 loaded from the cache at .privaudit-cache" in out
+    assert "rmia-online: no threshold" in out
+    assert "warning: sizes.n_target_pool" in out
+
+
+def test_summary_says_when_everything_came_from_the_cache() -> None:
+    res = _results()
+    res["settings"]["models_trained"] = {"target": 0, "reference": 0}
+    _notes, warns = summary_lines(res)
+    assert warns == ["sizes.n_target_pool: something suspicious"]
+    from privaudit.cli.demo_cmd import _models_line
+
+    assert "all 15 models loaded from the cache" in _models_line(res["settings"])
