@@ -137,3 +137,56 @@ def test_demo_config_meets_the_issue() -> None:
     # enough non-members (about half the pool) for TPR at 0.1% FPR
     assert ec.n_target_pool // 2 >= 1000
     assert n_models_behind("lira-online", ec) == cfg.models.n_reference
+
+
+def test_agreement_at_two_fprs_and_vulnerable_records_in_results_and_report(
+    audit: AuditReport,
+) -> None:
+    r = audit.results
+    ag = r["agreement_at_fpr"]
+    assert [b["fpr"] for b in ag] == [0.05, 0.3]
+    for b in ag:
+        assert "leave-one-out" in b["names"] and b["names"][-1] == "GT"
+        i = b["names"].index("leave-one-out")
+        # L is compared on the records it scored
+        assert 0 < b["n_train"][0][i] + b["n_test"][0][i] < audit.experiment.record_ids.size
+    vr = r["vulnerable_records"]
+    assert vr["fprs"] == [0.05, 0.3]
+    names = {(s["name"], s["fpr"]) for s in vr["sets"]}
+    for f in (0.05, 0.3):
+        assert {("random", f), ("all-correct", f), ("R-correct", f), ("SP-correct", f)} <= names
+    assert vr["ranking"]["ranked_by"] == "leave-one-out" and vr["ranking"]["records"]
+    ranked = [x["record_id"] for x in vr["ranking"]["records"]]
+    exp = audit.experiment
+    member = dict(zip(exp.record_ids.tolist(), exp.membership.tolist(), strict=True))
+    assert all(member[x] for x in ranked)  # the most vulnerable *members*
+    html = (audit.out_dir / "report.html").read_text()  # type: ignore[operator]
+    for heading in (
+        "Threat model",
+        "Agreement between attacks at a common FPR",
+        "Vulnerable records",
+    ):
+        assert heading in html
+    assert str(ranked[0]) in html
+
+
+def test_leave_one_out_aimed_at_the_record_types(tmp_path: Path) -> None:
+    """vulnerable.leave_one_out_per_set: a second pass trains L's models for more members
+    of each record type (and reuses every other model)."""
+    cfg = small_config(
+        tmp_path / "r",
+        attacks=["population", "shadow", "reference", "leave-one-out"],
+        vulnerable={"leave_one_out_per_set": 2},
+    )
+    rep = run_audit(cfg, progress=False, write=False)
+    vr = rep.results["vulnerable_records"]
+    sample = vr["leave_one_out_sample"]
+    assert sample["n_aimed_at_record_types"] > 0
+    assert sample["n_records"] == 4 + sample["n_aimed_at_record_types"]
+    # the second pass trained only leave-one-out models (2 per added member)
+    trained = rep.results["settings"]["models_trained"]
+    assert trained["leave_one_out"] == 2 * sample["n_aimed_at_record_types"]
+    assert trained.get("reference", 0) == 0 and trained["target"] == 0
+    for s in vr["sets"]:
+        if s["name"] != "random" and s["n_records"] >= 2:
+            assert s["leave_one_out"]["n_scored_by_l"] >= 1

@@ -116,6 +116,10 @@ def test_memory_check_names_models(tmp_path: Path) -> None:
     check_memory(exp, available=2**34)
     with pytest.raises(ConfigError, match="models: expected numbers of models"):
         check_memory(exp, available=2**16)
+    enough_for_one = 3_000_000  # one trial of 65 models needs about 1.44 MB
+    check_memory(exp, available=enough_for_one)
+    with pytest.raises(ConfigError, match="found 650 models"):  # 10 trials of a game
+        check_memory(exp, trials=10, available=enough_for_one)
 
 
 def test_duplicate_yaml_key_is_an_error(tmp_path: Path) -> None:
@@ -161,9 +165,10 @@ def test_stray_string_in_numeric_column_is_an_error() -> None:
         table_from_frame(df, "y", name="t")
 
 
-def test_text_codes_with_few_numbers_stay_categorical() -> None:
+def test_text_codes_with_few_numbers_stay_categorical_with_a_warning() -> None:
     df = _frame().assign(code=["1", "2", "x", "3"] * 50)
-    ds = table_from_frame(df, "y", name="t")
+    with pytest.warns(PrivauditWarning, match=r"'code': 150 values are numbers and 50 are not"):
+        ds = table_from_frame(df, "y", name="t")
     assert {"code=1", "code=x"} <= set(ds.feature_names)
 
 

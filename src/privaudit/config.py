@@ -10,6 +10,7 @@ Example (every field but ``dataset`` and ``model`` has a default)::
     sizes: {n_target_pool: 2000, n_population: 4000}
     models: {n_reference: 8, n_shadow: 4, n_distilled: 4, n_leave_one_out: 4, leave_one_out_sample: 20}
     alpha: 0.05
+    game: def-3.2                  # def-3.1 | def-3.2 | def-3.3 | def-3.4, or {name: def-3.3, n_trials: 8, n_fixed_records: 2}
     seed: 0
     n_jobs: 2
     executor: local                # local | ray (ray_address: "ray://host:10001" for a cluster)
@@ -58,16 +59,20 @@ from privaudit.errors import InvalidInputError
 
 __all__ = [
     "BUILTIN_DATASETS",
+    "GAME_NAMES",
     "MODEL_KINDS",
     "AuditConfig",
     "ConfigError",
     "DatasetConfig",
+    "GameConfig",
     "ModelConfig",
     "ModelCounts",
     "SizeConfig",
+    "VulnerableConfig",
     "build_estimator",
     "config_from_dict",
     "load_config",
+    "with_game",
 ]
 
 BUILTIN_DATASETS: tuple[str, ...] = ("adult", "digits")
@@ -259,6 +264,95 @@ class ModelCounts(_Strict):
         return v
 
 
+#: Game identifiers of the config (Ye et al. 2022, Def. 3.1-3.4) -> the engine's game names
+#: (:data:`privaudit.games.games.GAMES`); the engine's names are accepted as well.
+GAME_NAMES: dict[str, str] = {
+    "def-3.1": "average",
+    "def-3.2": "fixed-model",
+    "def-3.3": "fixed-record",
+    "def-3.4": "fixed-record-and-dataset",
+}
+
+
+class GameConfig(_Strict):
+    """Which membership-inference game of Ye et al. (2022, Sec. 3.1) the audit plays.
+
+    ``def-3.2`` (default): one fixed target model, every audited record a draw.
+    ``def-3.1``: ``n_trials`` targets, each on a fresh training set and seed (average
+    over models and records). ``def-3.3``: fixed record(s), a fresh dataset and seed per
+    trial, the record IN with probability 1/2. ``def-3.4``: fixed record(s) and
+    dataset, a fresh training seed and coin per trial. A bare string is the name.
+    """
+
+    name: Literal[
+        "def-3.1",
+        "def-3.2",
+        "def-3.3",
+        "def-3.4",
+        "average",
+        "fixed-model",
+        "fixed-record",
+        "fixed-record-and-dataset",
+    ] = "def-3.2"
+    n_trials: Annotated[
+        int,
+        Field(ge=1, description="Trials (target models) of def-3.1/3.3/3.4; def-3.2 plays one."),
+    ] = 8
+    n_fixed_records: Annotated[
+        int, Field(ge=1, description="Fixed records drawn at random (def-3.3/3.4).")
+    ] = 1
+    fixed_records: list[int | str] | None = Field(
+        default=None, description="Record ids of the fixed records (def-3.3/3.4); default: drawn."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return {"name": v}
+        return v
+
+    @model_validator(mode="after")
+    def _fixed_only_for_fixed_record_games(self) -> GameConfig:
+        if self.fixed_records is not None:
+            if self.engine_name() not in ("fixed-record", "fixed-record-and-dataset"):
+                raise ValueError(
+                    f"fixed_records: expected only with def-3.3 or def-3.4, found game {self.name!r}"
+                )
+            if not self.fixed_records or len(set(self.fixed_records)) != len(self.fixed_records):
+                raise ValueError("fixed_records: expected distinct record ids, at least one")
+        return self
+
+    def engine_name(self) -> str:
+        """The game's name in :data:`privaudit.games.games.GAMES`."""
+        return GAME_NAMES.get(self.name, self.name)
+
+    def definition(self) -> str:
+        """``"def-3.x"`` of the game."""
+        inverse = {v: k for k, v in GAME_NAMES.items()}
+        return inverse.get(self.name, self.name)
+
+
+class VulnerableConfig(_Strict):
+    """The vulnerable-record analysis of Ye et al. (2022, Sec. 5.4) in the report.
+
+    ``fprs``: the common FPRs at which attacks are compared (and the agreement matrices
+    drawn); ``majority``: the fraction of targets on which a record must be flagged
+    (missed) to count as flagged (missed) by an attack; ``leave_one_out_per_set``: with
+    Def. 3.2, train Attack L's leave-one-out models for up to this many more members of
+    each record type (a second pass that reuses every other model), so that each type's
+    L-based vulnerability rests on more than L's random sample; ``top``: length of the
+    ranking of the most vulnerable members.
+    """
+
+    fprs: list[Annotated[float, Field(gt=0.0, lt=1.0)]] = Field(
+        default_factory=lambda: [0.05, 0.3], min_length=1, max_length=4
+    )
+    majority: Annotated[float, Field(gt=0.5, le=1.0)] = 0.8
+    leave_one_out_per_set: Annotated[int, Field(ge=0)] = 0
+    top: Annotated[int, Field(ge=1)] = 20
+
+
 def _registered_attacks() -> tuple[str, ...]:
     from privaudit.attacks import attack_names
 
@@ -279,6 +373,14 @@ class AuditConfig(_Strict):
     sizes: SizeConfig = Field(default_factory=SizeConfig)
     models: ModelCounts = Field(default_factory=ModelCounts)
     alpha: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.05
+    vulnerable: VulnerableConfig = Field(
+        default_factory=VulnerableConfig,
+        description="Ye et al. Sec. 5.4 analysis: FPRs, majority rule, extra leave-one-out records.",
+    )
+    game: GameConfig = Field(
+        default_factory=GameConfig,
+        description="Inference game (Ye et al. 2022 Def. 3.1-3.4): def-3.1 | def-3.2 | def-3.3 | def-3.4.",
+    )
     seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
     n_jobs: int = 1
     executor: Literal["local", "ray"] = Field(
@@ -352,10 +454,12 @@ def _loc(loc: tuple[int | str, ...]) -> str:
     return out
 
 
-def _format(exc: ValidationError, source: str, what: str = "audit config") -> ConfigError:
+def _format(
+    exc: ValidationError, source: str, prefix: tuple[str, ...] = (), what: str = "audit config"
+) -> ConfigError:
     lines = []
     for err in exc.errors(include_url=False):
-        where = _loc(tuple(err["loc"]))
+        where = _loc((*prefix, *tuple(err["loc"])))
         msg = err["msg"]
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
@@ -390,6 +494,30 @@ def config_from_dict(data: Any, *, source: str = "config") -> AuditConfig:
         return AuditConfig.model_validate(data)
     except ValidationError as exc:
         raise _format(exc, source) from None
+
+
+def with_game(
+    config: AuditConfig, name: str | None = None, *, n_trials: int | None = None
+) -> AuditConfig:
+    """``config`` with its game (and number of trials) replaced, validated.
+
+    Raises
+    ------
+    ConfigError
+        When the game name or the number of trials is invalid.
+    """
+    data = config.game.model_dump()
+    if name is not None:
+        data["name"] = name
+        if GAME_NAMES.get(name, name) not in ("fixed-record", "fixed-record-and-dataset"):
+            data["fixed_records"] = None
+    if n_trials is not None:
+        data["n_trials"] = n_trials
+    try:
+        game = GameConfig.model_validate(data)
+    except ValidationError as exc:
+        raise _format(exc, "command line (--game, --game-trials)", ("game",)) from None
+    return config.model_copy(update={"game": game})
 
 
 class _DuplicateKeyError(Exception):
@@ -586,7 +714,7 @@ def load_record_risk_config(path: str | Path) -> RecordRiskFileConfig:
     try:
         cfg = RecordRiskFileConfig.model_validate(data)
     except ValidationError as exc:
-        raise _format(exc, str(p), "record-risk config") from None
+        raise _format(exc, str(p), what="record-risk config") from None
     updates: dict[str, Any] = {}
     if cfg.dataset.path is not None and not cfg.dataset.path.is_absolute():
         updates["dataset"] = cfg.dataset.model_copy(update={"path": p.parent / cfg.dataset.path})

@@ -9,11 +9,14 @@ Steps (each timed; the times go to ``results.json["timings"]``):
    every check that would otherwise fail after training (paths, executor, sizes, memory,
    model parameters by a trial fit, attack settings by a dry run on synthetic data);
    nothing is written when one fails;
-4. play the fixed-model membership-inference game (Ye et al. 2022, Def. 3.2) with
-   :func:`privaudit.games.experiment.run_experiment`: split, train the target and the
+4. play the configured membership-inference game (Ye et al. 2022, Def. 3.1-3.4;
+   default Def. 3.2, one fixed target) with
+   :func:`privaudit.games.experiment.run_experiment` (one trial) or
+   :func:`privaudit.games.games.run_game` (several): split, train the target and the
    attacker's models (in parallel, cached), compute signals, run every attack;
-5. compute every metric of every attack (:mod:`privaudit.games.metrics`) and the
-   agreement matrix of the alpha-threshold attacks (Ye et al. Table 2);
+5. compute every metric of every attack (:mod:`privaudit.games.metrics`; over a game's
+   trials, on its pooled draws) and the agreement matrix of the alpha-threshold attacks
+   (Ye et al. Table 2);
 6. write ``results.json``, ``scores.npz`` and ``report.html`` atomically.
 
 :func:`demo_config` is the configuration of ``privaudit demo``.
@@ -21,10 +24,12 @@ Steps (each timed; the times go to ``results.json["timings"]``):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import tempfile
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +38,7 @@ import numpy as np
 from privaudit._validation import fail
 from privaudit.audit.attack_bounds import attack_one_run_bounds
 from privaudit.config import (
+    GAME_NAMES,
     AuditConfig,
     DatasetConfig,
     ModelConfig,
@@ -42,9 +48,19 @@ from privaudit.config import (
 from privaudit.data import Dataset, load_adult, load_digits, load_table
 from privaudit.errors import InvalidInputError, PrivauditWarning
 from privaudit.games.experiment import ExperimentConfig, ExperimentResult, run_experiment
-from privaudit.games.metrics import AgreementMatrix, AttackMetrics, agreement_matrix, attack_metrics
+from privaudit.games.games import GameResult, game_attack_metrics, pool_game, run_game
+from privaudit.games.metrics import (
+    AgreementMatrix,
+    AttackMetrics,
+    agreement_matrix,
+    attack_metrics,
+    auc,
+)
+from privaudit.games.threat_model import threat_model
+from privaudit.games.vulnerable import ScoredTarget, agreement_at_fpr, vulnerable_records
 from privaudit.models import SklearnTrainer
 from privaudit.preflight import preflight
+from privaudit.records import AttackScores
 from privaudit.report import (
     ScoreTable,
     attack_entry,
@@ -55,6 +71,7 @@ from privaudit.report import (
 from privaudit.report.bundle import make_manifest
 from privaudit.report.per_record import attack_score_fields
 from privaudit.runtime.executor import Executor, LocalExecutor, RayExecutor
+from privaudit.runtime.seeds import derive_rng
 
 __all__ = [
     "AuditReport",
@@ -206,6 +223,8 @@ def experiment_config(config: AuditConfig, n_records: int) -> ExperimentConfig:
             seed=config.seed,
             n_jobs=config.n_jobs,
             attack_params=config.attack_params,
+            # the target's loss for the vulnerable-record analysis (Ye et al. Fig. 5)
+            signals=("loss",),
         )
     except InvalidInputError as exc:
         raise InvalidInputError(f"audit config: {exc}") from None
@@ -246,9 +265,11 @@ class AuditReport:
     scores : ScoreTable
         Per-record scores with record ids and membership.
     experiment : ExperimentResult
-        Everything the experiment produced.
+        Everything the experiment produced (for a game of several trials: the first).
     out_dir : Path or None
         The report directory (None when not written).
+    game : GameResult or None
+        Every trial of the game, when ``config.game`` is not Def. 3.2.
     """
 
     results: dict[str, Any]
@@ -257,27 +278,63 @@ class AuditReport:
     scores: ScoreTable
     experiment: ExperimentResult
     out_dir: Path | None
+    game: GameResult | None = None
 
 
-def _agreement(exp: ExperimentResult) -> tuple[AgreementMatrix | None, list[str]]:
-    """Agreement of the alpha-threshold attacks that scored every audited record.
+@dataclasses.dataclass(frozen=True)
+class _Scored:
+    """What the metrics read, for one target (Def. 3.2) or a game's pooled draws.
+
+    ``record_ids``/``member``: every draw (audited record, or ``"t<trial>:<id>"`` over
+    several trials); ``decisions``: per attack, its member decisions at alpha.
+    """
+
+    scores: dict[str, AttackScores]
+    record_ids: np.ndarray
+    member: np.ndarray
+    metrics: dict[str, AttackMetrics]
+    decisions: dict[str, np.ndarray]
+
+
+def _scored_experiment(exp: ExperimentResult) -> _Scored:
+    metrics = {name: attack_metrics(sc, exp.member_of(name)) for name, sc in exp.scores.items()}
+    decisions = {n: s.decisions() for n, s in exp.scores.items() if s.threshold is not None}
+    return _Scored(dict(exp.scores), exp.record_ids, exp.membership, metrics, decisions)
+
+
+def _scored_game(result: GameResult) -> _Scored:
+    pooled = pool_game(result)
+    member_of: dict[Any, bool] = {}
+    for p in pooled.values():
+        member_of.update(zip(p.scores.record_ids.tolist(), p.member.tolist(), strict=True))
+    ids = np.asarray(list(member_of))
+    return _Scored(
+        scores={n: p.scores for n, p in pooled.items()},
+        record_ids=ids,
+        member=np.asarray([member_of[i] for i in ids.tolist()], dtype=bool),
+        metrics={n: game_attack_metrics(p) for n, p in pooled.items()},
+        decisions={n: p.decisions for n, p in pooled.items() if p.decisions is not None},
+    )
+
+
+def _agreement(scored: _Scored) -> tuple[AgreementMatrix | None, list[str]]:
+    """Agreement of the alpha-threshold attacks that scored every audited record (draw).
 
     Attacks run on a sample only (leave-one-out) are left out, and listed, since the
     table compares decisions on the same records.
     """
-    n = exp.record_ids.size
+    n = scored.record_ids.size
     decisions: dict[str, np.ndarray] = {}
     excluded: list[str] = []
-    for name, s in exp.scores.items():
-        if s.threshold is None:
-            continue
-        if s.record_ids.size != n or not np.array_equal(s.record_ids, exp.record_ids):
+    for name, d in scored.decisions.items():
+        s = scored.scores[name]
+        if s.record_ids.size != n or not np.array_equal(s.record_ids, scored.record_ids):
             excluded.append(name)
             continue
-        decisions[name] = s.decisions()
+        decisions[name] = d
     if len(decisions) < 2:
         return None, excluded
-    return agreement_matrix(decisions, exp.membership), excluded
+    return agreement_matrix(decisions, scored.member), excluded
 
 
 def build_executor(config: AuditConfig, n_jobs: int, *, progress: bool | None = True) -> Executor:
@@ -346,54 +403,92 @@ def run_audit(
     timings["preflight"] = time.perf_counter() - t0
     executor = build_executor(config, exp_cfg.n_jobs, progress=progress)
     t0 = time.perf_counter()
-    exp = run_experiment(
-        dataset,
-        trainer,
-        exp_cfg,
-        store=None if config.cache_dir is None else Path(config.cache_dir),
-        executor=executor,
-        progress=progress,
-    )
+    game_result: GameResult | None = None
+    n_aimed = 0
+    if config.game.engine_name() == "fixed-model":
+        with _store(config, temporary=_aims_leave_one_out(config)) as store:
+            exp = run_experiment(
+                dataset, trainer, exp_cfg, store=store, executor=executor, progress=progress
+            )
+            extra = _vulnerable_leave_one_out(config, exp, dataset)
+            if extra:
+                first = exp.leave_one_out_ids
+                n_aimed = len(extra) - (0 if first is None else int(first.size))
+                # second pass: every model is in the store; only L's new models train
+                exp = run_experiment(
+                    dataset,
+                    trainer,
+                    dataclasses.replace(
+                        exp_cfg, leave_one_out_include=extra, leave_one_out_sample=len(extra)
+                    ),
+                    store=store,
+                    executor=executor,
+                    progress=progress,
+                )
+    else:
+        game_result = _play_game(config, dataset, trainer, exp_cfg, executor, progress)
+        exp = game_result.trials[0]
     timings["experiment"] = time.perf_counter() - t0
     for phase, sec in exp.timings.items():
         timings[f"experiment.{phase}"] = float(sec)
 
     t0 = time.perf_counter()
-    metrics: dict[str, AttackMetrics] = {}
-    entries = []
-    for name, sc in exp.scores.items():
-        metrics[name] = attack_metrics(sc, exp.member_of(name))
-        entries.append(
-            attack_entry(metrics[name], n_reference_models=n_models_behind(name, exp_cfg))
-        )
-    agreement, excluded = _agreement(exp)
-    table = ScoreTable.from_attack_scores(list(exp.scores.values()), exp.record_ids, exp.membership)
+    scored = _scored_experiment(exp) if game_result is None else _scored_game(game_result)
+    metrics = scored.metrics
+    entries = [
+        attack_entry(metrics[name], n_reference_models=n_models_behind(name, exp_cfg))
+        for name in scored.scores
+    ]
+    agreement, excluded = _agreement(scored)
+    table = ScoreTable.from_attack_scores(
+        list(scored.scores.values()), scored.record_ids, scored.member
+    )
     for entry in entries:  # the DeLong AUC interval, from the saved scores
         entry.update(attack_score_fields(table, entry["name"]))
     audits = attack_one_run_bounds({n: table.scored(n)[1:] for n in table.attacks})
     timings["metrics"] = time.perf_counter() - t0
 
-    settings = _settings(config, exp, dataset, trainer)
+    settings = _settings(config, exp, dataset, trainer, game_result)
     settings.update(executor_settings(config, executor))
     if data_warnings or checks:
         settings["warnings"] = [*data_warnings, *checks]
     if excluded:
         settings["agreement_excludes"] = excluded
+    game_doc = exp.game.to_dict() if game_result is None else game_result.game.to_dict()
+    game_doc["id"] = _game_id(game_doc["name"])
+    if game_result is not None:
+        game_doc["fixed_records"] = (
+            None if game_result.fixed_records is None else game_result.fixed_records.tolist()
+        )
+        game_doc["trials"] = _trial_summaries(game_result, metrics)
+    t0 = time.perf_counter()
+    sections: dict[str, Any] = {
+        "threat_model": threat_model(game_doc, entries, audits=audits),
+        "agreement_at_fpr": agreement_at_fpr(
+            ScoredTarget(
+                scores={n: (s.record_ids, s.scores) for n, s in scored.scores.items()},
+                member=dict(zip(scored.record_ids.tolist(), scored.member.tolist(), strict=True)),
+            ),
+            fprs=config.vulnerable.fprs,
+        ),
+        "vulnerable_records": _vulnerable(config, exp, game_result, dataset),
+    }
+    sections["vulnerable_records"]["leave_one_out_sample"] = {
+        "n_records": 0 if exp.leave_one_out_ids is None else int(exp.leave_one_out_ids.size),
+        "n_aimed_at_record_types": n_aimed,
+    }
+    timings["analysis"] = time.perf_counter() - t0
     results = build_results(
         seed=config.seed,
         settings=settings,
-        target={
-            "train_accuracy": exp.train_accuracy,
-            "test_accuracy": exp.test_accuracy,
-            "n_members": int(exp.membership.sum()),
-            "n_non_members": int((~exp.membership).sum()),
-        },
+        target=_target_summary(exp, game_result, scored),
         attacks=entries,
         audits=audits,
         agreement=agreement,
         agreement_alpha=config.alpha if agreement is not None else None,
-        game=exp.game.to_dict(),
+        game=game_doc,
         timings=timings,
+        sections=sections,
     )
     if write:
         manifest = make_manifest(
@@ -411,15 +506,182 @@ def run_audit(
         scores=table,
         experiment=exp,
         out_dir=out_dir if write else None,
+        game=game_result,
     )
 
 
+def _aims_leave_one_out(config: AuditConfig) -> bool:
+    return (
+        config.vulnerable.leave_one_out_per_set > 0
+        and "leave-one-out" in config.attack_names()
+        and config.game.engine_name() == "fixed-model"
+    )
+
+
+@contextlib.contextmanager
+def _store(config: AuditConfig, *, temporary: bool) -> Iterator[Path | None]:
+    """The artifact store: ``cache_dir``, else a temporary one when asked, else none."""
+    if config.cache_dir is not None:
+        yield Path(config.cache_dir)
+    elif temporary:
+        with tempfile.TemporaryDirectory(prefix="privaudit-store-") as tmp:
+            yield Path(tmp)
+    else:
+        yield None
+
+
+def _vulnerable_leave_one_out(
+    config: AuditConfig, exp: ExperimentResult, dataset: Dataset
+) -> tuple[Any, ...]:
+    """Attack L's sample for a second pass: its first sample plus up to
+    ``vulnerable.leave_one_out_per_set`` more members of each record type (Ye et al. Sec.
+    5.4), drawn at random (seeded); empty when nothing is to add."""
+    if not _aims_leave_one_out(config) or exp.leave_one_out_ids is None:
+        return ()
+    first = _vulnerable(config, exp, None, dataset)
+    have = set(exp.leave_one_out_ids.tolist())
+    rng = derive_rng(config.seed, purpose="vulnerable/leave-one-out")
+    extra: list[Any] = []
+    for s in first["sets"]:
+        if s["name"] == "random":
+            continue
+        pool = [r for r in s["record_ids"] if r not in have and r not in extra]
+        k = min(config.vulnerable.leave_one_out_per_set, len(pool))
+        extra += [pool[i] for i in sorted(rng.choice(len(pool), size=k, replace=False))]
+    if not extra:
+        return ()
+    return (*exp.leave_one_out_ids.tolist(), *extra)
+
+
+def _vulnerable(
+    config: AuditConfig, exp: ExperimentResult, game: GameResult | None, dataset: Dataset
+) -> dict[str, Any]:
+    """Ye et al. Sec. 5.4 over the target(s) (:mod:`privaudit.games.vulnerable`)."""
+    trials = [exp] if game is None else list(game.trials)
+    targets = []
+    for t in trials:
+        loss = None
+        if t.target_signals is not None and "loss" in t.target_signals:
+            loss = dict(zip(t.record_ids.tolist(), t.target_signals["loss"].tolist(), strict=True))
+        targets.append(
+            ScoredTarget(
+                scores={n: (s.record_ids, s.scores) for n, s in t.scores.items()},
+                member=dict(zip(t.record_ids.tolist(), t.membership.tolist(), strict=True)),
+                loss=loss,
+            )
+        )
+    X = dataset.subset(exp.record_ids).X
+    v = config.vulnerable
+    return vulnerable_records(
+        targets, fprs=v.fprs, majority=v.majority, top=v.top, features=(exp.record_ids, X)
+    )
+
+
+def _game_id(name: str) -> str:
+    return {v: k for k, v in GAME_NAMES.items()}.get(name, name)
+
+
+def _play_game(
+    config: AuditConfig,
+    dataset: Dataset,
+    trainer: SklearnTrainer,
+    exp_cfg: ExperimentConfig,
+    executor: Executor,
+    progress: bool | None,
+) -> GameResult:
+    """Play Def. 3.1, 3.3 or 3.4 (:func:`privaudit.games.games.run_game`).
+
+    Without a ``cache_dir`` the trials share a temporary artifact store, so that the
+    models a game holds fixed (e.g. the reference models of Def. 3.4) train once.
+    """
+    g = config.game
+    kw: dict[str, Any] = {
+        "n_trials": g.n_trials,
+        "n_fixed_records": g.n_fixed_records,
+        "fixed_records": g.fixed_records,
+        "executor": executor,
+        "progress": progress,
+    }
+    if config.cache_dir is not None:
+        return run_game(
+            g.engine_name(), dataset, trainer, exp_cfg, store=Path(config.cache_dir), **kw
+        )
+    with tempfile.TemporaryDirectory(prefix="privaudit-game-") as tmp:
+        return run_game(g.engine_name(), dataset, trainer, exp_cfg, store=Path(tmp), **kw)
+
+
+def _trial_summaries(
+    result: GameResult, metrics: Mapping[str, AttackMetrics]
+) -> list[dict[str, Any]]:
+    """Per trial: seeds, the target's accuracies, draws, and each attack's AUC on them."""
+    out = []
+    for t, res in enumerate(result.trials):
+        per_attack: dict[str, Any] = {}
+        for name, smp in result.samples.items():
+            sel = smp.trial == t
+            m = smp.member[sel]
+            per_attack[name] = {
+                "n_draws": int(sel.sum()),
+                "n_member_draws": int(m.sum()),
+                "auc": float(auc(smp.scores[sel], m)) if m.any() and (~m).any() else None,
+            }
+        out.append(
+            {
+                "trial": t,
+                "seeds": {k: int(v) for k, v in res.seeds.items()},
+                "train_accuracy": res.train_accuracy,
+                "test_accuracy": res.test_accuracy,
+                "attacks": per_attack,
+            }
+        )
+    return out
+
+
+def _target_summary(
+    exp: ExperimentResult, game: GameResult | None, scored: _Scored
+) -> dict[str, Any]:
+    """The target; over several trials: mean accuracies, and draws counted as members/non-members."""
+    if game is None or len(game.trials) == 1:
+        return {
+            "train_accuracy": exp.train_accuracy,
+            "test_accuracy": exp.test_accuracy,
+            "n_members": int(exp.membership.sum()),
+            "n_non_members": int((~exp.membership).sum()),
+        }
+    return {
+        "train_accuracy": float(np.mean([t.train_accuracy for t in game.trials])),
+        "test_accuracy": float(np.mean([t.test_accuracy for t in game.trials])),
+        "n_members": int(scored.member.sum()),
+        "n_non_members": int((~scored.member).sum()),
+        "n_trials": len(game.trials),
+        "counts": "draws of the game over all trials; accuracies are means over the trial targets",
+    }
+
+
 def _settings(
-    config: AuditConfig, exp: ExperimentResult, dataset: Dataset, trainer: SklearnTrainer
+    config: AuditConfig,
+    exp: ExperimentResult,
+    dataset: Dataset,
+    trainer: SklearnTrainer,
+    game: GameResult | None = None,
 ) -> dict[str, Any]:
     ec = exp.config
+    trials = [exp] if game is None else list(game.trials)
+    trained: dict[str, int] = {}
+    loaded: dict[str, int] = {}
+    for t in trials:
+        for k, v in t.models_trained.items():
+            trained[k] = trained.get(k, 0) + int(v)
+        for k, v in t.models_loaded.items():
+            loaded[k] = loaded.get(k, 0) + int(v)
     return {
-        "game": exp.game.name,
+        "game": exp.game.name if game is None else game.game.name,
+        "game_options": {
+            "id": config.game.definition(),
+            "n_trials": len(trials),
+            "n_fixed_records": config.game.n_fixed_records,
+            "fixed_records": config.game.fixed_records,
+        },
         "alpha": config.alpha,
         "dataset": {
             **config.dataset.describe(),
@@ -441,8 +703,8 @@ def _settings(
             "n_leave_one_out": ec.n_leave_one_out,
             "leave_one_out_sample": ec.leave_one_out_sample,
         },
-        "models_trained": dict(exp.models_trained),
-        "models_loaded": dict(exp.models_loaded),
+        "models_trained": trained,
+        "models_loaded": loaded,
         "seeds": {"root": config.seed, **{k: int(v) for k, v in exp.seeds.items()}},
         "n_jobs": config.n_jobs,
         "cache_dir": None if config.cache_dir is None else str(config.cache_dir),

@@ -14,6 +14,7 @@ anything that would otherwise fail after an hour of training:
   3 iterations or trees (some checks happen only in ``fit``); the distillation
   objective fits the model kind (``logits`` needs a regressor counterpart, soft labels
   an estimator whose ``fit`` takes ``sample_weight``);
+* **game**: the fixed records of Def. 3.3/3.4 are records of the target pool;
 * **sizes**: shadow models need more population records than the target's training
   set; Attack D's population calibration needs ``ceil(1/alpha - 1)`` records no
   distilled model saw; the leave-one-out sample fits in the pool (half members, half
@@ -32,6 +33,7 @@ processes than cores.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 import os
@@ -44,7 +46,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from privaudit.config import AuditConfig, ConfigError, build_estimator
+from privaudit.config import AuditConfig, ConfigError
 from privaudit.data import Dataset
 from privaudit.errors import PrivauditError, PrivauditWarning
 from privaudit.games.experiment import ExperimentConfig, run_experiment
@@ -53,6 +55,7 @@ from privaudit.runtime.executor import LocalExecutor, available_cores
 __all__ = [
     "check_attack_params",
     "check_executor",
+    "check_game",
     "check_memory",
     "check_model",
     "check_paths",
@@ -93,7 +96,8 @@ def preflight(
         _check_creatable(Path(config.cache_dir), "cache_dir", existing_dir_ok=True)
     check_executor(config)
     check_sizes(config, experiment)
-    check_memory(experiment)
+    check_game(config, dataset, experiment)
+    check_memory(experiment, trials=_trials(config))
     check_attack_params(experiment)
     check_model(config, dataset, trainer)
     dry_run_attacks(experiment, dataset.n_classes)
@@ -248,6 +252,36 @@ def check_sizes(config: AuditConfig, exp: ExperimentConfig) -> None:
             )
 
 
+def check_game(config: AuditConfig, dataset: Dataset, exp: ExperimentConfig) -> None:
+    """The fixed records of a fixed-record game (Def. 3.3/3.4) are records of the pool.
+
+    :func:`privaudit.games.games.run_game` checks the same after it opened the artifact
+    store; here nothing is created yet.
+    """
+    game = getattr(config, "game", None)
+    if game is None or game.engine_name() not in ("fixed-record", "fixed-record-and-dataset"):
+        return
+    from privaudit.games.experiment import target_pool_ids
+
+    pool = target_pool_ids(dataset, exp)
+    if game.fixed_records is None:
+        if game.n_fixed_records > pool.size:
+            raise ConfigError(
+                f"game.n_fixed_records: expected at most the {pool.size} pool records, "
+                f"found {game.n_fixed_records}"
+            )
+        return
+    wanted = np.asarray(game.fixed_records)
+    wanted = wanted.astype(pool.dtype) if pool.dtype.kind in "iu" else wanted.astype(str)
+    known = set(pool.tolist())
+    missing = [r for r in wanted.tolist() if r not in known]
+    if missing:
+        raise ConfigError(
+            f"game.fixed_records: expected record ids of the target pool "
+            f"(e.g. {pool[:3].tolist()}), found {missing[:5]} not in it"
+        )
+
+
 def _model_count(exp: ExperimentConfig) -> int:
     from privaudit.attacks import required_inputs
 
@@ -282,18 +316,27 @@ def _available_memory() -> int | None:
         return None
 
 
-def check_memory(exp: ExperimentConfig, *, available: int | None = None) -> None:
+def _trials(config: AuditConfig) -> int:
+    """Target models the audit's game trains (each with its own attacker models)."""
+    game = getattr(config, "game", None)
+    if game is None or game.engine_name() == "fixed-model":
+        return 1
+    return int(game.n_trials)
+
+
+def check_memory(exp: ExperimentConfig, *, trials: int = 1, available: int | None = None) -> None:
     """The signals of every model (kept until the attacks run) fit in memory.
 
     Estimate: models x signals x (pool + population) float64 values, times 3 for the
-    per-model arrays, their stacked copy and the attacks' working arrays.
+    per-model arrays, their stacked copy and the attacks' working arrays; a game with
+    several trials keeps every trial's experiment.
     """
     from privaudit.signals import SIGNALS
 
-    n_models = _model_count(exp)
+    n_models = _model_count(exp) * trials
     per_model = len(SIGNALS) * (exp.n_target_pool + exp.n_population) * 8 * 3
     # the reference keep matrix (bool and its float draws) is built whatever the attacks
-    need = n_models * per_model + exp.n_reference * exp.n_target_pool * 9
+    need = n_models * per_model + trials * exp.n_reference * exp.n_target_pool * 9
     avail = _available_memory() if available is None else available
     if avail is None or need <= 0.8 * avail:
         return
@@ -392,25 +435,23 @@ def _dry_dataset(n_pool: int, n_population: int, n_classes: int) -> Dataset:
 
 
 def _dry_config(exp: ExperimentConfig, attacks: Sequence[str]) -> ExperimentConfig:
+    """``exp`` on the dry run's sizes (every other setting kept, including future ones)."""
     pool = min(exp.n_target_pool, _DRY_POOL)
     floor = max(_DRY_POPULATION, 4 * math.ceil(1.0 / exp.alpha))
     population = min(exp.n_population, floor)
     params = {a: dict(v) for a, v in exp.attack_params.items() if a in attacks}
-    return ExperimentConfig(
+    return dataclasses.replace(
+        exp,
         attacks=tuple(attacks),
         n_target_pool=pool,
         n_population=population,
-        n_reference=exp.n_reference,
-        n_shadow=exp.n_shadow,
-        n_distilled=exp.n_distilled,
         distill_size=None,
-        distill_method="soft-labels",
-        n_leave_one_out=exp.n_leave_one_out,
+        distill_method="soft-labels",  # the trivial trainer has no logit regressor
         leave_one_out_sample=min(exp.leave_one_out_sample, 2 * (pool // 2)),
-        alpha=exp.alpha,
-        seed=exp.seed,
         n_jobs=1,
         attack_params=params,
+        force_membership=(),
+        leave_one_out_include=(),
     )
 
 
@@ -495,19 +536,20 @@ def _trial_trainer(trainer: Any) -> Any:
 
 
 def check_model(config: AuditConfig, dataset: Dataset, trainer: Any) -> None:
-    """Build the estimator, fit it once on a small sample; check the distillation objective."""
-    try:
-        estimator = build_estimator(config.model)
-        validate = getattr(estimator, "_validate_params", None)
-        if callable(validate):
+    """Validate the estimator's parameters, fit it once on a small sample, and check the
+    distillation objective against the model kind."""
+    from privaudit.models import SklearnTrainer
+
+    estimator = trainer.estimator if isinstance(trainer, SklearnTrainer) else None
+    validate = getattr(estimator, "_validate_params", None)
+    if callable(validate):  # scikit-learn >= 1.2: the parameter constraints, without fitting
+        try:
             validate()
-    except PrivauditError:
-        raise
-    except Exception as exc:
-        raise ConfigError(
-            f"model.params: expected parameters {config.model.kind} accepts, found "
-            f"{type(exc).__name__}: {exc}"
-        ) from None
+        except Exception as exc:
+            raise ConfigError(
+                f"model.params: expected parameters {config.model.kind} accepts, found "
+                f"{type(exc).__name__}: {exc}"
+            ) from None
     rows = _trial_sample(dataset)
     try:
         with warnings.catch_warnings():
@@ -521,26 +563,27 @@ def check_model(config: AuditConfig, dataset: Dataset, trainer: Any) -> None:
             f"model.params: expected a model that trains, found that a trial fit on "
             f"{rows.size} records failed: {type(exc).__name__}: {exc}"
         ) from None
-    if "distillation" in config.attack_names():
+    if "distillation" not in config.attack_names():
+        return
+    method = config.models.distill_method
+    if method == "logits" and estimator is not None:
         from privaudit.models.distill import logit_regressor_for
 
-        method = config.models.distill_method
-        if method == "logits":
-            try:
-                logit_regressor_for(estimator)
-            except PrivauditError:
-                raise ConfigError(
-                    f"models.distill_method: expected 'soft-labels' for model kind "
-                    f"{config.model.kind!r} ('logits' needs a regressor of the same "
-                    f"architecture, known for mlp only), found 'logits'"
-                ) from None
-        else:
-            accepts = getattr(trainer, "accepts_sample_weight", None)
-            if not callable(accepts) or not accepts():
-                raise ConfigError(
-                    f"models.distill_method: expected a model whose fit() takes "
-                    f"sample_weight for 'soft-labels', found {config.model.kind!r}"
-                )
+        try:
+            logit_regressor_for(estimator)
+        except PrivauditError:
+            raise ConfigError(
+                f"models.distill_method: expected 'soft-labels' for model kind "
+                f"{config.model.kind!r} ('logits' needs a regressor of the same "
+                f"architecture, known for mlp only), found 'logits'"
+            ) from None
+    elif method == "soft-labels":
+        accepts = getattr(trainer, "accepts_sample_weight", None)
+        if not callable(accepts) or not accepts():
+            raise ConfigError(
+                f"models.distill_method: expected a model whose fit() takes "
+                f"sample_weight for 'soft-labels', found {config.model.kind!r}"
+            )
 
 
 # ---------------------------------------------------------------------------- warnings

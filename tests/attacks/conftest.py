@@ -29,14 +29,20 @@ def balanced_keep(n_models: int, n_records: int, rng: np.random.Generator) -> ND
 def tables(
     phi: NDArray[np.float64], labels: NDArray[np.int64], ids: Any, model_prefix: str
 ) -> dict[str, SignalTable]:
-    """All five signals of every model (rows of ``phi``) on the records ``ids``."""
+    """All five logit signals of every model (rows of ``phi``) on the records ``ids``, and a
+    label-only robustness: the fraction of 40 noisy copies (logistic noise of scale 2 on
+    phi) still classified correctly, plus the clean prediction, as
+    :func:`privaudit.signals.label_robustness` would measure it."""
     model_ids = tuple(f"{model_prefix}{j}" for j in range(phi.shape[0]))
-    vals: dict[str, list[NDArray[np.float64]]] = {s: [] for s in SIGNALS}
+    vals: dict[str, list[NDArray[np.float64]]] = {s: [] for s in (*SIGNALS, "label_robustness")}
     for row in phi:
         logits = np.zeros((row.size, 2))
         logits[np.arange(row.size), labels] = row
         for s in SIGNALS:
             vals[s].append(compute_signal(s, logits, labels))
+        # deterministic in phi: P(correct under noise) = sigmoid(phi / 2), on a 1/41 grid
+        p = 1.0 / (1.0 + np.exp(-row / 2.0))
+        vals["label_robustness"].append(((row > 0) + np.round(40 * p)) / 41.0)
     return {s: SignalTable(s, ids, model_ids, np.array(v)) for s, v in vals.items()}
 
 

@@ -26,6 +26,9 @@ BUILTIN = (
     "lira-offline",
     "rmia-online",
     "rmia-offline",
+    "calibrated-loss",
+    "learned",
+    "label-only",
 )
 
 
@@ -108,6 +111,15 @@ def test_alpha_threshold_contract(world: World, name: str) -> None:
         return
     res = run_attack(name, world.data, alpha=0.1)
     assert res.alpha == 0.1
+    if res.params.get("score_kind") == "statistic":
+        # not a p-value: the threshold is the conformal quantile of population scores
+        assert res.params["threshold_calibration"] == "population"
+        assert res.threshold == res.params["threshold"] and res.params["n_calibration"] > 0
+        dec = res.decisions()
+        member = _labels(world, res)
+        assert dec[member].mean() > dec[~member].mean()
+        assert dec[~member].mean() < 0.1 + 4 * np.sqrt(0.09 / (~member).sum())
+        return
     if res.params.get("threshold_calibration", "smoothed") == "smoothed":
         assert res.threshold == -0.1
     else:  # population-calibrated (conformal) threshold, recorded in params

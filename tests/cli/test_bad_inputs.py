@@ -444,6 +444,13 @@ CASES: list[tuple[str, Builder, str]] = [
         "models",
     ),
     ("sizes-unknown-key", cfg(sizes={"pool": 100}), "sizes.pool"),
+    ("game-unknown", cfg(game="def-9.9"), "game"),
+    ("game-zero-trials", cfg(game={"name": "def-3.1", "n_trials": 0}), "game.n_trials"),
+    (
+        "game-fixed-record-not-in-pool",
+        cfg(game={"name": "def-3.3", "n_trials": 2, "fixed_records": ["nope"]}),
+        "fixed_records",
+    ),
     # ---- output and cache folders -------------------------------------------------------
     ("output-dir-is-file", with_file(cfg(), "report"), "report"),
     ("output-dir-inside-file", with_file(cfg(output_dir="blocker/report"), "blocker"), "blocker"),
@@ -459,6 +466,22 @@ CASES: list[tuple[str, Builder, str]] = [
         "out-option-inside-file",
         lambda t: [*with_file(cfg(), "blocker")(t), "--out", "blocker/rep"],
         "blocker",
+    ),
+    # ---- CI formats and verify (issue 8 items 8-9) ---------------------------------------
+    ("run-format-unknown", lambda t: [*cfg()(t), "--format", "xml"], "--format"),
+    ("run-claimed-epsilon-negative", lambda t: [*cfg()(t), "--claimed-epsilon", "-1"], "epsilon"),
+    ("run-claimed-epsilon-text", lambda t: [*cfg()(t), "--claimed-epsilon", "big"], "epsilon"),
+    (
+        "run-format-file-with-text",
+        lambda t: [*cfg()(t), "--format-file", "o.json"],
+        "--format-file",
+    ),
+    ("verify-without-bundle", args("verify"), "Missing argument"),
+    ("verify-missing-bundle", args("verify", "absent-bundle"), "absent-bundle"),
+    (
+        "verify-not-a-bundle",
+        lambda t: (t / "folder").mkdir() or ["verify", "folder"],
+        "folder",
     ),
     # ---- audit and zero-run ----------------------------------------------------------------
     ("audit-missing-file", args("audit", "absent.csv"), "absent.csv"),

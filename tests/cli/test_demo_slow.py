@@ -16,7 +16,17 @@ from privaudit.cli import main
 #: (conformal) calibration. Attack S's threshold comes from shadow models, so it holds
 #: alpha on average over target models (Def. 3.1), not for one fixed target; its
 #: achieved FPR is reported next to alpha but not asserted here.
-CALIBRATED = ("population", "reference", "distillation", "leave-one-out", "lira-offline")
+CALIBRATED = (
+    "population",
+    "reference",
+    "distillation",
+    "leave-one-out",
+    "lira-offline",
+    # conformal thresholds on population scores (privaudit.attacks.extra_attacks)
+    "calibrated-loss",
+    "learned",
+    "label-only",
+)
 
 
 @pytest.mark.slow

@@ -110,6 +110,9 @@ def test_reference_layout_is_independent_of_the_target_bit(null_run) -> None:  #
         "lira-offline",
         "rmia-online",
         "rmia-offline",
+        "calibrated-loss",
+        "learned",
+        "label-only",
     ],
 )
 def test_null_world_auc_is_chance_and_alpha_holds(null_run, name: str) -> None:  # type: ignore[no-untyped-def]

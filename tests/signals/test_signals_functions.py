@@ -53,6 +53,7 @@ def test_names_and_directions() -> None:
         "logit_confidence": True,
         "entropy": False,
         "modified_entropy": False,
+        "label_robustness": True,
     }
 
 

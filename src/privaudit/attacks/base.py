@@ -117,6 +117,7 @@ SIGNAL_NAMES: tuple[str, ...] = (
     "logit_confidence",
     "entropy",
     "modified_entropy",
+    "label_robustness",
 )
 
 #: The table-valued fields of :class:`AttackData`, with the id set their tables carry.
@@ -567,14 +568,18 @@ class AttackSpec:
     default_signal : str
         The signal used unless ``signal=`` is passed.
     alpha_threshold : bool
-        True when the score is ``-p_value`` of an out-world test, so a requested FPR
-        ``alpha`` maps to the threshold ``-alpha``.
+        True when the attack decides at a requested FPR ``alpha``: either its score is
+        ``-p_value`` of an out-world test (threshold ``-alpha``), or it returns a
+        calibrated ``params["threshold"]`` (with ``params["score_kind"] ==
+        "statistic"`` when the score is not a p-value).
     description : str
         One line for reports.
     optional_fields : tuple of str
         Fields read when present (or needed for some settings).
     signal_choices : tuple of str
         Signals the attack accepts.
+    extra_signals : tuple of str
+        Signals read besides the main one (an attack on several signals).
     """
 
     name: str
@@ -585,6 +590,7 @@ class AttackSpec:
     description: str
     optional_fields: tuple[str, ...] = ()
     signal_choices: tuple[str, ...] = SIGNAL_NAMES
+    extra_signals: tuple[str, ...] = ()
 
 
 #: The registry: stable attack name -> spec. Filled by the attack modules on import.
@@ -594,6 +600,7 @@ _ATTACK_MODULES: tuple[str, ...] = (
     "privaudit.attacks.threshold_attacks",
     "privaudit.attacks.lira",
     "privaudit.attacks.rmia",
+    "privaudit.attacks.extra_attacks",
 )
 
 
@@ -606,6 +613,7 @@ def register(
     description: str,
     optional_fields: tuple[str, ...] = (),
     signal_choices: tuple[str, ...] = SIGNAL_NAMES,
+    extra_signals: tuple[str, ...] = (),
 ) -> Callable[[AttackFunction], AttackFunction]:
     """Decorator registering an attack under a stable ``name``.
 
@@ -621,6 +629,8 @@ def register(
             raise fail("fields", "AttackData field names", repr(f))
     if default_signal not in signal_choices or not set(signal_choices) <= set(SIGNAL_NAMES):
         raise fail("signal_choices", "signal names containing the default signal", signal_choices)
+    if not set(extra_signals) <= set(SIGNAL_NAMES):
+        raise fail("extra_signals", "signal names", extra_signals)
 
     def deco(func: AttackFunction) -> AttackFunction:
         if name in ATTACKS and ATTACKS[name].func is not func:
@@ -636,6 +646,7 @@ def register(
             description=description,
             optional_fields=tuple(optional_fields),
             signal_choices=tuple(signal_choices),
+            extra_signals=tuple(extra_signals),
         )
         return func
 
@@ -659,6 +670,9 @@ BUILTIN_ATTACKS: tuple[str, ...] = (
     "lira-offline",
     "rmia-online",
     "rmia-offline",
+    "calibrated-loss",
+    "learned",
+    "label-only",
 )
 
 
@@ -692,8 +706,9 @@ def required_inputs(name: str, *, signal: str | None = None) -> InputRequirement
         raise fail(
             "signal", f"one of {', '.join(spec.signal_choices)} for attack {name!r}", repr(sig)
         )
+    signals = (sig, *(s for s in spec.extra_signals if s != sig))
     return InputRequirements(
-        attack=name, fields=spec.fields, signals=(sig,), optional_fields=spec.optional_fields
+        attack=name, fields=spec.fields, signals=signals, optional_fields=spec.optional_fields
     )
 
 

@@ -108,6 +108,12 @@ def render_summary(
         f"{_pct1(t['train_accuracy'])} train, {_pct1(t['test_accuracy'])} test; "
         f"{t['n_members']} members + {t['n_non_members']} non-members audited"
     )
+    game = results.get("game")
+    if game:
+        console.print(
+            f"[bold]Game[/bold]: {game.get('id', game.get('name'))} ({game.get('name')}), "
+            f"{game.get('n_trials', 1)} trial(s); see the report's threat-model card"
+        )
     alpha = float(s["alpha"])
     table = Table(
         title=f"Membership inference (alpha = {alpha:g})",
@@ -151,7 +157,8 @@ def render_summary(
         console.print(f"[yellow]warning[/yellow]: {w}")
     if out_dir is not None:
         console.print(
-            f"Report written to [bold]{out_dir}[/bold] (report.html, results.json, scores.npz)"
+            f"Report written to [bold]{out_dir}[/bold] (report.html, results.json, scores.npz, "
+            "bundle.json: re-check it with `privaudit verify`)"
         )
 
 

@@ -19,6 +19,16 @@ def run(
         False, "--overwrite", help="Replace an existing report directory."
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
+    game: str | None = typer.Option(
+        None,
+        "--game",
+        help="Inference game (Ye et al. 2022): def-3.1, def-3.2, def-3.3 or def-3.4 (overrides game).",
+    ),
+    game_trials: int | None = typer.Option(
+        None,
+        "--game-trials",
+        help="Trials (target models) of def-3.1/3.3/3.4 (overrides game.n_trials).",
+    ),
     claimed_epsilon: float | None = typer.Option(
         None,
         "--claimed-epsilon",
@@ -27,12 +37,12 @@ def run(
     fmt: str = typer.Option("text", "--format", help=ci_output.FORMAT_HELP),
     format_file: Path | None = typer.Option(None, "--format-file", help=ci_output.FORMAT_FILE_HELP),
 ) -> None:
-    """Run the audit described by CONFIG and write report.html, results.json and scores.npz.
+    """Run the audit described by CONFIG; write report.html, results.json, scores.npz, bundle.json.
 
     An invalid config is reported with the name of the bad field (exit code 2) and
     nothing is written.
     """
-    from privaudit.config import load_config
+    from privaudit.config import load_config, with_game
     from privaudit.pipeline import run_audit
     from privaudit.report.ci_formats import gates_from_results
 
@@ -41,6 +51,8 @@ def run(
         cfg = load_config(config)
         if out is not None:
             cfg = cfg.model_copy(update={"output_dir": out})
+        if game is not None or game_trials is not None:
+            cfg = with_game(cfg, game, n_trials=game_trials)
         with quiet_warnings():  # the summary prints them (results.json records them)
             report = run_audit(cfg, overwrite=overwrite, progress=progress)
     except PrivauditError as exc:

@@ -497,4 +497,7 @@ def zero_run_command(
             result, console or Console(file=sys.stdout, width=180), features=columns
         )
         if out is not None:
-            typer.echo(f"report written to {out} (results.json, report.html)")
+            typer.echo(
+                f"report written to {out} (results.json, report.html; bundle.json with "
+                "inputs.npz and features.parquet: re-check it with `privaudit verify`)"
+            )

@@ -121,9 +121,9 @@ def _check_categorical(s: pd.Series, col: str) -> None:
     n_num = int(is_num.sum())
     if 0 < n_num < len(s) and n_num * 2 >= len(s):
         distinct = int(as_num[is_num].nunique())
+        bad = s[~is_num]
+        rows = np.flatnonzero(~is_num)
         if distinct > _MAX_NUMERIC_CODES:
-            bad = s[~is_num]
-            rows = np.flatnonzero(~is_num)
             raise fail(
                 f"feature column {col!r}",
                 "numbers in a numeric column",
@@ -131,6 +131,13 @@ def _check_categorical(s: pd.Series, col: str) -> None:
                 f"{bad.iloc[0]!r} in data row {int(rows[0]) + 1} (fix or drop them; read as "
                 f"text the column would be one-hot encoded into {distinct + bad.nunique()} features)",
             )
+        warnings.warn(  # a few numeric codes and some words: a category, or a typo?
+            f"feature column {col!r}: {n_num} values are numbers and {len(bad)} are not "
+            f"(e.g. {bad.iloc[0]!r} in data row {int(rows[0]) + 1}); the column is read as "
+            f"text and one-hot encoded into {distinct + bad.nunique()} features",
+            PrivauditWarning,
+            stacklevel=3,
+        )
     n_cats = int(s.astype(str).nunique())
     if n_cats > _MANY_CATEGORIES:
         warnings.warn(

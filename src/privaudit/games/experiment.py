@@ -58,6 +58,7 @@ evaluated records' fingerprint. A killed run resumes without retraining what fin
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
 import math
@@ -73,6 +74,7 @@ from privaudit._validation import check_positive_int, check_probability, fail
 from privaudit.attacks.base import ATTACKS as _ATTACKS
 from privaudit.attacks.base import (
     BUILTIN_ATTACKS,
+    TABLE_FIELDS,
     AttackData,
     attack_names,
     required_inputs,
@@ -90,7 +92,7 @@ from privaudit.records import AttackScores, MembershipMatrix, SignalTable
 from privaudit.runtime.executor import Executor, LocalExecutor
 from privaudit.runtime.seeds import derive_rng, derive_seed, spawn_seeds
 from privaudit.runtime.store import ArtifactStore, hash_key
-from privaudit.signals import SIGNALS, model_signals
+from privaudit.signals import ALL_SIGNALS, QUERY_SIGNALS, model_signals
 
 __all__ = [
     "DEFAULT_ATTACKS",
@@ -293,8 +295,8 @@ class ExperimentConfig:
             raise fail("n_jobs", "a non-zero integer", repr(self.n_jobs))
         sigs = tuple(self.signals)
         for s in sigs:
-            if s not in SIGNALS:
-                raise fail("signals", "signal names (" + ", ".join(SIGNALS) + ")", repr(s))
+            if s not in ALL_SIGNALS:
+                raise fail("signals", "signal names (" + ", ".join(ALL_SIGNALS) + ")", repr(s))
         object.__setattr__(self, "signals", sigs)
         params = {str(k): dict(v) for k, v in dict(self.attack_params).items()}
         for k in params:
@@ -367,6 +369,9 @@ class ExperimentResult:
         The attacker's population records.
     leave_one_out_ids : array or None
         The records attacked by Attack L.
+    target_signals : dict[str, float64 array] or None
+        The target's signals on the audited records (``record_ids`` order), e.g. its
+        loss for the vulnerable-record analysis (:mod:`privaudit.games.vulnerable`).
     """
 
     record_ids: NDArray[Any]
@@ -385,6 +390,7 @@ class ExperimentResult:
     dataset_fingerprint: str
     population_ids: NDArray[Any]
     leave_one_out_ids: NDArray[Any] | None = None
+    target_signals: Mapping[str, NDArray[np.float64]] | None = None
 
     def member_of(self, attack: str) -> NDArray[np.bool_]:
         """True membership aligned with ``scores[attack].record_ids``."""
@@ -479,6 +485,12 @@ class _ModelWorker:
         self.teacher_key = teacher_key
         self.distill_method = distill_method
 
+    def with_signals(self, signals: tuple[str, ...]) -> _ModelWorker:
+        """The same worker computing ``signals``."""
+        other = copy.copy(self)
+        other.signals = signals
+        return other
+
     def model_key_parts(self, job: _Job) -> dict[str, Any]:
         parts: dict[str, Any] = {
             "artifact": "model",
@@ -562,7 +574,9 @@ class _ModelWorker:
 
             def compute(data: Dataset = data) -> NDArray[np.float64]:
                 model = get_model()[0]
-                sig = model_signals(job.model_id, model, data, self.signals)
+                # label-only signals perturb in units of the whole dataset's spread
+                scale = self.dataset.X.std(axis=0)
+                sig = model_signals(job.model_id, model, data, self.signals, feature_scale=scale)
                 return np.stack([np.asarray(sig[s], dtype=np.float64) for s in self.signals])
 
             if self.store is None:
@@ -599,18 +613,26 @@ def target_pool_ids(dataset: Dataset, config: ExperimentConfig) -> NDArray[Any]:
     return pool.record_ids
 
 
-def _needed(config: ExperimentConfig) -> tuple[set[str], tuple[str, ...]]:
+def _needed(config: ExperimentConfig) -> tuple[set[str], tuple[str, ...], set[str]]:
+    """Fields and signals the attacks read, and the fields read with a query signal
+    (label-only signals are computed only for the models of those fields)."""
     fields: set[str] = set()
     sigs: list[str] = []
+    query_fields: set[str] = set()
     for a in config.attacks:
         params = config.attack_params.get(a, {})
         req = required_inputs(a, signal=params.get("signal"))
         fields.update(req.fields)
         fields.update(req.optional_fields)
         sigs.extend(req.signals)
+        if set(req.signals) & set(QUERY_SIGNALS):
+            query_fields.update(req.fields)
+            query_fields.update(req.optional_fields)
     sigs.extend(config.signals)
-    ordered = tuple(s for s in SIGNALS if s in set(sigs))
-    return fields, ordered
+    ordered = tuple(s for s in ALL_SIGNALS if s in set(sigs))
+    if set(config.signals) & set(QUERY_SIGNALS):
+        query_fields.update(TABLE_FIELDS)
+    return fields, ordered, query_fields
 
 
 def _tables(
@@ -692,7 +714,13 @@ def run_experiment(
     if executor is None:
         executor = LocalExecutor(config.n_jobs, progress=progress)
     seeds = config.component_seeds()
-    fields, signals = _needed(config)
+    fields, signals, query_fields = _needed(config)
+
+    def role_signals(*role_fields: str) -> tuple[str, ...]:
+        if query_fields & set(role_fields):
+            return signals
+        return tuple(s for s in signals if s not in QUERY_SIGNALS)
+
     timings: dict[str, float] = {}
     trained: dict[str, int] = {}
     loaded: dict[str, int] = {}
@@ -773,9 +801,10 @@ def run_experiment(
             _Job("reference", rid, pool.record_ids[matrix.row(rid)], s, ref_sets)
             for rid, s in zip(ref_ids, ref_seeds, strict=True)
         ]
-        res = run_jobs("reference", jobs, base_worker, "reference models")
+        sigs = role_signals("reference", "reference_population")
+        res = run_jobs("reference", jobs, base_worker.with_signals(sigs), "reference models")
         data_kw["reference"] = _tables(
-            ref_ids, pool.record_ids, np.stack([r.signals[_POOL] for r in res]), signals
+            ref_ids, pool.record_ids, np.stack([r.signals[_POOL] for r in res]), sigs
         )
         data_kw["reference_membership"] = ref_keep
         if _POPULATION in ref_sets:
@@ -783,7 +812,7 @@ def run_experiment(
                 ref_ids,
                 population.record_ids,
                 np.stack([r.signals[_POPULATION] for r in res]),
-                signals,
+                sigs,
             )
 
     # 4. shadow models ----------------------------------------------------------------
@@ -812,12 +841,13 @@ def run_experiment(
             _Job("shadow", sid, population.record_ids[shadow_keep.row(sid)], s, (_POPULATION,))
             for sid, s in zip(shadow_keep.model_ids, shadow_seeds, strict=True)
         ]
-        res = run_jobs("shadow", jobs, base_worker, "shadow models")
+        sigs = role_signals("shadow")
+        res = run_jobs("shadow", jobs, base_worker.with_signals(sigs), "shadow models")
         data_kw["shadow"] = _tables(
             shadow_keep.model_ids,
             population.record_ids,
             np.stack([r.signals[_POPULATION] for r in res]),
-            signals,
+            sigs,
         )
         data_kw["shadow_membership"] = shadow_keep
         data_kw["shadow_labels"] = population.y
@@ -842,11 +872,12 @@ def run_experiment(
             pick = np.sort(rng.choice(source, size=size, replace=False))
             d_keep[j, pick] = True
             jobs.append(_Job("distilled", did, population.record_ids[pick], s, d_sets))
+        sigs = role_signals("distilled", "distilled_population")
         worker = _ModelWorker(
             dataset,
             trainer,
             store,
-            signals,
+            sigs,
             eval_sets,
             teacher=target_model,
             teacher_key=target_key,
@@ -854,14 +885,14 @@ def run_experiment(
         )
         res = run_jobs("distilled", jobs, worker, "distilled models")
         data_kw["distilled"] = _tables(
-            d_ids, pool.record_ids, np.stack([r.signals[_POOL] for r in res]), signals
+            d_ids, pool.record_ids, np.stack([r.signals[_POOL] for r in res]), sigs
         )
         if _POPULATION in d_sets:
             data_kw["distilled_population"] = _tables(
                 d_ids,
                 population.record_ids,
                 np.stack([r.signals[_POPULATION] for r in res]),
-                signals,
+                sigs,
             )
             data_kw["distilled_population_membership"] = MembershipMatrix(
                 population.record_ids, d_ids, d_keep
@@ -906,9 +937,12 @@ def run_experiment(
                 rows.append(row)
                 serve_rows.append(serves)
                 model_ids.append(mid)
-        res = run_jobs("leave_one_out", jobs, base_worker, "leave-one-out models")
+        sigs = role_signals("leave_one_out", "leave_one_out_population")
+        res = run_jobs(
+            "leave_one_out", jobs, base_worker.with_signals(sigs), "leave-one-out models"
+        )
         data_kw["leave_one_out"] = _tables(
-            model_ids, pool.record_ids, np.stack([r.signals[_POOL] for r in res]), signals
+            model_ids, pool.record_ids, np.stack([r.signals[_POOL] for r in res]), sigs
         )
         data_kw["leave_one_out_membership"] = MembershipMatrix(
             pool.record_ids, tuple(model_ids), np.stack(rows)
@@ -919,7 +953,7 @@ def run_experiment(
                 model_ids,
                 population.record_ids,
                 np.stack([r.signals[_POPULATION] for r in res]),
-                signals,
+                sigs,
             )
             # population records are non-members: served by the models trained on D
             pop_serves = np.zeros((len(model_ids), population.n_records), dtype=bool)
@@ -965,4 +999,5 @@ def run_experiment(
         dataset_fingerprint=dataset.fingerprint(),
         population_ids=population.record_ids,
         leave_one_out_ids=loo_ids,
+        target_signals={k: np.asarray(v.values[0]) for k, v in data_kw["target"].items()},
     )

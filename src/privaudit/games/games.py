@@ -50,6 +50,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from privaudit._validation import check_choice, check_positive_int, check_unique_ids, fail
 from privaudit.data.dataset import Dataset
+from privaudit.errors import InsufficientDataError
 from privaudit.games.experiment import (
     ExperimentConfig,
     ExperimentResult,
@@ -57,12 +58,23 @@ from privaudit.games.experiment import (
     run_experiment,
     target_pool_ids,
 )
+from privaudit.games.metrics import AttackMetrics, attack_metrics
 from privaudit.models.base import Trainer
+from privaudit.records import AttackScores
 from privaudit.runtime.executor import Executor, LocalExecutor
 from privaudit.runtime.seeds import derive_rng, derive_seed
 from privaudit.runtime.store import ArtifactStore
 
-__all__ = ["GAMES", "GameResult", "GameSamples", "describe_game", "run_game"]
+__all__ = [
+    "GAMES",
+    "GameResult",
+    "GameSamples",
+    "PooledAttack",
+    "describe_game",
+    "game_attack_metrics",
+    "pool_game",
+    "run_game",
+]
 
 _POOL = "population pool pi (the target pool / population split, split_seed)"
 _D = "target training set D (membership_seed)"
@@ -346,3 +358,110 @@ def run_game(
         )
     samples = _collect(trials, config.attacks, fixed)
     return GameResult(game=desc, trials=tuple(trials), samples=samples, fixed_records=fixed)
+
+
+@dataclasses.dataclass(frozen=True)
+class PooledAttack:
+    """One attack's draws over every trial of a game, as one scored set.
+
+    ``scores`` carries one score per draw under a draw id (the record id for a single
+    trial, ``"t<trial>:<record id>"`` otherwise, so that ids stay unique). When the
+    trials decided at different thresholds (each target calibrates its own), a draw's
+    score is its *margin* over its trial's threshold (``score - threshold_t``) and the
+    pooled threshold is 0: "member iff margin >= 0" is each trial's own decision, and
+    sweeping a common offset over the margins gives the game's ROC (the decision rules
+    "threshold_t + c"). Otherwise the raw scores and the common threshold (if any).
+    ``decisions`` are the member decisions at the requested alpha (None without one).
+    """
+
+    scores: AttackScores
+    member: NDArray[np.bool_]
+    trial: NDArray[np.int64]
+    record_ids: NDArray[Any]
+    decisions: NDArray[np.bool_] | None
+    thresholds: tuple[float | None, ...]
+
+
+def _draw_ids(samples: GameSamples, n_trials: int) -> NDArray[Any]:
+    if n_trials == 1:
+        return samples.record_ids
+    return np.asarray(
+        [
+            f"t{t}:{r}"
+            for t, r in zip(samples.trial.tolist(), samples.record_ids.tolist(), strict=True)
+        ]
+    )
+
+
+def pool_game(result: GameResult) -> dict[str, PooledAttack]:
+    """Every attack's draws over the game's trials (Ye et al. 2022 Sec. 3.1: the game's
+    success is averaged over its repetitions), see :class:`PooledAttack`.
+
+    Raises
+    ------
+    InsufficientDataError
+        When an attack's draws hold only members or only non-members (e.g. a
+        fixed-record game with few trials whose coins all fell the same way).
+    """
+    n_trials = len(result.trials)
+    out: dict[str, PooledAttack] = {}
+    for name, smp in result.samples.items():
+        n_pos, n_neg = int(smp.member.sum()), int((~smp.member).sum())
+        if n_pos == 0 or n_neg == 0:
+            raise InsufficientDataError(
+                f"game {result.game.name!r}: attack {name!r} has {n_pos} member and {n_neg} "
+                f"non-member draw(s) over {n_trials} trial(s); the metrics need both: "
+                "play more trials (game.n_trials) or fix more records (game.n_fixed_records)"
+            )
+        per_trial = [res.scores[name] for res in result.trials]
+        thresholds = tuple(s.threshold for s in per_trial)
+        alphas = {s.alpha for s in per_trial}
+        scores = smp.scores
+        common: float | None = None
+        margins = False
+        if all(t is not None for t in thresholds):
+            if len(set(thresholds)) == 1:
+                common = thresholds[0]
+            else:
+                thr = np.asarray([float(t) for t in thresholds if t is not None])[smp.trial]
+                scores = smp.scores - thr
+                common, margins = 0.0, True
+        params = dict(per_trial[0].params)
+        params.update(
+            {
+                "game": result.game.name,
+                "n_trials": n_trials,
+                "trial_thresholds": [None if t is None else float(t) for t in thresholds],
+                "pooled_scores": (
+                    "margin over the trial's threshold" if margins else "the attack's scores"
+                ),
+            }
+        )
+        sc = AttackScores(
+            attack=name,
+            record_ids=_draw_ids(smp, n_trials),
+            scores=scores,
+            params=params,
+            alpha=next(iter(alphas)) if len(alphas) == 1 else None,
+            threshold=common,
+        )
+        out[name] = PooledAttack(
+            scores=sc,
+            member=smp.member,
+            trial=smp.trial,
+            record_ids=smp.record_ids,
+            decisions=None if common is None else sc.decisions(),
+            thresholds=thresholds,
+        )
+    return out
+
+
+def game_attack_metrics(pooled: PooledAttack, *, confidence: float = 0.95) -> AttackMetrics:
+    """:func:`~privaudit.games.metrics.attack_metrics` of a game's pooled draws.
+
+    The ROC, AUC and TPR at each FPR are those of the pooled scores (margins when the
+    trials' thresholds differ, see :class:`PooledAttack`); the achieved FPR and TPR
+    count each draw's decision at its own trial's threshold, with a Clopper-Pearson
+    interval over all non-member draws.
+    """
+    return attack_metrics(pooled.scores, pooled.member, confidence=confidence)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from privaudit.games.metrics import roc_curve
+from privaudit.report.analysis_html import analysis_context
 from privaudit.report.per_record import record_risk, record_risk_csv
 from privaudit.report.results import ScoreTable
 
@@ -189,4 +190,5 @@ def render_html(results: Mapping[str, Any], table: ScoreTable) -> str:
         settings_rows=_flatten(results["settings"]),
         game=results.get("game"),
         timings=results.get("timings") or {},
+        **analysis_context(results),
     )

@@ -170,6 +170,7 @@ def build_results(
     game: Mapping[str, Any] | None = None,
     timings: Mapping[str, float] | None = None,
     created: _dt.datetime | None = None,
+    sections: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Assemble and validate a ``results.json`` document (schema 1.0).
 
@@ -194,6 +195,9 @@ def build_results(
         Seconds per phase.
     created : datetime, optional
         Defaults to now (UTC).
+    sections : mapping, optional
+        Further top-level sections (e.g. ``threat_model``, ``agreement_at_fpr``,
+        ``vulnerable_records``), validated by the schema like the rest.
     """
     when = created or _dt.datetime.now(_dt.UTC)
     doc: dict[str, Any] = {
@@ -215,6 +219,10 @@ def build_results(
         doc["agreement"] = _plain(ag)
     if timings is not None:
         doc["timings"] = {str(k): float(v) for k, v in timings.items()}
+    for key, value in (sections or {}).items():
+        if key in doc:
+            raise fail("sections", "names of sections not built in", repr(key))
+        doc[str(key)] = _plain(value)
     doc["files"] = {"scores": SCORES_FILE}
     validate_results(doc)
     return doc

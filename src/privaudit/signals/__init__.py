@@ -6,7 +6,9 @@ Public API (docs/architecture.md, "Module contracts"):
   "modified_entropy")`` and :data:`SIGNAL_HIGHER_IS_MEMBER` (their direction);
 * :func:`compute_signal` ``(name, logits, labels) -> float64 (n,)``, always finite, and
   the individual functions; :func:`compute_signal_from_loss` for losses-only models;
-* :func:`signal_table` ``(models, dataset, signals, *, batch_size) -> dict[str, SignalTable]``.
+* :func:`signal_table` ``(models, dataset, signals, *, batch_size) -> dict[str, SignalTable]``;
+* :data:`QUERY_SIGNALS` = ``("label_robustness",)``: label-only signals that query the model
+  on perturbed records (:mod:`privaudit.signals.perturb`); :data:`ALL_SIGNALS` = both kinds.
 """
 
 from privaudit.signals.functions import (
@@ -23,17 +25,21 @@ from privaudit.signals.functions import (
     prob_true,
     prob_true_from_loss,
 )
-from privaudit.signals.table import DEFAULT_BATCH_SIZE, model_signals, signal_table
+from privaudit.signals.perturb import QUERY_SIGNALS, label_robustness
+from privaudit.signals.table import ALL_SIGNALS, DEFAULT_BATCH_SIZE, model_signals, signal_table
 
 __all__ = [
+    "ALL_SIGNALS",
     "DEFAULT_BATCH_SIZE",
     "LOSS_DERIVABLE",
+    "QUERY_SIGNALS",
     "SIGNALS",
     "SIGNAL_HIGHER_IS_MEMBER",
     "compute_signal",
     "compute_signal_from_loss",
     "cross_entropy_loss",
     "entropy",
+    "label_robustness",
     "logit_confidence",
     "logit_confidence_from_loss",
     "model_signals",

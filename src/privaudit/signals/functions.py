@@ -59,6 +59,8 @@ SIGNAL_HIGHER_IS_MEMBER: dict[str, bool] = {
     "logit_confidence": True,
     "entropy": False,
     "modified_entropy": False,
+    # label-only (privaudit.signals.perturb): members are more robust to input noise
+    "label_robustness": True,
 }
 
 #: Signals that are functions of the true-class loss alone (available with losses only).

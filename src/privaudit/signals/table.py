@@ -19,10 +19,16 @@ from privaudit.signals.functions import (
     compute_signal,
     compute_signal_from_loss,
 )
+from privaudit.signals.perturb import QUERY_SIGNALS, label_robustness
 
-__all__ = ["DEFAULT_BATCH_SIZE", "model_signals", "signal_table"]
+__all__ = ["ALL_SIGNALS", "DEFAULT_BATCH_SIZE", "model_signals", "signal_table"]
 
 DEFAULT_BATCH_SIZE = 4096
+#: Records per batch of a query signal (each record becomes ~40 noisy queries).
+_QUERY_BATCH = 256
+
+#: Every signal :func:`model_signals` computes: from logits, then from label queries.
+ALL_SIGNALS: tuple[str, ...] = (*SIGNALS, *QUERY_SIGNALS)
 
 
 def _batch_logits(model_id: str, model: Any, dataset: Dataset, sl: slice) -> NDArray[np.float64]:
@@ -60,20 +66,34 @@ def model_signals(
     signals: Sequence[str],
     *,
     batch_size: int = DEFAULT_BATCH_SIZE,
+    feature_scale: NDArray[np.float64] | None = None,
 ) -> dict[str, NDArray[np.float64]]:
     """Every requested signal of one model on every record of ``dataset``.
 
     Records are processed in batches of ``batch_size``; each batch needs one call of
     ``model.logits`` (or one look-up of a precomputed model), shared by all signals.
     A losses-only :class:`PrecomputedModel` gives the :data:`LOSS_DERIVABLE` signals
-    and refuses the others.
+    and refuses the others. The query signals (:data:`~privaudit.signals.perturb.QUERY_SIGNALS`,
+    label-only) query the model on noisy copies of the records, with noise in units of
+    ``feature_scale`` (default: the columns' standard deviation in ``dataset``; pass
+    the whole dataset's so that every evaluated subset is perturbed alike); a
+    precomputed model cannot answer them.
 
     Returns
     -------
     dict signal name -> float64 array (n_records,)
     """
     bs = check_positive_int(batch_size, "batch_size")
-    names = [check_choice(s, "signals", SIGNALS) for s in signals]
+    names = [check_choice(s, "signals", ALL_SIGNALS) for s in signals]
+    queried = [s for s in names if s in QUERY_SIGNALS]
+    names = [s for s in names if s not in QUERY_SIGNALS]
+    if queried and isinstance(model, PrecomputedModel):
+        raise fail(
+            f"signals for model {model_id!r}",
+            "signals computable from stored outputs (a precomputed model cannot be queried "
+            "on perturbed records)",
+            queried,
+        )
     y = dataset.y
     C = int(model.n_classes)
     if y.size and int(y.max()) >= C:
@@ -103,6 +123,23 @@ def model_signals(
             z = _batch_logits(model_id, model, dataset, sl)
             for s in names:
                 out[s][sl] = compute_signal(s, z, y[sl])
+    if queried:
+        scale = dataset.X.std(axis=0) if feature_scale is None else feature_scale
+        rob = np.empty(n, dtype=np.float64)
+        for start in range(0, n, _QUERY_BATCH):
+            sl = slice(start, min(start + _QUERY_BATCH, n))
+            try:
+                rob[sl] = label_robustness(
+                    model, dataset.X[sl], y[sl], dataset.record_ids[sl], scale=scale
+                )
+            except PrivauditError:
+                raise
+            except Exception as exc:
+                raise TrainingError(
+                    f"model {model_id!r}: logits on perturbed records failed: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
+        out["label_robustness"] = rob
     for s, v in out.items():
         if not np.all(np.isfinite(v)):  # pragma: no cover - guarded by the signal functions
             raise fail(f"signal {s!r} of model {model_id!r}", "finite values", "NaN/inf")
@@ -141,7 +178,7 @@ def signal_table(
     if len(set(names)) != len(names):
         raise fail("signals", "unique signal names", names)
     for s in names:
-        check_choice(s, "signals", SIGNALS)
+        check_choice(s, "signals", ALL_SIGNALS)
     model_ids = [str(m) for m in models]
     per_model = [
         model_signals(mid, models[key], dataset, names, batch_size=batch_size)

@@ -1,0 +1,30 @@
+"""The threat-model document (results.json["threat_model"])."""
+
+from __future__ import annotations
+
+from privaudit.attacks import attack_names
+from privaudit.games.games import describe_game
+from privaudit.games.threat_model import ATTACK_ASSUMPTIONS, threat_model
+
+
+def test_every_builtin_attack_is_described() -> None:
+    assert set(attack_names()) <= set(ATTACK_ASSUMPTIONS)
+
+
+def test_document_states_game_knowledge_and_bounds() -> None:
+    game = {**describe_game("fixed-record-and-dataset", n_trials=6).to_dict(), "id": "def-3.4"}
+    attacks = [
+        {"name": "shadow", "params": {"signal": "logit_confidence"}},
+        {"name": "label-only", "params": {"signal": "label_robustness"}},
+        {"name": "leave-one-out", "params": {}},
+    ]
+    audits = [{"attack": "shadow", "procedure": "one-run", "confidence": 0.95}]
+    tm = threat_model(game, attacks, audits=audits)
+    assert tm["game"]["id"] == "def-3.4" and tm["game"]["n_trials"] == 6
+    assert any("coin b" in r for r in tm["game"]["resampled"])
+    by = {a["name"]: a for a in tm["attacks"]}
+    assert "Def. 3.1" in " ".join(by["shadow"]["assumptions"])  # S holds alpha on average
+    assert by["label-only"]["access"].startswith("label-only")
+    assert any("training set D" in k for k in by["leave-one-out"]["knows"])
+    (b,) = tm["bounds"]
+    assert b["attack"] == "shadow" and "6 trials" in b["assumption"]

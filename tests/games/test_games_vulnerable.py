@@ -1,0 +1,157 @@
+"""Ye et al. (2022) Sec. 5.3-5.4: agreement at a common FPR and the vulnerable-record analysis."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from privaudit.games.vulnerable import (
+    ScoredTarget,
+    agreement_at_fpr,
+    decisions_at_fpr,
+    vulnerable_records,
+)
+
+
+def test_decisions_at_fpr_is_the_best_roc_point_brute_force() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        n = 60
+        m = rng.uniform(size=n) < 0.5
+        m[:2] = [True, False]
+        s = np.round(rng.normal(size=n) + m, 1)  # ties on purpose
+        for f in (0.05, 0.3):
+            d, t = decisions_at_fpr(s, m, f)
+            assert d[~m].mean() <= f + 1e-12
+            best = max(
+                (s[m] >= c).mean()
+                for c in [*np.unique(s), np.inf]
+                if (s[~m] >= c).mean() <= f + 1e-12
+            )
+            assert d[m].mean() == pytest.approx(best)
+            np.testing.assert_array_equal(d, s >= t)
+
+
+def _target(rng: np.random.Generator, n: int = 200) -> tuple[ScoredTarget, np.ndarray, np.ndarray]:
+    ids = np.array([f"r{i}" for i in range(n)])
+    member = np.zeros(n, bool)
+    member[: n // 2] = True
+    base = rng.normal(size=n)
+    scores = {
+        "a": (ids, base + 2.0 * member),
+        "b": (ids, base + 2.0 * member + 0.3 * rng.normal(size=n)),
+        # an attack scoring a sample only (as Attack L)
+        "leave-one-out": (ids[::4], (rng.normal(size=n) + member)[::4]),
+    }
+    return ScoredTarget(scores, dict(zip(ids.tolist(), member.tolist(), strict=True))), ids, member
+
+
+def test_agreement_at_fpr_pairwise_oracle_with_subset_attack() -> None:
+    t, _, member = _target(np.random.default_rng(1))
+    out = agreement_at_fpr(t, fprs=(0.1,))
+    (b,) = out
+    assert b["names"] == ["a", "b", "leave-one-out", "GT"]
+    da, _ = decisions_at_fpr(t.scores["a"][1], member, 0.1)
+    dl, _ = decisions_at_fpr(t.scores["leave-one-out"][1], member[::4], 0.1)
+    # a vs L on the records both scored (every 4th), separately for members / non-members
+    common_m = member[::4]
+    assert b["n_train"][0][2] == int(common_m.sum()) and b["n_test"][0][2] == int((~common_m).sum())
+    agree = da[::4] == dl
+    assert b["train"][0][2] == pytest.approx(agree[common_m].mean())
+    assert b["test"][2][0] == pytest.approx(agree[~common_m].mean())
+    # agreement with GT is the TPR on members and 1 - FPR on non-members
+    assert b["train"][0][3] == pytest.approx(da[member].mean())
+    assert b["test"][0][3] == pytest.approx(1 - da[~member].mean())
+    assert b["train"][1][1] == 1.0  # an attack agrees with itself
+
+
+def _sec54_world(n_targets: int, flip: float = 0.0, seed: int = 0):  # type: ignore[no-untyped-def]
+    """Members 0-19 found by R only, 20-39 by S and P only, 40-59 by all, 60-99 by none.
+
+    Scores are built so that at FPR 0.3 exactly those records pass each attack's
+    threshold; Attack L scores every record, highest for the R-only ones.
+    """
+    rng = np.random.default_rng(seed)
+    n = 200
+    ids = np.arange(n)
+    member = ids < 100
+    r_only, sp_only, all_ = ids < 20, (ids >= 20) & (ids < 40), (ids >= 40) & (ids < 60)
+    targets = []
+    for _ in range(n_targets):
+        noise = rng.uniform(0, 0.1, size=n)
+        non = ~member
+        hi_non = non & (ids < 130)  # 30% of non-members above every threshold
+        flipped = rng.uniform(size=n) < flip
+
+        def att(
+            found: np.ndarray,
+            noise: np.ndarray = noise,
+            flipped: np.ndarray = flipped,
+            hi_non: np.ndarray = hi_non,
+        ) -> np.ndarray:
+            f = found ^ (flipped & member)
+            # missed members lie below every non-member: no threshold at FPR <= 0.3 flags them
+            return np.where(f | hi_non, 10.0, np.where(member, -1.0, 0.0)) + noise
+
+        loo = np.where(r_only, 5.0, np.where(member, 1.0, 0.0)) + rng.normal(0, 0.5, size=n)
+        targets.append(
+            ScoredTarget(
+                scores={
+                    "population": (ids, att(sp_only | all_)),
+                    "shadow": (ids, att(sp_only | all_)),
+                    "reference": (ids, att(r_only | all_)),
+                    "distillation": (ids, att(r_only | all_)),
+                    "leave-one-out": (ids, loo),
+                },
+                member=dict(zip(ids.tolist(), member.tolist(), strict=True)),
+                loss={int(i): float(2.0 if i < 20 else 0.5) for i in ids},
+            )
+        )
+    return targets, ids
+
+
+def test_record_types_vulnerability_ranking_and_neighbours() -> None:
+    targets, ids = _sec54_world(1)
+    X = np.stack([ids.astype(float), np.zeros(ids.size)], axis=1)
+    X[5, 0] = 5.4  # record 5's nearest member is 6 (distance 0.6 before standardising)
+    out = vulnerable_records(targets, fprs=(0.3,), features=(ids, X), top=5)
+    sets = {s["name"]: s for s in out["sets"]}
+    assert sets["R-correct"]["record_ids"] == list(range(20))
+    assert sets["SP-correct"]["record_ids"] == list(range(20, 40))
+    assert sets["all-correct"]["record_ids"] == list(range(40, 60))
+    assert sets["random"]["n_records"] == 100
+    # L-based vulnerability: the R-correct members are the most vulnerable
+    auc_r = sets["R-correct"]["leave_one_out"]["auc"]
+    assert auc_r > sets["SP-correct"]["leave_one_out"]["auc"] and auc_r > 0.99
+    assert sets["R-correct"]["loss"]["mean"] == 2.0 and sets["SP-correct"]["loss"]["mean"] == 0.5
+    assert sum(sets["R-correct"]["loss"]["histogram"]["counts"]) == 20
+    rank = out["ranking"]
+    assert rank["ranked_by"] == "leave-one-out"
+    assert all(r["record_id"] < 20 for r in rank["records"])
+    rec5 = vulnerable_records(targets, fprs=(0.3,), features=(ids, X), top=100)["ranking"][
+        "records"
+    ]
+    r5 = next(r for r in rec5 if r["record_id"] == 5)
+    assert r5["nn_record_id"] == 6
+    sd = X[:, 0].std()
+    assert r5["nn_distance"] == pytest.approx(0.6 / sd)
+
+
+def test_majority_rule_over_several_targets() -> None:
+    # each member's decisions are flipped on ~10% of 10 targets: the 80% rule keeps the sets
+    targets, _ = _sec54_world(10, flip=0.1, seed=3)
+    out = vulnerable_records(targets, fprs=(0.3,))
+    sets = {s["name"]: s for s in out["sets"]}
+    assert out["n_targets"] == 10
+    r_correct = set(sets["R-correct"]["record_ids"])
+    assert r_correct <= set(range(20)) and len(r_correct) >= 14
+    assert set(sets["SP-correct"]["record_ids"]) <= set(range(20, 40))
+
+
+def test_without_l_or_groups_says_so() -> None:
+    targets, _ = _sec54_world(1)
+    only = [ScoredTarget({"lira-online": t.scores["reference"]}, t.member, t.loss) for t in targets]
+    out = vulnerable_records(only, fprs=(0.3,))
+    assert [s["name"] for s in out["sets"]] == ["random"]
+    assert out["ranking"]["ranked_by"] == "lira-online"
+    assert any("Attack L" in n for n in out["notes"])
