@@ -233,18 +233,26 @@ class ModelCounts(_Strict):
     n_reference: Annotated[
         int, Field(ge=4, description="Reference models (R, LiRA, RMIA); even, >= 4.")
     ] = 8
-    n_shadow: Annotated[int, Field(ge=1, description="Shadow models (S).")] = 4
-    n_distilled: Annotated[int, Field(ge=2, description="Distilled models (D); >= 2.")] = 4
+    n_shadow: Annotated[
+        int,
+        Field(
+            ge=1,
+            description="Shadow models (S); also attack R's reference models, trained on "
+            "population data as in Ye et al. App. B.2 (R needs >= 2).",
+        ),
+    ] = 4
+    n_distilled: Annotated[
+        int,
+        Field(
+            ge=2,
+            description="Distilled models per kind of student (attack distillation: soft "
+            "labels, Ye et al. eq. 14-15; attack distillation-logits: logit regression, "
+            "Ba & Caruana 2014, MLP targets only); >= 2.",
+        ),
+    ] = 4
     distill_size: Annotated[int, Field(ge=2)] | None = Field(
         default=None,
         description="Population records per distilled model (default: target training-set size).",
-    )
-    distill_method: Literal["soft-labels", "logits"] = Field(
-        default="soft-labels",
-        description=(
-            "Objective of the distilled models (D): the target's soft labels (Ye et al. 2022 "
-            "eq. 14-15) or regression of its logits (Ba & Caruana 2014; MLP targets only)."
-        ),
     )
     n_leave_one_out: Annotated[
         int, Field(ge=2, description="Leave-one-out models per audited record (L).")
@@ -359,6 +367,12 @@ def _registered_attacks() -> tuple[str, ...]:
     return attack_names()
 
 
+def _default_attacks() -> tuple[str, ...]:
+    from privaudit.attacks import default_attacks
+
+    return default_attacks()
+
+
 class AuditConfig(_Strict):
     """One membership-inference audit: data, model, attacks, numbers of models, alpha, seed."""
 
@@ -438,8 +452,8 @@ class AuditConfig(_Strict):
         return self
 
     def attack_names(self) -> tuple[str, ...]:
-        """The attacks to run, in registry order when not listed explicitly."""
-        return tuple(self.attacks) if self.attacks is not None else _registered_attacks()
+        """The attacks to run; when not listed, the default ones in registry order."""
+        return tuple(self.attacks) if self.attacks is not None else _default_attacks()
 
 
 def _loc(loc: tuple[int | str, ...]) -> str:

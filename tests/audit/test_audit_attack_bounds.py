@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from privaudit.audit import one_run_audit
-from privaudit.audit.attack_bounds import attack_one_run_bounds
+from privaudit.audit.attack_bounds import SAMPLING_NOTE, attack_one_run_bounds
 from privaudit.errors import InvalidInputError
 
 
@@ -44,3 +44,14 @@ def test_null_world_max_over_attacks_rarely_positive() -> None:
 def test_needs_an_attack() -> None:
     with pytest.raises(InvalidInputError, match="columns"):
         attack_one_run_bounds({})
+
+
+def test_sampling_assumption_is_recorded() -> None:
+    rng = np.random.default_rng(2)
+    member = rng.permutation(100) < 50
+    cols = {"a": (rng.standard_normal(100) + member, member)}
+    (d,) = attack_one_run_bounds(cols)
+    assert d["sampling_assumption"] == SAMPLING_NOTE and d["notes"][-1] == SAMPLING_NOTE
+    (g,) = attack_one_run_bounds(cols, sampling_assumption="pooled over 3 trials")
+    assert g["sampling_assumption"] == "pooled over 3 trials"
+    assert g["epsilon_lower_bound"] == d["epsilon_lower_bound"]

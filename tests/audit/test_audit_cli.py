@@ -107,7 +107,7 @@ def test_parquet_and_other_procedures(table: tuple[Path, pd.DataFrame], tmp_path
         (lambda df: df, ["--k-pos", "900", "--k-neg", "200"], "at most the number"),
         (lambda df: df.assign(member="maybe"), [], "1/0 or true/false"),
         (lambda df: df, ["--procedure", "two-run"], "--procedure"),
-        (lambda df: df, ["--procedure", "panoramia"], 'thresholds="all"'),
+        (lambda df: df, ["--procedure", "panoramia", "--thresholds", "code"], "--thresholds all"),
     ],
 )
 def test_bad_input_exits_2_without_json(
@@ -129,3 +129,28 @@ def test_bad_input_exits_2_without_json(
 
 def test_missing_file_exits_2(tmp_path: Path) -> None:
     assert main(["audit", str(tmp_path / "absent.csv")]) == 2
+
+
+def test_panoramia_default_grid_takes_any_real_scores(
+    table: tuple[Path, pd.DataFrame], tmp_path: Path
+) -> None:
+    """Issue 9, item 4: logits / log-likelihood ratios need no --thresholds option."""
+    _, df = table
+    path = tmp_path / "logits.csv"
+    df.assign(score=df["score"] * 3.0 - 1.0).to_csv(path, index=False)
+    out = tmp_path / "p.json"
+    assert main(["audit", str(path), "--procedure", "panoramia", "--json", str(out)]) == 0
+    d = json.loads(out.read_text())
+    assert "score-quantile" in d["threshold_selection"]
+
+
+def test_beta_and_parametric_options(table: tuple[Path, pd.DataFrame], tmp_path: Path) -> None:
+    path, _ = table
+    out = tmp_path / "f.json"
+    argv = ["audit", str(path), "--procedure", "fdp-one-run", "--k-pos", "40", "--k-neg", "40"]
+    assert main([*argv, "--beta", "0.01", "--parametric", "gaussian", "--json", str(out)]) == 0
+    d = json.loads(out.read_text())
+    assert d["extra"]["beta"] == 0.01
+    assert "ASSUMPTION-BASED" in d["extra"]["parametric"]["assumption"]
+    multi = ["audit", str(path), "--procedure", "multi-run", "--parametric", "gaussian"]
+    assert main(multi) == 2

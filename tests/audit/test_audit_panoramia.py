@@ -13,6 +13,12 @@ def brute(scores: np.ndarray, member: np.ndarray, beta_test: float, policy: str)
     m = scores.size
     if policy == "code":
         thr, L, strict = np.linspace(0, 1, 100), 100, True
+    elif policy == "quantiles":
+        # the top k_j = ceil(j m / 100) scores, a tie block at the boundary left out
+        ks = sorted({int(np.ceil(j * m / 100)) for j in range(1, 101)})
+        desc = np.sort(scores)[::-1]
+        thr = [desc[k] if k < m else -np.inf for k in ks]
+        L, strict = len(ks), True
     else:
         thr, L, strict = np.unique(scores), m, False
     best = 0.0
@@ -29,7 +35,7 @@ def make(m: int, sep: float, rng: np.random.Generator) -> tuple[np.ndarray, np.n
     return 1 / (1 + np.exp(-logits)), member
 
 
-@pytest.mark.parametrize("policy", ["code", "all"])
+@pytest.mark.parametrize("policy", ["code", "all", "quantiles"])
 def test_matches_brute_force_threshold_loop(policy: str) -> None:
     rng = np.random.default_rng(0)
     mia, mem = make(600, 2.5, rng)
@@ -69,9 +75,35 @@ def test_hoeffding_is_looser_and_code_grid_is_cheaper_union() -> None:
     assert all_ > 0
 
 
+def test_quantile_grid_takes_any_real_scores_and_is_label_free() -> None:
+    rng = np.random.default_rng(5)
+    mia, mem = make(1000, 2.0, rng)
+    logits = np.log(mia) - np.log1p(-mia)  # real-valued scores
+    lb_q, info = panoramia_lb(logits, mem, beta_per_test=0.025)
+    # a monotone transform of the scores gives the same guess sets, hence the same bound
+    lb_p, _ = panoramia_lb(mia, mem, beta_per_test=0.025, thresholds="quantiles")
+    assert lb_q == lb_p > 0 and info["n_thresholds"] == 100
+    # ties at a boundary are left out whole: members listed first cannot gain from order
+    tied = np.zeros(200)
+    member = np.arange(200) < 100
+    lb_t, info_t = panoramia_lb(tied, member, beta_per_test=0.025)
+    assert lb_t == 0.0 and info_t["r"] in (0, 200)
+
+
+def test_quantile_grid_null_violation_rate() -> None:
+    """No signal: the quantile-grid bound exceeds 0 in at most beta + 2 SE of 300 runs."""
+    rng = np.random.default_rng(11)
+    hits = 0
+    n = 300
+    for _ in range(n):
+        mem = rng.random(200) < 0.5
+        hits += panoramia_lb(rng.standard_normal(200), mem, beta_per_test=0.05)[0] > 0
+    assert hits / n <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / n)
+
+
 def test_input_errors() -> None:
-    with pytest.raises(InvalidInputError, match='thresholds="all"'):
-        panoramia_audit([0.1, 2.0], [0.1, 0.2], [1, 0])
+    with pytest.raises(InvalidInputError, match='"quantiles" or "all"'):
+        panoramia_audit([0.1, 2.0], [0.1, 0.2], [1, 0], thresholds="code")
     with pytest.raises(InvalidInputError, match="same length"):
         panoramia_audit([0.1, 0.2], [0.1], [1, 0])
     with pytest.raises(InvalidInputError, match="NaN"):

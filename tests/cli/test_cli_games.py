@@ -62,6 +62,8 @@ def test_def_3_1_pools_several_targets(tmp_path: Path, capsys: pytest.CaptureFix
     assert r["target"]["n_trials"] == 2
     assert r["settings"]["models_trained"]["target"] == 2
     assert main(["verify", str(tmp_path / "report")]) == 0  # the pooled numbers recompute
+    # the per-attack one-run bounds say that they rest on pooled draws of 2 trials
+    assert all("pooled over 2 trials" in a["sampling_assumption"] for a in r["audits"])
 
 
 def test_def_3_4_draws_the_fixed_records_only(tmp_path: Path) -> None:

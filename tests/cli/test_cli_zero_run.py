@@ -281,3 +281,81 @@ def test_existing_out_needs_overwrite(
         "report.html",
         "results.json",
     ]
+
+
+def _null_frame(gamma: float = 1.0, n: int = 1500, seed: int = 0) -> pd.DataFrame:
+    """Issue 9's null: a 0-DP mechanism, the score is the shifted feature itself."""
+    rng = np.random.default_rng(seed)
+    mem = np.arange(2 * n) < n
+    a = gamma * np.where(mem, 1.0, -1.0) + rng.standard_normal(2 * n)
+    return pd.DataFrame(
+        {
+            "a": a,
+            "z1": rng.standard_normal(2 * n),
+            "z2": rng.standard_normal(2 * n),
+            "score": a,
+            "oracle": 1.0 / (1.0 + np.exp(-2.0 * gamma * a)),
+            "member": mem.astype(int),
+        }
+    )
+
+
+def test_null_data_hist_gb_reports_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`privaudit zero-run --estimators hist-gb` on a 0-DP score under strong shift: 0."""
+    path = tmp_path / "null.csv"
+    _null_frame().to_csv(path, index=False)
+    argv = ["zero-run", str(path), "--estimators", "hist-gb", "--exclude", "oracle"]
+    assert main([*argv, "--seed", "0", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["headline"]["epsilon_lower_bound"] == 0.0
+    assert d["headline"]["mu_lower_bound"] == 0.0
+    (e,) = d["estimators"]
+    assert e["pointwise"]["extra"]["margin_z"] == 2.0
+    # the paper's plug-in correction (no margin) is what the issue measured as invalid
+    assert main([*argv, "--seed", "0", "--json", "--margin-z", "0"]) == 0
+    plug = json.loads(capsys.readouterr().out)
+    assert plug["estimators"][0]["pointwise"]["epsilon_lower_bound"] > 0.0
+
+
+def test_propensity_col_uses_given_propensities(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    df = _null_frame(n=400)
+    path = tmp_path / "null.csv"
+    df.to_csv(path, index=False)
+    assert main(["zero-run", str(path), "--propensity-col", "oracle", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["settings"]["propensity"] == "given"
+    assert [e["name"] for e in d["estimators"]] == ["oracle"]
+    assert d["headline"]["mu_lower_bound"] == 0.0
+    assert d["headline"]["epsilon_lower_bound"] == 0.0
+    want = zero_run_audit(
+        df["score"].to_numpy(), df["member"] == 1, propensity={"oracle": df["oracle"]}
+    )
+    assert d["headline"] == want.to_dict()["headline"]
+
+
+@pytest.mark.parametrize(
+    ("value", "extra", "message"),
+    [
+        (0.0, [], "strictly between 0 and 1"),
+        (1.2, [], "strictly between 0 and 1"),
+        ("high", [], "strictly between 0 and 1"),
+        (None, ["--estimators", "hist-gb"], "--propensity-col"),
+    ],
+)
+def test_propensity_col_is_validated(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    value: Any,
+    extra: list[str],
+    message: str,
+) -> None:
+    df = _null_frame(n=60)
+    if value is not None:
+        df["oracle"] = df["oracle"].astype(object)
+        df.loc[5, "oracle"] = value
+    path = tmp_path / "bad.csv"
+    df.to_csv(path, index=False)
+    assert main(["zero-run", str(path), "--propensity-col", "oracle", *extra]) == 2
+    assert message in capsys.readouterr().err

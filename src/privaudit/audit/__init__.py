@@ -8,7 +8,13 @@ Procedures (shared/notes/audit-math.md is the specification):
   canaries (Steinke, Nasr, Jagielski 2023);
 * :func:`fdp_one_run_audit` / :func:`gdp_mu_lb_one_run` -- the f-DP / mu-GDP one-run
   audit (Mahloujifar, Melis, Chaudhuri 2024);
-* :func:`panoramia_audit` -- c_lb, {c+eps}_lb and eps_tilde (Kazmi et al. 2024).
+* :func:`panoramia_audit` -- c_lb, {c+eps}_lb and eps_tilde (Kazmi et al. 2024);
+* :func:`parametric_one_run` -- an **assumption-based** estimate (valid only inside a
+  parametric family, after Xiang et al. 2025), reported beside the bounds above, and
+  :func:`plan_one_run_audit`, a power analysis that fixes the guess counts in advance.
+
+Every procedure takes the failure probability ``beta`` exactly (``confidence = 1 - beta``
+is a convenience that loses digits at tiny ``beta``).
 
 Every ``*_audit`` function returns a :class:`privaudit.records.AuditResult` stating
 the procedure, confidence, delta, the counts behind the bound and how thresholds or
@@ -43,6 +49,13 @@ from privaudit.audit.multi_run import (
 )
 from privaudit.audit.one_run import eps_lb_one_run, one_run_audit, one_run_log_p_value
 from privaudit.audit.panoramia import panoramia_audit, panoramia_hoeffding_lb, panoramia_lb
+from privaudit.audit.parametric import (
+    PARAMETRIC_FAMILIES,
+    AuditPlan,
+    ParametricEstimate,
+    parametric_one_run,
+    plan_one_run_audit,
+)
 from privaudit.audit.procedures import PROCEDURES, run_procedure
 from privaudit.audit.selection import (
     GuessCounts,
@@ -51,8 +64,11 @@ from privaudit.audit.selection import (
 )
 
 __all__ = [
+    "PARAMETRIC_FAMILIES",
     "PROCEDURES",
+    "AuditPlan",
     "GuessCounts",
+    "ParametricEstimate",
     "binom_log_sf",
     "clopper_pearson_lower",
     "clopper_pearson_upper",
@@ -79,5 +95,7 @@ __all__ = [
     "panoramia_audit",
     "panoramia_hoeffding_lb",
     "panoramia_lb",
+    "parametric_one_run",
+    "plan_one_run_audit",
     "run_procedure",
 ]

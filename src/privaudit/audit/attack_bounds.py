@@ -27,12 +27,13 @@ from numpy.typing import ArrayLike
 from privaudit._validation import check_probability, fail
 from privaudit.audit.one_run import one_run_audit
 
-__all__ = ["ATTACK_BOUND_PROCEDURE", "attack_one_run_bounds"]
+__all__ = ["ATTACK_BOUND_PROCEDURE", "SAMPLING_NOTE", "attack_one_run_bounds"]
 
 #: ``procedure`` of the entries :func:`attack_one_run_bounds` returns.
 ATTACK_BOUND_PROCEDURE = "one-run"
 
-_SAMPLING_NOTE = (
+#: The default ``sampling_assumption``: Ye et al.'s Def. 3.2 game of ``privaudit run``.
+SAMPLING_NOTE = (
     "The target's training set is a uniformly random half of the audited pool (sampled "
     "without replacement); Steinke et al. assume independent inclusion with probability "
     "1/2, and the bound is reported under the assumption that this makes no difference."
@@ -44,6 +45,7 @@ def attack_one_run_bounds(
     *,
     confidence: float = 0.95,
     delta: float = 0.0,
+    sampling_assumption: str = SAMPLING_NOTE,
 ) -> list[dict[str, Any]]:
     """One-run eps lower bound of each attack, Bonferroni-corrected over the attacks.
 
@@ -56,6 +58,10 @@ def attack_one_run_bounds(
         Joint confidence ``1 - beta`` of all the bounds together.
     delta : float
         delta of the audited (eps, delta)-DP hypothesis.
+    sampling_assumption : str
+        How membership was drawn and what the bound assumes about it (recorded in each
+        entry as ``sampling_assumption`` and in its notes); e.g. scores pooled over
+        several trials of a game.
 
     Returns
     -------
@@ -63,7 +69,7 @@ def attack_one_run_bounds(
         One ``results.json`` audit entry per attack: the fields of
         :class:`~privaudit.records.AuditResult` (guess counts chosen by the union bound,
         at confidence ``1 - beta / K``) plus ``attack`` (its name) and
-        ``family_confidence`` (``confidence``).
+        ``family_confidence`` (``confidence``) and ``sampling_assumption``.
     """
     beta = 1.0 - check_probability(confidence, "confidence")
     if not columns:
@@ -82,11 +88,12 @@ def attack_one_run_bounds(
         d: dict[str, Any] = {f.name: getattr(res, f.name) for f in dataclasses.fields(res)}
         d["attack"] = str(name)
         d["family_confidence"] = float(confidence)
+        d["sampling_assumption"] = sampling_assumption
         d["notes"] = [
             *res.notes,
             f"Audited at confidence 1 - beta/{k} (Bonferroni over {k} attacks): the largest "
             f"bound over the attacks holds with confidence {confidence:g}.",
-            _SAMPLING_NOTE,
+            sampling_assumption,
         ]
         out.append(d)
     return out

@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from privaudit._validation import check_choice, check_probability, fail
+from privaudit.audit._level import resolve_beta
 from privaudit.audit._tails import first_rejection_boundary, gdp_epsilon
 from privaudit.audit.one_run import check_counts
 from privaudit.audit.selection import (
@@ -225,9 +226,11 @@ def fdp_one_run_audit(
     *,
     k_pos: int | None = None,
     k_neg: int | None = None,
-    confidence: float = 0.95,
+    confidence: float | None = None,
+    beta: float | None = None,
     delta: float = 0.0,
     epsilon: str = "fdp",
+    parametric: str | None = None,
     selection: str = "union-bound",
     candidates: list[tuple[int, int]] | None = None,
     holdout_fraction: float = 0.5,
@@ -248,8 +251,16 @@ def fdp_one_run_audit(
 
     ``extra["epsilon_if_gaussian"]`` always holds the Gaussian-shape value (delta > 0)
     and ``extra["epsilon_fdp"]`` the assumption-free one.
+
+    ``beta`` (default 0.05) is the failure probability, used exactly; ``confidence =
+    1 - beta`` is accepted as a convenience (``beta`` wins).
+
+    ``parametric="gaussian"`` (or another family of :mod:`.parametric`) adds
+    ``extra["parametric"]``: an **assumption-based** estimate and bound of mu (or eps),
+    valid only inside that family (:func:`privaudit.audit.parametric.parametric_one_run`);
+    the assumption-free ``mu_lower_bound`` is unchanged.
     """
-    beta = 1.0 - check_probability(confidence, "confidence")
+    beta = resolve_beta(beta, confidence)
     if not 0.0 <= delta < 1.0:
         raise fail("delta", "a value in [0, 1)", delta)
     check_choice(epsilon, "epsilon", ("fdp", "gaussian"))
@@ -275,13 +286,30 @@ def fdp_one_run_audit(
     c = sel.counts
     mu_lb = sel.value
     eps_fdp = fdp_eps_lb_one_run(c.m, c.r, c.v, delta, sel.level)
-    extra: dict[str, object] = {"beta_per_test": sel.level, "epsilon_fdp": eps_fdp, **sel.extra}
+    extra: dict[str, object] = {
+        "beta": beta,
+        "beta_per_test": sel.level,
+        "epsilon_fdp": eps_fdp,
+        **sel.extra,
+    }
     notes = [
         "Valid only if each audit example was included independently with probability 1/2.",
         "Recursion of Mahloujifar, Melis, Chaudhuri (2024) as implemented by its published "
         "code; the paper text was not available (constraints re-derived).",
         *sel.notes,
     ]
+    if parametric is not None:
+        from privaudit.audit.parametric import attach_parametric  # imports this module
+
+        attach_parametric(
+            extra,
+            notes,
+            sel.counts,
+            family=parametric,
+            beta=beta,
+            selected=sel.description != "fixed",
+            bound_name="the lower bounds",
+        )
     eps_gauss = mu_to_epsilon(mu_lb, delta) if delta > 0 else None
     if eps_gauss is not None:
         extra["epsilon_if_gaussian"] = eps_gauss
@@ -300,7 +328,7 @@ def fdp_one_run_audit(
         )
     return AuditResult(
         procedure="fdp-one-run",
-        confidence=float(confidence),
+        confidence=1.0 - beta,
         delta=float(delta),
         epsilon_lower_bound=headline,
         mu_lower_bound=mu_lb,

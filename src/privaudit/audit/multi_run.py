@@ -14,6 +14,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
 from privaudit._validation import check_choice, check_positive_int, check_probability, fail
+from privaudit.audit._level import resolve_beta
 from privaudit.audit._tails import clopper_pearson_lower, clopper_pearson_upper
 from privaudit.audit.selection import prepare_scores
 from privaudit.records import AuditResult
@@ -67,14 +68,16 @@ def multi_run_eps_lb(
     fp: int,
     tn: int,
     *,
-    confidence: float = 0.95,
+    confidence: float | None = None,
+    beta: float | None = None,
     delta: float = 0.0,
     n_thresholds: int = 1,
 ) -> float:
     r"""eps lower bound of the multi-run audit from the counts of one test.
 
     Jagielski, Ullman, Oprea (NeurIPS 2020), Section 4; Nasr et al. (2021) as in
-    jax_privacy; audit-math.md section 1. With ``alpha = 1 - confidence`` split over
+    jax_privacy; audit-math.md section 1. With ``alpha = beta`` (exact; or
+    ``1 - confidence``) split over
     the two one-sided Clopper-Pearson bounds (and over ``n_thresholds`` fixed thresholds
     tried, Bonferroni):
 
@@ -96,7 +99,7 @@ def multi_run_eps_lb(
     2.0621
     """
     tp, fn, fp, tn = _check_rate_counts(tp, fn, fp, tn)
-    a = _per_rate_level(confidence, n_thresholds)
+    a = _per_rate_level(resolve_beta(beta, confidence), n_thresholds)
     _check_delta(delta)
     tpr_lb = np.asarray(clopper_pearson_lower(tp, tp + fn, a))
     fpr_ub = np.asarray(clopper_pearson_upper(fp, fp + tn, a))
@@ -104,7 +107,14 @@ def multi_run_eps_lb(
 
 
 def multi_run_mu_lb(
-    tp: int, fn: int, fp: int, tn: int, *, confidence: float = 0.95, n_thresholds: int = 1
+    tp: int,
+    fn: int,
+    fp: int,
+    tn: int,
+    *,
+    confidence: float | None = None,
+    beta: float | None = None,
+    n_thresholds: int = 1,
 ) -> float:
     r"""mu-GDP lower bound of the multi-run audit (Nasr et al. 2023; audit-math.md section 1).
 
@@ -115,14 +125,13 @@ def multi_run_mu_lb(
     ``FNR >= Phi(Phi^-1(1 - FPR) - mu)`` for every test.
     """
     tp, fn, fp, tn = _check_rate_counts(tp, fn, fp, tn)
-    a = _per_rate_level(confidence, n_thresholds)
+    a = _per_rate_level(resolve_beta(beta, confidence), n_thresholds)
     tpr_lb = np.asarray(clopper_pearson_lower(tp, tp + fn, a))
     fpr_ub = np.asarray(clopper_pearson_upper(fp, fp + tn, a))
     return float(_mu_from_rates(tpr_lb, fpr_ub))
 
 
-def _per_rate_level(confidence: float, n_thresholds: int) -> float:
-    alpha = 1.0 - check_probability(confidence, "confidence")
+def _per_rate_level(alpha: float, n_thresholds: int) -> float:
     n = check_positive_int(n_thresholds, "n_thresholds")
     return alpha / (2.0 * n)
 
@@ -164,7 +173,8 @@ def multi_run_audit(
     *,
     threshold: float | None = None,
     thresholds: ArrayLike | None = None,
-    confidence: float = 0.95,
+    confidence: float | None = None,
+    beta: float | None = None,
     delta: float = 0.0,
     selection: str = "union-bound",
     holdout_fraction: float = 0.5,
@@ -198,8 +208,11 @@ def multi_run_audit(
 
     ``group_size = k`` divides both bounds by k (JUO20's k poisoned copies: a k-record
     change of an eps-DP mechanism is k eps-DP, of a mu-GDP one k mu-GDP).
+
+    ``beta`` (default 0.05) is the failure probability ``alpha`` of the bounds, used
+    exactly; ``confidence = 1 - beta`` is accepted as a convenience (``beta`` wins).
     """
-    alpha = 1.0 - check_probability(confidence, "confidence")
+    alpha = resolve_beta(beta, confidence)
     delta = _check_delta(delta)
     k = check_positive_int(group_size, "group_size")
     s, mem = prepare_scores(scores, member)
@@ -246,6 +259,7 @@ def multi_run_audit(
                 f"held-out: threshold chosen on {extra2['n_selection_trials']} trials, "
                 f"audited on {extra2['n_audit_trials']}"
             )
+    extra["beta"] = alpha
     if k > 1:
         eps_v, mu_v = eps_v / k, mu_v / k
         extra["group_size"] = k
@@ -256,7 +270,7 @@ def multi_run_audit(
     )
     return AuditResult(
         procedure="multi-run",
-        confidence=float(confidence),
+        confidence=1.0 - alpha,
         delta=delta,
         epsilon_lower_bound=eps_v,
         mu_lower_bound=mu_v,

@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from privaudit._validation import check_positive_int, check_probability, fail
+from privaudit.audit._level import resolve_beta
 from privaudit.audit._tails import (
     binom_log_sf,
     binom_pmf_below,
@@ -196,8 +197,10 @@ def one_run_audit(
     *,
     k_pos: int | None = None,
     k_neg: int | None = None,
-    confidence: float = 0.95,
+    confidence: float | None = None,
+    beta: float | None = None,
     delta: float = 0.0,
+    parametric: str | None = None,
     selection: str = "union-bound",
     candidates: list[tuple[int, int]] | None = None,
     holdout_fraction: float = 0.5,
@@ -208,7 +211,7 @@ def one_run_audit(
     Each row is one audit example: ``scores`` (higher = more likely member) and
     ``member`` (was it included in the training run). The ``k_pos`` highest scores are
     guessed "member", the ``k_neg`` lowest "non-member" (:func:`~privaudit.audit.selection.make_guesses`);
-    ``epsilon_lower_bound = eps_lb_one_run(m, r, v, delta, beta)``, ``beta = 1 - confidence``.
+    ``epsilon_lower_bound = eps_lb_one_run(m, r, v, delta, beta)``, ``beta`` the failure probability.
 
     Parameters
     ----------
@@ -218,10 +221,16 @@ def one_run_audit(
         Fixed guess counts. If either is given, the other defaults to 0 and no
         selection is made (``threshold_selection = "fixed"``). If both are None, the
         counts are selected (see ``selection``).
-    confidence : float
-        ``1 - beta``.
+    beta : float, optional
+        Failure probability (default 0.05), used exactly.
+    confidence : float, optional
+        Convenience spelling of ``1 - beta`` (``beta`` wins when both are given).
     delta : float
         delta of the audited (eps, delta)-DP hypothesis.
+    parametric : str, optional
+        A family of :mod:`privaudit.audit.parametric` (e.g. ``"randomized-response"``):
+        adds ``extra["parametric"]``, an **assumption-based** estimate and bound valid only
+        inside that family, beside the assumption-free bound.
     selection : {"union-bound", "held-out"}
         How ``(k_pos, k_neg)`` is chosen when not given: ``"union-bound"`` tries every
         candidate on all the data at level ``beta / K`` (Bonferroni over the ``K``
@@ -241,7 +250,7 @@ def one_run_audit(
     AuditResult
         ``procedure="one-run"``; ``counts`` holds ``m, r, v, k_pos, k_neg``.
     """
-    beta = 1.0 - check_probability(confidence, "confidence")
+    beta = resolve_beta(beta, confidence)
     if not 0.0 <= delta < 1.0:
         raise fail("delta", "a value in [0, 1)", delta)
     s, mem = prepare_scores(scores, member)
@@ -266,14 +275,27 @@ def one_run_audit(
         "(Steinke, Nasr, Jagielski 2023, Section 3).",
         *sel.notes,
     ]
+    extra: dict[str, object] = {"beta": beta, "beta_per_test": sel.level, **sel.extra}
+    if parametric is not None:
+        from privaudit.audit.parametric import attach_parametric  # imports this module
+
+        attach_parametric(
+            extra,
+            notes,
+            sel.counts,
+            family=parametric,
+            beta=beta,
+            selected=sel.description != "fixed",
+            bound_name="epsilon_lower_bound",
+        )
     return AuditResult(
         procedure="one-run",
-        confidence=float(confidence),
+        confidence=1.0 - beta,
         delta=float(delta),
         epsilon_lower_bound=sel.value,
         mu_lower_bound=None,
         counts=sel.counts.as_dict(),
         threshold_selection=sel.description,
-        extra={"beta_per_test": sel.level, **sel.extra},
+        extra=extra,
         notes=tuple(notes),
     )

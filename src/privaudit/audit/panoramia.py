@@ -29,6 +29,7 @@ from privaudit._validation import (
     check_same_length,
     fail,
 )
+from privaudit.audit._level import resolve_beta
 from privaudit.audit._tails import logit_cp_lower
 from privaudit.audit.one_run import certify_pure
 from privaudit.audit.selection import prepare_scores
@@ -36,7 +37,26 @@ from privaudit.records import AuditResult
 
 __all__ = ["panoramia_audit", "panoramia_hoeffding_lb", "panoramia_lb"]
 
-THRESHOLD_POLICIES = ("code", "all")
+THRESHOLD_POLICIES = ("quantiles", "code", "all")
+"""Threshold policies: ``"quantiles"`` (default; any real scores), ``"code"`` (the authors'
+100-point grid of [0, 1]), ``"all"`` (every distinct score, the paper's text)."""
+
+N_QUANTILES = 100
+
+
+def _quantile_thresholds(scores: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+    """Thresholds ``t_j`` such that "score > t_j" guesses (at most) the top ``k_j`` scores.
+
+    ``k_j = ceil(j m / L)``, ``j = 1..L``, ``L = min(n, m)``: a grid of guess counts
+    fixed by ``m`` alone. ``t_j`` is the ``(k_j + 1)``-th largest score (``-inf`` for
+    ``k_j = m``), so a block of ties at the boundary is left out as a whole and the
+    guess set depends on the scores only, never on the labels or the record order.
+    """
+    m = scores.size
+    n_levels = min(n, m)
+    ks = np.unique(np.ceil(np.arange(1, n_levels + 1) * m / n_levels).astype(np.int64))
+    desc = np.sort(scores)[::-1]
+    return np.where(ks < m, desc[np.minimum(ks, m - 1)], -np.inf)
 
 
 def _member_guess_counts(
@@ -53,11 +73,14 @@ def _member_guess_counts(
         # keep the last index of each block of ties
         last = np.flatnonzero(np.r_[s_desc[1:] != s_desc[:-1], True])
         return (last + 1).astype(np.int64), cum[last], m
-    thr = (
-        np.linspace(0.0, 1.0, 100)
-        if isinstance(policy, str)
-        else np.asarray(policy, dtype=np.float64)
-    )
+    if isinstance(policy, str):
+        thr = (
+            _quantile_thresholds(scores, N_QUANTILES)
+            if policy == "quantiles"
+            else np.linspace(0.0, 1.0, 100)
+        )
+    else:
+        thr = np.asarray(policy, dtype=np.float64)
     srt = np.sort(scores)
     pos = np.sort(scores[member])
     r = m - np.searchsorted(srt, thr, side="right")  # strict "score > t" (authors' code)
@@ -83,7 +106,7 @@ def panoramia_lb(
     member: ArrayLike,
     *,
     beta_per_test: float,
-    thresholds: str | ArrayLike = "code",
+    thresholds: str | ArrayLike = "quantiles",
 ) -> tuple[float, dict[str, int | float]]:
     r"""``max_t`` of the one-run pure-DP bound over member-guess thresholds (one score vector).
 
@@ -91,8 +114,12 @@ def panoramia_lb(
 
     .. math:: lb = \max_t\ \varepsilon_{lb}(m, r_t, v_t, \delta=0, \beta_{test}/L)
 
-    where ``L`` is the number of thresholds (``"code"``: 100 points of ``linspace(0, 1)``
-    with "score > t"; ``"all"``: every distinct score with "score >= s", ``L = m``; an
+    where ``L`` is the number of thresholds (``"quantiles"``, the default: the ``L =
+    min(100, m)`` guess sets "the top ``ceil(j m / L)`` scores", ``j = 1..L``, with a tie
+    block at the boundary left out; the counts depend on ``m`` only, so the thresholds are
+    fixed before the labels are seen and any real scores work -- logits, log-likelihood
+    ratios; ``"code"``: 100 points of ``linspace(0, 1)``
+    with "score > t", scores in [0, 1] only (the authors' code); ``"all"``: every distinct score with "score >= s", ``L = m``; an
     explicit grid of ``L`` values fixed in advance, with "score > t"). The inner bound is
     ``logit(CP_lower(v_t, r_t, beta_t))`` (see :func:`privaudit.audit.eps_lb_one_run`),
     certified against the exact tail at the maximiser. Returns the bound and the counts
@@ -105,7 +132,7 @@ def panoramia_lb(
         if policy == "code" and (s.min() < 0.0 or s.max() > 1.0):
             raise fail(
                 "scores",
-                'values in [0, 1] for thresholds="code" (use thresholds="all")',
+                'values in [0, 1] for the "code" threshold grid (use the "quantiles" or "all" policy)',
                 f"range [{s.min():.4g}, {s.max():.4g}]",
             )
     else:
@@ -124,7 +151,7 @@ def panoramia_lb(
 
 
 def panoramia_hoeffding_lb(
-    scores: ArrayLike, member: ArrayLike, *, beta_per_test: float, thresholds: str = "code"
+    scores: ArrayLike, member: ArrayLike, *, beta_per_test: float, thresholds: str = "quantiles"
 ) -> float:
     r"""The paper's readable (Hoeffding) version of the bound; always looser.
 
@@ -154,8 +181,9 @@ def panoramia_audit(
     baseline_scores: ArrayLike,
     member: ArrayLike,
     *,
-    confidence: float = 0.95,
-    thresholds: str | ArrayLike = "code",
+    confidence: float | None = None,
+    beta: float | None = None,
+    thresholds: str | ArrayLike = "quantiles",
 ) -> AuditResult:
     r"""PANORAMIA audit: ``c_lb``, ``{c+eps}_lb`` and ``eps_tilde`` (Kazmi et al. 2024, Sec. 4).
 
@@ -165,7 +193,9 @@ def panoramia_audit(
         \{c+\varepsilon\}_{lb} = \max_t lb_t(\text{MIA}), \quad
         \tilde\varepsilon = \max(0, \{c+\varepsilon\}_{lb} - c_{lb})
 
-    each test at ``beta/2`` (Corollary 1), divided over the thresholds (``"code"``:
+    each test at ``beta/2`` (Corollary 1), divided over the thresholds (``"quantiles"``,
+    the default: ``beta/(2L)`` over ``L = min(100, m)`` top-k guess sets fixed by ``m``,
+    for any real scores; ``"code"``:
     ``beta/(2*100)`` on a 100-point grid of [0, 1], as the authors' code; ``"all"``:
     ``beta/(2m)`` over every distinct score, as the paper's text; or a grid fixed in
     advance). Only "member" guesses count (c-closeness bounds the generator's density
@@ -176,7 +206,7 @@ def panoramia_audit(
     ``c_plus_epsilon_lower_bound`` and ``epsilon_tilde``. The pure-DP (delta = 0) tests
     only; the (c, gamma) relaxation of Appendix E is not implemented.
     """
-    beta = 1.0 - check_probability(confidence, "confidence")
+    beta = resolve_beta(beta, confidence)
     a = as_float_array(mia_scores, "mia_scores", ndim=1)
     b = as_float_array(baseline_scores, "baseline_scores", ndim=1)
     check_same_length(mia_scores=a, baseline_scores=b)
@@ -185,11 +215,11 @@ def panoramia_audit(
     c, info_base = panoramia_lb(b, mem, beta_per_test=beta / 2, thresholds=thresholds)
     eps_tilde = max(0.0, cpe - c)
     if isinstance(thresholds, str):
-        desc = (
-            "union-bound over 100 fixed thresholds (authors' code)"
-            if thresholds == "code"
-            else f"union-bound over all {a.size} recall levels (paper)"
-        )
+        desc = {
+            "quantiles": f"union-bound over {info_mia['n_thresholds']} score-quantile "
+            "thresholds (top-k guess sets fixed by m)",
+            "code": "union-bound over 100 fixed thresholds (authors' code)",
+        }.get(thresholds, f"union-bound over all {a.size} recall levels (paper)")
     else:
         desc = f"union-bound over {info_mia['n_thresholds']} fixed thresholds"
     counts = {
@@ -202,7 +232,7 @@ def panoramia_audit(
     }
     return AuditResult(
         procedure="panoramia",
-        confidence=float(confidence),
+        confidence=1.0 - beta,
         delta=0.0,
         epsilon_lower_bound=eps_tilde,
         mu_lower_bound=None,
@@ -212,6 +242,7 @@ def panoramia_audit(
             "c_lower_bound": c,
             "c_plus_epsilon_lower_bound": cpe,
             "epsilon_tilde": eps_tilde,
+            "beta": beta,
             "beta_per_threshold": info_mia["beta_per_threshold"],
         },
         notes=(

@@ -28,21 +28,25 @@ PROCEDURES = ("multi-run", "one-run", "fdp-one-run", "panoramia")
 class ProcedureParams:
     """The parameters of :func:`run_procedure` (a bundle stores them with ``asdict``).
 
-    ``confidence`` is ``1 - beta``; ``delta`` that of the audited (eps, delta)-DP;
-    ``k_pos``/``k_neg`` fixed guess counts (None: selected by ``selection``,
-    ``"union-bound"`` or ``"held-out"``); ``thresholds`` PANORAMIA's grid (``"code"`` or
-    ``"all"``); ``gaussian_epsilon`` makes ``fdp-one-run`` report eps(mu_lb, delta);
-    ``seed`` drives the held-out split.
+    ``beta`` is the failure probability (used exactly; default 0.05), ``confidence`` the
+    convenience spelling ``1 - beta`` (``beta`` wins); ``delta`` that of the audited
+    (eps, delta)-DP; ``k_pos``/``k_neg`` fixed guess counts (None: selected by
+    ``selection``, ``"union-bound"`` or ``"held-out"``); ``thresholds`` PANORAMIA's policy
+    (``"quantiles"``, ``"code"`` or ``"all"``); ``gaussian_epsilon`` makes ``fdp-one-run``
+    report eps(mu_lb, delta); ``parametric`` adds a labelled assumption-based estimate to
+    the one-run procedures; ``seed`` drives the held-out split.
     """
 
-    confidence: float = 0.95
+    confidence: float | None = None
+    beta: float | None = None
     delta: float = 0.0
     k_pos: int | None = None
     k_neg: int | None = None
     selection: str = "union-bound"
-    thresholds: str = "code"
+    thresholds: str = "quantiles"
     gaussian_epsilon: bool = False
     seed: int = 0
+    parametric: str | None = None
 
 
 def run_procedure(
@@ -64,16 +68,18 @@ def run_procedure(
     """
     p = params
     confidence, delta, k_pos, k_neg = p.confidence, p.delta, p.k_pos, p.k_neg
-    selection, seed = p.selection, p.seed
+    selection, seed, beta = p.selection, p.seed, p.beta
     if procedure not in PROCEDURES:
         raise fail("--procedure", "one of " + ", ".join(PROCEDURES), repr(procedure))
+    if p.parametric is not None and procedure not in ("one-run", "fdp-one-run"):
+        raise fail("--parametric", "one-run or fdp-one-run procedures only", procedure)
     s = np.asarray(scores)
     m = np.asarray(member)
     if procedure == "multi-run":
         if k_pos is not None or k_neg is not None:
             raise fail("--k-pos/--k-neg", "no guess counts for multi-run", "given")
         return multi_run_audit(
-            s, m, confidence=confidence, delta=delta, selection=selection, rng=seed
+            s, m, beta=beta, confidence=confidence, delta=delta, selection=selection, rng=seed
         )
     if procedure == "one-run":
         return one_run_audit(
@@ -81,8 +87,10 @@ def run_procedure(
             m,
             k_pos=k_pos,
             k_neg=k_neg,
+            beta=beta,
             confidence=confidence,
             delta=delta,
+            parametric=p.parametric,
             selection=selection,
             rng=seed,
         )
@@ -92,8 +100,10 @@ def run_procedure(
             m,
             k_pos=k_pos,
             k_neg=k_neg,
+            beta=beta,
             confidence=confidence,
             delta=delta,
+            parametric=p.parametric,
             epsilon="gaussian" if p.gaussian_epsilon else "fdp",
             selection=selection,
             rng=seed,
@@ -104,4 +114,15 @@ def run_procedure(
         raise fail("--k-pos/--k-neg", "no guess counts for panoramia", "given")
     if baseline is None:
         raise fail("--baseline-col", "baseline scores for panoramia", "none")
-    return panoramia_audit(s, baseline, m, confidence=confidence, thresholds=p.thresholds)
+    if p.thresholds == "code":
+        for name, vals in (("scores", s), ("baseline", np.asarray(baseline))):
+            if vals.size and (vals.min() < 0.0 or vals.max() > 1.0):
+                raise fail(
+                    "--thresholds code",
+                    f"{name} in [0, 1] (use --thresholds quantiles or --thresholds all for "
+                    "other scores)",
+                    f"range [{vals.min():.4g}, {vals.max():.4g}]",
+                )
+    return panoramia_audit(
+        s, baseline, m, beta=beta, confidence=confidence, thresholds=p.thresholds
+    )

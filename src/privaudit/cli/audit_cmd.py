@@ -139,7 +139,7 @@ def _render(result: AuditResult, claimed: float | None, console: Console) -> Non
 def _compute(
     file: Path,
     procedure: str,
-    confidence: float,
+    confidence: float | None,
     delta: float,
     k_pos: int | None,
     k_neg: int | None,
@@ -150,6 +150,8 @@ def _compute(
     thresholds: str,
     gaussian_epsilon: bool,
     seed: int,
+    beta: float | None = None,
+    parametric: str | None = None,
 ) -> tuple[AuditResult, dict[str, Any]]:
     """The audit of FILE and what a bundle needs to recompute it (arrays and parameters)."""
     from privaudit.audit.procedures import PROCEDURES, ProcedureParams, run_procedure
@@ -165,6 +167,8 @@ def _compute(
     if procedure == "panoramia" and delta == 0.0 and k_pos is None and k_neg is None:
         baseline = score_values(table_column(df, baseline_col, "--baseline-col"), baseline_col)
     params = ProcedureParams(
+        beta=beta,
+        parametric=parametric,
         confidence=confidence,
         delta=delta,
         k_pos=k_pos,
@@ -193,7 +197,18 @@ def audit_command(
     procedure: str = typer.Option(
         "one-run", "--procedure", help="multi-run | one-run | fdp-one-run | panoramia"
     ),
-    confidence: float = typer.Option(0.95, "--confidence", help="1 - beta."),
+    confidence: float | None = typer.Option(
+        None, "--confidence", help="1 - beta (convenience; --beta wins)."
+    ),
+    beta: float | None = typer.Option(
+        None, "--beta", help="Failure probability of the bound (default 0.05), used exactly."
+    ),
+    parametric: str | None = typer.Option(
+        None,
+        "--parametric",
+        help="one-run / fdp-one-run: add an ASSUMPTION-BASED estimate for a mechanism family "
+        "(gaussian | laplace | randomized-response) beside the assumption-free bound.",
+    ),
     delta: float = typer.Option(0.0, "--delta", help="delta of the audited (eps, delta)-DP."),
     k_pos: int | None = typer.Option(
         None, "--k-pos", help="One-run: number of 'member' guesses (top scores)."
@@ -215,7 +230,10 @@ def audit_command(
         "union-bound | held-out.",
     ),
     thresholds: str = typer.Option(
-        "code", "--thresholds", help="PANORAMIA thresholds: code (100-point grid) | all."
+        "quantiles",
+        "--thresholds",
+        help="PANORAMIA thresholds: quantiles (100 score quantiles, any real scores) | code "
+        "(the authors' 100-point grid of [0, 1]) | all (every distinct score).",
     ),
     gaussian_epsilon: bool = typer.Option(
         False,
@@ -255,6 +273,8 @@ def audit_command(
             thresholds,
             gaussian_epsilon,
             seed,
+            beta,
+            parametric,
         )
         doc = audit_payload(result)
         payload = json.dumps(doc, indent=2)

@@ -343,6 +343,22 @@ def _payload(result: Any) -> str:
     return json.dumps(zero_run_payload(result), indent=2, allow_nan=False)
 
 
+def _propensity_values(col: Any, name: str) -> np.ndarray:
+    """The given propensities: numeric, finite and strictly inside (0, 1)."""
+    import pandas as pd
+
+    values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(values) | (values <= 0.0) | (values >= 1.0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise fail(
+            f"--propensity-col {name!r}",
+            "probabilities strictly between 0 and 1",
+            f"{int(bad.sum())} bad value(s), e.g. {col.iloc[i]!r} in row {i + 1}",
+        )
+    return values
+
+
 @app.command("zero-run")
 def zero_run_command(
     file: Path | None = typer.Argument(
@@ -382,7 +398,24 @@ def zero_run_command(
     bootstrap: int = typer.Option(
         0, "--bootstrap", help="Bootstrap refits of the propensity models (paper: 600)."
     ),
-    confidence: float = typer.Option(0.95, "--confidence", help="1 - beta of every bound."),
+    beta: float | None = typer.Option(
+        None, "--beta", help="Failure probability of every bound (default 0.05), used exactly."
+    ),
+    confidence: float | None = typer.Option(
+        None, "--confidence", help="1 - beta (convenience; --beta wins)."
+    ),
+    propensity_col: str | None = typer.Option(
+        None,
+        "--propensity-col",
+        help="Column of given propensities P(member | x) in (0, 1) (oracle or externally "
+        "estimated): no propensity model is fitted and no margin is added.",
+    ),
+    margin_z: float = typer.Option(
+        2.0,
+        "--margin-z",
+        help="Estimated propensities: standard errors added to |logit| before the pointwise "
+        "correction (0 = the paper's plug-in, not valid under estimation error).",
+    ),
     delta: float = typer.Option(
         0.0, "--delta", help="delta of the uncorrected and global (eps, delta) bounds."
     ),
@@ -423,6 +456,12 @@ def zero_run_command(
     try:
         if out is not None:
             check_output_dir(out, overwrite=overwrite)  # fail before any work
+        if propensity_col is not None and (features is not None or estimators is not None):
+            raise fail(
+                "--propensity-col",
+                "no --features or --estimators with given propensities",
+                "--features" if features is not None else "--estimators",
+            )
         names = _split_list(estimators, "--estimators") or list(DEFAULT_ESTIMATORS)
         if names == ["all"]:
             names = list(ESTIMATORS)
@@ -435,9 +474,14 @@ def zero_run_command(
             non_members_file=non_members,
             score_col=score_col,
             member_col=member_col,
-            features=features,
+            features=propensity_col if propensity_col is not None else features,
             exclude=exclude,
         )
+        given = None
+        saved_frame = frame  # what a bundle keeps (the propensity column when given)
+        if propensity_col is not None:
+            given = {propensity_col: _propensity_values(frame[propensity_col], propensity_col)}
+            frame, columns = None, []
         progress = False if as_json else None
         executor: Executor | None = None
         if bootstrap and ray_address is not None:
@@ -450,8 +494,11 @@ def zero_run_command(
             scores,
             member,
             features=frame,
+            propensity=given,
             estimators=tuple(names),
+            beta=beta,
             confidence=confidence,
+            margin_z=margin_z,
             delta=delta,
             delta_ds=delta_ds,
             n_bootstrap=bootstrap,
@@ -471,6 +518,9 @@ def zero_run_command(
                 config={
                     "estimators": list(names),
                     "confidence": confidence,
+                    "beta": beta,
+                    "margin_z": margin_z,
+                    "propensity_col": propensity_col,
                     "delta": delta,
                     "delta_ds": delta_ds,
                     "n_bootstrap": bootstrap,
@@ -481,7 +531,7 @@ def zero_run_command(
                 seeds={"root": seed},
                 dataset_fingerprint=sources_fingerprint([file, members, non_members]),
             )
-            inputs = {"scores": scores, "member": member, "features": frame}
+            inputs = {"scores": scores, "member": member, "features": saved_frame}
             write_zero_run_report(result, out, overwrite=overwrite, bundle=manifest, inputs=inputs)
     except PrivauditError as exc:
         typer.echo(f"error: {exc}", err=True)

@@ -417,12 +417,17 @@ def _verify_zero_run(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
         raise BundleError(f"BUNDLE: cannot read the Zero-Run inputs ({exc})") from None
     cfg = manifest["config"]
     try:
+        col = cfg.get("propensity_col")
+        given = {col: features[col].to_numpy(dtype=np.float64)} if col else None
         result = zero_run_audit(
             scores,
             member,
-            features=features,
+            features=None if col else features,
+            propensity=given,
             estimators=tuple(cfg["estimators"]),
             confidence=cfg["confidence"],
+            beta=cfg.get("beta"),
+            margin_z=cfg.get("margin_z", 2.0),
             delta=cfg["delta"],
             delta_ds=cfg["delta_ds"],
             n_bootstrap=cfg["n_bootstrap"],
@@ -521,7 +526,9 @@ def _verify_membership(folder: Path, manifest: Mapping[str, Any]) -> list[Check]
         conf = float(per_attack[0].get("family_confidence", 0.95))
         delta = float(per_attack[0]["delta"])
         cols = {a["attack"]: table.scored(a["attack"])[1:] for a in per_attack}
-        want_audits = plain(attack_one_run_bounds(cols, confidence=conf, delta=delta))
+        note = per_attack[0].get("sampling_assumption")
+        extra = {} if note is None else {"sampling_assumption": str(note)}
+        want_audits = plain(attack_one_run_bounds(cols, confidence=conf, delta=delta, **extra))
         c, s = compare(per_attack, want_audits, "audits", TOLERANCES["bounds"])
         out += c
         skipped += s
@@ -535,8 +542,16 @@ def _verify_membership(folder: Path, manifest: Mapping[str, Any]) -> list[Check]
     if ag:
         try:
             attack_names = [n for n in ag["names"] if n != "GT"]
-            decisions = {n: table.attack_scores(n).decisions() for n in attack_names}
-            got = agreement_matrix(decisions, table.member).to_dict()
+            # an attack that scored some records (L) is compared on the records both
+            # scored, as the pipeline does (NaN in scores.npz = not scored)
+            decisions, scored = {}, {}
+            for n in attack_names:
+                col = table.scores[n]
+                thr = table.thresholds.get(n)
+                ok = ~np.isnan(col)
+                decisions[n] = ok & (np.where(ok, col, -np.inf) >= (np.inf if thr is None else thr))
+                scored[n] = ok
+            got = agreement_matrix(decisions, table.member, scored=scored).to_dict()
             if "alpha" in ag:
                 got["alpha"] = ag["alpha"]
             c, s = compare(ag, plain(got), "agreement", metrics_tol)

@@ -23,7 +23,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from privaudit._validation import check_probability, check_same_length, fail
+from privaudit._validation import as_float_array, check_same_length, fail
+from privaudit.audit._level import resolve_beta
 from privaudit.audit.fdp import gdp_mu_lb_one_run
 from privaudit.audit.one_run import eps_lb_one_run
 from privaudit.audit.selection import default_candidates, prepare_scores
@@ -39,14 +40,19 @@ from privaudit.audit.zero_run.tampering import (
     check_propensity,
     conditional_eps_audit,
     conditional_gdp_audit,
+    conservative_propensity,
     gdp_retention,
     propensity_aware_guesses,
 )
 from privaudit.records import AuditResult
 
-__all__ = ["CORRECTIONS", "default_guess_counts", "zero_run_bounds"]
+__all__ = ["CORRECTIONS", "DEFAULT_MARGIN_Z", "default_guess_counts", "zero_run_bounds"]
 
 CORRECTIONS = ("uncorrected", "global", "pointwise")
+
+DEFAULT_MARGIN_Z = 2.0
+"""Standard errors added to ``|logit pi_hat|`` for the pointwise correction with estimated
+propensities (docs/zero_run_validity.md: the null simulation needs about 2 for hist-gb)."""
 
 
 def default_guess_counts(m: int) -> list[int]:
@@ -74,7 +80,10 @@ def zero_run_bounds(
     propensity: ArrayLike,
     *,
     uniforms: ArrayLike,
-    confidence: float = 0.95,
+    confidence: float | None = None,
+    beta: float | None = None,
+    propensity_se: ArrayLike | None = None,
+    margin_z: float = DEFAULT_MARGIN_Z,
     delta: float = 0.0,
     delta_ds: float = 0.0,
     eta: float | None = None,
@@ -97,8 +106,19 @@ def zero_run_bounds(
     uniforms : array_like
         One ``U[0, 1)`` per example for the tampering coins (:func:`.draw_uniforms`), fixed
         for the whole audit.
-    confidence : float
-        ``1 - beta``.
+    beta : float, optional
+        Failure probability of every bound (default 0.05), used exactly.
+    confidence : float, optional
+        Convenience spelling of ``1 - beta`` (``beta`` wins when both are given).
+    propensity_se : array_like, optional
+        Standard errors of ``logit(propensity)`` (e.g. ``PairedPropensity.logit_se`` of
+        :func:`.propensity.cross_fit_propensity_pair`). When given, the pointwise
+        correction uses the conservative propensities of
+        :func:`.tampering.conservative_propensity` (``|logit|`` raised by ``margin_z``
+        standard errors) for ranking and tampering, for both the eps and the mu bound.
+        ``None`` (oracle or given propensities): the propensities are used as they are.
+    margin_z : float
+        The number of standard errors (default :data:`DEFAULT_MARGIN_Z`).
     delta : float
         delta of the (eps, delta) bounds of the uncorrected and global audits. The
         pointwise eps bound is pure eps-DP (delta = 0) only: the paper's delta > 0
@@ -128,7 +148,8 @@ def zero_run_bounds(
     s, mem = prepare_scores(scores, member)
     pi = check_propensity(propensity)
     check_same_length(scores=s, propensity=pi)
-    beta = 1.0 - check_probability(confidence, "confidence")
+    beta = resolve_beta(beta, confidence)
+    confidence = 1.0 - beta  # for display only; every test uses beta
     if not 0.0 <= delta < 1.0:
         raise fail("delta", "a value in [0, 1)", delta)
     if global_method not in GLOBAL_GDP_METHODS:
@@ -165,7 +186,12 @@ def zero_run_bounds(
         mu_lower_bound=mu_u[iu],
         counts={"m": m, "r": rv[iu][0], "v": rv[iu][1], "n_members": n1},
         threshold_selection=selection,
-        extra={"beta_per_test": level, "guess_counts": cands, "counts_epsilon": list(rv[ju])},
+        extra={
+            "beta": beta,
+            "beta_per_test": level,
+            "guess_counts": cands,
+            "counts_epsilon": list(rv[ju]),
+        },
         notes=(
             "NOT a valid bound under distribution shift: members and non-members are treated "
             "as exchangeable (pi_hat = 1/2). Shown for comparison only.",
@@ -213,6 +239,7 @@ def zero_run_bounds(
         counts={"m": m, "r": rv[ig][0], "v": rv[ig][1], "n_members": n1},
         threshold_selection=selection,
         extra={
+            "beta": beta,
             "beta_per_test": level,
             "eta": eta,
             "delta_ds": delta_ds,
@@ -225,10 +252,33 @@ def zero_run_bounds(
     )
 
     # Pointwise: propensity-aware guesses, tampered.
-    b = gdp_retention(pi)
+    margin_extra: dict[str, object] = {}
+    pi_pw = pi
+    if propensity_se is not None:
+        se = as_float_array(propensity_se, "propensity_se", ndim=1, allow_inf=True)
+        check_same_length(propensity=pi, propensity_se=se)
+        pi_pw = conservative_propensity(pi, se, margin_z)
+        finite = se[np.isfinite(se)]
+        margin_extra = {
+            "margin_z": float(margin_z),
+            "logit_se_median": float(np.median(finite)) if finite.size else math.inf,
+        }
+    b = gdp_retention(pi_pw)
     aware = [propensity_aware_guesses(s, b, r, threshold=threshold) for r in cands]
-    gdp = [conditional_gdp_audit(t, mem, pi, beta=level, uniforms=uniforms) for t in aware]
-    eps = [conditional_eps_audit(t, mem, pi, beta=level, uniforms=uniforms) for t in aware]
+    gdp = [conditional_gdp_audit(t, mem, pi_pw, beta=level, uniforms=uniforms) for t in aware]
+    eps = [conditional_eps_audit(t, mem, pi_pw, beta=level, uniforms=uniforms) for t in aware]
+    if propensity_se is not None:
+        validity_note = (
+            f"Estimated propensities: eps_DS raised by {margin_z:g} standard errors of the "
+            "logit estimate (conservative_propensity) before ranking and tampering; valid "
+            "asymptotically under a Gaussian working model of the estimation error, not "
+            "exactly (docs/zero_run_validity.md)."
+        )
+    else:
+        validity_note = (
+            "Propensities used as given: exact when they are the true or conservative "
+            "propensities (Corollary 6.1); estimated ones without a margin can be invalid."
+        )
     ip, jp = _best([g.value for g in gdp]), _best([e.value for e in eps])
     pointwise = AuditResult(
         procedure="zero-run-pointwise",
@@ -239,16 +289,17 @@ def zero_run_bounds(
         counts={**gdp[ip].counts(), "n_members": n1},
         threshold_selection=selection,
         extra={
+            "beta": beta,
             "beta_per_test": level,
             "retention_mean": float(b.mean()),
             "counts_epsilon": eps[jp].counts(),
+            **margin_extra,
         },
         notes=(
             "Pointwise correction by tampering (Theorem 5.1): mu-GDP with b_i = exp(-eps_DS(x_i)) "
             "(equation (2) reconstructed, audit-math.md 5.2), pure eps-DP with "
             "b_i = (1 + e^{-eps-eps_DS}) / (1 + e^{-eps}); the eps bound is for delta = 0.",
-            "Valid for exact or conservative propensities (Corollary 6.1); estimated ones make "
-            "it asymptotic.",
+            validity_note,
             *notes_common,
         ),
     )

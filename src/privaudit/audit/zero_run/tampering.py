@@ -62,6 +62,7 @@ __all__ = [
     "check_propensity",
     "conditional_eps_audit",
     "conditional_gdp_audit",
+    "conservative_propensity",
     "draw_uniforms",
     "eps_ds",
     "eps_retention",
@@ -98,6 +99,37 @@ def eps_ds(pi: ArrayLike) -> NDArray[np.float64]:
     p = check_propensity(pi)
     with np.errstate(divide="ignore"):
         return np.asarray(np.abs(np.log(p) - np.log1p(-p)), dtype=np.float64)
+
+
+def conservative_propensity(pi: ArrayLike, logit_se: ArrayLike, z: float) -> NDArray[np.float64]:
+    r"""Propensities pushed away from 1/2 by ``z`` standard errors on the logit scale.
+
+    ``pi_cons = expit(sign(l) (|l| + z se))`` with ``l = logit(pi)`` (sign ``+`` at
+    ``l = 0``), so ``eps_DS(pi_cons) = eps_DS(pi) + z se``: an upper confidence bound of
+    ``eps_DS`` under a Gaussian working model of the logit error. This is what
+    Corollary 6.1 of the Zero-Run paper asks of estimated propensities (``min(pi_hat,
+    1 - pi_hat) <= min(pi, 1 - pi)``), made to hold for all but a ``Phi(-z)`` share of the
+    records when the error is Gaussian with standard deviation ``se`` and no bias. ``se``
+    of ``+inf`` gives ``pi_cons`` in {0, 1} (the record is never retained); ``z = 0``
+    returns ``pi`` unchanged. See :func:`privaudit.audit.zero_run.bounds.zero_run_bounds`
+    for what is exact and what is asymptotic.
+    """
+    p = check_propensity(pi)
+    se = as_float_array(logit_se, "logit_se", ndim=1, allow_inf=True)
+    if se.size != p.size:
+        raise fail("logit_se", f"one standard error per record ({p.size})", se.size)
+    if (se < 0.0).any():
+        raise fail("logit_se", "values >= 0", "negative values")
+    if not (math.isfinite(z) and z >= 0.0):
+        raise fail("z", "a finite number >= 0", z)
+    if z == 0.0:
+        return p.copy()
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        lg = np.log(p) - np.log1p(-p)
+        mag = np.abs(lg) + z * se
+        sign = np.where(lg < 0.0, -1.0, 1.0)
+        out = 1.0 / (1.0 + np.exp(-sign * mag))
+    return np.asarray(out, dtype=np.float64)
 
 
 def gdp_retention(pi: ArrayLike) -> NDArray[np.float64]:
