@@ -57,9 +57,9 @@ def test_report_directory_written(audit: AuditReport) -> None:
     ]
     results = load_results(audit.out_dir)
     assert results == json.loads(json.dumps(audit.results))
-    from privaudit.attacks import attack_names
+    from privaudit.attacks import default_attacks
 
-    assert [a["name"] for a in results["attacks"]] == list(attack_names())
+    assert [a["name"] for a in results["attacks"]] == list(default_attacks())
     s = results["settings"]
     assert s["game"] == "fixed-model" and s["alpha"] == 0.1 and s["dataset"]["name"] == "digits"
     assert s["models"]["n_reference"] == 4 and s["seeds"]["root"] == 3
@@ -79,15 +79,21 @@ def test_every_number_recomputable_from_scores(audit: AuditReport) -> None:
         assert m.auc == pytest.approx(a["auc"], abs=1e-12), a["name"]
         assert m.tpr_at_fpr == a["tpr_at_fpr"]
         assert m.achieved_fpr == a["achieved_fpr"]
+        assert m.alpha_within_error == a["alpha_within_error"]
+        assert list(m.warnings) == a["warnings"]
         assert m.n_positives == a["n_positives"] and m.n_negatives == a["n_negatives"]
 
 
 def test_attack_entries(audit: AuditReport) -> None:
     by_name = {a["name"]: a for a in audit.results["attacks"]}
-    assert by_name["reference"]["n_reference_models"] == 4
+    assert by_name["reference"]["n_reference_models"] == 2  # the shadow models (population)
+    assert by_name["lira-online"]["n_reference_models"] == 4
     assert by_name["shadow"]["n_reference_models"] == 2
     assert by_name["population"]["n_reference_models"] == 0
-    assert by_name["leave-one-out"]["n_positives"] + by_name["leave-one-out"]["n_negatives"] == 4
+    # L is reported on every record it scored: all non-members and the sampled members
+    loo = by_name["leave-one-out"]
+    assert loo["n_negatives"] == audit.results["target"]["n_non_members"]
+    assert loo["n_positives"] == 2
     # alpha-threshold attacks report the achieved FPR next to alpha; others do not
     for name in ("population", "shadow", "reference", "distillation"):
         assert by_name[name]["alpha"] == 0.1 and by_name[name]["achieved_fpr"] is not None
@@ -95,8 +101,12 @@ def test_attack_entries(audit: AuditReport) -> None:
     # 120ish non-members < 1000: TPR at 0.1% FPR is withheld, not faked
     assert by_name["reference"]["tpr_at_fpr"]["0.001"] is None
     ag = audit.results["agreement"]
-    assert "leave-one-out" not in ag["names"] and ag["names"][-1] == "GT"
-    assert audit.results["settings"]["agreement_excludes"] == ["leave-one-out"]
+    assert "leave-one-out" in ag["names"] and ag["names"][-1] == "GT"
+    assert "agreement_excludes" not in audit.results["settings"]
+    # L is compared with each attack on the records both scored
+    i = ag["names"].index("leave-one-out")
+    assert ag["n_train_pairs"][i][-1] == 2 and ag["n_test_pairs"][i][-1] == loo["n_negatives"]
+    assert ag["n_train_pairs"][0][-1] == audit.results["target"]["n_members"]
 
 
 def test_same_seed_same_scores(audit: AuditReport, tmp_path: Path) -> None:
@@ -132,7 +142,8 @@ def test_demo_config_meets_the_issue() -> None:
     assert cfg.dataset.name == "adult" and cfg.model.kind == "mlp"
     assert cfg.model.estimator_params()["alpha"] == 0.0  # no weight decay: overfits
     assert cfg.models.n_reference >= 8
-    assert cfg.attack_names() == attack_names()
+    assert cfg.attack_names() == attack_names()  # distillation-logits too: an MLP target
+    assert cfg.attack_params == {}  # every attack with its (tuned) defaults, nothing forced
     ec = experiment_config(cfg, 45_222)
     # enough non-members (about half the pool) for TPR at 0.1% FPR
     assert ec.n_target_pool // 2 >= 1000

@@ -331,3 +331,27 @@ def test_summary_says_when_everything_came_from_the_cache() -> None:
     from privaudit.cli.demo_cmd import _models_line
 
     assert "all 15 models loaded from the cache" in _models_line(res["settings"])
+
+
+def test_dry_run_checks_distillation_logits_settings_on_soft_label_students(
+    tmp_path: Path,
+) -> None:
+    """The dry trainer cannot regress logits; distillation-logits' settings (D's) are still
+    checked, and good ones pass (the demo lists this attack)."""
+    good = _cfg(
+        tmp_path,
+        model={"kind": "mlp", "params": {"hidden_layer_sizes": [8], "max_iter": 20}},
+        attacks=["loss", "distillation-logits"],
+        attack_params={"distillation-logits": {"smoothing": "linear"}},
+    )
+    _, exp, _ = _prepared(good)
+    dry_run_attacks(exp, 10)
+    bad = _cfg(
+        tmp_path,
+        model={"kind": "mlp", "params": {"hidden_layer_sizes": [8], "max_iter": 20}},
+        attacks=["loss", "distillation-logits"],
+        attack_params={"distillation-logits": {"smoothing": "kde"}},
+    )
+    _, exp, _ = _prepared(bad)
+    with pytest.raises(ConfigError, match=r"attack_params\.distillation-logits.*smoothing"):
+        dry_run_attacks(exp, 10)

@@ -40,6 +40,7 @@ from privaudit.audit.attack_bounds import SAMPLING_NOTE, attack_one_run_bounds
 from privaudit.config import (
     GAME_NAMES,
     AuditConfig,
+    DatasetConfig,
     ModelConfig,
     build_estimator,
     config_from_dict,
@@ -95,16 +96,15 @@ _DEMO: dict[str, Any] = {
     },
     "models": {
         "n_reference": 16,
-        "n_shadow": 4,
+        "n_shadow": 8,
         "n_distilled": 8,
         "n_leave_one_out": 4,
         "leave_one_out_sample": 10,
-        "distill_method": "logits",
     },
     "alpha": 0.05,
-    # Carlini et al. 2022 (Sec. VI-A and the reference code's README): with few
-    # reference models the fixed-variance variants of LiRA are the stronger ones.
-    "attack_params": {"lira-online": {"variance": "fixed"}, "lira-offline": {"variance": "fixed"}},
+    # Every attack with its defaults: LiRA's shrunk variance and clipping and RMIA's
+    # offline a are tuned on the reference models (issue 10; the comparison of the
+    # variants on this target is in benchmarks/bench_attack_power.py).
 }
 _DEMO_QUICK: dict[str, Any] = {
     "sizes": {"n_target_pool": 1200, "n_population": 2400},
@@ -118,10 +118,8 @@ _DEMO_QUICK: dict[str, Any] = {
         "n_distilled": 2,
         "n_leave_one_out": 2,
         "leave_one_out_sample": 10,
-        "distill_method": "logits",
     },
     "alpha": 0.05,
-    "attack_params": {"lira-online": {"variance": "fixed"}, "lira-offline": {"variance": "fixed"}},
 }
 
 
@@ -137,18 +135,24 @@ def demo_config(
 
     UCI Adult; an MLP target (scikit-learn ``MLPClassifier``, one hidden layer, no
     weight decay, no early stopping) that overfits its training set; 16 reference
-    models, 4 shadow, 8 distilled (students regress the target's logits, Ba & Caruana
-    2014) and 4 leave-one-out models per sampled record (10
-    sampled records); every registered attack at alpha = 0.05, LiRA with a fixed
-    (global) variance as Carlini et al. recommend for few reference models; the
-    alpha thresholds of R, D, L and offline LiRA calibrated on population records
-    (:mod:`privaudit.attacks.calibration`). ``quick`` shrinks the pool, the network and the
+    models (LiRA, RMIA), 8 shadow models (S, and R's references trained on population
+    data), 8 distilled models of each kind (soft-label students for attack
+    ``distillation``, Ye et al.'s D; logit-regression students for
+    ``distillation-logits``, Ba & Caruana 2014) and 4 leave-one-out models per sampled
+    member; every registered attack at alpha = 0.05 with its default settings (LiRA's
+    variance shrinkage and clipping and offline RMIA's a tuned on the reference
+    models); the alpha thresholds of R, D, L and offline LiRA calibrated on population
+    records (:mod:`privaudit.attacks.calibration`). ``quick`` shrinks the pool, the network and the
     numbers of attacker models (for a smoke run; then TPR at 0.1% FPR is not reported,
     since the pool has fewer than 1,000 non-members).
     """
+    from privaudit.attacks import attack_names
+
     base = _DEMO_QUICK if quick else _DEMO
     data: dict[str, Any] = {
         "dataset": "adult",
+        # every registered attack, distillation-logits included (the target is an MLP)
+        "attacks": list(attack_names()),
         **base,
         "seed": seed,
         "n_jobs": n_jobs,
@@ -158,9 +162,9 @@ def demo_config(
     return config_from_dict(data, source="demo config")
 
 
-def load_dataset(config: AuditConfig) -> Dataset:
-    """The dataset named by ``config.dataset``."""
-    ds = config.dataset
+def load_dataset(config: AuditConfig | DatasetConfig) -> Dataset:
+    """The dataset named by ``config.dataset`` (or by a :class:`DatasetConfig` itself)."""
+    ds = config if isinstance(config, DatasetConfig) else config.dataset
     if ds.name == "adult":
         return load_adult()
     if ds.name == "digits":
@@ -215,7 +219,6 @@ def experiment_config(config: AuditConfig, n_records: int) -> ExperimentConfig:
             n_shadow=m.n_shadow,
             n_distilled=m.n_distilled,
             distill_size=m.distill_size,
-            distill_method=m.distill_method,
             n_leave_one_out=m.n_leave_one_out,
             leave_one_out_sample=m.leave_one_out_sample,
             alpha=config.alpha,
@@ -232,7 +235,8 @@ def experiment_config(config: AuditConfig, n_records: int) -> ExperimentConfig:
 def n_models_behind(attack: str, config: ExperimentConfig) -> int:
     """How many attacker models the attack learned from (0: it uses the target only).
 
-    Reference models for R, LiRA, RMIA; shadow models for S; distilled for D; the
+    Reference models for LiRA and RMIA; shadow models for S and R (R's reference
+    models are trained on population data, as the shadow models); distilled for D; the
     leave-one-out models per record for L; 0 for the loss and population attacks.
     """
     from privaudit.attacks import required_inputs
@@ -240,9 +244,9 @@ def n_models_behind(attack: str, config: ExperimentConfig) -> int:
     fields = set(required_inputs(attack).fields)
     if "reference" in fields:
         return config.n_reference
-    if "shadow" in fields:
+    if "shadow" in fields or "outside_reference" in fields:
         return config.n_shadow
-    if "distilled" in fields:
+    if "distilled" in fields or "distilled_logits" in fields:
         return config.n_distilled
     if "leave_one_out" in fields:
         return config.n_leave_one_out
@@ -327,23 +331,29 @@ def _scored_game(result: GameResult) -> _Scored:
 
 
 def _agreement(scored: _Scored) -> tuple[AgreementMatrix | None, list[str]]:
-    """Agreement of the alpha-threshold attacks that scored every audited record (draw).
+    """Agreement of the alpha-threshold attacks' decisions (Ye et al. 2022, Table 2).
 
-    Attacks run on a sample only (leave-one-out) are left out, and listed, since the
-    table compares decisions on the same records.
+    An attack that scored only some records (leave-one-out: every non-member, the
+    sampled members) is compared with each other attack on the records both scored;
+    the per-pair counts go with the matrix. The second value lists attacks left out
+    (none today; kept for the results' ``agreement_excludes``).
     """
+    index = {r: i for i, r in enumerate(scored.record_ids.tolist())}
     n = scored.record_ids.size
     decisions: dict[str, np.ndarray] = {}
-    excluded: list[str] = []
+    masks: dict[str, np.ndarray] = {}
     for name, d in scored.decisions.items():
         s = scored.scores[name]
-        if s.record_ids.size != n or not np.array_equal(s.record_ids, scored.record_ids):
-            excluded.append(name)
-            continue
-        decisions[name] = d
+        pos = np.asarray([index[r] for r in s.record_ids.tolist()], dtype=np.intp)
+        full = np.zeros(n, dtype=bool)
+        full[pos] = d
+        mask = np.zeros(n, dtype=bool)
+        mask[pos] = True
+        decisions[name] = full
+        masks[name] = mask
     if len(decisions) < 2:
-        return None, excluded
-    return agreement_matrix(decisions, scored.member), excluded
+        return None, []
+    return agreement_matrix(decisions, scored.member, scored=masks), []
 
 
 def build_executor(config: AuditConfig, n_jobs: int, *, progress: bool | None = True) -> Executor:
@@ -711,7 +721,6 @@ def _settings(
             "n_shadow": ec.n_shadow,
             "n_distilled": ec.n_distilled,
             "distill_size": ec.distill_size,
-            "distill_method": ec.distill_method,
             "n_leave_one_out": ec.n_leave_one_out,
             "leave_one_out_sample": ec.leave_one_out_sample,
         },

@@ -439,14 +439,24 @@ def _dry_config(exp: ExperimentConfig, attacks: Sequence[str]) -> ExperimentConf
     pool = min(exp.n_target_pool, _DRY_POOL)
     floor = max(_DRY_POPULATION, 4 * math.ceil(1.0 / exp.alpha))
     population = min(exp.n_population, floor)
+    attacks = list(attacks)
     params = {a: dict(v) for a, v in exp.attack_params.items() if a in attacks}
+    if "distillation-logits" in attacks:
+        # The dry trainer cannot regress logits (whether the real model can is checked
+        # with its estimator before); the attack's settings are D's, so they are checked
+        # on soft-label students, under D's name when D itself is not run.
+        attacks.remove("distillation-logits")
+        logit_params = params.pop("distillation-logits", None)
+        if "distillation" not in attacks:
+            attacks.append("distillation")
+            if logit_params is not None:
+                params["distillation"] = logit_params
     return dataclasses.replace(
         exp,
         attacks=tuple(attacks),
         n_target_pool=pool,
         n_population=population,
         distill_size=None,
-        distill_method="soft-labels",  # the trivial trainer has no logit regressor
         leave_one_out_sample=min(exp.leave_one_out_sample, 2 * (pool // 2)),
         n_jobs=1,
         attack_params=params,
@@ -563,26 +573,25 @@ def check_model(config: AuditConfig, dataset: Dataset, trainer: Any) -> None:
             f"model.params: expected a model that trains, found that a trial fit on "
             f"{rows.size} records failed: {type(exc).__name__}: {exc}"
         ) from None
-    if "distillation" not in config.attack_names():
-        return
-    method = config.models.distill_method
-    if method == "logits" and estimator is not None:
+    names = config.attack_names()
+    if "distillation-logits" in names and estimator is not None:
         from privaudit.models.distill import logit_regressor_for
 
         try:
             logit_regressor_for(estimator)
         except PrivauditError:
             raise ConfigError(
-                f"models.distill_method: expected 'soft-labels' for model kind "
-                f"{config.model.kind!r} ('logits' needs a regressor of the same "
-                f"architecture, known for mlp only), found 'logits'"
+                f"attacks: expected no 'distillation-logits' for model kind "
+                f"{config.model.kind!r} (its logit-matching students need a regressor of "
+                f"the same architecture, known for mlp only), found it listed; use "
+                f"'distillation' (soft labels)"
             ) from None
-    elif method == "soft-labels":
+    if "distillation" in names:
         accepts = getattr(trainer, "accepts_sample_weight", None)
         if not callable(accepts) or not accepts():
             raise ConfigError(
-                f"models.distill_method: expected a model whose fit() takes "
-                f"sample_weight for 'soft-labels', found {config.model.kind!r}"
+                f"attacks: expected a model whose fit() takes sample_weight for "
+                f"'distillation' (soft-label students), found {config.model.kind!r}"
             )
 
 

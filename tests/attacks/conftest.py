@@ -102,6 +102,14 @@ def make_world(
     dist_pop = sig(mu_pop, np.zeros((k, n_pop), bool))
     loo_pop = sig(mu_pop, np.zeros((n_loo, n_pop), bool))
 
+    # logit-matching students (drawn last: the draws above keep their values)
+    distilled_logits = sig(mu, np.zeros((k, n), bool))
+    dist_logits_pop = sig(mu_pop, np.zeros((k, n_pop), bool))
+    # attack R's reference models, trained on population data (each on a third of it)
+    keep_out_ref_pop = rng.uniform(size=(k, n_pop)) < 1 / 3
+    out_ref = sig(mu, np.zeros((k, n), bool))
+    out_ref_pop = sig(mu_pop, keep_out_ref_pop)
+
     data = AttackData(
         record_ids=ids,
         labels=labels,
@@ -133,6 +141,16 @@ def make_world(
         ),
         leave_one_out_population=tables(loo_pop, pop_labels, pop_ids, "loo"),
         leave_one_out_population_serves=np.ones((n_loo, n_pop), dtype=bool),
+        distilled_logits=tables(distilled_logits, labels, ids, "dlog"),
+        distilled_logits_population=tables(dist_logits_pop, pop_labels, pop_ids, "dlog"),
+        distilled_logits_population_membership=MembershipMatrix(
+            pop_ids, tuple(f"dlog{j}" for j in range(k)), keep_dist_pop
+        ),
+        outside_reference=tables(out_ref, labels, ids, "oref"),
+        outside_reference_population=tables(out_ref_pop, pop_labels, pop_ids, "oref"),
+        outside_reference_population_membership=MembershipMatrix(
+            pop_ids, tuple(f"oref{j}" for j in range(k)), keep_out_ref_pop
+        ),
     )
     return World(data=data, member=member)
 

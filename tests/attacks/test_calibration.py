@@ -64,17 +64,24 @@ def test_random_out_subsets_sizes_and_support() -> None:
     assert not mask[:, ~usable].any()
 
 
-@pytest.mark.parametrize("name", ["reference", "distillation", "leave-one-out", "lira-offline"])
+@pytest.mark.parametrize(
+    "name", ["reference", "distillation", "distillation-logits", "leave-one-out", "lira-offline"]
+)
 def test_population_calibration_holds_alpha_on_fresh_non_members(name: str) -> None:
     """No-leak world (delta = 0): the calibrated FPR on audited records is ~ alpha,
-    although the smoothed per-record rule need not be."""
+    although the smoothed per-record rule need not be. The error counts both samples:
+    the audited records and the calibration records the threshold came from (with 117
+    calibration records, as attack D has here, the threshold's own FPR has sd ~ 2%)."""
+    from privaudit.games.metrics import alpha_acceptance_region
+
     w = make_world(7, n=3000, n_pop=3000, k=8, n_loo=4, delta=0.0)
     res = run_attack(name, w.data, alpha=0.05, seed=0)
     assert res.params["threshold_calibration"] == "population"
     assert res.params["n_calibration"] > 50
+    assert res.params["threshold_sample_size"] == res.params["n_calibration"]
     dec = res.decisions()
-    n = dec.size
-    assert abs(dec.mean() - 0.05) < 4 * math.sqrt(0.05 * 0.95 / n), dec.mean()
+    lo, hi = alpha_acceptance_region(0.05, res.params["n_calibration"], dec.size, 0.999)
+    assert lo <= int(dec.sum()) <= hi, (dec.mean(), lo, hi)
 
 
 def test_calibration_reads_population_inputs_only_with_alpha(world) -> None:  # type: ignore[no-untyped-def]
@@ -85,12 +92,14 @@ def test_calibration_reads_population_inputs_only_with_alpha(world) -> None:  # 
         target=d.target,
         reference=d.reference,
         reference_membership=d.reference_membership,
+        outside_reference=d.outside_reference,
     )
-    run_attack("reference", bare)  # no alpha: no calibration needed
-    with pytest.raises(Exception, match="population_target"):
-        run_attack("reference", bare, alpha=0.05)
-    res = run_attack("reference", bare, alpha=0.05, threshold_calibration="smoothed")
-    assert res.threshold == -0.05
+    for name in ("reference", "lira-offline"):
+        run_attack(name, bare)  # no alpha: no calibration needed
+        with pytest.raises(Exception, match="population"):
+            run_attack(name, bare, alpha=0.05)
+        res = run_attack(name, bare, alpha=0.05, threshold_calibration="smoothed")
+        assert res.threshold == -0.05
 
 
 def _loo_world(seed: int, serves_all: bool) -> tuple[AttackData, np.ndarray, np.ndarray]:

@@ -8,7 +8,7 @@ from scipy import stats
 
 from privaudit.attacks import AttackData, run_attack
 from privaudit.errors import DesignError
-from privaudit.records import MembershipMatrix
+from privaudit.records import MembershipMatrix, SignalTable
 
 from .conftest import World, make_world, tables
 
@@ -121,9 +121,7 @@ def test_missing_out_or_in_models_are_design_errors() -> None:
     keep = np.array(w.data.reference_membership.keep)
     keep[:, 3] = True  # record 3 is IN for every reference model: no OUT
     d = _with_keep(w, keep)
-    for name in ("lira-online", "lira-offline", "reference", "rmia-offline"):
-        if name.startswith("rmia"):
-            continue
+    for name in ("lira-online", "lira-offline"):
         with pytest.raises(DesignError, match="OUT"):
             run_attack(name, d)
     keep = np.array(w.data.reference_membership.keep)
@@ -142,12 +140,166 @@ def test_missing_out_or_in_models_are_design_errors() -> None:
     assert res.params["n_out_max"] == 1
 
 
-def test_auto_variance_is_per_example_with_many_models() -> None:
-    w = make_world(5, n=20, n_pop=20, k=64)
+def test_auto_variance_is_the_tuned_shrunk_variance() -> None:
+    w = make_world(5, n=40, n_pop=20, k=8)
     res = run_attack("lira-online", w.data)
-    assert (res.params["variance_rule"], res.params["variance"]) == ("auto", "per-example")
-    few = make_world(5, n=20, n_pop=20, k=8)
-    assert run_attack("lira-online", few.data).params["variance"] == "fixed"
+    assert (res.params["variance_rule"], res.params["variance"]) == ("auto", "shrunk")
+    grid = res.params["shrinkage_loglik"]
+    assert res.params["shrinkage"] == max(
+        (float(k) for k in grid), key=lambda nu: (grid[repr(nu)], nu)
+    )
+
+
+def _slow_shrunk(ref: np.ndarray, keep: np.ndarray, nu: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-record shrunk sigmas, record by record: (nu s_p^2 + SS_i) / (nu + n_i - 1)."""
+    out = []
+    for world in (keep, ~keep):
+        groups = [ref[world[:, i], i] for i in range(ref.shape[1])]
+        ss = [float(((g - g.mean()) ** 2).sum()) for g in groups]
+        sp2 = sum(ss) / sum(g.size - 1 for g in groups)
+        if np.isinf(nu):
+            out.append(np.full(len(groups), np.sqrt(sp2)))
+        else:
+            out.append(
+                np.array(
+                    [
+                        np.sqrt((nu * sp2 + q) / (nu + g.size - 1))
+                        for q, g in zip(ss, groups, strict=True)
+                    ]
+                )
+            )
+    return out[0], out[1]
+
+
+@pytest.mark.parametrize("nu", [0.0, 3.0, np.inf])
+def test_shrunk_variance_matches_slow_oracle(nu: float) -> None:
+    w = make_world(15, n=120, n_pop=20, k=10)
+    d = w.data
+    res = run_attack("lira-online", d, variance="shrunk", shrinkage=nu, clip=None)
+    ref = d.reference["logit_confidence"].values
+    keep = d.reference_membership.keep
+    obs = d.target["logit_confidence"].values[0]
+    s_in, s_out = _slow_shrunk(ref, keep, nu)
+    mu_in = np.array([ref[keep[:, i], i].mean() for i in range(obs.size)])
+    mu_out = np.array([ref[~keep[:, i], i].mean() for i in range(obs.size)])
+    expected = stats.norm.logpdf(obs, mu_in, s_in) - stats.norm.logpdf(obs, mu_out, s_out)
+    np.testing.assert_allclose(res.scores, expected, rtol=1e-9, atol=1e-9)
+    assert res.params["shrinkage_rule"] == "given"
+
+
+def test_shrinkage_is_tuned_by_leave_one_model_out_likelihood() -> None:
+    """The tuning table against a slow loop over (held-out model, record) pairs."""
+    from privaudit.attacks.lira import tune_shrinkage
+
+    w = make_world(16, n=40, n_pop=20, k=6)
+    ref = w.data.reference["logit_confidence"].values
+    keep = w.data.reference_membership.keep
+    grid = (0.0, 1.0, 5.0, np.inf)
+    nu, table, pairs = tune_shrinkage(ref, [keep, ~keep], grid=grid)
+    total = {g: 0.0 for g in grid}
+    n = 0
+    for world in (keep, ~keep):
+        groups = [ref[world[:, i], i] for i in range(ref.shape[1])]
+        sp2 = sum(float(((g - g.mean()) ** 2).sum()) for g in groups) / sum(
+            g.size - 1 for g in groups
+        )
+        for i in range(ref.shape[1]):
+            models = np.flatnonzero(world[:, i])
+            for j in models:
+                rest = ref[models[models != j], i]
+                ss = float(((rest - rest.mean()) ** 2).sum())
+                for g in grid:
+                    s2 = sp2 if np.isinf(g) else (g * sp2 + ss) / (g + rest.size - 1)
+                    total[g] += stats.norm.logpdf(ref[j, i], rest.mean(), np.sqrt(s2))
+                n += 1
+    assert pairs == n
+    for g in grid:
+        assert table[repr(float(g))] == pytest.approx(total[g] / n, rel=1e-9)
+    assert nu == max(grid, key=lambda g: (total[g], g))
+
+
+def test_clip_is_applied_to_target_and_references() -> None:
+    w = make_world(17, n=100, n_pop=20, k=8, delta=4.0)
+    d = w.data
+    res = run_attack("lira-online", d, variance="fixed", clip=1.5)
+    ref = np.clip(d.reference["logit_confidence"].values, -1.5, 1.5)
+    obs = np.clip(d.target["logit_confidence"].values[0], -1.5, 1.5)
+    keep = d.reference_membership.keep
+    groups = [ref[keep[:, i], i] for i in range(obs.size)] + [
+        ref[~keep[:, i], i] for i in range(obs.size)
+    ]
+    s = np.sqrt(
+        sum(float(((g - g.mean()) ** 2).sum()) for g in groups)
+        / (sum(g.size for g in groups) - len(groups))
+    )
+    mu_in = np.array([ref[keep[:, i], i].mean() for i in range(obs.size)])
+    mu_out = np.array([ref[~keep[:, i], i].mean() for i in range(obs.size)])
+    expected = stats.norm.logpdf(obs, mu_in, s) - stats.norm.logpdf(obs, mu_out, s)
+    np.testing.assert_allclose(res.scores, expected, rtol=1e-9, atol=1e-9)
+    assert res.params["clip"] == 1.5 and res.params["n_values_clipped"] > 0
+
+
+def _hetero_world(seed: int, n: int = 2000, k: int = 12) -> tuple[AttackData, np.ndarray]:
+    """A tenth of the records have a heavy-tailed signal 25x more spread than the rest
+    (as the unbounded logit-scaled signal of an overfit network: issue 10, item 1)."""
+    rng = np.random.default_rng(seed)
+    ids = np.arange(n)
+    member = rng.uniform(size=n) < 0.5
+    keep = np.argsort(np.argsort(rng.uniform(size=(k, n)), axis=0), axis=0) < k // 2
+    sd = np.where(rng.uniform(size=n) < 0.1, 40.0, 1.5)
+    mu = rng.normal(5, 3, n)
+
+    def sig(inside: np.ndarray) -> np.ndarray:
+        return mu[None, :] + 2.0 * inside + sd[None, :] * rng.standard_t(4, size=inside.shape)
+
+    mids = tuple(f"r{j}" for j in range(k))
+
+    def t(v: np.ndarray, m: tuple[str, ...]) -> dict[str, SignalTable]:
+        return {"logit_confidence": SignalTable("logit_confidence", ids, m, v)}
+
+    data = AttackData(
+        record_ids=ids,
+        labels=np.zeros(n, dtype=np.int64),
+        target=t(sig(member[None, :]), ("t",)),
+        reference=t(sig(keep), mids),
+        reference_membership=MembershipMatrix(ids, mids, keep),
+    )
+    return data, member
+
+
+def test_defaults_are_strong_at_low_fpr_where_fixed_variance_collapses() -> None:
+    """Regression (issue 10, item 1): with a pooled sigma far below some records' own
+    spread, fixed-variance LiRA is at chance at 1% FPR; the defaults (shrunk variance,
+    clipping, both tuned on the reference models) are not."""
+    from privaudit.attacks.lira import _tpr_at_fprs
+
+    data, member = _hetero_world(0)
+    fixed = run_attack("lira-online", data, variance="fixed", clip=None)
+    default = run_attack("lira-online", data)
+    (tpr_fixed,) = _tpr_at_fprs(fixed.scores, member, (0.01,))
+    (tpr_default,) = _tpr_at_fprs(default.scores, member, (0.01,))
+    assert tpr_fixed < 0.016  # about chance (1%)
+    assert tpr_default > 0.02 and tpr_default > 1.7 * tpr_fixed
+    assert default.params["clip_rule"].startswith("auto")
+
+
+def test_tuned_clip_never_reads_the_target() -> None:
+    data, _ = _hetero_world(1, n=600, k=8)
+    res = run_attack("lira-online", data)
+    table = res.params["clip_tuning_tpr"]
+    best = max(table, key=lambda c: (table[c], np.inf if c == "None" else float(c)))
+    assert repr(res.params["clip"]) == best
+    scrambled = AttackData(
+        record_ids=data.record_ids,
+        labels=data.labels,
+        target={
+            s: SignalTable(s, t.record_ids, t.model_ids, t.values[:, ::-1].copy())
+            for s, t in data.target.items()
+        },
+        reference=data.reference,
+        reference_membership=data.reference_membership,
+    )
+    assert run_attack("lira-online", scrambled).params["clip_tuning_tpr"] == table
 
 
 def test_out_models_selected_from_matrix_not_layout() -> None:
@@ -164,7 +316,7 @@ def test_out_models_selected_from_matrix_not_layout() -> None:
         reference=ref,
         reference_membership=d.reference_membership.select_models(names),
     )
-    for name in ("lira-online", "lira-offline", "reference"):
+    for name in ("lira-online", "lira-offline"):
         np.testing.assert_allclose(
             run_attack(name, d2).scores, run_attack(name, d).scores, rtol=1e-12
         )

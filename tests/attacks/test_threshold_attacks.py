@@ -19,7 +19,14 @@ def w() -> World:
 
 
 def _cdf1(sample: np.ndarray, x: float, method: str) -> float:
-    return float(fit_out_world(sample).cdf(np.array([x]), method)[0])
+    """Minus the member score of one record: the CDF, or for the linear method beyond
+    the sample its tie-free extension (thresholds.OutWorld.linear_score), written out."""
+    f = float(fit_out_world(sample).cdf(np.array([x]), method)[0])
+    lo, hi = float(sample.min()), float(sample.max())
+    if method == "linear" and (x < lo or x > hi):
+        span = hi - lo if hi > lo else 1.0
+        return -(lo - x) / span if x < lo else 1.0 + (x - hi) / span
+    return f
 
 
 def test_population_is_target_loss_cdf_over_population(w: World) -> None:
@@ -65,13 +72,15 @@ def test_shadow_uses_out_pairs_of_the_records_class(w: World) -> None:
 
 @pytest.mark.parametrize("method", ["linear", "logit-gaussian", "min", "average", "student-t"])
 def test_reference_per_record_out_models(w: World, method: str) -> None:
+    """R's out world: every reference model trained on population data (Ye et al. Eq. 10)."""
     d = w.data
     res = run_attack("reference", d, signal="loss", smoothing=method)
-    ref = d.reference["loss"].values
-    keep = d.reference_membership.keep
+    ref = d.outside_reference["loss"].values
     x = d.target["loss"].values[0]
     for i in range(0, x.size, 13):
-        assert res.scores[i] == pytest.approx(-_cdf1(ref[~keep[:, i], i], x[i], method), abs=1e-12)
+        assert res.scores[i] == pytest.approx(-_cdf1(ref[:, i], x[i], method), abs=1e-12)
+    assert res.params["n_models"] == ref.shape[0]
+    assert res.params["references"].startswith("trained on population data")
 
 
 def test_distillation_uses_every_distilled_model(w: World) -> None:
@@ -135,19 +144,14 @@ def test_shadow_class_without_out_values_is_an_error(w: World) -> None:
         run_attack("shadow", d2, signal="loss")
 
 
-def test_reference_attack_needs_two_out_models() -> None:
+def test_reference_attack_needs_two_models() -> None:
     w = make_world(31, n=30, n_pop=30, k=4)
     d = w.data
-    keep = np.array(d.reference_membership.keep)
-    keep[:3, 7] = True  # only 1 OUT model for record 7
+    one = {s: t.select_models(["oref0"]) for s, t in d.outside_reference.items()}
     d2 = AttackData(
-        record_ids=d.record_ids,
-        labels=d.labels,
-        target=d.target,
-        reference=d.reference,
-        reference_membership=MembershipMatrix(d.record_ids, d.reference_membership.model_ids, keep),
+        record_ids=d.record_ids, labels=d.labels, target=d.target, outside_reference=one
     )
-    with pytest.raises(InsufficientDataError, match="OUT reference models"):
+    with pytest.raises(InsufficientDataError, match="reference models trained on population"):
         run_attack("reference", d2, signal="loss")
 
 

@@ -236,3 +236,30 @@ def test_bad_out_world_inputs() -> None:
     assert w.n_sigma_floored == 4
     with pytest.raises(InvalidInputError, match="one value per"):
         w.cdf(np.ones(3), "linear")
+
+
+def test_linear_score_breaks_the_ties_at_the_extremes() -> None:
+    """Issue 10 item 2: with few OUT values many records fall beyond the whole sample; the
+    linear CDF gives them all 0 (or 1), the score keeps their order."""
+    from privaudit.attacks.thresholds import fit_out_world
+
+    rng = np.random.default_rng(0)
+    out = rng.normal(size=(4, 300))  # 4 OUT values per record
+    x = rng.normal(0.0, 3.0, size=300)  # often beyond all four
+    world = fit_out_world(out, rescale="none")
+    f = world.cdf(x, "linear")
+    s = world.score(x, "linear")
+    inside = (f > 0) & (f < 1)
+    np.testing.assert_array_equal(s[inside], -f[inside])
+    assert (f == 0).sum() > 50 and (f == 1).sum() > 50
+    assert np.unique(s).size == s.size  # no ties at all
+    lo, hi = out.min(axis=0), out.max(axis=0)
+    assert np.all(s[x < lo] > 0) and np.all(s[x > hi] < -1)
+    # within a record, the score is decreasing in x everywhere
+    grid = np.linspace(-8, 8, 401)
+    col = fit_out_world(out[:, :1], rescale="none")
+    sc = np.array([col.score(np.array([g]), "linear")[0] for g in grid])
+    assert np.all(np.diff(sc) <= 0) and sc[0] > 0 and sc[-1] < -1
+    # the alpha decision is the one of the CDF
+    for alpha in (0.01, 0.1, 0.5):
+        np.testing.assert_array_equal(s >= -alpha, f <= alpha)

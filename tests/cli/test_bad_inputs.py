@@ -401,11 +401,12 @@ CASES: list[tuple[str, Builder, str]] = [
     ("n-shadow-zero", cfg(models={"n_shadow": 0}), "models.n_shadow"),
     ("n-distilled-one", cfg(models={"n_distilled": 1}), "models.n_distilled"),
     ("n-leave-one-out-one", cfg(models={"n_leave_one_out": 1}), "models.n_leave_one_out"),
-    ("distill-method-unknown", cfg(models={"distill_method": "kd"}), "distill_method"),
+    # the distillation objective is an attack name now (distillation / distillation-logits)
+    ("distill-method-removed", cfg(models={"distill_method": "logits"}), "distill_method"),
     (
         "distill-logits-for-logistic",
-        cfg(attacks=["distillation"], models={"distill_method": "logits"}),
-        "models.distill_method",
+        cfg(attacks=["distillation-logits"]),
+        "distillation-logits",
     ),
     ("distill-size-one", cfg(models={"distill_size": 1}), "distill_size"),
     ("distill-size-above-population", cfg(models={"distill_size": 500}), "distill_size"),

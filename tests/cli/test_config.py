@@ -44,10 +44,20 @@ def test_good_config_loads_and_resolves_paths(tmp_path: Path) -> None:
 
 
 def test_defaults_run_every_registered_attack() -> None:
-    from privaudit.attacks import attack_names
+    from privaudit.attacks import ATTACKS, attack_names, default_attacks
 
     cfg = config_from_dict({"dataset": "adult", "model": {"kind": "logistic"}})
-    assert cfg.attack_names() == attack_names()
+    assert cfg.attack_names() == default_attacks()
+    # all but those that need a particular target (distillation-logits: an MLP)
+    assert (
+        set(attack_names()) - set(default_attacks())
+        == {n for n in attack_names() if not ATTACKS[n].in_defaults}
+        == {"distillation-logits"}
+    )
+    listed = config_from_dict(
+        {"dataset": "adult", "model": {"kind": "mlp"}, "attacks": ["distillation-logits"]}
+    )
+    assert listed.attack_names() == ("distillation-logits",)
     assert cfg.models.n_reference >= 8
 
 

@@ -129,8 +129,8 @@ def test_clear_errors(binary_teacher) -> None:  # type: ignore[no-untyped-def]
         distill(SklearnTrainer(_mlp()), teacher, X[300:400], seed=0, method="logit")
     with pytest.raises(InvalidInputError, match="SklearnTrainer"):
         distill(object(), teacher, X[300:400], seed=0, method="logits")
-    with pytest.raises(InvalidInputError, match="distill_method"):
-        ExperimentConfig(distill_method="hinton")
+    with pytest.raises(TypeError, match="distill_method"):
+        ExperimentConfig(distill_method="logits")  # type: ignore[call-arg]  # an attack now
 
 
 @pytest.mark.parametrize("n_classes", [2, 10])
@@ -158,24 +158,31 @@ def test_engine_stores_and_reuses_logit_students(tmp_path: Path) -> None:
     ds = load_digits()
     trainer = SklearnTrainer(MLPClassifier((16,), max_iter=60), n_classes=10)
     cfg = ExperimentConfig(
-        attacks=("distillation",),
+        attacks=("distillation-logits",),
         n_target_pool=160,
         n_population=160,
         n_distilled=2,
-        distill_method="logits",
         alpha=0.1,
         seed=1,
     )
     first = run_experiment(ds, trainer, cfg, store=tmp_path, progress=False)
-    assert first.models_trained["distilled"] == 2
+    assert first.models_trained["distilled_logits"] == 2
+    assert "distilled" not in first.models_trained  # no soft-label student was needed
     models = [load_model(p) for p in tmp_path.rglob("*.skops")]
     assert sum(isinstance(m, LogitRegressionModel) for m in models) == 2
     second = run_experiment(ds, trainer, cfg, store=tmp_path, progress=False)
-    assert second.models_trained.get("distilled", 0) == 0
+    assert second.models_trained.get("distilled_logits", 0) == 0
     np.testing.assert_array_equal(
-        second.scores["distillation"].scores, first.scores["distillation"].scores
+        second.scores["distillation-logits"].scores, first.scores["distillation-logits"].scores
     )
-    # the method enters the cache key: soft-label students are trained anew
-    soft = dataclasses.replace(cfg, distill_method="soft-labels")
-    third = run_experiment(ds, trainer, soft, store=tmp_path, progress=False)
+    assert first.scores["distillation-logits"].params["students"].startswith("logit regression")
+    # the method enters the cache key: the soft-label students of attack D are trained
+    # anew, on the same subsets with the same seeds, and both attacks run side by side
+    both = dataclasses.replace(cfg, attacks=("distillation", "distillation-logits"))
+    third = run_experiment(ds, trainer, both, store=tmp_path, progress=False)
     assert third.models_trained["distilled"] == 2
+    assert third.models_trained.get("distilled_logits", 0) == 0
+    assert third.scores["distillation"].params["students"].startswith("soft-labels")
+    assert not np.array_equal(
+        third.scores["distillation"].scores, third.scores["distillation-logits"].scores
+    )

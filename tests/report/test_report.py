@@ -243,3 +243,22 @@ def test_report_layer_never_imports_torch() -> None:
         "assert 'torch' not in sys.modules, 'torch imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_roc_is_drawn_through_its_exact_points_with_tie_diagonals() -> None:
+    """Issue 10 item 7: a staircase under-draws ties; the drawn curve's area is the AUC."""
+    from privaudit.games.metrics import roc_curve
+    from privaudit.report.html import roc_polyline
+
+    rng = np.random.default_rng(3)
+    scores = rng.integers(0, 4, size=200).astype(float)  # heavy ties
+    member = rng.uniform(size=200) < 0.5
+    scores[member] += rng.integers(0, 2, size=int(member.sum()))
+    roc = roc_curve(scores, member)
+    x, y = roc_polyline(roc)
+    np.testing.assert_array_equal(x, roc.fpr)
+    np.testing.assert_array_equal(y, roc.tpr)
+    area = float(np.sum(np.diff(x) * (y[1:] + y[:-1]) / 2.0))
+    assert abs(area - roc.auc) < 1e-12
+    staircase = float(np.sum(np.diff(x) * y[:-1]))  # step(where="post")
+    assert staircase < roc.auc - 0.01

@@ -29,13 +29,16 @@ attack             reads (besides ``record_ids``, ``labels``, ``target[S]``)
                    population data, on their own shadow records), ``shadow_membership``
                    (m x Zs; the OUT pairs form the out world) and ``shadow_labels`` (Zs,
                    for the class-dependent threshold c_alpha(y)). [``logit_confidence``]
-``reference``      Attack R (Sec. 4.3): ``reference[S]`` (k x n, reference models on the
-                   audited records) and ``reference_membership`` (k x n); only the OUT
-                   pairs ``keep[j, i] == False`` are used, selected from the matrix
-                   (never from a paired layout). [``logit_confidence``]
+``reference``      Attack R (Sec. 4.3): ``outside_reference[S]`` (k x n: reference models
+                   trained on population data only, as in the paper, on the audited
+                   records; every one is in every record's out world). Calibration:
+                   ``outside_reference_population`` and its membership. [``logit_confidence``]
 ``distillation``   Attack D (Sec. 4.4): ``distilled[S]`` (k x n, models distilled from the
                    target on population data, evaluated on the audited records; all are
                    treated as OUT). [``logit_confidence``]
+``distillation-logits``  Attack D with logit-matching students: ``distilled_logits[S]``
+                   (models trained to regress the target's logits, Ba & Caruana 2014,
+                   not the paper's soft labels). [``logit_confidence``]
 ``leave-one-out``  Attack L (Sec. 4.5): ``leave_one_out[S]`` (k x n),
                    ``leave_one_out_membership`` and ``leave_one_out_serves`` (k x n);
                    model j is used for record i when ``serves[j, i]``. Only records
@@ -49,8 +52,10 @@ attack             reads (besides ``record_ids``, ``labels``, ``target[S]``)
                    ``population_target[S]`` (1 x Z) and ``reference_population[S]``
                    (k x Z, the same reference models on the same population records);
                    optional ``reference_population_membership`` (k x Z; None = no
-                   reference model trained on any population record). [``prob_true``]
-``rmia-offline``   RMIA offline: as rmia-online, OUT models only. [``prob_true``]
+                   reference model trained on any population record). [``loss``: the
+                   ratio is computed in log space, log p = -loss]
+``rmia-offline``   RMIA offline: as rmia-online, OUT models only; ``a`` tuned on the
+                   reference models by default. [``loss``]
 =================  ==========================================================================
 
 The reference models of ``reference`` and ``reference_population`` must be the same
@@ -73,7 +78,8 @@ population records by default (``threshold_calibration="population"``,
 :func:`run_attack` uses it. An attack whose function has an ``alpha`` parameter is
 given the requested alpha (None when no alpha was requested: no calibration).
 The calibration reads ``population_target`` with ``reference_population`` (R, LiRA),
-``distilled_population`` (D) or ``leave_one_out_population`` (L).
+``distilled_population`` (D; ``distilled_logits_population`` for its logit-matching
+variant) or ``leave_one_out_population`` (L).
 """
 
 from __future__ import annotations
@@ -104,6 +110,7 @@ __all__ = [
     "AttackSpec",
     "InputRequirements",
     "attack_names",
+    "default_attacks",
     "register",
     "require",
     "required_inputs",
@@ -129,8 +136,12 @@ TABLE_FIELDS: tuple[str, ...] = (
     "shadow",
     "distilled",
     "distilled_population",
+    "distilled_logits",
+    "distilled_logits_population",
     "leave_one_out",
     "leave_one_out_population",
+    "outside_reference",
+    "outside_reference_population",
 )
 
 Tables = Mapping[str, SignalTable]
@@ -292,6 +303,19 @@ class AttackData:
         with ``distilled_population``.
     leave_one_out_population : dict[str, SignalTable], optional
         The leave-one-out models on the population records (calibration of attack L).
+    distilled_logits, distilled_logits_population : dict[str, SignalTable], optional
+    distilled_logits_population_membership : MembershipMatrix, optional
+        As the three ``distilled*`` fields, for students trained by logit regression
+        (attack ``distillation-logits``).
+    outside_reference : dict[str, SignalTable], optional
+        Attack R's reference models, trained on population data only (none on an
+        audited record; Ye et al. Sec. 4.3, App. B.2), on the audited records. The
+        engine uses its shadow models, which are built the same way.
+    outside_reference_population : dict[str, SignalTable], optional
+        The same models on the population records (R's calibration).
+    outside_reference_population_membership : MembershipMatrix, optional
+        (k x Z) which of them trained on which population record. Required with
+        ``outside_reference_population``.
     leave_one_out_population_serves : bool array, shape (k_L, Z), optional
         Which leave-one-out model serves each population record (the models trained on
         ``D``: population records are non-members). Required with
@@ -328,6 +352,12 @@ class AttackData:
     distilled_population_membership: MembershipMatrix | None = None
     leave_one_out_population: Mapping[str, SignalTable] | None = None
     leave_one_out_population_serves: NDArray[np.bool_] | None = None
+    distilled_logits: Mapping[str, SignalTable] | None = None
+    distilled_logits_population: Mapping[str, SignalTable] | None = None
+    distilled_logits_population_membership: MembershipMatrix | None = None
+    outside_reference: Mapping[str, SignalTable] | None = None
+    outside_reference_population: Mapping[str, SignalTable] | None = None
+    outside_reference_population_membership: MembershipMatrix | None = None
 
     def __post_init__(self) -> None:
         # Ids: reuse the records' normalisation (unique, int64 or str, frozen).
@@ -421,6 +451,16 @@ class AttackData:
             set_(self, "shadow_labels", _freeze(slab))
 
         set_(self, "distilled", _check_tables(self.distilled, "distilled", record_ids))
+        set_(
+            self,
+            "distilled_logits",
+            _check_tables(self.distilled_logits, "distilled_logits", record_ids),
+        )
+        set_(
+            self,
+            "outside_reference",
+            _check_tables(self.outside_reference, "outside_reference", record_ids),
+        )
 
         loo = _check_tables(self.leave_one_out, "leave_one_out", record_ids)
         set_(self, "leave_one_out", loo)
@@ -448,27 +488,8 @@ class AttackData:
         set_(self, "leave_one_out_serves", serves)
 
         pop_ids = None if pop is None else _first(pop).record_ids
-        dpop = _check_tables(self.distilled_population, "distilled_population", pop_ids)
-        if dpop is not None:
-            if self.distilled is None or _first(dpop).model_ids != _first(self.distilled).model_ids:
-                raise fail(
-                    "distilled_population.model_ids",
-                    "the model ids of distilled, in the same order",
-                    _first(dpop).model_ids,
-                )
-            if self.distilled_population_membership is None:
-                raise fail(
-                    "distilled_population_membership",
-                    "which distilled model trained on which population record",
-                    "None",
-                )
-        set_(self, "distilled_population", dpop)
-        _check_membership(
-            self.distilled_population_membership,
-            "distilled_population_membership",
-            dpop,
-            "distilled_population",
-        )
+        for prefix in ("distilled", "distilled_logits", "outside_reference"):
+            self._check_students_population(prefix, pop_ids)
         lpop = _check_tables(self.leave_one_out_population, "leave_one_out_population", pop_ids)
         if lpop is not None:
             if loo is None or _first(lpop).model_ids != _first(loo).model_ids:
@@ -492,6 +513,26 @@ class AttackData:
                 lpop,
             ),
         )
+
+    def _check_students_population(self, prefix: str, pop_ids: NDArray[Any] | None) -> None:
+        """``<prefix>_population`` (+ membership) go with the ``<prefix>`` models."""
+        field = f"{prefix}_population"
+        mfield = f"{field}_membership"
+        dpop = _check_tables(getattr(self, field), field, pop_ids)
+        students = getattr(self, prefix)
+        if dpop is not None:
+            if students is None or _first(dpop).model_ids != _first(students).model_ids:
+                raise fail(
+                    f"{field}.model_ids",
+                    f"the model ids of {prefix}, in the same order",
+                    _first(dpop).model_ids,
+                )
+            if getattr(self, mfield) is None:
+                raise fail(
+                    mfield, "which distilled model trained on which population record", "None"
+                )
+        object.__setattr__(self, field, dpop)
+        _check_membership(getattr(self, mfield), mfield, dpop, field)
 
     @property
     def n_records(self) -> int:
@@ -578,6 +619,10 @@ class AttackSpec:
         Fields read when present (or needed for some settings).
     signal_choices : tuple of str
         Signals the attack accepts.
+    in_defaults : bool
+        Whether the attack runs when none are listed (:func:`default_attacks`); False
+        for attacks that need a particular kind of target (``distillation-logits``:
+        an MLP, whose classifier has a matching regressor).
     extra_signals : tuple of str
         Signals read besides the main one (an attack on several signals).
     """
@@ -590,6 +635,7 @@ class AttackSpec:
     description: str
     optional_fields: tuple[str, ...] = ()
     signal_choices: tuple[str, ...] = SIGNAL_NAMES
+    in_defaults: bool = True
     extra_signals: tuple[str, ...] = ()
 
 
@@ -613,6 +659,7 @@ def register(
     description: str,
     optional_fields: tuple[str, ...] = (),
     signal_choices: tuple[str, ...] = SIGNAL_NAMES,
+    in_defaults: bool = True,
     extra_signals: tuple[str, ...] = (),
 ) -> Callable[[AttackFunction], AttackFunction]:
     """Decorator registering an attack under a stable ``name``.
@@ -646,6 +693,7 @@ def register(
             description=description,
             optional_fields=tuple(optional_fields),
             signal_choices=tuple(signal_choices),
+            in_defaults=bool(in_defaults),
             extra_signals=tuple(extra_signals),
         )
         return func
@@ -665,6 +713,7 @@ BUILTIN_ATTACKS: tuple[str, ...] = (
     "shadow",
     "reference",
     "distillation",
+    "distillation-logits",
     "leave-one-out",
     "lira-online",
     "lira-offline",
@@ -681,6 +730,11 @@ def attack_names() -> tuple[str, ...]:
     _ensure_registered()
     rank = {n: i for i, n in enumerate(BUILTIN_ATTACKS)}
     return tuple(sorted(ATTACKS, key=lambda n: (rank.get(n, len(rank)), list(ATTACKS).index(n))))
+
+
+def default_attacks() -> tuple[str, ...]:
+    """The attacks run when none are listed: every registered one with ``in_defaults``."""
+    return tuple(n for n in attack_names() if ATTACKS[n].in_defaults)
 
 
 def _spec(name: str) -> AttackSpec:

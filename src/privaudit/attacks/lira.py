@@ -51,6 +51,7 @@ from privaudit._validation import check_choice, fail
 from privaudit.attacks._orient import member_oriented
 from privaudit.attacks.base import AttackData, register, require
 from privaudit.attacks.calibration import (
+    calibration_diagnostics,
     check_calibration,
     conformal_threshold,
     population_reference_inputs,
@@ -62,22 +63,21 @@ __all__ = ["lira_offline", "lira_online"]
 Result = tuple[NDArray[Any], NDArray[np.float64], dict[str, Any]]
 
 LOCATIONS = ("mean", "median")
-VARIANCES = ("auto", "per-example", "fixed", "fixed-reference-code")
+VARIANCES = ("auto", "shrunk", "per-example", "fixed", "fixed-reference-code")
 
-#: With fewer reference models than this, ``variance="auto"`` uses the fixed (global)
-#: variance. Carlini et al. (2022) recommend a global variance when few shadow models are
-#: trained (their reference code's README: "Because we only train a few models, the fixed
-#: variance variants perform best"); the cut-off of about 64 models is recalled from the
-#: paper and not verified against its text (shared/notes/attacks.md, section 2.4).
-AUTO_FIXED_BELOW = 64
+#: Default clipping of the signal: LiRA's logit-scaled confidence is clipped to
+#: ``[-30, 30]`` (see the module docstring).
+DEFAULT_CLIP = 30.0
+
+#: Candidate prior weights (pseudo-observations) of the shrunk variance; ``inf`` is the
+#: pooled (fixed) variance and 0 the per-example one.
+SHRINKAGE_GRID: tuple[float, ...] = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, np.inf)
 
 
-def _resolve_variance(variance: str, n_models: int) -> str:
-    """``"auto"`` -> ``"fixed"`` below :data:`AUTO_FIXED_BELOW` reference models, else per-example."""
+def _resolve_variance(variance: str) -> str:
+    """``"auto"`` is the shrunk variance with its weight tuned on the reference models."""
     check_choice(variance, "variance", VARIANCES)
-    if variance != "auto":
-        return variance
-    return "fixed" if n_models < AUTO_FIXED_BELOW else "per-example"
+    return "shrunk" if variance == "auto" else variance
 
 
 OFFLINE_TESTS = ("one-sided", "two-sided")
@@ -122,19 +122,113 @@ def _log_normal_pdf(
     return out
 
 
+def _pooled_variance(v: NDArray[np.float64], mask: NDArray[np.bool_]) -> tuple[float, int]:
+    """Within-record variance pooled over the records of one world, and its df."""
+    ss, n = _masked_mean_sq_dev(v, mask)
+    df = int(np.maximum(n - 1, 0).sum())
+    return (float(ss.sum()) / df if df > 0 else 0.0), df
+
+
+def _shrunk_sigma(
+    ss: NDArray[np.float64], n: NDArray[np.int64], pooled_var: float, nu: float
+) -> NDArray[np.float64]:
+    r""":math:`\sqrt{(\nu\,\sigma_p^2 + SS_i)/(\nu + n_i - 1)}`; ``nu = inf`` is :math:`\sigma_p`."""
+    if np.isinf(nu):
+        return np.full(ss.shape, np.sqrt(pooled_var))
+    df = n - 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        var = (nu * pooled_var + ss) / (nu + df)
+    out: NDArray[np.float64] = np.sqrt(np.where(nu + df > 0, var, 0.0))
+    return out
+
+
+def tune_shrinkage(
+    v: NDArray[np.float64],
+    masks: list[NDArray[np.bool_]],
+    grid: tuple[float, ...] = SHRINKAGE_GRID,
+) -> tuple[float, dict[str, float], int]:
+    r"""Choose the prior weight :math:`\nu` of the shrunk variance on the reference models.
+
+    Leave-one-model-out predictive likelihood: for every reference model j and record
+    i, the Gaussian of i's world (IN or OUT, per ``masks``) is fitted on the *other*
+    models of that world (mean, and the shrunk variance for each :math:`\nu` of the
+    grid, pooled variance from all models), and model j's signal on i is scored by its
+    log density. The :math:`\nu` with the largest mean log density over all such
+    (model, record) pairs is kept (ties: the larger :math:`\nu`). This is the
+    empirical-Bayes choice of the prior weight: it asks which variance predicts a
+    *new* model's signal best, which is exactly how LiRA uses the fit on the target.
+    Only pairs whose world keeps at least 2 other models are scored (so that
+    :math:`\nu = 0` is defined); with fewer, pairs with 1 other model are scored and
+    :math:`\nu = 0` is left out. No target output is read.
+
+    Returns ``(nu, {repr(nu): mean log density}, n_pairs)``.
+    """
+    pairs = 0
+    need = 2 if any(int(m.sum(axis=0).min()) >= 3 for m in masks) else 1
+    usable = [g for g in grid if need >= 2 or g > 0]
+    total = np.zeros(len(usable))
+    for mask in masks:
+        n_all = mask.sum(axis=0)
+        if not (n_all >= need + 1).any():
+            continue
+        pooled, _ = _pooled_variance(v, mask)
+        centre = np.where(mask, v, 0.0).sum(axis=0) / np.maximum(n_all, 1)
+        vc = np.where(mask, v - centre[None, :], 0.0)
+        s1, s2 = vc.sum(axis=0), (vc * vc).sum(axis=0)
+        n_rem = np.broadcast_to((n_all[None, :] - 1).astype(np.float64), v.shape)
+        ok = mask & (n_rem >= need)
+        if not ok.any():
+            continue
+        r1 = (s1[None, :] - vc)[ok]
+        r2 = (s2[None, :] - vc * vc)[ok]
+        nr = n_rem[ok]
+        mu = r1 / nr
+        ss = np.maximum(r2 - r1 * r1 / nr, 0.0)
+        y = vc[ok]
+        for g, nu in enumerate(usable):
+            sig = np.maximum(_shrunk_sigma(ss, nr, pooled, nu), 1e-12)
+            total[g] += float(_log_normal_pdf(y, mu, sig).sum())
+        pairs += int(ok.sum())
+    if pairs == 0:
+        raise DesignError(
+            "reference_membership: expected records with at least 2 reference models in one "
+            "world to tune LiRA's variance shrinkage; pass shrinkage=<number> or "
+            "variance='fixed'"
+        )
+    mean = {repr(float(nu)): total[g] / pairs for g, nu in enumerate(usable)}
+    best = max(range(len(usable)), key=lambda g: (total[g], usable[g]))
+    return float(usable[best]), mean, pairs
+
+
 def _sigmas(
     v: NDArray[np.float64],
     masks: list[NDArray[np.bool_]],
     variance: str,
-) -> list[NDArray[np.float64]]:
-    """Per-world sigmas (one array per mask), per the variance mode."""
+    *,
+    nu: float | None = None,
+    pooled: list[float] | None = None,
+) -> tuple[list[NDArray[np.float64]], list[float]]:
+    """Per-world sigmas (one array per mask), per the variance mode.
+
+    Also returns the pooled variances used (``"shrunk"``; given by ``pooled`` to reuse
+    the audited records' ones on calibration records), else ``[]``.
+    """
     n_rec = v.shape[1]
     if variance == "per-example":
         out = []
         for m in masks:
             ss, n = _masked_mean_sq_dev(v, m)
             out.append(np.sqrt(ss / n))  # ddof=0, as np.std
-        return out
+        return out, []
+    if variance == "shrunk":
+        if nu is None:  # pragma: no cover - the attacks always resolve it
+            raise DesignError("shrunk variance without a prior weight")
+        pv = [_pooled_variance(v, m)[0] for m in masks] if pooled is None else list(pooled)
+        out = []
+        for m, p in zip(masks, pv, strict=True):
+            ss, n = _masked_mean_sq_dev(v, m)
+            out.append(_shrunk_sigma(ss, n.astype(np.float64), p, nu))
+        return out, pv
     if variance == "fixed":
         total_ss = 0.0
         total_n = 0
@@ -151,25 +245,222 @@ def _sigmas(
                 "use variance='fixed-reference-code' or more reference models"
             )
         s = float(np.sqrt(total_ss / (total_n - groups)))
-        return [np.full(n_rec, s) for _ in masks]
+        return [np.full(n_rec, s) for _ in masks], []
     # fixed-reference-code: np.std of every signal of the first world (IN online, OUT offline)
     s = float(np.std(v[masks[0]]))
-    return [np.full(n_rec, s) for _ in masks]
+    return [np.full(n_rec, s) for _ in masks], []
+
+
+def _check_clip(clip: float | str | None) -> float | str | None:
+    if clip is None or clip == "auto":
+        return clip
+    if (
+        isinstance(clip, bool)
+        or not isinstance(clip, int | float)
+        or not (np.isfinite(clip) and clip > 0)
+    ):
+        raise fail("clip", "'auto', a positive finite number or None", clip)
+    return float(clip)
+
+
+def _check_shrinkage(shrinkage: float | str) -> float | str:
+    if shrinkage == "auto":
+        return "auto"
+    if (
+        isinstance(shrinkage, bool)
+        or not isinstance(shrinkage, int | float)
+        or np.isnan(shrinkage)
+        or shrinkage < 0
+    ):
+        raise fail("shrinkage", "'auto' or a number >= 0 (inf = the pooled variance)", shrinkage)
+    return float(shrinkage)
+
+
+def _resolve_shrinkage(
+    shrinkage: float | str, variance: str, ref: NDArray[np.float64], masks: list[NDArray[np.bool_]]
+) -> tuple[float | None, dict[str, Any]]:
+    if variance != "shrunk":
+        return None, {}
+    if shrinkage == "auto":
+        nu, table, pairs = tune_shrinkage(ref, masks)
+        return nu, {
+            "shrinkage": nu,
+            "shrinkage_rule": "auto (leave-one-model-out predictive likelihood)",
+            "shrinkage_loglik": table,
+            "shrinkage_pairs": pairs,
+        }
+    return float(shrinkage), {"shrinkage": float(shrinkage), "shrinkage_rule": "given"}
+
+
+def _clipped(v: NDArray[np.float64], clip: float | None) -> NDArray[np.float64]:
+    return v if clip is None else np.clip(v, -clip, clip)
 
 
 def _inputs(
-    data: AttackData, signal: str
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_], int]:
+    data: AttackData, signal: str, clip: float | None
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_], int, int]:
     obs = data.table("target", signal).values[0]
     ref = data.table("reference", signal).values
     membership = require(data.reference_membership, "reference_membership")
-    return obs, ref, np.asarray(membership.keep), membership.n_models
+    n_clipped = 0 if clip is None else int((np.abs(obs) > clip).sum() + (np.abs(ref) > clip).sum())
+    return (
+        _clipped(obs, clip),
+        _clipped(ref, clip),
+        np.asarray(membership.keep),
+        membership.n_models,
+        n_clipped,
+    )
 
 
 def _check_floor(sigma_floor: float) -> float:
     if not (isinstance(sigma_floor, int | float) and np.isfinite(sigma_floor) and sigma_floor > 0):
         raise fail("sigma_floor", "a positive finite number", sigma_floor)
     return float(sigma_floor)
+
+
+CLIP_GRID: tuple[float | None, ...] = (10.0, 20.0, 30.0, 50.0, 100.0, 300.0, 1000.0, None)
+#: False-positive rates at which :func:`tune_clip` measures the pseudo-targets' TPR.
+TUNING_FPRS: tuple[float, ...] = (0.001, 0.01)
+
+
+def _tpr_at_fprs(
+    scores: NDArray[np.float64], member: NDArray[np.bool_], fprs: tuple[float, ...]
+) -> list[float]:
+    """Largest TPR with FPR <= f for each f (ties enter together); f below 1/n_- skipped."""
+    n_pos, n_neg = int(member.sum()), int((~member).sum())
+    order = np.argsort(-scores, kind="stable")
+    s, m = scores[order], member[order]
+    last = np.flatnonzero(np.r_[s[1:] != s[:-1], True])
+    tp = np.cumsum(m)[last] / n_pos
+    fp = np.cumsum(~m)[last] / n_neg
+    out = []
+    for f in fprs:
+        if n_neg * f < 1.0 - 1e-9:
+            continue
+        ok = fp <= f + 1e-12
+        out.append(float(tp[ok].max()) if ok.any() else 0.0)
+    return out
+
+
+def _online_core(
+    obs: NDArray[np.float64],
+    ref: NDArray[np.float64],
+    keep: NDArray[np.bool_],
+    location: str,
+    variance: str,
+    nu: float | None,
+    floor: float,
+) -> tuple[NDArray[np.float64], int]:
+    in_mask, out_mask = keep, ~keep
+    mu_in = _masked_location(ref, in_mask, location)
+    mu_out = _masked_location(ref, out_mask, location)
+    (s_in, s_out), _ = _sigmas(ref, [in_mask, out_mask], variance, nu=nu)
+    n_floored = int((s_in < floor).sum() + (s_out < floor).sum())
+    s_in, s_out = np.maximum(s_in, floor), np.maximum(s_out, floor)
+    scores = _log_normal_pdf(obs, mu_in, s_in) - _log_normal_pdf(obs, mu_out, s_out)
+    return scores, n_floored
+
+
+def _offline_core(
+    obs: NDArray[np.float64],
+    ref: NDArray[np.float64],
+    keep: NDArray[np.bool_],
+    location: str,
+    variance: str,
+    nu: float | None,
+    floor: float,
+) -> tuple[NDArray[np.float64], int]:
+    """The one-sided offline score on member-oriented signals."""
+    out_mask = ~keep
+    mu = _masked_location(ref, out_mask, location)
+    (sigma,), _ = _sigmas(ref, [out_mask], variance, nu=nu)
+    n_floored = int((sigma < floor).sum())
+    sigma = np.maximum(sigma, floor)
+    scores: NDArray[np.float64] = -special.ndtr(-(obs - mu) / sigma)
+    return scores, n_floored
+
+
+def tune_clip(
+    ref: NDArray[np.float64],
+    keep: NDArray[np.bool_],
+    *,
+    online: bool,
+    location: str,
+    variance: str,
+    shrinkage: float | str,
+    floor: float,
+    grid: tuple[float | None, ...] = CLIP_GRID,
+    max_models: int = 16,
+) -> tuple[float | None, dict[str, float]]:
+    r"""Choose the clipping of the signal on the reference models (leave one model out).
+
+    Each of up to ``max_models`` reference models j in turn plays the target: its
+    signal on the audited records is attacked with the *other* reference models
+    (their IN/OUT split from ``keep``), and its own membership of the records is the
+    ground truth. For every clip ``c`` of the grid (None = no clipping) the attack is
+    run exactly as configured (location, variance, and the shrinkage weight, tuned on
+    the clipped signals when ``"auto"``) and scored by the mean TPR at the FPRs of
+    :data:`TUNING_FPRS` (those with enough non-members), averaged over the
+    pseudo-targets; the best ``c`` wins (ties: the largest ``c``, None counting as
+    infinite). The real target is never read. ``ref`` must be member-oriented for the
+    offline attack. When no pseudo-target can be scored (fewer than
+    ``1 / max(TUNING_FPRS)`` non-members, or records without IN/OUT models among the
+    others) nothing is clipped (the paper's rule) and the table is empty.
+
+    Returns ``(clip, {repr(clip): mean TPR})``.
+    """
+    k = ref.shape[0]
+    table: dict[str, float] = {}
+    best: tuple[float, float] | None = None
+    best_clip: float | None = None
+    core = _online_core if online else _offline_core
+    need = 2 if variance == "per-example" else 1
+    for c in grid:
+        rc = _clipped(ref, c)
+        masks = [keep, ~keep] if online else [~keep]
+        nu, _ = _resolve_shrinkage(shrinkage, variance, rc, masks)
+        total, used = 0.0, 0
+        for j in range(min(k, max_models)):
+            others = np.ones(k, dtype=bool)
+            others[j] = False
+            ko = keep[others]
+            counts = [(~ko).sum(axis=0)] + ([ko.sum(axis=0)] if online else [])
+            ok = np.all([cnt >= need for cnt in counts], axis=0)
+            member = keep[j, ok]
+            if ok.sum() < 2 or member.all() or not member.any():
+                continue
+            sc, _ = core(rc[j, ok], rc[others][:, ok], ko[:, ok], location, variance, nu, floor)
+            tprs = _tpr_at_fprs(sc, member, TUNING_FPRS)
+            if not tprs:
+                continue
+            total += float(np.mean(tprs))
+            used += 1
+        if used == 0:
+            return None, {}
+        score = total / used
+        table[repr(c)] = score
+        key = (score, np.inf if c is None else float(c))
+        if best is None or key > best:
+            best, best_clip = key, c
+    return best_clip, table
+
+
+def _resolve_clip(
+    clip_rule: float | str | None,
+    ref: NDArray[np.float64],
+    keep: NDArray[np.bool_],
+    **tuning: Any,
+) -> tuple[float | None, dict[str, Any]]:
+    """The clip to use (tuned by :func:`tune_clip` for ``"auto"``) and what to record."""
+    if clip_rule != "auto":
+        return (None if clip_rule is None else float(clip_rule)), {}
+    clip_v, table = tune_clip(ref, keep, **tuning)
+    return clip_v, {
+        "clip_rule": "auto (leave-one-model-out TPR)"
+        if table
+        else "auto: too few records to tune, not clipped",
+        "clip_tuning_tpr": table,
+    }
 
 
 @register(
@@ -186,29 +477,41 @@ def lira_online(
     signal: str = "logit_confidence",
     location: str = "mean",
     variance: str = "auto",
+    shrinkage: float | str = "auto",
+    clip: float | str | None = "auto",
     sigma_floor: float = 1e-6,
 ) -> Result:
     r"""Online LiRA: :math:`\log N(\phi; \mu_{in}, \sigma_{in}^2) - \log N(\phi; \mu_{out}, \sigma_{out}^2)`.
 
-    Carlini et al. 2022, Algorithm 1 (see the module docstring for the location and
-    variance modes). Raises :class:`DesignError` when a record lacks IN or OUT models.
+    Carlini et al. 2022, Algorithm 1 (see the module docstring for the clipping, the
+    location and the variance modes). Raises :class:`DesignError` when a record lacks
+    IN or OUT models.
     """
     check_choice(location, "location", LOCATIONS)
-    check_choice(variance, "variance", VARIANCES)
+    variance_rule, variance = variance, _resolve_variance(variance)
+    shrinkage = _check_shrinkage(shrinkage)
+    clip_rule = _check_clip(clip)
     floor = _check_floor(sigma_floor)
-    obs, ref, keep, n_models = _inputs(data, signal)
-    variance_rule, variance = variance, _resolve_variance(variance, n_models)
+    raw_obs, raw_ref, keep, n_models, _ = _inputs(data, signal, None)
     in_mask, out_mask = keep, ~keep
     n_in, n_out = in_mask.sum(axis=0), out_mask.sum(axis=0)
     minimum = 2 if variance == "per-example" else 1
     _check_counts(n_in, "IN", minimum, variance)
     _check_counts(n_out, "OUT", minimum, variance)
-    mu_in = _masked_location(ref, in_mask, location)
-    mu_out = _masked_location(ref, out_mask, location)
-    s_in, s_out = _sigmas(ref, [in_mask, out_mask], variance)
-    n_floored = int((s_in < floor).sum() + (s_out < floor).sum())
-    s_in, s_out = np.maximum(s_in, floor), np.maximum(s_out, floor)
-    scores = _log_normal_pdf(obs, mu_in, s_in) - _log_normal_pdf(obs, mu_out, s_out)
+    clip_v, clip_info = _resolve_clip(
+        clip_rule,
+        raw_ref,
+        keep,
+        online=True,
+        location=location,
+        variance=variance,
+        shrinkage=shrinkage,
+        floor=floor,
+    )
+    obs, ref = _clipped(raw_obs, clip_v), _clipped(raw_ref, clip_v)
+    n_clipped = 0 if clip_v is None else int((raw_obs != obs).sum() + (raw_ref != ref).sum())
+    nu, shrink_info = _resolve_shrinkage(shrinkage, variance, ref, [in_mask, out_mask])
+    scores, n_floored = _online_core(obs, ref, keep, location, variance, nu, floor)
     return (
         data.record_ids,
         scores,
@@ -216,6 +519,10 @@ def lira_online(
             "location": location,
             "variance": variance,
             "variance_rule": variance_rule,
+            **shrink_info,
+            "clip": clip_v,
+            **clip_info,
+            "n_values_clipped": n_clipped,
             "sigma_floor": floor,
             "n_sigma_floored": n_floored,
             "n_models": n_models,
@@ -250,6 +557,8 @@ def lira_offline(
     variance: str = "auto",
     offline_test: str = "one-sided",
     threshold_calibration: str = "population",
+    shrinkage: float | str = "auto",
+    clip: float | str | None = "auto",
     sigma_floor: float = 1e-6,
     alpha: float | None = None,
 ) -> Result:
@@ -269,19 +578,33 @@ def lira_offline(
     paper's ``Lambda <= alpha`` (threshold ``-alpha``).
     """
     check_choice(location, "location", LOCATIONS)
-    check_choice(variance, "variance", VARIANCES)
+    variance_rule, variance = variance, _resolve_variance(variance)
+    shrinkage = _check_shrinkage(shrinkage)
+    clip_rule = _check_clip(clip)
     check_choice(offline_test, "offline_test", OFFLINE_TESTS)
     threshold_calibration = check_calibration(threshold_calibration)
     floor = _check_floor(sigma_floor)
-    obs, ref, keep, n_models = _inputs(data, signal)
-    variance_rule, variance = variance, _resolve_variance(variance, n_models)
-    obs = member_oriented(signal, obs)
-    ref = member_oriented(signal, ref)
+    raw_obs, raw_ref, keep, n_models, _ = _inputs(data, signal, None)
     out_mask = ~keep
     n_out = out_mask.sum(axis=0)
     _check_counts(n_out, "OUT", 2 if variance == "per-example" else 1, variance)
+    clip_v, clip_info = _resolve_clip(
+        clip_rule,
+        member_oriented(signal, raw_ref),
+        keep,
+        online=False,
+        location=location,
+        variance=variance,
+        shrinkage=shrinkage,
+        floor=floor,
+    )
+    obs, ref = _clipped(raw_obs, clip_v), _clipped(raw_ref, clip_v)
+    n_clipped = 0 if clip_v is None else int((raw_obs != obs).sum() + (raw_ref != ref).sum())
+    obs = member_oriented(signal, obs)
+    ref = member_oriented(signal, ref)
+    nu, shrink_info = _resolve_shrinkage(shrinkage, variance, ref, [out_mask])
     mu = _masked_location(ref, out_mask, location)
-    (sigma,) = _sigmas(ref, [out_mask], variance)
+    (sigma,), pooled = _sigmas(ref, [out_mask], variance, nu=nu)
     n_floored = int((sigma < floor).sum())
     sigma = np.maximum(sigma, floor)
     if offline_test == "one-sided":
@@ -289,17 +612,33 @@ def lira_offline(
     else:
         scores = -_log_normal_pdf(obs, mu, sigma)
     calib: dict[str, Any] = {"threshold_calibration": threshold_calibration}
+    if offline_test == "one-sided":
+        calib["alpha_guarantee"] = "approximate"
     if alpha is not None and offline_test == "one-sided" and threshold_calibration == "population":
         c_obs, c_ref, cmask = population_reference_inputs(data, signal, n_out, rng)
+        c_obs, c_ref = _clipped(c_obs, clip_v), _clipped(c_ref, clip_v)
         c_obs, c_ref = member_oriented(signal, c_obs), member_oriented(signal, c_ref)
         c_mu = _masked_location(c_ref, cmask, location)
         if variance == "per-example":
-            (c_sigma,) = _sigmas(c_ref, [cmask], variance)
+            (c_sigma,), _ = _sigmas(c_ref, [cmask], variance)
+        elif variance == "shrunk":  # the weight and pooled variance of the audited records
+            (c_sigma,), _ = _sigmas(c_ref, [cmask], variance, nu=nu, pooled=pooled)
         else:  # the global sigma fitted on the audited records
             c_sigma = np.full(c_obs.size, float(sigma[0]) if sigma.size else floor)
         c_sigma = np.maximum(c_sigma, floor)
         cal = -special.ndtr(-(c_obs - c_mu) / c_sigma)
-        calib.update(threshold=conformal_threshold(cal, alpha), n_calibration=int(cal.size))
+        thr = conformal_threshold(cal, alpha)
+        calib.update(
+            threshold=thr,
+            n_calibration=int(cal.size),
+            alpha_guarantee="per-target",
+            threshold_sample_size=int(cal.size),
+        )
+        diag = calibration_diagnostics(cal, thr, alpha)
+        warnings = diag.pop("warnings")
+        calib.update(diag)
+        if warnings:
+            calib["warnings"] = warnings
     return (
         data.record_ids,
         scores,
@@ -309,6 +648,10 @@ def lira_offline(
             "variance": variance,
             "variance_rule": variance_rule,
             "offline_test": offline_test,
+            **shrink_info,
+            "clip": clip_v,
+            **clip_info,
+            "n_values_clipped": n_clipped,
             "sigma_floor": floor,
             "n_sigma_floored": n_floored,
             "n_models": n_models,

@@ -1,7 +1,7 @@
 r"""RMIA, the relative membership-inference attack of Zarifzadeh, Liu and Shokri (ICML 2024).
 
 Score (Zarifzadeh et al. 2024, Sec. 3, Eq. 4-5), with :math:`\Pr(x|\theta)` the target's
-probability of the true class (``prob_true``):
+probability of the true class:
 
 .. math::
 
@@ -16,38 +16,70 @@ where :math:`\Pr(x) = \mathbb E_{\theta'}[\Pr(x|\theta')]` over reference models
   :math:`\Pr_{OUT}(x)` is the mean over the reference models that did not train on x.
   The same formula gives :math:`\Pr(z)` for population records.
 
-Computation. With :math:`r_x = \Pr(x|\theta)/\Pr(x)` and :math:`r_z` likewise,
-:math:`LR \ge \gamma \iff r_z \le r_x/\gamma` (all :math:`r > 0`). So the score is
-``searchsorted(sort(r_z), r_x / gamma, side="right") / |Z|``: exact (ties included),
-:math:`O((N+Z)\log Z)` time and :math:`O(N+Z)` memory; the :math:`N \times Z` matrix is
-never formed. Probabilities are floored at the smallest normal double so every ratio
-is finite and positive.
+Log space. Everything is computed from the cross-entropy loss (the ``loss`` signal,
+:math:`\log \Pr(x|\theta) = -\ell`, which the signal layer keeps exact down to about
+1e-308 from the logits): :math:`\log r_x = \log\Pr(x|\theta) - \log\Pr(x)`, with the
+reference averages taken as log-mean-exp (``expm1``/``log1p``, exact for losses far
+below machine epsilon). Computing with :math:`\Pr(x|\theta) = e^{-\ell}` instead
+saturates: it rounds to exactly 1 once the logit margin exceeds about 37, and on an
+overfit target hundreds of records then share one ratio (measured on the demo target
+before this change: 1,169 of 2,400 records tied at gamma = 2).
 
-When a population record is also an audited record (same id), its self-pair
-:math:`(x, x)` is removed: :math:`(\#\{z\} - \mathbf 1[r_x \le r_x/\gamma])/(|Z| - 1)`,
-as the paper's code does when it uses the target's non-members as population.
+Score forms (``score=``):
 
-Defaults: ``gamma=2.0`` and ``a=0.3`` (the paper's CIFAR-10 configurations; the
-ml_privacy_meter library uses gamma = 1). One query per record (no augmentations, so
-no majority vote).
+``"ratio"`` (default)
+    :math:`\log r_x`. With one query per record (no augmentations),
+    :math:`\mathrm{Score}(x) = \hat F_Z(\log r_x - \log\gamma)`, with :math:`\hat F_Z`
+    the empirical CDF of :math:`\log r_z`: a non-decreasing *step* function of
+    :math:`\log r_x`. Sweeping the threshold of the fraction at a fixed gamma only
+    visits the thresholds :math:`\log r_z + \log\gamma` of :math:`\log r_x`, and sweeping
+    gamma as well visits all of them; so the ROC of :math:`\log r_x` is the upper
+    envelope over gamma of the fraction's ROCs, with no ties that the data do not
+    have. (The fraction ties by construction: all records between two consecutive
+    :math:`\log r_z + \log\gamma` share a score. On the demo target FPR at 50% TPR read
+    74% with the fraction and 27% with the ratio.) Gamma does not enter this form.
+``"fraction"``
+    The paper's :math:`\Pr_z[LR(x, z) \ge \gamma]`, computed on the log scale as
+    ``searchsorted(sort(log r_z), log r_x - log gamma, side="right") / |Z|``: exact (ties
+    included), :math:`O((N+Z)\log Z)` time and :math:`O(N+Z)` memory; the
+    :math:`N \times Z` matrix is never formed. When a population record is also an
+    audited record (same id), its self-pair :math:`(x, x)` is removed,
+    :math:`(\#\{z\} - \mathbf 1[r_x \le r_x/\gamma])/(|Z| - 1)`, as the paper's code does
+    when it uses the target's non-members as population.
+
+Offline ``a``: ``a="auto"`` (default) tunes it on the reference models as the paper
+code's ``tune_offline_a`` does (:func:`tune_offline_a`: a grid 0, 0.1, ..., 1, the AUC
+of attacking a reference model with the other reference models); a number fixes it
+(the paper's CIFAR-10 configurations use 0.3). Measured on the demo target before this
+change: a = 0 gave AUC 0.715 and the fixed 0.3 0.709. Gamma: 2.0 (the paper's
+configurations; the ml_privacy_meter library uses 1), used by the fraction form only.
+One query per record (no augmentations, so no majority vote).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.stats import rankdata
 
-from privaudit._validation import fail
+from privaudit._validation import check_choice, fail
 from privaudit.attacks.base import AttackData, register, require
 from privaudit.errors import DesignError
 
-__all__ = ["rmia_offline", "rmia_online", "rmia_scores"]
+__all__ = [
+    "A_GRID",
+    "SCORE_FORMS",
+    "rmia_log_scores",
+    "rmia_offline",
+    "rmia_online",
+    "rmia_scores",
+    "tune_offline_a",
+]
 
 Result = tuple[NDArray[Any], NDArray[np.float64], dict[str, Any]]
-
-_TINY = float(np.finfo(np.float64).tiny)
 
 
 def rmia_scores(
@@ -82,12 +114,18 @@ def rmia_scores(
     """
     if not (np.isfinite(gamma) and gamma > 0):
         raise fail("gamma", "a positive finite number", gamma)
-    cut = ratio_x / gamma
-    counts = np.searchsorted(np.sort(ratio_z), cut, side="right").astype(np.float64)
-    denom = np.full(ratio_x.size, float(ratio_z.size))
+    return _fraction_at_or_below(ratio_z, ratio_x / gamma, self_index)
+
+
+def _fraction_at_or_below(
+    z: NDArray[np.float64], cut: NDArray[np.float64], self_index: NDArray[np.intp] | None
+) -> NDArray[np.float64]:
+    """``#{z <= cut_x} / |Z|`` per x by sort and search, self pairs removed."""
+    counts = np.searchsorted(np.sort(z), cut, side="right").astype(np.float64)
+    denom = np.full(cut.size, float(z.size))
     if self_index is not None:
         has = self_index >= 0
-        own = ratio_z[self_index[has]]
+        own = z[self_index[has]]
         counts[has] -= (own <= cut[has]).astype(np.float64)
         denom[has] -= 1.0
     if np.any(denom < 1):
@@ -122,69 +160,242 @@ def _self_index(record_ids: NDArray[Any], pop_ids: NDArray[Any]) -> NDArray[np.i
     return out
 
 
-def _mean_over(values: NDArray[np.float64], mask: NDArray[np.bool_] | None) -> NDArray[np.float64]:
-    if mask is None:
-        out: NDArray[np.float64] = values.mean(axis=0)
-        return out
-    return np.asarray(np.where(mask, values, 0.0).sum(axis=0) / mask.sum(axis=0), dtype=np.float64)
+def _log_mean_p(loss: NDArray[np.float64], mask: NDArray[np.bool_] | None) -> NDArray[np.float64]:
+    r""":math:`\log \frac1k\sum_j e^{-\ell_j}` per column (over ``mask``), without rounding.
+
+    With :math:`m = \min_j \ell_j`: :math:`-m + \mathrm{log1p}(\mathrm{mean}_j\,
+    \mathrm{expm1}(-(\ell_j - m)))`, exact to a few ulps even when every
+    :math:`\ell_j` is far below machine epsilon (saturated models, where
+    :math:`e^{-\ell}` rounds to 1).
+    """
+    valid = np.ones(loss.shape, dtype=bool) if mask is None else mask
+    big = np.where(valid, loss, np.inf)
+    m = big.min(axis=0)
+    d = np.where(valid, np.expm1(-(np.where(valid, loss, 0.0) - m[None, :])), 0.0)
+    mean = d.sum(axis=0) / valid.sum(axis=0)
+    out: NDArray[np.float64] = -m + np.log1p(mean)
+    return out
 
 
-def _rmia(data: AttackData, *, offline: bool, a: float, gamma: float) -> Result:
-    signal = "prob_true"
+def _log_offline_prior(log_p_out: NDArray[np.float64], a: float) -> NDArray[np.float64]:
+    r""":math:`\log \tfrac12[(1+a)P_{OUT} + (1-a)]` from :math:`\log P_{OUT}`, without rounding.
+
+    With :math:`q = 1 - P_{OUT} = -\mathrm{expm1}(\log P_{OUT})` (exact for tiny q):
+    :math:`\tfrac12[(1+a)(1-q) + (1-a)] = 1 - \tfrac{1+a}2 q`, whose log is
+    ``log1p(-(1 + a) * q / 2)``: used where :math:`q \le 1/2`. Elsewhere (P_OUT
+    small; at ``a = 1`` the prior is P_OUT itself, which may underflow) the log is
+    taken as ``log(1/2) + logaddexp(log(1 + a) + log P_OUT, log(1 - a))``.
+    """
+    q = -np.expm1(log_p_out)
+    small = q <= 0.5
+    with np.errstate(divide="ignore"):
+        log_1ma = np.log1p(-a) if a < 1.0 else -np.inf
+        far = np.log(0.5) + np.logaddexp(np.log1p(a) + log_p_out, log_1ma)
+        near = np.log1p(-0.5 * (1.0 + a) * np.where(small, q, 0.0))
+    out: NDArray[np.float64] = np.where(small, near, far)
+    return out
+
+
+def _auc(scores: NDArray[np.float64], member: NDArray[np.bool_]) -> float:
+    """Mann-Whitney AUC (ties count one half); NaN without both classes."""
+    n_pos = int(member.sum())
+    n_neg = int(member.size - n_pos)
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    ranks = rankdata(scores, method="average")
+    return float((ranks[member].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+
+
+#: Grid of the offline ``a`` (Zarifzadeh et al. 2024, App. B.2.2 / the paper code's
+#: ``tune_offline_a``: 0, 0.1, ..., 1).
+A_GRID: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(11))
+#: Score forms (see the module docstring).
+SCORE_FORMS: tuple[str, ...] = ("ratio", "fraction")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Inputs:
+    log_px: NDArray[np.float64]  # log Pr(x | target), (n,)
+    log_pz: NDArray[np.float64]  # log Pr(z | target), (Z,)
+    loss_x: NDArray[np.float64]  # reference losses on the audited records, (k, n)
+    loss_z: NDArray[np.float64]  # reference losses on the population, (k, Z)
+    keep_x: NDArray[np.bool_]  # (k, n)
+    keep_z: NDArray[np.bool_] | None  # (k, Z); None = no reference trained on z
+    self_index: NDArray[np.intp] | None
+
+
+def _log_ratios(
+    inp: _Inputs, *, offline: bool, a: float, models: NDArray[np.bool_] | None = None
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``log r_x`` and ``log r_z`` (log Pr(.|theta) - log Pr(.)), over the ``models`` rows."""
+    sel = np.ones(inp.loss_x.shape[0], dtype=bool) if models is None else models
+    lx, lz = inp.loss_x[sel], inp.loss_z[sel]
+    if offline:
+        out_x = ~inp.keep_x[sel]
+        out_z = np.ones(lz.shape, dtype=bool) if inp.keep_z is None else ~inp.keep_z[sel]
+        prior_x = _log_offline_prior(_log_mean_p(lx, out_x), a)
+        prior_z = _log_offline_prior(_log_mean_p(lz, out_z), a)
+    else:
+        prior_x = _log_mean_p(lx, None)
+        prior_z = _log_mean_p(lz, None)
+    return inp.log_px - prior_x, inp.log_pz - prior_z
+
+
+def _final_scores(
+    lr_x: NDArray[np.float64],
+    lr_z: NDArray[np.float64],
+    score: str,
+    gamma: float,
+    self_index: NDArray[np.intp] | None,
+) -> NDArray[np.float64]:
+    if score == "ratio":
+        return lr_x
+    return rmia_log_scores(lr_x, lr_z, gamma, self_index=self_index)
+
+
+def rmia_log_scores(
+    log_ratio_x: NDArray[np.float64],
+    log_ratio_z: NDArray[np.float64],
+    gamma: float,
+    *,
+    self_index: NDArray[np.intp] | None = None,
+) -> NDArray[np.float64]:
+    r"""The paper's fraction :math:`\Pr_z[LR(x, z) \ge \gamma]` from log ratios.
+
+    :math:`LR(x, z) \ge \gamma \iff \log r_z \le \log r_x - \log\gamma`; the same
+    sort-and-count as :func:`rmia_scores`, on the log scale (no overflow, no
+    saturation). Self pairs are removed as there.
+    """
+    if not (np.isfinite(gamma) and gamma > 0):
+        raise fail("gamma", "a positive finite number", gamma)
+    return _fraction_at_or_below(log_ratio_z, log_ratio_x - np.log(gamma), self_index)
+
+
+def tune_offline_a(
+    inp: _Inputs,
+    *,
+    score: str,
+    gamma: float,
+    grid: tuple[float, ...] = A_GRID,
+    max_models: int = 8,
+) -> tuple[float, dict[str, float], int]:
+    """Choose offline RMIA's ``a`` on the reference models (Zarifzadeh et al. 2024).
+
+    The paper code's ``tune_offline_a``: attack a reference model with the other
+    reference models and keep the ``a`` of the grid with the highest AUC. Here each of
+    up to ``max_models`` reference models in turn is the pseudo-target (its own
+    membership of the audited records is the ground truth, its losses on the
+    population give :math:`\\Pr(z|\\theta)`), the *other* reference models are the
+    references (their OUT models per record), and the AUCs are averaged over the
+    pseudo-targets; ties go to the smaller ``a``. The real target is never used.
+
+    Returns ``(a, {a: mean AUC}, n_pseudo_targets)``.
+    """
+    k = inp.loss_x.shape[0]
+    n_used = min(k, max_models)
+    aucs = {f"{a:.1f}": 0.0 for a in grid}
+    counted = 0
+    for j in range(n_used):
+        others = np.ones(k, dtype=bool)
+        others[j] = False
+        out_x = ~inp.keep_x[others]
+        ok = out_x.sum(axis=0) >= 1
+        if inp.keep_z is not None and (~inp.keep_z[others]).sum(axis=0).min() < 1:
+            continue
+        member = inp.keep_x[j]
+        z_ok = np.ones(inp.loss_z.shape[1], dtype=bool) if inp.keep_z is None else ~inp.keep_z[j]
+        if not ok.any() or member[ok].all() or not member[ok].any() or not z_ok.any():
+            continue
+        pseudo = _Inputs(
+            log_px=-inp.loss_x[j, ok],
+            log_pz=-inp.loss_z[j, z_ok],
+            loss_x=inp.loss_x[:, ok],
+            loss_z=inp.loss_z[:, z_ok],
+            keep_x=inp.keep_x[:, ok],
+            keep_z=None if inp.keep_z is None else inp.keep_z[:, z_ok],
+            self_index=None,
+        )
+        for a in grid:
+            lr_x, lr_z = _log_ratios(pseudo, offline=True, a=a, models=others)
+            s = _final_scores(lr_x, lr_z, score, gamma, None)
+            aucs[f"{a:.1f}"] += _auc(s, member[ok])
+        counted += 1
+    if counted == 0:
+        raise DesignError(
+            "reference_membership: expected a reference model whose audited records include "
+            "members and non-members, with OUT models among the others, to tune offline "
+            "RMIA's a; pass a number for a"
+        )
+    mean = {key: v / counted for key, v in aucs.items()}
+    best = max(grid, key=lambda a: (mean[f"{a:.1f}"], -a))
+    return float(best), mean, counted
+
+
+def _rmia(data: AttackData, *, offline: bool, a: float | str, gamma: float, score: str) -> Result:
+    check_choice(score, "score", SCORE_FORMS)
     if not (isinstance(gamma, int | float) and np.isfinite(gamma) and gamma > 0):
         raise fail("gamma", "a positive finite number", gamma)
-    if offline and not (isinstance(a, int | float) and 0.0 <= a <= 1.0):
-        raise fail("a", "a number in [0, 1]", a)
-    p_x = np.maximum(data.table("target", signal).values[0], _TINY)
+    if offline and not (
+        a == "auto" or (isinstance(a, int | float) and not isinstance(a, bool) and 0.0 <= a <= 1.0)
+    ):
+        raise fail("a", "a number in [0, 1] or 'auto' (tuned on the reference models)", a)
+    signal = "loss"
     pop_table = data.table("population_target", signal)
-    p_z = np.maximum(pop_table.values[0], _TINY)
-    ref_x = data.table("reference", signal).values
-    ref_z = data.table("reference_population", signal).values
     membership = require(data.reference_membership, "reference_membership")
     pop_membership = data.reference_population_membership
+    inp = _Inputs(
+        log_px=-data.table("target", signal).values[0],
+        log_pz=-pop_table.values[0],
+        loss_x=data.table("reference", signal).values,
+        loss_z=data.table("reference_population", signal).values,
+        keep_x=np.asarray(membership.keep),
+        keep_z=None if pop_membership is None else np.asarray(pop_membership.keep),
+        self_index=_self_index(data.record_ids, pop_table.record_ids),
+    )
     n_models = membership.n_models
     info: dict[str, Any] = {
-        "gamma": float(gamma),
+        "score": score,
         "n_models": n_models,
-        "n_population": int(p_z.size),
+        "n_population": int(inp.log_pz.size),
+        "log_space": True,
     }
+    if score == "fraction":
+        info["gamma"] = float(gamma)
+    a_used = 1.0
     if offline:
-        out_x = ~membership.keep
-        n_out_x = out_x.sum(axis=0)
+        n_out_x = (~inp.keep_x).sum(axis=0)
         if n_out_x.min() < 1:
             raise DesignError(
                 "reference_membership: expected at least 1 OUT reference model per audited record "
                 f"for offline RMIA, found {int((n_out_x < 1).sum())} record(s) with none"
             )
-        out_z = None if pop_membership is None else ~pop_membership.keep
-        if out_z is not None and out_z.sum(axis=0).min() < 1:
+        if inp.keep_z is not None and (~inp.keep_z).sum(axis=0).min() < 1:
             raise DesignError(
                 "reference_population_membership: expected at least 1 OUT reference model per "
                 "population record for offline RMIA, found records with none"
             )
-        pr_x = 0.5 * ((1.0 + a) * _mean_over(ref_x, out_x) + (1.0 - a))
-        pr_z = 0.5 * ((1.0 + a) * _mean_over(ref_z, out_z) + (1.0 - a))
+        if a == "auto":
+            a_used, grid_auc, n_pseudo = tune_offline_a(inp, score=score, gamma=float(gamma))
+            info.update(a_rule="auto", a_tuning_auc=grid_auc, a_tuning_models=n_pseudo)
+        else:
+            a_used = float(a)
+            info["a_rule"] = "given"
         info.update(
-            a=float(a),
+            a=a_used,
             n_out_min=int(n_out_x.min()),
             n_out_max=int(n_out_x.max()),
             population_out_source="all models"
-            if out_z is None
+            if inp.keep_z is None
             else "reference_population_membership",
         )
     else:
-        pr_x = ref_x.mean(axis=0)
-        pr_z = ref_z.mean(axis=0)
-        n_in = membership.keep.sum(axis=0)
+        n_in = inp.keep_x.sum(axis=0)
         info.update(n_in_min=int(n_in.min()), n_in_max=int(n_in.max()))
-    ratio_x = p_x / np.maximum(pr_x, _TINY)
-    ratio_z = p_z / np.maximum(pr_z, _TINY)
-    self_index = _self_index(data.record_ids, pop_table.record_ids)
-    scores = rmia_scores(ratio_x, ratio_z, float(gamma), self_index=self_index)
+    lr_x, lr_z = _log_ratios(inp, offline=offline, a=a_used)
+    scores = _final_scores(lr_x, lr_z, score, float(gamma), inp.self_index)
     info.update(
-        n_self_pairs_removed=0 if self_index is None else int((self_index >= 0).sum()),
+        n_self_pairs_removed=0 if inp.self_index is None else int((inp.self_index >= 0).sum()),
         reference_average="mean",
-        prob_floor=_TINY,
         queries_per_record=1,
         alpha_calibrated=False,
     )
@@ -204,28 +415,29 @@ _FIELDS = (
     "rmia-online",
     fields=_FIELDS,
     optional_fields=("reference_population_membership",),
-    default_signal="prob_true",
-    signal_choices=("prob_true",),
+    default_signal="loss",
+    signal_choices=("loss",),
     alpha_threshold=False,
-    description="RMIA online (Zarifzadeh et al. 2024): pairwise likelihood ratios against population",
+    description="RMIA online (Zarifzadeh et al. 2024): likelihood ratio against the reference average, relative to the population",
 )
 def rmia_online(
     data: AttackData,
     *,
     rng: np.random.Generator,
-    signal: str = "prob_true",
+    signal: str = "loss",
     gamma: float = 2.0,
+    score: str = "ratio",
 ) -> Result:
     r"""Online RMIA: :math:`\Pr(x)` = mean of :math:`\Pr(x|\theta')` over all reference models."""
-    return _rmia(data, offline=False, a=1.0, gamma=gamma)
+    return _rmia(data, offline=False, a=1.0, gamma=gamma, score=score)
 
 
 @register(
     "rmia-offline",
     fields=_FIELDS,
     optional_fields=("reference_population_membership",),
-    default_signal="prob_true",
-    signal_choices=("prob_true",),
+    default_signal="loss",
+    signal_choices=("loss",),
     alpha_threshold=False,
     description="RMIA offline (Zarifzadeh et al. 2024): OUT reference models with the a-correction",
 )
@@ -233,9 +445,10 @@ def rmia_offline(
     data: AttackData,
     *,
     rng: np.random.Generator,
-    signal: str = "prob_true",
-    a: float = 0.3,
+    signal: str = "loss",
+    a: float | str = "auto",
     gamma: float = 2.0,
+    score: str = "ratio",
 ) -> Result:
-    r"""Offline RMIA: :math:`\Pr(x) = \tfrac12[(1+a)\Pr_{OUT}(x) + (1-a)]`."""
-    return _rmia(data, offline=True, a=a, gamma=gamma)
+    r"""Offline RMIA: :math:`\Pr(x) = \tfrac12[(1+a)\Pr_{OUT}(x) + (1-a)]`, ``a`` tuned by default."""
+    return _rmia(data, offline=True, a=a, gamma=gamma, score=score)

@@ -207,6 +207,45 @@ class OutWorld:
         out[mid] = (j + frac) / (m[mid] - 1)
         return out
 
+    def linear_score(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        r"""``-F_lin(x)``, continued linearly beyond the sample so that it never ties.
+
+        Inside :math:`[l_0, l_N]` this is minus the linear-interpolation CDF. Below the
+        smallest out-world value (more member-like than all of them) :math:`F_{lin} = 0`
+        and above the largest :math:`F_{lin} = 1` for *every* such record: with few
+        models hundreds of records share these two values, and a threshold calibrated
+        on them cannot separate them (issue 10: with 4 OUT models the conformal
+        threshold fell on the tie at 0 and the attack never fired). The score continues
+        with slope :math:`1/(l_N - l_0)`: :math:`(l_0 - x)/(l_N - l_0)` below,
+        :math:`-1 - (x - l_N)/(l_N - l_0)` above (slope 1 when the sample has no
+        spread), so records keep the order of their distance beyond the sample. The
+        decision ``score >= -alpha`` for alpha in (0, 1) is unchanged.
+        """
+        col = self._columns(x.size)
+        f = self.linear_cdf(x)
+        m = self.counts[col]
+        lo = self.sorted_values[0, col]
+        hi = self.sorted_values[m - 1, col]
+        span = np.where(hi > lo, hi - lo, 1.0)
+        out: NDArray[np.float64] = -f
+        below = x < lo
+        above = x > hi
+        out = np.where(below, (lo - x) / span, out)
+        out = np.where(above, -1.0 - (x - hi) / span, out)
+        return out
+
+    def score(self, x: ArrayLike, method: str) -> NDArray[np.float64]:
+        """Member score ``-F(x)`` (higher = member); ``"linear"`` is tie-free at the extremes.
+
+        See :meth:`linear_score`; every other method is exactly ``-cdf(x, method)``.
+        """
+        check_choice(method, "smoothing", SMOOTHING_METHODS)
+        xv = as_float_array(x, "x", ndim=1, allow_empty=True)
+        if method == "linear":
+            return self.linear_score(xv)
+        out: NDArray[np.float64] = -self.cdf(xv, method)
+        return out
+
     def gaussian_cdf(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         r"""CDF of the Gaussian smoothing, :math:`P(l \le x)` under the fitted Gaussian."""
         col = self._columns(x.size)
@@ -259,6 +298,10 @@ class OutWorld:
         lj = self.sorted_values[j, c]
         lj1 = self.sorted_values[j1, c]
         out: NDArray[np.float64] = lj + (h - j) * (lj1 - lj)
+        # between two adjacent doubles the interpolant can round up to l_{j+1}, whose
+        # CDF is (j + 1)/N > alpha: stay strictly below it (found by hypothesis)
+        up = (out >= lj1) & (h - j < 1.0) & (lj1 > lj)
+        out = np.where(up, np.maximum(lj, np.nextafter(lj1, -np.inf)), out)
         return out
 
     def gaussian_threshold(self, alpha: float) -> NDArray[np.float64]:

@@ -77,7 +77,16 @@ def summary_lines(results: dict[str, Any]) -> tuple[list[str], list[str]]:
             "FPR@alpha n/a for " + ", ".join(no_alpha) + ": no threshold calibrated at "
             "alpha (the score only ranks records)"
         )
+    guarantees = {a.get("alpha_guarantee") for a in attacks}
+    if "average-over-targets" in guarantees:
+        notes.append(
+            "*: the alpha threshold holds on average over target models (Ye et al. "
+            "Def. 3.1), not for this target"
+        )
+    if "approximate" in guarantees:
+        notes.append("~: smoothed threshold, not calibrated on population records")
     warns = [str(w) for w in results["settings"].get("warnings", [])]
+    warns += [f"{a['name']}: {w}" for a in attacks for w in a.get("warnings") or []]
     return notes, warns
 
 
@@ -87,10 +96,14 @@ def render_summary(
     """Print the summary of a ``results.json`` document with rich, readable at 80 columns.
 
     One row per attack: AUC, TPR at 0.1% and 1% FPR, the achieved FPR of the alpha
-    threshold with its 95% Clopper-Pearson interval, the records the figures rest on
+    threshold with its 95% Clopper-Pearson interval (green when within sampling error
+    of alpha, the calibration sample's error included; ``*`` when the threshold holds
+    alpha only on average over target models, as attack S's; ``~`` when it is smoothed,
+    not calibrated), the records the figures rest on
     (members + non-members scored) and the models the attack learned from. Under the
     table: why a TPR is n/a (too few non-members), whether models came from the cache,
-    and the audit's warnings.
+    and the audit's warnings, those of each attack included (its name ends in ``!``:
+    e.g. a threshold that cannot fire at alpha).
     """
     from rich import box
     from rich.console import Console
@@ -138,9 +151,14 @@ def render_summary(
         else:
             lo, hi = a["achieved_fpr_ci"]
             colour = "green" if a["alpha_within_error"] else "red"
-            ach = Text.assemble((_pct1(a["achieved_fpr"]), colour), f" [{_ci(lo)}, {_ci(hi)}]")
+            mark = {"average-over-targets": "*", "approximate": "~"}.get(
+                a.get("alpha_guarantee") or "", ""
+            )
+            ach = Text.assemble(
+                (_pct1(a["achieved_fpr"]), colour), mark, f" [{_ci(lo)}, {_ci(hi)}]"
+            )
         table.add_row(
-            a["name"],
+            a["name"] + ("!" if a.get("warnings") else ""),
             f"{a['auc']:.3f}",
             *(_pct(a["tpr_at_fpr"].get(key)) for key, _ in _TPR_COLUMNS),
             ach,

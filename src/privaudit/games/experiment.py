@@ -24,15 +24,18 @@ components so that a game can fix some and resample others):
 3. **Target** (``target_seed``): trained on its members.
 4. **Attacker's models** (``attacker_seed``):
 
-   * shadow models (Attack S, Ye et al. Sec. 4.1): each trained on a uniformly
-     random subset of the population of the target's training-set size (App. B.2)
-     and evaluated on all population records (the OUT pairs form the out world of
-     Eq. 6-7);
+   * shadow models (Attack S, Ye et al. Sec. 4.1), which are also Attack R's
+     reference models (Sec. 4.3; App. B.2 builds both the same way): each trained on
+     a uniformly random subset of the population of the target's training-set size,
+     drawn from a random half of the population (the other half is never trained on
+     and calibrates R), and evaluated on all population records (the OUT pairs form
+     the out world of Eq. 6-7) and, for R, on the audited records;
    * distilled models (Attack D, Sec. 4.4, Eq. 14-15): each trained with
      :func:`privaudit.models.distill` on its own uniformly random subset of
      ``distill_size`` population records (default: the size of the target's training
-     set), labelled by the target (soft labels, or its logits with
-     ``distill_method="logits"``); the subsets are drawn from a random
+     set), labelled by the target: soft labels for attack ``distillation`` (the
+     paper), the target's logits for ``distillation-logits`` (a regression, Ba &
+     Caruana 2014), the same subsets and seeds for both; the subsets are drawn from a random
      ``max(distill_size, n_population / 2)`` of the population, the rest being kept
      for the calibration of Attack D's threshold;
    * leave-one-out models (Attack L, Sec. 4.5) for ``leave_one_out_sample`` pool
@@ -40,8 +43,9 @@ components so that a game can fix some and resample others):
      sampled member ``x``, ``n_leave_one_out`` models on ``D \\ {x}``, which serve
      ``x`` only; for any non-member ``x``, ``D \\ {x} = D``, so ``n_leave_one_out``
      models on ``D`` serve all of them (``AttackData.leave_one_out_serves``). Attack L
-     is then reported on the sampled records only. Leave-one-out model ``r`` of every
-     record uses the same seed ``s_r`` (paired randomness).
+     is reported on every record it scored: all non-members of the pool and the
+     sampled members (its result carries both counts). Leave-one-out model ``r`` of
+     every record uses the same seed ``s_r`` (paired randomness).
 
    Distilled and leave-one-out models (and the reference models) are also evaluated
    on the population, for the population calibration of the alpha thresholds of
@@ -77,6 +81,7 @@ from privaudit.attacks.base import (
     TABLE_FIELDS,
     AttackData,
     attack_names,
+    default_attacks,
     required_inputs,
     run_attack,
 )
@@ -84,7 +89,7 @@ from privaudit.data.dataset import Dataset
 from privaudit.data.sampling import balanced_keep_matrix, split_target_population
 from privaudit.errors import DesignError
 from privaudit.models.base import Model, Trainer
-from privaudit.models.distill import DISTILL_METHODS, LogitRegressionModel, distill
+from privaudit.models.distill import LogitRegressionModel, distill
 from privaudit.models.persistence import load_model, save_model
 from privaudit.models.precomputed import PrecomputedModel
 from privaudit.models.sklearn import SklearnModel
@@ -103,8 +108,9 @@ __all__ = [
     "target_pool_ids",
 ]
 
-#: Every built-in attack, in report order (the registry's stable order).
-DEFAULT_ATTACKS: tuple[str, ...] = BUILTIN_ATTACKS
+#: The attacks run by default, in report order: every built-in attack except
+#: ``distillation-logits``, which needs an MLP target (listed explicitly to run it).
+DEFAULT_ATTACKS: tuple[str, ...] = tuple(a for a in BUILTIN_ATTACKS if a in default_attacks())
 
 TARGET_ID = "target"
 _POOL = "pool"
@@ -183,16 +189,12 @@ class ExperimentConfig:
         at least 4 for the reference-based attacks, e.g. 8 or 16.
     n_shadow : int
         Shadow models, each trained on a random population subset of the target's
-        training-set size.
+        training-set size; they are also Attack R's reference models.
     n_distilled : int
         Distilled models.
     distill_size : int or None
         Population records per distilled model (None: the target's training-set size,
         capped at ``n_population``).
-    distill_method : {"soft-labels", "logits"}
-        Objective of the distilled models (:func:`privaudit.models.distill`): the
-        teacher's soft labels (Ye et al. 2022 eq. 14-15) or regression of its logits
-        (Ba & Caruana 2014).
     n_leave_one_out : int
         Leave-one-out models per sampled record (>= 2).
     leave_one_out_sample : int
@@ -224,7 +226,6 @@ class ExperimentConfig:
     n_shadow: int = 4
     n_distilled: int = 4
     distill_size: int | None = None
-    distill_method: str = "soft-labels"
     n_leave_one_out: int = 4
     leave_one_out_sample: int = 20
     alpha: float = 0.05
@@ -276,12 +277,6 @@ class ExperimentConfig:
                 raise fail(
                     "distill_size", f"at most n_population={self.n_population}", self.distill_size
                 )
-        if self.distill_method not in DISTILL_METHODS:
-            raise fail(
-                "distill_method",
-                " or ".join(repr(m) for m in DISTILL_METHODS),
-                repr(self.distill_method),
-            )
         check_positive_int(self.n_leave_one_out, "n_leave_one_out", minimum=2)
         check_positive_int(self.leave_one_out_sample, "leave_one_out_sample", minimum=2)
         check_probability(self.alpha, "alpha")
@@ -369,6 +364,9 @@ class ExperimentResult:
         The attacker's population records.
     leave_one_out_ids : array or None
         The records attacked by Attack L.
+    attack_data : AttackData or None
+        Every signal table and membership matrix the attacks read (to re-run an
+        attack with other settings without retraining, or to analyse records).
     target_signals : dict[str, float64 array] or None
         The target's signals on the audited records (``record_ids`` order), e.g. its
         loss for the vulnerable-record analysis (:mod:`privaudit.games.vulnerable`).
@@ -390,6 +388,7 @@ class ExperimentResult:
     dataset_fingerprint: str
     population_ids: NDArray[Any]
     leave_one_out_ids: NDArray[Any] | None = None
+    attack_data: AttackData | None = dataclasses.field(default=None, repr=False, compare=False)
     target_signals: Mapping[str, NDArray[np.float64]] | None = None
 
     def member_of(self, attack: str) -> NDArray[np.bool_]:
@@ -655,13 +654,6 @@ def _accuracy(model: Model, data: Dataset) -> float:
     return float(np.mean(pred == data.y))
 
 
-def _subset_scores(s: AttackScores, keep_ids: NDArray[Any], note: str) -> AttackScores:
-    wanted = set(keep_ids.tolist())
-    mask = np.array([r in wanted for r in s.record_ids.tolist()], dtype=bool)
-    params = {**s.params, "scored_records": note, "n_scored_before_subset": int(s.record_ids.size)}
-    return AttackScores(s.attack, s.record_ids[mask], s.scores[mask], params, s.alpha, s.threshold)
-
-
 def run_experiment(
     dataset: Dataset,
     trainer: Trainer,
@@ -816,10 +808,11 @@ def run_experiment(
             )
 
     # 4. shadow models ----------------------------------------------------------------
-    if "shadow" in fields:
-        # Each shadow model trains on a uniformly random subset of the population of
-        # the target's training-set size (Ye et al. App. B.2: same dataset size); its
-        # OUT records are the rest of the population.
+    # Shadow models (attack S) and attack R's reference models are built the same way
+    # in Ye et al. (App. B.2: models on random population subsets of the target's
+    # training-set size), so one set serves both: S reads them on the population, R on
+    # the audited records (none of which they trained on).
+    if fields & {"shadow", "outside_reference"}:
         n_train = int(member.sum())
         if n_train >= population.n_records:
             raise DesignError(
@@ -827,39 +820,61 @@ def run_experiment(
                 f"training-set size) and need OUT records: n_population must exceed it, "
                 f"found {population.n_records}"
             )
+        # The subsets are drawn from a random max(n_train, n_population / 2) of the
+        # population; the rest is never trained on, so attack R's calibration has at
+        # least n_population / 2 records that none of these models saw.
         sh_rng = derive_rng(seeds["attacker"], purpose="shadow-subsets")
+        n_source = max(n_train, population.n_records // 2)
+        source = np.sort(sh_rng.permutation(population.n_records)[:n_source])
         sh_keep = np.zeros((config.n_shadow, population.n_records), dtype=bool)
         for j in range(config.n_shadow):
-            sh_keep[j, sh_rng.choice(population.n_records, size=n_train, replace=False)] = True
+            sh_keep[j, sh_rng.choice(source, size=n_train, replace=False)] = True
         shadow_keep = MembershipMatrix(
             population.record_ids,
             tuple(f"shadow-{j:03d}" for j in range(config.n_shadow)),
             sh_keep,
         )
         shadow_seeds = spawn_seeds(seeds["attacker"], config.n_shadow, purpose="shadow-models")
+        sh_sets = (_POPULATION, _POOL) if "outside_reference" in fields else (_POPULATION,)
         jobs = [
-            _Job("shadow", sid, population.record_ids[shadow_keep.row(sid)], s, (_POPULATION,))
+            _Job("shadow", sid, population.record_ids[shadow_keep.row(sid)], s, sh_sets)
             for sid, s in zip(shadow_keep.model_ids, shadow_seeds, strict=True)
         ]
-        sigs = role_signals("shadow")
+        sigs = role_signals("shadow", "outside_reference", "outside_reference_population")
         res = run_jobs("shadow", jobs, base_worker.with_signals(sigs), "shadow models")
-        data_kw["shadow"] = _tables(
+        on_population = _tables(
             shadow_keep.model_ids,
             population.record_ids,
             np.stack([r.signals[_POPULATION] for r in res]),
             sigs,
         )
-        data_kw["shadow_membership"] = shadow_keep
-        data_kw["shadow_labels"] = population.y
+        if "shadow" in fields:
+            data_kw["shadow"] = on_population
+            data_kw["shadow_membership"] = shadow_keep
+            data_kw["shadow_labels"] = population.y
+        if "outside_reference" in fields:
+            data_kw["outside_reference"] = _tables(
+                shadow_keep.model_ids,
+                pool.record_ids,
+                np.stack([r.signals[_POOL] for r in res]),
+                sigs,
+            )
+            data_kw["outside_reference_population"] = on_population
+            data_kw["outside_reference_population_membership"] = shadow_keep
 
     # 5. distilled models -------------------------------------------------------------
-    if "distilled" in fields:
+    # Two kinds of students, one per attack: soft labels (Ye et al. eq. 14-15, attack
+    # "distillation") and logit regression (attack "distillation-logits"); the same
+    # subsets and seeds for both, so the two attacks differ only in the objective.
+    students = [
+        (field, method)
+        for field, method in (("distilled", "soft-labels"), ("distilled_logits", "logits"))
+        if field in fields
+    ]
+    if students:
         size = config.distill_size or min(population.n_records, int(member.sum()))
         rng = derive_rng(seeds["attacker"], purpose="distillation-subsets")
         d_seeds = spawn_seeds(seeds["attacker"], config.n_distilled, purpose="distilled-models")
-        d_ids = tuple(f"distilled-{j:03d}" for j in range(config.n_distilled))
-        d_sets = (_POOL, _POPULATION) if "distilled_population" in fields else (_POOL,)
-        jobs = []
         d_keep = np.zeros((config.n_distilled, population.n_records), dtype=bool)
         # The subsets are drawn from a random part of the population of size
         # max(distill_size, n_population / 2); the rest is never distilled on, so the
@@ -868,35 +883,44 @@ def run_experiment(
         # a fraction (1 - size / n_population) ** n_distilled of it would be).
         n_source = max(size, population.n_records // 2)
         source = np.sort(rng.permutation(population.n_records)[:n_source])
-        for j, (did, s) in enumerate(zip(d_ids, d_seeds, strict=True)):
+        picks = []
+        for j in range(config.n_distilled):
             pick = np.sort(rng.choice(source, size=size, replace=False))
             d_keep[j, pick] = True
-            jobs.append(_Job("distilled", did, population.record_ids[pick], s, d_sets))
-        sigs = role_signals("distilled", "distilled_population")
-        worker = _ModelWorker(
-            dataset,
-            trainer,
-            store,
-            sigs,
-            eval_sets,
-            teacher=target_model,
-            teacher_key=target_key,
-            distill_method=config.distill_method,
-        )
-        res = run_jobs("distilled", jobs, worker, "distilled models")
-        data_kw["distilled"] = _tables(
-            d_ids, pool.record_ids, np.stack([r.signals[_POOL] for r in res]), sigs
-        )
-        if _POPULATION in d_sets:
-            data_kw["distilled_population"] = _tables(
-                d_ids,
-                population.record_ids,
-                np.stack([r.signals[_POPULATION] for r in res]),
+            picks.append(pick)
+        for field, method in students:
+            prefix = "distilled" if method == "soft-labels" else "distilled-logits"
+            d_ids = tuple(f"{prefix}-{j:03d}" for j in range(config.n_distilled))
+            d_sets = (_POOL, _POPULATION) if f"{field}_population" in fields else (_POOL,)
+            jobs = [
+                _Job("distilled", did, population.record_ids[pick], s, d_sets)
+                for did, s, pick in zip(d_ids, d_seeds, picks, strict=True)
+            ]
+            sigs = role_signals(field, f"{field}_population")
+            worker = _ModelWorker(
+                dataset,
+                trainer,
+                store,
                 sigs,
+                eval_sets,
+                teacher=target_model,
+                teacher_key=target_key,
+                distill_method=method,
             )
-            data_kw["distilled_population_membership"] = MembershipMatrix(
-                population.record_ids, d_ids, d_keep
+            res = run_jobs(prefix.replace("-", "_"), jobs, worker, f"{prefix} models")
+            data_kw[field] = _tables(
+                d_ids, pool.record_ids, np.stack([r.signals[_POOL] for r in res]), sigs
             )
+            if _POPULATION in d_sets:
+                data_kw[f"{field}_population"] = _tables(
+                    d_ids,
+                    population.record_ids,
+                    np.stack([r.signals[_POPULATION] for r in res]),
+                    sigs,
+                )
+                data_kw[f"{field}_population_membership"] = MembershipMatrix(
+                    population.record_ids, d_ids, d_keep
+                )
 
     # 6. leave-one-out models ---------------------------------------------------------
     loo_ids: NDArray[Any] | None = None
@@ -975,10 +999,6 @@ def run_experiment(
             seed=derive_seed(seeds["attacker"], purpose=f"attack/{i}/{name}"),
             **params,
         )
-        if name == "leave-one-out" and loo_ids is not None:
-            result = _subset_scores(
-                result, loo_ids, "the leave-one-out sample (half members, half non-members)"
-            )
         scores[name] = result
     timings["attacks"] = time.perf_counter() - t0
 
@@ -999,5 +1019,6 @@ def run_experiment(
         dataset_fingerprint=dataset.fingerprint(),
         population_ids=population.record_ids,
         leave_one_out_ids=loo_ids,
+        attack_data=data,
         target_signals={k: np.asarray(v.values[0]) for k, v in data_kw["target"].items()},
     )

@@ -48,6 +48,7 @@ __all__ = [
     "achieved_fpr",
     "achieved_rates",
     "agreement_matrix",
+    "alpha_acceptance_region",
     "attack_metrics",
     "auc",
     "clopper_pearson",
@@ -261,10 +262,48 @@ class AchievedRates:
     fpr_ci: tuple[float, float]
     confidence: float
 
-    def alpha_within_error(self, alpha: float) -> bool:
-        """True when ``alpha`` lies inside the Clopper-Pearson interval of the achieved FPR."""
+    def alpha_within_error(self, alpha: float, *, n_calibration: int | None = None) -> bool:
+        r"""Whether the achieved FPR is within sampling error of the requested ``alpha``.
+
+        Without ``n_calibration``: ``alpha`` lies inside the Clopper-Pearson interval of
+        the achieved FPR (only the audited non-members are random).
+
+        With ``n_calibration`` (the threshold was itself estimated as a quantile of
+        ``n_calibration`` exchangeable non-member scores, as the population calibration
+        and attack P do): both samples are random. For a threshold at the order
+        statistic :math:`s_{(k)}`, :math:`k = \lceil (n+1)(1-\alpha) \rceil`, of n
+        calibration scores, the FPR it achieves on the population is
+        :math:`\mathrm{Beta}(n + 1 - k, k)` (the coverage of a split-conformal
+        threshold; Vovk et al. 2005, Angelopoulos & Bates 2021, Sec. 3.2), so the count
+        of false positives among the :math:`n_-` audited non-members is
+        beta-binomial :math:`(n_-, n + 1 - k, k)`. The check passes when the observed
+        count lies in the central ``confidence`` region of that distribution.
+        """
         a = check_probability(alpha, "alpha")
-        return self.fpr_ci[0] <= a <= self.fpr_ci[1]
+        if n_calibration is None:
+            return self.fpr_ci[0] <= a <= self.fpr_ci[1]
+        lo, hi = alpha_acceptance_region(a, n_calibration, self.n_negatives, self.confidence)
+        return lo <= self.n_false_positives <= hi
+
+
+def alpha_acceptance_region(
+    alpha: float, n_calibration: int, n_negatives: int, confidence: float = 0.95
+) -> tuple[int, int]:
+    """Central ``confidence`` region of the false-positive count of a calibrated threshold.
+
+    The count is beta-binomial ``(n_negatives, n + 1 - k, k)`` with
+    ``k = ceil((n + 1)(1 - alpha))`` (see :meth:`AchievedRates.alpha_within_error`);
+    returns the ``(1 - confidence)/2`` and ``(1 + confidence)/2`` quantiles.
+    """
+    if isinstance(n_calibration, bool) or not isinstance(n_calibration, int | np.integer):
+        raise fail("n_calibration", "a positive integer", repr(n_calibration))
+    if n_calibration < 1:
+        raise fail("n_calibration", "a positive integer", n_calibration)
+    n = int(n_calibration)
+    k = min(max(math.ceil((n + 1) * (1.0 - alpha) - 1e-9), 1), n)
+    dist = stats.betabinom(int(n_negatives), n + 1 - k, k)
+    tail = (1.0 - check_probability(confidence, "confidence")) / 2.0
+    return int(dist.ppf(tail)), int(dist.ppf(1.0 - tail))
 
 
 def achieved_rates(
@@ -369,6 +408,9 @@ class AttackMetrics:
     alpha_within_error: bool | None
     params: dict[str, Any]
     roc: RocCurve = dataclasses.field(repr=False, compare=False)
+    alpha_guarantee: str | None = None
+    alpha_check: str | None = None
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-compatible dict (without the ROC arrays; they are recomputed from the scores)."""
@@ -379,6 +421,32 @@ class AttackMetrics:
             v = getattr(self, f.name)
             out[f.name] = list(v) if isinstance(v, tuple) else v
         return out
+
+
+#: What the alpha decision of an attack promises (``params["alpha_guarantee"]``).
+ALPHA_GUARANTEES: dict[str, str] = {
+    "per-target": "FPR alpha for this target model (Def. 3.2): the threshold is a quantile "
+    "of non-member scores of this target",
+    "average-over-targets": "FPR alpha on average over target models (Def. 3.1), not for "
+    "this one: the threshold comes from shadow models",
+    "approximate": "FPR alpha only if the smoothed out-world distribution is exact "
+    "(Ye et al. App. B.3); not calibrated",
+}
+
+
+def _warnings(
+    scores: AttackScores, rates: AchievedRates | None, alpha: float | None
+) -> tuple[str, ...]:
+    out = [str(w) for w in scores.params.get("warnings", [])]
+    if rates is not None and alpha is not None:
+        if rates.n_false_positives == 0 and rates.n_true_positives == 0:
+            top = float(np.max(scores.scores))
+            out.append(
+                f"the attack does not fire at alpha={alpha:g}: no audited record reaches its "
+                f"threshold ({rates.threshold:.6g}; highest score {top:.6g}), so its achieved "
+                "FPR and TPR of 0 say nothing about the model"
+            )
+    return tuple(out)
 
 
 def attack_metrics(
@@ -413,6 +481,19 @@ def attack_metrics(
         rates = achieved_rates(scores.scores, m, scores.threshold, confidence=confidence)
         if scores.alpha is not None:
             alpha = check_probability(scores.alpha, "alpha")
+    n_cal = scores.params.get("threshold_sample_size")
+    n_cal = int(n_cal) if isinstance(n_cal, int | np.integer) and n_cal > 0 else None
+    within: bool | None = None
+    check: str | None = None
+    if rates is not None and alpha is not None:
+        within = rates.alpha_within_error(alpha, n_calibration=n_cal)
+        check = (
+            f"beta-binomial: {rates.n_negatives} audited non-members and the threshold's "
+            f"{n_cal} calibration non-members, {100 * confidence:g}% central region"
+            if n_cal is not None
+            else f"Clopper-Pearson {100 * confidence:g}% interval of the achieved FPR"
+        )
+    guarantee = scores.params.get("alpha_guarantee") if alpha is not None else None
     return AttackMetrics(
         name=scores.attack,
         auc=roc.auc,
@@ -427,11 +508,12 @@ def attack_metrics(
         achieved_fpr_ci=None if rates is None else rates.fpr_ci,
         achieved_tpr=None if rates is None else rates.tpr,
         n_false_positives=None if rates is None else rates.n_false_positives,
-        alpha_within_error=(
-            None if rates is None or alpha is None else rates.alpha_within_error(alpha)
-        ),
+        alpha_within_error=within,
         params=dict(scores.params),
         roc=roc,
+        alpha_guarantee=None if guarantee is None else str(guarantee),
+        alpha_check=check,
+        warnings=_warnings(scores, rates, alpha),
     )
 
 
@@ -451,6 +533,8 @@ class AgreementMatrix:
     test: NDArray[np.float64]
     n_train: int
     n_test: int
+    n_train_pairs: NDArray[np.int64] | None = None
+    n_test_pairs: NDArray[np.int64] | None = None
 
     def table(self) -> NDArray[np.float64]:
         """The paper's layout: upper triangle = train points, lower = test, NaN diagonal."""
@@ -463,17 +547,25 @@ class AgreementMatrix:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "names": list(self.names),
             "train": self.train.tolist(),
             "test": self.test.tolist(),
             "n_train": self.n_train,
             "n_test": self.n_test,
         }
+        if self.n_train_pairs is not None and self.n_test_pairs is not None:
+            out["n_train_pairs"] = self.n_train_pairs.tolist()
+            out["n_test_pairs"] = self.n_test_pairs.tolist()
+        return out
 
 
 def agreement_matrix(
-    decisions: Mapping[str, ArrayLike], member: ArrayLike, *, include_ground_truth: bool = True
+    decisions: Mapping[str, ArrayLike],
+    member: ArrayLike,
+    *,
+    include_ground_truth: bool = True,
+    scored: Mapping[str, ArrayLike] | None = None,
 ) -> AgreementMatrix:
     """Agreement rates between attacks' member decisions, on train and on test points.
 
@@ -499,6 +591,11 @@ def agreement_matrix(
         True membership; at least one member and one non-member.
     include_ground_truth : bool
         Add ``"GT"`` (the membership itself) as the last row/column.
+    scored : mapping name -> bool array (n,), optional
+        For attacks that scored only some records (Attack L scores every non-member
+        but only the sampled members): which records each one scored (default: all).
+        Each pair is then compared on the records *both* scored, and the matrix
+        carries the per-pair counts (``n_train_pairs``, ``n_test_pairs``).
     """
     m = as_bool_array(member, "member", ndim=1)
     check_both_classes(m, "member")
@@ -517,17 +614,36 @@ def agreement_matrix(
         names.append("GT")
         rows.append(m)
     d_all = np.stack(rows)  # (k, n)
+    masks = []
+    for name in names:
+        if scored is not None and name in scored:
+            sm = as_bool_array(scored[name], f"scored[{name!r}]", ndim=1)
+            if sm.size != m.size:
+                raise fail(f"scored[{name!r}]", f"one flag per record ({m.size})", sm.size)
+            masks.append(sm)
+        else:
+            masks.append(np.ones(m.size, dtype=bool))
+    s_all = np.stack(masks).astype(np.float64)  # (k, n): 1 where scored
 
-    def agree(cols: NDArray[np.bool_]) -> NDArray[np.float64]:
+    def agree(cols: NDArray[np.bool_]) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
         x = d_all[:, cols].astype(np.float64)
-        both_member = x @ x.T
-        both_non = (1.0 - x) @ (1.0 - x).T
-        return np.asarray((both_member + both_non) / cols.sum(), dtype=np.float64)
+        w = s_all[:, cols]
+        both_member = (x * w) @ (x * w).T
+        both_non = ((1.0 - x) * w) @ ((1.0 - x) * w).T
+        count = w @ w.T
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rate = np.where(count > 0, (both_member + both_non) / count, np.nan)
+        return np.asarray(rate, dtype=np.float64), np.rint(count).astype(np.int64)
 
+    train, n_train_pairs = agree(m)
+    test, n_test_pairs = agree(~m)
+    partial = scored is not None and not bool(s_all.all())
     return AgreementMatrix(
         names=tuple(names),
-        train=agree(m),
-        test=agree(~m),
+        train=train,
+        test=test,
         n_train=int(m.sum()),
         n_test=int((~m).sum()),
+        n_train_pairs=n_train_pairs if partial else None,
+        n_test_pairs=n_test_pairs if partial else None,
     )

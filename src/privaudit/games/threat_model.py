@@ -66,18 +66,28 @@ ATTACK_ASSUMPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
     ),
     "reference": (
-        (_POP, _ALGO, "reference models trained with and without each audited record"),
+        (_POP, _ALGO, "reference models trained on population data only (the shadow models)"),
         (
-            "Attack R (Ye et al. Sec. 4.3): per-record out world from OUT reference models "
-            "(game Def. 3.3 under b=0)",
+            "Attack R (Ye et al. Sec. 4.3): per-record out world from reference models "
+            "trained on population data, none of which saw an audited record (game Def. 3.3 "
+            "under b=0)",
             _CONFORMAL,
         ),
     ),
     "distillation": (
         (_POP, _ALGO, "the target's outputs on population records (to distil it)"),
         (
-            "Attack D (Ye et al. Sec. 4.4): models distilled from the target approximate "
-            "models trained on the target's data without the record (game Def. 3.4 under b=0)",
+            "Attack D (Ye et al. Sec. 4.4): models distilled from the target's soft labels "
+            "approximate models trained on the target's data without the record (game "
+            "Def. 3.4 under b=0)",
+            _CONFORMAL,
+        ),
+    ),
+    "distillation-logits": (
+        (_POP, _ALGO, "the target's logits on population records (to distil it)"),
+        (
+            "Attack D's test with students that regress the target's logits (Ba & Caruana "
+            "2014), not the paper's soft labels",
             _CONFORMAL,
         ),
     ),

@@ -542,8 +542,16 @@ def _verify_membership(folder: Path, manifest: Mapping[str, Any]) -> list[Check]
     if ag:
         try:
             attack_names = [n for n in ag["names"] if n != "GT"]
-            decisions = {n: table.attack_scores(n).decisions() for n in attack_names}
-            got = agreement_matrix(decisions, table.member).to_dict()
+            # an attack that scored some records (L) is compared on the records both
+            # scored, as the pipeline does (NaN in scores.npz = not scored)
+            decisions, scored = {}, {}
+            for n in attack_names:
+                col = table.scores[n]
+                thr = table.thresholds.get(n)
+                ok = ~np.isnan(col)
+                decisions[n] = ok & (np.where(ok, col, -np.inf) >= (np.inf if thr is None else thr))
+                scored[n] = ok
+            got = agreement_matrix(decisions, table.member, scored=scored).to_dict()
             if "alpha" in ag:
                 got["alpha"] = ag["alpha"]
             c, s = compare(ag, plain(got), "agreement", metrics_tol)

@@ -16,8 +16,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from privaudit.games.metrics import roc_curve
+from privaudit.records import RocCurve
 from privaudit.report.analysis_html import analysis_context
 from privaudit.report.per_record import record_risk, record_risk_csv
 from privaudit.report.results import ScoreTable
@@ -33,6 +35,7 @@ __all__ = [
     "jinja_environment",
     "render_html",
     "roc_plot_png",
+    "roc_polyline",
 ]
 
 
@@ -41,6 +44,20 @@ def fig_to_base64(fig: Any) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def roc_polyline(roc: RocCurve) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The points to draw for a ROC curve: its exact points, joined by straight segments.
+
+    Consecutive points of :func:`~privaudit.games.metrics.roc_curve` differ by one block
+    of tied scores: only members (a vertical segment), only non-members (horizontal),
+    or both (a diagonal: the tied records enter together, and the segment's area is
+    the Mann-Whitney one half of the AUC). Joining the points by straight lines draws
+    exactly that curve, whose trapezoidal area is the reported AUC; a staircase
+    (``step(where="post")``) would under-draw every tie. No point is added, so nothing
+    is drawn that no threshold achieves except the chords of the tie blocks.
+    """
+    return np.asarray(roc.fpr, dtype=np.float64), np.asarray(roc.tpr, dtype=np.float64)
 
 
 def roc_plot_png(table: ScoreTable, *, log_scale: bool = True) -> str:
@@ -61,8 +78,8 @@ def roc_plot_png(table: ScoreTable, *, log_scale: bool = True) -> str:
         _, s, member = table.scored(name)
         roc = roc_curve(s, member)
         subset = "" if s.size == table.member.size else f", {s.size} records"
-        # steps: only the ROC points are decisions one can run (no interpolation)
-        ax.step(roc.fpr, roc.tpr, where="post", label=f"{name} (AUC {roc.auc:.3f}{subset})", lw=1.4)
+        x, y = roc_polyline(roc)
+        ax.plot(x, y, label=f"{name} (AUC {roc.auc:.3f}{subset})", lw=1.4)
     ax.plot(
         [lo if log_scale else 0.0, 1.0],
         [lo if log_scale else 0.0, 1.0],

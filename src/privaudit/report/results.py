@@ -144,6 +144,9 @@ def attack_entry(metrics: AttackMetrics, *, n_reference_models: int | None) -> d
             "achieved_tpr": d["achieved_tpr"],
             "n_false_positives": d["n_false_positives"],
             "alpha_within_error": d["alpha_within_error"],
+            "alpha_check": d.get("alpha_check"),
+            "alpha_guarantee": d.get("alpha_guarantee"),
+            "warnings": list(d.get("warnings") or []),
             "n_reference_models": n_reference_models,
             "params": d["params"],
         }
@@ -389,8 +392,13 @@ def recompute_attack_metrics(
     in ``results["attacks"]`` (a report can be checked without re-running the audit).
     """
     alphas = {a["name"]: a.get("alpha") for a in results["attacks"]}
+    params = {a["name"]: a.get("params") or {} for a in results["attacks"]}
     out = {}
     for name in table.attacks:
         sc = table.attack_scores(name, alpha=alphas.get(name))
+        # the recorded settings (calibration size, warnings) enter the alpha check
+        sc = AttackScores(
+            sc.attack, sc.record_ids, sc.scores, params.get(name, {}), sc.alpha, sc.threshold
+        )
         out[name] = attack_metrics(sc, table.scored(name)[2])
     return out

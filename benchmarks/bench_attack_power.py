@@ -1,0 +1,263 @@
+"""Held-out check of attack power: every attack's AUC and TPR at 0.1% / 1% FPR, and its gain
+over the loss attack, on the demo target and on an image target (issue 10, item 11).
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_attack_power.py [--targets demo,mnist] [--seed 0]
+        [--n-jobs 2] [--cache-dir DIR] [--variants] [--json PATH]
+
+Targets:
+
+``demo``
+    ``privaudit demo``'s configuration (UCI Adult, overfit MLP, 2,400 audited records,
+    16 reference models; every attack with its defaults).
+``mnist``
+    MNIST (``../shared/data/mnist/mnist.npz`` beside the repository, pixels / 255):
+    2,400 audited records and 2,400 population records drawn from the 60,000 training
+    images, an MLP with one hidden layer of 128 units and no weight decay, 8 reference,
+    4 shadow, 4 + 4 distilled and 2 leave-one-out models per sampled member.
+``digits``
+    scikit-learn's 8x8 digits (1,797 records, so only 450 audited non-members: TPR at
+    0.1% FPR is not defined and reported as n/a).
+
+For each target every attack runs with its default settings (nothing tuned on the
+target: LiRA's clipping and variance shrinkage and offline RMIA's ``a`` are chosen on
+the reference models), and the script prints AUC, TPR@0.1%FPR, TPR@1%FPR and the gain
+over the loss attack (``tpr / tpr_loss``, and ``tpr - tpr_loss`` in points), then
+whether the issue's claim holds: LiRA online and RMIA (online and offline) above the
+loss attack at both FPRs. ``--variants`` also prints, on each target, the variants of
+LiRA (variance fixed / per-example / shrunk, clipping) and RMIA (score form, ``a``) that
+the defaults were chosen from. ``--json PATH`` writes
+``{target: {attack: {"auc", "tpr@0.1%", "tpr@1%", "gain@0.1%", "gain@1%"}}}`` (gains
+as ratios; None where a TPR is not defined or the loss attack's is 0). Exit code 0
+when the claim holds on every target, 1 otherwise.
+
+Models are trained once per target (in ``--cache-dir``, a temporary folder by default)
+and the attacks rerun on the stored signals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FPRS = (("0.001", "tpr@0.1%"), ("0.01", "tpr@1%"))
+CLAIM = ("lira-online", "rmia-online", "rmia-offline")
+
+
+def _shared_dir() -> Path:
+    """``../shared`` beside the repository (CI); a git worktree one level deeper also works."""
+    root = Path(__file__).resolve().parents[1]
+    for cand in (root.parent / "shared", root.parent.parent / "shared"):
+        if (cand / "data").is_dir():
+            return cand
+    return root.parent / "shared"
+
+
+def _mnist(n: int, seed: int) -> Any:
+    from privaudit.data.dataset import Dataset
+
+    path = _shared_dir() / "data" / "mnist" / "mnist.npz"
+    with np.load(path, allow_pickle=False) as z:
+        keys = list(z.keys())
+        xk = next(k for k in keys if k.lower().startswith("x_train") or k == "train_images")
+        yk = next(k for k in keys if k.lower().startswith("y_train") or k == "train_labels")
+        X, y = z[xk], z[yk]
+    rng = np.random.default_rng(seed)
+    pick = np.sort(rng.choice(X.shape[0], size=n, replace=False))
+    Xf = X[pick].reshape(n, -1).astype(np.float64) / 255.0
+    return Dataset(
+        "mnist",
+        pick.astype(np.int64),
+        Xf,
+        y[pick].astype(np.int64),
+        tuple(f"px{i}" for i in range(Xf.shape[1])),
+        tuple(str(c) for c in range(10)),
+    )
+
+
+def _setup(target: str, seed: int, n_jobs: int, cache: Path) -> tuple[Any, Any, Any]:
+    """(dataset, trainer, ExperimentConfig) of one target, every attack listed."""
+    from privaudit.attacks import attack_names
+    from privaudit.config import config_from_dict
+    from privaudit.pipeline import build_trainer, demo_config, experiment_config, load_dataset
+
+    if target == "demo":
+        cfg = demo_config(seed=seed, n_jobs=n_jobs, output_dir=cache / "unused", cache_dir=cache)
+        ds = load_dataset(cfg)
+    else:
+        base: dict[str, Any] = {
+            "model": {
+                "kind": "mlp",
+                "params": {"hidden_layer_sizes": [128], "max_iter": 150, "alpha": 0.0},
+            },
+            # fewer models than the demo: MNIST networks take ~10x longer to train
+            "models": {
+                "n_reference": 8,
+                "n_shadow": 4,
+                "n_distilled": 4,
+                "n_leave_one_out": 2,
+                "leave_one_out_sample": 10,
+            },
+            "alpha": 0.05,
+            "seed": seed,
+            "n_jobs": n_jobs,
+            "attacks": list(attack_names()),
+            "output_dir": str(cache / "unused"),
+        }
+        if target == "digits":
+            cfg = config_from_dict(
+                {**base, "dataset": "digits", "sizes": {"n_target_pool": 900, "n_population": 897}}
+            )
+            ds = load_dataset(cfg)
+        elif target == "mnist":
+            cfg = config_from_dict(
+                {
+                    **base,
+                    "dataset": "digits",  # replaced by MNIST below (not a bundled dataset)
+                    "sizes": {"n_target_pool": 2400, "n_population": 2400},
+                }
+            )
+            ds = _mnist(4800, seed)
+        else:
+            raise SystemExit(f"unknown target {target!r} (demo, mnist or digits)")
+    trainer = build_trainer(cfg.model, ds.n_classes)
+    ec = experiment_config(cfg, ds.n_records)
+    ec = dataclasses.replace(ec, attacks=tuple(attack_names()), attack_params={})
+    return ds, trainer, ec
+
+
+def _row(scores: Any, member: np.ndarray) -> dict[str, Any]:
+    from privaudit.games.metrics import roc_curve, tpr_at_fpr
+
+    roc = roc_curve(scores, member)
+    out: dict[str, Any] = {"auc": roc.auc}
+    for f, key in FPRS:
+        out[key] = tpr_at_fpr(roc, float(f))
+    out["n"] = int(member.size)
+    return out
+
+
+def _fmt(x: float | None, pct: bool = True) -> str:
+    if x is None:
+        return "n/a"
+    return f"{100 * x:6.2f}%" if pct else f"{x:6.3f}"
+
+
+def _gain(t: float | None, base: float | None) -> float | None:
+    if t is None or base is None or base == 0:
+        return None
+    return t / base
+
+
+def run_target(target: str, args: argparse.Namespace, cache: Path) -> dict[str, Any]:
+    from privaudit.games.experiment import run_experiment
+
+    ds, trainer, ec = _setup(target, args.seed, args.n_jobs, cache / target)
+    t0 = time.perf_counter()
+    exp = run_experiment(ds, trainer, ec, store=cache / target / "store", progress=False)
+    print(
+        f"\n== {target}: {ds.name}, train accuracy {100 * exp.train_accuracy:.1f}%, "
+        f"test {100 * exp.test_accuracy:.1f}%, {int(exp.membership.sum())} members + "
+        f"{int((~exp.membership).sum())} non-members audited "
+        f"(experiment {time.perf_counter() - t0:.0f} s)"
+    )
+    rows: dict[str, dict[str, Any]] = {}
+    for name, sc in exp.scores.items():
+        rows[name] = _row(sc.scores, exp.member_of(name))
+    loss = rows["loss"]
+    print(
+        f"{'attack':<22s} {'AUC':>6s} {'TPR@0.1%':>8s} {'TPR@1%':>8s} "
+        f"{'gain@0.1%':>10s} {'gain@1%':>8s} {'records':>8s}"
+    )
+    out: dict[str, Any] = {}
+    for name, r in rows.items():
+        g = {key.replace("tpr", "gain"): _gain(r[key], loss[key]) for _, key in FPRS}
+        out[name] = {
+            "auc": r["auc"],
+            "tpr@0.1%": r["tpr@0.1%"],
+            "tpr@1%": r["tpr@1%"],
+            "gain@0.1%": g["gain@0.1%"],
+            "gain@1%": g["gain@1%"],
+        }
+        gs = [("n/a" if v is None else f"x{v:.1f}") for v in g.values()]
+        print(
+            f"{name:<22s} {r['auc']:6.3f} {_fmt(r['tpr@0.1%']):>8s} {_fmt(r['tpr@1%']):>8s} "
+            f"{gs[0]:>10s} {gs[1]:>8s} {r['n']:>8d}"
+        )
+    ok = True
+    for name in CLAIM:
+        for _, key in FPRS:
+            t, b = rows[name][key], loss[key]
+            if t is None or b is None:
+                continue  # not defined with this many non-members
+            if not t > b:
+                ok = False
+                print(f"claim fails: {name} {key} {_fmt(t)} <= loss {_fmt(b)}")
+    print(f"claim (LiRA online and RMIA above the loss attack at 0.1% and 1% FPR): {ok}")
+    if args.variants:
+        _variants(exp)
+    out["_claim_holds"] = ok
+    return out
+
+
+def _variants(exp: Any) -> None:
+    from privaudit.attacks import run_attack
+
+    data, member = exp.attack_data, exp.membership
+    print("\nvariants (the defaults are chosen among these on the reference models):")
+    print(f"{'variant':<50s} {'AUC':>6s} {'TPR@0.1%':>8s} {'TPR@1%':>8s}  chosen")
+    cases: list[tuple[str, str, dict[str, Any]]] = []
+    for var in ("fixed", "per-example", "shrunk"):
+        for clip in (None, 10.0, 20.0, 30.0, 50.0):
+            cases.append(
+                ("lira-online", f"variance={var} clip={clip}", {"variance": var, "clip": clip})
+            )
+    cases.append(("lira-online", "defaults (variance=auto clip=auto)", {}))
+    for var in ("fixed", "per-example", "shrunk"):
+        cases.append(("lira-offline", f"variance={var} clip=None", {"variance": var, "clip": None}))
+    cases.append(("lira-offline", "defaults", {}))
+    for score in ("fraction", "ratio"):
+        cases.append(("rmia-online", f"score={score}", {"score": score}))
+        for a in (0.0, 0.3, 1.0, "auto"):
+            cases.append(("rmia-offline", f"score={score} a={a}", {"score": score, "a": a}))
+    for name, label, kw in cases:
+        r = run_attack(name, data, **kw)
+        row = _row(r.scores, member)
+        chosen = {k: r.params[k] for k in ("variance", "shrinkage", "clip", "a") if k in r.params}
+        print(
+            f"{name + ' ' + label:<50s} {row['auc']:6.3f} {_fmt(row['tpr@0.1%']):>8s} "
+            f"{_fmt(row['tpr@1%']):>8s}  {chosen}"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--targets", default="demo,mnist", help="comma-separated: demo, mnist, digits")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--n-jobs", type=int, default=2)
+    p.add_argument("--cache-dir", type=Path, default=None)
+    p.add_argument("--variants", action="store_true")
+    p.add_argument("--json", type=Path, default=None)
+    args = p.parse_args(argv)
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = args.cache_dir or Path(tmp)
+        for target in [t.strip() for t in args.targets.split(",") if t.strip()]:
+            results[target] = run_target(target, args, cache)
+    ok = all(r.pop("_claim_holds") for r in results.values())
+    if args.json is not None:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
