@@ -21,6 +21,22 @@ Unknown keys are rejected (``extra='forbid'``). :func:`load_config` turns every
 validation problem into one :class:`ConfigError` whose message names the offending
 field by its dotted path (``model.params.hidden_units: ...``), so the CLI can print it
 and exit with code 2.
+
+:class:`RecordRiskFileConfig` / :func:`load_record_risk_config` is the schema of
+``privaudit record-risk CONFIG.yaml`` (the record-level games), e.g.::
+
+    dataset: adult
+    target: {kind: generator, generator: baynet, params: {degree: 2}}
+    # target: {kind: classifier, model: {kind: mlp, params: {hidden_layer_sizes: [32]}}}
+    attack: tapas-query            # tapas-query | dcr (generators); loss | lira (classifiers)
+    n: 1000                        # |D|
+    n_targets: 64                  # half most vulnerable (distance score), half random
+    n_rounds: 400                  # per game per target
+    n_shadow: 200
+    seed: 0
+    n_jobs: 2
+    cache_dir: .record-risk-cache  # resumable
+    output_dir: record-risk-report
 """
 
 from __future__ import annotations
@@ -613,7 +629,9 @@ def _loc(loc: tuple[int | str, ...]) -> str:
     return out
 
 
-def _format(exc: ValidationError, source: str, prefix: tuple[str, ...] = ()) -> ConfigError:
+def _format(
+    exc: ValidationError, source: str, prefix: tuple[str, ...] = (), what: str = "audit config"
+) -> ConfigError:
     lines = []
     for err in exc.errors(include_url=False):
         where = _loc((*prefix, *tuple(err["loc"])))
@@ -629,7 +647,7 @@ def _format(exc: ValidationError, source: str, prefix: tuple[str, ...] = ()) -> 
         suffix = "" if quiet or isinstance(found, dict | list) else f" (found {found!r})"
         # a model-level check names its field at the start of its message
         lines.append(f"{where}: {msg}{suffix}" if where else f"{msg}{suffix}")
-    head = f"{source}: invalid audit config" + (
+    head = f"{source}: invalid {what}" + (
         f" ({len(lines)} problems)" if len(lines) > 1 else ""
     )
     return ConfigError(head + "\n  " + "\n  ".join(lines))
@@ -711,21 +729,10 @@ def _unique_key_loader() -> Any:
     return UniqueKeyLoader
 
 
-def load_config(path: str | Path) -> AuditConfig:
-    """Read and validate an ``audit.yaml``.
-
-    A relative ``dataset.path``, ``output_dir`` or ``cache_dir`` is resolved against the
-    directory of the YAML file.
-
-    Raises
-    ------
-    ConfigError
-        When the file is missing, is not UTF-8 YAML, repeats a key, or any field is
-        invalid (the message names the field).
-    """
+def _read_yaml(p: Path) -> Any:
+    """The YAML document in ``p`` (UTF-8, each mapping key once), or ConfigError."""
     import yaml
 
-    p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -740,12 +747,27 @@ def load_config(path: str | Path) -> AuditConfig:
     except OSError as exc:
         raise ConfigError(f"config: expected a readable YAML file, found {p} ({exc})") from None
     try:
-        data = yaml.load(text, Loader=_unique_key_loader())
+        return yaml.load(text, Loader=_unique_key_loader())
     except _DuplicateKeyError as exc:
         raise ConfigError(f"{p}: {exc}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{p}: expected valid YAML, found a syntax error: {exc}") from None
-    cfg = config_from_dict(data, source=str(p))
+
+
+def load_config(path: str | Path) -> AuditConfig:
+    """Read and validate an ``audit.yaml``.
+
+    A relative ``dataset.path``, ``output_dir`` or ``cache_dir`` is resolved against the
+    directory of the YAML file.
+
+    Raises
+    ------
+    ConfigError
+        When the file is missing, is not UTF-8 YAML, repeats a key, or any field is
+        invalid (the message names the field).
+    """
+    p = Path(path)
+    cfg = config_from_dict(_read_yaml(p), source=str(p))
     base = p.parent
     updates: dict[str, Any] = {}
     if cfg.dataset.path is not None and not cfg.dataset.path.is_absolute():
@@ -765,4 +787,125 @@ def load_config(path: str | Path) -> AuditConfig:
     if cfg.model.kind == "torch" or (cfg.target is not None and cfg.target.factory):
         # a relative 'file.py:function' factory is resolved against the config's directory
         updates["config_dir"] = base.resolve()
+    return cfg.model_copy(update=updates) if updates else cfg
+
+
+# --------------------------------------------------------------------------------------
+# privaudit record-risk: the record-level games (Krčo et al. 2025)
+# --------------------------------------------------------------------------------------
+
+#: Parameters each built-in generator accepts (privaudit.generators.make_generator).
+GENERATOR_PARAMS: dict[str, tuple[str, ...]] = {
+    "baynet": ("degree",),
+    "privbayes": ("degree", "epsilon", "beta"),
+    "cart": ("min_samples_leaf",),
+}
+#: Per-target attacks by target kind (privaudit.attacks.record_level.RECORD_ATTACKS).
+RECORD_ATTACKS_BY_KIND: dict[str, tuple[str, ...]] = {
+    "generator": ("tapas-query", "dcr"),
+    "classifier": ("loss", "lira"),
+}
+
+
+class RecordRiskTargetConfig(_Strict):
+    """What is released: a synthetic-data generator, or a classifier."""
+
+    kind: Literal["generator", "classifier"]
+    generator: Literal["baynet", "privbayes", "cart"] | None = Field(
+        default=None, description="Built-in generator (kind: generator)."
+    )
+    params: dict[str, Any] = Field(default_factory=dict, description="Generator parameters.")
+    model: ModelConfig | None = Field(default=None, description="Classifier (kind: classifier).")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RecordRiskTargetConfig:
+        if self.kind == "generator":
+            if self.generator is None or self.model is not None:
+                raise ValueError("target: expected 'generator' (baynet, privbayes, cart) and no 'model'")
+            bad = sorted(set(self.params) - set(GENERATOR_PARAMS[self.generator]))
+            if bad:
+                raise ValueError(
+                    f"target.params: expected parameters of {self.generator} "
+                    f"({', '.join(GENERATOR_PARAMS[self.generator])}); found unknown {', '.join(map(repr, bad))}"
+                )
+            if self.generator == "privbayes" and "epsilon" not in self.params:
+                raise ValueError("target.params: expected 'epsilon' for privbayes")
+        elif self.model is None or self.generator is not None or self.params:
+            raise ValueError("target: expected 'model' (kind, params) and no 'generator' or 'params'")
+        return self
+
+
+class RecordRiskFileConfig(_Strict):
+    """A ``privaudit record-risk`` run: data, target, attack, sizes, seeds, executor, cache."""
+
+    dataset: DatasetConfig
+    target: RecordRiskTargetConfig
+    attack: Literal["tapas-query", "dcr", "loss", "lira"] | None = Field(
+        default=None, description="Default: tapas-query (generator), lira (classifier)."
+    )
+    attack_params: dict[str, Any] = Field(default_factory=dict)
+    n: Annotated[int, Field(ge=8)] = 1000
+    n_targets: Annotated[int, Field(ge=1)] = 64
+    n_rounds: Annotated[int, Field(ge=4)] = 400
+    n_shadow: Annotated[int, Field(ge=4)] = 200
+    n_aux: Annotated[int, Field(ge=8)] = 10_000
+    vulnerable_fraction: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5
+    replicates: bool = True
+    n_bins: Annotated[int, Field(ge=2)] = 8
+    seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
+    n_jobs: int = 1
+    rounds_per_task: Annotated[int, Field(ge=1)] = 16
+    output_dir: Path = Path("record-risk-report")
+    cache_dir: Path | None = None
+
+    @field_validator("n_jobs")
+    @classmethod
+    def _n_jobs(cls, v: int) -> int:
+        if v == 0 or v < -1:
+            raise ValueError(f"expected a positive number of processes or -1 (all cores), found {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _attack_fits(self) -> RecordRiskFileConfig:
+        ok = RECORD_ATTACKS_BY_KIND[self.target.kind]
+        if self.attack is not None and self.attack not in ok:
+            raise ValueError(
+                f"attack: expected an attack on a {self.target.kind} ({', '.join(ok)}), found {self.attack!r}"
+            )
+        if self.n_aux < self.n:
+            raise ValueError(f"n_aux: expected at least n={self.n}, found {self.n_aux}")
+        if self.n_targets > self.n:
+            raise ValueError(f"n_targets: expected at most n={self.n} (targets are records of D0)")
+        return self
+
+    def attack_name(self) -> str:
+        """The attack, or the default for the target kind."""
+        return self.attack or ("tapas-query" if self.target.kind == "generator" else "lira")
+
+
+def load_record_risk_config(path: str | Path) -> RecordRiskFileConfig:
+    """Read and validate a ``privaudit record-risk`` YAML (relative paths: from its folder).
+
+    Raises
+    ------
+    ConfigError
+        Naming every bad field.
+    """
+    p = Path(path)
+    data = _read_yaml(p)
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{p}: expected a mapping of fields at the top level, found {type(data).__name__}"
+        )
+    try:
+        cfg = RecordRiskFileConfig.model_validate(data)
+    except ValidationError as exc:
+        raise _format(exc, str(p), what="record-risk config") from None
+    updates: dict[str, Any] = {}
+    if cfg.dataset.path is not None and not cfg.dataset.path.is_absolute():
+        updates["dataset"] = cfg.dataset.model_copy(update={"path": p.parent / cfg.dataset.path})
+    if not cfg.output_dir.is_absolute():
+        updates["output_dir"] = p.parent / cfg.output_dir
+    if cfg.cache_dir is not None and not cfg.cache_dir.is_absolute():
+        updates["cache_dir"] = p.parent / cfg.cache_dir
     return cfg.model_copy(update=updates) if updates else cfg

@@ -40,6 +40,7 @@ from privaudit.audit.attack_bounds import SAMPLING_NOTE, attack_one_run_bounds
 from privaudit.config import (
     GAME_NAMES,
     AuditConfig,
+    DatasetConfig,
     ModelConfig,
     build_estimator,
     config_from_dict,
@@ -173,9 +174,9 @@ def demo_config(
     return config_from_dict(data, source="demo config")
 
 
-def load_dataset(config: AuditConfig) -> Dataset:
-    """The dataset named by ``config.dataset``."""
-    ds = config.dataset
+def load_dataset(config: AuditConfig | DatasetConfig) -> Dataset:
+    """The dataset named by ``config.dataset`` (or by a :class:`DatasetConfig` itself)."""
+    ds = config if isinstance(config, DatasetConfig) else config.dataset
     if ds.name == "adult":
         return load_adult()
     if ds.name == "digits":

@@ -5,7 +5,12 @@
   run the attacks;
 * :mod:`~privaudit.games.games` -- :func:`run_game`: the four games, recording what
   was fixed and what was resampled;
-* :mod:`~privaudit.games.metrics` -- ROC, AUC, TPR at FPR, achieved FPR, agreement.
+* :mod:`~privaudit.games.metrics` -- ROC, AUC, TPR at FPR, achieved FPR, agreement;
+* :mod:`~privaudit.games.record_risk` -- :func:`run_record_risk`: the traditional and the
+  model-seeded record-level games (Krčo et al. 2025) for generators and classifiers, on
+  the plans of :mod:`~privaudit.games.record_games`, with the metrics of
+  :mod:`~privaudit.games.record_metrics`; :mod:`~privaudit.games.train_many` is the
+  cached, resumable "train many" step.
 """
 
 from privaudit.games.experiment import (
@@ -26,6 +31,7 @@ from privaudit.games.metrics import (
     roc_curve,
     tpr_at_fpr,
 )
+from privaudit.games.record_risk import RecordRiskConfig, RecordRiskResult, run_record_risk
 
 __all__ = [
     "DEFAULT_ATTACKS",
@@ -35,6 +41,8 @@ __all__ = [
     "GameDescription",
     "GameResult",
     "GameSamples",
+    "RecordRiskConfig",
+    "RecordRiskResult",
     "achieved_fpr",
     "agreement_matrix",
     "attack_metrics",
@@ -44,6 +52,7 @@ __all__ = [
     "roc_curve",
     "run_experiment",
     "run_game",
+    "run_record_risk",
     "target_pool_ids",
     "tpr_at_fpr",
 ]

@@ -177,6 +177,28 @@ def write_audit_bundle(
     return out
 
 
+def write_text_files(
+    out_dir: str | Path, files: Mapping[str, str], *, overwrite: bool = False
+) -> Path:
+    """Write ``files`` (name -> text) as a new directory ``out_dir``, atomically.
+
+    They are written into a temporary sibling directory and renamed into place
+    (:func:`move_into_place`): a failure leaves the earlier directory or nothing.
+    """
+    out = check_output_dir(out_dir, overwrite=overwrite)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        for name, text in files.items():
+            (tmp / name).write_text(text, encoding="utf-8")
+        os.chmod(tmp, 0o755)
+        move_into_place(tmp, out, overwrite=overwrite)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
 def move_into_place(tmp: Path, out: Path, *, overwrite: bool) -> None:
     """Rename the finished directory ``tmp`` to ``out``.
 

@@ -1,0 +1,208 @@
+"""Record-level risk, traditional vs model-seeded game (Krčo et al. 2025), on Adult.
+
+For each target -- BayNet (k = 2), Synthpop-style CART, PrivBayes (k = 2, eps = 1) with the
+TAPAS-style query attack, and an MLP classifier with online LiRA -- plays both games with
+|D| = 1000, K targets (half the most vulnerable records of D0 by the distance score, half
+random) and R rounds per game per target, plus an independent replicate of each game, and
+prints MR(0.8), RMSD(MS, T) and both noise floors (MS vs MS', T vs T'), the mean AUCs,
+generator fits/s, attack queries/s and the time of each run.
+
+    python benchmarks/bench_record_risk.py                     # all four, K=64, R=400
+    python benchmarks/bench_record_risk.py --only baynet --json out.json
+
+``--json PATH`` writes, per target (``baynet``, ``cart``, ``privbayes-eps1``, ``mlp``):
+``miss_rate_0.8``, ``rmsd``, ``rmsd_noise_ms``, ``rmsd_noise_t``, ``mean_auc_ms``,
+``mean_auc_t``, ``n_targets``, ``n_rounds``, ``seconds`` (rewritten after each target).
+``--cache DIR`` makes an interrupted run resume.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from privaudit.data import load_adult
+from privaudit.games.record_risk import RecordRiskConfig, run_record_risk
+from privaudit.generators import BayesianNetworkGenerator, CartGenerator, discretise, synthesise
+from privaudit.runtime.executor import LocalExecutor
+from privaudit.signals.queries import query_counts
+
+TARGETS = ("baynet", "cart", "privbayes-eps1", "mlp")
+KEYS = (
+    "miss_rate_0.8",
+    "rmsd",
+    "rmsd_noise_ms",
+    "rmsd_noise_t",
+    "mean_auc_ms",
+    "mean_auc_t",
+    "n_targets",
+    "n_rounds",
+    "seconds",
+)
+
+
+def make_target(name: str) -> tuple[Any, str]:
+    if name == "baynet":
+        return BayesianNetworkGenerator(degree=2), "tapas-query"
+    if name == "privbayes-eps1":
+        return BayesianNetworkGenerator(degree=2, epsilon=1.0), "tapas-query"
+    if name == "cart":
+        return CartGenerator(), "tapas-query"
+    from sklearn.neural_network import MLPClassifier
+
+    from privaudit.models.sklearn import SklearnTrainer
+
+    mlp = MLPClassifier(hidden_layer_sizes=(32,), max_iter=30, batch_size=250)
+    return SklearnTrainer(mlp, n_classes=2, name="mlp"), "lira"
+
+
+def fits_per_second(gen: Any, codes: np.ndarray, card: tuple[int, ...], n: int = 20) -> float:
+    t0 = time.perf_counter()
+    for s in range(n):
+        synthesise(gen, codes, card, seed=s)
+    return n / (time.perf_counter() - t0)
+
+
+def queries_per_second(codes: np.ndarray, n_targets: int, reps: int = 5) -> float:
+    syn, tg = codes[:1000], codes[1000 : 1000 + n_targets]
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        q = query_counts(syn, tg)
+    return reps * q.size / (time.perf_counter() - t0)
+
+
+def cpu_seconds() -> float:
+    """User + system CPU time of this process and its reaped worker processes."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        r = resource.getrusage(who)
+        total += r.ru_utime + r.ru_stime
+    return total
+
+
+def fmt(v: Any) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--only", default=",".join(TARGETS), help="comma-separated subset of " + ", ".join(TARGETS)
+    )
+    ap.add_argument("--n-targets", type=int, default=64)
+    ap.add_argument("--n-rounds", type=int, default=400)
+    ap.add_argument("--n-shadow", type=int, default=200)
+    ap.add_argument("--n", type=int, default=1000)
+    ap.add_argument("--n-jobs", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cache", type=Path, default=None)
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args()
+    names = [t for t in args.only.split(",") if t]
+    for t in names:
+        if t not in TARGETS:
+            ap.error(f"--only: unknown target {t!r}")
+    warnings.filterwarnings("ignore", category=UserWarning)
+    warnings.filterwarnings("ignore", message=".*converge.*")
+    ds = load_adult()
+    table = discretise(ds)
+    print(
+        f"Adult: {ds.n_records} records, {table.n_attributes} discretised attributes "
+        f"(2^d - 1 = {2**table.n_attributes - 1} queries per target); |D| = {args.n}, "
+        f"K = {args.n_targets}, R = {args.n_rounds} rounds per game per target, "
+        f"{args.n_shadow} shadow releases, {args.n_jobs} worker processes",
+        flush=True,
+    )
+    qps = queries_per_second(table.codes, args.n_targets)
+    print(
+        f"attack queries/s (query counts, {args.n_targets} targets x 1000 rows, one core): {qps:,.0f}"
+    )
+    out: dict[str, dict[str, Any]] = {}
+    cfg = RecordRiskConfig(
+        n=args.n,
+        n_targets=args.n_targets,
+        n_rounds=args.n_rounds,
+        n_shadow=args.n_shadow,
+        seed=args.seed,
+    )
+    for name in names:
+        target, attack = make_target(name)
+        if name != "mlp":
+            fps = fits_per_second(target, table.codes[: args.n], table.cardinalities)
+            print(
+                f"\n[{name}] generator fits/s (fit + sample |D| rows, one core): {fps:.1f}",
+                flush=True,
+            )
+        else:
+            print(f"\n[{name}] classifier MLP(32), 30 epochs, attack {attack}", flush=True)
+        t0, c0 = time.perf_counter(), cpu_seconds()
+        res = run_record_risk(
+            ds,
+            target,
+            attack,
+            cfg,
+            table=table,
+            store=args.cache,
+            executor=LocalExecutor(args.n_jobs, progress=False),
+        )
+        secs = time.perf_counter() - t0
+        cpu = cpu_seconds() - c0
+        s = res.summary()
+        s["seconds"] = secs
+        out[name] = {k: s[k] for k in KEYS}
+        rel = res.releases
+        print(
+            f"[{name}] {rel['trained']} releases trained, {rel['loaded']} loaded in {secs:.0f} s "
+            f"({rel['trained'] / max(secs, 1e-9):.1f} releases/s overall)"
+        )
+        print(
+            f"[{name}] CPU time {cpu:.0f} s over {args.n_jobs} worker processes: about "
+            f"{cpu / max(args.n_jobs, 1) / 60:.1f} min of wall time on {args.n_jobs} idle cores "
+            "(the wall time above includes waiting for a shared CPU)"
+        )
+        print(
+            f"[{name}] mean AUC: model-seeded {s['mean_auc_ms']:.3f}, traditional {s['mean_auc_t']:.3f}"
+        )
+        print(
+            f"[{name}] RMSD(MS, T) = {s['rmsd']:.3f}; noise floors RMSD(MS, MS') = "
+            f"{fmt(s['rmsd_noise_ms'])}, RMSD(T, T') = {fmt(s['rmsd_noise_t'])}"
+        )
+        for t, row in res.comparison["thresholds"].items():
+            print(
+                f"[{name}] MR({t}) = {fmt(row['miss_rate'])} over {row['n_high_ms']} MS-high records; "
+                f"noise floors MR(MS, MS') = {fmt(row['miss_rate_noise_ms'])}, "
+                f"MR(T, T') = {fmt(row['miss_rate_noise_t'])}"
+            )
+        for w in res.warnings:
+            print(f"[{name}] warning: {w}")
+        above = s["rmsd"] > max(s["rmsd_noise_ms"], s["rmsd_noise_t"])
+        print(f"[{name}] RMSD(MS, T) exceeds both noise floors: {above}")
+        if name == "privbayes-eps1":
+            aucs = np.concatenate([res.risks[g]["auc"] for g in ("model-seeded", "traditional")])
+            print(
+                f"[{name}] AUCs in [{aucs.min():.3f}, {aucs.max():.3f}], mean {aucs.mean():.3f}; "
+                f"gap within noise: {not above}"
+            )
+        if name == "baynet":
+            print(
+                f"[{name}] total time of the BayNet run: {secs / 60:.1f} min (target: under 15 min)"
+            )
+        print(
+            f"[{name}] timings: " + ", ".join(f"{k} {v:.0f} s" for k, v in res.timings.items()),
+            flush=True,
+        )
+        if args.json:
+            args.json.write_text(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,266 @@
+"""The two record-level games as round plans: who trains on what, from the seed alone.
+
+Krčo, Guépin, Meeus, Kulynych, de Montjoye, "Lost in the Averages: Reassessing
+Record-Specific Privacy Risk Evaluation" (DPM @ ESORICS 2025; arXiv 2405.15423):
+
+* **Traditional game** (Def. 2): each round draws a fresh dataset from the data
+  distribution and the target enters with probability 1/2; its empirical error rate
+  converges to the risk *averaged over datasets* (Prop. 2). Amortised here: one round
+  draws, for every target independently, a bit ``b_k ~ Bernoulli(1/2)``, and the dataset
+  is the IN targets plus ``n - sum_k b_k`` records drawn without replacement from the
+  evaluation pool minus all targets, so ``|D| = n`` always; one release serves every
+  target.
+* **Model-seeded game** (Def. 3): the released dataset ``D0`` is fixed and only the
+  training seed varies; its error rate converges to the risk of ``x`` *in* ``D0``
+  (Prop. 1, the DP distinguisher's risk). IN rounds are ``A(D0; s)`` with a fresh seed
+  ``s``, shared by every target (all targets are records of ``D0``); OUT rounds for
+  target ``x`` are ``A(D0 - x + z; s)`` with ``z`` a fresh *reference* record (the
+  evaluation pool minus ``D0``) each round, so ``|D| = n`` and ``x`` is never in an OUT
+  dataset.
+* **Shadow rounds** (the attacker's training data): like traditional rounds, but the
+  background comes from the auxiliary pool, disjoint from the evaluation pool.
+
+Randomness: the split (auxiliary / evaluation pool, ``D0``, random targets) comes from
+``derive_rng(seed, "record-risk/split")``; each game ``g`` and replicate has a *data*
+stream and an independent *training* stream; round ``r`` of it uses
+``derive_rng(data_seed, f"round/{r}")`` (or ``f"out/{k}/{r}"``) for its dataset and
+``derive_seed(train_seed, ...)`` for its release, so :meth:`RecordRiskPlan.round`
+re-creates any single round from the seed alone. Replicate 1 of each game is an
+independent copy (MS' and T') whose disagreement with replicate 0 is the noise floor.
+
+Target selection: half the targets are the most vulnerable records of ``D0`` by the
+distance score of Meeus et al. 2023 ("Achilles' Heels", Sec. 4; used by Krčo et al.):
+the mean distance from a record to its ``k = 5`` nearest neighbours in ``D0``; the
+distance here is the cosine distance between feature vectors (one-hot categorical,
+standardised numeric), our reading of that paper. The other half are drawn uniformly from
+the rest of ``D0``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from privaudit._validation import check_positive_int, fail
+from privaudit.runtime.seeds import derive_rng, derive_seed
+
+__all__ = [
+    "GAME_KINDS",
+    "RecordRiskPlan",
+    "RoundSpec",
+    "distance_vulnerability",
+    "make_plan",
+]
+
+#: Round kinds: traditional, model-seeded IN, model-seeded OUT, shadow (attacker).
+GAME_KINDS: tuple[str, ...] = ("traditional", "ms-in", "ms-out", "shadow")
+
+
+@dataclasses.dataclass(frozen=True)
+class RoundSpec:
+    """One round: the training set (positions in the universe), the release seed, and
+    which targets it scores with which true membership."""
+
+    kind: str
+    replicate: int
+    index: int
+    target: int  # the target of an ms-out round, else -1
+    positions: NDArray[np.int64]
+    seed: int
+    scored: NDArray[np.int64]
+    member: NDArray[np.bool_]
+
+
+def distance_vulnerability(features: NDArray[np.float64], k: int = 5) -> NDArray[np.float64]:
+    """Mean cosine distance of each row to its ``k`` nearest other rows (Meeus et al. 2023).
+
+    Higher = more isolated = more vulnerable.
+    """
+    X = np.asarray(features, dtype=np.float64)
+    k = check_positive_int(k, "k")
+    if X.ndim != 2 or X.shape[0] <= k:
+        raise fail("features", f"a 2-d array with more than k={k} rows", X.shape)
+    norm = np.linalg.norm(X, axis=1, keepdims=True)
+    U = X / np.where(norm > 0, norm, 1.0)
+    D = 1.0 - U @ U.T
+    np.fill_diagonal(D, np.inf)
+    near = np.partition(D, k - 1, axis=1)[:, :k]
+    return np.asarray(near.mean(axis=1), dtype=np.float64)
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordRiskPlan:
+    """The split and the seeds of a record-risk experiment (see the module docstring).
+
+    Attributes (positions index the universe, i.e. the dataset's record order)
+    ----------
+    n : int
+        |D| of every training set.
+    aux, d0, targets, background, reference : int arrays
+        Auxiliary pool; the released dataset; the targets (a subset of ``d0``); the
+        traditional game's background (evaluation pool minus the targets); the
+        model-seeded game's replacement records (evaluation pool minus ``d0``).
+    n_rounds : int
+        Rounds per game per target (model-seeded: ``n_rounds // 2`` IN and the rest OUT).
+    n_shadow : int
+        Shadow releases for the attacker.
+    seed : int
+    vulnerable : bool array (K,)
+        Whether each target was chosen by the distance score (else at random).
+    """
+
+    n: int
+    aux: NDArray[np.int64]
+    d0: NDArray[np.int64]
+    targets: NDArray[np.int64]
+    background: NDArray[np.int64]
+    reference: NDArray[np.int64]
+    n_rounds: int
+    n_shadow: int
+    seed: int
+    vulnerable: NDArray[np.bool_]
+    vulnerability: NDArray[np.float64]
+
+    @property
+    def n_targets(self) -> int:
+        return int(self.targets.size)
+
+    @property
+    def n_in(self) -> int:
+        return self.n_rounds // 2
+
+    @property
+    def n_out(self) -> int:
+        return self.n_rounds - self.n_rounds // 2
+
+    def streams(self, kind: str, replicate: int) -> tuple[int, int]:
+        """(data seed, training seed) of a game and replicate; independent streams."""
+        game = "model-seeded" if kind.startswith("ms") else kind
+        base = f"record-risk/{game}/{replicate}"
+        return (
+            derive_seed(self.seed, purpose=base + "/data"),
+            derive_seed(self.seed, purpose=base + "/train"),
+        )
+
+    def rounds(self, kind: str, replicate: int = 0) -> list[tuple[str, int, int, int]]:
+        """Round keys ``(kind, replicate, index, target)`` of one game."""
+        if kind == "traditional":
+            return [(kind, replicate, r, -1) for r in range(self.n_rounds)]
+        if kind == "shadow":
+            return [(kind, replicate, r, -1) for r in range(self.n_shadow)]
+        if kind == "ms-in":
+            return [(kind, replicate, r, -1) for r in range(self.n_in)]
+        if kind == "ms-out":
+            return [
+                (kind, replicate, r, k) for k in range(self.n_targets) for r in range(self.n_out)
+            ]
+        raise fail("kind", "one of " + ", ".join(GAME_KINDS), repr(kind))
+
+    def round(self, kind: str, replicate: int, index: int, target: int = -1) -> RoundSpec:
+        """Re-create one round from the seed alone."""
+        data_seed, train_seed = self.streams(kind, replicate)
+        K = self.n_targets
+        if kind in ("traditional", "shadow"):
+            rng = derive_rng(data_seed, purpose=f"round/{index}")
+            bits = rng.random(K) < 0.5
+            pool = self.background if kind == "traditional" else self.aux
+            rest = rng.choice(pool, size=self.n - int(bits.sum()), replace=False)
+            pos = np.concatenate([self.targets[bits], rest]).astype(np.int64)
+            seed = derive_seed(train_seed, purpose=f"round/{index}")
+            return RoundSpec(kind, replicate, index, -1, pos, seed, np.arange(K), bits)
+        if kind == "ms-in":
+            seed = derive_seed(train_seed, purpose=f"in/{index}")
+            return RoundSpec(
+                kind, replicate, index, -1, self.d0, seed, np.arange(K), np.ones(K, dtype=bool)
+            )
+        if kind == "ms-out":
+            if not 0 <= target < K:
+                raise fail("target", f"a target index in 0..{K - 1}", target)
+            rng = derive_rng(data_seed, purpose=f"out/{target}/{index}")
+            z = self.reference[rng.integers(self.reference.size)]
+            pos = self.d0.copy()
+            pos[self.d0 == self.targets[target]] = z
+            seed = derive_seed(train_seed, purpose=f"out/{target}/{index}")
+            return RoundSpec(
+                kind, replicate, index, target, pos, seed, np.asarray([target]), np.zeros(1, bool)
+            )
+        raise fail("kind", "one of " + ", ".join(GAME_KINDS), repr(kind))
+
+    def to_dict(self, ids: NDArray[Any]) -> dict[str, Any]:
+        """JSON summary (target record ids from the universe ``ids``)."""
+        return {
+            "n": self.n,
+            "n_aux": int(self.aux.size),
+            "n_reference": int(self.reference.size),
+            "n_rounds": self.n_rounds,
+            "n_shadow": self.n_shadow,
+            "n_targets": self.n_targets,
+            "seed": self.seed,
+            "target_ids": [v.item() if isinstance(v, np.generic) else v for v in ids[self.targets]],
+        }
+
+
+def make_plan(
+    features: NDArray[np.float64],
+    *,
+    n: int,
+    n_targets: int,
+    n_rounds: int,
+    n_shadow: int,
+    n_aux: int,
+    seed: int,
+    vulnerable_fraction: float = 0.5,
+    k_neighbours: int = 5,
+) -> RecordRiskPlan:
+    """Split the universe (rows of ``features``) and pick the targets.
+
+    ``n_aux`` records form the auxiliary pool, the rest the evaluation pool; ``D0`` is a
+    uniform draw of ``n`` evaluation records; of the ``n_targets`` targets,
+    ``round(vulnerable_fraction * n_targets)`` are the most vulnerable records of ``D0``
+    (:func:`distance_vulnerability`) and the rest a uniform draw from the others.
+    """
+    X = np.asarray(features, dtype=np.float64)
+    N = X.shape[0]
+    n = check_positive_int(n, "n", minimum=k_neighbours + 2)
+    K = check_positive_int(n_targets, "n_targets", minimum=1)
+    check_positive_int(n_rounds, "n_rounds", minimum=4)
+    check_positive_int(n_shadow, "n_shadow", minimum=4)
+    check_positive_int(n_aux, "n_aux", minimum=n)
+    if K > n:
+        raise fail("n_targets", f"at most n={n} (targets are records of D0)", K)
+    if not 0.0 <= vulnerable_fraction <= 1.0:
+        raise fail("vulnerable_fraction", "a fraction in [0, 1]", vulnerable_fraction)
+    if N < n_aux + 2 * n:
+        raise fail("dataset", f"at least n_aux + 2 n = {n_aux + 2 * n} records", N)
+    rng = derive_rng(seed, purpose="record-risk/split")
+    perm = rng.permutation(N)
+    aux = np.sort(perm[:n_aux])
+    evaluation = perm[n_aux:]
+    d0 = np.sort(evaluation[:n])
+    reference = np.sort(evaluation[n:])
+    score = distance_vulnerability(X[d0], k_neighbours)
+    n_vul = round(vulnerable_fraction * K)
+    by_risk = np.argsort(-score, kind="stable")
+    chosen = list(by_risk[:n_vul])
+    others = by_risk[n_vul:]
+    chosen += list(rng.choice(others, size=K - n_vul, replace=False))
+    vulnerable = np.zeros(K, dtype=bool)
+    vulnerable[:n_vul] = True
+    targets = d0[np.asarray(chosen, dtype=np.int64)]
+    background = np.sort(np.setdiff1d(np.asarray(evaluation), targets))
+    return RecordRiskPlan(
+        n=n,
+        aux=aux.astype(np.int64),
+        d0=d0.astype(np.int64),
+        targets=targets.astype(np.int64),
+        background=background.astype(np.int64),
+        reference=reference.astype(np.int64),
+        n_rounds=int(n_rounds),
+        n_shadow=int(n_shadow),
+        seed=int(seed),
+        vulnerable=vulnerable,
+        vulnerability=score[np.asarray(chosen, dtype=np.int64)],
+    )

@@ -1,0 +1,556 @@
+"""Record-level risk in both games: :func:`run_record_risk`.
+
+Krčo et al. 2025 ("Lost in the Averages", arXiv 2405.15423): a record's risk measured in
+the traditional game (datasets resampled) is its risk averaged over datasets; the
+model-seeded game (the released dataset fixed, only the training seed varies) measures
+the risk of that record in that release. This module plays both, amortised, for a
+synthetic-data generator (:mod:`privaudit.generators`) or a classifier
+(:class:`privaudit.models.Trainer`), against one per-target attack
+(:mod:`privaudit.attacks.record_level`), as a composition of the shared steps:
+
+1. **split** -- :func:`privaudit.games.record_games.make_plan` (auxiliary / evaluation
+   pools, ``D0``, targets: half most vulnerable by distance, half random);
+2. **train many** -- :func:`privaudit.games.train_many.train_many` runs the releases in
+   tasks of a few rounds each through the executor and the artifact store (resumable); a
+   release is ``A(D; s)``, re-created from the plan and the round's seed in the worker;
+3. **signals** -- the attack's summary of each release (the synthetic table, or the
+   classifier's loss and logit-scaled confidence on the targets) and per-target features
+   (query counts, distances, losses);
+4. **attacks** -- for a trained attack, a per-target model fitted on ``n_shadow`` shadow
+   releases from auxiliary data (each target IN with probability 1/2), then applied to
+   every game round inside the worker (only scores leave it);
+5. **metrics** -- per-record AUC per game with its standard error and the Hoeffding width
+   of Prop. 1-2; miss rates and RMSD between the games, and their noise floors from an
+   independent replicate of each game (:mod:`privaudit.games.record_metrics`).
+
+Cost: ``n_shadow + 2 (n_rounds + n_rounds/2 + K n_rounds/2)`` releases with replicates
+(``K`` targets); with K = 64 and 400 rounds about 27,000 generator fits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from privaudit._validation import check_positive_int, check_probability, fail
+from privaudit.attacks.record_level import RecordAttack, make_record_attack
+from privaudit.data.dataset import Dataset
+from privaudit.games.record_games import RecordRiskPlan, make_plan
+from privaudit.games.record_metrics import (
+    THRESHOLDS,
+    auc_standard_error,
+    compare_risks,
+    hoeffding_width,
+    per_record_auc,
+)
+from privaudit.games.train_many import train_many
+from privaudit.generators.base import synthesise
+from privaudit.generators.discrete import DiscreteTable, discretise
+from privaudit.runtime.executor import Executor, LocalExecutor
+from privaudit.runtime.seeds import derive_seed
+from privaudit.runtime.store import ArtifactStore
+from privaudit.signals import model_signals
+
+__all__ = [
+    "GAMES",
+    "RecordRiskConfig",
+    "RecordRiskResult",
+    "release",
+    "run_record_risk",
+]
+
+#: Result keys of the games: model-seeded, traditional and their replicates.
+GAMES: tuple[str, ...] = ("model-seeded", "traditional", "model-seeded-2", "traditional-2")
+
+_CLASSIFIER_SIGNALS = ("loss", "logit_confidence")
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordRiskConfig:
+    """Sizes and seeds of a record-risk experiment.
+
+    Parameters
+    ----------
+    n : int
+        |D|, the size of every training set (the paper: 1,000).
+    n_targets : int
+        Targets K (records of D0); ``vulnerable_fraction`` of them the most vulnerable.
+    n_rounds : int
+        Rounds per game per target (model-seeded: half IN, shared; half OUT, per target).
+    n_shadow : int
+        Shadow releases the attacker trains on (trained attacks only).
+    n_aux : int
+        Auxiliary pool (attacker's data, disjoint from the evaluation pool).
+    replicates : bool
+        Also play an independent replicate of each game (the noise floors).
+    rounds_per_task : int
+        Rounds per executor task (each task is cached as one entry).
+    rho : float
+        Confidence ``1 - rho`` of the Hoeffding width.
+    """
+
+    n: int = 1000
+    n_targets: int = 64
+    n_rounds: int = 400
+    n_shadow: int = 200
+    n_aux: int = 10_000
+    vulnerable_fraction: float = 0.5
+    replicates: bool = True
+    seed: int = 0
+    rounds_per_task: int = 16
+    rho: float = 0.05
+    thresholds: tuple[float, ...] = THRESHOLDS
+
+    def __post_init__(self) -> None:
+        check_positive_int(self.n, "n", minimum=8)
+        check_positive_int(self.n_targets, "n_targets")
+        check_positive_int(self.n_rounds, "n_rounds", minimum=4)
+        check_positive_int(self.n_shadow, "n_shadow", minimum=4)
+        check_positive_int(self.n_aux, "n_aux")
+        check_positive_int(self.rounds_per_task, "rounds_per_task")
+        check_probability(self.rho, "rho")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise fail("seed", "a non-negative integer", repr(self.seed))
+        ts = tuple(float(t) for t in self.thresholds)
+        if not ts or any(not 0.5 <= t < 1 for t in ts):
+            raise fail("thresholds", "risk thresholds in [0.5, 1)", ts)
+        object.__setattr__(self, "thresholds", ts)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["thresholds"] = list(self.thresholds)
+        return d
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordRiskResult:
+    """Per-record risks in both games, their comparison and provenance.
+
+    ``risks[game]`` has ``auc``, ``se``, ``n_in``, ``n_out`` (arrays over the targets)
+    and ``hoeffding_width``; ``comparison`` is :func:`compare_risks` of the games.
+    """
+
+    target: Mapping[str, Any]
+    attack: Mapping[str, Any]
+    config: RecordRiskConfig
+    record_ids: NDArray[Any]
+    vulnerable: NDArray[np.bool_]
+    vulnerability: NDArray[np.float64]
+    risks: Mapping[str, Mapping[str, Any]]
+    comparison: Mapping[str, Any]
+    plan: Mapping[str, Any]
+    warnings: tuple[str, ...]
+    timings: Mapping[str, float]
+    releases: Mapping[str, int]
+
+    def table(self) -> list[dict[str, Any]]:
+        """One row per target (record id, selection, risk and SE in each game)."""
+        rows = []
+        for i, rid in enumerate(self.record_ids.tolist()):
+            row: dict[str, Any] = {
+                "record_id": rid,
+                "selected_by": "distance" if self.vulnerable[i] else "random",
+                "vulnerability": float(self.vulnerability[i]),
+            }
+            for g, r in self.risks.items():
+                row[f"auc_{g}"] = float(r["auc"][i])
+                row[f"se_{g}"] = float(r["se"][i])
+            rows.append(row)
+        return rows
+
+    def summary(self) -> dict[str, Any]:
+        """The headline numbers (the benchmark's keys)."""
+        main = self.comparison["thresholds"].get("0.8", {})
+        return {
+            "miss_rate_0.8": main.get("miss_rate"),
+            "rmsd": self.comparison["rmsd"],
+            "rmsd_noise_ms": self.comparison["rmsd_noise_ms"],
+            "rmsd_noise_t": self.comparison["rmsd_noise_t"],
+            "mean_auc_ms": float(np.mean(self.risks["model-seeded"]["auc"])),
+            "mean_auc_t": float(np.mean(self.risks["traditional"]["auc"])),
+            "n_targets": int(self.record_ids.size),
+            "n_rounds": self.config.n_rounds,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": dict(self.target),
+            "attack": dict(self.attack),
+            "config": self.config.to_dict(),
+            "plan": dict(self.plan),
+            "summary": self.summary(),
+            "comparison": dict(self.comparison),
+            "hoeffding_width": {g: r["hoeffding_width"] for g, r in self.risks.items()},
+            "records": self.table(),
+            "warnings": list(self.warnings),
+            "timings": dict(self.timings),
+            "releases": dict(self.releases),
+        }
+
+
+# --------------------------------------------------------------------------------------
+# releases and the worker
+# --------------------------------------------------------------------------------------
+
+
+def release(target: Any, kind: str, universe: Any, positions: NDArray[np.int64], seed: int) -> Any:
+    """``A(D; seed)`` for ``D`` = the universe rows at ``positions``.
+
+    A generator's release is its synthetic table (``|D|`` rows of codes); a classifier's
+    is the trained model.
+    """
+    if kind == "generator":
+        table: DiscreteTable = universe
+        return synthesise(target, table.codes[positions], table.cardinalities, seed=seed)
+    data: Dataset = universe
+    kwargs: dict[str, Any] = {}
+    try:
+        import inspect
+
+        if "n_classes" in inspect.signature(target.fit).parameters:
+            kwargs["n_classes"] = data.n_classes
+    except (TypeError, ValueError):  # pragma: no cover
+        pass
+    return target.fit(data.X[positions], data.y[positions], seed=int(seed), **kwargs)
+
+
+def _digest(a: NDArray[Any]) -> int:
+    return int.from_bytes(
+        hashlib.blake2b(np.ascontiguousarray(a).tobytes(), digest_size=8).digest(), "little"
+    )
+
+
+class _Worker:
+    """Makes the releases of a task of rounds and returns summaries or scores."""
+
+    def __init__(
+        self,
+        target: Any,
+        kind: str,
+        universe: Any,
+        plan: RecordRiskPlan,
+        attack: RecordAttack,
+        targets_data: Any,
+        key_base: Mapping[str, Any],
+        fitted: list[Any] | None = None,
+    ) -> None:
+        self.target = target
+        self.kind = kind
+        self.universe = universe
+        self.plan = plan
+        self.attack = attack
+        self.targets_data = targets_data
+        self.key_base = dict(key_base)
+        self.fitted = fitted
+
+    def key(self, task: tuple[tuple[str, int, int, int], ...]) -> dict[str, Any]:
+        return {**self.key_base, "rounds": [list(r) for r in task]}
+
+    def summary(self, rel: Any) -> NDArray[Any]:
+        if self.kind == "generator":
+            return self.attack.summarise(rel)
+        sig = model_signals("release", rel, self.targets_data, _CLASSIFIER_SIGNALS)
+        return np.stack([np.asarray(sig[s], dtype=np.float64) for s in _CLASSIFIER_SIGNALS])
+
+    def features(self, summary: NDArray[Any], which: NDArray[np.int64]) -> NDArray[np.float32]:
+        if self.kind == "generator":
+            return self.attack.features(summary, self.targets_data[which])
+        return self.attack.features(summary, which)
+
+    def __call__(self, task: tuple[tuple[str, int, int, int], ...]) -> dict[str, NDArray[Any]]:
+        summaries, digests, members, owners, feats = [], [], [], [], []
+        for key in task:
+            spec = self.plan.round(*key)
+            s = self.summary(
+                release(self.target, self.kind, self.universe, spec.positions, spec.seed)
+            )
+            digests.append(_digest(s))
+            members.append(spec.member)
+            if self.fitted is None:
+                summaries.append(s)
+            else:
+                owners.append(spec.scored)
+                feats.append(self.features(s, spec.scored))
+        out: dict[str, NDArray[Any]] = {
+            "digest": np.asarray(digests, dtype=np.uint64),
+            "member": np.concatenate(members),
+        }
+        if self.fitted is None:
+            out["summary"] = np.stack(summaries)
+            return out
+        owner = np.concatenate(owners)
+        F = np.concatenate(feats)
+        scores = np.empty(owner.size, dtype=np.float64)
+        for k in np.unique(owner):
+            rows = owner == k
+            scores[rows] = self.attack.score(self.fitted[int(k)], F[rows])
+        out["scores"] = scores
+        return out
+
+
+class _Fitter:
+    """Fits the attack for one target on the shadow summaries."""
+
+    def __init__(self, worker: _Worker, summaries: NDArray[Any], member: NDArray[np.bool_]) -> None:
+        self.worker = worker
+        self.summaries = summaries
+        self.member = member
+
+    def __call__(self, k: int) -> Any:
+        which = np.asarray([k])
+        F = np.concatenate([self.worker.features(s, which) for s in self.summaries])
+        seed = derive_seed(self.worker.plan.seed, purpose=f"record-risk/attack-fit/{k}")
+        return self.worker.attack.fit_target(F, self.member[:, k], seed)
+
+
+def _tasks(
+    keys: list[tuple[str, int, int, int]], per_task: int
+) -> list[tuple[tuple[str, int, int, int], ...]]:
+    out: list[tuple[tuple[str, int, int, int], ...]] = []
+    cur: list[tuple[str, int, int, int]] = []
+    for k in keys:
+        if cur and (len(cur) >= per_task or cur[-1][3] != k[3]):
+            out.append(tuple(cur))
+            cur = []
+        cur.append(k)
+    if cur:
+        out.append(tuple(cur))
+    return out
+
+
+def _plan_digest(plan: RecordRiskPlan) -> str:
+    h = hashlib.sha256()
+    for a in (plan.aux, plan.d0, plan.targets, plan.background, plan.reference):
+        h.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
+    h.update(repr((plan.n, plan.n_rounds, plan.n_shadow, plan.seed)).encode())
+    return h.hexdigest()
+
+
+# --------------------------------------------------------------------------------------
+# the experiment
+# --------------------------------------------------------------------------------------
+
+
+def run_record_risk(
+    dataset: Dataset,
+    target: Any,
+    attack: str | RecordAttack,
+    config: RecordRiskConfig,
+    *,
+    table: DiscreteTable | None = None,
+    store: ArtifactStore | str | Path | None = None,
+    executor: Executor | None = None,
+    progress: bool | None = None,
+) -> RecordRiskResult:
+    """Play the traditional and the model-seeded game for ``config.n_targets`` records.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        The universe (features for the distance-based target selection; the training
+        data of a classifier target).
+    target : Generator or Trainer
+        A synthetic-data generator (:class:`privaudit.generators.Generator`: ``fit`` on
+        codes, ``randomised``) or a classifier trainer (``fit(X, y, *, seed)``).
+    attack : str or RecordAttack
+        ``"tapas-query"`` or ``"dcr"`` for a generator, ``"loss"`` or ``"lira"`` for a
+        classifier (:data:`privaudit.attacks.record_level.RECORD_ATTACKS`).
+    config : RecordRiskConfig
+    table : DiscreteTable or None
+        The discretised universe of a generator (default :func:`discretise(dataset)`);
+        its record ids must be the dataset's.
+    store : ArtifactStore, path or None
+        Cache of finished tasks (a killed run resumes).
+    executor : Executor or None
+        Default ``LocalExecutor(1)``.
+
+    Returns
+    -------
+    RecordRiskResult
+    """
+    t_start = time.perf_counter()
+    if not isinstance(dataset, Dataset):
+        raise fail("dataset", "a privaudit Dataset", type(dataset).__name__)
+    if not isinstance(config, RecordRiskConfig):
+        raise fail("config", "a RecordRiskConfig", type(config).__name__)
+    if not (callable(getattr(target, "fit", None)) and callable(getattr(target, "settings", None))):
+        raise fail(
+            "target", "a Generator or a Trainer (name, settings, fit)", type(target).__name__
+        )
+    kind = "generator" if hasattr(target, "randomised") else "classifier"
+    att = make_record_attack(attack, kind) if isinstance(attack, str) else attack
+    if att.target_kind != kind:
+        raise fail("attack", f"an attack on a {kind}", att.name)
+    if isinstance(store, str | Path):
+        store = ArtifactStore(store)
+    if executor is None:
+        executor = LocalExecutor(1, progress=progress)
+    timings: dict[str, float] = {}
+    warnings: list[str] = []
+
+    # 1. split --------------------------------------------------------------------------
+    t0 = time.perf_counter()
+    universe: Any
+    if kind == "generator":
+        universe = discretise(dataset) if table is None else table
+        if not np.array_equal(universe.record_ids, dataset.record_ids):
+            raise fail("table", "the dataset's records in the dataset's order", "other record ids")
+        if not getattr(target, "randomised", True):
+            warnings.append(
+                f"{target.name} is deterministic given its data: the model-seeded game has one "
+                "outcome per dataset and its risk estimate degenerates"
+            )
+    else:
+        universe = dataset
+    plan = make_plan(
+        dataset.X,
+        n=config.n,
+        n_targets=config.n_targets,
+        n_rounds=config.n_rounds,
+        n_shadow=config.n_shadow,
+        n_aux=config.n_aux,
+        seed=config.seed,
+        vulnerable_fraction=config.vulnerable_fraction,
+    )
+    targets_data: Any = (
+        universe.codes[plan.targets]
+        if kind == "generator"
+        else dataset.subset(dataset.record_ids[plan.targets])
+    )
+    fingerprint = dataset.fingerprint() + (universe.fingerprint() if kind == "generator" else "")
+    key_base = {
+        "artifact": "record-risk/task",
+        "universe": fingerprint,
+        "target": {"name": str(target.name), "settings": target.settings()},
+        "attack": att.settings(),
+        "plan": _plan_digest(plan),
+    }
+    timings["split"] = time.perf_counter() - t0
+    releases = {"trained": 0, "loaded": 0}
+
+    def count(tasks: list[Any], created: list[bool]) -> None:
+        for t, c in zip(tasks, created, strict=True):
+            releases["trained" if c else "loaded"] += len(t)
+
+    # 2-4. shadow releases and the per-target attack -------------------------------------
+    fitted: list[Any] = [None] * plan.n_targets
+    if att.trained:
+        t0 = time.perf_counter()
+        worker = _Worker(
+            target, kind, universe, plan, att, targets_data, {**key_base, "mode": "summary"}
+        )
+        tasks = _tasks(plan.rounds("shadow"), config.rounds_per_task)
+        res, created = train_many(
+            worker, tasks, executor=executor, store=store, key_fn=worker.key, desc="shadow releases"
+        )
+        count(tasks, created)
+        summaries = np.concatenate([r["summary"] for r in res])
+        member = np.concatenate([r["member"] for r in res]).reshape(-1, plan.n_targets)
+        timings["shadow"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        fitted = executor.map(
+            _Fitter(worker, summaries, member), list(range(plan.n_targets)), desc="attack fits"
+        )
+        timings["attack_fit"] = time.perf_counter() - t0
+
+    # 2-4. the game rounds, scored in the workers ---------------------------------------
+    t0 = time.perf_counter()
+    fit_key = hashlib.sha256(repr((key_base, config.n_shadow, att.trained)).encode()).hexdigest()
+    worker = _Worker(
+        target,
+        kind,
+        universe,
+        plan,
+        att,
+        targets_data,
+        {**key_base, "mode": "scores", "fit": fit_key},
+        fitted,
+    )
+    reps = (0, 1) if config.replicates else (0,)
+    games: list[tuple[str, str, int]] = []
+    for rep in reps:
+        suffix = "" if rep == 0 else "-2"
+        games += [
+            (f"traditional{suffix}", "traditional", rep),
+            (f"model-seeded{suffix}", "ms-in", rep),
+        ]
+        games += [(f"model-seeded{suffix}", "ms-out", rep)]
+    per_task_k = max(1, min(config.rounds_per_task, 512 // max(1, plan.n_targets)))
+    all_tasks: list[tuple[tuple[str, int, int, int], ...]] = []
+    spans: list[tuple[str, str, int, int]] = []
+    for name, kind_g, rep in games:
+        keys = plan.rounds(kind_g, rep)
+        per = config.rounds_per_task if kind_g == "ms-out" else per_task_k
+        tasks_g = _tasks(keys, per)
+        spans.append((name, kind_g, len(all_tasks), len(all_tasks) + len(tasks_g)))
+        all_tasks += tasks_g
+    res, created = train_many(
+        worker, all_tasks, executor=executor, store=store, key_fn=worker.key, desc="game releases"
+    )
+    count(all_tasks, created)
+    timings["games"] = time.perf_counter() - t0
+
+    # 5. metrics ------------------------------------------------------------------------
+    K = plan.n_targets
+    scores: dict[str, list[NDArray[np.float64]]] = {}
+    members: dict[str, list[NDArray[np.bool_]]] = {}
+    for name, kind_g, a, b in spans:
+        part = res[a:b]
+        s = np.concatenate([r["scores"] for r in part])
+        m = np.concatenate([r["member"] for r in part]).astype(bool)
+        if kind_g == "ms-out":
+            s, m = s.reshape(K, -1), m.reshape(K, -1)
+        else:
+            s, m = s.reshape(-1, K).T, m.reshape(-1, K).T
+            if kind_g == "ms-in":
+                digests = np.concatenate([r["digest"] for r in part])
+                if np.unique(digests).size == 1 and not any("deterministic" in w for w in warnings):
+                    warnings.append(
+                        f"{target.name} gave the same release in every model-seeded IN round: it is "
+                        "deterministic given its data, and the model-seeded game degenerates"
+                    )
+        scores.setdefault(name, []).append(s)
+        members.setdefault(name, []).append(m)
+    risks: dict[str, dict[str, Any]] = {}
+    for name in scores:
+        S = np.concatenate(scores[name], axis=1)
+        M = np.concatenate(members[name], axis=1)
+        auc = per_record_auc(S, M)
+        n_in = M.sum(axis=1)
+        n_out = M.shape[1] - n_in
+        risks[name] = {
+            "auc": auc,
+            "se": auc_standard_error(auc, n_in, n_out),
+            "n_in": n_in,
+            "n_out": n_out,
+            "hoeffding_width": hoeffding_width(M.shape[1], config.rho),
+        }
+    comparison = compare_risks(
+        risks["model-seeded"]["auc"],
+        risks["traditional"]["auc"],
+        risks["model-seeded-2"]["auc"] if config.replicates else None,
+        risks["traditional-2"]["auc"] if config.replicates else None,
+        config.thresholds,
+    )
+    timings["total"] = time.perf_counter() - t_start
+    return RecordRiskResult(
+        target={"kind": kind, "name": str(target.name), "settings": target.settings()},
+        attack=att.settings(),
+        config=config,
+        record_ids=dataset.record_ids[plan.targets],
+        vulnerable=plan.vulnerable,
+        vulnerability=plan.vulnerability,
+        risks={g: risks[g] for g in GAMES if g in risks},
+        comparison=comparison,
+        plan=plan.to_dict(dataset.record_ids),
+        warnings=tuple(warnings),
+        timings=timings,
+        releases=releases,
+    )

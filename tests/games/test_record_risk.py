@@ -1,0 +1,204 @@
+"""Record-level games (Krčo et al. 2025): plans, the planted fixture, metrics, resume."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from privaudit.data.dataset import Dataset
+from privaudit.errors import InvalidInputError
+from privaudit.games.metrics import auc
+from privaudit.games.record_games import distance_vulnerability, make_plan
+from privaudit.games.record_metrics import (
+    auc_standard_error,
+    compare_risks,
+    hoeffding_width,
+    miss_rate,
+    per_record_auc,
+    rmsd,
+)
+from privaudit.games.record_risk import RecordRiskConfig, run_record_risk
+from privaudit.generators import DiscreteTable
+from privaudit.runtime.executor import LocalExecutor
+
+D_ATTR, CARD = 8, 10
+
+
+def universe(N: int = 900, seed: int = 0) -> tuple[Dataset, DiscreteTable]:
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, CARD, size=(N, D_ATTR))
+    ids = np.asarray([f"r{i:04d}" for i in range(N)])
+    ds = Dataset(
+        "planted",
+        ids,
+        codes.astype(float),
+        rng.integers(0, 2, N),
+        tuple(f"a{j}" for j in range(D_ATTR)),
+        ("0", "1"),
+    )
+    return ds, DiscreteTable(ids, codes, (CARD,) * D_ATTR, tuple(f"a{j}" for j in range(D_ATTR)))
+
+
+def small_plan(ds: Dataset, **kw: Any) -> Any:
+    args = {"n": 60, "n_targets": 4, "n_rounds": 20, "n_shadow": 8, "n_aux": 300, "seed": 3}
+    args.update(kw)
+    return make_plan(ds.X, **args)
+
+
+def test_rounds_keep_size_exclude_x_and_are_recreated_from_the_seed() -> None:
+    ds, _ = universe()
+    plan = small_plan(ds)
+    assert set(plan.targets) <= set(plan.d0)
+    assert not set(plan.aux) & set(plan.d0) and not set(plan.reference) & set(plan.d0)
+    for k in range(plan.n_targets):
+        x = plan.targets[k]
+        for key in plan.rounds("ms-out", 0)[k * plan.n_out : (k + 1) * plan.n_out]:
+            spec = plan.round(*key)
+            assert x not in spec.positions  # OUT datasets never contain x
+            assert spec.positions.size == plan.n and np.unique(spec.positions).size == plan.n
+            assert np.setdiff1d(spec.positions, plan.d0).size == 1  # D0 - x + z
+    for key in plan.rounds("ms-in", 0):
+        assert np.array_equal(plan.round(*key).positions, plan.d0)
+    for kind in ("traditional", "shadow"):
+        for key in plan.rounds(kind, 1):
+            spec = plan.round(*key)
+            assert spec.positions.size == plan.n and np.unique(spec.positions).size == plan.n
+            inside = np.isin(plan.targets, spec.positions)
+            assert np.array_equal(inside, spec.member)  # each target in iff its bit is 1
+            pool = plan.background if kind == "traditional" else plan.aux
+            rest = np.setdiff1d(spec.positions, plan.targets[spec.member])
+            assert np.all(np.isin(rest, pool))
+    # any round, re-created from the seed alone (a fresh plan from the same arguments)
+    again = small_plan(ds)
+    for key in [("traditional", 0, 5, -1), ("ms-out", 1, 3, 2), ("shadow", 0, 1, -1)]:
+        a, b = plan.round(*key), again.round(*key)
+        assert np.array_equal(a.positions, b.positions) and a.seed == b.seed
+    # separate data and training streams, and independent replicates
+    d0, t0 = plan.streams("traditional", 0)
+    d1, t1 = plan.streams("traditional", 1)
+    assert len({d0, t0, d1, t1}) == 4
+    assert not np.array_equal(
+        plan.round("traditional", 0, 0).positions, plan.round("traditional", 1, 0).positions
+    )
+
+
+def test_vulnerability_score_prefers_outliers_and_half_targets_are_random() -> None:
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(50, 3)) + 5, [[-5.0, 5.0, 0.0]]])
+    assert int(np.argmax(distance_vulnerability(X, 5))) == 50
+    ds, _ = universe()
+    plan = small_plan(ds, n_targets=6)
+    assert plan.vulnerable.tolist() == [True] * 3 + [False] * 3
+    score = distance_vulnerability(ds.X[plan.d0])
+    assert set(plan.targets[:3]) == set(plan.d0[np.argsort(-score)[:3]])
+
+
+class PlantedGenerator:
+    """Uniform random rows; when trained on exactly D0 it also copies x with probability p."""
+
+    randomised = True
+    name = "planted"
+
+    def __init__(self, d0: np.ndarray, x: np.ndarray, p: float) -> None:
+        self.d0 = np.sort(d0.view([("", d0.dtype)] * d0.shape[1]).ravel())
+        self.x, self.p = x, p
+
+    def settings(self) -> dict[str, Any]:
+        return {"p": self.p, "x": self.x.tolist()}
+
+    def fit(self, codes: np.ndarray, cardinalities: tuple[int, ...], *, seed: int) -> Any:
+        rows = np.sort(
+            np.ascontiguousarray(codes).view([("", codes.dtype)] * codes.shape[1]).ravel()
+        )
+        copy = bool(np.array_equal(rows, self.d0)) and np.random.default_rng(seed).random() < self.p
+        return _Sampler(copy, self.x)
+
+
+class _Sampler:
+    def __init__(self, copy: bool, x: np.ndarray) -> None:
+        self.copy, self.x = copy, x
+
+    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        out = rng.integers(0, CARD, size=(n, D_ATTR))
+        if self.copy:
+            out[0] = self.x
+        return out
+
+
+def test_planted_record_has_the_known_risk_in_each_game() -> None:
+    """x is copied (probability p = 0.8) only by releases trained on D0 itself.
+
+    Model-seeded game: IN rounds are A(D0): R_MS(x) = p * 1 + (1 - p) * 1/2 = 0.9 for the
+    distance attack; no traditional round trains on D0: R_T(x) = 1/2; every other target
+    has risk 1/2 in both games. So MR(0.8) = 1: the traditional game misses x.
+    """
+    ds, table = universe()
+    cfg = RecordRiskConfig(
+        n=60, n_targets=8, n_rounds=200, n_shadow=8, n_aux=300, seed=3, replicates=True
+    )
+    plan = small_plan(ds, n_rounds=200, n_targets=8)
+    x = table.codes[plan.targets[0]]
+    gen = PlantedGenerator(table.codes[plan.d0], x, 0.8)
+    res = run_record_risk(ds, gen, "dcr", cfg, table=table)
+    assert res.record_ids[0] == ds.record_ids[plan.targets[0]]
+    ms, tr = res.risks["model-seeded"], res.risks["traditional"]
+    se = float(ms["se"][0])
+    assert abs(ms["auc"][0] - 0.9) < 4 * max(se, 0.02)
+    assert abs(tr["auc"][0] - 0.5) < 4 * float(tr["se"][0])
+    # a target sharing no attribute with x: a copied x is never its closest row
+    far = [k for k in range(1, 8) if np.all(table.codes[plan.targets[k]] != x)]
+    assert far
+    for g in ("model-seeded", "traditional", "model-seeded-2", "traditional-2"):
+        others = res.risks[g]["auc"][far]
+        assert np.all(np.abs(others - 0.5) < 4 * res.risks[g]["se"][far] + 0.02)
+    assert res.comparison["thresholds"]["0.8"]["miss_rate"] == 1.0
+    assert res.comparison["thresholds"]["0.8"]["miss_rate_noise_ms"] == 0.0
+    assert res.summary()["n_rounds"] == 200
+    assert ms["n_in"].tolist() == [100] * 8 and ms["n_out"].tolist() == [100] * 8
+    assert res.risks["model-seeded"]["hoeffding_width"] == pytest.approx(
+        math.sqrt(math.log(40) / 400)
+    )
+
+
+def test_deterministic_learner_is_flagged_and_runs_resume_from_the_store(tmp_path: Any) -> None:
+    from sklearn.linear_model import LogisticRegression
+
+    from privaudit.models.sklearn import SklearnTrainer
+
+    ds, _ = universe(600)
+    cfg = RecordRiskConfig(
+        n=80, n_targets=2, n_rounds=6, n_shadow=4, n_aux=200, seed=1, replicates=False
+    )
+    trainer = SklearnTrainer(LogisticRegression(max_iter=200), n_classes=2, name="logreg")
+    first = run_record_risk(ds, trainer, "loss", cfg, store=tmp_path)
+    assert any("deterministic" in w for w in first.warnings)
+    again = run_record_risk(ds, trainer, "loss", cfg, store=tmp_path, executor=LocalExecutor(1))
+    assert again.releases["trained"] == 0 and again.releases["loaded"] == first.releases["trained"]
+    assert np.array_equal(again.risks["model-seeded"]["auc"], first.risks["model-seeded"]["auc"])
+    with pytest.raises(InvalidInputError, match="attack"):
+        run_record_risk(ds, trainer, "tapas-query", cfg)
+
+
+def test_per_record_auc_matches_pair_counting_and_metrics() -> None:
+    rng = np.random.default_rng(0)
+    S = rng.integers(0, 5, size=(6, 30)).astype(float)
+    M = rng.random((6, 30)) < 0.5
+    M[:, 0], M[:, 1] = True, False
+    got = per_record_auc(S, M)
+    for i in range(6):
+        assert got[i] == pytest.approx(auc(S[i], M[i]))
+    # at AUC = 1/2 Hanley-McNeil gives the exact null variance (n1 + n0 + 1) / (12 n1 n0)
+    assert auc_standard_error(np.array([0.5]), [50], [50])[0] == pytest.approx(
+        math.sqrt(101 / 30000)
+    )
+    assert hoeffding_width(200, 0.05) == pytest.approx(math.sqrt(math.log(40) / 400))
+    ms = np.array([0.9, 0.85, 0.6, 0.5])
+    t = np.array([0.7, 0.9, 0.6, 0.55])
+    assert miss_rate(ms, t, 0.8) == 0.5
+    assert miss_rate(ms, t, 0.95) is None
+    assert rmsd(ms, t) == pytest.approx(np.sqrt(np.mean((ms - t) ** 2)))
+    c = compare_risks(ms, t, ms, t)
+    assert c["rmsd_noise_ms"] == 0.0 and c["thresholds"]["0.8"]["miss_rate_noise_ms"] == 0.0
