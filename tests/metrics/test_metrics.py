@@ -302,6 +302,17 @@ def test_attack_metrics_without_threshold() -> None:
     assert am.alpha is None and am.achieved_fpr is None and am.alpha_within_error is None
 
 
+def test_figures_on_too_few_records_are_flagged() -> None:
+    # Attack L scores a handful of sampled members: its figures must carry a warning.
+    sc, m = _scores()
+    assert not any("rest on" in w for w in attack_metrics(sc, m).warnings)
+    keep = np.flatnonzero(~m)
+    keep = np.concatenate([np.flatnonzero(m)[:5], keep])
+    few = AttackScores("leave-one-out", sc.record_ids[keep], sc.scores[keep], {}, None, None)
+    w = attack_metrics(few, m[keep]).warnings
+    assert any("rest on 5 members" in x and "not a result" in x for x in w)
+
+
 def test_attack_metrics_aligns_membership_matrix_by_id() -> None:
     sc, m = _scores(n=300)
     perm = np.random.default_rng(0).permutation(300)

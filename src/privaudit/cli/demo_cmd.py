@@ -131,9 +131,10 @@ def render_summary(
     table = Table(
         title=f"Membership inference (alpha = {alpha:g})",
         box=box.SIMPLE_HEAD,
-        padding=(0, 1),
+        # The box's blank column divider already separates the cells: no padding, so
+        # the longest attack name and every header fit in 80 columns untruncated.
+        padding=(0, 0),
         pad_edge=False,
-        collapse_padding=True,
     )
     for col, justify in [
         ("attack", "left"),

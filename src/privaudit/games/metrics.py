@@ -434,10 +434,21 @@ ALPHA_GUARANTEES: dict[str, str] = {
 }
 
 
+#: Below this many members (or non-members) an attack's figures are a warning, not a
+#: result: e.g. an AUC on 5 members has a 95% interval tens of points wide.
+MIN_RECORDS_FOR_A_RESULT = 100
+
+
 def _warnings(
-    scores: AttackScores, rates: AchievedRates | None, alpha: float | None
+    scores: AttackScores, rates: AchievedRates | None, alpha: float | None, roc: RocCurve
 ) -> tuple[str, ...]:
     out = [str(w) for w in scores.params.get("warnings", [])]
+    if min(roc.n_positives, roc.n_negatives) < MIN_RECORDS_FOR_A_RESULT:
+        out.append(
+            f"its figures rest on {roc.n_positives} members and {roc.n_negatives} "
+            f"non-members (fewer than {MIN_RECORDS_FOR_A_RESULT} of one kind): read them "
+            "as a warning, not a result"
+        )
     if rates is not None and alpha is not None:
         if rates.n_false_positives == 0 and rates.n_true_positives == 0:
             top = float(np.max(scores.scores))
@@ -513,7 +524,7 @@ def attack_metrics(
         roc=roc,
         alpha_guarantee=None if guarantee is None else str(guarantee),
         alpha_check=check,
-        warnings=_warnings(scores, rates, alpha),
+        warnings=_warnings(scores, rates, alpha, roc),
     )
 
 
