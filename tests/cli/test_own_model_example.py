@@ -43,7 +43,7 @@ def _prepare(tmp_path: Path, yaml_name: str, framework: str, extra: list[str]) -
     cfg["n_jobs"] = 1
     cfg["models"] = {
         "n_reference": 4,
-        "n_shadow": 1,
+        "n_shadow": 2,  # Attack R: at least 2 population-trained references
         "n_distilled": 2,
         "n_leave_one_out": 2,
         "leave_one_out_sample": 4,
