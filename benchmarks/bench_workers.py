@@ -48,7 +48,8 @@ def reference_seconds(model: str, n_reference: int, n_jobs: int, threads: int, s
         {
             "dataset": "adult",
             "model": MODELS[model],
-            "attacks": ["reference"],
+            # LiRA trains the reference models (Attack R now trains population "shadow" ones)
+            "attacks": ["lira-online"],
             "sizes": {"n_target_pool": 2400, "n_population": 2400},
             "models": {"n_reference": n_reference},
             "seed": seed,
