@@ -6,7 +6,7 @@ Usage::
         [--n-reference 8] [--threads 1] [--repeats 1] [--json PATH]
 
 Trains the reference models of an audit on UCI Adult (``run_experiment`` with the
-``reference`` attack only, no artifact store) once with one worker and once with two,
+``lira-online`` attack only, no artifact store) once with one worker and once with two,
 each worker limited to ``--threads`` BLAS/OpenMP threads (the one-worker run is inline,
 under the same ``threadpoolctl`` limit), and prints the seconds of the reference phase
 and the speed-up ``t(1 worker) / t(2 workers)``. The two-worker time includes starting
