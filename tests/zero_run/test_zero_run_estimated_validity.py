@@ -119,7 +119,9 @@ def _cell(args: tuple[str, float, int]) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("estimator", ["logistic-sigmoid", "logistic-isotonic", "linear-svm"])
+@pytest.mark.parametrize(
+    "estimator", ["logistic", "logistic-sigmoid", "logistic-isotonic", "linear-svm"]
+)
 def test_null_violation_rate_within_beta(estimator: str) -> None:
     """300 null replicates (150 at shift 1, 150 at shift 2, 1,500 per class), 2 processes.
 
