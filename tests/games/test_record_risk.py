@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
@@ -207,7 +207,7 @@ def test_per_record_auc_matches_pair_counting_and_metrics() -> None:
 class _CountingTorchTrainer:
     """A torch trainer that records the size of each batched ``fit_many`` call."""
 
-    calls: list[int] = []
+    calls: ClassVar[list[int]] = []
 
     def __new__(cls, batched: bool) -> Any:
         from privaudit.models.torch_models import TorchRecipe, TorchTrainer
