@@ -797,7 +797,7 @@ def load_config(path: str | Path) -> AuditConfig:
 #: Parameters each built-in generator accepts (privaudit.generators.make_generator).
 GENERATOR_PARAMS: dict[str, tuple[str, ...]] = {
     "baynet": ("degree",),
-    "privbayes": ("degree", "epsilon", "beta"),
+    "privbayes": ("degree", "epsilon", "beta", "theta"),
     "cart": ("min_samples_leaf",),
 }
 #: Per-target attacks by target kind (privaudit.attacks.record_level.RECORD_ATTACKS).
