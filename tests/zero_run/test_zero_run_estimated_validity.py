@@ -142,11 +142,16 @@ def test_null_violation_rate_within_beta(estimator: str) -> None:
 
 @pytest.mark.slow
 def test_power_gaussian_mu1_shift_03() -> None:
-    """The margin costs power; the mean pointwise mu (truth 1) must stay informative."""
-    rows = [gaussian_power_replicate(s, "logistic-sigmoid", margin_zs=(2.0,)) for s in range(8)]
+    """Power kept: the split rule (logistic) stays near the oracle's mean pointwise mu.
+
+    50 replicates measured 0.193 (logistic, split), 0.218 (oracle); here 8 replicates.
+    """
+    rows = [gaussian_power_replicate(s, "logistic", margin_zs=(2.0,)) for s in range(8)]
+    oracle = [gaussian_power_replicate(s, "oracle", margin_zs=(2.0,)) for s in range(8)]
     mus = np.array([r["mu_z2"] for r in rows])
+    best = np.array([r["mu_z2"] for r in oracle])
     assert np.all(mus <= 1.0)
-    assert mus.mean() > 0.05
+    assert mus.mean() >= 0.75 * best.mean() and mus.mean() > 0.12
 
 
 def test_random_forest_is_refused_for_the_pointwise_bound() -> None:

@@ -56,8 +56,10 @@ mechanism score with ``pi_hat``, Section 7). The same scores feed the three audi
   ``pi_hat`` from paired cross-fitting (five fits on 2/5 of the data, two independent
   out-of-sample estimates per record; :func:`.propensity.cross_fit_propensity_pair`) on
   the feature matrix ``[A, N_1, ..., N_{n_noise}]`` (the noise columns give the estimator
-  something to overfit), and the pointwise correction raises ``|logit pi_hat|`` by
-  ``margin_z`` standard errors (``conservative_propensity``; docs/zero_run_validity.md).
+  something to overfit), and the estimator's pointwise rule
+  (:func:`.bounds.pointwise_inputs`: ``|logit pi_hat|`` raised by ``margin_z`` standard
+  errors, or the split rule for ``"logistic"``; docs/zero_run_validity.md). The attack
+  uses the first paired estimate *a*.
   The global correction uses the library defaults (``eta`` estimated from the sample as
   the most extreme propensity, ``delta_DS = 0``, ``"tensor"``).
 * ``"estimated-plugin"``: the paper's plain plug-in, for comparison only: ``pi_hat``
@@ -92,6 +94,7 @@ from privaudit.audit.zero_run.bounds import (
     CORRECTIONS,
     DEFAULT_MARGIN_Z,
     default_guess_counts,
+    pointwise_inputs,
     zero_run_bounds,
 )
 from privaudit.audit.zero_run.propensity import (
@@ -309,34 +312,23 @@ def _run_task(task: _Task) -> list[dict[str, Any]]:
                 eta=eta,
                 global_method="absorb",
             )
-        elif prop == "estimated":
-            fit = cross_fit_propensity_pair(
-                data.features(task.gamma),
-                data.member,
-                estimator=task.estimator,
-                seed=derive_seed(task.seed, purpose="zero-run-gaussian-shift/propensity"),
-            )
-            pi = fit.pi
-            scores = base + _attack_logit(pi)
-            res = zero_run_bounds(
-                scores,
-                data.member,
-                pi,
-                uniforms=uniforms,
-                confidence=task.confidence,
-                propensity_se=fit.logit_se,
-                margin_z=task.margin_z,
-            )
         else:
-            pi = cross_fit_propensity(
-                data.features(task.gamma),
-                data.member,
-                estimator=task.estimator,
-                seed=derive_seed(task.seed, purpose="zero-run-gaussian-shift/propensity"),
-            )
-            scores = base + _attack_logit(pi)
+            fit_kw: dict[str, Any] = {
+                "estimator": task.estimator,
+                "seed": derive_seed(task.seed, purpose="zero-run-gaussian-shift/propensity"),
+            }
+            if prop == "estimated":  # the audit's own correction (margin or split rule)
+                fit = cross_fit_propensity_pair(data.features(task.gamma), data.member, **fit_kw)
+                pi = fit.pi
+                # the attack uses estimate a, never the split rule's tampering estimate b
+                scores = base + np.clip(fit.logit_a, -_LOGIT_CAP, _LOGIT_CAP)
+                kw = pointwise_inputs(task.estimator, fit, task.margin_z)
+            else:  # "estimated-plugin": the paper's plug-in, a labelled comparison
+                pi = cross_fit_propensity(data.features(task.gamma), data.member, **fit_kw)
+                scores = base + _attack_logit(pi)
+                kw = {"propensity": pi}
             res = zero_run_bounds(
-                scores, data.member, pi, uniforms=uniforms, confidence=task.confidence
+                scores, data.member, uniforms=uniforms, confidence=task.confidence, **kw
             )
         prop_auc = float(roc_auc_score(data.member, pi))
         for corr in CORRECTIONS:
