@@ -194,17 +194,6 @@ def test_experiment_trains_torch_references_batched_and_caches_them(tmp_path: Pa
     )
 
 
-def test_augmented_views_start_with_the_identity() -> None:
-    from privaudit.models.torch_models import augmented_views
-
-    X = np.arange(2 * 16, dtype=np.float64).reshape(2, 16)
-    views = augmented_views(X, (1, 4, 4), max_shift=1, flip=True)
-    assert len(views) == 18 and views[0][0] == "shift(0,0)"
-    np.testing.assert_array_equal(views[0][1], X)
-    flipped = dict(views)["flip,shift(0,0)"].reshape(2, 4, 4)
-    np.testing.assert_array_equal(flipped, X.reshape(2, 4, 4)[..., ::-1])
-
-
 def test_dp_recipe_is_validated() -> None:
     with pytest.raises(InvalidInputError, match="exactly one of noise_multiplier"):
         _recipe(dp={"max_grad_norm": 1.0})
