@@ -176,6 +176,28 @@ def test_batched_mlp_kernel_on_deeper_networks(sizes: tuple[int, int]) -> None:
         np.testing.assert_allclose(m.logits(X), one.logits(X), atol=1e-5)
 
 
+def test_batched_mlp_kernel_splits_models_over_threads() -> None:
+    # with 2 torch threads the models are split between 2 Python threads (one torch
+    # thread each): the same models as all trained together on one thread
+    torch = pytest.importorskip("torch")
+    from privaudit.models.torch_batched import fit_many
+
+    X, y = _data(150, seed=4)
+    tr = TorchTrainer(_recipe(optimizer="adam", device="cpu"), n_classes=3)
+    subsets = [np.arange(k, k + 100) for k in range(0, 50, 10)]
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = fit_many(tr, X, y, subsets, list(range(5)), n_classes=3)
+        torch.set_num_threads(2)
+        two = fit_many(tr, X, y, subsets, list(range(5)), n_classes=3)
+        assert torch.get_num_threads() == 2  # restored
+    finally:
+        torch.set_num_threads(before)
+    for a, b in zip(one, two, strict=True):
+        np.testing.assert_allclose(a.logits(X), b.logits(X), atol=1e-6)
+
+
 def test_batched_mlp_kernel_only_for_plain_mlps() -> None:
     pytest.importorskip("torch")
     from privaudit.models.torch_batched import fit_many, mlp_layers

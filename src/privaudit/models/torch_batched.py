@@ -31,7 +31,9 @@ autograd, which spend most of a small network's step in dispatch overhead, and e
 mini-batch of every model is gathered with one index operation from index arrays
 prepared before training (the same batches as :func:`batch_order`). The gradients are
 those autograd computes (the softmax-minus-one-hot gradient of the mean cross-entropy
-over each model's real rows, back-propagated through the ReLUs), up to rounding.
+over each model's real rows, back-propagated through the ReLUs), up to rounding. With
+several torch threads on the CPU the models are split between as many Python threads,
+each running every operation on one torch thread (no synchronisation inside a step).
 
 Where batching does not apply (modules with buffers such as batch norm's running
 statistics, DP-SGD recipes), :func:`fit_many` falls back to one fit per model.
@@ -192,8 +194,11 @@ def _fit_group(
     params, _ = stack_module_state(modules)
     if fast and kernel != "vmap" and layers is not None:
         params = {k: v.detach().clone().contiguous() for k, v in params.items()}
-        _train_mlp(r, params, layers, X, y, subs, seeds, dev)
-        return _unstack(modules, params, r, subs, seeds, dev, C)
+        n_par = min(int(torch.get_num_threads()), K) if dev == "cpu" else 1
+        if n_par <= 1:
+            _train_mlp(r, params, layers, X, y, subs, seeds, dev)
+            return _unstack(modules, params, r, subs, seeds, dev, C)
+        return _train_mlp_threads(r, params, layers, X, y, subs, seeds, modules, C, n_par)
     params = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
     base = copy.deepcopy(modules[0]).to("meta")
 
@@ -261,6 +266,60 @@ def _unstack(
             "batched": True,
         }
         out.append(TorchModel(m.cpu(), C, recipe=r, fit_info=info, device=r.device))
+    return out
+
+
+def _train_mlp_threads(
+    r: Any,
+    params: dict[str, Any],
+    layers: list[tuple[str, str]],
+    X: NDArray[np.float64],
+    y: NDArray[np.int64],
+    subs: list[NDArray[np.int64]],
+    seeds: list[int],
+    modules: list[Any],
+    C: int,
+    n_par: int,
+) -> list[TorchModel]:
+    """The CPU's threads split the models instead of each operation.
+
+    Each of ``n_par`` Python threads trains its own share of the stacked models with the
+    hand-written kernel while torch runs every operation on one thread (its kernels
+    release the GIL): the threads never wait for each other, whereas splitting the
+    small batched matrix products of one step across threads synchronises them several
+    times per step. The initial weights (global RNG) were drawn before, in this thread;
+    every model gets the same computation as when all train together.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    torch = require_torch()
+    chunks = [c for c in np.array_split(np.arange(len(modules)), n_par) if c.size]
+    parts = [{k: v[c].contiguous() for k, v in params.items()} for c in chunks]
+
+    def run(j: int) -> None:
+        c = chunks[j]
+        _train_mlp(r, parts[j], layers, X, y, [subs[i] for i in c], [seeds[i] for i in c], "cpu")
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
+            list(pool.map(run, range(len(chunks))))
+    finally:
+        torch.set_num_threads(before)
+    out: list[TorchModel] = []
+    for c, part in zip(chunks, parts, strict=True):
+        out.extend(
+            _unstack(
+                [modules[i] for i in c],
+                part,
+                r,
+                [subs[i] for i in c],
+                [seeds[i] for i in c],
+                "cpu",
+                C,
+            )
+        )
     return out
 
 
