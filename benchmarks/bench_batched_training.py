@@ -11,7 +11,8 @@ with its own seed and mini-batch order. Trained once with
 ``auto`` = the hand-written batched MLP forward/backward, ``vmap`` = ``vmap`` of
 ``functional_call`` with autograd) and once with :meth:`TorchTrainer.fit` per model (the
 ordinary one-at-a-time torch loop: ``torch.optim.Adam``, autograd), both on ``threads``
-torch threads. Prints both wall
+torch threads (``torch.set_num_threads``; the batched MLP kernel splits the models between
+that many Python threads, one torch thread each, the sequential loop splits each operation). Prints both wall
 times, the speed-up and the mean test accuracy of each set on 5,000 held-out records (the
 two sets are the same models up to floating-point rounding, so the accuracies agree);
 ``--json PATH`` writes ``n_models``, ``speedup``, ``acc_batched``, ``acc_sequential``.
