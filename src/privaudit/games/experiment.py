@@ -964,7 +964,7 @@ def run_experiment(
     base_worker = _ModelWorker(dataset, trainer, store, signals, eval_sets)
     if fields & _ATTACKER_MODEL_FIELDS and not getattr(trainer, "batched", False):
         # worker processes start (and import the trainer's modules) while the target trains
-        executor.start(preload=trainer)
+        executor.start(preload=(trainer, _ModelWorker))
 
     # 2. target -----------------------------------------------------------------------
     t0 = time.perf_counter()
