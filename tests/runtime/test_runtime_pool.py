@@ -37,14 +37,16 @@ def _gone(pids: tuple[int, ...]) -> bool:
     return True
 
 
-def test_workers_are_reused_across_maps_and_stop_on_close() -> None:
-    ex = LocalExecutor(2, progress=False)
+@pytest.mark.parametrize("use_main_process", [False, True])
+def test_workers_are_reused_across_maps_and_stop_on_close(use_main_process: bool) -> None:
+    ex = LocalExecutor(2, progress=False, use_main_process=use_main_process)
     first = ex.map(slow_reverse, list(range(6)), desc="first")
     pids = ex.worker_pids()
-    assert len(pids) == 2 and os.getpid() not in pids
+    assert len(pids) == (1 if use_main_process else 2) and os.getpid() not in pids
     second = ex.map(slow_reverse, list(range(6, 12)), desc="second")
     assert ex.worker_pids() == pids  # the same processes ran the second map
-    assert {pid for _, pid in first + second} <= set(pids)
+    here = {os.getpid()} if use_main_process else set()
+    assert {pid for _, pid in first + second} <= set(pids) | here
     assert ex.map(square, [1, 2, 3], desc="another function") == [1, 4, 9]
     assert ex.worker_pids() == pids
     ex.close()
@@ -73,7 +75,10 @@ def test_with_block_and_garbage_collection_close_the_pool() -> None:
 
 
 def test_start_spawns_every_worker_and_preloads_modules() -> None:
-    with LocalExecutor(2, progress=False) as ex:
+    import sys
+
+    assert "preload_marker" in sys.modules  # imported by this test module, not by workers
+    with LocalExecutor(2, progress=False, use_main_process=False) as ex:
         ex.start(preload=Marker())
         assert len(ex.worker_pids()) == 2  # started at once, not when tasks arrive
         out = ex.map(loaded, ["preload_marker"] * 6, desc="preloaded?")
@@ -81,12 +86,15 @@ def test_start_spawns_every_worker_and_preloads_modules() -> None:
         assert {pid for _, pid in out} <= set(ex.worker_pids())
         ex.start()  # already started: nothing happens
         assert len(ex.worker_pids()) == 2
+    with LocalExecutor(3, progress=False) as ex:
+        ex.start()
+        assert len(ex.worker_pids()) == 2  # n_jobs - 1 processes next to this one
     LocalExecutor(1).start(preload=Marker())  # inline: nothing to start
 
 
 def test_large_arrays_are_shipped_once_per_pool() -> None:
     data = np.arange(100_000, dtype=np.float64)  # 800 kB: travels out of band
-    with LocalExecutor(2, progress=False) as ex:
+    with LocalExecutor(2, progress=False, use_main_process=False) as ex:
         a = ex.map(ArrayTask(data), [0, 1, 2], desc="a")
         b = ex.map(ArrayTask(data, offset=0.5), [0, 1, 2], desc="b")
         total = float(data.sum())
@@ -134,7 +142,7 @@ def test_two_workers_give_bit_identical_scores_and_one_pool_serves_two_runs() ->
     with LocalExecutor(2, threads_per_worker=1, progress=False) as ex:
         parallel = run_experiment(digits, trainer, CFG, executor=ex, progress=False)
         pids = ex.worker_pids()
-        assert len(pids) == 2  # started before the target trained, kept for the next run
+        assert len(pids) == 1  # started before the target trained, kept for the next run
         again = run_experiment(digits, trainer, other, executor=ex, progress=False)
         assert ex.worker_pids() == pids
     assert _gone(pids)
