@@ -1,20 +1,21 @@
-"""Speed-up of reference-model training with 2 worker processes instead of 1.
+"""Speed-up of reference-model training with 2 workers instead of 1.
 
 Usage::
 
     .venv/bin/python benchmarks/bench_workers.py [--model mlp|gradient_boosting]
-        [--n-reference 8] [--threads 1] [--repeats 1] [--json PATH]
+        [--n-reference 8] [--threads 1] [--repeats 1] [--all-in-workers] [--json PATH]
 
 Trains the reference models of an audit on UCI Adult (``run_experiment`` with the
 ``lira-online`` attack only, no artifact store) with one worker (inline, under a
-``threadpoolctl`` limit of ``--threads``) and with two worker processes (each limited to
-``--threads`` BLAS/OpenMP threads), and prints the wall time of the reference phase --
+``threadpoolctl`` limit of ``--threads``) and with two workers (``LocalExecutor(2)``: this
+process, in a thread, and one worker process -- or, with ``--all-in-workers``, two worker
+processes -- each limited to ``--threads`` BLAS/OpenMP threads), and prints the wall time of the reference phase --
 the one ``executor.map`` that trains the ``--n-reference`` models -- and the speed-up
 ``t(1 worker) / t(2 workers)``. Each configuration runs two experiments one after the
 other with one executor, as a game's trials or a script's audits do:
 
 * **first run** -- what a single ``privaudit run`` experiences. The executor is new:
-  ``run_experiment`` starts its two worker processes (spawn, then import of NumPy,
+  ``run_experiment`` starts its worker process(es) (spawn, then import of NumPy,
   scikit-learn and privaudit) just before the target model trains in this process, so
   the start-up overlaps the target's training; whatever start-up is left when the
   reference phase begins is waited for *inside* the reference phase and counted in it,
@@ -32,7 +33,7 @@ the ratio) is distorted; the script prints the load average next to them.
 ``--json PATH`` writes ``{"seconds_1_worker", "seconds_2_workers", "speedup"}`` (first
 run's reference phase) and ``{"seconds_1_worker_next_run", "seconds_2_workers_next_run",
 "speedup_next_run", "target_seconds", "experiment_seconds", "cores", "load_average",
-"model", "n_reference", "threads_per_worker", "repeats"}``.
+"model", "n_reference", "threads_per_worker", "repeats", "use_main_process"}``.
 """
 
 from __future__ import annotations
@@ -55,7 +56,9 @@ MODELS: dict[str, dict[str, Any]] = {
 RUNS = ("first", "next")
 
 
-def two_runs(model: str, n_reference: int, n_jobs: int, threads: int, seed: int) -> dict[str, Any]:
+def two_runs(
+    model: str, n_reference: int, n_jobs: int, threads: int, seed: int, main: bool
+) -> dict[str, Any]:
     """Reference, target and whole-experiment seconds of two experiments run one after
     the other with one new executor of ``n_jobs`` workers (seeds ``seed``, ``seed + 1``)."""
     from threadpoolctl import threadpool_limits
@@ -66,7 +69,9 @@ def two_runs(model: str, n_reference: int, n_jobs: int, threads: int, seed: int)
     from privaudit.runtime.executor import LocalExecutor
 
     out: dict[str, Any] = {}
-    with LocalExecutor(n_jobs, progress=False, threads_per_worker=threads) as executor:
+    with LocalExecutor(
+        n_jobs, progress=False, threads_per_worker=threads, use_main_process=main
+    ) as executor:
         for k, run in enumerate(RUNS):
             cfg = config_from_dict(
                 {
@@ -101,6 +106,11 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads per worker")
     parser.add_argument("--repeats", type=int, default=1, help="median over this many runs")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--all-in-workers",
+        action="store_true",
+        help="two worker processes (default: this process and one worker process)",
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
 
@@ -110,7 +120,9 @@ def main() -> None:
     load_before = os.getloadavg()
     raw: dict[int, list[dict[str, Any]]] = {
         n_jobs: [
-            two_runs(args.model, args.n_reference, n_jobs, args.threads, args.seed)
+            two_runs(
+                args.model, args.n_reference, n_jobs, args.threads, args.seed, not args.all_in_workers
+            )
             for _ in range(args.repeats)
         ]
         for n_jobs in (1, 2)
@@ -128,6 +140,8 @@ def main() -> None:
         f"reference-model training, {args.n_reference} x {args.model} on Adult (pool 2400), "
         f"{args.threads} thread(s) per worker, {cores} cores, median of {args.repeats}"
     )
+    two = "2 processes" if args.all_in_workers else "this + 1 process"
+    print(f"  2 workers = {two} (LocalExecutor(2, use_main_process={not args.all_in_workers}))")
     print(f"  {'':<34}{'1 worker':>11}{'2 workers':>13}{'speed-up':>10}")
     print(row("reference phase, first run (*)", "first", "reference"))
     print(row("reference phase, next run", "next", "reference"))
@@ -161,6 +175,7 @@ def main() -> None:
                     "n_reference": args.n_reference,
                     "threads_per_worker": args.threads,
                     "repeats": args.repeats,
+                    "use_main_process": not args.all_in_workers,
                 },
                 indent=2,
             )
