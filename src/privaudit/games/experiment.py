@@ -90,6 +90,12 @@ from privaudit.data.dataset import Dataset
 from privaudit.data.sampling import balanced_keep_matrix, split_target_population
 from privaudit.errors import DesignError
 from privaudit.games.provided import ProvidedTarget, RecipeMismatchWarning
+from privaudit.games.query_views import (
+    requested_views,
+    view_attack_data,
+    view_eval_sets,
+    with_views,
+)
 from privaudit.models.base import Model, Trainer
 from privaudit.models.distill import LogitRegressionModel, distill
 from privaudit.models.persistence import load_model, save_model
@@ -947,6 +953,10 @@ def run_experiment(
     if member.sum() < 2 or (~member).sum() < 2:
         raise DesignError("the target needs at least 2 members and 2 non-members in the pool")
     eval_sets = {_POOL: pool, _POPULATION: population}
+    # LiRA's augmented queries: the target and reference models also on each view
+    views = requested_views(config.attacks, config.attack_params, trainer)
+    if views is not None:
+        eval_sets.update(view_eval_sets(views, eval_sets))
     timings["split"] = time.perf_counter() - t0
 
     def run_jobs(role: str, jobs: list[_Job], worker: _ModelWorker, desc: str) -> list[_JobResult]:
@@ -968,7 +978,9 @@ def run_experiment(
 
     # 2. target -----------------------------------------------------------------------
     t0 = time.perf_counter()
-    target_sets = (_POOL, _POPULATION) if "population_target" in fields else (_POOL,)
+    target_sets = with_views(
+        views, (_POOL, _POPULATION) if "population_target" in fields else (_POOL,)
+    )
     if provided is None:
         target_job = _Job(
             "target", TARGET_ID, pool.record_ids[member], seeds["target"], target_sets
@@ -1010,7 +1022,9 @@ def run_experiment(
 
     # 3. reference models -------------------------------------------------------------
     if fields & {"reference", "reference_membership", "reference_population"}:
-        ref_sets = (_POOL, _POPULATION) if "reference_population" in fields else (_POOL,)
+        ref_sets = with_views(
+            views, (_POOL, _POPULATION) if "reference_population" in fields else (_POOL,)
+        )
         ref_seeds = spawn_seeds(seeds["attacker"], config.n_reference, purpose="reference-models")
         if ref_source is None:
             ref_train = [pool.record_ids[matrix.row(rid)] for rid in ref_ids]
@@ -1024,6 +1038,7 @@ def run_experiment(
         ]
         sigs = role_signals("reference", "reference_population")
         res = run_jobs("reference", jobs, base_worker.with_signals(sigs), "reference models")
+        ref_res = (res, sigs)
         data_kw["reference"] = _tables(
             ref_ids, pool.record_ids, np.stack([r.signals[_POOL] for r in res]), sigs
         )
@@ -1218,6 +1233,19 @@ def run_experiment(
             pop_serves[: config.n_leave_one_out] = True
             data_kw["leave_one_out_population_serves"] = pop_serves
         loo_ids = pool.record_ids[np.sort(np.concatenate([pick_m, pick_n]))]
+
+    if views is not None:
+
+        def view_tables(field: str, set_name: str) -> dict[str, SignalTable]:
+            ids = eval_sets[set_name].record_ids
+            if field in ("target", "population_target"):
+                return _tables((TARGET_ID,), ids, target_res.signals[set_name][None], signals)
+            rs, rsigs = ref_res
+            return _tables(ref_ids, ids, np.stack([r.signals[set_name] for r in rs]), rsigs)
+
+        fields_sets = {"target": _POOL, "population_target": _POPULATION}
+        fields_sets.update(reference=_POOL, reference_population=_POPULATION)
+        data_kw["views"] = view_attack_data(views, data_kw, view_tables, fields_sets)
 
     # 7. attacks ----------------------------------------------------------------------
     t0 = time.perf_counter()
