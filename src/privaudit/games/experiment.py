@@ -671,6 +671,21 @@ def _run_batched(worker: _ModelWorker, jobs: list[_Job], fit_many: Any) -> list[
     return out
 
 
+#: Fields whose models train through the executor (each phase is one map).
+_ATTACKER_MODEL_FIELDS = frozenset(
+    {
+        "reference",
+        "reference_membership",
+        "reference_population",
+        "shadow",
+        "outside_reference",
+        "distilled",
+        "distilled_logits",
+        "leave_one_out",
+    }
+)
+
+
 def _needed(config: ExperimentConfig) -> tuple[set[str], tuple[str, ...], set[str]]:
     """Fields and signals the attacks read, and the fields read with a query signal
     (label-only signals are computed only for the models of those fields)."""
@@ -870,8 +885,18 @@ def run_experiment(
             raise fail("trainer", "a Trainer (name, fit, settings)", type(trainer).__name__)
     if isinstance(store, str | Path):
         store = ArtifactStore(store)
-    if executor is None:
-        executor = LocalExecutor(config.n_jobs, progress=progress)
+    if executor is None:  # our own workers: closed when the experiment ends
+        with LocalExecutor(config.n_jobs, progress=progress) as own:
+            return run_experiment(
+                dataset,
+                trainer,
+                config,
+                store=store,
+                executor=own,
+                progress=progress,
+                game=game,
+                provided=provided,
+            )
     seeds = config.component_seeds()
     fields, signals, query_fields = _needed(config)
 
@@ -947,6 +972,9 @@ def run_experiment(
         return results
 
     base_worker = _ModelWorker(dataset, trainer, store, signals, eval_sets)
+    if fields & _ATTACKER_MODEL_FIELDS and not getattr(trainer, "batched", False):
+        # worker processes start (and import the trainer's modules) while the target trains
+        executor.start(preload=(trainer, _ModelWorker))
 
     # 2. target -----------------------------------------------------------------------
     t0 = time.perf_counter()
