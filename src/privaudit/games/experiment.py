@@ -90,6 +90,12 @@ from privaudit.data.dataset import Dataset
 from privaudit.data.sampling import balanced_keep_matrix, split_target_population
 from privaudit.errors import DesignError
 from privaudit.games.provided import ProvidedTarget, RecipeMismatchWarning
+from privaudit.games.query_views import (
+    requested_views,
+    view_attack_data,
+    view_eval_sets,
+    with_views,
+)
 from privaudit.models.base import Model, Trainer
 from privaudit.models.distill import LogitRegressionModel, distill
 from privaudit.models.persistence import load_model, save_model
@@ -665,6 +671,21 @@ def _run_batched(worker: _ModelWorker, jobs: list[_Job], fit_many: Any) -> list[
     return out
 
 
+#: Fields whose models train through the executor (each phase is one map).
+_ATTACKER_MODEL_FIELDS = frozenset(
+    {
+        "reference",
+        "reference_membership",
+        "reference_population",
+        "shadow",
+        "outside_reference",
+        "distilled",
+        "distilled_logits",
+        "leave_one_out",
+    }
+)
+
+
 def _needed(config: ExperimentConfig) -> tuple[set[str], tuple[str, ...], set[str]]:
     """Fields and signals the attacks read, and the fields read with a query signal
     (label-only signals are computed only for the models of those fields)."""
@@ -864,8 +885,18 @@ def run_experiment(
             raise fail("trainer", "a Trainer (name, fit, settings)", type(trainer).__name__)
     if isinstance(store, str | Path):
         store = ArtifactStore(store)
-    if executor is None:
-        executor = LocalExecutor(config.n_jobs, progress=progress)
+    if executor is None:  # our own workers: closed when the experiment ends
+        with LocalExecutor(config.n_jobs, progress=progress) as own:
+            return run_experiment(
+                dataset,
+                trainer,
+                config,
+                store=store,
+                executor=own,
+                progress=progress,
+                game=game,
+                provided=provided,
+            )
     seeds = config.component_seeds()
     fields, signals, query_fields = _needed(config)
 
@@ -922,6 +953,10 @@ def run_experiment(
     if member.sum() < 2 or (~member).sum() < 2:
         raise DesignError("the target needs at least 2 members and 2 non-members in the pool")
     eval_sets = {_POOL: pool, _POPULATION: population}
+    # LiRA's augmented queries: the target and reference models also on each view
+    views = requested_views(config.attacks, config.attack_params, trainer)
+    if views is not None:
+        eval_sets.update(view_eval_sets(views, eval_sets))
     timings["split"] = time.perf_counter() - t0
 
     def run_jobs(role: str, jobs: list[_Job], worker: _ModelWorker, desc: str) -> list[_JobResult]:
@@ -937,10 +972,15 @@ def run_experiment(
         return results
 
     base_worker = _ModelWorker(dataset, trainer, store, signals, eval_sets)
+    if fields & _ATTACKER_MODEL_FIELDS and not getattr(trainer, "batched", False):
+        # worker processes start (and import the trainer's modules) while the target trains
+        executor.start(preload=(trainer, _ModelWorker))
 
     # 2. target -----------------------------------------------------------------------
     t0 = time.perf_counter()
-    target_sets = (_POOL, _POPULATION) if "population_target" in fields else (_POOL,)
+    target_sets = with_views(
+        views, (_POOL, _POPULATION) if "population_target" in fields else (_POOL,)
+    )
     if provided is None:
         target_job = _Job(
             "target", TARGET_ID, pool.record_ids[member], seeds["target"], target_sets
@@ -982,7 +1022,9 @@ def run_experiment(
 
     # 3. reference models -------------------------------------------------------------
     if fields & {"reference", "reference_membership", "reference_population"}:
-        ref_sets = (_POOL, _POPULATION) if "reference_population" in fields else (_POOL,)
+        ref_sets = with_views(
+            views, (_POOL, _POPULATION) if "reference_population" in fields else (_POOL,)
+        )
         ref_seeds = spawn_seeds(seeds["attacker"], config.n_reference, purpose="reference-models")
         if ref_source is None:
             ref_train = [pool.record_ids[matrix.row(rid)] for rid in ref_ids]
@@ -996,6 +1038,7 @@ def run_experiment(
         ]
         sigs = role_signals("reference", "reference_population")
         res = run_jobs("reference", jobs, base_worker.with_signals(sigs), "reference models")
+        ref_res = (res, sigs)
         data_kw["reference"] = _tables(
             ref_ids, pool.record_ids, np.stack([r.signals[_POOL] for r in res]), sigs
         )
@@ -1190,6 +1233,19 @@ def run_experiment(
             pop_serves[: config.n_leave_one_out] = True
             data_kw["leave_one_out_population_serves"] = pop_serves
         loo_ids = pool.record_ids[np.sort(np.concatenate([pick_m, pick_n]))]
+
+    if views is not None:
+
+        def view_tables(field: str, set_name: str) -> dict[str, SignalTable]:
+            ids = eval_sets[set_name].record_ids
+            if field in ("target", "population_target"):
+                return _tables((TARGET_ID,), ids, target_res.signals[set_name][None], signals)
+            rs, rsigs = ref_res
+            return _tables(ref_ids, ids, np.stack([r.signals[set_name] for r in rs]), rsigs)
+
+        fields_sets = {"target": _POOL, "population_target": _POPULATION}
+        fields_sets.update(reference=_POOL, reference_population=_POPULATION)
+        data_kw["views"] = view_attack_data(views, data_kw, view_tables, fields_sets)
 
     # 7. attacks ----------------------------------------------------------------------
     t0 = time.perf_counter()
