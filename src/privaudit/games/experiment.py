@@ -955,8 +955,7 @@ def run_experiment(
     eval_sets = {_POOL: pool, _POPULATION: population}
     # LiRA's augmented queries: the target and reference models also on each view
     views = requested_views(config.attacks, config.attack_params, trainer)
-    if views is not None:
-        eval_sets.update(view_eval_sets(views, eval_sets))
+    view_sets = {} if views is None else view_eval_sets(views, eval_sets)
     timings["split"] = time.perf_counter() - t0
 
     def run_jobs(role: str, jobs: list[_Job], worker: _ModelWorker, desc: str) -> list[_JobResult]:
@@ -972,6 +971,8 @@ def run_experiment(
         return results
 
     base_worker = _ModelWorker(dataset, trainer, store, signals, eval_sets)
+    # the target and reference models are also queried on the views (only they carry them)
+    query_worker = _ModelWorker(dataset, trainer, store, signals, {**eval_sets, **view_sets})
     if fields & _ATTACKER_MODEL_FIELDS and not getattr(trainer, "batched", False):
         # worker processes start (and import the trainer's modules) while the target trains
         executor.start(preload=(trainer, _ModelWorker))
@@ -993,7 +994,7 @@ def run_experiment(
         )
         target_loaded = (provided.model, False, hash_key(base_worker.model_key_parts(target_job)))
     target_model, created, target_key = target_loaded
-    target_res = base_worker.run(target_job, preloaded=target_loaded)
+    target_res = query_worker.run(target_job, preloaded=target_loaded)
     trained["target"] = int(created)
     loaded["target"] = int(not created)
     train_acc = _accuracy(target_model, pool.subset(member))
@@ -1037,7 +1038,7 @@ def run_experiment(
             for rid, ids, s in zip(ref_ids, ref_train, ref_seeds, strict=True)
         ]
         sigs = role_signals("reference", "reference_population")
-        res = run_jobs("reference", jobs, base_worker.with_signals(sigs), "reference models")
+        res = run_jobs("reference", jobs, query_worker.with_signals(sigs), "reference models")
         ref_res = (res, sigs)
         data_kw["reference"] = _tables(
             ref_ids, pool.record_ids, np.stack([r.signals[_POOL] for r in res]), sigs
@@ -1237,7 +1238,7 @@ def run_experiment(
     if views is not None:
 
         def view_tables(field: str, set_name: str) -> dict[str, SignalTable]:
-            ids = eval_sets[set_name].record_ids
+            ids = view_sets[set_name].record_ids
             if field in ("target", "population_target"):
                 return _tables((TARGET_ID,), ids, target_res.signals[set_name][None], signals)
             rs, rsigs = ref_res
