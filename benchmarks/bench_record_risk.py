@@ -1,7 +1,9 @@
 """Record-level risk, traditional vs model-seeded game (Krčo et al. 2025), on Adult.
 
-For each target -- BayNet (k = 2), Synthpop-style CART, PrivBayes (k = 2, eps = 1) with the
-TAPAS-style query attack, and an MLP classifier with online LiRA -- plays both games with
+For each target -- BayNet (k = 2), Synthpop-style CART, PrivBayes (eps = 1, degree by
+Zhang et al.'s theta-usefulness rule) with the
+TAPAS-style query attack, and a torch MLP classifier (trained in batched tasks of
+``--rounds-per-task`` rounds) with online LiRA -- plays both games with
 |D| = 1000, K targets (half the most vulnerable records of D0 by the distance score, half
 random) and R rounds per game per target, plus an independent replicate of each game, and
 prints MR(0.8), RMSD(MS, T) and both noise floors (MS vs MS', T vs T'), the mean AUCs,
@@ -19,7 +21,9 @@ generator fits/s, attack queries/s and the time of each run.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import os
 import resource
 import time
 import warnings
@@ -33,6 +37,8 @@ from privaudit.games.record_risk import RecordRiskConfig, run_record_risk
 from privaudit.generators import BayesianNetworkGenerator, CartGenerator, discretise, synthesise
 from privaudit.runtime.executor import LocalExecutor
 from privaudit.signals.queries import query_counts
+
+THREADS_ENV = "PRIVAUDIT_THREADS_PER_WORKER"  # privaudit.models.torch_models.THREADS_ENV
 
 TARGETS = ("baynet", "cart", "privbayes-eps1", "mlp")
 KEYS = (
@@ -48,19 +54,54 @@ KEYS = (
 )
 
 
-def make_target(name: str) -> tuple[Any, str]:
+def make_target(name: str, n_features: int) -> tuple[Any, str]:
     if name == "baynet":
         return BayesianNetworkGenerator(degree=2), "tapas-query"
     if name == "privbayes-eps1":
-        return BayesianNetworkGenerator(degree=2, epsilon=1.0), "tapas-query"
+        # degree chosen by Zhang et al.'s theta-usefulness rule (k = 0 on 1,000 Adult rows)
+        return BayesianNetworkGenerator(degree="auto", epsilon=1.0), "tapas-query"
     if name == "cart":
         return CartGenerator(), "tapas-query"
-    from sklearn.neural_network import MLPClassifier
+    return mlp_trainer(n_features), "lira"
 
-    from privaudit.models.sklearn import SklearnTrainer
 
-    mlp = MLPClassifier(hidden_layer_sizes=(32,), max_iter=30, batch_size=250)
-    return SklearnTrainer(mlp, n_classes=2, name="mlp"), "lira"
+#: The MLP target: one hidden layer of 64 ReLU units, Adam (lr 2e-3), 40 epochs of
+#: mini-batches of 100, random initialisation and batch order from the round's seed (the
+#: model-seeded game's randomness). On 1,000 Adult records it reaches about 93% training
+#: and 83% test accuracy (a 10-point gap): an unregularised tabular model trained past
+#: its best test accuracy, as such models are commonly released (printed by the benchmark).
+MLP_RECIPE = {"hidden": 64, "lr": 2e-3, "epochs": 40, "batch_size": 100}
+
+
+def mlp_trainer(n_features: int) -> Any:
+    from privaudit.models.torch_models import TorchRecipe, TorchTrainer, require_torch
+
+    require_torch()
+    recipe = TorchRecipe(
+        factory="privaudit.models.torch_nets:mlp",
+        factory_kwargs={"n_features": n_features, "n_classes": 2, "hidden": MLP_RECIPE["hidden"]},
+        optimizer="adam",
+        lr=MLP_RECIPE["lr"],
+        epochs=MLP_RECIPE["epochs"],
+        batch_size=MLP_RECIPE["batch_size"],
+        device="cpu",
+    )
+    return TorchTrainer(recipe, n_classes=2, name="mlp", batched=True)
+
+
+def mlp_fit_report(trainer: Any, ds: Any, n: int, reps: int = 4) -> tuple[float, float, float]:
+    """(models/s trained batched on one core, mean train accuracy, mean test accuracy)."""
+    rng = np.random.default_rng(12345)
+    subs = [rng.choice(ds.n_records, size=n, replace=False) for _ in range(reps * 16)]
+    t0 = time.perf_counter()
+    models = trainer.fit_many(ds.X, ds.y, subs, list(range(len(subs))), n_classes=2)
+    rate = len(subs) / (time.perf_counter() - t0)
+    test = rng.choice(ds.n_records, size=5000, replace=False)
+    acc_tr = [
+        np.mean(m.logits(ds.X[s]).argmax(1) == ds.y[s]) for m, s in zip(models, subs, strict=True)
+    ]
+    acc_te = [np.mean(m.logits(ds.X[test]).argmax(1) == ds.y[test]) for m in models]
+    return rate, float(np.mean(acc_tr)), float(np.mean(acc_te))
 
 
 def fits_per_second(gen: Any, codes: np.ndarray, card: tuple[int, ...], n: int = 20) -> float:
@@ -104,6 +145,13 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--n-jobs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--rounds-per-task",
+        type=int,
+        default=64,
+        help="rounds per executor task of the MLP (trained as one batched computation); "
+        "the generators keep the library default",
+    )
     ap.add_argument("--cache", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
@@ -111,6 +159,9 @@ def main() -> None:
     for t in names:
         if t not in TARGETS:
             ap.error(f"--only: unknown target {t!r}")
+    # one torch thread per process (the executor's workers set their own): two intra-op
+    # threads on two shared cores spin against each other and slow a fit many times over
+    os.environ.setdefault(THREADS_ENV, "1")
     warnings.filterwarnings("ignore", category=UserWarning)
     warnings.filterwarnings("ignore", message=".*converge.*")
     ds = load_adult()
@@ -135,21 +186,38 @@ def main() -> None:
         seed=args.seed,
     )
     for name in names:
-        target, attack = make_target(name)
+        target, attack = make_target(name, ds.X.shape[1])
         if name != "mlp":
             fps = fits_per_second(target, table.codes[: args.n], table.cardinalities)
+            k = (
+                target.degree_for(args.n, table.cardinalities)
+                if hasattr(target, "degree_for")
+                else None
+            )
             print(
-                f"\n[{name}] generator fits/s (fit + sample |D| rows, one core): {fps:.1f}",
+                f"\n[{name}] {target.name}"
+                + ("" if k is None else f" (degree k = {k})")
+                + f"; generator fits/s (fit + sample |D| rows, one core): {fps:.1f}",
                 flush=True,
             )
         else:
-            print(f"\n[{name}] classifier MLP(32), 30 epochs, attack {attack}", flush=True)
+            rate, acc_tr, acc_te = mlp_fit_report(target, ds, args.n)
+            print(
+                f"\n[{name}] torch MLP({MLP_RECIPE['hidden']}), Adam lr {MLP_RECIPE['lr']}, "
+                f"{MLP_RECIPE['epochs']} epochs, batch {MLP_RECIPE['batch_size']}, trained "
+                f"{args.rounds_per_task} rounds per batched task; attack {attack} (online)\n"
+                f"[{name}] train accuracy {acc_tr:.3f}, test accuracy {acc_te:.3f} "
+                f"(gap {acc_tr - acc_te:.3f}); models/s (batched fit of 64, one core): {rate:.1f}",
+                flush=True,
+            )
         t0, c0 = time.perf_counter(), cpu_seconds()
         res = run_record_risk(
             ds,
             target,
             attack,
-            cfg,
+            dataclasses.replace(cfg, rounds_per_task=args.rounds_per_task)
+            if name == "mlp"
+            else cfg,
             table=table,
             store=args.cache,
             executor=LocalExecutor(args.n_jobs, progress=False),

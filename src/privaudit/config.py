@@ -797,7 +797,7 @@ def load_config(path: str | Path) -> AuditConfig:
 #: Parameters each built-in generator accepts (privaudit.generators.make_generator).
 GENERATOR_PARAMS: dict[str, tuple[str, ...]] = {
     "baynet": ("degree",),
-    "privbayes": ("degree", "epsilon", "beta"),
+    "privbayes": ("degree", "epsilon", "beta", "theta"),
     "cart": ("min_samples_leaf",),
 }
 #: Per-target attacks by target kind (privaudit.attacks.record_level.RECORD_ATTACKS).
@@ -854,9 +854,19 @@ class RecordRiskFileConfig(_Strict):
     n_bins: Annotated[int, Field(ge=2)] = 8
     seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
     n_jobs: int = 1
-    rounds_per_task: Annotated[int, Field(ge=1)] = 16
+    rounds_per_task: int = Field(
+        default=16,
+        ge=1,
+        description="Rounds per executor task and cache entry; a torch classifier trains "
+        "a task's rounds as one batched computation (64 amortises it well).",
+    )
     output_dir: Path = Path("record-risk-report")
     cache_dir: Path | None = None
+    config_dir: Path | None = Field(
+        default=None,
+        description="Directory of the YAML file (set by load_record_risk_config): a "
+        "relative torch factory ('file.py:function') is resolved against it.",
+    )
 
     @field_validator("n_jobs")
     @classmethod
@@ -908,4 +918,6 @@ def load_record_risk_config(path: str | Path) -> RecordRiskFileConfig:
         updates["output_dir"] = p.parent / cfg.output_dir
     if cfg.cache_dir is not None and not cfg.cache_dir.is_absolute():
         updates["cache_dir"] = p.parent / cfg.cache_dir
+    if cfg.target.model is not None and cfg.target.model.kind == "torch":
+        updates["config_dir"] = p.parent.resolve()
     return cfg.model_copy(update=updates) if updates else cfg

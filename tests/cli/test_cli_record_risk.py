@@ -85,3 +85,92 @@ def test_example_record_risk_config_is_valid() -> None:
         Path(__file__).resolve().parents[2] / "examples" / "record_risk.yaml"
     )
     assert cfg.target.generator == "baynet" and cfg.attack_name() == "tapas-query"
+
+
+TORCH_MLP = {
+    "kind": "classifier",
+    "model": {
+        "kind": "torch",
+        "params": {
+            "factory": "privaudit.models.torch_nets:mlp",
+            "factory_kwargs": {"hidden": 8},
+            "epochs": 2,
+            "batch_size": 50,
+            "device": "cpu",
+        },
+    },
+}
+TORCH_SMOKE = {
+    **SMOKE,
+    "target": TORCH_MLP,
+    "attack": "loss",
+    "attack_params": {},
+    "n_targets": 2,
+    "n_rounds": 4,
+    "rounds_per_task": 4,
+}
+
+
+def test_record_risk_torch_mlp_trains_batched_tasks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("torch")
+    monkeypatch.setenv("PRIVAUDIT_THREADS_PER_WORKER", "1")
+    path = write(tmp_path, TORCH_SMOKE)
+    assert main(["record-risk", str(path), "--json"]) == 0
+    rr = json.loads(capsys.readouterr().out)["record_risk"]
+    assert rr["target"]["kind"] == "classifier"
+    # the built-in MLP got the data's sizes (Adult: 105 features, 2 classes)
+    kw = rr["target"]["settings"]["recipe"]["factory_kwargs"]
+    assert kw == {"hidden": 8, "n_classes": 2, "n_features": 105}
+    # traditional 4 + model-seeded IN 2 + OUT 2 x 2, and the replicates
+    assert rr["releases"]["trained"] == 2 * (4 + 2 + 4)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"params": {"factory": "privaudit.models.torch_nets:mlp", "optimizer": "lbfgs"}},
+            "optimizer",
+        ),
+        (
+            {
+                "params": {
+                    "factory": "privaudit.models.torch_nets:mlp",
+                    "factory_kwargs": {"n_features": 3},
+                }
+            },
+            "n_features: expected 105",
+        ),
+    ],
+)
+def test_record_risk_torch_config_errors_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: dict, message: str
+) -> None:
+    pytest.importorskip("torch")
+    target = {"kind": "classifier", "model": {"kind": "torch", **change}}
+    path = write(tmp_path, {**TORCH_SMOKE, "target": target})
+    assert main(["record-risk", str(path)]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "report").exists()
+
+
+def test_record_risk_torch_without_torch_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_torch(name: str, *args: object, **kwargs: object) -> object:
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError("No module named 'torch'")
+        return real_import(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(builtins, "__import__", no_torch)
+    path = write(tmp_path, TORCH_SMOKE)
+    assert main(["record-risk", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "expected PyTorch installed" in err and "privaudit[torch]" in err
+    assert not (tmp_path / "report").exists()

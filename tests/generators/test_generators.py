@@ -16,10 +16,12 @@ from privaudit.generators import (
     CartGenerator,
     DiscreteTable,
     UserGenerator,
+    choose_degree,
     discretise,
     make_generator,
     mutual_information_sensitivity,
     synthesise,
+    theta_usefulness,
 )
 from privaudit.generators.baynet import _subset_entropies
 
@@ -135,6 +137,42 @@ def test_privbayes_large_epsilon_is_baynet_and_small_epsilon_loses_the_data() ->
     assert tv(joint(near, (0, 1), card), data_ab) < 0.03
 
 
+def test_theta_usefulness_is_zhang_et_al_formula_and_picks_the_largest_useful_k() -> None:
+    # binary attributes: the joints of a degree-k network are n eps2 / ((d - k) 2^(k+2))-useful
+    d, n, eps2 = 10, 5000, 0.7
+    for k in range(d):
+        assert theta_usefulness(n, (2,) * d, eps2, k) == pytest.approx(
+            n * eps2 / ((d - k) * 2 ** (k + 2))
+        )
+    # the rule by brute force: the largest k whose usefulness reaches theta = 4
+    brute = max(k for k in range(d) if n * eps2 / ((d - k) * 2 ** (k + 2)) >= 4)
+    assert choose_degree(n, (2,) * d, eps2) == brute == 5
+    # general domains: the mean over (k+1)-subsets of 1 / (product of domain sizes)
+    card = (3, 5, 2, 7)
+    for k in range(4):
+        subsets = list(itertools.combinations(card, k + 1))
+        mean = sum(1 / math.prod(s) for s in subsets) / len(subsets)
+        assert theta_usefulness(800, card, 1.0, k) == pytest.approx(800 / (2 * (4 - k)) * mean)
+    # more data or budget never lowers k; nothing useful -> k = 0 (noisy marginals)
+    ks = [choose_degree(m, (8,) * 12, 0.7) for m in (10**3, 10**4, 10**5, 10**6)]
+    assert ks == sorted(ks) and ks[0] == 0 and ks[-1] >= 2
+    assert choose_degree(10, (8,) * 12, 0.7) == 0
+
+
+def test_privbayes_auto_degree_fits_with_the_chosen_k() -> None:
+    codes, card = correlated_codes(2000)
+    g = BayesianNetworkGenerator("auto", epsilon=1.0)
+    k = choose_degree(2000, card, 0.7)
+    assert g.degree_for(2000, card) == k and g.settings()["theta"] == 4.0
+    net = g.fit(codes, card, seed=0)
+    assert net.k == k and all(len(p) <= k for p in net.parents)
+    # k = 0 (too little data for any joint): one-way noisy marginals, still a sampler
+    tiny = BayesianNetworkGenerator("auto", epsilon=0.05).fit(codes[:50], card, seed=0)
+    assert tiny.k == 0 and all(p == () for p in tiny.parents)
+    syn = tiny.sample(300, np.random.default_rng(1))
+    assert syn.shape == (300, len(card)) and (syn < np.asarray(card)).all()
+
+
 def test_mutual_information_sensitivity_lemma_4_1() -> None:
     n = 1000
     assert mutual_information_sensitivity(n, True) == pytest.approx(
@@ -157,7 +195,12 @@ def test_cart_samples_donor_values_and_keeps_dependencies() -> None:
 
 def test_make_generator_and_bad_input() -> None:
     assert make_generator("baynet", degree=1).name == "baynet-k1"
-    assert make_generator("privbayes", epsilon=1.0).name == "privbayes-k2-eps1"
+    assert make_generator("privbayes", epsilon=1.0).name == "privbayes-auto-eps1"
+    assert make_generator("privbayes", epsilon=1.0, degree=2).name == "privbayes-k2-eps1"
+    with pytest.raises(InvalidInputError, match="degree"):
+        BayesianNetworkGenerator(degree="auto")  # BayNet has no budget to size k by
+    with pytest.raises(InvalidInputError, match="theta"):
+        BayesianNetworkGenerator(degree="auto", epsilon=1.0, theta=0.0)
     with pytest.raises(InvalidInputError, match="epsilon"):
         make_generator("privbayes")
     with pytest.raises(InvalidInputError, match="generator"):

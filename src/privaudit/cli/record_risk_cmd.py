@@ -2,7 +2,10 @@
 model-seeded game (Krčo et al. 2025), for a synthetic-data generator or a classifier.
 
 The YAML (:class:`privaudit.config.RecordRiskFileConfig`) names the data, the target
-(``generator: baynet | privbayes | cart`` or a classifier ``model``), the attack, the
+(``generator: baynet | privbayes | cart`` or a classifier ``model``: a scikit-learn kind,
+or ``kind: torch`` with a recipe, trained ``rounds_per_task`` rounds at a time as one
+batched computation; the built-in ``privaudit.models.torch_nets:mlp`` gets its input and
+output sizes from the data), the attack, the
 numbers of targets, rounds and shadow releases, the seed, ``n_jobs`` and ``cache_dir``
 (an interrupted run resumes from it). Output: a summary (MR(t) and RMSD beside their
 noise floors, the records missed at t = 0.8) and ``output_dir`` (or ``--out``) with
@@ -47,7 +50,13 @@ def build_record_risk(cfg: Any) -> dict[str, Any]:
         target: Any = make_generator(t.generator, **t.params)
         table = discretise(ds, n_bins=cfg.n_bins)
     else:
-        target = build_trainer(t.model, ds.n_classes)
+        model = t.model
+        if model.kind == "torch":
+            from privaudit.models.torch_models import require_torch
+
+            require_torch()  # a clear error (exit 2) before any work when torch is missing
+            model = _fill_mlp_shape(model, ds)
+        target = build_trainer(model, ds.n_classes, config_dir=cfg.config_dir)
         table = None
     attack = make_record_attack(cfg.attack_name(), t.kind, **cfg.attack_params)
     config = RecordRiskConfig(
@@ -62,6 +71,26 @@ def build_record_risk(cfg: Any) -> dict[str, Any]:
         rounds_per_task=cfg.rounds_per_task,
     )
     return {"dataset": ds, "table": table, "target": target, "attack": attack, "config": config}
+
+
+#: The built-in torch MLP factory, whose input and output sizes follow the dataset.
+_MLP_FACTORY = "privaudit.models.torch_nets:mlp"
+
+
+def _fill_mlp_shape(model: Any, ds: Any) -> Any:
+    """The built-in torch MLP's ``n_features`` / ``n_classes`` from the dataset when the
+    config leaves them out; a stated size that differs from the data is an error."""
+    if model.params.get("factory") != _MLP_FACTORY:
+        return model
+    kw = dict(model.params.get("factory_kwargs") or {})
+    for key, value in (("n_features", int(ds.X.shape[1])), ("n_classes", int(ds.n_classes))):
+        if key in kw and kw[key] != value:
+            raise PrivauditError(
+                f"target.model.params.factory_kwargs.{key}: expected {value} (the dataset's), "
+                f"found {kw[key]!r}"
+            )
+        kw[key] = value
+    return model.model_copy(update={"params": {**model.params, "factory_kwargs": kw}})
 
 
 def _fmt(v: Any) -> str:

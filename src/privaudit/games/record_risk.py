@@ -12,7 +12,9 @@ synthetic-data generator (:mod:`privaudit.generators`) or a classifier
    pools, ``D0``, targets: half most vulnerable by distance, half random);
 2. **train many** -- :func:`privaudit.games.train_many.train_many` runs the releases in
    tasks of a few rounds each through the executor and the artifact store (resumable); a
-   release is ``A(D; s)``, re-created from the plan and the round's seed in the worker;
+   release is ``A(D; s)``, re-created from the plan and the round's seed in the worker
+   (a batched torch trainer trains a task's rounds as one stacked computation, each
+   round with its own training set and seed: :func:`batched_trainer`);
 3. **signals** -- the attack's summary of each release (the synthetic table, or the
    classifier's loss and logit-scaled confidence on the targets) and per-target features
    (query counts, distances, losses);
@@ -42,7 +44,7 @@ from numpy.typing import NDArray
 from privaudit._validation import check_positive_int, check_probability, fail
 from privaudit.attacks.record_level import RecordAttack, make_record_attack
 from privaudit.data.dataset import Dataset
-from privaudit.games.record_games import RecordRiskPlan, make_plan
+from privaudit.games.record_games import RecordRiskPlan, RoundSpec, make_plan
 from privaudit.games.record_metrics import (
     THRESHOLDS,
     auc_standard_error,
@@ -62,6 +64,7 @@ __all__ = [
     "GAMES",
     "RecordRiskConfig",
     "RecordRiskResult",
+    "batched_trainer",
     "release",
     "run_record_risk",
 ]
@@ -91,7 +94,9 @@ class RecordRiskConfig:
     replicates : bool
         Also play an independent replicate of each game (the noise floors).
     rounds_per_task : int
-        Rounds per executor task (each task is cached as one entry).
+        Rounds per executor task (each task is cached as one entry). For a batched
+        classifier trainer (a torch MLP) a task's rounds are trained as one batched
+        computation, so larger tasks (e.g. 64) amortise its per-step overhead.
     rho : float
         Confidence ``1 - rho`` of the Hoeffding width.
     """
@@ -221,6 +226,15 @@ def release(target: Any, kind: str, universe: Any, positions: NDArray[np.int64],
     return target.fit(data.X[positions], data.y[positions], seed=int(seed), **kwargs)
 
 
+def batched_trainer(target: Any) -> bool:
+    """Whether a classifier trainer trains many models as one batched computation
+    (``batched`` true and a ``fit_many(X, y, subsets, seeds, *, n_classes)`` method, as
+    :class:`privaudit.models.torch_models.TorchTrainer`): then a task of record-risk
+    rounds is one call of ``fit_many``, each round with its own training set and seed,
+    and equal up to floating-point rounding to :func:`release` of that round alone."""
+    return bool(getattr(target, "batched", False)) and callable(getattr(target, "fit_many", None))
+
+
 def _digest(a: NDArray[Any]) -> int:
     return int.from_bytes(
         hashlib.blake2b(np.ascontiguousarray(a).tobytes(), digest_size=8).digest(), "little"
@@ -264,13 +278,27 @@ class _Worker:
             return self.attack.features(summary, self.targets_data[which])
         return self.attack.features(summary, which)
 
+    def releases(self, specs: list[RoundSpec]) -> list[Any]:
+        """The releases of a task's rounds: one batched computation for a batched
+        classifier trainer (:func:`batched_trainer`), else one :func:`release` each."""
+        if self.kind == "classifier" and len(specs) > 1 and batched_trainer(self.target):
+            data: Dataset = self.universe
+            return list(
+                self.target.fit_many(
+                    data.X,
+                    data.y,
+                    [s.positions for s in specs],
+                    [int(s.seed) for s in specs],
+                    n_classes=data.n_classes,
+                )
+            )
+        return [release(self.target, self.kind, self.universe, s.positions, s.seed) for s in specs]
+
     def __call__(self, task: tuple[tuple[str, int, int, int], ...]) -> dict[str, NDArray[Any]]:
         summaries, digests, members, owners, feats = [], [], [], [], []
-        for key in task:
-            spec = self.plan.round(*key)
-            s = self.summary(
-                release(self.target, self.kind, self.universe, spec.positions, spec.seed)
-            )
+        specs = [self.plan.round(*key) for key in task]
+        for spec, rel in zip(specs, self.releases(specs), strict=True):
+            s = self.summary(rel)
             digests.append(_digest(s))
             members.append(spec.member)
             if self.fitted is None:
@@ -311,12 +339,14 @@ class _Fitter:
 
 
 def _tasks(
-    keys: list[tuple[str, int, int, int]], per_task: int
+    keys: list[tuple[str, int, int, int]], per_task: int, *, by_target: bool = True
 ) -> list[tuple[tuple[str, int, int, int], ...]]:
+    """Consecutive chunks of at most ``per_task`` round keys (one executor task and one
+    cache entry each); with ``by_target`` a chunk holds the OUT rounds of one target only."""
     out: list[tuple[tuple[str, int, int, int], ...]] = []
     cur: list[tuple[str, int, int, int]] = []
     for k in keys:
-        if cur and (len(cur) >= per_task or cur[-1][3] != k[3]):
+        if cur and (len(cur) >= per_task or (by_target and cur[-1][3] != k[3])):
             out.append(tuple(cur))
             cur = []
         cur.append(k)
@@ -358,7 +388,10 @@ def run_record_risk(
         data of a classifier target).
     target : Generator or Trainer
         A synthetic-data generator (:class:`privaudit.generators.Generator`: ``fit`` on
-        codes, ``randomised``) or a classifier trainer (``fit(X, y, *, seed)``).
+        codes, ``randomised``) or a classifier trainer (``fit(X, y, *, seed)``). A
+        trainer with ``batched = True`` and ``fit_many`` (a torch
+        :class:`~privaudit.models.torch_models.TorchTrainer`) trains each task's rounds
+        as one batched computation (:func:`batched_trainer`).
     attack : str or RecordAttack
         ``"tapas-query"`` or ``"dcr"`` for a generator, ``"loss"`` or ``"lira"`` for a
         classifier (:data:`privaudit.attacks.record_level.RECORD_ATTACKS`).
@@ -482,13 +515,21 @@ def run_record_risk(
             (f"model-seeded{suffix}", "ms-in", rep),
         ]
         games += [(f"model-seeded{suffix}", "ms-out", rep)]
-    per_task_k = max(1, min(config.rounds_per_task, 512 // max(1, plan.n_targets)))
+    # a batched classifier trains a whole chunk as one computation: chunks of
+    # rounds_per_task rounds everywhere (OUT chunks may span targets); otherwise rounds
+    # scoring all K targets are chunked so that a task scores at most ~512 (round, target)
+    batched = kind == "classifier" and batched_trainer(target)
+    per_task_k = (
+        config.rounds_per_task
+        if batched
+        else max(1, min(config.rounds_per_task, 512 // max(1, plan.n_targets)))
+    )
     all_tasks: list[tuple[tuple[str, int, int, int], ...]] = []
     spans: list[tuple[str, str, int, int]] = []
     for name, kind_g, rep in games:
         keys = plan.rounds(kind_g, rep)
         per = config.rounds_per_task if kind_g == "ms-out" else per_task_k
-        tasks_g = _tasks(keys, per)
+        tasks_g = _tasks(keys, per, by_target=not batched)
         spans.append((name, kind_g, len(all_tasks), len(all_tasks) + len(tasks_g)))
         all_tasks += tasks_g
     res, created = train_many(

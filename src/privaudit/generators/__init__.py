@@ -17,7 +17,9 @@ from privaudit.generators.base import FittedGenerator, Generator, check_codes, s
 from privaudit.generators.baynet import (
     BayesianNetwork,
     BayesianNetworkGenerator,
+    choose_degree,
     mutual_information_sensitivity,
+    theta_usefulness,
 )
 from privaudit.generators.cart import CartGenerator
 from privaudit.generators.discrete import DiscreteTable, discretise
@@ -32,10 +34,12 @@ __all__ = [
     "Generator",
     "UserGenerator",
     "check_codes",
+    "choose_degree",
     "discretise",
     "make_generator",
     "mutual_information_sensitivity",
     "synthesise",
+    "theta_usefulness",
 ]
 
 #: Built-in generator kinds accepted by :func:`make_generator`.
@@ -43,8 +47,9 @@ GENERATORS: tuple[str, ...] = ("baynet", "privbayes", "cart")
 
 
 def make_generator(kind: str, **params: Any) -> Generator:
-    """A built-in generator by name: ``baynet`` (``degree``), ``privbayes`` (``degree``,
-    ``epsilon``, ``beta``) or ``cart`` (``min_samples_leaf``)."""
+    """A built-in generator by name: ``baynet`` (``degree``), ``privbayes`` (``epsilon``,
+    ``degree`` -- default ``"auto"``, Zhang et al.'s theta-usefulness rule --, ``theta``,
+    ``beta``) or ``cart`` (``min_samples_leaf``)."""
     if kind == "baynet":
         if "epsilon" in params:
             raise fail(
@@ -54,7 +59,7 @@ def make_generator(kind: str, **params: Any) -> Generator:
     if kind == "privbayes":
         if params.get("epsilon") is None:
             raise fail("generator.epsilon", "a positive epsilon for privbayes", None)
-        return BayesianNetworkGenerator(**params)
+        return BayesianNetworkGenerator(**{"degree": "auto", **params})
     if kind == "cart":
         return CartGenerator(**params)
     raise fail("generator", "one of " + ", ".join(GENERATORS), repr(kind))
