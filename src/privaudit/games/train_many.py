@@ -50,6 +50,7 @@ __all__ = [
     "ModelSteps",
     "ModelTask",
     "cached",
+    "fits_many",
     "model_codec",
     "train_many",
     "train_models",
@@ -142,6 +143,13 @@ def model_codec(trainer: Any, label: str = "model") -> Codec[Model]:
     return Codec(
         suffix, _ModelSaver(getattr(trainer, "save_model", None), label), _ModelLoader(trainer_load)
     )
+
+
+def fits_many(trainer: Any) -> bool:
+    """Whether ``trainer`` trains many models as one batched computation: ``batched`` true
+    and a ``fit_many(X, y, subsets, seeds, *, n_classes)`` method (as
+    :class:`privaudit.models.torch_models.TorchTrainer`)."""
+    return bool(getattr(trainer, "batched", False)) and callable(getattr(trainer, "fit_many", None))
 
 
 def cached(

@@ -42,6 +42,7 @@ from privaudit.games.train_many import (
     ModelJob,
     ModelOutputs,
     ModelTask,
+    fits_many,
     model_codec,
     train_models,
 )
@@ -226,19 +227,14 @@ class YeSteps:
     @property
     def batched(self) -> bool:
         """Whether the trainer fits many models as one computation (not students)."""
-        return (
-            bool(getattr(self.trainer, "batched", False))
-            and getattr(self.trainer, "fit_many", None) is not None
-            and self.teacher is None
-        )
+        return fits_many(self.trainer) and self.teacher is None
 
     def fit_many(self, jobs: Sequence[ModelJob]) -> list[Model] | None:
-        many = getattr(self.trainer, "fit_many", None)
-        if many is None or self.teacher is not None:
+        if not self.batched:
             return None
         ds = self.dataset
         return list(
-            many(
+            self.trainer.fit_many(  # type: ignore[attr-defined]
                 ds.X,
                 ds.y,
                 [ds.positions(np.asarray(j.train_ids)) for j in jobs],
