@@ -6,12 +6,14 @@ Run: ``.venv/bin/python benchmarks/bench_lira_augmented.py [--n-pool 1000]
 Carlini et al. 2022 (Sec. VI-A): querying the target and the reference models on
 augmented versions of each record (in eval mode), fitting one Gaussian per view and
 averaging the per-view log likelihood ratios makes LiRA stronger at low FPR. Here: a
-small CNN (``privaudit.models.torch_nets:small_cnn``) trained with random shifts on the
-bundled MNIST subset; a target on a random half of ``n_pool`` audited records and
-``n_reference`` reference CNNs on LiRA's balanced keep layout over the same pool, all
-trained as one batched computation (:func:`privaudit.models.torch_batched.fit_many`).
-LiRA online (fixed variance, the registered attack) is run on the identity view alone
-and on every shift in ``[-max_shift, max_shift]^2`` (:func:`augmented_views`), averaged.
+small CNN (``privaudit.models.torch_nets:small_cnn``) trained with random shifts of up to
+``max_shift`` pixels on the bundled MNIST subset, audited by the experiment engine of
+``privaudit run`` (:func:`privaudit.games.experiment.run_experiment`): a target on a
+random half of ``n_pool`` audited records and ``n_reference`` reference CNNs on LiRA's
+balanced keep layout, trained as one batched computation. The registered
+``lira-online`` attack (fixed variance) runs twice on the same models (the second run
+loads them from the artifact store): with ``augmented_queries: true`` (the views of
+:class:`privaudit.signals.views.QueryViews`: shifts in ``{-s, 0, s}^2``) and without.
 Prints AUC and TPR at 1% and 0.1% FPR of both; ``--json PATH`` writes them.
 """
 
@@ -20,18 +22,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
-from privaudit.attacks import AttackData, run_attack
-from privaudit.data import MNIST_SHAPE, balanced_keep_matrix, load_mnist
+from privaudit.data import MNIST_SHAPE, load_mnist
+from privaudit.games.experiment import ExperimentConfig, run_experiment
 from privaudit.games.metrics import auc, roc_curve, tpr_at_fpr
-from privaudit.models.torch_batched import fit_many
-from privaudit.models.torch_models import TorchRecipe, TorchTrainer, augmented_views
-from privaudit.records import SignalTable
-from privaudit.signals import compute_signal
+from privaudit.models.torch_models import TorchRecipe, TorchTrainer
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -46,12 +44,6 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
 
     data = load_mnist()
-    rng = np.random.default_rng(args.seed)
-    pool = np.sort(rng.permutation(data.n_records)[: args.n_pool])
-    member = np.zeros(pool.size, dtype=bool)
-    member[rng.permutation(pool.size)[: pool.size // 2]] = True
-    ids = data.record_ids[pool]
-    keep = balanced_keep_matrix(ids, args.n_reference, rng)
     recipe = TorchRecipe(
         factory="privaudit.models.torch_nets:small_cnn",
         factory_kwargs={
@@ -64,44 +56,45 @@ def main(argv: list[str] | None = None) -> None:
         epochs=args.epochs,
         batch_size=64,
         augmentation="shift",
-        max_shift=2,
+        max_shift=args.max_shift,
         input_shape=MNIST_SHAPE,
     )
     trainer = TorchTrainer(recipe, n_classes=10)
-    subsets = [pool[member]] + [pool[keep.keep[j]] for j in range(args.n_reference)]
-    seeds = [int(s) for s in rng.integers(0, 2**31, size=len(subsets))]
-    t0 = time.perf_counter()
-    models = fit_many(trainer, data.X, data.y, subsets, seeds, n_classes=10)
-    print(f"trained {len(models)} CNNs in {time.perf_counter() - t0:.1f} s", flush=True)
-    Xp, yp = data.X[pool], data.y[pool]
-    views = augmented_views(Xp, MNIST_SHAPE, max_shift=args.max_shift)
-    per_view = []
-    for _, Xv in views:
-        sig = np.stack([compute_signal("logit_confidence", m.logits(Xv), yp) for m in models])
-        d = AttackData(
-            record_ids=ids,
-            labels=yp,
-            target={"logit_confidence": SignalTable("logit_confidence", ids, ("target",), sig[:1])},
-            reference={
-                "logit_confidence": SignalTable("logit_confidence", ids, keep.model_ids, sig[1:])
-            },
-            reference_membership=keep,
-        )
-        per_view.append(run_attack("lira-online", d, seed=0, variance="fixed").scores)
-    out = {"n_views": len(views), "n_reference": args.n_reference, "n_pool": int(pool.size)}
-    train_acc = float(np.mean(models[0].logits(Xp[member]).argmax(1) == yp[member]))
-    test_acc = float(np.mean(models[0].logits(Xp[~member]).argmax(1) == yp[~member]))
-    print(f"target: train accuracy {train_acc:.3f}, test accuracy {test_acc:.3f}")
-    for name, s in (
-        ("single query", per_view[0]),
-        (f"{len(views)} augmented queries", np.mean(per_view, axis=0)),
-    ):
-        roc = roc_curve(s, member)
-        a, t1, t01 = auc(s, member), tpr_at_fpr(roc, 0.01), tpr_at_fpr(roc, 0.001)
-        key = "single" if name == "single query" else "augmented"
-        out[key] = {"auc": a, "tpr_at_1pct_fpr": t1, "tpr_at_0.1pct_fpr": t01}
-        t01s = "n/a" if t01 is None else f"{t01:.4f}"
-        print(f"LiRA online, {name:>22s}: AUC {a:.4f}  TPR@1%FPR {t1:.4f}  TPR@0.1%FPR {t01s}")
+    out: dict[str, object] = {"n_reference": args.n_reference, "n_pool": args.n_pool}
+    with tempfile.TemporaryDirectory() as store:
+        for key, augmented in (("augmented", True), ("single", False)):
+            cfg = ExperimentConfig(
+                attacks=("lira-online",),
+                n_target_pool=args.n_pool,
+                n_population=100,
+                n_reference=args.n_reference,
+                seed=args.seed,
+                attack_params={
+                    "lira-online": {"variance": "fixed", "augmented_queries": augmented}
+                },
+            )
+            t0 = time.perf_counter()
+            res = run_experiment(data, trainer, cfg, store=store, progress=False)
+            print(
+                f"{'trained' if augmented else 'loaded'} {args.n_reference + 1} CNNs and ran "
+                f"LiRA in {time.perf_counter() - t0:.1f} s",
+                flush=True,
+            )
+            s = res.scores["lira-online"]
+            roc = roc_curve(s.scores, res.membership)
+            a = auc(s.scores, res.membership)
+            t1, t01 = tpr_at_fpr(roc, 0.01), tpr_at_fpr(roc, 0.001)
+            n_views = int(s.params["n_views"])
+            out[key] = {"auc": a, "tpr_at_1pct_fpr": t1, "tpr_at_0.1pct_fpr": t01}
+            if augmented:
+                out["n_views"] = n_views
+                print(
+                    f"target: train accuracy {res.train_accuracy:.3f}, "
+                    f"test accuracy {res.test_accuracy:.3f}"
+                )
+            name = f"{n_views} augmented queries" if augmented else "single query"
+            t1s, t01s = ("n/a" if t is None else f"{t:.4f}" for t in (t1, t01))
+            print(f"LiRA online, {name:>22s}: AUC {a:.4f}  TPR@1%FPR {t1s}  TPR@0.1%FPR {t01s}")
     if args.json is not None:
         args.json.write_text(json.dumps(out, indent=2))
 

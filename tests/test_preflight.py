@@ -355,3 +355,42 @@ def test_dry_run_checks_distillation_logits_settings_on_soft_label_students(
     _, exp, _ = _prepared(bad)
     with pytest.raises(ConfigError, match=r"attack_params\.distillation-logits.*smoothing"):
         dry_run_attacks(exp, 10)
+
+
+def test_augmented_queries_need_an_augmented_image_model(tmp_path: Path) -> None:
+    # LiRA's augmented queries: refused before training for a model without image
+    # augmentation, and for records that are not images of the recipe's shape
+    lira = {"lira-online": {"variance": "fixed", "augmented_queries": True}}
+    cfg = _cfg(tmp_path, attacks=["lira-online"], models={"n_reference": 4}, attack_params=lira)
+    with pytest.raises(ConfigError, match=r"attack_params\.lira-online\.augmented_queries"):
+        pipeline.run_audit(cfg, progress=False)
+    assert list(tmp_path.iterdir()) == []
+    pytest.importorskip("torch")
+    from privaudit.preflight import check_query_views
+
+    recipe = {"factory": "privaudit.models.torch_nets:mlp", "epochs": 1}
+    for params, match in (
+        (recipe, "without one"),
+        ({**recipe, "augmentation": "shift", "input_shape": [1, 4, 4]}, "16 features"),
+    ):
+        cfg = _cfg(
+            tmp_path,
+            model={"kind": "torch", "params": params},
+            attacks=["lira-online"],
+            models={"n_reference": 4},
+            attack_params=lira,
+        )
+        data, exp, trainer = _prepared(cfg)
+        with pytest.raises(ConfigError, match=match):
+            check_query_views(exp, data, trainer)
+    good = {**recipe, "augmentation": "flip-shift", "input_shape": [1, 8, 8], "max_shift": 1}
+    cfg = _cfg(
+        tmp_path,
+        model={"kind": "torch", "params": good},
+        attacks=["lira-online", "lira-offline"],
+        models={"n_reference": 4},
+        attack_params={**lira, "lira-offline": {"augmented_queries": True}},
+    )
+    data, exp, trainer = _prepared(cfg)
+    check_query_views(exp, data, trainer)
+    dry_run_attacks(exp, 10)  # the dry run queries views of its own 2 x 2 "images"

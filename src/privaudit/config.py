@@ -351,6 +351,13 @@ class TargetConfig(_Strict):
         default=None,
         description="File of population ids (default: every record not audited).",
     )
+    population_table: Path | None = Field(
+        default=None,
+        description="A table of population records (CSV or Parquet with the dataset table's "
+        "columns, encoded as it is; ids disjoint from the dataset's): the attacker's data "
+        "for reference / shadow / distilled models and calibration, instead of the "
+        "dataset's records outside the audited set.",
+    )
     references: Literal["pool", "population"] = Field(
         default="pool",
         description="Where reference models train: the audited pool (balanced keep layout, "
@@ -373,12 +380,24 @@ class TargetConfig(_Strict):
             raise ValueError("expected both 'members' and 'non_members'")
         if self.kind != "torch" and (self.factory or self.factory_kwargs):
             raise ValueError("'factory' and 'factory_kwargs' apply to kind 'torch' only")
+        if self.population is not None and self.population_table is not None:
+            raise ValueError(
+                "expected either 'population' (ids in the dataset) or 'population_table' "
+                "(a table of its own), not both"
+            )
         return self
 
     def describe(self) -> dict[str, Any]:
         """JSON-able description for ``results.json``."""
         out: dict[str, Any] = {"kind": self.kind, "path": str(self.path)}
-        for k in ("members", "non_members", "member_column", "population", "factory"):
+        for k in (
+            "members",
+            "non_members",
+            "member_column",
+            "population",
+            "population_table",
+            "factory",
+        ):
             v = getattr(self, k)
             if v is not None:
                 out[k] = str(v)
@@ -574,6 +593,11 @@ class AuditConfig(_Strict):
             )
         if t.member_column is not None and self.dataset.path is None:
             raise ValueError("target.member_column: needs a dataset table ('dataset.path')")
+        if t.population_table is not None and self.dataset.path is None:
+            raise ValueError(
+                "target.population_table: needs a dataset table ('dataset.path'; its columns "
+                "and encoding are the population table's)"
+            )
         if t.kind == "torch" and self.model.kind != "torch" and not t.factory:
             raise ValueError("target.factory: expected a factory for a torch target")
         if t.references == "population":
@@ -779,7 +803,7 @@ def load_config(path: str | Path) -> AuditConfig:
     if cfg.target is not None:
         t_up = {
             k: base / v
-            for k in ("path", "members", "non_members", "population")
+            for k in ("path", "members", "non_members", "population", "population_table")
             if isinstance(v := getattr(cfg.target, k), Path) and not v.is_absolute()
         }
         if t_up:

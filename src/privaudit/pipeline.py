@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from privaudit._validation import fail
 from privaudit.audit.attack_bounds import SAMPLING_NOTE, attack_one_run_bounds
@@ -46,7 +47,15 @@ from privaudit.config import (
     config_from_dict,
     torch_recipe,
 )
-from privaudit.data import Dataset, load_adult, load_digits, load_table, table_from_frame
+from privaudit.data import (
+    Dataset,
+    append_records,
+    encode_like,
+    load_adult,
+    load_digits,
+    load_table,
+    table_from_frame,
+)
 from privaudit.data.mnist import load_mnist
 from privaudit.data.tables import read_frame
 from privaudit.errors import InvalidInputError, PrivauditWarning
@@ -248,6 +257,10 @@ def load_dataset_and_target(config: AuditConfig) -> tuple[Dataset, ProvidedTarge
     population = None
     if t.population is not None:
         population = match_ids(read_id_file(t.population, "target.population"), dataset.record_ids)
+    if t.population_table is not None:
+        dataset, population = _with_population_table(
+            dataset, t.population_table, t.member_column, np.concatenate([members, non_members])
+        )
     for what, ids in (("members", members), ("non_members", non_members), ("population", population)):
         if ids is not None:
             try:
@@ -271,8 +284,14 @@ def load_dataset_and_target(config: AuditConfig) -> tuple[Dataset, ProvidedTarge
         trusted_types=t.trusted_types,
         precomputed_n_classes=t.n_classes,
     )
-    if population is None and config.sizes.n_population is not None:
-        rest = dataset.record_ids[~np.isin(dataset.record_ids, np.concatenate([members, non_members]))]
+    if config.sizes.n_population is not None and (
+        population is None or (t.population_table is not None and population.size > config.sizes.n_population)
+    ):
+        rest = (
+            population
+            if population is not None
+            else dataset.record_ids[~np.isin(dataset.record_ids, np.concatenate([members, non_members]))]
+        )
         k = min(config.sizes.n_population, rest.size)
         rng = derive_rng(config.seed, purpose="provided-population")
         population = rest[np.sort(rng.choice(rest.size, size=k, replace=False))]
@@ -287,6 +306,38 @@ def load_dataset_and_target(config: AuditConfig) -> tuple[Dataset, ProvidedTarge
         description=t.describe(),
     )
     return dataset, provided
+
+
+def _with_population_table(
+    dataset: Dataset, path: Path, member_column: str | None, audited: NDArray[Any]
+) -> tuple[Dataset, NDArray[Any]]:
+    """The dataset with the records of ``target.population_table`` appended (encoded as the
+    dataset table was, :func:`privaudit.data.tables.encode_like`), and their ids."""
+    try:
+        frame = read_frame(path)
+        pop = encode_like(
+            frame,
+            dataset,
+            name="population",
+            drop=[member_column] if member_column else [],
+            source=f"file {Path(path).name}",
+        )
+    except InvalidInputError as exc:
+        text = str(exc).removeprefix("path: ")
+        raise InvalidInputError(f"target.population_table: {text}") from None
+    clash = np.intersect1d(pop.record_ids, audited)
+    if clash.size:
+        raise InvalidInputError(
+            f"target.population_table: expected ids outside the audited set (members and "
+            f"non-members), found {clash.size} audited, e.g. {clash[:5].tolist()}"
+        )
+    try:
+        merged = append_records(dataset, pop)
+    except InvalidInputError as exc:
+        raise InvalidInputError(
+            f"target.population_table: {exc} (population records must be new records)"
+        ) from None
+    return merged, pop.record_ids
 
 
 def _sizes(config: AuditConfig, n_records: int) -> tuple[int, int]:

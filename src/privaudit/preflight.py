@@ -59,6 +59,7 @@ __all__ = [
     "check_memory",
     "check_model",
     "check_paths",
+    "check_query_views",
     "check_sizes",
     "dry_run_attacks",
     "preflight",
@@ -100,6 +101,7 @@ def preflight(
     check_memory(experiment, trials=_trials(config))
     check_attack_params(experiment)
     check_model(config, dataset, trainer)
+    check_query_views(experiment, dataset, trainer)
     dry_run_attacks(experiment, dataset.n_classes)
     found = _warnings(config, experiment)
     for w in found:
@@ -367,6 +369,32 @@ def check_attack_params(exp: ExperimentConfig) -> None:
             )
 
 
+def check_query_views(exp: ExperimentConfig, dataset: Dataset, trainer: Any) -> None:
+    """``augmented_queries`` (LiRA) needs image models trained with an augmentation, and
+    records that are images of the recipe's ``input_shape``."""
+    from privaudit.games.query_views import augmented_query_attacks
+    from privaudit.signals.views import query_views_of
+
+    asking = [a for a in augmented_query_attacks(exp.attack_params) if a in exp.attacks]
+    if not asking:
+        return
+    field = f"attack_params.{asking[0]}.augmented_queries"
+    views = query_views_of(trainer)
+    if views is None:
+        raise ConfigError(
+            f"{field}: expected a model whose training augmentation the queries can mirror "
+            f"(model kind torch with input_shape and augmentation shift, flip or "
+            f"flip-shift), found model kind {getattr(trainer, 'name', type(trainer).__name__)!r} "
+            "without one; drop augmented_queries or train with an augmentation"
+        )
+    width = int(np.prod(views.input_shape))
+    if dataset.n_features != width:
+        raise ConfigError(
+            f"{field}: expected records that are images of shape {list(views.input_shape)} "
+            f"({width} features, model.params.input_shape), found {dataset.n_features} features"
+        )
+
+
 class _DryModel:
     """Logits of a Gaussian class-means classifier (the dry run's trivial model)."""
 
@@ -394,6 +422,10 @@ class _DryTrainer:
 
     def accepts_sample_weight(self) -> bool:
         return True
+
+    def query_augmentation(self) -> dict[str, Any]:
+        """Views of the 4 dry features as a 2 x 2 image (LiRA's augmented queries)."""
+        return {"input_shape": (1, 2, 2), "shift": 1, "flip": True}
 
     def fit(
         self,

@@ -300,19 +300,26 @@ def _null_frame(gamma: float = 1.0, n: int = 1500, seed: int = 0) -> pd.DataFram
     )
 
 
-def test_null_data_hist_gb_reports_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """`privaudit zero-run --estimators hist-gb` on a 0-DP score under strong shift: 0."""
+def test_null_data_reports_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`privaudit zero-run` (default estimators) on a 0-DP score under strong shift: 0."""
     path = tmp_path / "null.csv"
     _null_frame().to_csv(path, index=False)
-    argv = ["zero-run", str(path), "--estimators", "hist-gb", "--exclude", "oracle"]
-    assert main([*argv, "--seed", "0", "--json"]) == 0
+    argv = ["zero-run", str(path), "--exclude", "oracle", "--seed", "0", "--json"]
+    assert main(argv) == 0
     d = json.loads(capsys.readouterr().out)
+    assert d["headline"]["rule"] == "max" and d["headline"]["beta_per_estimator"] == 0.025
     assert d["headline"]["epsilon_lower_bound"] == 0.0
     assert d["headline"]["mu_lower_bound"] == 0.0
-    (e,) = d["estimators"]
-    assert e["pointwise"]["extra"]["margin_z"] == 2.0
+    by = {e["name"]: e for e in d["estimators"]}
+    assert set(by) == {"logistic", "hist-gb"}
+    for e in by.values():
+        assert e["pointwise"]["epsilon_lower_bound"] == 0.0
+        assert e["pointwise"]["mu_lower_bound"] == 0.0
+    assert by["hist-gb"]["pointwise"]["extra"]["margin_z"] == 2.0
+    assert by["logistic"]["pointwise"]["extra"]["correction"] == "split"
     # the paper's plug-in correction (no margin) is what the issue measured as invalid
-    assert main([*argv, "--seed", "0", "--json", "--margin-z", "0"]) == 0
+    plug_argv = [*argv, "--estimators", "hist-gb", "--margin-z", "0"]
+    assert main(plug_argv) == 0
     plug = json.loads(capsys.readouterr().out)
     assert plug["estimators"][0]["pointwise"]["epsilon_lower_bound"] > 0.0
 

@@ -87,3 +87,51 @@ def test_mnist_example_runs_every_attack(tmp_path: Path) -> None:
     )
     rep = run_audit(cfg, progress=False)
     assert [a["name"] for a in rep.results["attacks"]] == list(cfg.attack_names())
+    # LiRA's augmented queries: shifts in {-2, 0, 2}^2 of the recipe's max_shift
+    for a in rep.results["attacks"]:
+        if a["name"].startswith("lira"):
+            assert a["params"]["n_views"] == 9, a["name"]
+    assert "9 query views" in (tmp_path / "rep" / "report.html").read_text()
+
+
+def test_lira_augmented_queries_through_privaudit_run(tmp_path: Path) -> None:
+    # a tiny torch MLP on 8 x 8 digits trained with 1-pixel shifts: LiRA queries 9 views
+    pytest.importorskip("torch")
+    import json
+
+    import yaml
+
+    from privaudit.cli import main
+
+    cfg = {
+        "dataset": "digits",
+        "model": {
+            "kind": "torch",
+            "params": {
+                "factory": "privaudit.models.torch_nets:mlp",
+                "factory_kwargs": {"n_features": 64, "n_classes": 10, "hidden": 32},
+                "epochs": 2,
+                "batch_size": 32,
+                "augmentation": "shift",
+                "max_shift": 1,
+                "input_shape": [1, 8, 8],
+                "device": "cpu",
+            },
+        },
+        "attacks": ["lira-online", "lira-offline"],
+        "attack_params": {
+            "lira-online": {"variance": "fixed", "augmented_queries": True},
+            "lira-offline": {"variance": "fixed", "augmented_queries": True},
+        },
+        "sizes": {"n_target_pool": 120, "n_population": 160},
+        "models": {"n_reference": 4},
+        "alpha": 0.1,
+        "n_jobs": 1,
+    }
+    p = tmp_path / "audit.yaml"
+    p.write_text(yaml.safe_dump(cfg))
+    assert main(["run", str(p), "--no-progress", "--out", str(tmp_path / "rep")]) == 0
+    res = json.loads((tmp_path / "rep" / "results.json").read_text())
+    for a in res["attacks"]:
+        assert a["params"]["n_views"] == 9 and a["params"]["view_names"][0] == "identity"
+    assert "9 query views" in (tmp_path / "rep" / "report.html").read_text()

@@ -132,8 +132,9 @@ def test_augmented_training_runs_on_images() -> None:
     np.testing.assert_array_equal(m1.logits(X), m2.logits(X))
 
 
+@pytest.mark.parametrize("kernel", ["mlp", "vmap"])
 @pytest.mark.parametrize("opt", ["adam", "sgd", "adamw"])
-def test_batched_training_equals_one_by_one(opt: str) -> None:
+def test_batched_training_equals_one_by_one(opt: str, kernel: str) -> None:
     pytest.importorskip("torch")
     from privaudit.models.torch_batched import fit_many
 
@@ -143,13 +144,73 @@ def test_batched_training_equals_one_by_one(opt: str) -> None:
     )
     tr = TorchTrainer(rec, n_classes=3)
     rng = np.random.default_rng(2)
+    # unequal sizes: partial batches and models that stop early (masked updates)
     subsets = [np.sort(rng.choice(200, size=n, replace=False)) for n in (90, 100, 77)]
     seeds = [4, 5, 6]
-    batched = fit_many(tr, X, y, subsets, seeds, n_classes=3)
+    batched = fit_many(tr, X, y, subsets, seeds, n_classes=3, kernel=kernel)
     for s, sd, m in zip(subsets, seeds, batched, strict=True):
         one = tr.fit(X[s], y[s], seed=sd, n_classes=3)
         np.testing.assert_allclose(m.logits(X), one.logits(X), atol=1e-5)
         assert m.fit_info["batched"] is True
+
+
+@pytest.mark.parametrize("sizes", [(64, 64), (64, 50)])
+def test_batched_mlp_kernel_on_deeper_networks(sizes: tuple[int, int]) -> None:
+    # two hidden layers, equal sizes (the fused optimizer path) and unequal ones
+    pytest.importorskip("torch")
+    from privaudit.models.torch_batched import fit_many, mlp_layers
+
+    X, y = _data(120, seed=3)
+    rec = _recipe(
+        factory="privaudit.models.torch_nets:mlp",
+        factory_kwargs={"n_features": 4, "n_classes": 3, "hidden": [8, 6]},
+        optimizer="adam",
+        device="cpu",
+    )
+    tr = TorchTrainer(rec, n_classes=3)
+    assert mlp_layers(rec.build(0)) == [(f"{i}.weight", f"{i}.bias") for i in (0, 2, 4)]
+    subsets = [np.arange(sizes[0]), np.arange(120 - sizes[1], 120)]
+    fast = fit_many(tr, X, y, subsets, [7, 8], n_classes=3, kernel="mlp")
+    for s, sd, m in zip(subsets, [7, 8], fast, strict=True):
+        one = tr.fit(X[s], y[s], seed=sd, n_classes=3)
+        np.testing.assert_allclose(m.logits(X), one.logits(X), atol=1e-5)
+
+
+def test_batched_mlp_kernel_splits_models_over_threads() -> None:
+    # with 2 torch threads the models are split between 2 Python threads (one torch
+    # thread each): the same models as all trained together on one thread
+    torch = pytest.importorskip("torch")
+    from privaudit.models.torch_batched import fit_many
+
+    X, y = _data(150, seed=4)
+    tr = TorchTrainer(_recipe(optimizer="adam", device="cpu"), n_classes=3)
+    subsets = [np.arange(k, k + 100) for k in range(0, 50, 10)]
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = fit_many(tr, X, y, subsets, list(range(5)), n_classes=3)
+        torch.set_num_threads(2)
+        two = fit_many(tr, X, y, subsets, list(range(5)), n_classes=3)
+        assert torch.get_num_threads() == 2  # restored
+    finally:
+        torch.set_num_threads(before)
+    for a, b in zip(one, two, strict=True):
+        np.testing.assert_allclose(a.logits(X), b.logits(X), atol=1e-6)
+
+
+def test_batched_mlp_kernel_only_for_plain_mlps() -> None:
+    pytest.importorskip("torch")
+    from privaudit.models.torch_batched import fit_many, mlp_layers
+
+    X, y = _data(60)
+    rec = _recipe(factory=FACTORY.replace(":mlp", ":tanh_mlp"), epochs=2, device="cpu")
+    tr = TorchTrainer(rec, n_classes=3)
+    assert mlp_layers(rec.build(0)) is None
+    with pytest.raises(InvalidInputError, match="kernel"):
+        fit_many(tr, X, y, [np.arange(30), np.arange(30, 60)], [1, 2], kernel="mlp")
+    auto = fit_many(tr, X, y, [np.arange(30), np.arange(30, 60)], [1, 2], n_classes=3)
+    one = tr.fit(X[30:], y[30:], seed=2, n_classes=3)
+    np.testing.assert_allclose(auto[1].logits(X), one.logits(X), atol=1e-5)
 
 
 def test_batched_training_falls_back_for_modules_with_buffers() -> None:
@@ -192,17 +253,6 @@ def test_experiment_trains_torch_references_batched_and_caches_them(tmp_path: Pa
     np.testing.assert_array_equal(
         again.scores["lira-online"].scores, runs[0].scores["lira-online"].scores
     )
-
-
-def test_augmented_views_start_with_the_identity() -> None:
-    from privaudit.models.torch_models import augmented_views
-
-    X = np.arange(2 * 16, dtype=np.float64).reshape(2, 16)
-    views = augmented_views(X, (1, 4, 4), max_shift=1, flip=True)
-    assert len(views) == 18 and views[0][0] == "shift(0,0)"
-    np.testing.assert_array_equal(views[0][1], X)
-    flipped = dict(views)["flip,shift(0,0)"].reshape(2, 4, 4)
-    np.testing.assert_array_equal(flipped, X.reshape(2, 4, 4)[..., ::-1])
 
 
 def test_dp_recipe_is_validated() -> None:

@@ -22,3 +22,9 @@ def bn_mlp(n_features: int = 4, n_classes: int = 3) -> Any:
     return nn.Sequential(
         nn.Linear(n_features, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, n_classes)
     )
+
+
+def tanh_mlp(n_features: int = 4, n_classes: int = 3) -> Any:
+    from torch import nn
+
+    return nn.Sequential(nn.Linear(n_features, 8), nn.Tanh(), nn.Linear(8, n_classes))

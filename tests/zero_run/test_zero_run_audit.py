@@ -26,10 +26,11 @@ def _shifted(m: int, gamma: float, seed: int = 0):  # type: ignore[no-untyped-de
     return member, scores, features, oracle
 
 
-def test_given_propensities_headline_is_the_most_conservative_pointwise_bound() -> None:
+def test_given_propensities_headline_rules() -> None:
     member, scores, _, oracle = _shifted(1500, 0.5)
     flat = np.full(member.size, 0.5)
-    res = zero_run_audit(scores, member, propensity={"oracle": oracle, "flat": flat}, seed=3)
+    given = {"oracle": oracle, "flat": flat}
+    res = zero_run_audit(scores, member, propensity=given, seed=3, headline_rule="min")
     by_name = {e["name"]: e for e in res.estimators}
     assert set(by_name) == {"oracle", "flat"}
     # The same numbers as the building block, with the audit's own tampering uniforms.
@@ -45,12 +46,35 @@ def test_given_propensities_headline_is_the_most_conservative_pointwise_bound() 
     assert any("[flat] falsification test rejected" in w for w in res.warnings)
     oracle_tests = {f["challenger"]: f for f in by_name["oracle"]["falsification"]}
     assert not oracle_tests["oracle"]["rejected"]
-    # The headline takes the smaller pointwise bound (the oracle's, here).
+    # Rule "min": the smaller pointwise bound (the oracle's, here), each at beta.
     mus = {n: e["pointwise"]["mu_lower_bound"] for n, e in by_name.items()}
     assert res.headline["mu_lower_bound"] == min(mus.values())
     assert res.headline["estimator"] == min(mus, key=mus.__getitem__)
     assert res.headline["basis"] == "point estimate"
     assert res.uncorrected["mu_lower_bound"] > res.headline["mu_lower_bound"]
+
+    # Rule "max" (default): every estimator at beta / 2, the falsified flat one left out,
+    # so the headline is the oracle's bound at beta / 2 although flat's is larger.
+    mx = zero_run_audit(scores, member, propensity=given, seed=3)
+    half = zero_run_bounds(scores, member, oracle, uniforms=u, beta=0.025)["pointwise"]
+    mx_by = {e["name"]: e for e in mx.estimators}
+    assert mx_by["oracle"]["pointwise"]["mu_lower_bound"] == half.mu_lower_bound
+    assert half.mu_lower_bound < direct["pointwise"].mu_lower_bound
+    assert mx.headline["rule"] == "max" and mx.headline["beta_per_estimator"] == 0.025
+    assert mx.headline["falsified_estimators"] == ["flat"]
+    assert mx.headline["estimator"] == "oracle"
+    assert mx.headline["mu_lower_bound"] == half.mu_lower_bound
+    assert mx.headline["epsilon_lower_bound"] == half.epsilon_lower_bound
+    assert mx_by["flat"]["pointwise"]["mu_lower_bound"] > mx.headline["mu_lower_bound"]
+    # the uncorrected comparison stays at beta
+    assert mx.uncorrected["mu_lower_bound"] == res.uncorrected["mu_lower_bound"]
+    # Without the falsified estimator, the maximum is over the admitted ones.
+    two = zero_run_audit(
+        scores, member, propensity={"oracle": oracle, "oracle2": oracle.copy()}, seed=3
+    )
+    assert two.headline["mu_lower_bound"] == half.mu_lower_bound
+    with pytest.raises(InvalidInputError, match="headline_rule"):
+        zero_run_audit(scores, member, propensity=given, headline_rule="mean")
 
 
 def test_estimated_audit_is_reproducible_and_round_trips(tmp_path: Path) -> None:

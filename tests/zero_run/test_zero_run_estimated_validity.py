@@ -17,7 +17,11 @@ import numpy as np
 import pytest
 
 from privaudit.audit.zero_run import propensity as propensity_module
-from privaudit.audit.zero_run.null_check import gaussian_power_replicate, null_replicate
+from privaudit.audit.zero_run.null_check import (
+    gaussian_power_replicate,
+    null_headline_replicate,
+    null_replicate,
+)
 from privaudit.audit.zero_run.propensity import cross_fit_propensity_pair, logit_standard_error
 from privaudit.audit.zero_run.tampering import conservative_propensity, eps_ds
 from privaudit.errors import InvalidInputError
@@ -97,19 +101,34 @@ def test_null_hist_gb_plugin_fails_and_margin_holds() -> None:
     assert all(r["eps_z2"] == 0.0 and r["mu_z2"] == 0.0 for r in rows)
 
 
+def test_null_headline_is_the_max_at_beta_over_j() -> None:
+    """The headline null replicate: every estimator at beta / J, the largest bound."""
+    ests = ("logistic-sigmoid", "linear-svm")
+    row = null_headline_replicate(5, 2.0, estimators=ests, margin_zs=(0.0, 2.0))
+    for z in ("z0", "z2"):
+        for kind in ("eps", "mu"):
+            parts = [row[f"{e}:{kind}_{z}"] for e in ests]
+            assert row[f"{kind}_{z}"] == max(parts)
+    one = null_replicate(5, "linear-svm", 2.0, margin_zs=(0.0,), beta=BETA / 2)
+    assert row["linear-svm:eps_z0"] == one["eps_z0"]
+
+
 def _cell(args: tuple[str, float, int]) -> dict[str, Any]:
     est, gamma, seed = args
     return null_replicate(seed, est, gamma)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("estimator", ["logistic-sigmoid", "hist-gb"])
+@pytest.mark.parametrize(
+    "estimator", ["logistic", "logistic-sigmoid", "logistic-isotonic", "linear-svm"]
+)
 def test_null_violation_rate_within_beta(estimator: str) -> None:
     """300 null replicates (150 at shift 1, 150 at shift 2, 1,500 per class), 2 processes.
 
     The violation rate of the eps and of the mu bound must be at most beta + 2 SE. The
-    other four estimator families are run by benchmarks/bench_zero_run_null.py (too
-    slow for CI); docs/zero_run_validity.md reports the figures.
+    cheap (linear) families run here; hist-gb and extra-trees (tens of seconds per
+    replicate) are run to 300 replicates by benchmarks/bench_zero_run_null.py with the
+    same seeds and function; docs/zero_run_validity.md reports every figure.
     """
     items = [(estimator, g, s) for g in (1.0, 2.0) for s in range(150)]
     with ProcessPoolExecutor(max_workers=2) as pool:
@@ -123,11 +142,16 @@ def test_null_violation_rate_within_beta(estimator: str) -> None:
 
 @pytest.mark.slow
 def test_power_gaussian_mu1_shift_03() -> None:
-    """The margin costs power; the mean pointwise mu (truth 1) must stay informative."""
-    rows = [gaussian_power_replicate(s, "logistic-sigmoid", margin_zs=(2.0,)) for s in range(8)]
+    """Power kept: the split rule (logistic) stays near the oracle's mean pointwise mu.
+
+    50 replicates measured 0.193 (logistic, split), 0.218 (oracle); here 8 replicates.
+    """
+    rows = [gaussian_power_replicate(s, "logistic", margin_zs=(2.0,)) for s in range(8)]
+    oracle = [gaussian_power_replicate(s, "oracle", margin_zs=(2.0,)) for s in range(8)]
     mus = np.array([r["mu_z2"] for r in rows])
+    best = np.array([r["mu_z2"] for r in oracle])
     assert np.all(mus <= 1.0)
-    assert mus.mean() > 0.05
+    assert mus.mean() >= 0.75 * best.mean() and mus.mean() > 0.12
 
 
 def test_random_forest_is_refused_for_the_pointwise_bound() -> None:
@@ -151,7 +175,8 @@ def test_random_forest_is_refused_for_the_pointwise_bound() -> None:
         rf["pointwise"]["mu_lower_bound"] == 0.0 and rf["pointwise"]["epsilon_lower_bound"] == 0.0
     )
     assert res.headline["estimator"] == "logistic-sigmoid"
-    assert res.headline["epsilon_lower_bound"] > 0  # the refused zero is not in the minimum
+    assert res.headline["epsilon_lower_bound"] > 0  # the refused zero is not the headline
+    assert res.headline["beta_per_estimator"] == BETA  # J counts admitted estimators only
     assert res.headline["refused_estimators"] == ["random-forest"]
     assert any("refused" in w for w in res.warnings)
     only = zero_run_audit(scores, member, features=feats, estimators=("random-forest",))

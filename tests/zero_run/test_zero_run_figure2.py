@@ -314,3 +314,24 @@ def test_helpers_reject_bad_input() -> None:
         summarize_shift_experiment([nan_row], MU)
     with pytest.raises(InvalidInputError, match="summary"):
         figure2_checks([], MU)
+
+
+def test_estimated_uses_the_audits_margin_and_plugin_is_a_labelled_comparison() -> None:
+    """"estimated" is the audit's correction (paired fit + margin); the plug-in is separate."""
+    kw: dict[str, Any] = {"m": 600, "n_seeds": 1, "seed": 5}
+    props = ("estimated", "estimated-plugin")
+    rows = gaussian_shift_experiment([0.5], propensities=props, **kw)
+    pw = {r["propensity"]: r for r in rows if r["correction"] == "pointwise"}
+    assert set(pw) == set(props)
+    # the margin pushes |logit| up, so less is retained than with the plug-in
+    assert pw["estimated"]["retention_mean"] < pw["estimated-plugin"]["retention_mean"]
+    no_margin = gaussian_shift_experiment([0.5], propensities=("estimated",), margin_z=0.0, **kw)
+    pw0 = next(r for r in no_margin if r["correction"] == "pointwise")
+    assert pw0["retention_mean"] > pw["estimated"]["retention_mean"]
+    # the plug-in rows are not part of the validity claim
+    summary = summarize_shift_experiment(rows, MU)
+    checks = {c["name"]: c for c in figure2_checks(summary, MU)}
+    # one level x one claimed propensity x (global, pointwise) = 2 tested cells
+    assert "0.01/2 per cell" in checks["corrected-valid"]["description"]
+    with pytest.raises(InvalidInputError, match="margin_z"):
+        gaussian_shift_experiment([0.5], propensities=("estimated",), margin_z=-1.0, **kw)

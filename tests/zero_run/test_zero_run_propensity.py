@@ -12,6 +12,7 @@ from sklearn.calibration import CalibratedClassifierCV
 from sklearn.decomposition import PCA
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold
+from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
 from privaudit.audit.zero_run import propensity as prop
@@ -175,17 +176,23 @@ def test_model_structure() -> None:
     fm = prepare_features(np.zeros((10, 3)))
     for name in ESTIMATORS:
         m = make_propensity_model(name, fm, n_inner=4, pca_components=2, seed=3)
-        assert isinstance(m, CalibratedClassifierCV)
-        assert m.ensemble is True
-        assert m.method == ("isotonic" if name == "logistic-isotonic" else "sigmoid")
-        assert isinstance(m.cv, StratifiedKFold) and m.cv.n_splits == 4
-        steps = dict(m.estimator.steps)
+        if name == "logistic":  # the uncalibrated MLE: the pipeline itself
+            assert isinstance(m, Pipeline)
+            assert m.steps[-1][1].get_params()["C"] == 100.0
+            pipe, plain = m, make_propensity_model(name, fm)
+        else:
+            assert isinstance(m, CalibratedClassifierCV)
+            assert m.ensemble is True
+            assert m.method == ("isotonic" if name == "logistic-isotonic" else "sigmoid")
+            assert isinstance(m.cv, StratifiedKFold) and m.cv.n_splits == 4
+            pipe, plain = m.estimator, make_propensity_model(name, fm).estimator
+        steps = dict(pipe.steps)
         assert isinstance(steps["pca"], PCA) and steps["pca"].n_components == 2
-        linear = name in ("logistic-sigmoid", "logistic-isotonic", "linear-svm")
+        linear = name in ("logistic-sigmoid", "logistic-isotonic", "linear-svm", "logistic")
         # with PCA: raw features into the PCA, standardised components for linear models
         assert steps["preprocess"].transformers[0][1] == "passthrough"
         assert isinstance(steps.get("scale"), StandardScaler) == linear
-        no_pca = dict(make_propensity_model(name, fm).estimator.steps)
+        no_pca = dict(plain.steps)
         assert "pca" not in no_pca and "scale" not in no_pca
         assert isinstance(no_pca["preprocess"].transformers[0][1], StandardScaler) == linear
         params = steps["classifier"].get_params()

@@ -320,6 +320,13 @@ class AttackData:
         Which leave-one-out model serves each population record (the models trained on
         ``D``: population records are non-members). Required with
         ``leave_one_out_population``.
+    views : dict[str, AttackData], optional
+        LiRA's augmented queries (Carlini et al. 2022, Sec. VI-A): per non-identity view
+        of the audited records (:mod:`privaudit.signals.views`; name -> data), the same
+        models queried on the augmented records: an :class:`AttackData` with the same
+        ``record_ids``, ``labels``, model ids and memberships, whose tables hold the
+        signals on that view (this object is the identity view). Read by the LiRA
+        attacks with ``augmented_queries=True``.
 
     Raises
     ------
@@ -358,6 +365,7 @@ class AttackData:
     outside_reference: Mapping[str, SignalTable] | None = None
     outside_reference_population: Mapping[str, SignalTable] | None = None
     outside_reference_population_membership: MembershipMatrix | None = None
+    views: Mapping[str, AttackData] | None = None
 
     def __post_init__(self) -> None:
         # Ids: reuse the records' normalisation (unique, int64 or str, frozen).
@@ -513,6 +521,42 @@ class AttackData:
                 lpop,
             ),
         )
+
+        self._check_views()
+
+    def _check_views(self) -> None:
+        """Every view describes the same records and models as this data."""
+        if self.views is None:
+            return
+        if not isinstance(self.views, Mapping) or not self.views:
+            raise fail("views", "a non-empty dict of AttackData keyed by view name", self.views)
+        out: dict[str, AttackData] = {}
+        for name, view in self.views.items():
+            field = f"views[{name!r}]"
+            if not isinstance(view, AttackData):
+                raise fail(field, "an AttackData", type(view).__name__)
+            if view.views is not None:
+                raise fail(f"{field}.views", "None (views are not nested)", "views")
+            if not np.array_equal(view.record_ids, self.record_ids) or not np.array_equal(
+                view.labels, self.labels
+            ):
+                raise fail(field, "the same audited records and labels", "other records")
+            for f in TABLE_FIELDS:
+                mine, theirs = getattr(self, f), getattr(view, f)
+                if theirs is None:
+                    continue
+                if mine is None or _first(theirs).model_ids != _first(mine).model_ids:
+                    raise fail(f"{field}.{f}", f"the models of {f}, in the same order", f)
+                if not np.array_equal(_first(theirs).record_ids, _first(mine).record_ids):
+                    raise fail(f"{field}.{f}.record_ids", f"the records of {f}", f)
+            for f in ("reference_membership", "reference_population_membership"):
+                mine_m, theirs_m = getattr(self, f), getattr(view, f)
+                if theirs_m is not None and (
+                    mine_m is None or not np.array_equal(mine_m.keep, theirs_m.keep)
+                ):
+                    raise fail(f"{field}.{f}", f"the same {f}", "another matrix")
+            out[str(name)] = view
+        object.__setattr__(self, "views", out)
 
     def _check_students_population(self, prefix: str, pop_ids: NDArray[Any] | None) -> None:
         """``<prefix>_population`` (+ membership) go with the ``<prefix>`` models."""

@@ -312,6 +312,41 @@ def _inputs(
     )
 
 
+def _views(data: AttackData, augmented_queries: bool) -> list[tuple[str, AttackData]]:
+    """The query views LiRA uses: the identity only, or every augmented view as well."""
+    if not isinstance(augmented_queries, bool):
+        raise fail("augmented_queries", "true or false", augmented_queries)
+    if not augmented_queries:
+        return [("identity", data)]
+    if not data.views:
+        raise DesignError(
+            "augmented_queries=True needs the models' signals on augmented views of the "
+            "records (AttackData.views; the experiment engine computes them for image models "
+            "trained with an augmentation, e.g. a torch recipe with augmentation 'shift'); "
+            "found none"
+        )
+    return [("identity", data), *data.views.items()]
+
+
+def _view_scale(resid: list[NDArray[np.float64]], mask: NDArray[np.bool_]) -> float:
+    r"""Standard deviation of the mean of V standardised view residuals, relative to one.
+
+    ``resid[v]`` (k x n) are the reference signals standardised per view,
+    :math:`e_{v} = (\phi_{v} - \mu_{v}) / \sigma_{v}`, read where ``mask``. With the
+    views' correlation R, :math:`\operatorname{Var}(\bar e) = \bar R\,\operatorname{Var}(e)`;
+    the ratio :math:`\sqrt{\sum \bar e^2 / (\frac1V \sum_v \sum e_v^2)}` estimates
+    :math:`\sqrt{\bar R}` (1 for one view; :math:`1/\sqrt V` for independent views).
+    """
+    if len(resid) == 1:
+        return 1.0
+    stack = np.stack([np.where(mask, r, 0.0) for r in resid])
+    mean_sq = float((stack.mean(axis=0) ** 2).sum())
+    per_view = float((stack**2).sum()) / len(resid)
+    if per_view <= 0.0:
+        return 1.0
+    return float(np.sqrt(max(mean_sq / per_view, 1e-12)))
+
+
 def _check_floor(sigma_floor: float) -> float:
     if not (isinstance(sigma_floor, int | float) and np.isfinite(sigma_floor) and sigma_floor > 0):
         raise fail("sigma_floor", "a positive finite number", sigma_floor)
@@ -480,12 +515,20 @@ def lira_online(
     shrinkage: float | str = "auto",
     clip: float | str | None = "auto",
     sigma_floor: float = 1e-6,
+    augmented_queries: bool = False,
 ) -> Result:
     r"""Online LiRA: :math:`\log N(\phi; \mu_{in}, \sigma_{in}^2) - \log N(\phi; \mu_{out}, \sigma_{out}^2)`.
 
     Carlini et al. 2022, Algorithm 1 (see the module docstring for the clipping, the
     location and the variance modes). Raises :class:`DesignError` when a record lacks
     IN or OUT models.
+
+    ``augmented_queries=True`` (Sec. VI-A): the IN and OUT Gaussians are fitted per
+    query view (``data.views``: the models on augmented copies of the records), each with
+    the variance mode, and the score is the mean over the V views of the per-view log
+    likelihood ratios (a diagonal multivariate Gaussian, up to the factor V, as the
+    reference code ``plot.py`` averages them). The clip and the shrinkage weight are
+    tuned on the identity view and used for all.
     """
     check_choice(location, "location", LOCATIONS)
     variance_rule, variance = variance, _resolve_variance(variance)
@@ -511,7 +554,15 @@ def lira_online(
     obs, ref = _clipped(raw_obs, clip_v), _clipped(raw_ref, clip_v)
     n_clipped = 0 if clip_v is None else int((raw_obs != obs).sum() + (raw_ref != ref).sum())
     nu, shrink_info = _resolve_shrinkage(shrinkage, variance, ref, [in_mask, out_mask])
-    scores, n_floored = _online_core(obs, ref, keep, location, variance, nu, floor)
+    views = _views(data, augmented_queries)
+    per_view, n_floored = [], 0
+    for _, view in views:
+        v_obs, v_ref, _, _, nc = _inputs(view, signal, clip_v)
+        sc, nf = _online_core(v_obs, v_ref, keep, location, variance, nu, floor)
+        per_view.append(sc)
+        n_floored += nf
+        n_clipped += nc if view is not data else 0
+    scores = np.mean(per_view, axis=0)
     return (
         data.record_ids,
         scores,
@@ -530,7 +581,9 @@ def lira_online(
             "n_in_max": int(n_in.max()),
             "n_out_min": int(n_out.min()),
             "n_out_max": int(n_out.max()),
-            "queries_per_record": 1,
+            "queries_per_record": len(views),
+            "n_views": len(views),
+            "view_names": [name for name, _ in views],
             "alpha_calibrated": False,
         },
     )
@@ -561,6 +614,7 @@ def lira_offline(
     clip: float | str | None = "auto",
     sigma_floor: float = 1e-6,
     alpha: float | None = None,
+    augmented_queries: bool = False,
 ) -> Result:
     r"""Offline LiRA against the OUT Gaussian :math:`\mathcal N(\mu_{out,i}, \sigma_{out,i}^2)`.
 
@@ -576,6 +630,15 @@ def lira_offline(
     sigma is the one fitted on the audited records), and takes the conformal quantile
     of those scores (:mod:`privaudit.attacks.calibration`); ``"smoothed"`` is the
     paper's ``Lambda <= alpha`` (threshold ``-alpha``).
+
+    ``augmented_queries=True`` (Sec. VI-A): one OUT Gaussian per query view
+    (``data.views``). One-sided: the statistic is the mean over the V views of the
+    standardised signals :math:`z_v = (\phi_v - \mu_{out,v}) / \sigma_{out,v}`, tested
+    against :math:`\mathcal N(0, \bar R)` with :math:`\bar R` the mean correlation of
+    the views, estimated on the OUT reference signals (:func:`_view_scale`): the
+    one-sided test of a multivariate Gaussian with a common correlation, which is the
+    single-view test for V = 1. Two-sided: the mean over views of the per-view scores
+    (the reference code). Calibration records get the same views and the same scale.
     """
     check_choice(location, "location", LOCATIONS)
     variance_rule, variance = variance, _resolve_variance(variance)
@@ -603,30 +666,47 @@ def lira_offline(
     obs = member_oriented(signal, obs)
     ref = member_oriented(signal, ref)
     nu, shrink_info = _resolve_shrinkage(shrinkage, variance, ref, [out_mask])
-    mu = _masked_location(ref, out_mask, location)
-    (sigma,), pooled = _sigmas(ref, [out_mask], variance, nu=nu)
-    n_floored = int((sigma < floor).sum())
-    sigma = np.maximum(sigma, floor)
+    views = _views(data, augmented_queries)
+    z_obs, resid, two_sided, fits = [], [], [], []
+    n_floored = 0
+    for _, view in views:
+        v_obs, v_ref, _, _, nc = _inputs(view, signal, clip_v)
+        n_clipped += nc if view is not data else 0
+        v_obs, v_ref = member_oriented(signal, v_obs), member_oriented(signal, v_ref)
+        mu = _masked_location(v_ref, out_mask, location)
+        (sigma,), pooled = _sigmas(v_ref, [out_mask], variance, nu=nu)
+        n_floored += int((sigma < floor).sum())
+        sigma = np.maximum(sigma, floor)
+        z_obs.append((v_obs - mu) / sigma)
+        resid.append((v_ref - mu[None, :]) / sigma[None, :])
+        two_sided.append(-_log_normal_pdf(v_obs, mu, sigma))
+        fits.append((sigma, pooled))
+    scale = _view_scale(resid, out_mask)
     if offline_test == "one-sided":
-        scores = -special.ndtr(-(obs - mu) / sigma)  # -Pr[Z > phi]
+        scores = -special.ndtr(-np.mean(z_obs, axis=0) / scale)  # -Pr[Z > phi]
     else:
-        scores = -_log_normal_pdf(obs, mu, sigma)
+        scores = np.mean(two_sided, axis=0)
     calib: dict[str, Any] = {"threshold_calibration": threshold_calibration}
     if offline_test == "one-sided":
         calib["alpha_guarantee"] = "approximate"
     if alpha is not None and offline_test == "one-sided" and threshold_calibration == "population":
-        c_obs, c_ref, cmask = population_reference_inputs(data, signal, n_out, rng)
-        c_obs, c_ref = _clipped(c_obs, clip_v), _clipped(c_ref, clip_v)
-        c_obs, c_ref = member_oriented(signal, c_obs), member_oriented(signal, c_ref)
-        c_mu = _masked_location(c_ref, cmask, location)
-        if variance == "per-example":
-            (c_sigma,), _ = _sigmas(c_ref, [cmask], variance)
-        elif variance == "shrunk":  # the weight and pooled variance of the audited records
-            (c_sigma,), _ = _sigmas(c_ref, [cmask], variance, nu=nu, pooled=pooled)
-        else:  # the global sigma fitted on the audited records
-            c_sigma = np.full(c_obs.size, float(sigma[0]) if sigma.size else floor)
-        c_sigma = np.maximum(c_sigma, floor)
-        cal = -special.ndtr(-(c_obs - c_mu) / c_sigma)
+        state = rng.bit_generator.state  # the same calibration subsets for every view
+        c_z = []
+        for (_, view), (sigma, pooled) in zip(views, fits, strict=True):
+            rng.bit_generator.state = state
+            c_obs, c_ref, cmask = population_reference_inputs(view, signal, n_out, rng)
+            c_obs, c_ref = _clipped(c_obs, clip_v), _clipped(c_ref, clip_v)
+            c_obs, c_ref = member_oriented(signal, c_obs), member_oriented(signal, c_ref)
+            c_mu = _masked_location(c_ref, cmask, location)
+            if variance == "per-example":
+                (c_sigma,), _ = _sigmas(c_ref, [cmask], variance)
+            elif variance == "shrunk":  # the weight and pooled variance of the audited records
+                (c_sigma,), _ = _sigmas(c_ref, [cmask], variance, nu=nu, pooled=pooled)
+            else:  # the global sigma fitted on the audited records
+                c_sigma = np.full(c_obs.size, float(sigma[0]) if sigma.size else floor)
+            c_sigma = np.maximum(c_sigma, floor)
+            c_z.append((c_obs - c_mu) / c_sigma)
+        cal = -special.ndtr(-np.mean(c_z, axis=0) / scale)
         thr = conformal_threshold(cal, alpha)
         calib.update(
             threshold=thr,
@@ -657,7 +737,10 @@ def lira_offline(
             "n_models": n_models,
             "n_out_min": int(n_out.min()),
             "n_out_max": int(n_out.max()),
-            "queries_per_record": 1,
+            "queries_per_record": len(views),
+            "n_views": len(views),
+            "view_names": [name for name, _ in views],
+            "view_scale": scale,
             "alpha_calibrated": offline_test == "one-sided",
         },
     )

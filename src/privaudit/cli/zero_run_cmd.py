@@ -196,6 +196,15 @@ def load_zero_run_table(
     return scores, member, frame, names
 
 
+def _rule_text(h: dict[str, Any]) -> str:
+    if h.get("rule") == "max":
+        return (
+            f"largest over the admitted estimators, each at beta = "
+            f"{float(h.get('beta_per_estimator', 0.0)):.3g}"
+        )
+    return "smallest over the estimators"
+
+
 def _fmt(v: Any, digits: int = 3) -> str:
     if isinstance(v, str):
         return v
@@ -244,7 +253,8 @@ def render_zero_run_summary(
         f"[bold]headline[/bold]: mu >= [bold]{_fmt(h.get('mu_lower_bound'))}[/bold] (mu-GDP), "
         f"eps >= [bold]{_fmt(h.get('epsilon_lower_bound'))}[/bold] (pure eps-DP); "
         + escape(
-            f"{h.get('correction')} correction, estimator {h.get('estimator')}, {h.get('basis')}"
+            f"{h.get('correction')} correction, estimator {h.get('estimator')} "
+            f"({_rule_text(h)}), {h.get('basis')}"
         ),
         highlight=False,
     )
@@ -391,9 +401,10 @@ def zero_run_command(
     estimators: str | None = typer.Option(
         None,
         "--estimators",
-        help="Comma-separated propensity estimators (default: logistic-sigmoid,hist-gb). "
+        help="Comma-separated propensity estimators (default: logistic,hist-gb). "
         "Choices: logistic-sigmoid, logistic-isotonic, linear-svm, random-forest, "
-        "extra-trees, hist-gb; or all (the paper's six).",
+        "extra-trees, hist-gb (the paper's six), logistic (uncalibrated MLE, split "
+        "correction); or all.",
     ),
     bootstrap: int = typer.Option(
         0, "--bootstrap", help="Bootstrap refits of the propensity models (paper: 600)."
@@ -415,6 +426,12 @@ def zero_run_command(
         "--margin-z",
         help="Estimated propensities: standard errors added to |logit| before the pointwise "
         "correction (0 = the paper's plug-in, not valid under estimation error).",
+    ),
+    headline: str = typer.Option(
+        "max",
+        "--headline",
+        help="How estimators combine: 'max' (each at beta/J, the largest; valid by the union "
+        "bound) or 'min' (each at beta, the most conservative).",
     ),
     delta: float = typer.Option(
         0.0, "--delta", help="delta of the uncorrected and global (eps, delta) bounds."
@@ -499,6 +516,7 @@ def zero_run_command(
             beta=beta,
             confidence=confidence,
             margin_z=margin_z,
+            headline_rule=headline,
             delta=delta,
             delta_ds=delta_ds,
             n_bootstrap=bootstrap,
@@ -520,6 +538,7 @@ def zero_run_command(
                     "confidence": confidence,
                     "beta": beta,
                     "margin_z": margin_z,
+                    "headline_rule": headline,
                     "propensity_col": propensity_col,
                     "delta": delta,
                     "delta_ds": delta_ds,

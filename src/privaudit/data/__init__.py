@@ -21,7 +21,13 @@ from privaudit.data.sampling import (
     sample_membership,
     split_target_population,
 )
-from privaudit.data.tables import load_digits, load_table, table_from_frame
+from privaudit.data.tables import (
+    append_records,
+    encode_like,
+    load_digits,
+    load_table,
+    table_from_frame,
+)
 
 __all__ = [
     "ADULT_SHA256",
@@ -29,7 +35,9 @@ __all__ = [
     "AdultDataError",
     "Dataset",
     "LeaveOneOutDesign",
+    "append_records",
     "balanced_keep_matrix",
+    "encode_like",
     "leave_one_out_sets",
     "load_adult",
     "load_digits",

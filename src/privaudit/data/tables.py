@@ -29,7 +29,7 @@ import pandas as pd
 from privaudit._validation import fail
 from privaudit.data.dataset import Dataset
 
-__all__ = ["load_digits", "load_table", "table_from_frame"]
+__all__ = ["append_records", "encode_like", "load_digits", "load_table", "table_from_frame"]
 
 
 def load_digits() -> Dataset:
@@ -292,6 +292,140 @@ def table_from_frame(
         ],
     }
     return Dataset(name, ids_arr, X, y, tuple(names), tuple(str(c) for c in classes), info)
+
+
+def _label_key(v: Any) -> str:
+    if isinstance(v, float | np.floating) and float(v).is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def encode_like(
+    frame: pd.DataFrame,
+    reference: Dataset,
+    *,
+    name: str,
+    drop: Sequence[str] = (),
+    source: str = "DataFrame",
+) -> Dataset:
+    """Encode ``frame`` exactly as ``reference`` (a table from :func:`table_from_frame`) was.
+
+    The columns must be the reference table's (any order; ``drop`` columns are ignored),
+    each numeric where it was numeric (standardised with the *reference's* mean and
+    standard deviation when it was), each categorical value one of the reference's
+    categories, each label one of its classes: the records then live in the same
+    feature space as the reference's, so a model trained on one can be queried on the
+    other. Ids come from the reference's id column, or are ``f"{name}-{row:06d}"``.
+
+    Raises
+    ------
+    InvalidInputError
+        A missing or extra column, a non-numeric value in a numeric column, an unseen
+        category or label, missing values, duplicate ids.
+    """
+    info = reference.info
+    encoding = info.get("encoding")
+    label_column = info.get("label_column")
+    if not isinstance(encoding, dict) or not isinstance(label_column, str):
+        raise fail("reference", "a dataset read from a table (with its encoding)", reference.name)
+    id_column = info.get("id_column")
+    frame = frame.copy()
+    frame.columns = [str(c) for c in frame.columns]
+    frame = frame.drop(columns=[c for c in drop if c in frame.columns])
+    want = [*encoding, label_column] + ([id_column] if id_column else [])
+    missing = [c for c in want if c not in frame.columns]
+    extra = [c for c in frame.columns if c not in want]
+    if missing or extra:
+        raise fail(
+            "columns",
+            f"the columns of the dataset table {reference.name!r} ({', '.join(want)})",
+            f"missing {missing}, extra {extra}",
+        )
+    if len(frame) == 0:
+        raise fail("table", "at least one row", "an empty table")
+    blocks: list[np.ndarray] = []
+    for col, enc in encoding.items():
+        s = frame[col]
+        if s.isna().any():
+            raise fail(f"column {col!r}", "no missing values", f"{int(s.isna().sum())} missing")
+        if enc["kind"] == "numeric":
+            if not (pd.api.types.is_bool_dtype(s) or pd.api.types.is_numeric_dtype(s)):
+                raise fail(
+                    f"column {col!r}", "numbers (numeric in the dataset table)", f"{s.dtype} values"
+                )
+            v = s.astype(np.float64).to_numpy()
+            if not np.all(np.isfinite(v)):
+                raise fail(f"column {col!r}", "finite numbers", "NaN/inf")
+            if "mean" in enc:
+                v = v - enc["mean"]
+                if enc["std"] > 0:
+                    v = v / enc["std"]
+            blocks.append(v[:, None])
+        else:
+            cats = list(enc["categories"])
+            values = s.astype(str).to_numpy()
+            unseen = sorted(set(values.tolist()) - set(cats))
+            if unseen:
+                raise fail(
+                    f"column {col!r}",
+                    "categories of the dataset table " + ", ".join(map(repr, cats[:10])),
+                    f"unseen {unseen[:5]}",
+                )
+            blocks.append((values[:, None] == np.asarray(cats)[None, :]).astype(np.float64))
+    X = np.hstack(blocks)
+    if X.shape[1] != reference.n_features:  # pragma: no cover - guarded by the encoding
+        raise fail("features", f"{reference.n_features} columns", X.shape[1])
+    classes = [str(c) for c in info.get("class_values", reference.class_names)]
+    index = {c: k for k, c in enumerate(classes)}
+    lab = frame[label_column]
+    if lab.isna().any():
+        raise fail(f"label column {label_column!r}", "no missing labels", "missing labels")
+    keys = [_label_key(v) for v in lab.tolist()]
+    unseen = sorted(set(keys) - set(index))
+    if unseen:
+        raise fail(f"label column {label_column!r}", f"the classes {classes}", f"unseen {unseen[:5]}")
+    y = np.array([index[k] for k in keys], dtype=np.int64)
+    if id_column:
+        raw = frame[id_column]
+        if raw.isna().any():
+            raise fail(f"id column {id_column!r}", "no missing ids", "missing ids")
+        ids = raw.to_numpy()
+        if ids.dtype.kind not in "iu":
+            ids = raw.astype(str).to_numpy()
+    else:
+        ids = np.array([f"{name}-{k:06d}" for k in range(len(frame))])
+    out_info = {**info, "source": source}
+    return Dataset(name, ids, X, y, reference.feature_names, reference.class_names, out_info)
+
+
+def append_records(dataset: Dataset, other: Dataset) -> Dataset:
+    """``dataset`` followed by ``other``'s records (same features and classes, disjoint ids).
+
+    Raises
+    ------
+    InvalidInputError
+        Other features or classes, an id in both.
+    """
+    if other.feature_names != dataset.feature_names or other.class_names != dataset.class_names:
+        raise fail("records", f"the features and classes of {dataset.name!r}", other.name)
+    a, b = dataset.record_ids, other.record_ids
+    if a.dtype.kind != b.dtype.kind and (a.dtype.kind in "iu") != (b.dtype.kind in "iu"):
+        raise fail("ids", f"ids of the kind of {dataset.name!r}'s ({a.dtype})", str(b.dtype))
+    both = np.intersect1d(a, b)
+    if both.size:
+        raise fail(
+            "ids", f"ids not already in {dataset.name!r}", f"{both.size} shared, e.g. {both[:5].tolist()}"
+        )
+    info = {**dataset.info, "appended": {"name": other.name, "n_records": other.n_records}}
+    return Dataset(
+        dataset.name,
+        np.concatenate([a, b]),
+        np.vstack([dataset.X, other.X]),
+        np.concatenate([dataset.y, other.y]),
+        dataset.feature_names,
+        dataset.class_names,
+        info,
+    )
 
 
 _PARQUET_MAGIC = b"PAR1"

@@ -95,6 +95,7 @@ from privaudit.attacks.base import (
 )
 from privaudit.data.dataset import Dataset
 from privaudit.games.provided import ProvidedTarget
+from privaudit.games.query_views import requested_views
 from privaudit.games.ye import YeModels, accuracy, needs
 from privaudit.games.ye_split import draw_pool, make_split
 from privaudit.models.base import Trainer
@@ -524,10 +525,14 @@ def run_experiment(
     # 1. split (by record id): pool, population, the target's members, reference layout
     t0 = time.perf_counter()
     split = make_split(dataset, config, seeds, provided)
+    # LiRA's augmented queries: the target and reference models also on each view
+    views = requested_views(config.attacks, config.attack_params, trainer)
     timings["split"] = time.perf_counter() - t0
 
     # 2-3. train many (store + executor + seeds) and signals, role by role
-    models = YeModels(dataset, trainer, split, needs(config), seeds, store=store, executor=executor)
+    models = YeModels(
+        dataset, trainer, split, needs(config), seeds, store=store, executor=executor, views=views
+    )
     target_model, data_kw = models.target(provided)
     train_acc = accuracy(target_model, split.pool.subset(split.member))
     test_acc = accuracy(target_model, split.pool.subset(~split.member))
@@ -537,6 +542,7 @@ def run_experiment(
     data_kw.update(models.distilled(config))
     loo, loo_ids = models.leave_one_out(config)
     data_kw.update(loo)
+    data_kw.update(models.views(data_kw))
 
     # 4. attacks
     t0 = time.perf_counter()

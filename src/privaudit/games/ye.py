@@ -38,6 +38,7 @@ from privaudit.attacks.base import TABLE_FIELDS, required_inputs
 from privaudit.data.dataset import Dataset
 from privaudit.errors import DesignError
 from privaudit.games.provided import ProvidedTarget, RecipeMismatchWarning
+from privaudit.games.query_views import view_attack_data, view_eval_sets, with_views
 from privaudit.games.train_many import (
     ModelJob,
     ModelOutputs,
@@ -55,6 +56,7 @@ from privaudit.runtime.executor import Executor
 from privaudit.runtime.seeds import derive_rng, derive_seed, spawn_seeds
 from privaudit.runtime.store import ArtifactStore, hash_key
 from privaudit.signals import ALL_SIGNALS, QUERY_SIGNALS, model_signals
+from privaudit.signals.views import QueryViews
 
 if TYPE_CHECKING:
     from privaudit.games.experiment import ExperimentConfig
@@ -282,7 +284,10 @@ class YeModels:
 
     Each role's method returns a dict of ``AttackData`` keyword arguments; per role the
     seconds spent, the models trained and those loaded from the store are recorded in
-    :attr:`timings`, :attr:`trained`, :attr:`loaded`.
+    :attr:`timings`, :attr:`trained`, :attr:`loaded`. With ``views`` (LiRA's augmented
+    queries, :mod:`privaudit.games.query_views`) the target and the reference models are
+    also evaluated on each view of their sets (named ``"<set>@<view>"``, cached like any
+    other), and :meth:`views` gives the per-view ``AttackData``.
     """
 
     def __init__(
@@ -295,6 +300,7 @@ class YeModels:
         *,
         store: ArtifactStore | None,
         executor: Executor,
+        views: QueryViews | None = None,
     ) -> None:
         self.dataset = dataset
         self.trainer = trainer
@@ -304,7 +310,12 @@ class YeModels:
         self.store = store
         self.executor = executor
         self.codec = model_codec(trainer)
-        self.steps = YeSteps(dataset, trainer, need.signals, split.eval_sets)
+        self.query_views = views
+        self.eval_sets = split.eval_sets
+        if views is not None:
+            self.eval_sets.update(view_eval_sets(views, split.eval_sets))
+        self.steps = YeSteps(dataset, trainer, need.signals, self.eval_sets)
+        self._viewed: dict[str, tuple[Sequence[str], list[ModelOutputs], tuple[str, ...]]] = {}
         self.timings: dict[str, float] = {}
         self.trained: dict[str, int] = {}
         self.loaded: dict[str, int] = {}
@@ -328,7 +339,7 @@ class YeModels:
     def _tables(
         self, model_ids: Sequence[str], res: list[ModelOutputs], name: str, sigs: Sequence[str]
     ) -> dict[str, SignalTable]:
-        data = self.split.eval_sets[name]
+        data = self.eval_sets[name]
         return tables(model_ids, data.record_ids, np.stack([r.values[name] for r in res]), sigs)
 
     # -- the target ------------------------------------------------------------------
@@ -338,7 +349,7 @@ class YeModels:
         pool (and on the population when an attack reads them), as AttackData fields."""
         t0 = time.perf_counter()
         sp = self.split
-        sets = self._sets("population_target")
+        sets = with_views(self.query_views, self._sets("population_target"))
         task = ModelTask(self.steps, self.codec, self.store)
         train_ids = sp.pool.record_ids[sp.member]
         if provided is None:
@@ -350,6 +361,7 @@ class YeModels:
             loaded = (provided.model, False)
         self.target_model, self.target_key = loaded[0], job.key
         res = task.run(job, preloaded=loaded)
+        self._viewed["target"] = ((TARGET_ID,), [res], self.need.signals)
         self.trained["target"] = int(loaded[1])
         self.loaded["target"] = int(not loaded[1])
         self.timings["target"] = time.perf_counter() - t0
@@ -418,7 +430,7 @@ class YeModels:
             return {}
         sp = self.split
         ref_ids = sp.ref_keep.model_ids
-        sets = self._sets("reference_population")
+        sets = with_views(self.query_views, self._sets("reference_population"))
         ref_seeds = spawn_seeds(
             self.seeds["attacker"], config.n_reference, purpose="reference-models"
         )
@@ -434,6 +446,7 @@ class YeModels:
             for rid, ids, s in zip(ref_ids, ref_train, ref_seeds, strict=True)
         ]
         res = self._run("reference", jobs, steps, "reference models")
+        self._viewed["reference"] = (ref_ids, res, steps.signals)
         out: dict[str, Any] = {
             "reference": self._tables(ref_ids, res, POOL, steps.signals),
             "reference_membership": sp.ref_keep,
@@ -544,7 +557,7 @@ class YeModels:
                 self.dataset,
                 self.trainer,
                 self.need.role_signals(field, f"{field}_population"),
-                sp.eval_sets,
+                self.eval_sets,
                 teacher=self.target_model,
                 teacher_key=self.target_key,
                 distill_method=method,
@@ -638,3 +651,20 @@ class YeModels:
             out["leave_one_out_population_serves"] = pop_serves
         loo_ids = pool.record_ids[np.sort(np.concatenate([pick_m, pick_n]))]
         return out, loo_ids
+
+    def views(self, data_kw: Mapping[str, Any]) -> dict[str, Any]:
+        """LiRA's augmented queries: ``{"views": one AttackData per non-identity view}``
+        from the target's and the reference models' signals on the views (Carlini et al.
+        2022, Sec. VI-A); empty when no attack asked for them. Call after :meth:`target`
+        and :meth:`reference`."""
+        if self.query_views is None:
+            return {}
+
+        def view_tables(field: str, set_name: str) -> dict[str, SignalTable]:
+            role = "target" if field in ("target", "population_target") else "reference"
+            model_ids, res, sigs = self._viewed[role]
+            return self._tables(model_ids, res, set_name, sigs)
+
+        fields_sets = {"target": POOL, "population_target": POPULATION}
+        fields_sets.update(reference=POOL, reference_population=POPULATION)
+        return {"views": view_attack_data(self.query_views, data_kw, view_tables, fields_sets)}

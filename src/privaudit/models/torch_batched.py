@@ -23,6 +23,18 @@ is padded with masked rows (the loss is the mean over the real rows). The optimi
 formulas of ``torch.optim``; one-by-one and batched training agree up to floating-point
 rounding (the tests compare them).
 
+Plain MLP stacks (``nn.Sequential`` of ``Linear`` layers with ``ReLU`` between them,
+the cross-entropy loss, no augmentation) take a faster path (``kernel="mlp"``): the
+forward and backward passes are written out with batched matrix products
+(:func:`torch.baddbmm` / :func:`torch.bmm` over the model axis) instead of ``vmap`` and
+autograd, which spend most of a small network's step in dispatch overhead, and every
+mini-batch of every model is gathered with one index operation from index arrays
+prepared before training (the same batches as :func:`batch_order`). The gradients are
+those autograd computes (the softmax-minus-one-hot gradient of the mean cross-entropy
+over each model's real rows, back-propagated through the ReLUs), up to rounding. With
+several torch threads on the CPU the models are split between as many Python threads,
+each running every operation on one torch thread (no synchronisation inside a step).
+
 Where batching does not apply (modules with buffers such as batch norm's running
 statistics, DP-SGD recipes), :func:`fit_many` falls back to one fit per model.
 """
@@ -47,12 +59,37 @@ from privaudit.models.torch_models import (
     resolve_device,
 )
 
-__all__ = ["batchable", "fit_many"]
+__all__ = ["KERNELS", "batchable", "fit_many", "mlp_layers"]
+
+#: ``fit_many`` kernels: ``"auto"`` (``"mlp"`` where it applies, else ``"vmap"``).
+KERNELS = ("auto", "mlp", "vmap")
 
 
 def batchable(module: Any) -> bool:
     """Whether a module can be trained stacked: no buffers (no running statistics)."""
     return not any(True for _ in module.buffers())
+
+
+def mlp_layers(module: Any) -> list[tuple[str, str]] | None:
+    """``[(weight name, bias name), ...]`` of a ``Sequential`` of ``Linear`` layers with
+    one ``ReLU`` between consecutive ones (the hand-written kernel's networks); None for
+    any other module."""
+    torch = require_torch()
+    nn = torch.nn
+    if type(module) is not nn.Sequential or len(module) == 0:
+        return None
+    mods = list(module)
+    if len(mods) % 2 != 1:
+        return None
+    out = []
+    for i, m in enumerate(mods):
+        if i % 2 == 0:
+            if type(m) is not nn.Linear or m.bias is None:
+                return None
+            out.append((f"{i}.weight", f"{i}.bias"))
+        elif type(m) is not nn.ReLU:
+            return None
+    return out
 
 
 def fit_many(
@@ -64,6 +101,7 @@ def fit_many(
     *,
     n_classes: int | None = None,
     max_models: int = 64,
+    kernel: str = "auto",
 ) -> list[TorchModel]:
     """Train one model per ``(subset, seed)`` of ``(X, y)``, batched where possible.
 
@@ -79,6 +117,11 @@ def fit_many(
     n_classes : int, optional
     max_models : int
         Models trained together per group (memory bound).
+    kernel : {"auto", "mlp", "vmap"}
+        ``"mlp"``: the hand-written batched forward/backward of plain MLP stacks (see
+        the module docstring; refused for other networks); ``"vmap"``: ``vmap`` of
+        ``functional_call`` and autograd, for any network without buffers; ``"auto"``:
+        ``"mlp"`` where it applies.
 
     Returns
     -------
@@ -91,6 +134,8 @@ def fit_many(
     if len(subsets) != len(seeds):
         raise fail("seeds", f"{len(subsets)} seeds (one per subset)", len(seeds))
     check_positive_int(max_models, "max_models")
+    if kernel not in KERNELS:
+        raise fail("kernel", " or ".join(KERNELS), repr(kernel))
     subs = [np.asarray(s, dtype=np.int64) for s in subsets]
     for k, s in enumerate(subs):
         if s.ndim != 1 or s.size == 0 or s.min() < 0 or s.max() >= y.size:
@@ -107,6 +152,7 @@ def fit_many(
                 subs[start : start + max_models],
                 [int(s) for s in seeds[start : start + max_models]],
                 C,
+                kernel,
             )
         )
     return out
@@ -119,6 +165,7 @@ def _fit_group(
     subs: list[NDArray[np.int64]],
     seeds: list[int],
     C: int,
+    kernel: str = "auto",
 ) -> list[TorchModel]:
     torch = require_torch()
     from torch.func import functional_call, stack_module_state
@@ -135,7 +182,23 @@ def _fit_group(
     K = len(modules)
     for m in modules:
         m.to(dev).train()
+    layers = mlp_layers(modules[0])
+    fast = layers is not None and r.loss == "cross_entropy" and r.augmentation == "none"
+    if kernel == "mlp" and not fast:
+        raise fail(
+            "kernel",
+            "'auto' or 'vmap' for this recipe ('mlp' needs a Sequential of Linear and ReLU "
+            "layers, the cross-entropy loss and no augmentation)",
+            "'mlp'",
+        )
     params, _ = stack_module_state(modules)
+    if fast and kernel != "vmap" and layers is not None:
+        params = {k: v.detach().clone().contiguous() for k, v in params.items()}
+        n_par = min(int(torch.get_num_threads()), K) if dev == "cpu" else 1
+        if n_par <= 1:
+            _train_mlp(r, params, layers, X, y, subs, seeds, dev)
+            return _unstack(modules, params, r, subs, seeds, dev, C)
+        return _train_mlp_threads(r, params, layers, X, y, subs, seeds, modules, C, n_par)
     params = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
     base = copy.deepcopy(modules[0]).to("meta")
 
@@ -176,6 +239,20 @@ def _fit_group(
         grads = torch.autograd.grad(per_model.sum(), list(params.values()))
         active = mt.sum(1) > 0
         state.step(dict(zip(params.keys(), grads, strict=True)), active)
+    return _unstack(modules, params, r, subs, seeds, dev, C)
+
+
+def _unstack(
+    modules: list[Any],
+    params: dict[str, Any],
+    r: Any,
+    subs: list[NDArray[np.int64]],
+    seeds: list[int],
+    dev: str,
+    C: int,
+) -> list[TorchModel]:
+    """Model k's slice of the stacked parameters, as a :class:`TorchModel`."""
+    torch = require_torch()
     out = []
     for k, m in enumerate(modules):
         with torch.no_grad():
@@ -190,6 +267,143 @@ def _fit_group(
         }
         out.append(TorchModel(m.cpu(), C, recipe=r, fit_info=info, device=r.device))
     return out
+
+
+def _train_mlp_threads(
+    r: Any,
+    params: dict[str, Any],
+    layers: list[tuple[str, str]],
+    X: NDArray[np.float64],
+    y: NDArray[np.int64],
+    subs: list[NDArray[np.int64]],
+    seeds: list[int],
+    modules: list[Any],
+    C: int,
+    n_par: int,
+) -> list[TorchModel]:
+    """The CPU's threads split the models instead of each operation.
+
+    Each of ``n_par`` Python threads trains its own share of the stacked models with the
+    hand-written kernel while torch runs every operation on one thread (its kernels
+    release the GIL): the threads never wait for each other, whereas splitting the
+    small batched matrix products of one step across threads synchronises them several
+    times per step. The initial weights (global RNG) were drawn before, in this thread;
+    every model gets the same computation as when all train together.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    torch = require_torch()
+    chunks = [c for c in np.array_split(np.arange(len(modules)), n_par) if c.size]
+    parts = [{k: v[c].contiguous() for k, v in params.items()} for c in chunks]
+
+    def run(j: int) -> None:
+        c = chunks[j]
+        _train_mlp(r, parts[j], layers, X, y, [subs[i] for i in c], [seeds[i] for i in c], "cpu")
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
+            list(pool.map(run, range(len(chunks))))
+    finally:
+        torch.set_num_threads(before)
+    out: list[TorchModel] = []
+    for c, part in zip(chunks, parts, strict=True):
+        out.extend(
+            _unstack(
+                [modules[i] for i in c],
+                part,
+                r,
+                [subs[i] for i in c],
+                [seeds[i] for i in c],
+                "cpu",
+                C,
+            )
+        )
+    return out
+
+
+def _batch_indices(
+    subs: list[NDArray[np.int64]], seeds: list[int], batch_size: int, epochs: int
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Every step's rows of every model, ``(n_steps, K, batch_size)`` (padding: row 0),
+    and the number of real rows ``(n_steps, K)``: :func:`batch_order` with
+    ``default_rng(seed_k)``, as the one-by-one trainer draws them."""
+    orders = [
+        batch_order(s.size, batch_size, epochs, np.random.default_rng(seed))
+        for s, seed in zip(subs, seeds, strict=True)
+    ]
+    n_steps = max(len(o) for o in orders)
+    K = len(subs)
+    idx = np.zeros((n_steps, K, batch_size), dtype=np.int64)
+    count = np.zeros((n_steps, K), dtype=np.int64)
+    for k, (s, order) in enumerate(zip(subs, orders, strict=True)):
+        for step, rows in enumerate(order):
+            idx[step, k, : rows.size] = s[rows]
+            count[step, k] = rows.size
+    return idx, count
+
+
+def _train_mlp(
+    r: Any,
+    params: dict[str, Any],
+    layers: list[tuple[str, str]],
+    X: NDArray[np.float64],
+    y: NDArray[np.int64],
+    subs: list[NDArray[np.int64]],
+    seeds: list[int],
+    dev: str,
+) -> None:
+    r"""Train stacked MLPs in place: hand-written batched forward and backward passes.
+
+    Forward, layer l: :math:`Z_l = H_{l-1} W_l^T + b_l` (one ``baddbmm`` over the model
+    axis), :math:`H_l = \max(Z_l, 0)`. Backward of the mean cross-entropy over model
+    k's ``n_k`` real rows: :math:`\partial Z_L = (\mathrm{softmax}(Z_L) - Y) / n_k` on
+    real rows (0 on padding), :math:`\partial W_l = \partial Z_l^T H_{l-1}`,
+    :math:`\partial b_l = \sum_{rows} \partial Z_l`, :math:`\partial Z_{l-1} =
+    (\partial Z_l W_l) \odot [Z_{l-1} > 0]`.
+    """
+    torch = require_torch()
+    idx_np, count_np = _batch_indices(subs, seeds, r.batch_size, r.epochs)
+    n_steps, K, bs = idx_np.shape
+    Xt = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32)).to(dev)
+    yt = torch.from_numpy(np.ascontiguousarray(y, dtype=np.int64)).to(dev)
+    idx_all = torch.from_numpy(idx_np).to(dev)
+    count = torch.from_numpy(count_np).to(dev)
+    uniform = bool((count_np == bs).all())
+    rows = torch.arange(bs, device=dev)
+    W = [params[w] for w, _ in layers]
+    B = [params[b] for _, b in layers]
+    state = _BatchedOptimizer(r, params, K)
+    n_layers = len(layers)
+    minus_one = torch.full((K, bs, 1), -1.0, device=dev)
+    with torch.no_grad():
+        for step in range(n_steps):
+            flat = idx_all[step].reshape(-1)
+            h = Xt.index_select(0, flat).reshape(K, bs, -1)
+            yb = yt.index_select(0, flat).reshape(K, bs)
+            acts = [h]
+            for li in range(n_layers):
+                z = torch.baddbmm(B[li].unsqueeze(1), h, W[li].transpose(1, 2))
+                if li < n_layers - 1:
+                    h = torch.relu_(z)
+                    acts.append(h)
+            dz = torch.softmax(z, dim=2)
+            dz.scatter_add_(2, yb.unsqueeze(2), minus_one)
+            n = count[step]
+            if uniform:
+                dz.mul_(1.0 / bs)
+            else:
+                w = (rows[None, :] < n[:, None]).to(dz.dtype) / n.clamp_min(1)[:, None].to(dz.dtype)
+                dz.mul_(w.unsqueeze(2))
+            grads: dict[str, Any] = {}
+            for li in range(n_layers - 1, -1, -1):
+                wn, bn = layers[li]
+                grads[wn] = torch.bmm(dz.transpose(1, 2), acts[li])
+                grads[bn] = dz.sum(dim=1)
+                if li > 0:  # ReLU's backward, as autograd computes it
+                    dz = torch.ops.aten.threshold_backward(torch.bmm(dz, W[li]), acts[li], 0)
+            state.step(grads, n > 0)
 
 
 class _BatchedOptimizer:
@@ -207,6 +421,11 @@ class _BatchedOptimizer:
         self.started = torch.zeros(K, dtype=torch.bool, device=self.t.device)
         self.uniform = True
         self.n = 0
+        # torch.optim's fused CPU kernel (one pass per tensor) where it exists
+        self.fused = None
+        if recipe.optimizer in ("adam", "adamw"):
+            self.fused = getattr(torch, f"_fused_{recipe.optimizer}_", None)
+        self.steps = [torch.zeros((), dtype=torch.float32) for _ in params]
 
     def _step_all(self, grads: dict[str, Any]) -> None:
         """The update of every model at once (the formulas of ``torch.optim``)."""
@@ -215,6 +434,26 @@ class _BatchedOptimizer:
         self.t += 1
         self.started[:] = True
         b1, b2, eps = 0.9, 0.999, 1e-8
+        if self.fused is not None:
+            names = list(self.params)
+            for st in self.steps:
+                st.add_(1)
+            self.fused(
+                [self.params[k] for k in names],
+                [grads[k].contiguous() for k in names],  # the kernel reads flat memory
+                [self.m[k] for k in names],
+                [self.v[k] for k in names],
+                [],
+                self.steps,
+                lr=float(r.lr),
+                beta1=b1,
+                beta2=b2,
+                weight_decay=float(r.weight_decay),
+                eps=eps,
+                amsgrad=False,
+                maximize=False,
+            )
+            return
         for name, p in self.params.items():
             g = grads[name]
             if r.optimizer == "sgd":

@@ -53,7 +53,6 @@ __all__ = [
     "TorchModel",
     "TorchRecipe",
     "TorchTrainer",
-    "augmented_views",
     "load_torch_model",
     "require_torch",
     "resolve_factory",
@@ -466,6 +465,20 @@ class TorchTrainer:
         """Weighted cross-entropy is supported (soft-label distillation)."""
         return True
 
+    def query_augmentation(self) -> dict[str, Any] | None:
+        """The augmentation LiRA's augmented queries mirror (Carlini et al. 2022, Sec. VI-A):
+        ``{"input_shape", "shift", "flip"}`` from the recipe's training augmentation
+        (shifts of ``max_shift`` pixels, mirror images with flips), None without one.
+        Read by :func:`privaudit.signals.views.query_views_of`."""
+        r = self.recipe
+        if r.augmentation == "none" or r.input_shape is None or len(r.input_shape) != 3:
+            return None
+        return {
+            "input_shape": tuple(r.input_shape),
+            "shift": int(r.max_shift) if "shift" in r.augmentation else 0,
+            "flip": "flip" in r.augmentation,
+        }
+
     def fit(
         self,
         X: NDArray[np.float64],
@@ -716,43 +729,3 @@ def _input_width(module: Any) -> int | None:
             return int(p.shape[1])
         return None
     return None
-
-
-def augmented_views(
-    X: NDArray[np.float64],
-    shape: tuple[int, ...],
-    *,
-    max_shift: int = 1,
-    flip: bool = False,
-) -> list[tuple[str, NDArray[np.float64]]]:
-    """Deterministic augmented copies of flattened images, for LiRA's augmented queries.
-
-    Carlini et al. 2022 (Sec. VI-A, "Augmentations"): the target and every reference
-    model are queried, in eval mode, on augmented versions of each record (the ones the
-    models were trained with: shifts, and mirror images where flips were used); one
-    Gaussian per view is fitted and the per-view log likelihood ratios are averaged.
-    Views: every shift ``(dy, dx)`` in ``[-max_shift, max_shift]^2`` (zeros shifted in),
-    each also mirrored when ``flip``; the first view is the identity.
-
-    Returns
-    -------
-    list of (name, X_view)
-    """
-    X = as_float_array(X, "X", ndim=2)
-    c, h, w = (int(v) for v in shape)
-    if X.shape[1] != c * h * w:
-        raise fail("shape", f"an image shape with {X.shape[1]} values", shape)
-    imgs = X.reshape(-1, c, h, w)
-    offsets = [(0, 0)] + [
-        (dy, dx)
-        for dy in range(-max_shift, max_shift + 1)
-        for dx in range(-max_shift, max_shift + 1)
-        if (dy, dx) != (0, 0)
-    ]
-    out: list[tuple[str, NDArray[np.float64]]] = []
-    for mirror in (False, True) if flip else (False,):
-        base = imgs[..., ::-1] if mirror else imgs
-        for dy, dx in offsets:
-            v = shift_images(np.ascontiguousarray(base), np.tile([dy, dx], (imgs.shape[0], 1)))
-            out.append((f"{'flip,' if mirror else ''}shift({dy},{dx})", v.reshape(X.shape[0], -1)))
-    return out

@@ -428,6 +428,8 @@ def _verify_zero_run(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
             confidence=cfg["confidence"],
             beta=cfg.get("beta"),
             margin_z=cfg.get("margin_z", 2.0),
+            # bundles written before the rule existed used the minimum over estimators
+            headline_rule=cfg.get("headline_rule", "min"),
             delta=cfg["delta"],
             delta_ds=cfg["delta_ds"],
             n_bootstrap=cfg["n_bootstrap"],

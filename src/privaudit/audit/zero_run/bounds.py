@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -36,6 +37,7 @@ from privaudit.audit.zero_run.global_correction import (
     mu_bar_ds,
     overlap_eta,
 )
+from privaudit.audit.zero_run.propensity import PairedPropensity
 from privaudit.audit.zero_run.tampering import (
     check_propensity,
     conditional_eps_audit,
@@ -46,13 +48,67 @@ from privaudit.audit.zero_run.tampering import (
 )
 from privaudit.records import AuditResult
 
-__all__ = ["CORRECTIONS", "DEFAULT_MARGIN_Z", "default_guess_counts", "zero_run_bounds"]
+__all__ = [
+    "CORRECTIONS",
+    "DEFAULT_MARGIN_Z",
+    "SPLIT_ESTIMATORS",
+    "default_guess_counts",
+    "pointwise_inputs",
+    "zero_run_bounds",
+]
 
 CORRECTIONS = ("uncorrected", "global", "pointwise")
 
 DEFAULT_MARGIN_Z = 2.0
 """Standard errors added to ``|logit pi_hat|`` for the pointwise correction with estimated
 propensities (docs/zero_run_validity.md: the null simulation needs about 2 for hist-gb)."""
+
+
+SPLIT_ESTIMATORS = frozenset({"logistic"})
+"""Estimators whose pointwise correction is the *split* one (:func:`pointwise_inputs`)."""
+
+
+def pointwise_inputs(
+    estimator: str, fit: PairedPropensity, margin_z: float = DEFAULT_MARGIN_Z
+) -> dict[str, Any]:
+    r"""The pointwise-correction arguments of :func:`zero_run_bounds` for one paired fit.
+
+    Two rules (docs/zero_run_validity.md has the derivation and the simulations):
+
+    * **margin** (every estimator but those in :data:`SPLIT_ESTIMATORS`): the combined
+      estimate ``l_bar = (l_a + l_b) / 2`` ranks and tampers, with ``|l_bar|`` raised by
+      ``margin_z`` standard errors (:func:`.tampering.conservative_propensity`);
+      returns ``propensity=pi, propensity_se=se, margin_z=margin_z``.
+    * **split** (``"logistic"``, the uncalibrated MLE): estimate *a* ranks the guesses,
+      the independent estimate *b* tampers them, with ``|l_b|`` raised by
+      ``s_b^2 / 2 = se^2`` (``s_b^2 = 2 se^2`` is the variance of one fit when ``se`` is
+      that of the mean of two). Exact step: if ``l_b = l + e`` with ``e ~ N(0, s^2)``
+      independent of everything that chose the guess (which the split gives: *a* and the
+      attack's scores do not see *b*'s training data), then for every ``l``,
+      ``|l + e| >= sign(l) (l + e)`` gives ``E[e^{-|l_b|}] <= e^{-|l|} E[e^{-sign(l) e}]
+      = e^{-|l|} e^{s^2/2}``, so the tampering retention ``e^{-|l_b| - s^2/2}`` (and the
+      eps rule's ``b(eps)``, affine in it) is at most the true one *in expectation*, which
+      is what Theorem 5.1's per-guess argument uses (the coin is independent of the
+      guess's success given ``x``). Asymptotic steps: the Gaussian error (asymptotic
+      normality of the MLE), no bias beyond ``O(1/n)`` (a **well-specified**
+      logit-linear model: under misspecification the fit converges to the best linear
+      logit, which can be less extreme than the truth), and a consistent ``se``. The
+      errors of records scored by the same fit are correlated, so the count is not a sum
+      of independent coins; the null simulation checks that this does not break the
+      binomial test. Returns ``propensity=pi_b_cons, ranking_propensity=pi_a``.
+    """
+    if estimator not in SPLIT_ESTIMATORS:
+        return {"propensity": fit.pi, "propensity_se": fit.logit_se, "margin_z": margin_z}
+    with np.errstate(over="ignore"):
+        pi_a = 1.0 / (1.0 + np.exp(-fit.logit_a))
+        pi_b = 1.0 / (1.0 + np.exp(-fit.logit_b))
+    se2 = np.where(np.isfinite(fit.logit_se), fit.logit_se**2, np.inf)
+    return {
+        "propensity": conservative_propensity(pi_b, se2, 1.0),
+        "ranking_propensity": np.asarray(pi_a, dtype=np.float64),
+        "propensity_se": None,
+        "split": True,
+    }
 
 
 def default_guess_counts(m: int) -> list[int]:
@@ -84,6 +140,8 @@ def zero_run_bounds(
     beta: float | None = None,
     propensity_se: ArrayLike | None = None,
     margin_z: float = DEFAULT_MARGIN_Z,
+    ranking_propensity: ArrayLike | None = None,
+    split: bool = False,
     delta: float = 0.0,
     delta_ds: float = 0.0,
     eta: float | None = None,
@@ -119,6 +177,13 @@ def zero_run_bounds(
         ``None`` (oracle or given propensities): the propensities are used as they are.
     margin_z : float
         The number of standard errors (default :data:`DEFAULT_MARGIN_Z`).
+    ranking_propensity : array_like, optional
+        Propensities that rank the pointwise guesses (Remark 5.2) instead of the tampering
+        ones, e.g. an independent estimate (the split correction of
+        :func:`pointwise_inputs`); the tampering uses ``propensity``.
+    split : bool
+        Label the pointwise result as the split correction (notes and ``extra``); set by
+        :func:`pointwise_inputs`.
     delta : float
         delta of the (eps, delta) bounds of the uncorrected and global audits. The
         pointwise eps bound is pure eps-DP (delta = 0) only: the paper's delta > 0
@@ -264,10 +329,25 @@ def zero_run_bounds(
             "logit_se_median": float(np.median(finite)) if finite.size else math.inf,
         }
     b = gdp_retention(pi_pw)
-    aware = [propensity_aware_guesses(s, b, r, threshold=threshold) for r in cands]
+    b_rank = b
+    if ranking_propensity is not None:
+        pr = check_propensity(ranking_propensity, "ranking_propensity")
+        check_same_length(propensity=pi, ranking_propensity=pr)
+        b_rank = gdp_retention(pr)
+        margin_extra["ranking"] = "independent estimate"
+    if split:
+        margin_extra["correction"] = "split"
+    aware = [propensity_aware_guesses(s, b_rank, r, threshold=threshold) for r in cands]
     gdp = [conditional_gdp_audit(t, mem, pi_pw, beta=level, uniforms=uniforms) for t in aware]
     eps = [conditional_eps_audit(t, mem, pi_pw, beta=level, uniforms=uniforms) for t in aware]
-    if propensity_se is not None:
+    if split:
+        validity_note = (
+            "Estimated propensities, split correction: one independent estimate ranks the "
+            "guesses, the other tampers them with |logit| raised by half its variance "
+            "(Jensen); valid asymptotically for a well-specified, asymptotically normal "
+            "estimator (docs/zero_run_validity.md)."
+        )
+    elif propensity_se is not None:
         validity_note = (
             f"Estimated propensities: eps_DS raised by {margin_z:g} standard errors of the "
             "logit estimate (conservative_propensity) before ranking and tampering; valid "

@@ -10,9 +10,14 @@ one replicate for one estimator; the ``"oracle"`` estimator uses the true propen
 
 :func:`gaussian_power_replicate` is the power check of the issue: a Gaussian mechanism
 with ``mu = 1`` (the release ``Y = mu S + N(0, 1)``, attack score the posterior log-odds
-``mu Y - mu^2 / 2 + logit pi_hat``) under shift ``gamma = 0.3``.
+``mu Y - mu^2 / 2 + logit pi_hat_a``) under shift ``gamma = 0.3``.
 
-Both are deterministic in their seed, run in one process each (parallelise over
+:func:`null_headline_replicate` and :func:`gaussian_power_headline_replicate` do the same
+for the audit's headline (:func:`.audit.zero_run_audit`, rule ``"max"``): every estimator
+at ``beta / J`` on the same data and tampering coins, the largest bound (without the
+falsification test's exclusions, which could only lower it).
+
+All are deterministic in their seed, run in one process each (parallelise over
 replicates) and are used by ``benchmarks/bench_zero_run_null.py`` and the tests.
 """
 
@@ -23,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from privaudit._validation import check_positive_int, fail
-from privaudit.audit.zero_run.bounds import DEFAULT_MARGIN_Z, zero_run_bounds
+from privaudit.audit.zero_run.bounds import DEFAULT_MARGIN_Z, pointwise_inputs, zero_run_bounds
 from privaudit.audit.zero_run.propensity import (
     ESTIMATORS,
     PairedPropensity,
@@ -31,7 +36,12 @@ from privaudit.audit.zero_run.propensity import (
 )
 from privaudit.audit.zero_run.tampering import draw_uniforms
 
-__all__ = ["gaussian_power_replicate", "null_replicate"]
+__all__ = [
+    "gaussian_power_headline_replicate",
+    "gaussian_power_replicate",
+    "null_headline_replicate",
+    "null_replicate",
+]
 
 
 def _draw(
@@ -45,7 +55,7 @@ def _draw(
 
 
 def _bounds(
-    rng: np.random.Generator,
+    uniforms: np.ndarray,
     scores: np.ndarray,
     member: np.ndarray,
     feats: np.ndarray,
@@ -57,7 +67,6 @@ def _bounds(
     beta: float,
     fit: PairedPropensity | None = None,
 ) -> dict[str, Any]:
-    uniforms = draw_uniforms(member.size, rng)
     out: dict[str, Any] = {"seed": seed, "estimator": estimator, "gamma": gamma}
     if estimator == "oracle":
         pi = 1.0 / (1.0 + np.exp(-2.0 * gamma * a))
@@ -69,15 +78,9 @@ def _bounds(
     if fit is None:
         fit = cross_fit_propensity_pair(feats, member, estimator=estimator, seed=seed)
     for z in margin_zs:
-        res = zero_run_bounds(
-            scores,
-            member,
-            fit.pi,
-            uniforms=uniforms,
-            beta=beta,
-            propensity_se=fit.logit_se,
-            margin_z=z,
-        )["pointwise"]
+        # the audit's own correction (margin z; the split one ignores z)
+        kw = pointwise_inputs(estimator, fit, z)
+        res = zero_run_bounds(scores, member, uniforms=uniforms, beta=beta, **kw)["pointwise"]
         out[f"eps_z{z:g}"] = float(res.epsilon_lower_bound)
         out[f"mu_z{z:g}"] = float(res.mu_lower_bound or 0.0)
     return out
@@ -104,12 +107,16 @@ def null_replicate(
 ) -> dict[str, Any]:
     """One null replicate: pointwise eps and mu bounds (truth 0) for each margin ``z``.
 
+    The estimator's own pointwise correction (:func:`.bounds.pointwise_inputs`): the
+    margin rule with ``z``, or the split rule (``"logistic"``), which ignores ``z``.
+
     Returns ``{"seed", "estimator", "gamma", "eps_z<z>", "mu_z<z>", ...}``; a value above
     0 is a violation.
     """
     _check(estimator, gamma, n_per_class, n_noise)
     rng, member, a, feats = _draw(seed, gamma, n_per_class, n_noise)
-    return _bounds(rng, a, member, feats, a, gamma, estimator, seed, margin_zs, beta)
+    u = draw_uniforms(member.size, rng)
+    return _bounds(u, a, member, feats, a, gamma, estimator, seed, margin_zs, beta)
 
 
 def gaussian_power_replicate(
@@ -125,8 +132,9 @@ def gaussian_power_replicate(
 ) -> dict[str, Any]:
     """One power replicate: a ``mu``-GDP Gaussian mechanism under shift ``gamma``.
 
-    The attack is the posterior log-odds with the estimator's own (combined) propensity,
-    or the true one for ``"oracle"``. Returns the same keys as :func:`null_replicate`.
+    The attack is the posterior log-odds with the estimator's estimate *a* (the first of
+    its two paired fits, so that the split correction's tampering estimate *b* stays
+    independent of the attack), or the true propensity for ``"oracle"``. Returns the same keys as :func:`null_replicate`.
     """
     _check(estimator, gamma, n_per_class, n_noise)
     rng, member, a, feats = _draw(seed, gamma, n_per_class, n_noise)
@@ -136,7 +144,97 @@ def gaussian_power_replicate(
         logit_pi = 2.0 * gamma * a
     else:
         fit = cross_fit_propensity_pair(feats, member, estimator=estimator, seed=seed)
-        with np.errstate(divide="ignore"):
-            logit_pi = np.clip(np.log(fit.pi) - np.log1p(-fit.pi), -50.0, 50.0)
+        logit_pi = np.clip(fit.logit_a, -50.0, 50.0)
     scores = mu * y - mu * mu / 2.0 + logit_pi
-    return _bounds(rng, scores, member, feats, a, gamma, estimator, seed, margin_zs, beta, fit)
+    u = draw_uniforms(member.size, rng)
+    return _bounds(u, scores, member, feats, a, gamma, estimator, seed, margin_zs, beta, fit)
+
+
+def _headline(
+    u: np.ndarray,
+    scores: np.ndarray,
+    member: np.ndarray,
+    feats: np.ndarray,
+    a: np.ndarray,
+    gamma: float,
+    fits: dict[str, PairedPropensity],
+    seed: int,
+    margin_zs: tuple[float, ...],
+    beta: float,
+) -> dict[str, Any]:
+    level = beta / len(fits)
+    per = {
+        name: _bounds(u, scores, member, feats, a, gamma, name, seed, margin_zs, level, fit)
+        for name, fit in fits.items()
+    }
+    out: dict[str, Any] = {"seed": seed, "estimator": "headline", "gamma": gamma}
+    for z in margin_zs:
+        for kind in ("eps", "mu"):
+            key = f"{kind}_z{z:g}"
+            out[key] = max(r[key] for r in per.values())
+            for name, r in per.items():
+                out[f"{name}:{key}"] = r[key]
+    return out
+
+
+def _fit_all(
+    feats: np.ndarray, member: np.ndarray, estimators: tuple[str, ...], seed: int
+) -> dict[str, PairedPropensity]:
+    if not estimators or "oracle" in estimators:
+        raise fail("estimators", f"a non-empty list of names from {ESTIMATORS}", estimators)
+    return {
+        name: cross_fit_propensity_pair(feats, member, estimator=name, seed=seed)
+        for name in dict.fromkeys(estimators)
+    }
+
+
+def null_headline_replicate(
+    seed: int,
+    gamma: float,
+    *,
+    estimators: tuple[str, ...] = ("logistic-sigmoid", "hist-gb"),
+    n_per_class: int = 1500,
+    n_noise: int = 2,
+    margin_zs: tuple[float, ...] = (DEFAULT_MARGIN_Z,),
+    beta: float = 0.05,
+) -> dict[str, Any]:
+    """One null replicate of the headline: the largest bound over ``estimators`` at ``beta / J``.
+
+    The data and tampering coins are those of :func:`null_replicate` with the same seed.
+    Returns the keys of :func:`null_replicate` (``"estimator": "headline"``) plus
+    ``"<estimator>:eps_z<z>"`` and ``"<estimator>:mu_z<z>"`` (each at ``beta / J``).
+    """
+    for e in estimators:
+        _check(e, gamma, n_per_class, n_noise)
+    rng, member, a, feats = _draw(seed, gamma, n_per_class, n_noise)
+    u = draw_uniforms(member.size, rng)
+    fits = _fit_all(feats, member, tuple(estimators), seed)
+    return _headline(u, a, member, feats, a, gamma, fits, seed, margin_zs, beta)
+
+
+def gaussian_power_headline_replicate(
+    seed: int,
+    *,
+    estimators: tuple[str, ...] = ("logistic-sigmoid", "hist-gb"),
+    mu: float = 1.0,
+    gamma: float = 0.3,
+    n_per_class: int = 1500,
+    n_noise: int = 2,
+    margin_zs: tuple[float, ...] = (DEFAULT_MARGIN_Z,),
+    beta: float = 0.05,
+) -> dict[str, Any]:
+    """One power replicate of the headline (largest bound over ``estimators`` at ``beta / J``).
+
+    The attack is the posterior log-odds with the first estimator's estimate *a* (one
+    attack for all estimators, as in the audit). Same data and coins as
+    :func:`gaussian_power_replicate` with the same seed.
+    """
+    for e in estimators:
+        _check(e, gamma, n_per_class, n_noise)
+    rng, member, a, feats = _draw(seed, gamma, n_per_class, n_noise)
+    y = mu * member + rng.standard_normal(member.size)
+    fits = _fit_all(feats, member, tuple(estimators), seed)
+    logit_pi = np.clip(fits[estimators[0]].logit_a, -50.0, 50.0)
+    scores = mu * y - mu * mu / 2.0 + logit_pi
+    u = draw_uniforms(member.size, rng)
+    return _headline(u, scores, member, feats, a, gamma, fits, seed, margin_zs, beta)

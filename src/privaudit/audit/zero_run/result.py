@@ -23,10 +23,13 @@ class ZeroRunResult(Record):
         Sizes of the two known populations.
     headline : dict
         The number to quote: ``{"mu_lower_bound", "epsilon_lower_bound", "estimator",
-        "correction", "basis", "falsified_estimators", "mu_range_across_estimators"}`` --
-        the pointwise-corrected bound, minimised over the propensity estimators (``basis`` says whether it is the bootstrap lower quantile
-        or the point estimate). Reporting the most conservative estimator, not the
-        largest bound, follows the paper's advice (Appendix I.3).
+        "correction", "rule", "beta_per_estimator", "basis", "refused_estimators",
+        "falsified_estimators", "mu_range_across_estimators"}`` -- the pointwise-corrected
+        bound combined over the propensity estimators by ``rule``: ``"max"`` (each
+        estimator at ``beta / J``, the largest over the admitted, not falsified ones; valid
+        by the union bound) or ``"min"`` (each at ``beta``, the most conservative, the
+        paper's advice in Appendix I.3). ``basis`` says whether it is the bootstrap lower
+        quantile or the point estimate.
     uncorrected : dict
         ``AuditResult.to_dict()`` of the audit that ignores the shift (not a valid bound
         under shift; shown for comparison).

@@ -52,11 +52,21 @@ mechanism score with ``pi_hat``, Section 7). The same scores feed the three audi
   ``delta_DS`` from that per-candidate level, so the default is
   ``delta_DS = beta / (10 K)`` (``K = len(default_guess_counts(m))``, 9 at ``m = 4000``):
   every candidate is tested at ``0.9 beta / K``, and the result is ``beta``-valid.
-* ``"estimated"``: ``pi_hat`` from 5-fold cross-fitting with 3-fold inner calibration
-  (:func:`privaudit.audit.zero_run.propensity.cross_fit_propensity`) on the feature matrix
-  ``[A, N_1, ..., N_{n_noise}]`` (the noise columns give the estimator something to
-  overfit); the global correction uses the library defaults (``eta`` estimated from the
-  sample as the most extreme propensity, ``delta_DS = 0``, ``"tensor"``).
+* ``"estimated"``: the correction the audit itself uses (:func:`.zero_run_audit`):
+  ``pi_hat`` from paired cross-fitting (five fits on 2/5 of the data, two independent
+  out-of-sample estimates per record; :func:`.propensity.cross_fit_propensity_pair`) on
+  the feature matrix ``[A, N_1, ..., N_{n_noise}]`` (the noise columns give the estimator
+  something to overfit), and the estimator's pointwise rule
+  (:func:`.bounds.pointwise_inputs`: ``|logit pi_hat|`` raised by ``margin_z`` standard
+  errors, or the split rule for ``"logistic"``; docs/zero_run_validity.md). The attack
+  uses the first paired estimate *a*.
+  The global correction uses the library defaults (``eta`` estimated from the sample as
+  the most extreme propensity, ``delta_DS = 0``, ``"tensor"``).
+* ``"estimated-plugin"``: the paper's plain plug-in, for comparison only: ``pi_hat``
+  from 5-fold cross-fitting with 3-fold inner calibration
+  (:func:`privaudit.audit.zero_run.propensity.cross_fit_propensity`), used without a
+  margin. It is NOT valid under estimation error (issue 9: a 0-DP score under shift
+  gets eps > 0 in most runs with hist-gb).
 """
 
 from __future__ import annotations
@@ -80,8 +90,18 @@ from privaudit._validation import (
     check_probability,
     fail,
 )
-from privaudit.audit.zero_run.bounds import CORRECTIONS, default_guess_counts, zero_run_bounds
-from privaudit.audit.zero_run.propensity import ESTIMATORS, cross_fit_propensity
+from privaudit.audit.zero_run.bounds import (
+    CORRECTIONS,
+    DEFAULT_MARGIN_Z,
+    default_guess_counts,
+    pointwise_inputs,
+    zero_run_bounds,
+)
+from privaudit.audit.zero_run.propensity import (
+    ESTIMATORS,
+    cross_fit_propensity,
+    cross_fit_propensity_pair,
+)
 from privaudit.runtime.mapping import InlineMapper, Mapper
 from privaudit.runtime.seeds import derive_rng, derive_seed, spawn_seeds
 
@@ -99,8 +119,10 @@ __all__ = [
     "summarize_shift_experiment",
 ]
 
-SHIFT_PROPENSITIES: tuple[str, ...] = ("oracle", "estimated")
-"""How ``pi_hat`` is obtained: the closed-form posterior, or cross-fitted estimates."""
+SHIFT_PROPENSITIES: tuple[str, ...] = ("oracle", "estimated", "estimated-plugin")
+"""How ``pi_hat`` is obtained: the closed-form posterior; paired cross-fitted estimates
+with the audit's margin (valid, asymptotically); plain cross-fitted plug-in estimates (the
+paper's correction, not valid under estimation error; a labelled comparison)."""
 
 DEFAULT_SHIFT_LEVELS: tuple[float, ...] = (0.0, 0.02, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5)
 """Shift levels ``gamma``; features-only AUC ``Phi(sqrt(2) gamma)`` from 0.5 to 0.983.
@@ -245,6 +267,7 @@ class _Task:
     estimator: str
     confidence: float
     oracle_delta_ds: float
+    margin_z: float = DEFAULT_MARGIN_Z
 
     @property
     def label(self) -> str:
@@ -290,15 +313,22 @@ def _run_task(task: _Task) -> list[dict[str, Any]]:
                 global_method="absorb",
             )
         else:
-            pi = cross_fit_propensity(
-                data.features(task.gamma),
-                data.member,
-                estimator=task.estimator,
-                seed=derive_seed(task.seed, purpose="zero-run-gaussian-shift/propensity"),
-            )
-            scores = base + _attack_logit(pi)
+            fit_kw: dict[str, Any] = {
+                "estimator": task.estimator,
+                "seed": derive_seed(task.seed, purpose="zero-run-gaussian-shift/propensity"),
+            }
+            if prop == "estimated":  # the audit's own correction (margin or split rule)
+                fit = cross_fit_propensity_pair(data.features(task.gamma), data.member, **fit_kw)
+                pi = fit.pi
+                # the attack uses estimate a, never the split rule's tampering estimate b
+                scores = base + np.clip(fit.logit_a, -_LOGIT_CAP, _LOGIT_CAP)
+                kw = pointwise_inputs(task.estimator, fit, task.margin_z)
+            else:  # "estimated-plugin": the paper's plug-in, a labelled comparison
+                pi = cross_fit_propensity(data.features(task.gamma), data.member, **fit_kw)
+                scores = base + _attack_logit(pi)
+                kw = {"propensity": pi}
             res = zero_run_bounds(
-                scores, data.member, pi, uniforms=uniforms, confidence=task.confidence
+                scores, data.member, uniforms=uniforms, confidence=task.confidence, **kw
             )
         prop_auc = float(roc_auc_score(data.member, pi))
         for corr in CORRECTIONS:
@@ -337,11 +367,12 @@ def gaussian_shift_experiment(
     m: int = 4000,
     n_seeds: int = 20,
     seed: int = 0,
-    propensities: Sequence[str] = SHIFT_PROPENSITIES,
+    propensities: Sequence[str] = ("oracle", "estimated"),
     estimator: str = "logistic-sigmoid",
     n_noise: int = 2,
     confidence: float = 0.95,
     oracle_delta_ds: float | None = None,
+    margin_z: float = DEFAULT_MARGIN_Z,
     executor: MapExecutor | None = None,
 ) -> list[dict[str, Any]]:
     r"""Run the controlled Gaussian-mechanism experiment (Zero-Run paper, Sec. 7, Fig. 2(a)).
@@ -369,10 +400,12 @@ def gaussian_shift_experiment(
         Root seed; repetition ``i`` uses ``spawn_seeds(seed, n_seeds,
         purpose="zero-run-gaussian-shift")[i]``, so a run with more seeds extends one
         with fewer.
-    propensities : sequence of {"oracle", "estimated"}
-        Which ``pi_hat`` to audit with.
+    propensities : sequence of {"oracle", "estimated", "estimated-plugin"}
+        Which ``pi_hat`` to audit with (module docstring): ``"estimated"`` is the audit's
+        own, margin-corrected correction; ``"estimated-plugin"`` the paper's plug-in (not
+        valid under estimation error), for comparison.
     estimator : str
-        Propensity pipeline for ``"estimated"`` (one of
+        Propensity pipeline for ``"estimated"`` and ``"estimated-plugin"`` (one of
         :data:`privaudit.audit.zero_run.propensity.ESTIMATORS`).
     n_noise : int
         Pure-noise features given to the estimator next to ``A``.
@@ -383,6 +416,9 @@ def gaussian_shift_experiment(
         number of candidate guess counts of ``zero_run_bounds`` at this ``m``
         (:func:`~privaudit.audit.zero_run.bounds.default_guess_counts`); default
         ``beta / (10 K)`` (see the module docstring).
+    margin_z : float
+        Standard errors added to ``|logit pi_hat|`` for ``"estimated"`` (default: the
+        audit's :data:`~privaudit.audit.zero_run.bounds.DEFAULT_MARGIN_Z`).
     executor : MapExecutor, optional
         Runs the ``n_seeds x len(levels)`` tasks, e.g.
         :class:`privaudit.runtime.executor.LocalExecutor` (``n_jobs > 1`` for processes);
@@ -432,9 +468,12 @@ def gaussian_shift_experiment(
     if executor is not None and not callable(getattr(executor, "map", None)):
         raise fail("executor", "an executor with a map method, or None", type(executor).__name__)
 
+    if not (math.isfinite(margin_z) and margin_z >= 0.0):
+        raise fail("margin_z", "a finite number >= 0", margin_z)
+    mz = float(margin_z)
     seeds = spawn_seeds(int(seed), n_seeds, purpose="zero-run-gaussian-shift")
     tasks = [
-        _Task(i, s, float(g), mu, m, n_noise, props, estimator, 1.0 - beta, dds)
+        _Task(i, s, float(g), mu, m, n_noise, props, estimator, 1.0 - beta, dds, mz)
         for i, s in enumerate(seeds)
         for g in lv
     ]
@@ -526,7 +565,8 @@ def figure2_checks(
     1. ``"uncorrected-exceeds"``: at every strong level (``gamma >= strong_min_level``;
        the default 1.0 is a features-only AUC of 0.92), the mean uncorrected ``mu_lb``
        exceeds ``mu_true`` for every propensity.
-    2. ``"corrected-valid"``: for every level, propensity and correction in
+    2. ``"corrected-valid"``: for every level, propensity (except the labelled plug-in
+       comparison ``"estimated-plugin"``, which is not claimed valid) and correction in
        ``{"global", "pointwise"}``, the number of runs with ``mu_lb > mu_true`` is
        compatible with a violation probability of at most ``beta``: the cell fails when
        the exact binomial p-value ``P[Bin(n, beta) >= n_above]`` is below ``alpha / K``
@@ -575,7 +615,11 @@ def figure2_checks(
     ]
 
     # 2. corrected audits valid
-    corrected = [c for k, c in cells.items() if k[2] in ("global", "pointwise")]
+    corrected = [
+        c
+        for k, c in cells.items()
+        if k[2] in ("global", "pointwise") and k[1] != "estimated-plugin"
+    ]
     oks, det = [], []
     for c in corrected:
         pval = float(stats.binom.sf(c["n_above"] - 1, c["n"], beta))
