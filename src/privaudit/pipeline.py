@@ -619,6 +619,7 @@ def run_audit(
             )
         game_result = _play_game(config, dataset, trainer, exp_cfg, executor, progress)
         exp = game_result.trials[0]
+    executor.close()  # the worker processes (on an error: when the executor is collected)
     timings["experiment"] = time.perf_counter() - t0
     for phase, sec in exp.timings.items():
         timings[f"experiment.{phase}"] = float(sec)

@@ -287,3 +287,21 @@ def test_dp_sgd_fit_is_seeded_and_reports_the_accountant_epsilon() -> None:
     e1 = loose.fit(X, y, seed=0, n_classes=3).fit_info["accountant_epsilon"]
     e3 = more.fit(X, y, seed=0, n_classes=3).fit_info["accountant_epsilon"]
     assert e3 > e1 > 0
+
+
+def test_batched_adam_without_a_fused_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    # torch builds without the fused CPU Adam kernel: the stacked-tensor formulas instead
+    torch = pytest.importorskip("torch")
+    from privaudit.models.torch_batched import fit_many
+
+    def missing(*args: object, **kwargs: object) -> None:
+        raise NotImplementedError("no fused kernel here")
+
+    X, y = _data(100, seed=5)
+    tr = TorchTrainer(_recipe(optimizer="adam", device="cpu"), n_classes=3)
+    subsets = [np.arange(0, 64), np.arange(36, 100)]
+    monkeypatch.setattr(torch, "_fused_adam_", missing)
+    ms = fit_many(tr, X, y, subsets, [3, 4], n_classes=3)
+    for s, sd, m in zip(subsets, [3, 4], ms, strict=True):
+        one = tr.fit(X[s], y[s], seed=sd, n_classes=3)
+        np.testing.assert_allclose(m.logits(X), one.logits(X), atol=1e-5)

@@ -34,3 +34,24 @@ class Multiplier:
 
     def __call__(self, x: int) -> int:
         return self.factor * x
+
+
+def loaded(module: str) -> tuple[bool, int]:
+    """Whether ``module`` is imported in the process running the task, and its pid."""
+    import sys
+
+    return module in sys.modules, os.getpid()
+
+
+class ArrayTask:
+    """A task closing over a (large) array: returns the array's sum plus the item."""
+
+    def __init__(self, data: object, offset: float = 0.0) -> None:
+        import numpy as np
+
+        self.data = np.asarray(data)
+        self.offset = offset
+
+    def __call__(self, x: int) -> tuple[float, bool, int]:
+        self.data[0] = self.data[0]  # the array rebuilt in the worker is writable
+        return float(self.data.sum()) + self.offset + x, bool(self.data.flags.writeable), os.getpid()

@@ -31,11 +31,19 @@ def test_empty_items() -> None:
 
 
 def test_process_pool_preserves_order_and_uses_processes() -> None:
-    out = LocalExecutor(2).map(slow_reverse, list(range(10)), desc="rev")
-    assert [x for x, _ in out] == list(range(10))
     import os
 
-    assert all(pid != os.getpid() for _, pid in out)
+    with LocalExecutor(2, use_main_process=False) as ex:
+        out = ex.map(slow_reverse, list(range(10)), desc="rev")
+        assert [x for x, _ in out] == list(range(10))
+        assert all(pid != os.getpid() for _, pid in out)
+        assert len(ex.worker_pids()) == 2
+    # by default this process runs tasks too, next to n_jobs - 1 worker processes
+    with LocalExecutor(2) as ex:
+        out = ex.map(slow_reverse, list(range(10)), desc="rev")
+        assert [x for x, _ in out] == list(range(10))
+        assert len(ex.worker_pids()) == 1
+        assert {pid for _, pid in out} <= {os.getpid(), *ex.worker_pids()}
 
 
 def test_callable_object_sent_once() -> None:
@@ -57,7 +65,10 @@ def test_error_names_failing_item(n_jobs: int) -> None:
 
 def test_dead_worker_is_named() -> None:
     with pytest.raises(TaskError) as info:
-        LocalExecutor(2).map(die_on_two, [0, 1, 2, 3], desc="dying", label=str)
+        # every task in a worker process (in this process, os._exit would end pytest)
+        LocalExecutor(2, use_main_process=False).map(
+            die_on_two, [0, 1, 2, 3], desc="dying", label=str
+        )
     assert info.value.label == "2"
     assert "worker process died" in str(info.value)
 
@@ -179,15 +190,20 @@ def test_ray_missing_is_clear(monkeypatch: pytest.MonkeyPatch) -> None:
         RayExecutor().map(square, [1], desc="x")
 
 
-def test_worker_thread_limit_reaches_openmp_loaded_by_the_task() -> None:
+@pytest.mark.parametrize("use_main_process", [False, True])
+def test_worker_thread_limit_reaches_openmp_loaded_by_the_task(use_main_process: bool) -> None:
     """Every BLAS/OpenMP pool of a worker, including scikit-learn's OpenMP runtime (which
-    loads while the worker unpickles its function), runs at most ``threads`` threads."""
+    loads while the worker unpickles its function), runs at most ``threads`` threads; so
+    do the pools of a task run in this process (limited in the thread that runs it)."""
+    import os
+
     threads = 1
-    ex = LocalExecutor(2, threads_per_worker=threads)
-    reports = ex.map(thread_report, [0, 1, 2, 3], desc="threads")
+    with LocalExecutor(2, threads_per_worker=threads, use_main_process=use_main_process) as ex:
+        reports = ex.map(thread_report, [0, 1, 2, 3], desc="threads")
     assert len({r["pid"] for r in reports}) >= 1
     for r in reports:
-        assert r["OMP_NUM_THREADS"] == str(threads)
+        if r["pid"] != os.getpid():
+            assert r["OMP_NUM_THREADS"] == str(threads)
         apis = {api for api, _, _ in r["pools"]}
         assert "openmp" in apis, r["pools"]  # scikit-learn's runtime is seen and limited
         assert all(n <= threads for _, _, n in r["pools"]), r["pools"]

@@ -517,8 +517,18 @@ def run_experiment(
             raise fail("trainer", "a Trainer (name, fit, settings)", type(trainer).__name__)
     if isinstance(store, str | Path):
         store = ArtifactStore(store)
-    if executor is None:
-        executor = LocalExecutor(config.n_jobs, progress=progress)
+    if executor is None:  # our own workers: closed when the experiment ends
+        with LocalExecutor(config.n_jobs, progress=progress) as own:
+            return run_experiment(
+                dataset,
+                trainer,
+                config,
+                store=store,
+                executor=own,
+                progress=progress,
+                game=game,
+                provided=provided,
+            )
     seeds = config.component_seeds()
     timings: dict[str, float] = {}
 

@@ -292,8 +292,20 @@ def run_game(
         n_trials = 1
     if isinstance(store, str | Path):
         store = ArtifactStore(store)
-    if executor is None:
-        executor = LocalExecutor(config.n_jobs, progress=progress)
+    if executor is None:  # one pool of workers for every trial, closed at the end
+        with LocalExecutor(config.n_jobs, progress=progress) as own:
+            return run_game(
+                name,
+                dataset,
+                trainer,
+                config,
+                n_trials=n_trials,
+                fixed_records=fixed_records,
+                n_fixed_records=n_fixed_records,
+                store=store,
+                executor=own,
+                progress=progress,
+            )
     base = config.component_seeds()
     fixed_cfg = dataclasses.replace(
         config,

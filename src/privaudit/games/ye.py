@@ -277,6 +277,20 @@ class YeSteps:
 # the train step of each role (runs in the calling process, maps the jobs)
 # --------------------------------------------------------------------------------------
 
+#: Fields whose models train through the executor (each role is one map).
+ATTACKER_MODEL_FIELDS = frozenset(
+    {
+        "reference",
+        "reference_membership",
+        "reference_population",
+        "shadow",
+        "outside_reference",
+        "distilled",
+        "distilled_logits",
+        "leave_one_out",
+    }
+)
+
 
 class YeModels:
     """Trains Ye et al.'s models for one experiment and turns their signals into the
@@ -348,6 +362,9 @@ class YeModels:
         """Train (or load, or take the provided) target: the model and its signals on the
         pool (and on the population when an attack reads them), as AttackData fields."""
         t0 = time.perf_counter()
+        if self.need.fields & ATTACKER_MODEL_FIELDS and not getattr(self.trainer, "batched", False):
+            # worker processes start (and import the trainer's modules) while the target trains
+            self.executor.start(preload=(self.trainer, ModelTask, YeSteps))
         sp = self.split
         sets = with_views(self.query_views, self._sets("population_target"))
         task = ModelTask(self.steps, self.codec, self.store)

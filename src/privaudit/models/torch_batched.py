@@ -438,22 +438,27 @@ class _BatchedOptimizer:
             names = list(self.params)
             for st in self.steps:
                 st.add_(1)
-            self.fused(
-                [self.params[k] for k in names],
-                [grads[k].contiguous() for k in names],  # the kernel reads flat memory
-                [self.m[k] for k in names],
-                [self.v[k] for k in names],
-                [],
-                self.steps,
-                lr=float(r.lr),
-                beta1=b1,
-                beta2=b2,
-                weight_decay=float(r.weight_decay),
-                eps=eps,
-                amsgrad=False,
-                maximize=False,
-            )
-            return
+            try:
+                self.fused(
+                    [self.params[k] for k in names],
+                    [grads[k].contiguous() for k in names],  # the kernel reads flat memory
+                    [self.m[k] for k in names],
+                    [self.v[k] for k in names],
+                    [],
+                    self.steps,
+                    lr=float(r.lr),
+                    beta1=b1,
+                    beta2=b2,
+                    weight_decay=float(r.weight_decay),
+                    eps=eps,
+                    amsgrad=False,
+                    maximize=False,
+                )
+                return
+            except (RuntimeError, NotImplementedError):  # no fused kernel for this device
+                for st in self.steps:
+                    st.sub_(1)
+                self.fused = None
         for name, p in self.params.items():
             g = grads[name]
             if r.optimizer == "sgd":
