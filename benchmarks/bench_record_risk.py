@@ -159,6 +159,13 @@ def main() -> None:
     for t in names:
         if t not in TARGETS:
             ap.error(f"--only: unknown target {t!r}")
+    if "mlp" in names:
+        import importlib.util
+
+        if importlib.util.find_spec("torch") is None:
+            ap.error(
+                "the mlp target needs PyTorch (pip install 'privaudit[torch]'), or leave it out of --only"
+            )
     # one torch thread per process (the executor's workers set their own): two intra-op
     # threads on two shared cores spin against each other and slow a fit many times over
     os.environ.setdefault(THREADS_ENV, "1")
