@@ -366,3 +366,22 @@ def test_propensity_col_is_validated(
     df.to_csv(path, index=False)
     assert main(["zero-run", str(path), "--propensity-col", "oracle", *extra]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_headline_rule_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    df = _null_frame(gamma=0.5, n=400)
+    df["score"] = df["score"] + 2.0 * df["member"]  # leaks beyond the shift
+    path = tmp_path / "leaky.csv"
+    df.to_csv(path, index=False)
+    base = ["zero-run", str(path), "--propensity-col", "oracle", "--json"]
+    assert main([*base, "--headline", "min"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["headline"]["rule"] == "min" and d["settings"]["headline_rule"] == "min"
+    # one given propensity: J = 1, so both rules give the same bound
+    assert d["headline"]["beta_per_estimator"] == 0.05
+    assert main(base) == 0
+    mx = json.loads(capsys.readouterr().out)
+    assert mx["headline"]["rule"] == "max"
+    assert mx["headline"]["mu_lower_bound"] == d["headline"]["mu_lower_bound"] > 0
+    assert main([*base, "--headline", "mean"]) == 2
+    assert "headline_rule" in capsys.readouterr().err
