@@ -1,16 +1,18 @@
 """Inference games (Ye et al. 2022, Def. 3.1-3.4) as runnable experiments, and metrics.
 
-* :mod:`~privaudit.games.experiment` -- :func:`run_experiment`: train the target and the
-  attacker's models (through the executor and the artifact store), compute signals,
-  run the attacks;
+* :mod:`~privaudit.games.experiment` -- :func:`run_experiment`: Ye et al.'s experiment,
+  a composition of the split (:mod:`~privaudit.games.ye_split`), the models of each role
+  and their signals (:mod:`~privaudit.games.ye`) and the attacks;
 * :mod:`~privaudit.games.games` -- :func:`run_game`: the four games, recording what
   was fixed and what was resampled;
 * :mod:`~privaudit.games.metrics` -- ROC, AUC, TPR at FPR, achieved FPR, agreement;
 * :mod:`~privaudit.games.record_risk` -- :func:`run_record_risk`: the traditional and the
   model-seeded record-level games (Krčo et al. 2025) for generators and classifiers, on
   the plans of :mod:`~privaudit.games.record_games`, with the metrics of
-  :mod:`~privaudit.games.record_metrics`; :mod:`~privaudit.games.train_many` is the
-  cached, resumable "train many" step.
+  :mod:`~privaudit.games.record_metrics`;
+* :mod:`~privaudit.games.train_many` -- the one cached, resumable "train many" step both
+  experiments use (tasks of releases; models with their per-record signals, batched
+  fits).
 """
 
 from privaudit.games.experiment import (

@@ -52,25 +52,33 @@ components so that a game can fix some and resample others):
    R, D, L and offline LiRA (:mod:`privaudit.attacks.calibration`).
 
 Only the models the requested attacks read are trained (``required_inputs`` of
-:mod:`privaudit.attacks.base`). Every model goes through the :class:`Executor` (in
-parallel, with a progress bar) and, when a store is given, through the
-:class:`ArtifactStore`: a model is cached under a key that hashes the dataset
-fingerprint, the training record ids, ``trainer.settings()``, the seed and the role
-(and, for a distilled model, the target's key); its signals under the model key and the
+:mod:`privaudit.attacks.base`). :func:`run_experiment` is a composition of named steps
+(``DESIGN.md`` section 2.1):
+
+* **split** -- :func:`privaudit.games.ye_split.make_split` (by record id; drawn, or taken
+  from a provided target);
+* **train many** and **signals** -- :class:`privaudit.games.ye.YeModels`, one method per
+  role (target, recipe check of a provided target, reference, shadow, distilled,
+  leave-one-out), each on the shared step :func:`privaudit.games.train_many.train_models`
+  (executor, artifact store, batched fits); the signals are computed in the workers and
+  stored beside each model, so only signal tables come back;
+* **attacks** -- every configured attack on the resulting
+  :class:`~privaudit.attacks.base.AttackData`; the **metrics** are
+  :mod:`privaudit.games.metrics` on the returned :class:`ExperimentResult`.
+
+When a store is given, a model is cached under a key that hashes the dataset
+fingerprint, the training record ids, ``trainer.settings()``, the seed and the role (and,
+for a distilled model, the target's key); its signals under the model key and the
 evaluated records' fingerprint. A killed run resumes without retraining what finished.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-import inspect
-import math
 import time
-import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -79,7 +87,6 @@ from privaudit._validation import check_positive_int, check_probability, fail
 from privaudit.attacks.base import ATTACKS as _ATTACKS
 from privaudit.attacks.base import (
     BUILTIN_ATTACKS,
-    TABLE_FIELDS,
     AttackData,
     attack_names,
     default_attacks,
@@ -87,25 +94,16 @@ from privaudit.attacks.base import (
     run_attack,
 )
 from privaudit.data.dataset import Dataset
-from privaudit.data.sampling import balanced_keep_matrix, split_target_population
-from privaudit.errors import DesignError
-from privaudit.games.provided import ProvidedTarget, RecipeMismatchWarning
-from privaudit.games.query_views import (
-    requested_views,
-    view_attack_data,
-    view_eval_sets,
-    with_views,
-)
-from privaudit.models.base import Model, Trainer
-from privaudit.models.distill import LogitRegressionModel, distill
-from privaudit.models.persistence import load_model, save_model
-from privaudit.models.precomputed import PrecomputedModel
-from privaudit.models.sklearn import SklearnModel
-from privaudit.records import AttackScores, MembershipMatrix, SignalTable
+from privaudit.games.provided import ProvidedTarget
+from privaudit.games.query_views import requested_views
+from privaudit.games.ye import YeModels, accuracy, needs
+from privaudit.games.ye_split import draw_pool, make_split
+from privaudit.models.base import Trainer
+from privaudit.records import AttackScores, MembershipMatrix
 from privaudit.runtime.executor import Executor, LocalExecutor
-from privaudit.runtime.seeds import derive_rng, derive_seed, spawn_seeds
-from privaudit.runtime.store import ArtifactStore, hash_key
-from privaudit.signals import ALL_SIGNALS, QUERY_SIGNALS, model_signals
+from privaudit.runtime.seeds import derive_seed
+from privaudit.runtime.store import ArtifactStore
+from privaudit.signals import ALL_SIGNALS
 
 __all__ = [
     "DEFAULT_ATTACKS",
@@ -119,10 +117,6 @@ __all__ = [
 #: The attacks run by default, in report order: every built-in attack except
 #: ``distillation-logits``, which needs an MLP target (listed explicitly to run it).
 DEFAULT_ATTACKS: tuple[str, ...] = tuple(a for a in BUILTIN_ATTACKS if a in default_attacks())
-
-TARGET_ID = "target"
-_POOL = "pool"
-_POPULATION = "population"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -440,394 +434,32 @@ class ExperimentResult:
 
 
 # --------------------------------------------------------------------------------------
-# Model jobs (run in worker processes)
-# --------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class _Job:
-    role: str
-    model_id: str
-    train_ids: NDArray[Any]
-    seed: int
-    eval_sets: tuple[str, ...]
-    fixed_key: str | None = None  # a provided target: its cache key (no training)
-
-    @property
-    def label(self) -> str:
-        return f"{self.role} model {self.model_id!r}"
-
-
-@dataclasses.dataclass(frozen=True)
-class _JobResult:
-    signals: dict[str, NDArray[np.float64]]  # eval set -> (n_signals, n_eval)
-    model_created: bool
-    model_key: str
-
-
-def _fit_accepts(trainer: Trainer, name: str) -> bool:
-    try:
-        return name in inspect.signature(trainer.fit).parameters
-    except (TypeError, ValueError):  # pragma: no cover
-        return False
-
-
-def _save_signals(values: NDArray[np.float64], path: Path) -> None:
-    with open(path, "wb") as fh:
-        np.save(fh, values, allow_pickle=False)
-
-
-def _load_signals(path: Path) -> NDArray[np.float64]:
-    return np.asarray(np.load(path, allow_pickle=False), dtype=np.float64)
-
-
-class _ModelWorker:
-    """Trains (or loads) one model and returns its signals on the requested sets."""
-
-    def __init__(
-        self,
-        dataset: Dataset,
-        trainer: Trainer,
-        store: ArtifactStore | None,
-        signals: tuple[str, ...],
-        eval_sets: Mapping[str, Dataset],
-        teacher: Model | None = None,
-        teacher_key: str | None = None,
-        distill_method: str = "soft-labels",
-    ) -> None:
-        self.dataset = dataset
-        self.trainer = trainer
-        self.store = store
-        self.signals = signals
-        self.eval_sets = dict(eval_sets)
-        self.teacher = teacher
-        self.teacher_key = teacher_key
-        self.distill_method = distill_method
-
-    def with_signals(self, signals: tuple[str, ...]) -> _ModelWorker:
-        """The same worker computing ``signals``."""
-        other = copy.copy(self)
-        other.signals = signals
-        return other
-
-    def model_key_parts(self, job: _Job) -> dict[str, Any]:
-        if job.fixed_key is not None:
-            return {"artifact": "model", "role": job.role, "provided": job.fixed_key}
-        parts: dict[str, Any] = {
-            "artifact": "model",
-            "role": job.role,
-            "dataset": self.dataset.fingerprint(),
-            "train_ids": np.asarray(job.train_ids),
-            "n_classes": self.dataset.n_classes,
-            "trainer": self.trainer.name,
-            "settings": self.trainer.settings(),
-            "seed": int(job.seed),
-        }
-        if job.role == "distilled":
-            parts["teacher"] = self.teacher_key
-            parts["distill_method"] = self.distill_method
-        return parts
-
-    def _train(self, job: _Job) -> Model:
-        train = self.dataset.subset(np.asarray(job.train_ids))
-        if job.role == "distilled":
-            if self.teacher is None:  # pragma: no cover - the engine always sets it
-                raise DesignError("distilled models need the target model as teacher")
-            return distill(
-                self.trainer,
-                self.teacher,
-                train.X,
-                seed=int(job.seed),
-                method=self.distill_method,
-            )
-        kwargs: dict[str, Any] = {}
-        if _fit_accepts(self.trainer, "n_classes"):
-            kwargs["n_classes"] = self.dataset.n_classes
-        model = self.trainer.fit(train.X, train.y, seed=int(job.seed), **kwargs)
-        if model.n_classes != self.dataset.n_classes:
-            raise DesignError(
-                f"{job.label}: the trained model has {model.n_classes} classes, "
-                f"the dataset {self.dataset.n_classes}; give the trainer n_classes"
-            )
-        return model
-
-    def model(self, job: _Job, trained: Model | None = None) -> tuple[Model, bool, str]:
-        """The job's model: from the store, else ``trained`` (already fitted, e.g. by a
-        batched fit) or a fresh fit; stored when a store is given."""
-        parts = self.model_key_parts(job)
-        key = hash_key(parts)
-        if self.store is None:
-            return (self._train(job) if trained is None else trained), True, key
-        created: list[bool] = []
-
-        def create() -> Model:
-            created.append(True)
-            return self._train(job) if trained is None else trained
-
-        trainer_save = getattr(self.trainer, "save_model", None)
-        trainer_load = getattr(self.trainer, "load_model", None)
-        suffix = str(getattr(self.trainer, "artifact_suffix", ".skops"))
-
-        def save(m: Model, path: Path) -> None:
-            if trainer_save is not None and not isinstance(
-                m, SklearnModel | LogitRegressionModel | PrecomputedModel
-            ):
-                trainer_save(m, path)
-                return
-            if not isinstance(m, SklearnModel | LogitRegressionModel | PrecomputedModel):
-                raise DesignError(
-                    f"{job.label}: the artifact store can persist scikit-learn and precomputed "
-                    f"models only, not {type(m).__name__}"
-                )
-            save_model(m, path)
-
-        def load(path: Path) -> Model:
-            if trainer_load is not None and suffix != ".skops":
-                return cast(Model, trainer_load(path))
-            return cast(Model, load_model(path))
-
-        model = self.store.get_or_create(parts, create, save, load, suffix=suffix)
-        return model, bool(created), key
-
-    def __call__(self, job: _Job) -> _JobResult:
-        return self.run(job)
-
-    def run(self, job: _Job, preloaded: tuple[Model, bool, str] | None = None) -> _JobResult:
-        """Signals of ``job``'s model on its evaluation sets; trains it only if needed."""
-        memo: list[tuple[Model, bool, str]] = [] if preloaded is None else [preloaded]
-
-        def get_model() -> tuple[Model, bool, str]:
-            if not memo:
-                memo.append(self.model(job))
-            return memo[0]
-
-        model_key = hash_key(self.model_key_parts(job))
-        out: dict[str, NDArray[np.float64]] = {}
-        for name in job.eval_sets:
-            data = self.eval_sets[name]
-
-            def compute(data: Dataset = data) -> NDArray[np.float64]:
-                model = get_model()[0]
-                # label-only signals perturb in units of the whole dataset's spread
-                scale = self.dataset.X.std(axis=0)
-                sig = model_signals(job.model_id, model, data, self.signals, feature_scale=scale)
-                return np.stack([np.asarray(sig[s], dtype=np.float64) for s in self.signals])
-
-            if self.store is None:
-                out[name] = compute()
-                continue
-            parts = {
-                "artifact": "signals",
-                "model": model_key,
-                "records": data.fingerprint(),
-                "signals": list(self.signals),
-            }
-            values: NDArray[np.float64] = self.store.get_or_create(
-                parts, compute, _save_signals, _load_signals, suffix=".npy"
-            )
-            out[name] = values
-        created = memo[0][1] if memo else False
-        return _JobResult(out, created, model_key)
-
-
-# --------------------------------------------------------------------------------------
-# The engine
+# The experiment: a composition of named steps
 # --------------------------------------------------------------------------------------
 
 
 def target_pool_ids(dataset: Dataset, config: ExperimentConfig) -> NDArray[Any]:
     """The audited records (target pool) :func:`run_experiment` uses for ``config``."""
-    seeds = config.component_seeds()
-    pool, _ = split_target_population(
-        dataset,
-        config.n_target_pool,
-        config.n_population,
-        derive_rng(seeds["split"], purpose="split"),
-    )
+    pool, _ = draw_pool(dataset, config, config.component_seeds())
     return pool.record_ids
 
 
-def _run_batched(worker: _ModelWorker, jobs: list[_Job], fit_many: Any) -> list[_JobResult]:
-    """Train the jobs' models not in the store as one batched computation
-    (``trainer.fit_many``, e.g. :func:`privaudit.models.torch_batched.fit_many`), then
-    store them and compute their signals in this process."""
-    store = worker.store
-    todo = [j for j in jobs if store is None or not store.contains(worker.model_key_parts(j))]
-    fitted: dict[str, Model] = {}
-    if todo:
-        ds = worker.dataset
-        models = fit_many(
-            ds.X,
-            ds.y,
-            [ds.positions(np.asarray(j.train_ids)) for j in todo],
-            [int(j.seed) for j in todo],
-            n_classes=ds.n_classes,
+def _run_attacks(
+    config: ExperimentConfig, data: AttackData, attacker_seed: int
+) -> dict[str, AttackScores]:
+    """The attacks step: every configured attack on the signal tables, in order."""
+    scores: dict[str, AttackScores] = {}
+    for i, name in enumerate(config.attacks):
+        params = dict(config.attack_params.get(name, {}))
+        alpha = config.alpha if _ATTACKS[name].alpha_threshold else None
+        scores[name] = run_attack(
+            name,
+            data,
+            alpha=alpha,
+            seed=derive_seed(attacker_seed, purpose=f"attack/{i}/{name}"),
+            **params,
         )
-        fitted = {j.model_id: m for j, m in zip(todo, models, strict=True)}
-    out = []
-    for j in jobs:
-        pre = worker.model(j, trained=fitted.get(j.model_id)) if j.model_id in fitted else None
-        out.append(worker.run(j, preloaded=pre))
-    return out
-
-
-#: Fields whose models train through the executor (each phase is one map).
-_ATTACKER_MODEL_FIELDS = frozenset(
-    {
-        "reference",
-        "reference_membership",
-        "reference_population",
-        "shadow",
-        "outside_reference",
-        "distilled",
-        "distilled_logits",
-        "leave_one_out",
-    }
-)
-
-
-def _needed(config: ExperimentConfig) -> tuple[set[str], tuple[str, ...], set[str]]:
-    """Fields and signals the attacks read, and the fields read with a query signal
-    (label-only signals are computed only for the models of those fields)."""
-    fields: set[str] = set()
-    sigs: list[str] = []
-    query_fields: set[str] = set()
-    for a in config.attacks:
-        params = config.attack_params.get(a, {})
-        req = required_inputs(a, signal=params.get("signal"))
-        fields.update(req.fields)
-        fields.update(req.optional_fields)
-        sigs.extend(req.signals)
-        if set(req.signals) & set(QUERY_SIGNALS):
-            query_fields.update(req.fields)
-            query_fields.update(req.optional_fields)
-    sigs.extend(config.signals)
-    ordered = tuple(s for s in ALL_SIGNALS if s in set(sigs))
-    if set(config.signals) & set(QUERY_SIGNALS):
-        query_fields.update(TABLE_FIELDS)
-    return fields, ordered, query_fields
-
-
-def _tables(
-    model_ids: Sequence[str],
-    record_ids: NDArray[Any],
-    stacked: NDArray[np.float64],
-    signals: Sequence[str],
-) -> dict[str, SignalTable]:
-    # stacked: (n_models, n_signals, n_records)
-    return {
-        s: SignalTable(s, record_ids, tuple(model_ids), stacked[:, k, :])
-        for k, s in enumerate(signals)
-    }
-
-
-def _accuracy(model: Model | PrecomputedModel, data: Dataset) -> float:
-    """Accuracy on ``data``; NaN when unknown (no records, or losses-only outputs)."""
-    if data.n_records == 0:
-        return float("nan")
-    if isinstance(model, PrecomputedModel):
-        if not model.has_logits:
-            return float("nan")
-        z = model.logits_for(data.record_ids)
-    else:
-        z = np.asarray(model.logits(data.X), dtype=np.float64)
-    return float(np.mean(np.argmax(z, axis=1) == data.y))
-
-
-def _provided_split(
-    dataset: Dataset, provided: ProvidedTarget, config: ExperimentConfig, seeds: Mapping[str, int]
-) -> tuple[Dataset, Dataset, NDArray[np.bool_], Dataset | None]:
-    """Pool, population, membership and reference source of a provided target."""
-    if config.force_membership:
-        raise fail("force_membership", "none with a provided target (its split is given)", "overrides")
-    pool = dataset.subset(provided.audited_ids)
-    member = np.zeros(pool.n_records, dtype=bool)
-    member[: provided.member_ids.size] = True
-    if provided.population_ids is not None:
-        population = dataset.subset(provided.population_ids)
-    else:
-        rest = ~np.isin(dataset.record_ids, pool.record_ids)
-        if not rest.any():
-            raise DesignError("a provided target needs population records (none left)")
-        population = dataset.subset(rest)
-    if pool.n_records != config.n_target_pool:
-        raise fail("n_target_pool", f"the {pool.n_records} audited records", config.n_target_pool)
-    if population.n_records != config.n_population:
-        raise fail("n_population", f"the {population.n_records} population records", config.n_population)
-    ref_source = None
-    if provided.references == "population":
-        # set aside half of the population (at least the target's training-set size when
-        # possible) for the reference models; the rest stays the attacker's population
-        n_src = max(population.n_records // 2, min(int(member.sum()), population.n_records - 2))
-        if n_src < 2 or population.n_records - n_src < 2:
-            raise DesignError(
-                f"references: 'population' needs population records for the reference models "
-                f"and for the attacker's population; found {population.n_records}"
-            )
-        perm = derive_rng(seeds["split"], purpose="reference-source").permutation(
-            population.n_records
-        )
-        src = np.zeros(population.n_records, dtype=bool)
-        src[perm[:n_src]] = True
-        ref_source, population = population.subset(src), population.subset(~src)
-    return pool, population, member, ref_source
-
-
-def _population_subsets(
-    source: Dataset, size: int, n_models: int, seed: int
-) -> list[NDArray[Any]]:
-    """``n_models`` uniformly random subsets of ``min(size, n)`` records of ``source``."""
-    rng = derive_rng(seed, purpose="reference-population-subsets")
-    k = min(size, source.n_records)
-    return [
-        source.record_ids[np.sort(rng.choice(source.n_records, size=k, replace=False))]
-        for _ in range(n_models)
-    ]
-
-
-def _recipe_check(
-    worker: _ModelWorker,
-    pool: Dataset,
-    member: NDArray[np.bool_],
-    population: Dataset,
-    ref_source: Dataset | None,
-    provided: ProvidedTarget,
-    target_test_acc: float,
-    seeds: Mapping[str, int],
-) -> dict[str, Any]:
-    """Train one model with the recipe on population records (the target's training-set
-    size) and compare its accuracy on the audited non-members with the target's; warn
-    (:class:`RecipeMismatchWarning`) when they differ by more than the tolerance."""
-    source = ref_source if ref_source is not None else population
-    (ids,) = _population_subsets(source, int(member.sum()), 1, seeds["attacker"])
-    job = _Job("recipe-check", "recipe-check", ids, derive_seed(seeds["attacker"], purpose="recipe-check"), ())
-    model, _, _ = worker.model(job)
-    ref_acc = _accuracy(model, pool.subset(~member))
-    tol = float(provided.accuracy_tolerance)
-    out: dict[str, Any] = {
-        "target_test_accuracy": None if math.isnan(target_test_acc) else target_test_acc,
-        "recipe_test_accuracy": ref_acc,
-        "recipe_train_size": int(ids.size),
-        "evaluated_on": "audited non-members",
-        "tolerance": tol,
-    }
-    if math.isnan(target_test_acc):
-        out["ok"] = None
-        out["note"] = "target accuracy unknown (per-record losses only): not compared"
-        return out
-    out["ok"] = bool(abs(ref_acc - target_test_acc) <= tol)
-    if not out["ok"]:
-        warnings.warn(
-            RecipeMismatchWarning(
-                f"a model trained with the recipe reaches {ref_acc:.3f} accuracy on the audited "
-                f"non-members, the target {target_test_acc:.3f} (gap "
-                f"{abs(ref_acc - target_test_acc):.3f} > tolerance {tol}): the reference models "
-                "may not resemble the target, and reference-based attacks may be weak; check "
-                "that the recipe is the one the target was trained with"
-            ),
-            stacklevel=3,
-        )
-    return out
+    return scores
 
 
 def run_experiment(
@@ -898,388 +530,53 @@ def run_experiment(
                 provided=provided,
             )
     seeds = config.component_seeds()
-    fields, signals, query_fields = _needed(config)
-
-    def role_signals(*role_fields: str) -> tuple[str, ...]:
-        if query_fields & set(role_fields):
-            return signals
-        return tuple(s for s in signals if s not in QUERY_SIGNALS)
-
     timings: dict[str, float] = {}
-    trained: dict[str, int] = {}
-    loaded: dict[str, int] = {}
 
-    # 1. split ------------------------------------------------------------------------
+    # 1. split (by record id): pool, population, the target's members, reference layout
     t0 = time.perf_counter()
-    ref_source: Dataset | None = None
-    if provided is None:
-        pool, population = split_target_population(
-            dataset,
-            config.n_target_pool,
-            config.n_population,
-            derive_rng(seeds["split"], purpose="split"),
-        )
-        # The target's members: a uniformly random half of the pool, drawn independently
-        # of the reference models' layout (so the layout carries no information on the bit).
-        member = np.zeros(pool.n_records, dtype=bool)
-        m_rng = derive_rng(seeds["membership"], purpose="target-membership")
-        member[m_rng.permutation(pool.n_records)[: pool.n_records // 2]] = True
-        if config.force_membership:
-            pos = pool.positions(np.asarray([r for r, _ in config.force_membership]))
-            member[pos] = [b for _, b in config.force_membership]
-    else:
-        pool, population, member, ref_source = _provided_split(dataset, provided, config, seeds)
-    if provided is not None and provided.references == "population":
-        # Reference models train on the part of the population set aside for them (every
-        # audited record OUT for all of them: offline attacks only).
-        ref_keep = MembershipMatrix(
-            pool.record_ids,
-            tuple(f"ref-{j:03d}" for j in range(config.n_reference)),
-            np.zeros((config.n_reference, pool.n_records), dtype=bool),
-        )
-    else:
-        # Reference models: a balanced keep matrix over the reference models only (every
-        # pool record IN for exactly n_reference / 2 of them, whatever its target bit).
-        ref_keep = balanced_keep_matrix(
-            pool.record_ids,
-            config.n_reference,
-            derive_rng(seeds["attacker"], purpose="reference-keep-matrix"),
-            model_prefix="ref",
-        )
-    ref_ids = ref_keep.model_ids
-    matrix = MembershipMatrix(
-        pool.record_ids, (TARGET_ID, *ref_ids), np.vstack([member[None, :], ref_keep.keep])
-    )
-    if member.sum() < 2 or (~member).sum() < 2:
-        raise DesignError("the target needs at least 2 members and 2 non-members in the pool")
-    eval_sets = {_POOL: pool, _POPULATION: population}
+    split = make_split(dataset, config, seeds, provided)
     # LiRA's augmented queries: the target and reference models also on each view
     views = requested_views(config.attacks, config.attack_params, trainer)
-    if views is not None:
-        eval_sets.update(view_eval_sets(views, eval_sets))
     timings["split"] = time.perf_counter() - t0
 
-    def run_jobs(role: str, jobs: list[_Job], worker: _ModelWorker, desc: str) -> list[_JobResult]:
-        t = time.perf_counter()
-        many = getattr(trainer, "fit_many", None) if getattr(trainer, "batched", False) else None
-        if many is not None and worker.teacher is None and len(jobs) > 1:
-            results = _run_batched(worker, jobs, many)
-        else:
-            results = executor.map(worker, jobs, desc=desc, label=lambda j: j.label)
-        timings[role] = timings.get(role, 0.0) + time.perf_counter() - t
-        trained[role] = trained.get(role, 0) + sum(r.model_created for r in results)
-        loaded[role] = loaded.get(role, 0) + sum(not r.model_created for r in results)
-        return results
-
-    base_worker = _ModelWorker(dataset, trainer, store, signals, eval_sets)
-    if fields & _ATTACKER_MODEL_FIELDS and not getattr(trainer, "batched", False):
-        # worker processes start (and import the trainer's modules) while the target trains
-        executor.start(preload=(trainer, _ModelWorker))
-
-    # 2. target -----------------------------------------------------------------------
-    t0 = time.perf_counter()
-    target_sets = with_views(
-        views, (_POOL, _POPULATION) if "population_target" in fields else (_POOL,)
+    # 2-3. train many (store + executor + seeds) and signals, role by role
+    models = YeModels(
+        dataset, trainer, split, needs(config), seeds, store=store, executor=executor, views=views
     )
-    if provided is None:
-        target_job = _Job(
-            "target", TARGET_ID, pool.record_ids[member], seeds["target"], target_sets
-        )
-        target_loaded = base_worker.model(target_job)
-    else:
-        fixed = hash_key({"provided-target": provided.fingerprint or repr(provided.model)})
-        target_job = _Job(
-            "target", TARGET_ID, pool.record_ids[member], seeds["target"], target_sets, fixed
-        )
-        target_loaded = (provided.model, False, hash_key(base_worker.model_key_parts(target_job)))
-    target_model, created, target_key = target_loaded
-    target_res = base_worker.run(target_job, preloaded=target_loaded)
-    trained["target"] = int(created)
-    loaded["target"] = int(not created)
-    train_acc = _accuracy(target_model, pool.subset(member))
-    test_acc = _accuracy(target_model, pool.subset(~member))
-    timings["target"] = time.perf_counter() - t0
-    recipe_check: dict[str, Any] | None = None
-    if provided is not None:
-        t0 = time.perf_counter()
-        recipe_check = _recipe_check(
-            base_worker, pool, member, population, ref_source, provided, test_acc, seeds
-        )
-        trained["recipe_check"] = 1
-        timings["recipe_check"] = time.perf_counter() - t0
+    target_model, data_kw = models.target(provided)
+    train_acc = accuracy(target_model, split.pool.subset(split.member))
+    test_acc = accuracy(target_model, split.pool.subset(~split.member))
+    recipe_check = None if provided is None else models.recipe_check(provided, test_acc)
+    data_kw.update(models.reference(config))
+    data_kw.update(models.shadow(config))
+    data_kw.update(models.distilled(config))
+    loo, loo_ids = models.leave_one_out(config)
+    data_kw.update(loo)
+    data_kw.update(models.views(data_kw))
 
-    def single(res: _JobResult, name: str, data: Dataset) -> dict[str, SignalTable]:
-        return _tables((TARGET_ID,), data.record_ids, res.signals[name][None], signals)
-
-    data_kw: dict[str, Any] = {
-        "record_ids": pool.record_ids,
-        "labels": pool.y,
-        "target": single(target_res, _POOL, pool),
-    }
-    if "population_target" in fields:
-        data_kw["population_target"] = single(target_res, _POPULATION, population)
-        data_kw["population_labels"] = population.y
-
-    # 3. reference models -------------------------------------------------------------
-    if fields & {"reference", "reference_membership", "reference_population"}:
-        ref_sets = with_views(
-            views, (_POOL, _POPULATION) if "reference_population" in fields else (_POOL,)
-        )
-        ref_seeds = spawn_seeds(seeds["attacker"], config.n_reference, purpose="reference-models")
-        if ref_source is None:
-            ref_train = [pool.record_ids[matrix.row(rid)] for rid in ref_ids]
-        else:
-            ref_train = _population_subsets(
-                ref_source, int(member.sum()), config.n_reference, seeds["attacker"]
-            )
-        jobs = [
-            _Job("reference", rid, ids, s, ref_sets)
-            for rid, ids, s in zip(ref_ids, ref_train, ref_seeds, strict=True)
-        ]
-        sigs = role_signals("reference", "reference_population")
-        res = run_jobs("reference", jobs, base_worker.with_signals(sigs), "reference models")
-        ref_res = (res, sigs)
-        data_kw["reference"] = _tables(
-            ref_ids, pool.record_ids, np.stack([r.signals[_POOL] for r in res]), sigs
-        )
-        data_kw["reference_membership"] = ref_keep
-        if _POPULATION in ref_sets:
-            data_kw["reference_population"] = _tables(
-                ref_ids,
-                population.record_ids,
-                np.stack([r.signals[_POPULATION] for r in res]),
-                sigs,
-            )
-
-    # 4. shadow models ----------------------------------------------------------------
-    # Shadow models (attack S) and attack R's reference models are built the same way
-    # in Ye et al. (App. B.2: models on random population subsets of the target's
-    # training-set size), so one set serves both: S reads them on the population, R on
-    # the audited records (none of which they trained on).
-    if fields & {"shadow", "outside_reference"}:
-        n_train = int(member.sum())
-        if n_train >= population.n_records:
-            raise DesignError(
-                f"shadow models train on {n_train} population records (the target's "
-                f"training-set size) and need OUT records: n_population must exceed it, "
-                f"found {population.n_records}"
-            )
-        # The subsets are drawn from a random max(n_train, n_population / 2) of the
-        # population; the rest is never trained on, so attack R's calibration has at
-        # least n_population / 2 records that none of these models saw.
-        sh_rng = derive_rng(seeds["attacker"], purpose="shadow-subsets")
-        n_source = max(n_train, population.n_records // 2)
-        source = np.sort(sh_rng.permutation(population.n_records)[:n_source])
-        sh_keep = np.zeros((config.n_shadow, population.n_records), dtype=bool)
-        for j in range(config.n_shadow):
-            sh_keep[j, sh_rng.choice(source, size=n_train, replace=False)] = True
-        shadow_keep = MembershipMatrix(
-            population.record_ids,
-            tuple(f"shadow-{j:03d}" for j in range(config.n_shadow)),
-            sh_keep,
-        )
-        shadow_seeds = spawn_seeds(seeds["attacker"], config.n_shadow, purpose="shadow-models")
-        sh_sets = (_POPULATION, _POOL) if "outside_reference" in fields else (_POPULATION,)
-        jobs = [
-            _Job("shadow", sid, population.record_ids[shadow_keep.row(sid)], s, sh_sets)
-            for sid, s in zip(shadow_keep.model_ids, shadow_seeds, strict=True)
-        ]
-        sigs = role_signals("shadow", "outside_reference", "outside_reference_population")
-        res = run_jobs("shadow", jobs, base_worker.with_signals(sigs), "shadow models")
-        on_population = _tables(
-            shadow_keep.model_ids,
-            population.record_ids,
-            np.stack([r.signals[_POPULATION] for r in res]),
-            sigs,
-        )
-        if "shadow" in fields:
-            data_kw["shadow"] = on_population
-            data_kw["shadow_membership"] = shadow_keep
-            data_kw["shadow_labels"] = population.y
-        if "outside_reference" in fields:
-            data_kw["outside_reference"] = _tables(
-                shadow_keep.model_ids,
-                pool.record_ids,
-                np.stack([r.signals[_POOL] for r in res]),
-                sigs,
-            )
-            data_kw["outside_reference_population"] = on_population
-            data_kw["outside_reference_population_membership"] = shadow_keep
-
-    # 5. distilled models -------------------------------------------------------------
-    # Two kinds of students, one per attack: soft labels (Ye et al. eq. 14-15, attack
-    # "distillation") and logit regression (attack "distillation-logits"); the same
-    # subsets and seeds for both, so the two attacks differ only in the objective.
-    students = [
-        (field, method)
-        for field, method in (("distilled", "soft-labels"), ("distilled_logits", "logits"))
-        if field in fields
-    ]
-    if students and not callable(getattr(target_model, "logits", None)):
-        raise DesignError(
-            "distilled models (attacks D) query the target on population records; a "
-            "target given as precomputed outputs cannot be queried: drop the distillation attacks"
-        )
-    if students:
-        size = config.distill_size or min(population.n_records, int(member.sum()))
-        rng = derive_rng(seeds["attacker"], purpose="distillation-subsets")
-        d_seeds = spawn_seeds(seeds["attacker"], config.n_distilled, purpose="distilled-models")
-        d_keep = np.zeros((config.n_distilled, population.n_records), dtype=bool)
-        # The subsets are drawn from a random part of the population of size
-        # max(distill_size, n_population / 2); the rest is never distilled on, so the
-        # calibration of attack D has at least n_population / 2 records that no
-        # distilled model saw (with independent subsets of the whole population, only
-        # a fraction (1 - size / n_population) ** n_distilled of it would be).
-        n_source = max(size, population.n_records // 2)
-        source = np.sort(rng.permutation(population.n_records)[:n_source])
-        picks = []
-        for j in range(config.n_distilled):
-            pick = np.sort(rng.choice(source, size=size, replace=False))
-            d_keep[j, pick] = True
-            picks.append(pick)
-        for field, method in students:
-            prefix = "distilled" if method == "soft-labels" else "distilled-logits"
-            d_ids = tuple(f"{prefix}-{j:03d}" for j in range(config.n_distilled))
-            d_sets = (_POOL, _POPULATION) if f"{field}_population" in fields else (_POOL,)
-            jobs = [
-                _Job("distilled", did, population.record_ids[pick], s, d_sets)
-                for did, s, pick in zip(d_ids, d_seeds, picks, strict=True)
-            ]
-            sigs = role_signals(field, f"{field}_population")
-            worker = _ModelWorker(
-                dataset,
-                trainer,
-                store,
-                sigs,
-                eval_sets,
-                teacher=target_model,
-                teacher_key=target_key,
-                distill_method=method,
-            )
-            res = run_jobs(prefix.replace("-", "_"), jobs, worker, f"{prefix} models")
-            data_kw[field] = _tables(
-                d_ids, pool.record_ids, np.stack([r.signals[_POOL] for r in res]), sigs
-            )
-            if _POPULATION in d_sets:
-                data_kw[f"{field}_population"] = _tables(
-                    d_ids,
-                    population.record_ids,
-                    np.stack([r.signals[_POPULATION] for r in res]),
-                    sigs,
-                )
-                data_kw[f"{field}_population_membership"] = MembershipMatrix(
-                    population.record_ids, d_ids, d_keep
-                )
-
-    # 6. leave-one-out models ---------------------------------------------------------
-    loo_ids: NDArray[Any] | None = None
-    if "leave_one_out" in fields:
-        rng = derive_rng(seeds["attacker"], purpose="leave-one-out-sample")
-        include = np.zeros(pool.n_records, dtype=bool)
-        if config.leave_one_out_include:
-            include[pool.positions(np.asarray(config.leave_one_out_include))] = True
-        members = np.flatnonzero(member & ~include)
-        non_members = np.flatnonzero(~member & ~include)
-        n_rest = max(0, config.leave_one_out_sample - int(include.sum()))
-        k_m = min(math.ceil(n_rest / 2), members.size)
-        k_n = min(n_rest - k_m, non_members.size)
-        pick_m = np.sort(rng.choice(members, size=k_m, replace=False))
-        pick_n = np.sort(rng.choice(non_members, size=k_n, replace=False))
-        forced = np.flatnonzero(include)
-        pick_m = np.sort(np.concatenate([pick_m, forced[member[forced]]])).astype(np.intp)
-        pick_n = np.sort(np.concatenate([pick_n, forced[~member[forced]]])).astype(np.intp)
-        loo_sets = (_POOL, _POPULATION) if "leave_one_out_population" in fields else (_POOL,)
-        loo_seeds = spawn_seeds(
-            seeds["attacker"], config.n_leave_one_out, purpose="leave-one-out-models"
-        )
-        jobs, rows, serve_rows, model_ids = [], [], [], []
-        for r, s in enumerate(loo_seeds):
-            mid = f"loo-all-{r:02d}"
-            jobs.append(_Job("leave-one-out", mid, pool.record_ids[member], s, loo_sets))
-            rows.append(member.copy())
-            serve_rows.append(~member)  # D \ {x} = D for a non-member x
-            model_ids.append(mid)
-        for p in pick_m:
-            row = member.copy()
-            row[p] = False
-            serves = np.zeros(pool.n_records, dtype=bool)
-            serves[p] = True  # a model on D \ {x} is x's out world only
-            for r, s in enumerate(loo_seeds):
-                mid = f"loo-{pool.record_ids[p]}-{r:02d}"
-                jobs.append(_Job("leave-one-out", mid, pool.record_ids[row], s, loo_sets))
-                rows.append(row)
-                serve_rows.append(serves)
-                model_ids.append(mid)
-        sigs = role_signals("leave_one_out", "leave_one_out_population")
-        res = run_jobs(
-            "leave_one_out", jobs, base_worker.with_signals(sigs), "leave-one-out models"
-        )
-        data_kw["leave_one_out"] = _tables(
-            model_ids, pool.record_ids, np.stack([r.signals[_POOL] for r in res]), sigs
-        )
-        data_kw["leave_one_out_membership"] = MembershipMatrix(
-            pool.record_ids, tuple(model_ids), np.stack(rows)
-        )
-        data_kw["leave_one_out_serves"] = np.stack(serve_rows)
-        if _POPULATION in loo_sets:
-            data_kw["leave_one_out_population"] = _tables(
-                model_ids,
-                population.record_ids,
-                np.stack([r.signals[_POPULATION] for r in res]),
-                sigs,
-            )
-            # population records are non-members: served by the models trained on D
-            pop_serves = np.zeros((len(model_ids), population.n_records), dtype=bool)
-            pop_serves[: config.n_leave_one_out] = True
-            data_kw["leave_one_out_population_serves"] = pop_serves
-        loo_ids = pool.record_ids[np.sort(np.concatenate([pick_m, pick_n]))]
-
-    if views is not None:
-
-        def view_tables(field: str, set_name: str) -> dict[str, SignalTable]:
-            ids = eval_sets[set_name].record_ids
-            if field in ("target", "population_target"):
-                return _tables((TARGET_ID,), ids, target_res.signals[set_name][None], signals)
-            rs, rsigs = ref_res
-            return _tables(ref_ids, ids, np.stack([r.signals[set_name] for r in rs]), rsigs)
-
-        fields_sets = {"target": _POOL, "population_target": _POPULATION}
-        fields_sets.update(reference=_POOL, reference_population=_POPULATION)
-        data_kw["views"] = view_attack_data(views, data_kw, view_tables, fields_sets)
-
-    # 7. attacks ----------------------------------------------------------------------
+    # 4. attacks
     t0 = time.perf_counter()
     data = AttackData(**data_kw)
-    scores: dict[str, AttackScores] = {}
-    for i, name in enumerate(config.attacks):
-        params = dict(config.attack_params.get(name, {}))
-        alpha = config.alpha if _ATTACKS[name].alpha_threshold else None
-        result = run_attack(
-            name,
-            data,
-            alpha=alpha,
-            seed=derive_seed(seeds["attacker"], purpose=f"attack/{i}/{name}"),
-            **params,
-        )
-        scores[name] = result
+    scores = _run_attacks(config, data, seeds["attacker"])
+    timings.update(models.timings)
     timings["attacks"] = time.perf_counter() - t0
 
     return ExperimentResult(
-        record_ids=pool.record_ids,
-        labels=pool.y,
-        membership=member,
+        record_ids=split.pool.record_ids,
+        labels=split.pool.y,
+        membership=split.member,
         scores=scores,
-        membership_matrix=matrix,
+        membership_matrix=split.matrix,
         train_accuracy=train_acc,
         test_accuracy=test_acc,
         timings=timings,
         game=game or FIXED_MODEL_GAME,
         config=config,
         seeds=seeds,
-        models_trained=trained,
-        models_loaded=loaded,
+        models_trained=models.trained,
+        models_loaded=models.loaded,
         dataset_fingerprint=dataset.fingerprint(),
-        population_ids=population.record_ids,
+        population_ids=split.population.record_ids,
         leave_one_out_ids=loo_ids,
         target_origin="trained" if provided is None else "provided",
         recipe_check=recipe_check,
