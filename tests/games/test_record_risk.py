@@ -19,6 +19,7 @@ from privaudit.games.record_metrics import (
     miss_rate,
     per_record_auc,
     rmsd,
+    rmsd_gap_test,
 )
 from privaudit.games.record_risk import RecordRiskConfig, run_record_risk
 from privaudit.generators import DiscreteTable
@@ -202,6 +203,29 @@ def test_per_record_auc_matches_pair_counting_and_metrics() -> None:
     assert rmsd(ms, t) == pytest.approx(np.sqrt(np.mean((ms - t) ** 2)))
     c = compare_risks(ms, t, ms, t)
     assert c["rmsd_noise_ms"] == 0.0 and c["thresholds"]["0.8"]["miss_rate_noise_ms"] == 0.0
+    assert c["gap_test"]["excess_msd"] == pytest.approx(np.mean((ms - t) ** 2))
+    assert compare_risks(ms, t)["gap_test"] is None
+
+
+def test_rmsd_gap_test_null_calibrated_and_detects_a_gap() -> None:
+    """Same risk in both games: p < 0.05 in about 5% of simulations; a planted gap: always."""
+    rng = np.random.default_rng(0)
+    k, reps = 64, 400
+    rejections = 0
+    for _ in range(reps):
+        r = rng.uniform(0.5, 0.9, k)
+        ms, ms2 = r + rng.normal(0, 0.03, (2, k))
+        t, t2 = r + rng.normal(0, 0.05, (2, k))
+        g = rmsd_gap_test(ms, t, ms2, t2)
+        rejections += g["p"] < 0.05
+    # beta + 3 SE: the normal approximation over 64 records is close, not exact
+    assert rejections / reps <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / reps)
+    r = rng.uniform(0.5, 0.9, k)
+    shift = rng.choice([-0.08, 0.08], k)  # the traditional game averages over datasets
+    ms, ms2 = r + rng.normal(0, 0.03, (2, k))
+    t, t2 = r + shift + rng.normal(0, 0.03, (2, k))
+    g = rmsd_gap_test(ms, t, ms2, t2)
+    assert g["p"] < 1e-6 and g["excess_rmsd"] == pytest.approx(0.08, abs=0.02)
 
 
 class _CountingTorchTrainer:

@@ -120,6 +120,14 @@ def render_record_risk_summary(result: Any, console: Console) -> None:
             str(row["n_high_ms"]),
         )
     console.print(tab)
+    g = c.get("gap_test")
+    if g is not None:
+        console.print(
+            f"gap beyond replicate noise: excess RMSD {g['excess_rmsd']:.3f} "
+            f"(z = {g['z']:.2f}, one-sided p = {g['p']:.3g}; "
+            + ("a real gap" if g["p"] < 0.05 else "within noise")
+            + ")"
+        )
     for w in result.warnings:
         console.print(f"[bold yellow]warning:[/] {w}")
 
