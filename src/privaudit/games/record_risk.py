@@ -14,7 +14,7 @@ synthetic-data generator (:mod:`privaudit.generators`) or a classifier
    tasks of a few rounds each through the executor and the artifact store (resumable); a
    release is ``A(D; s)``, re-created from the plan and the round's seed in the worker
    (a batched torch trainer trains a task's rounds as one stacked computation, each
-   round with its own training set and seed: :func:`batched_trainer`);
+   round with its own training set and seed: :func:`~privaudit.games.train_many.fits_many`);
 3. **signals** -- the attack's summary of each release (the synthetic table, or the
    classifier's loss and logit-scaled confidence on the targets) and per-target features
    (query counts, distances, losses);
@@ -52,7 +52,7 @@ from privaudit.games.record_metrics import (
     hoeffding_width,
     per_record_auc,
 )
-from privaudit.games.train_many import train_many
+from privaudit.games.train_many import fits_many, train_many
 from privaudit.generators.base import synthesise
 from privaudit.generators.discrete import DiscreteTable, discretise
 from privaudit.runtime.executor import Executor, LocalExecutor
@@ -64,7 +64,6 @@ __all__ = [
     "GAMES",
     "RecordRiskConfig",
     "RecordRiskResult",
-    "batched_trainer",
     "release",
     "run_record_risk",
 ]
@@ -226,15 +225,6 @@ def release(target: Any, kind: str, universe: Any, positions: NDArray[np.int64],
     return target.fit(data.X[positions], data.y[positions], seed=int(seed), **kwargs)
 
 
-def batched_trainer(target: Any) -> bool:
-    """Whether a classifier trainer trains many models as one batched computation
-    (``batched`` true and a ``fit_many(X, y, subsets, seeds, *, n_classes)`` method, as
-    :class:`privaudit.models.torch_models.TorchTrainer`): then a task of record-risk
-    rounds is one call of ``fit_many``, each round with its own training set and seed,
-    and equal up to floating-point rounding to :func:`release` of that round alone."""
-    return bool(getattr(target, "batched", False)) and callable(getattr(target, "fit_many", None))
-
-
 def _digest(a: NDArray[Any]) -> int:
     return int.from_bytes(
         hashlib.blake2b(np.ascontiguousarray(a).tobytes(), digest_size=8).digest(), "little"
@@ -280,8 +270,8 @@ class _Worker:
 
     def releases(self, specs: list[RoundSpec]) -> list[Any]:
         """The releases of a task's rounds: one batched computation for a batched
-        classifier trainer (:func:`batched_trainer`), else one :func:`release` each."""
-        if self.kind == "classifier" and len(specs) > 1 and batched_trainer(self.target):
+        classifier trainer (:func:`~privaudit.games.train_many.fits_many`), else one :func:`release` each."""
+        if self.kind == "classifier" and len(specs) > 1 and fits_many(self.target):
             data: Dataset = self.universe
             return list(
                 self.target.fit_many(
@@ -391,7 +381,7 @@ def run_record_risk(
         codes, ``randomised``) or a classifier trainer (``fit(X, y, *, seed)``). A
         trainer with ``batched = True`` and ``fit_many`` (a torch
         :class:`~privaudit.models.torch_models.TorchTrainer`) trains each task's rounds
-        as one batched computation (:func:`batched_trainer`).
+        as one batched computation (:func:`~privaudit.games.train_many.fits_many`).
     attack : str or RecordAttack
         ``"tapas-query"`` or ``"dcr"`` for a generator, ``"loss"`` or ``"lira"`` for a
         classifier (:data:`privaudit.attacks.record_level.RECORD_ATTACKS`).
@@ -518,7 +508,7 @@ def run_record_risk(
     # a batched classifier trains a whole chunk as one computation: chunks of
     # rounds_per_task rounds everywhere (OUT chunks may span targets); otherwise rounds
     # scoring all K targets are chunked so that a task scores at most ~512 (round, target)
-    batched = kind == "classifier" and batched_trainer(target)
+    batched = kind == "classifier" and fits_many(target)
     per_task_k = (
         config.rounds_per_task
         if batched
