@@ -54,3 +54,42 @@ def test_ray_audit_matches_local(tmp_path: Path) -> None:
     np.testing.assert_array_equal(remote.scores.record_ids, local.scores.record_ids)
     for name, sc in local.scores.scores.items():
         np.testing.assert_allclose(remote.scores.scores[name], sc, rtol=1e-9, atol=1e-12)
+
+
+def test_early_workers_only_when_attacker_models_train_locally() -> None:
+    """run_audit starts its worker processes before the data loads only when they will
+    train attacker models (local executor, several jobs, a non-torch model)."""
+    from privaudit.pipeline import _early_executor
+
+    assert _early_executor(config_from_dict(SMALL), progress=False) is None  # n_jobs 1
+    loss_only = config_from_dict({**SMALL, "n_jobs": 2, "attacks": ["population"]})
+    assert _early_executor(loss_only, progress=False) is None  # no attacker models
+    early = _early_executor(config_from_dict({**SMALL, "n_jobs": 2}), progress=False)
+    assert isinstance(early, LocalExecutor)
+    try:
+        assert early.n_jobs == 2 and len(early.worker_pids()) >= 1
+    finally:
+        early.close()
+    assert early.worker_pids() == ()
+
+
+def test_early_workers_are_closed_when_the_audit_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    import privaudit.pipeline as pipeline
+
+    started: list[LocalExecutor] = []
+    original = pipeline._early_executor
+
+    def spy(config: object, progress: object) -> object:
+        ex = original(config, progress)  # type: ignore[arg-type]
+        started.append(ex)  # type: ignore[arg-type]
+        return ex
+
+    def fail_after_start(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the data could not load")
+
+    monkeypatch.setattr(pipeline, "_early_executor", spy)
+    monkeypatch.setattr(pipeline, "_run_audit", fail_after_start)
+    with pytest.raises(RuntimeError, match="could not load"):
+        run_audit(config_from_dict({**SMALL, "n_jobs": 2}), progress=False, write=False)
+    assert len(started) == 1 and isinstance(started[0], LocalExecutor)
+    assert started[0].worker_pids() == ()

@@ -91,7 +91,7 @@ from privaudit.report import (
 )
 from privaudit.report.bundle import make_manifest
 from privaudit.report.per_record import attack_score_fields
-from privaudit.runtime.executor import Executor, LocalExecutor, RayExecutor
+from privaudit.runtime.executor import Executor, LocalExecutor, RayExecutor, resolve_n_jobs
 from privaudit.runtime.seeds import derive_rng
 
 __all__ = [
@@ -237,7 +237,9 @@ def load_dataset_and_target(config: AuditConfig) -> tuple[Dataset, ProvidedTarge
             raise InvalidInputError("target.member_column: needs a dataset table")
         frame = read_frame(ds_cfg.path)
         if t.member_column not in frame.columns:
-            raise fail("target.member_column", "a column of the dataset table", repr(t.member_column))
+            raise fail(
+                "target.member_column", "a column of the dataset table", repr(t.member_column)
+            )
         marks = frame[t.member_column].to_numpy()
         dataset = table_from_frame(
             frame.drop(columns=[t.member_column]),
@@ -261,7 +263,11 @@ def load_dataset_and_target(config: AuditConfig) -> tuple[Dataset, ProvidedTarge
         dataset, population = _with_population_table(
             dataset, t.population_table, t.member_column, np.concatenate([members, non_members])
         )
-    for what, ids in (("members", members), ("non_members", non_members), ("population", population)):
+    for what, ids in (
+        ("members", members),
+        ("non_members", non_members),
+        ("population", population),
+    ):
         if ids is not None:
             try:
                 dataset.positions(ids)
@@ -274,7 +280,11 @@ def load_dataset_and_target(config: AuditConfig) -> tuple[Dataset, ProvidedTarge
             params["factory"] = t.factory
         if t.factory_kwargs is not None:
             params["factory_kwargs"] = t.factory_kwargs
-        params = {k: v for k, v in params.items() if k in ("factory", "factory_kwargs", "input_shape", "device")}
+        params = {
+            k: v
+            for k, v in params.items()
+            if k in ("factory", "factory_kwargs", "input_shape", "device")
+        }
         recipe = torch_recipe(params, config.config_dir)
     model = load_target_model(
         t.kind,
@@ -285,12 +295,15 @@ def load_dataset_and_target(config: AuditConfig) -> tuple[Dataset, ProvidedTarge
         precomputed_n_classes=t.n_classes,
     )
     if config.sizes.n_population is not None and (
-        population is None or (t.population_table is not None and population.size > config.sizes.n_population)
+        population is None
+        or (t.population_table is not None and population.size > config.sizes.n_population)
     ):
         rest = (
             population
             if population is not None
-            else dataset.record_ids[~np.isin(dataset.record_ids, np.concatenate([members, non_members]))]
+            else dataset.record_ids[
+                ~np.isin(dataset.record_ids, np.concatenate([members, non_members]))
+            ]
         )
         k = min(config.sizes.n_population, rest.size)
         rng = derive_rng(config.seed, purpose="provided-population")
@@ -364,11 +377,7 @@ def experiment_config(
         pool, pop = _sizes(config, n_records)
     else:
         pool = provided.audited_ids.size
-        pop = (
-            n_records - pool
-            if provided.population_ids is None
-            else provided.population_ids.size
-        )
+        pop = n_records - pool if provided.population_ids is None else provided.population_ids.size
     m = config.models
     try:
         return ExperimentConfig(
@@ -564,8 +573,61 @@ def run_audit(
     out_dir = Path(config.output_dir)
     if write:
         check_output_dir(out_dir, overwrite=overwrite)
-    timings: dict[str, float] = {}
 
+    # worker processes start now: their start-up overlaps loading, checks and the target
+    early = _early_executor(config, progress)
+    try:
+        return _run_audit(config, overwrite=overwrite, progress=progress, write=write, early=early)
+    except BaseException:
+        if early is not None:
+            early.close()
+        raise
+
+
+def _early_executor(config: AuditConfig, progress: bool | None) -> Executor | None:
+    """Local worker processes started before the data loads, when the attacks train
+    attacker models through the executor (None otherwise).
+
+    Spawning a worker and importing NumPy, SciPy, pandas, scikit-learn and privaudit in it
+    costs about 1.5 CPU-seconds; started here, that overlaps loading the data, the checks
+    before training and the target's training, instead of delaying the first attacker
+    models. Nothing is written; an invalid config gets no early workers (the checks
+    before training report it). Torch trainers batch their models in this process.
+    """
+    if config.executor != "local" or config.model.kind == "torch":
+        return None
+    if resolve_n_jobs(config.n_jobs) < 2:
+        return None
+    from privaudit.attacks import required_inputs
+    from privaudit.games.train_many import ModelTask
+    from privaudit.games.ye import ATTACKER_MODEL_FIELDS, YeSteps
+
+    fields: set[str] = set()
+    try:
+        for a in config.attack_names():
+            req = required_inputs(a, signal=config.attack_params.get(a, {}).get("signal"))
+            fields.update(req.fields)
+            fields.update(req.optional_fields)
+        preload = (build_estimator(config.model), ModelTask, YeSteps)
+    except Exception:  # reported by the checks before training
+        return None
+    if not fields & ATTACKER_MODEL_FIELDS:
+        return None
+    executor = build_executor(config, config.n_jobs, progress=progress)
+    executor.start(preload=preload)
+    return executor
+
+
+def _run_audit(
+    config: AuditConfig,
+    *,
+    overwrite: bool,
+    progress: bool | None,
+    write: bool,
+    early: Executor | None,
+) -> AuditReport:
+    out_dir = Path(config.output_dir)
+    timings: dict[str, float] = {}
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PrivauditWarning)
@@ -580,7 +642,9 @@ def run_audit(
     t0 = time.perf_counter()
     checks = preflight(config, dataset, exp_cfg, trainer, overwrite=overwrite, write=write)
     timings["preflight"] = time.perf_counter() - t0
-    executor = build_executor(config, exp_cfg.n_jobs, progress=progress)
+    executor = (
+        early if early is not None else build_executor(config, exp_cfg.n_jobs, progress=progress)
+    )
     t0 = time.perf_counter()
     game_result: GameResult | None = None
     n_aimed = 0
