@@ -3,7 +3,7 @@
 Usage::
 
     .venv/bin/python benchmarks/bench_workers.py [--model mlp|gradient_boosting]
-        [--n-reference 8] [--threads 1] [--repeats 1] [--all-in-workers] [--json PATH]
+        [--n-reference 16] [--threads 1] [--repeats 1] [--all-in-workers] [--json PATH]
 
 Trains the reference models of an audit on UCI Adult (``run_experiment`` with the
 ``lira-online`` attack only, no artifact store) with one worker (inline, under a
@@ -130,7 +130,9 @@ def two_runs(
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--model", choices=sorted(MODELS), default="mlp")
-    parser.add_argument("--n-reference", type=int, default=8)
+    parser.add_argument(
+        "--n-reference", type=int, default=16, help="reference models (the demo trains 16)"
+    )
     parser.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads per worker")
     parser.add_argument("--repeats", type=int, default=1, help="median over this many runs")
     parser.add_argument("--seed", type=int, default=0)
