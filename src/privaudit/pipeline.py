@@ -598,20 +598,15 @@ def _early_executor(config: AuditConfig, progress: bool | None) -> Executor | No
         return None
     if resolve_n_jobs(config.n_jobs) < 2:
         return None
-    from privaudit.attacks import required_inputs
     from privaudit.games.train_many import ModelTask
-    from privaudit.games.ye import ATTACKER_MODEL_FIELDS, YeSteps
+    from privaudit.games.ye import YeSteps, attack_needs
 
-    fields: set[str] = set()
     try:
-        for a in config.attack_names():
-            req = required_inputs(a, signal=config.attack_params.get(a, {}).get("signal"))
-            fields.update(req.fields)
-            fields.update(req.optional_fields)
+        need = attack_needs(config.attack_names(), config.attack_params)
         preload = (build_estimator(config.model), ModelTask, YeSteps)
     except Exception:  # reported by the checks before training
         return None
-    if not fields & ATTACKER_MODEL_FIELDS:
+    if not need.trains_attacker_models:
         return None
     executor = build_executor(config, config.n_jobs, progress=progress)
     executor.start(preload=preload)

@@ -61,7 +61,7 @@ from privaudit.signals.views import QueryViews
 if TYPE_CHECKING:
     from privaudit.games.experiment import ExperimentConfig
 
-__all__ = ["Needs", "YeModels", "YeSteps", "accuracy", "needs", "tables"]
+__all__ = ["Needs", "YeModels", "YeSteps", "accuracy", "attack_needs", "needs", "tables"]
 
 
 # --------------------------------------------------------------------------------------
@@ -84,14 +84,28 @@ class Needs:
             return self.signals
         return tuple(s for s in self.signals if s not in QUERY_SIGNALS)
 
+    @property
+    def trains_attacker_models(self) -> bool:
+        """Whether an attack reads models that train through the executor."""
+        return bool(self.fields & ATTACKER_MODEL_FIELDS)
+
 
 def needs(config: ExperimentConfig) -> Needs:
     """What the attacks of ``config`` read (``required_inputs``) plus ``config.signals``."""
+    return attack_needs(config.attacks, config.attack_params, config.signals)
+
+
+def attack_needs(
+    attacks: Sequence[str],
+    attack_params: Mapping[str, Mapping[str, Any]],
+    signals: Sequence[str] = (),
+) -> Needs:
+    """What ``attacks`` (with their settings) read, plus the extra ``signals``."""
     fields: set[str] = set()
     sigs: list[str] = []
     query_fields: set[str] = set()
-    for a in config.attacks:
-        params = config.attack_params.get(a, {})
+    for a in attacks:
+        params = attack_params.get(a, {})
         req = required_inputs(a, signal=params.get("signal"))
         fields.update(req.fields)
         fields.update(req.optional_fields)
@@ -99,9 +113,9 @@ def needs(config: ExperimentConfig) -> Needs:
         if set(req.signals) & set(QUERY_SIGNALS):
             query_fields.update(req.fields)
             query_fields.update(req.optional_fields)
-    sigs.extend(config.signals)
+    sigs.extend(signals)
     ordered = tuple(s for s in ALL_SIGNALS if s in set(sigs))
-    if set(config.signals) & set(QUERY_SIGNALS):
+    if set(signals) & set(QUERY_SIGNALS):
         query_fields.update(TABLE_FIELDS)
     return Needs(frozenset(fields), ordered, frozenset(query_fields))
 
@@ -362,7 +376,7 @@ class YeModels:
         """Train (or load, or take the provided) target: the model and its signals on the
         pool (and on the population when an attack reads them), as AttackData fields."""
         t0 = time.perf_counter()
-        if self.need.fields & ATTACKER_MODEL_FIELDS and not getattr(self.trainer, "batched", False):
+        if self.need.trains_attacker_models and not getattr(self.trainer, "batched", False):
             # worker processes start (and import the trainer's modules) while the target trains
             self.executor.start(preload=(self.trainer, ModelTask, YeSteps))
         sp = self.split
