@@ -641,43 +641,9 @@ def _run_audit(
         early if early is not None else build_executor(config, exp_cfg.n_jobs, progress=progress)
     )
     t0 = time.perf_counter()
-    game_result: GameResult | None = None
-    n_aimed = 0
-    if config.game.engine_name() == "fixed-model":
-        with _store(config, temporary=_aims_leave_one_out(config)) as store:
-            exp = run_experiment(
-                dataset,
-                trainer,
-                exp_cfg,
-                store=store,
-                executor=executor,
-                progress=progress,
-                provided=provided,
-            )
-            extra = _vulnerable_leave_one_out(config, exp, dataset)
-            if extra:
-                first = exp.leave_one_out_ids
-                n_aimed = len(extra) - (0 if first is None else int(first.size))
-                # second pass: every model is in the store; only L's new models train
-                exp = run_experiment(
-                    dataset,
-                    trainer,
-                    dataclasses.replace(
-                        exp_cfg, leave_one_out_include=extra, leave_one_out_sample=len(extra)
-                    ),
-                    store=store,
-                    executor=executor,
-                    progress=progress,
-                    provided=provided,
-                )
-    else:
-        if provided is not None:  # the config refuses it; a programmatic config may not
-            raise InvalidInputError(
-                "game: a provided target is one fixed model with a given split: only the "
-                "fixed-model game (def-3.2) applies"
-            )
-        game_result = _play_game(config, dataset, trainer, exp_cfg, executor, progress)
-        exp = game_result.trials[0]
+    exp, game_result, n_aimed = _train_and_attack(
+        config, dataset, provided, trainer, exp_cfg, executor, progress
+    )
     executor.close()  # the worker processes (on an error: when the executor is collected)
     timings["experiment"] = time.perf_counter() - t0
     for phase, sec in exp.timings.items():
@@ -696,21 +662,7 @@ def _run_audit(
     )
     for entry in entries:  # the DeLong AUC interval, from the saved scores
         entry.update(attack_score_fields(table, entry["name"]))
-    eps_acc = exp.target_info.get("accountant_epsilon")
-    # a DP-SGD target: audit its (eps, delta) claim at the accountant's delta, and record
-    # the accountant's epsilon beside every empirical lower bound
-    audit_delta = float(exp.target_info.get("delta", 0.0)) if eps_acc is not None else 0.0
-    audits = attack_one_run_bounds(
-        {n: table.scored(n)[1:] for n in table.attacks},
-        sampling_assumption=SAMPLING_NOTE if game_result is None else _pooled_note(game_result),
-        delta=audit_delta,
-    )
-    if eps_acc is not None:
-        for a in audits:
-            dp_extra: dict[str, Any] = dict(a.get("extra") or {})
-            dp_extra["accountant_epsilon"] = float(eps_acc)
-            dp_extra["exceeds_accountant_epsilon"] = bool(a["epsilon_lower_bound"] > float(eps_acc))
-            a["extra"] = dp_extra
+    audits = _one_run_audits(exp, table, game_result)
     timings["metrics"] = time.perf_counter() - t0
 
     settings = _settings(config, exp, dataset, trainer, game_result)
@@ -719,13 +671,7 @@ def _run_audit(
         settings["warnings"] = [*data_warnings, *checks]
     if excluded:
         settings["agreement_excludes"] = excluded
-    game_doc = exp.game.to_dict() if game_result is None else game_result.game.to_dict()
-    game_doc["id"] = _game_id(game_doc["name"])
-    if game_result is not None:
-        game_doc["fixed_records"] = (
-            None if game_result.fixed_records is None else game_result.fixed_records.tolist()
-        )
-        game_doc["trials"] = _trial_summaries(game_result, metrics)
+    game_doc = _game_doc(exp, game_result, metrics)
     t0 = time.perf_counter()
     sections: dict[str, Any] = {
         "threat_model": threat_model(game_doc, entries, audits=audits),
@@ -773,6 +719,96 @@ def _run_audit(
         out_dir=out_dir if write else None,
         game=game_result,
     )
+
+
+def _train_and_attack(
+    config: AuditConfig,
+    dataset: Dataset,
+    provided: ProvidedTarget | None,
+    trainer: SklearnTrainer | TorchTrainer,
+    exp_cfg: ExperimentConfig,
+    executor: Executor,
+    progress: bool | None,
+) -> tuple[ExperimentResult, GameResult | None, int]:
+    """The experiment of the config's game: the fixed-model experiment (with the
+    vulnerable-record leave-one-out pass when asked) or the game's trials. Returns the
+    (first) experiment, the game result (None for the fixed-model game) and the number of
+    leave-one-out records aimed at record types."""
+    game_result: GameResult | None = None
+    n_aimed = 0
+    if config.game.engine_name() == "fixed-model":
+        with _store(config, temporary=_aims_leave_one_out(config)) as store:
+            exp = run_experiment(
+                dataset,
+                trainer,
+                exp_cfg,
+                store=store,
+                executor=executor,
+                progress=progress,
+                provided=provided,
+            )
+            extra = _vulnerable_leave_one_out(config, exp, dataset)
+            if extra:
+                first = exp.leave_one_out_ids
+                n_aimed = len(extra) - (0 if first is None else int(first.size))
+                # second pass: every model is in the store; only L's new models train
+                exp = run_experiment(
+                    dataset,
+                    trainer,
+                    dataclasses.replace(
+                        exp_cfg, leave_one_out_include=extra, leave_one_out_sample=len(extra)
+                    ),
+                    store=store,
+                    executor=executor,
+                    progress=progress,
+                    provided=provided,
+                )
+    else:
+        if provided is not None:  # the config refuses it; a programmatic config may not
+            raise InvalidInputError(
+                "game: a provided target is one fixed model with a given split: only the "
+                "fixed-model game (def-3.2) applies"
+            )
+        game_result = _play_game(config, dataset, trainer, exp_cfg, executor, progress)
+        exp = game_result.trials[0]
+    return exp, game_result, n_aimed
+
+
+def _one_run_audits(
+    exp: ExperimentResult, table: ScoreTable, game_result: GameResult | None
+) -> list[dict[str, Any]]:
+    """Steinke et al.'s one-run bound of every attack; for a DP-SGD target at the
+    accountant's delta, with the accountant's epsilon beside each bound."""
+    eps_acc = exp.target_info.get("accountant_epsilon")
+    # a DP-SGD target: audit its (eps, delta) claim at the accountant's delta, and record
+    # the accountant's epsilon beside every empirical lower bound
+    audit_delta = float(exp.target_info.get("delta", 0.0)) if eps_acc is not None else 0.0
+    audits: list[dict[str, Any]] = attack_one_run_bounds(
+        {n: table.scored(n)[1:] for n in table.attacks},
+        sampling_assumption=SAMPLING_NOTE if game_result is None else _pooled_note(game_result),
+        delta=audit_delta,
+    )
+    if eps_acc is not None:
+        for a in audits:
+            dp_extra: dict[str, Any] = dict(a.get("extra") or {})
+            dp_extra["accountant_epsilon"] = float(eps_acc)
+            dp_extra["exceeds_accountant_epsilon"] = bool(a["epsilon_lower_bound"] > float(eps_acc))
+            a["extra"] = dp_extra
+    return audits
+
+
+def _game_doc(
+    exp: ExperimentResult, game_result: GameResult | None, metrics: Mapping[str, Any]
+) -> dict[str, Any]:
+    """results.json's ``game`` section (with the trials of a game)."""
+    game_doc = exp.game.to_dict() if game_result is None else game_result.game.to_dict()
+    game_doc["id"] = _game_id(game_doc["name"])
+    if game_result is not None:
+        game_doc["fixed_records"] = (
+            None if game_result.fixed_records is None else game_result.fixed_records.tolist()
+        )
+        game_doc["trials"] = _trial_summaries(game_result, metrics)
+    return game_doc
 
 
 def _aims_leave_one_out(config: AuditConfig) -> bool:
