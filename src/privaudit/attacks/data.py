@@ -273,6 +273,8 @@ class AttackData:
     views: Mapping[str, AttackData] | None = None
 
     def __post_init__(self) -> None:
+        """Validate and freeze every field, one group at a time (the order of the checks
+        decides which error a data set with several problems gets)."""
         record_ids = self._check_records()
         target_model = self._check_target(record_ids)
         pop = self._check_population(target_model)
