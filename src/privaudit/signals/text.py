@@ -173,6 +173,15 @@ def min_k_plus_plus(stats: Sequence[TokenStats], *, k: float = DEFAULT_K) -> NDA
     return np.array(out)
 
 
+def _check_same(
+    stats: Sequence[TokenStats], reference: Sequence[TokenStats], attr: str, why: str
+) -> None:
+    for i, (a, b) in enumerate(zip(stats, reference, strict=True)):
+        if getattr(a, attr) != getattr(b, attr):
+            want = f"{getattr(a, attr)} ({why.format(i=i)})"
+            raise fail(f"reference[{i}].{attr}", want, getattr(b, attr))
+
+
 def _reference_losses(
     stats: Sequence[TokenStats], reference: Sequence[TokenStats], same_tokenizer: bool
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -180,29 +189,15 @@ def _reference_losses(
     reference = _check_stats(reference, "reference")
     if len(reference) != len(stats):
         raise fail("reference", f"{len(stats)} TokenStats (one per text)", len(reference))
-    bytes_differ = [
-        i for i, (a, b) in enumerate(zip(stats, reference, strict=True)) if a.n_bytes != b.n_bytes
-    ]
-    if bytes_differ:
-        i = bytes_differ[0]
-        raise fail(
-            f"reference[{i}].n_bytes",
-            f"{stats[i].n_bytes} (the same text as stats[{i}])",
-            reference[i].n_bytes,
-        )
+    _check_same(stats, reference, "n_bytes", "the same text as stats[{i}]")
     if not same_tokenizer:
         return _nll_per_byte(stats, "stats"), _nll_per_byte(reference, "reference")
-    tokens_differ = [
-        i for i, (a, b) in enumerate(zip(stats, reference, strict=True)) if a.n_tokens != b.n_tokens
-    ]
-    if tokens_differ:
-        i = tokens_differ[0]
-        raise fail(
-            f"reference[{i}].n_tokens",
-            f"{stats[i].n_tokens} as in stats[{i}] (same_tokenizer=True; pass "
-            "same_tokenizer=False for byte-normalised losses)",
-            reference[i].n_tokens,
-        )
+    _check_same(
+        stats,
+        reference,
+        "n_tokens",
+        "as in stats[{i}] (same_tokenizer=True; pass same_tokenizer=False for byte-normalised losses)",
+    )
     return mean_nll(stats), mean_nll(reference)
 
 
