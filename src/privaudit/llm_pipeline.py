@@ -27,35 +27,50 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from privaudit._validation import fail
 from privaudit.attacks.blind import BLIND_BASELINE
-from privaudit.data.text import read_text_records
+from privaudit.audit.attack_bounds import attack_one_run_bounds
+from privaudit.data.text import TextRecords, read_text_records
 from privaudit.games.llm import (
-    LLM_SAMPLING_NOTE,
     REFERENCE_SIGNALS,
     LLMAuditResult,
     LLMAuditSettings,
     audit_language_model,
 )
 from privaudit.llm_config import LLMAuditConfig, LLMModelConfig
+from privaudit.records import AttackScores
 from privaudit.report import check_output_dir, write_report
 from privaudit.report.bundle import make_manifest
 from privaudit.report.results import ScoreTable, attack_entry, build_results
 
 __all__ = [
     "LLM_GAME",
+    "LLM_SAMPLING_NOTE",
     "LLM_THREAT_MODEL",
     "LLMAuditReport",
+    "llm_one_run_bounds",
     "llm_results",
     "llm_score_table",
     "load_lm",
     "run_llm_audit",
 ]
+
+#: How membership was drawn in a language-model audit, and what the one-run bound assumes.
+LLM_SAMPLING_NOTE = (
+    "Members and non-members were assigned by document (all chunks of a document share "
+    "its role), not chunk by chunk. Steinke et al. assume each audited record is included "
+    "independently with probability 1/2; chunks of one document are not independent "
+    "(shared speakers, names, phrasing), so the bound is reported under the assumption "
+    "that this dependence makes no difference, and is indicative rather than a guarantee. "
+    "For texts supplied by the user it also assumes the user's split was random by document."
+)
+
 
 #: ``settings.game`` of a language-model audit.
 LLM_GAME = "llm-fixed-model"
@@ -86,6 +101,19 @@ def _split_sha256(ids: tuple[str, ...], member: np.ndarray) -> str:
     lines = ["members", *sorted(np.asarray(ids, dtype=object)[member].tolist())]
     lines += ["non_members", *sorted(np.asarray(ids, dtype=object)[~member].tolist())]
     return hashlib.sha256("\n".join(map(str, lines)).encode()).hexdigest()
+
+
+def llm_one_run_bounds(
+    signal_scores: Sequence[AttackScores], records: TextRecords, *, confidence: float = 0.95
+) -> list[dict[str, Any]]:
+    """Steinke et al.'s one-run eps lower bound from each signal's scores, Bonferroni over
+    the signals (:func:`privaudit.audit.attack_bounds.attack_one_run_bounds`), under
+    :data:`LLM_SAMPLING_NOTE`. The blind baseline is not a privacy attack on the model and
+    is not audited."""
+    if records.member is None:
+        raise fail("records.member", "known membership", "None")
+    cols = {s.attack: (s.scores, records.member) for s in signal_scores}
+    return attack_one_run_bounds(cols, confidence=confidence, sampling_assumption=LLM_SAMPLING_NOTE)
 
 
 def llm_results(
@@ -186,7 +214,11 @@ def llm_results(
         settings=settings,
         target=target,
         attacks=entries,
-        audits=result.audits,
+        audits=llm_one_run_bounds(
+            [s for s in result.scores if s.attack != BLIND_BASELINE],
+            records,
+            confidence=result.settings.confidence,
+        ),
         timings=timings,
         sections={"llm": llm},
     )
@@ -213,10 +245,8 @@ def load_lm(model: LLMModelConfig, *, device: str, max_length: int | None, field
     from privaudit.models.causal_lm import CausalLM
 
     model.check_exists(field)
-    lm = CausalLM.from_directory(model.path, gguf_file=model.gguf_file, device=device)
-    if max_length is not None:
-        lm = lm.with_max_length(max_length)
-    return lm
+    kw: dict[str, Any] = {} if max_length is None else {"max_length": max_length}
+    return CausalLM.from_directory(model.path, gguf_file=model.gguf_file, device=device, **kw)
 
 
 def run_llm_audit(
@@ -310,3 +340,28 @@ def _file_sha(path: Path) -> dict[str, str]:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return {"sha256": h.hexdigest()}
+
+
+def llm_summary(results: Mapping[str, Any]) -> dict[str, Any]:
+    """The headline figures of a language-model results document.
+
+    ``{"signals": {name: {"auc", "tpr_at_fpr": {"0.01": ...}}}, "blind_baseline": {...} or
+    None, "epsilon_lower_bound": ...}``: AUC and TPR at 1% FPR (None without 100
+    non-members) of every signal and of the blind baseline, and the largest one-run eps
+    lower bound over the signals (each at ``beta / K``, so the largest holds at the
+    family confidence, :func:`privaudit.audit.attack_bounds.attack_one_run_bounds`).
+    """
+    signals: dict[str, Any] = {}
+    blind: dict[str, Any] | None = None
+    for a in results["attacks"]:
+        entry = {"auc": a["auc"], "tpr_at_fpr": {"0.01": a["tpr_at_fpr"].get("0.01")}}
+        if a["name"] == BLIND_BASELINE:
+            blind = entry
+        else:
+            signals[a["name"]] = entry
+    bounds = [a["epsilon_lower_bound"] for a in results["audits"] if "attack" in a]
+    return {
+        "signals": signals,
+        "blind_baseline": blind,
+        "epsilon_lower_bound": max(bounds) if bounds else None,
+    }

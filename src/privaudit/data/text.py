@@ -62,6 +62,7 @@ __all__ = [
     "read_text_records",
     "shakespeare_documents",
     "split_by_document",
+    "write_text_records",
 ]
 
 #: sha256 of the bundled ``input.txt.gz`` (shared/data/README.md section 4).
@@ -448,3 +449,14 @@ def _documents_in_both_classes(docs: Sequence[str], member: Sequence[bool]) -> l
     for d, m in zip(docs, member, strict=True):
         seen.setdefault(d, set()).add(bool(m))
     return [d for d, s in seen.items() if len(s) == 2]
+
+
+def write_text_records(records: TextRecords, path: str | Path) -> Path:
+    """Write records with known membership as JSONL (the format :func:`read_text_records` reads)."""
+    if records.member is None:
+        raise fail("records.member", "records with a known membership", "None")
+    p = Path(path)
+    with p.open("w", encoding="utf-8") as fh:
+        for i, t, d, m in zip(records.ids, records.texts, records.documents, records.member, strict=True):
+            fh.write(json.dumps({"id": i, "text": t, "member": bool(m), "document": d}) + "\n")
+    return p

@@ -7,14 +7,14 @@
       -> text signals (loss, zlib, min-k, min-k++, reference, ...)  score_signals
       -> attack metrics per signal (ROC, AUC, TPR at low FPR)        signal_metrics
          + the blind baseline (text only, cross-fitted)              blind_metrics
-      -> one-run eps lower bounds from the signals' scores           llm_one_run_bounds
 
 :func:`audit_language_model` runs them in that order and returns an
-:class:`LLMAuditResult`; the pipeline layer turns it into ``results.json``,
-``scores.npz`` and ``report.html``. For the bundled corpus the steps before it are
+:class:`LLMAuditResult`; the pipeline layer (:mod:`privaudit.llm_pipeline`, above
+``audit/`` in the layering) adds the one-run eps lower bounds from the signals' scores
+and turns it into ``results.json``, ``scores.npz`` and ``report.html``. For the bundled corpus the steps before it are
 :func:`shakespeare_split` (documents -> split by document -> chunks, see
-:mod:`privaudit.data.text`) and :func:`finetune_cached` (a fine-tuned target or reference
-model, cached in the artifact store).
+:mod:`privaudit.data.text`) and :func:`finetuned_model_dir` (a fine-tuned target or reference
+model, cached in the artifact store as a Hugging Face directory).
 
 Signals follow ``../shared/notes/attacks.md`` section 4.2 (higher = member); their
 definitions are in :mod:`privaudit.signals.text`. Token statistics (one forward pass per
@@ -34,7 +34,8 @@ inflate every signal: the blind baseline measures it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +44,6 @@ from numpy.typing import NDArray
 
 from privaudit._validation import fail
 from privaudit.attacks.blind import BLIND_BASELINE, blind_baseline
-from privaudit.audit.attack_bounds import attack_one_run_bounds
 from privaudit.data.text import (
     TextRecords,
     TextSplit,
@@ -61,34 +61,24 @@ if TYPE_CHECKING:
     from privaudit.models.lm_finetune import FineTuneRecipe
 
 __all__ = [
-    "LLM_SAMPLING_NOTE",
     "REFERENCE_SIGNALS",
     "LLMAuditResult",
     "LLMAuditSettings",
     "audit_language_model",
+    "audited_records",
     "blind_metrics",
     "blind_warning",
-    "finetune_cached",
-    "llm_one_run_bounds",
+    "finetuned_model_dir",
     "model_info",
     "score_signals",
     "shakespeare_split",
     "signal_metrics",
+    "texts_sha256",
     "token_stats_cached",
 ]
 
 #: Signals that need a reference model.
 REFERENCE_SIGNALS = ("reference", "reference-ratio")
-
-#: How membership was drawn in a language-model audit, and what the one-run bound assumes.
-LLM_SAMPLING_NOTE = (
-    "Members and non-members were assigned by document (all chunks of a document share "
-    "its role), not chunk by chunk. Steinke et al. assume each audited record is included "
-    "independently with probability 1/2; chunks of one document are not independent "
-    "(shared speakers, names, phrasing), so the bound is reported under the assumption "
-    "that this dependence makes no difference, and is indicative rather than a guarantee. "
-    "For texts supplied by the user it also assumes the user's split was random by document."
-)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,7 +130,6 @@ class LLMAuditResult:
     scores: tuple[AttackScores, ...]  # one per signal, then the blind baseline (if any)
     metrics: dict[str, AttackMetrics]
     auc_ci: dict[str, dict[str, Any]]
-    audits: list[dict[str, Any]]
     models: dict[str, dict[str, Any]]
     settings: LLMAuditSettings
     same_tokenizer: bool
@@ -183,8 +172,8 @@ def _save_stats(stats: Sequence[TokenStats], path: Path) -> None:
         "logprobs": np.concatenate([s.logprobs for s in stats]) if stats else np.zeros(0),
     }
     if has_dist and stats:
-        arrays["dist_mean"] = np.concatenate([s.dist_mean for s in stats])  # type: ignore[misc]
-        arrays["dist_std"] = np.concatenate([s.dist_std for s in stats])  # type: ignore[misc]
+        arrays["dist_mean"] = np.concatenate([s.dist_mean for s in stats])
+        arrays["dist_std"] = np.concatenate([s.dist_std for s in stats])
     with path.open("wb") as fh:
         np.savez(fh, **arrays)
 
@@ -332,19 +321,6 @@ def blind_warning(ci: Mapping[str, Any], auc: float) -> str | None:
     )
 
 
-def llm_one_run_bounds(
-    signal_scores: Sequence[AttackScores], records: TextRecords, *, confidence: float = 0.95
-) -> list[dict[str, Any]]:
-    """Steinke et al.'s one-run eps lower bound from each signal's scores, Bonferroni over
-    the signals (:func:`privaudit.audit.attack_bounds.attack_one_run_bounds`), under
-    :data:`LLM_SAMPLING_NOTE`. The blind baseline is not a privacy attack on the model and
-    is not audited."""
-    if records.member is None:
-        raise fail("records.member", "known membership", "None")
-    cols = {s.attack: (s.scores, records.member) for s in signal_scores}
-    return attack_one_run_bounds(cols, confidence=confidence, sampling_assumption=LLM_SAMPLING_NOTE)
-
-
 def audit_language_model(
     target: CausalLM,
     records: TextRecords,
@@ -415,7 +391,6 @@ def audit_language_model(
         t_stats, records, settings, reference_stats=r_stats, same_tokenizer=same_tok
     )
     scores, metrics = signal_metrics(signals, records)
-    audits = llm_one_run_bounds(scores, records, confidence=settings.confidence)
     warning = None
     if settings.blind_folds:
         b, bm = blind_metrics(records, settings)
@@ -433,7 +408,6 @@ def audit_language_model(
         scores=tuple(scores),
         metrics=metrics,
         auc_ci=cis,
-        audits=audits,
         models=models,
         settings=settings,
         same_tokenizer=same_tok,
@@ -474,48 +448,50 @@ def audited_records(chunks: TextRecords, split: TextSplit) -> TextRecords:
     return chunks.subset(ids).with_member(member)
 
 
-def finetune_cached(
-    base: CausalLM,
+def finetuned_model_dir(
+    base: Callable[[], CausalLM],
+    base_id: str,
     texts: Sequence[str],
     recipe: FineTuneRecipe,
     *,
-    store: ArtifactStore | str | Path | None,
+    store: ArtifactStore | str | Path,
     purpose: str,
     progress: bool | None = None,
-) -> CausalLM:
-    """``finetune(base, texts, recipe)`` (llm-core's recipe), cached in the artifact store
-    as a Hugging Face directory keyed by the base model's fingerprint, the recipe and the
-    texts. ``purpose`` (e.g. ``"target"``, ``"reference"``) is part of the key."""
-    import hashlib
+) -> Path:
+    """The Hugging Face directory of ``finetune(base(), texts, recipe)`` (llm-core's recipe,
+    :mod:`privaudit.models.lm_finetune`), cached in the artifact store.
 
-    from privaudit.models.causal_lm import CausalLM
+    The entry is keyed by ``base_id`` (what identifies the starting weights: a file's
+    sha256, or the key of a pre-training entry), the recipe, the texts and ``purpose``
+    (e.g. ``"target"``, ``"reference"``, ``"pretrain"``); ``base`` is called only when the
+    entry is missing, so a resumed run loads nothing it does not need. The directory
+    loads with :meth:`privaudit.models.causal_lm.CausalLM.from_directory`.
+    """
     from privaudit.models.lm_finetune import finetune
 
-    def create() -> CausalLM:
-        return finetune(base, texts, recipe, progress=progress)
-
-    if store is None:
-        return create()
     st = store if isinstance(store, ArtifactStore) else ArtifactStore(store)
+    key = {
+        "kind": "llm-finetuned",
+        "purpose": str(purpose),
+        "base": str(base_id),
+        "recipe": dataclasses.asdict(recipe),
+        "texts": texts_sha256(texts),
+    }
+
+    def save(model: CausalLM, path: Path) -> None:
+        model.save(path.parent)
+        path.write_text(str(model.name), encoding="utf-8")
+
+    if not st.contains(key):
+        st.put(key, finetune(base(), texts, recipe, progress=progress), save, suffix=".name")
+    return st.entry_dir(st.key(key))
+
+
+def texts_sha256(texts: Sequence[str]) -> str:
+    """sha256 of the texts in order (length-prefixed UTF-8)."""
     h = hashlib.sha256()
     for t in texts:
         b = t.encode("utf-8")
         h.update(len(b).to_bytes(8, "little"))
         h.update(b)
-    key = {
-        "kind": "llm-finetuned",
-        "purpose": purpose,
-        "base": str(base.fingerprint),
-        "recipe": dataclasses.asdict(recipe),
-        "texts": h.hexdigest(),
-    }
-
-    def save(model: CausalLM, path: Path) -> None:
-        model.save(path.parent)
-        path.write_text(model.name, encoding="utf-8")
-
-    def load(path: Path) -> CausalLM:
-        return CausalLM.from_directory(path.parent, device=str(base.device))
-
-    out: CausalLM = st.get_or_create(key, create, save, load, suffix=".name")
-    return out
+    return h.hexdigest()
