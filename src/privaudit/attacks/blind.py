@@ -20,6 +20,13 @@ leakage on their own (the Zero-Run audit, ``privaudit zero-run``, corrects the b
 for such a shift).
 
 The score is the out-of-fold log-odds of "member" (higher = member).
+
+Known bias: pooled out-of-fold scores of a high-dimensional classifier are biased
+*downward* when there is no shift (a held-out record's own n-grams count against its
+class in the fit that scores it). Measured on Tiny Shakespeare, 120 + 120 chunks of
+random documents, 8 seeds: mean AUC 0.46 (sd 0.04-0.05) for C in {1, 0.1} and 0.465
+(sd 0.02) for C = 0.01. The baseline therefore errs towards *not* flagging a shift; an
+AUC clearly above 0.5 is all the more a shift.
 """
 
 from __future__ import annotations
