@@ -28,19 +28,19 @@ def render_llm_summary(
     console = Console(width=width, highlight=False)
     llm = results["llm"]
     c = llm["counts"]
-    names = ", ".join(f"{role}: {m['name']}" for role, m in llm["models"].items())
+    names = ", ".join(f"{role}: {str(m['name'])[:20]}" for role, m in llm["models"].items())
     console.print(
         f"[bold]Language model[/bold] ({names}); {c['n_member_chunks']} member chunks "
         f"({c['n_member_documents']} documents) + {c['n_non_member_chunks']} non-member "
         f"chunks ({c['n_non_member_documents']} documents)"
     )
     eps = {a["attack"]: a["epsilon_lower_bound"] for a in results["audits"] if "attack" in a}
-    table = Table(title="Membership signals", box=box.SIMPLE_HEAD, padding=(0, 1))
-    for col in ("signal", "AUC [95% CI]", "TPR@1%FPR", "TPR@0.1%FPR", "eps lower bound"):
+    table = Table(title="Membership signals", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
+    for col in ("signal", "AUC [95% CI]", "TPR@1%FPR", "TPR@0.1%FPR", "eps lb"):
         table.add_column(col, justify="left" if col == "signal" else "right", no_wrap=True)
     for a in results["attacks"]:
         ci = a.get("auc_ci")
-        auc = f"{a['auc']:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+        auc = f"{a['auc']:.3f}" + (f" [{ci[0]:.3f},{ci[1]:.3f}]" if ci else "")
         e = eps.get(a["name"])
         table.add_row(
             a["name"],
@@ -56,7 +56,7 @@ def render_llm_summary(
     elif blind:
         console.print(
             "blind baseline (text only, no model access): no distribution shift detected "
-            "between member and non-member texts (AUC interval contains 0.5)"
+            "between member and non-member texts (its AUC interval is not above 0.5)"
         )
     console.print(
         "eps lower bound: one-run audit per signal (Bonferroni over the signals); "
