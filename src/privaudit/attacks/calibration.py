@@ -57,6 +57,7 @@ from privaudit.errors import InsufficientDataError
 
 __all__ = [
     "THRESHOLD_CALIBRATIONS",
+    "calibrate_threshold",
     "calibration_diagnostics",
     "check_calibration",
     "conformal_threshold",
@@ -102,6 +103,34 @@ def conformal_threshold(calibration_scores: NDArray[np.float64], alpha: float) -
             "records or threshold_calibration='smoothed'"
         )
     return float(np.nextafter(s[k - 1], np.inf))
+
+
+def calibrate_threshold(
+    info: dict[str, Any],
+    calibration_scores: NDArray[np.float64],
+    alpha: float,
+    **extra: Any,
+) -> dict[str, Any]:
+    """Record a population-calibrated alpha threshold in an attack's ``params`` (``info``).
+
+    Adds, in this order: ``threshold`` (:func:`conformal_threshold`), ``n_calibration``,
+    ``alpha_guarantee="per-target"``, ``threshold_sample_size`` (the achieved FPR's check
+    counts that sample's error too: ``games.metrics``), the ``extra`` entries, then
+    :func:`calibration_diagnostics` (its warnings appended to ``info["warnings"]``).
+    Returns ``info``.
+    """
+    cal = np.asarray(calibration_scores, dtype=np.float64)
+    info["threshold"] = conformal_threshold(cal, alpha)
+    info["n_calibration"] = int(cal.size)
+    info["alpha_guarantee"] = "per-target"
+    info["threshold_sample_size"] = int(cal.size)
+    info.update(extra)
+    diag = calibration_diagnostics(cal, info["threshold"], alpha)
+    warnings = diag.pop("warnings")
+    info.update(diag)
+    if warnings:
+        info["warnings"] = [*info.get("warnings", []), *warnings]
+    return info
 
 
 def calibration_diagnostics(

@@ -44,8 +44,7 @@ from privaudit._validation import check_choice, fail
 from privaudit.attacks._orient import member_oriented
 from privaudit.attacks.base import AttackData, register, require
 from privaudit.attacks.calibration import (
-    calibration_diagnostics,
-    conformal_threshold,
+    calibrate_threshold,
     random_out_subsets,
 )
 from privaudit.errors import InsufficientDataError
@@ -99,18 +98,7 @@ def _threshold(
         info["alpha_calibrated"] = False  # run_attack refuses the alpha
         return info
     info["threshold_calibration"] = "population"
-    info["threshold"] = conformal_threshold(calibration, alpha)
-    info["n_calibration"] = int(calibration.size)
-    # what the alpha decision promises, and the sample it was estimated from (the
-    # achieved FPR's check counts that sample's error too: games.metrics)
-    info["alpha_guarantee"] = "per-target"
-    info["threshold_sample_size"] = int(calibration.size)
-    diag = calibration_diagnostics(calibration, info["threshold"], alpha)
-    warnings = diag.pop("warnings")
-    info.update(diag)
-    if warnings:
-        info["warnings"] = [*info.get("warnings", []), *warnings]
-    return info
+    return calibrate_threshold(info, calibration, alpha)
 
 
 def _out_mask(data: AttackData) -> NDArray[np.bool_]:

@@ -51,9 +51,8 @@ from privaudit._validation import check_choice, fail
 from privaudit.attacks._orient import member_oriented
 from privaudit.attacks.base import AttackData, register, require
 from privaudit.attacks.calibration import (
-    calibration_diagnostics,
+    calibrate_threshold,
     check_calibration,
-    conformal_threshold,
     population_reference_inputs,
 )
 from privaudit.errors import DesignError
@@ -294,6 +293,16 @@ def _resolve_shrinkage(
 
 def _clipped(v: NDArray[np.float64], clip: float | None) -> NDArray[np.float64]:
     return v if clip is None else np.clip(v, -clip, clip)
+
+
+def _clip_both(
+    raw_obs: NDArray[np.float64], raw_ref: NDArray[np.float64], clip_v: float | None
+) -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
+    """The target's and the reference models' signals clipped at ``clip_v`` (None: as they
+    are), and how many values the clipping changed."""
+    obs, ref = _clipped(raw_obs, clip_v), _clipped(raw_ref, clip_v)
+    n_clipped = 0 if clip_v is None else int((raw_obs != obs).sum() + (raw_ref != ref).sum())
+    return obs, ref, n_clipped
 
 
 def _inputs(
@@ -551,8 +560,7 @@ def lira_online(
         shrinkage=shrinkage,
         floor=floor,
     )
-    obs, ref = _clipped(raw_obs, clip_v), _clipped(raw_ref, clip_v)
-    n_clipped = 0 if clip_v is None else int((raw_obs != obs).sum() + (raw_ref != ref).sum())
+    _, ref, n_clipped = _clip_both(raw_obs, raw_ref, clip_v)
     nu, shrink_info = _resolve_shrinkage(shrinkage, variance, ref, [in_mask, out_mask])
     views = _views(data, augmented_queries)
     per_view, n_floored = [], 0
@@ -661,26 +669,15 @@ def lira_offline(
         shrinkage=shrinkage,
         floor=floor,
     )
-    obs, ref = _clipped(raw_obs, clip_v), _clipped(raw_ref, clip_v)
-    n_clipped = 0 if clip_v is None else int((raw_obs != obs).sum() + (raw_ref != ref).sum())
+    obs, ref, n_clipped = _clip_both(raw_obs, raw_ref, clip_v)
     obs = member_oriented(signal, obs)
     ref = member_oriented(signal, ref)
     nu, shrink_info = _resolve_shrinkage(shrinkage, variance, ref, [out_mask])
     views = _views(data, augmented_queries)
-    z_obs, resid, two_sided, fits = [], [], [], []
-    n_floored = 0
-    for _, view in views:
-        v_obs, v_ref, _, _, nc = _inputs(view, signal, clip_v)
-        n_clipped += nc if view is not data else 0
-        v_obs, v_ref = member_oriented(signal, v_obs), member_oriented(signal, v_ref)
-        mu = _masked_location(v_ref, out_mask, location)
-        (sigma,), pooled = _sigmas(v_ref, [out_mask], variance, nu=nu)
-        n_floored += int((sigma < floor).sum())
-        sigma = np.maximum(sigma, floor)
-        z_obs.append((v_obs - mu) / sigma)
-        resid.append((v_ref - mu[None, :]) / sigma[None, :])
-        two_sided.append(-_log_normal_pdf(v_obs, mu, sigma))
-        fits.append((sigma, pooled))
+    z_obs, resid, two_sided, fits, n_floored, nc = _offline_views(
+        data, views, signal, clip_v, out_mask, location, variance, nu, floor
+    )
+    n_clipped += nc
     scale = _view_scale(resid, out_mask)
     if offline_test == "one-sided":
         scores = -special.ndtr(-np.mean(z_obs, axis=0) / scale)  # -Pr[Z > phi]
@@ -690,35 +687,10 @@ def lira_offline(
     if offline_test == "one-sided":
         calib["alpha_guarantee"] = "approximate"
     if alpha is not None and offline_test == "one-sided" and threshold_calibration == "population":
-        state = rng.bit_generator.state  # the same calibration subsets for every view
-        c_z = []
-        for (_, view), (sigma, pooled) in zip(views, fits, strict=True):
-            rng.bit_generator.state = state
-            c_obs, c_ref, cmask = population_reference_inputs(view, signal, n_out, rng)
-            c_obs, c_ref = _clipped(c_obs, clip_v), _clipped(c_ref, clip_v)
-            c_obs, c_ref = member_oriented(signal, c_obs), member_oriented(signal, c_ref)
-            c_mu = _masked_location(c_ref, cmask, location)
-            if variance == "per-example":
-                (c_sigma,), _ = _sigmas(c_ref, [cmask], variance)
-            elif variance == "shrunk":  # the weight and pooled variance of the audited records
-                (c_sigma,), _ = _sigmas(c_ref, [cmask], variance, nu=nu, pooled=pooled)
-            else:  # the global sigma fitted on the audited records
-                c_sigma = np.full(c_obs.size, float(sigma[0]) if sigma.size else floor)
-            c_sigma = np.maximum(c_sigma, floor)
-            c_z.append((c_obs - c_mu) / c_sigma)
-        cal = -special.ndtr(-np.mean(c_z, axis=0) / scale)
-        thr = conformal_threshold(cal, alpha)
-        calib.update(
-            threshold=thr,
-            n_calibration=int(cal.size),
-            alpha_guarantee="per-target",
-            threshold_sample_size=int(cal.size),
+        cal = _offline_calibration_scores(
+            views, fits, signal, n_out, rng, clip_v, location, variance, nu, floor, scale
         )
-        diag = calibration_diagnostics(cal, thr, alpha)
-        warnings = diag.pop("warnings")
-        calib.update(diag)
-        if warnings:
-            calib["warnings"] = warnings
+        calibrate_threshold(calib, cal, alpha)
     return (
         data.record_ids,
         scores,
@@ -744,3 +716,85 @@ def lira_offline(
             "alpha_calibrated": offline_test == "one-sided",
         },
     )
+
+
+def _offline_views(
+    data: AttackData,
+    views: list[tuple[str, AttackData]],
+    signal: str,
+    clip_v: float | None,
+    out_mask: NDArray[np.bool_],
+    location: str,
+    variance: str,
+    nu: float | None,
+    floor: float,
+) -> tuple[
+    list[NDArray[np.float64]],
+    list[NDArray[np.float64]],
+    list[NDArray[np.float64]],
+    list[tuple[NDArray[np.float64], list[float]]],
+    int,
+    int,
+]:
+    """One OUT Gaussian per query view (offline LiRA), fitted on the OUT reference signals.
+
+    Per view: the standardised target signal ``z``, the standardised reference residuals
+    (for :func:`_view_scale`), the two-sided score ``-log N(phi; mu, sigma^2)`` and the
+    fitted ``(sigma, pooled variance)`` (reused by the calibration). Also returns how many
+    sigmas were floored and how many values of the non-identity views were clipped.
+    """
+    z_obs, resid, two_sided, fits = [], [], [], []
+    n_floored = n_clipped = 0
+    for _, view in views:
+        v_obs, v_ref, _, _, nc = _inputs(view, signal, clip_v)
+        n_clipped += nc if view is not data else 0
+        v_obs, v_ref = member_oriented(signal, v_obs), member_oriented(signal, v_ref)
+        mu = _masked_location(v_ref, out_mask, location)
+        (sigma,), pooled = _sigmas(v_ref, [out_mask], variance, nu=nu)
+        n_floored += int((sigma < floor).sum())
+        sigma = np.maximum(sigma, floor)
+        z_obs.append((v_obs - mu) / sigma)
+        resid.append((v_ref - mu[None, :]) / sigma[None, :])
+        two_sided.append(-_log_normal_pdf(v_obs, mu, sigma))
+        fits.append((sigma, pooled))
+    return z_obs, resid, two_sided, fits, n_floored, n_clipped
+
+
+def _offline_calibration_scores(
+    views: list[tuple[str, AttackData]],
+    fits: list[tuple[NDArray[np.float64], list[float]]],
+    signal: str,
+    n_out: NDArray[np.int64],
+    rng: np.random.Generator,
+    clip_v: float | None,
+    location: str,
+    variance: str,
+    nu: float | None,
+    floor: float,
+    scale: float,
+) -> NDArray[np.float64]:
+    """The one-sided offline statistic of every population record (the calibration sample).
+
+    Each population record is scored against a random subset of its OUT reference models of
+    the size an audited record gets (the same subsets for every view: the generator state is
+    replayed), with the audited records' location and variance rule (a fixed sigma is the
+    one fitted on the audited records) and the same view ``scale``.
+    """
+    state = rng.bit_generator.state  # the same calibration subsets for every view
+    c_z = []
+    for (_, view), (sigma, pooled) in zip(views, fits, strict=True):
+        rng.bit_generator.state = state
+        c_obs, c_ref, cmask = population_reference_inputs(view, signal, n_out, rng)
+        c_obs, c_ref = _clipped(c_obs, clip_v), _clipped(c_ref, clip_v)
+        c_obs, c_ref = member_oriented(signal, c_obs), member_oriented(signal, c_ref)
+        c_mu = _masked_location(c_ref, cmask, location)
+        if variance == "per-example":
+            (c_sigma,), _ = _sigmas(c_ref, [cmask], variance)
+        elif variance == "shrunk":  # the weight and pooled variance of the audited records
+            (c_sigma,), _ = _sigmas(c_ref, [cmask], variance, nu=nu, pooled=pooled)
+        else:  # the global sigma fitted on the audited records
+            c_sigma = np.full(c_obs.size, float(sigma[0]) if sigma.size else floor)
+        c_sigma = np.maximum(c_sigma, floor)
+        c_z.append((c_obs - c_mu) / c_sigma)
+    cal: NDArray[np.float64] = -special.ndtr(-np.mean(c_z, axis=0) / scale)
+    return cal

@@ -70,9 +70,8 @@ from privaudit._validation import check_choice, fail
 from privaudit.attacks._orient import loss_like, member_oriented
 from privaudit.attacks.base import AttackData, register, require
 from privaudit.attacks.calibration import (
-    calibration_diagnostics,
+    calibrate_threshold,
     check_calibration,
-    conformal_threshold,
 )
 from privaudit.attacks.thresholds import (
     OUT_WORLD_VARIANCES,
@@ -303,17 +302,8 @@ def _calibrated(
         info["alpha_guarantee"] = "approximate"
         return info
     cal = calibration_scores()
-    info["threshold"] = conformal_threshold(cal, alpha)
-    info["n_calibration"] = int(cal.size)
-    info["alpha_guarantee"] = "per-target"
-    info["threshold_sample_size"] = int(cal.size)
-    info["calibration_fpr_smoothed"] = float(np.mean(cal >= -alpha)) if cal.size else float("nan")
-    diag = calibration_diagnostics(cal, info["threshold"], alpha)
-    warnings = diag.pop("warnings")
-    info.update(diag)
-    if warnings:
-        info["warnings"] = [*info.get("warnings", []), *warnings]
-    return info
+    fpr_smoothed = float(np.mean(cal >= -alpha)) if cal.size else float("nan")
+    return calibrate_threshold(info, cal, alpha, calibration_fpr_smoothed=fpr_smoothed)
 
 
 def _pooled(world: OutWorld) -> tuple[float, int] | None:

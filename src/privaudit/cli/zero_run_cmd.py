@@ -21,7 +21,6 @@ Exit codes: 0 done, 2 bad input (message ``error: ...`` on stderr; nothing writt
 from __future__ import annotations
 
 import json
-import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,19 +29,18 @@ from typing import Any
 import numpy as np
 import typer
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from privaudit._validation import fail
 from privaudit.cli import app
 from privaudit.cli.audit_cmd import membership_values, read_table, score_values, table_column
+from privaudit.cli.zero_run_summary import render_zero_run_summary
 from privaudit.errors import PrivauditError
-from privaudit.records import json_number
 
 __all__ = ["load_zero_run_table", "render_zero_run_summary", "zero_run_command"]
 
 
 def _split_list(text: str | None, option: str) -> list[str]:
+    """The names of a comma-separated option (none when not given): non-empty, no repeats."""
     if text is None:
         return []
     items = [t.strip() for t in text.split(",")]
@@ -60,6 +58,8 @@ def _feature_columns(
     features: list[str],
     exclude: list[str],
 ) -> list[str]:
+    """The propensity feature columns: ``features`` when given (checked), else every column
+    except the ``reserved`` (score, membership) and ``exclude`` ones."""
     for name in exclude:
         if name not in columns:
             raise fail(
@@ -131,8 +131,6 @@ def load_zero_run_table(
         Missing or unreadable files, an unknown column, non-numeric or missing scores,
         unreadable membership values, or both/neither of ``file`` and the two-file mode.
     """
-    import pandas as pd
-
     feats = _split_list(features, "--features")
     excl = _split_list(exclude, "--exclude")
     two_files = members_file is not None or non_members_file is not None
@@ -144,40 +142,68 @@ def load_zero_run_table(
         raise fail("--members/--non-members", "both files", "only one")
 
     if file is not None:
-        df = read_table(file)
-        if len(df) == 0:
-            raise fail("FILE", "at least one row", "an empty table")
-        columns = [str(c) for c in df.columns]
-        df.columns = pd.Index(columns, dtype=object)
-        scores = score_values(table_column(df, score_col, "--score-col"), score_col)
-        member = membership_values(table_column(df, member_col, "--member-col"), member_col)
-        names = _feature_columns(
-            columns, reserved=(score_col, member_col), features=feats, exclude=excl
-        )
-        return scores, member, df[names].reset_index(drop=True), names
-
+        return _load_one_table(file, score_col, member_col, feats, excl)
     if members_file is None or non_members_file is None:  # pragma: no cover - checked above
         raise fail("--members/--non-members", "both files", "only one")
-    parts: list[Any] = []
-    for path, option, is_member in (
-        (members_file, "--members", True),
-        (non_members_file, "--non-members", False),
-    ):
-        df = read_table(path)
-        if len(df) == 0:
-            raise fail(option, "at least one row", f"an empty table {path}")
-        df.columns = pd.Index([str(c) for c in df.columns], dtype=object)
-        table_column(df, score_col, "--score-col")
-        if member_col in df.columns:
-            given = membership_values(df[member_col], member_col)
-            if not (given == is_member).all():
-                raise fail(
-                    f"{option} column {member_col!r}",
-                    f"{'all members' if is_member else 'no members'} (membership is implied "
-                    "by the file)",
-                    f"{int((given != is_member).sum())} row(s) saying otherwise",
-                )
-        parts.append(df)
+    return _load_two_tables(members_file, non_members_file, score_col, member_col, feats, excl)
+
+
+def _load_one_table(
+    file: Path, score_col: str, member_col: str, feats: list[str], excl: list[str]
+) -> tuple[np.ndarray, np.ndarray, Any, list[str]]:
+    """One table with feature, score and membership columns (column names as strings)."""
+    import pandas as pd
+
+    df = read_table(file)
+    if len(df) == 0:
+        raise fail("FILE", "at least one row", "an empty table")
+    columns = [str(c) for c in df.columns]
+    df.columns = pd.Index(columns, dtype=object)
+    scores = score_values(table_column(df, score_col, "--score-col"), score_col)
+    member = membership_values(table_column(df, member_col, "--member-col"), member_col)
+    names = _feature_columns(
+        columns, reserved=(score_col, member_col), features=feats, exclude=excl
+    )
+    return scores, member, df[names].reset_index(drop=True), names
+
+
+def _read_part(path: Path, option: str, is_member: bool, score_col: str, member_col: str) -> Any:
+    """One of the two tables of the two-file mode, its membership column (if any) checked
+    against the membership the file implies."""
+    import pandas as pd
+
+    df = read_table(path)
+    if len(df) == 0:
+        raise fail(option, "at least one row", f"an empty table {path}")
+    df.columns = pd.Index([str(c) for c in df.columns], dtype=object)
+    table_column(df, score_col, "--score-col")
+    if member_col in df.columns:
+        given = membership_values(df[member_col], member_col)
+        if not (given == is_member).all():
+            raise fail(
+                f"{option} column {member_col!r}",
+                f"{'all members' if is_member else 'no members'} (membership is implied "
+                "by the file)",
+                f"{int((given != is_member).sum())} row(s) saying otherwise",
+            )
+    return df
+
+
+def _load_two_tables(
+    members_file: Path,
+    non_members_file: Path,
+    score_col: str,
+    member_col: str,
+    feats: list[str],
+    excl: list[str],
+) -> tuple[np.ndarray, np.ndarray, Any, list[str]]:
+    """The two-file mode: members then non-members, with the same columns."""
+    import pandas as pd
+
+    parts = [
+        _read_part(members_file, "--members", True, score_col, member_col),
+        _read_part(non_members_file, "--non-members", False, score_col, member_col),
+    ]
     cols_m = [c for c in parts[0].columns if c != member_col]
     cols_n = [c for c in parts[1].columns if c != member_col]
     if set(cols_m) != set(cols_n):
@@ -196,158 +222,8 @@ def load_zero_run_table(
     return scores, member, frame, names
 
 
-def _rule_text(h: dict[str, Any]) -> str:
-    if h.get("rule") == "max":
-        return (
-            f"largest over the admitted estimators, each at beta = "
-            f"{float(h.get('beta_per_estimator', 0.0)):.3g}"
-        )
-    return "smallest over the estimators"
-
-
-def _fmt(v: Any, digits: int = 3) -> str:
-    if isinstance(v, str):
-        return v
-    x = json_number(v)
-    if x is None:
-        return "n/a"
-    if not math.isfinite(x):
-        return str(x)
-    return f"{x:.{digits}f}"
-
-
-def _pct(v: Any) -> str:
-    x = json_number(v)
-    return "n/a" if x is None else f"{100.0 * x:.1f}%"
-
-
-def render_zero_run_summary(
-    result: Any, console: Console, *, features: Sequence[str] | None = None
-) -> None:
-    """Print a readable summary of a :class:`~privaudit.audit.zero_run.ZeroRunResult`.
-
-    The headline bound, one row per propensity estimator with the uncorrected, global and
-    pointwise mu and eps bounds side by side (plus the bootstrap lower quantile when
-    present), the diagnostics, the falsification tests, then warnings (bold) and notes.
-    """
-    settings = result.settings
-    used = list(features) if features is not None else settings.get("features")
-    console.print(
-        f"[bold]privaudit zero-run[/bold]: {result.n_members} known members, "
-        f"{result.n_non_members} known non-members, confidence {result.confidence:g}",
-        highlight=False,
-    )
-    if used:
-        console.print(
-            escape(f"propensity features ({len(used)}): {', '.join(map(str, used))}"),
-            highlight=False,
-        )
-    console.print(
-        "(propensity features must describe the record x only: never the model's score, "
-        "loss, prediction or the task label)",
-        style="dim",
-        highlight=False,
-    )
-    h = result.headline
-    console.print(
-        f"[bold]headline[/bold]: mu >= [bold]{_fmt(h.get('mu_lower_bound'))}[/bold] (mu-GDP), "
-        f"eps >= [bold]{_fmt(h.get('epsilon_lower_bound'))}[/bold] (pure eps-DP); "
-        + escape(
-            f"{h.get('correction')} correction, estimator {h.get('estimator')} "
-            f"({_rule_text(h)}), {h.get('basis')}"
-        ),
-        highlight=False,
-    )
-
-    unc = result.uncorrected
-    has_boot = any(e.get("bootstrap") for e in result.estimators)
-    bounds = Table(title="Bounds: uncorrected (not valid under shift) vs corrected")
-    bounds.add_column("estimator")
-    for col in ("mu uncorr.", "mu global", "mu pointwise"):
-        bounds.add_column(col, justify="right")
-    if has_boot:
-        bounds.add_column("mu pw. boot. q", justify="right")
-    for col in ("eps uncorr.", "eps global", "eps pointwise", "r/v uncorr.", "r/v pw."):
-        bounds.add_column(col, justify="right")
-    for e in result.estimators:
-        g, p = e["global"], e["pointwise"]
-        row = [
-            escape(str(e["name"])),
-            _fmt(unc.get("mu_lower_bound")),
-            _fmt(g.get("mu_lower_bound")),
-            _fmt(p.get("mu_lower_bound")),
-        ]
-        if has_boot:
-            b = e.get("bootstrap")
-            row.append(
-                f"{_fmt(b['mu_lower_quantile'])} (q={b['quantile']:g}, n={b['n']})" if b else "n/a"
-            )
-        uc, pc = unc.get("counts", {}), p.get("counts", {})
-        row += [
-            _fmt(unc.get("epsilon_lower_bound")),
-            _fmt(g.get("epsilon_lower_bound")),
-            _fmt(p.get("epsilon_lower_bound")),
-            f"{uc.get('r', '?')}/{uc.get('v', '?')}",
-            f"{pc.get('r', '?')}/{pc.get('v', '?')}",
-        ]
-        bounds.add_row(*row)
-    console.print(bounds)
-
-    diag = Table(title="Propensity diagnostics (held-out, cross-fitted)")
-    diag.add_column("estimator")
-    for col in (
-        "AUC",
-        "ECE",
-        "cal. slope",
-        "cal. intercept",
-        "extreme",
-        "common support",
-        "retention mean",
-        "ESS members",
-        "ESS non-members",
-        "overlap",
-    ):
-        diag.add_column(col, justify="right")
-    for e in result.estimators:
-        d = e.get("diagnostics") or {}
-        cs = d.get("common_support") or {}
-        ess = d.get("ess") or {}
-        em, en = ess.get("member") or {}, ess.get("non_member") or {}
-        poor = d.get("overlap_poor")
-        diag.add_row(
-            escape(str(e["name"])),
-            _fmt(d.get("auc")),
-            _fmt(d.get("ece")),
-            _fmt(d.get("calibration_slope")),
-            _fmt(d.get("calibration_intercept")),
-            _pct(d.get("fraction_extreme")),
-            f"[{_fmt(cs.get('low'))}, {_fmt(cs.get('high'))}] {_pct(cs.get('fraction_inside'))}",
-            _fmt(d.get("retention_mean")),
-            f"{_fmt(em.get('ess'), 1)} ({_pct(em.get('fraction'))})",
-            f"{_fmt(en.get('ess'), 1)} ({_pct(en.get('fraction'))})",
-            "n/a" if poor is None else ("[red]poor[/red]" if poor else "[green]ok[/green]"),
-        )
-    console.print(diag)
-
-    fals = Table(title="Falsification tests (features-only challengers)")
-    for col in ("propensity model", "challenger", "p-value", "verdict"):
-        fals.add_column(col, justify="left" if col != "p-value" else "right")
-    for e in result.estimators:
-        for f in e.get("falsification") or []:
-            fals.add_row(
-                escape(str(e["name"])),
-                escape(str(f.get("challenger"))),
-                _fmt(f.get("p_value"), 4),
-                "[red]rejected[/red]" if f.get("rejected") else "not rejected",
-            )
-    console.print(fals)
-    for w in result.warnings:
-        console.print(f"[bold]warning: {escape(w)}[/bold]", highlight=False)
-    for n in result.notes:
-        console.print(f"note: {escape(n)}", highlight=False)
-
-
 def _payload(result: Any) -> str:
+    """The ``--json`` output: the result as ``results.json`` holds it."""
     from privaudit.report.zero_run import zero_run_payload
 
     return json.dumps(zero_run_payload(result), indent=2, allow_nan=False)
@@ -464,27 +340,15 @@ def zero_run_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out."),
 ) -> None:
     """Zero-Run audit: DP lower bounds from known members vs shifted known non-members."""
-    from privaudit.audit.zero_run import DEFAULT_ESTIMATORS, ESTIMATORS, zero_run_audit
+    from privaudit.audit.zero_run import zero_run_audit
     from privaudit.report.writer import check_output_dir
     from privaudit.report.zero_run import write_zero_run_report
-    from privaudit.runtime.executor import Executor, LocalExecutor, RayExecutor
     from privaudit.runtime.store import ArtifactStore
 
     try:
         if out is not None:
             check_output_dir(out, overwrite=overwrite)  # fail before any work
-        if propensity_col is not None and (features is not None or estimators is not None):
-            raise fail(
-                "--propensity-col",
-                "no --features or --estimators with given propensities",
-                "--features" if features is not None else "--estimators",
-            )
-        names = _split_list(estimators, "--estimators") or list(DEFAULT_ESTIMATORS)
-        if names == ["all"]:
-            names = list(ESTIMATORS)
-        unknown = [n for n in names if n not in ESTIMATORS]
-        if unknown:
-            raise fail("--estimators", "names from " + ", ".join(ESTIMATORS), ", ".join(unknown))
+        names = _estimator_names(estimators, features, propensity_col)
         scores, member, frame, columns = load_zero_run_table(
             file,
             members_file=members,
@@ -500,13 +364,6 @@ def zero_run_command(
             given = {propensity_col: _propensity_values(frame[propensity_col], propensity_col)}
             frame, columns = None, []
         progress = False if as_json else None
-        executor: Executor | None = None
-        if bootstrap and ray_address is not None:
-            address = None if ray_address == "local" else ray_address
-            executor = RayExecutor(address=address, progress=progress)
-        elif bootstrap:
-            executor = LocalExecutor(jobs, progress=progress)
-        store = ArtifactStore(cache_dir) if cache_dir is not None else None
         result = zero_run_audit(
             scores,
             member,
@@ -522,34 +379,27 @@ def zero_run_command(
             n_bootstrap=bootstrap,
             pca_components=pca,
             seed=seed,
-            executor=executor,
-            store=store,
+            executor=_bootstrap_executor(bootstrap, ray_address, jobs, progress),
+            store=ArtifactStore(cache_dir) if cache_dir is not None else None,
             progress=progress,
         )
         payload = _payload(result) if as_json else None
         if out is not None:
-            from privaudit.report.bundle import make_manifest, sources_fingerprint
-
-            manifest = make_manifest(
-                kind="zero-run",
-                command="zero-run",
-                config={
-                    "estimators": list(names),
-                    "confidence": confidence,
-                    "beta": beta,
-                    "margin_z": margin_z,
-                    "headline_rule": headline,
-                    "propensity_col": propensity_col,
-                    "delta": delta,
-                    "delta_ds": delta_ds,
-                    "n_bootstrap": bootstrap,
-                    "pca_components": pca,
-                    "seed": seed,
-                    "features": list(columns),
-                },
-                seeds={"root": seed},
-                dataset_fingerprint=sources_fingerprint([file, members, non_members]),
-            )
+            config = {
+                "estimators": list(names),
+                "confidence": confidence,
+                "beta": beta,
+                "margin_z": margin_z,
+                "headline_rule": headline,
+                "propensity_col": propensity_col,
+                "delta": delta,
+                "delta_ds": delta_ds,
+                "n_bootstrap": bootstrap,
+                "pca_components": pca,
+                "seed": seed,
+                "features": list(columns),
+            }
+            manifest = _manifest(config, seed, [file, members, non_members])
             inputs = {"scores": scores, "member": member, "features": saved_frame}
             write_zero_run_report(result, out, overwrite=overwrite, bundle=manifest, inputs=inputs)
     except PrivauditError as exc:
@@ -558,15 +408,70 @@ def zero_run_command(
     except OSError as exc:
         typer.echo(f"error: cannot write the report to {out} ({exc})", err=True)
         raise typer.Exit(2) from None
+    _print_result(result, payload, columns, out)
+
+
+def _estimator_names(
+    estimators: str | None, features: str | None, propensity_col: str | None
+) -> list[str]:
+    """The ``--estimators`` names (default :data:`DEFAULT_ESTIMATORS`; ``all``: every family),
+    checked; none may be asked for together with ``--propensity-col``."""
+    from privaudit.audit.zero_run import DEFAULT_ESTIMATORS, ESTIMATORS
+
+    if propensity_col is not None and (features is not None or estimators is not None):
+        raise fail(
+            "--propensity-col",
+            "no --features or --estimators with given propensities",
+            "--features" if features is not None else "--estimators",
+        )
+    names = _split_list(estimators, "--estimators") or list(DEFAULT_ESTIMATORS)
+    if names == ["all"]:
+        names = list(ESTIMATORS)
+    unknown = [n for n in names if n not in ESTIMATORS]
+    if unknown:
+        raise fail("--estimators", "names from " + ", ".join(ESTIMATORS), ", ".join(unknown))
+    return names
+
+
+def _bootstrap_executor(
+    bootstrap: int, ray_address: str | None, jobs: int, progress: bool | None
+) -> Any:
+    """Where the bootstrap replicates run: Ray (``--ray``), local processes, or inline
+    (None) when there is no bootstrap."""
+    from privaudit.runtime.executor import LocalExecutor, RayExecutor
+
+    if bootstrap and ray_address is not None:
+        address = None if ray_address == "local" else ray_address
+        return RayExecutor(address=address, progress=progress)
+    if bootstrap:
+        return LocalExecutor(jobs, progress=progress)
+    return None
+
+
+def _manifest(config: dict[str, Any], seed: int, sources: list[Path | None]) -> Any:
+    """The ``bundle.json`` manifest of an ``--out`` report (what ``privaudit verify`` re-checks)."""
+    from privaudit.report.bundle import make_manifest, sources_fingerprint
+
+    return make_manifest(
+        kind="zero-run",
+        command="zero-run",
+        config=config,
+        seeds={"root": seed},
+        dataset_fingerprint=sources_fingerprint(sources),
+    )
+
+
+def _print_result(result: Any, payload: str | None, columns: list[str], out: Path | None) -> None:
+    """The JSON (``--json``) or the readable summary, and where the report went."""
     if payload is not None:
         typer.echo(payload)
-    else:
-        console = Console(file=sys.stdout, soft_wrap=True) if sys.stdout.isatty() else None
-        render_zero_run_summary(
-            result, console or Console(file=sys.stdout, width=180), features=columns
+        return
+    console = Console(file=sys.stdout, soft_wrap=True) if sys.stdout.isatty() else None
+    render_zero_run_summary(
+        result, console or Console(file=sys.stdout, width=180), features=columns
+    )
+    if out is not None:
+        typer.echo(
+            f"report written to {out} (results.json, report.html; bundle.json with "
+            "inputs.npz and features.parquet: re-check it with `privaudit verify`)"
         )
-        if out is not None:
-            typer.echo(
-                f"report written to {out} (results.json, report.html; bundle.json with "
-                "inputs.npz and features.parquet: re-check it with `privaudit verify`)"
-            )

@@ -49,7 +49,9 @@ def load_mnist() -> Dataset:
     try:
         raw = ref.read_bytes()
     except (FileNotFoundError, OSError) as exc:
-        raise PrivauditError(f"bundled MNIST file {_FILE} is missing ({exc}); reinstall privaudit") from None
+        raise PrivauditError(
+            f"bundled MNIST file {_FILE} is missing ({exc}); reinstall privaudit"
+        ) from None
     digest = hashlib.sha256(raw).hexdigest()
     if digest != MNIST_SHA256:
         raise PrivauditError(

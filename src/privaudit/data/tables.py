@@ -28,8 +28,22 @@ import pandas as pd
 
 from privaudit._validation import fail
 from privaudit.data.dataset import Dataset
+from privaudit.data.table_files import (
+    npz_array,
+    open_npz,
+    read_csv_file,
+    read_frame,
+    read_parquet_file,
+)
 
-__all__ = ["append_records", "encode_like", "load_digits", "load_table", "table_from_frame"]
+__all__ = [
+    "append_records",
+    "encode_like",
+    "load_digits",
+    "load_table",
+    "read_frame",
+    "table_from_frame",
+]
 
 
 def load_digits() -> Dataset:
@@ -191,30 +205,59 @@ def table_from_frame(
         raise fail("id_column", "a column other than the label column", repr(id_column))
     if len(frame) == 0:
         raise fail("table", "at least one row", "an empty table")
+    ids_arr = _record_ids(frame, id_column, name)
+    classes, y = _class_labels(frame[label_column], label_column)
+    feats = _feature_names(cols, feature_columns, label_column, id_column)
+    blocks: list[np.ndarray] = []
+    names: list[str] = []
+    encoding: dict[str, Any] = {}
+    for col in feats:
+        block, col_names, encoding[col] = _encode_column(frame[col], col, standardize)
+        blocks.append(block)
+        names.extend(col_names)
+    X = np.hstack(blocks)
+    info = {
+        "source": source,
+        "label_column": label_column,
+        "id_column": id_column,
+        "class_values": [str(c) for c in classes],
+        "encoding": encoding,
+        "preprocessing": [
+            "numeric columns as float64"
+            + (", standardised (ddof=0)" if standardize else ", unscaled"),
+            "categorical columns one-hot, categories sorted as strings",
+        ],
+    }
+    return Dataset(name, ids_arr, X, y, tuple(names), tuple(str(c) for c in classes), info)
 
-    # ids
-    if id_column is not None:
-        raw_ids = frame[id_column]
-        if raw_ids.isna().any():
-            raise fail(
-                f"id column {id_column!r}", "no missing ids", f"{int(raw_ids.isna().sum())} missing"
-            )
-        ids_arr = raw_ids.to_numpy()
-        if ids_arr.dtype.kind not in "iu":
-            ids_arr = raw_ids.astype(str).to_numpy()
-        uniq, counts = np.unique(ids_arr, return_counts=True)
-        if uniq.size != ids_arr.size:
-            dup = uniq[counts > 1][:5].tolist()
-            raise fail(
-                f"id column {id_column!r}",
-                "unique ids",
-                f"{ids_arr.size - uniq.size} duplicate(s), e.g. {dup}",
-            )
-    else:
-        ids_arr = np.array([f"{name}-{k:06d}" for k in range(len(frame))])
 
-    # labels
-    lab = frame[label_column]
+def _record_ids(frame: pd.DataFrame, id_column: str | None, name: str) -> np.ndarray:
+    """The record ids: the id column's (integers kept, anything else as strings; no missing,
+    no duplicates), or ``f"{name}-{row:06d}"`` without one."""
+    if id_column is None:
+        return np.array([f"{name}-{k:06d}" for k in range(len(frame))])
+    raw_ids = frame[id_column]
+    if raw_ids.isna().any():
+        raise fail(
+            f"id column {id_column!r}", "no missing ids", f"{int(raw_ids.isna().sum())} missing"
+        )
+    ids_arr = raw_ids.to_numpy()
+    if ids_arr.dtype.kind not in "iu":
+        ids_arr = raw_ids.astype(str).to_numpy()
+    uniq, counts = np.unique(ids_arr, return_counts=True)
+    if uniq.size != ids_arr.size:
+        dup = uniq[counts > 1][:5].tolist()
+        raise fail(
+            f"id column {id_column!r}",
+            "unique ids",
+            f"{ids_arr.size - uniq.size} duplicate(s), e.g. {dup}",
+        )
+    return ids_arr
+
+
+def _class_labels(lab: pd.Series, label_column: str) -> tuple[list[Any], np.ndarray]:
+    """The sorted classes of the label column (no missing labels, at least two classes,
+    each checked by :func:`_check_class_labels`) and each record's class index."""
     if lab.isna().any():
         raise fail(
             f"label column {label_column!r}",
@@ -226,9 +269,17 @@ def table_from_frame(
         raise fail(f"label column {label_column!r}", "at least 2 classes", f"only {classes!r}")
     _check_class_labels(lab, classes, label_column)
     index = {c: k for k, c in enumerate(classes)}
-    y = np.array([index[v] for v in lab.tolist()], dtype=np.int64)
+    return classes, np.array([index[v] for v in lab.tolist()], dtype=np.int64)
 
-    # features
+
+def _feature_names(
+    cols: list[str],
+    feature_columns: Sequence[str] | None,
+    label_column: str,
+    id_column: str | None,
+) -> list[str]:
+    """The feature columns: the given ones (checked: known, unique, not the label), or every
+    column but the label and id columns; at least one."""
     if feature_columns is None:
         feats = [c for c in cols if c not in (label_column, id_column)]
     else:
@@ -244,54 +295,39 @@ def table_from_frame(
             raise fail("feature_columns", "unique column names", feats)
     if not feats:
         raise fail("feature_columns", "at least one feature column", "none")
+    return feats
 
-    blocks: list[np.ndarray] = []
-    names: list[str] = []
-    encoding: dict[str, Any] = {}
-    for col in feats:
-        s = frame[col]
-        if pd.api.types.is_bool_dtype(s) or pd.api.types.is_numeric_dtype(s):
-            v = s.astype(np.float64).to_numpy()
-            n_bad = int((~np.isfinite(v)).sum())
-            if n_bad:
-                raise fail(
-                    f"feature column {col!r}",
-                    "finite numbers (no NaN or missing values)",
-                    f"{n_bad} NaN/inf/missing value(s)",
-                )
-            if standardize:
-                mean, std = float(v.mean()), float(v.std())
-                v = (v - mean) / std if std > 0 else v - mean
-                encoding[col] = {"kind": "numeric", "mean": mean, "std": std}
-            else:
-                encoding[col] = {"kind": "numeric"}
-            blocks.append(v[:, None])
-            names.append(col)
-        else:
-            if s.isna().any():
-                raise fail(
-                    f"feature column {col!r}", "no missing values", f"{int(s.isna().sum())} missing"
-                )
-            _check_categorical(s, col)
-            values = s.astype(str).to_numpy()
-            cats = sorted(set(values.tolist()))
-            blocks.append((values[:, None] == np.asarray(cats)[None, :]).astype(np.float64))
-            names.extend(f"{col}={c}" for c in cats)
-            encoding[col] = {"kind": "one-hot", "categories": cats}
-    X = np.hstack(blocks)
-    info = {
-        "source": source,
-        "label_column": label_column,
-        "id_column": id_column,
-        "class_values": [str(c) for c in classes],
-        "encoding": encoding,
-        "preprocessing": [
-            "numeric columns as float64"
-            + (", standardised (ddof=0)" if standardize else ", unscaled"),
-            "categorical columns one-hot, categories sorted as strings",
-        ],
-    }
-    return Dataset(name, ids_arr, X, y, tuple(names), tuple(str(c) for c in classes), info)
+
+def _encode_column(
+    s: pd.Series, col: str, standardize: bool
+) -> tuple[np.ndarray, list[str], dict[str, Any]]:
+    """One feature column as a block of X, its feature names and its encoding record.
+
+    Bool and numeric columns: one float64 column (finite values only), standardised with
+    the table's mean and population std when asked. Anything else: one-hot, categories
+    sorted as strings (no missing values; :func:`_check_categorical`).
+    """
+    if pd.api.types.is_bool_dtype(s) or pd.api.types.is_numeric_dtype(s):
+        v = s.astype(np.float64).to_numpy()
+        n_bad = int((~np.isfinite(v)).sum())
+        if n_bad:
+            raise fail(
+                f"feature column {col!r}",
+                "finite numbers (no NaN or missing values)",
+                f"{n_bad} NaN/inf/missing value(s)",
+            )
+        if standardize:
+            mean, std = float(v.mean()), float(v.std())
+            v = (v - mean) / std if std > 0 else v - mean
+            return v[:, None], [col], {"kind": "numeric", "mean": mean, "std": std}
+        return v[:, None], [col], {"kind": "numeric"}
+    if s.isna().any():
+        raise fail(f"feature column {col!r}", "no missing values", f"{int(s.isna().sum())} missing")
+    _check_categorical(s, col)
+    values = s.astype(str).to_numpy()
+    cats = sorted(set(values.tolist()))
+    block = (values[:, None] == np.asarray(cats)[None, :]).astype(np.float64)
+    return block, [f"{col}={c}" for c in cats], {"kind": "one-hot", "categories": cats}
 
 
 def _label_key(v: Any) -> str:
@@ -383,7 +419,9 @@ def encode_like(
     keys = [_label_key(v) for v in lab.tolist()]
     unseen = sorted(set(keys) - set(index))
     if unseen:
-        raise fail(f"label column {label_column!r}", f"the classes {classes}", f"unseen {unseen[:5]}")
+        raise fail(
+            f"label column {label_column!r}", f"the classes {classes}", f"unseen {unseen[:5]}"
+        )
     y = np.array([index[k] for k in keys], dtype=np.int64)
     if id_column:
         raw = frame[id_column]
@@ -414,7 +452,9 @@ def append_records(dataset: Dataset, other: Dataset) -> Dataset:
     both = np.intersect1d(a, b)
     if both.size:
         raise fail(
-            "ids", f"ids not already in {dataset.name!r}", f"{both.size} shared, e.g. {both[:5].tolist()}"
+            "ids",
+            f"ids not already in {dataset.name!r}",
+            f"{both.size} shared, e.g. {both[:5].tolist()}",
         )
     info = {**dataset.info, "appended": {"name": other.name, "n_records": other.n_records}}
     return Dataset(
@@ -426,114 +466,6 @@ def append_records(dataset: Dataset, other: Dataset) -> Dataset:
         dataset.class_names,
         info,
     )
-
-
-_PARQUET_MAGIC = b"PAR1"
-_ZIP_MAGIC = b"PK\x03\x04"
-_GZIP_MAGIC = b"\x1f\x8b"
-
-
-def _head(p: Path, n: int = 4) -> bytes:
-    try:
-        with open(p, "rb") as fh:
-            return fh.read(n)
-    except OSError as exc:
-        raise fail("path", "a readable file", f"{p} ({exc.strerror or exc})") from None
-
-
-def _read_csv(p: Path) -> pd.DataFrame:
-    """A CSV table, or an :class:`InvalidInputError` that says why it cannot be read.
-
-    Catches what ``pandas.read_csv`` raises on an empty file, text that is not UTF-8
-    (a Latin-1 header, for instance), a binary file (Parquet or ``.npz``) named ``.csv``,
-    and malformed rows.
-    """
-    head = _head(p)
-    gz = p.suffix.lower() == ".gz"
-    if not head:
-        raise fail("path", "a CSV file with a header row", f"an empty file {p} (0 bytes)")
-    if head.startswith(_PARQUET_MAGIC):
-        raise fail("path", "a CSV file", f"a Parquet file named {p.name} (rename it to .parquet)")
-    if head.startswith(_ZIP_MAGIC):
-        raise fail("path", "a CSV file", f"a zip or .npz archive named {p.name}")
-    if gz and not head.startswith(_GZIP_MAGIC):
-        raise fail("path", "a gzip-compressed CSV file (.csv.gz)", f"{p.name} is not gzip data")
-    if not gz and head.startswith(_GZIP_MAGIC):
-        raise fail("path", "an uncompressed CSV file", f"gzip data in {p.name} (name it .csv.gz)")
-    try:
-        frame = pd.read_csv(p, encoding="utf-8")
-        header = pd.read_csv(p, encoding="utf-8", header=None, nrows=1, dtype=str)
-    except UnicodeDecodeError as exc:
-        raise fail(
-            "path",
-            "a UTF-8 encoded CSV file",
-            f"bytes that are not UTF-8 at position {exc.start} of {p} "
-            f"({exc.object[exc.start : exc.start + 4]!r}); save the file as UTF-8",
-        ) from None
-    except pd.errors.EmptyDataError:
-        raise fail("path", "a CSV file with a header row", f"no columns in {p}") from None
-    except (pd.errors.ParserError, ValueError, OSError, EOFError) as exc:
-        raise fail("path", "a readable CSV file", f"{p} ({_first_line(exc)})") from None
-    names = [str(c) for c in header.iloc[0].tolist()] if len(header) else []
-    dups = sorted({c for c in names if names.count(c) > 1})
-    if dups:  # pandas would rename the second "a" to "a.1" silently
-        raise fail("columns", "unique column names in the header", f"{dups} repeated")
-    return frame
-
-
-def _read_parquet(p: Path) -> pd.DataFrame:
-    head = _head(p)
-    if head != _PARQUET_MAGIC:
-        found = "an empty file" if not head else "a file that does not start like Parquet"
-        raise fail("path", "a Parquet file", f"{found}: {p}")
-    try:
-        return pd.read_parquet(p)
-    except Exception as exc:  # pyarrow raises its own ArrowInvalid / OSError types
-        raise fail("path", "a readable Parquet file", f"{p} ({_first_line(exc)})") from None
-
-
-def _open_npz(p: Path) -> Any:
-    head = _head(p)
-    if head != _ZIP_MAGIC:
-        found = "an empty file" if not head else "a file that is not a NumPy .npz archive"
-        raise fail("path", "a NumPy .npz file", f"{found}: {p}")
-    try:
-        return np.load(p, allow_pickle=False)
-    except Exception as exc:  # zipfile.BadZipFile, ValueError, OSError
-        raise fail("path", "a readable .npz file", f"{p} ({_first_line(exc)})") from None
-
-
-def _npz_array(z: Any, key: str, p: Path) -> np.ndarray:
-    try:
-        return np.asarray(z[key])
-    except Exception as exc:  # object arrays need pickle; a truncated member
-        raise fail(
-            f"array {key!r} of {p.name}", "a numeric or string array", _first_line(exc)
-        ) from None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
-
-
-def _is_frame_file(p: Path) -> bool:
-    suffixes = [s.lower() for s in p.suffixes]
-    return (
-        suffixes[-1:] in ([".csv"], [".parquet"], [".pq"]) or suffixes[-2:] == [".csv", ".gz"]
-    )
-
-
-def read_frame(path: str | Path) -> pd.DataFrame:
-    """Read a CSV (optionally ``.csv.gz``) or Parquet table as a DataFrame."""
-    p = Path(path)
-    if not p.is_file():
-        raise fail("path", "an existing file", str(p))
-    if not _is_frame_file(p):
-        raise fail("path", "a .csv, .csv.gz, .parquet or .pq table", p.name)
-    if p.suffix.lower() in (".parquet", ".pq"):
-        return _read_parquet(p)
-    return _read_csv(p)
 
 
 def load_table(
@@ -580,11 +512,11 @@ def load_table(
     ds_name = name or stem
     src = f"file {p.name}"
     if suffixes[-1:] == [".csv"] or suffixes[-2:] == [".csv", ".gz"]:
-        frame = _read_csv(p)
+        frame = read_csv_file(p)
     elif suffixes[-1:] in ([".parquet"], [".pq"]):
-        frame = _read_parquet(p)
+        frame = read_parquet_file(p)
     elif suffixes[-1:] == [".npz"]:
-        with _open_npz(p) as z:
+        with open_npz(p) as z:
             keys = list(z.files)
             if "X" not in keys:
                 raise fail("npz file", "an array named 'X' (features)", f"arrays {keys}")
@@ -594,11 +526,11 @@ def load_table(
                     "one of the arrays " + ", ".join(map(repr, keys)),
                     repr(label_column),
                 )
-            Xz = _npz_array(z, "X", p)
+            Xz = npz_array(z, "X", p)
             if Xz.ndim != 2:
                 raise fail("X", "a 2-dimensional feature array", f"shape {Xz.shape}")
             frame = pd.DataFrame(Xz, columns=[f"x{j}" for j in range(Xz.shape[1])])
-            labels = _npz_array(z, label_column, p)
+            labels = npz_array(z, label_column, p)
             if labels.ndim != 1 or labels.size != Xz.shape[0]:
                 raise fail(
                     label_column, f"a 1-D array of {Xz.shape[0]} labels", f"shape {labels.shape}"
@@ -611,7 +543,7 @@ def load_table(
                         "one of the arrays " + ", ".join(map(repr, keys)),
                         repr(id_column),
                     )
-                idz = _npz_array(z, id_column, p)
+                idz = npz_array(z, id_column, p)
                 if idz.ndim != 1 or idz.size != Xz.shape[0]:
                     raise fail(id_column, f"a 1-D array of {Xz.shape[0]} ids", f"shape {idz.shape}")
                 frame[id_column] = idz

@@ -399,18 +399,7 @@ def run_record_risk(
     RecordRiskResult
     """
     t_start = time.perf_counter()
-    if not isinstance(dataset, Dataset):
-        raise fail("dataset", "a privaudit Dataset", type(dataset).__name__)
-    if not isinstance(config, RecordRiskConfig):
-        raise fail("config", "a RecordRiskConfig", type(config).__name__)
-    if not (callable(getattr(target, "fit", None)) and callable(getattr(target, "settings", None))):
-        raise fail(
-            "target", "a Generator or a Trainer (name, settings, fit)", type(target).__name__
-        )
-    kind = "generator" if hasattr(target, "randomised") else "classifier"
-    att = make_record_attack(attack, kind) if isinstance(attack, str) else attack
-    if att.target_kind != kind:
-        raise fail("attack", f"an attack on a {kind}", att.name)
+    kind, att = _check_inputs(dataset, target, attack, config)
     if isinstance(store, str | Path):
         store = ArtifactStore(store)
     if executor is None:
@@ -420,18 +409,7 @@ def run_record_risk(
 
     # 1. split --------------------------------------------------------------------------
     t0 = time.perf_counter()
-    universe: Any
-    if kind == "generator":
-        universe = discretise(dataset) if table is None else table
-        if not np.array_equal(universe.record_ids, dataset.record_ids):
-            raise fail("table", "the dataset's records in the dataset's order", "other record ids")
-        if not getattr(target, "randomised", True):
-            warnings.append(
-                f"{target.name} is deterministic given its data: the model-seeded game has one "
-                "outcome per dataset and its risk estimate degenerates"
-            )
-    else:
-        universe = dataset
+    universe = _universe(dataset, target, kind, table, warnings)
     plan = make_plan(
         dataset.X,
         n=config.n,
@@ -458,30 +436,13 @@ def run_record_risk(
     timings["split"] = time.perf_counter() - t0
     releases = {"trained": 0, "loaded": 0}
 
-    def count(tasks: list[Any], created: list[bool]) -> None:
-        for t, c in zip(tasks, created, strict=True):
-            releases["trained" if c else "loaded"] += len(t)
-
     # 2-4. shadow releases and the per-target attack -------------------------------------
     fitted: list[Any] = [None] * plan.n_targets
     if att.trained:
-        t0 = time.perf_counter()
         worker = _Worker(
             target, kind, universe, plan, att, targets_data, {**key_base, "mode": "summary"}
         )
-        tasks = _tasks(plan.rounds("shadow"), config.rounds_per_task)
-        res, created = train_many(
-            worker, tasks, executor=executor, store=store, key_fn=worker.key, desc="shadow releases"
-        )
-        count(tasks, created)
-        summaries = np.concatenate([r["summary"] for r in res])
-        member = np.concatenate([r["member"] for r in res]).reshape(-1, plan.n_targets)
-        timings["shadow"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        fitted = executor.map(
-            _Fitter(worker, summaries, member), list(range(plan.n_targets)), desc="attack fits"
-        )
-        timings["attack_fit"] = time.perf_counter() - t0
+        fitted = _fit_attacks(worker, plan, config, executor, store, timings, releases)
 
     # 2-4. the game rounds, scored in the workers ---------------------------------------
     t0 = time.perf_counter()
@@ -496,73 +457,16 @@ def run_record_risk(
         {**key_base, "mode": "scores", "fit": fit_key},
         fitted,
     )
-    reps = (0, 1) if config.replicates else (0,)
-    games: list[tuple[str, str, int]] = []
-    for rep in reps:
-        suffix = "" if rep == 0 else "-2"
-        games += [
-            (f"traditional{suffix}", "traditional", rep),
-            (f"model-seeded{suffix}", "ms-in", rep),
-        ]
-        games += [(f"model-seeded{suffix}", "ms-out", rep)]
-    # a batched classifier trains a whole chunk as one computation: chunks of
-    # rounds_per_task rounds everywhere (OUT chunks may span targets); otherwise rounds
-    # scoring all K targets are chunked so that a task scores at most ~512 (round, target)
-    batched = kind == "classifier" and fits_many(target)
-    per_task_k = (
-        config.rounds_per_task
-        if batched
-        else max(1, min(config.rounds_per_task, 512 // max(1, plan.n_targets)))
-    )
-    all_tasks: list[tuple[tuple[str, int, int, int], ...]] = []
-    spans: list[tuple[str, str, int, int]] = []
-    for name, kind_g, rep in games:
-        keys = plan.rounds(kind_g, rep)
-        per = config.rounds_per_task if kind_g == "ms-out" else per_task_k
-        tasks_g = _tasks(keys, per, by_target=not batched)
-        spans.append((name, kind_g, len(all_tasks), len(all_tasks) + len(tasks_g)))
-        all_tasks += tasks_g
+    all_tasks, spans = _game_tasks(plan, config, batched=kind == "classifier" and fits_many(target))
     res, created = train_many(
         worker, all_tasks, executor=executor, store=store, key_fn=worker.key, desc="game releases"
     )
-    count(all_tasks, created)
+    _count(releases, all_tasks, created)
     timings["games"] = time.perf_counter() - t0
 
     # 5. metrics ------------------------------------------------------------------------
-    K = plan.n_targets
-    scores: dict[str, list[NDArray[np.float64]]] = {}
-    members: dict[str, list[NDArray[np.bool_]]] = {}
-    for name, kind_g, a, b in spans:
-        part = res[a:b]
-        s = np.concatenate([r["scores"] for r in part])
-        m = np.concatenate([r["member"] for r in part]).astype(bool)
-        if kind_g == "ms-out":
-            s, m = s.reshape(K, -1), m.reshape(K, -1)
-        else:
-            s, m = s.reshape(-1, K).T, m.reshape(-1, K).T
-            if kind_g == "ms-in":
-                digests = np.concatenate([r["digest"] for r in part])
-                if np.unique(digests).size == 1 and not any("deterministic" in w for w in warnings):
-                    warnings.append(
-                        f"{target.name} gave the same release in every model-seeded IN round: it is "
-                        "deterministic given its data, and the model-seeded game degenerates"
-                    )
-        scores.setdefault(name, []).append(s)
-        members.setdefault(name, []).append(m)
-    risks: dict[str, dict[str, Any]] = {}
-    for name in scores:
-        S = np.concatenate(scores[name], axis=1)
-        M = np.concatenate(members[name], axis=1)
-        auc = per_record_auc(S, M)
-        n_in = M.sum(axis=1)
-        n_out = M.shape[1] - n_in
-        risks[name] = {
-            "auc": auc,
-            "se": auc_standard_error(auc, n_in, n_out),
-            "n_in": n_in,
-            "n_out": n_out,
-            "hoeffding_width": hoeffding_width(M.shape[1], config.rho),
-        }
+    scores, members = _game_scores(res, spans, plan.n_targets, str(target.name), warnings)
+    risks = _risks(scores, members, config.rho)
     comparison = compare_risks(
         risks["model-seeded"]["auc"],
         risks["traditional"]["auc"],
@@ -585,3 +489,173 @@ def run_record_risk(
         timings=timings,
         releases=releases,
     )
+
+
+def _check_inputs(
+    dataset: Dataset, target: Any, attack: str | RecordAttack, config: RecordRiskConfig
+) -> tuple[str, RecordAttack]:
+    """Validate the inputs; the target's kind ("generator" if it has ``randomised``, else
+    "classifier") and the attack, built from its name for that kind or checked against it."""
+    if not isinstance(dataset, Dataset):
+        raise fail("dataset", "a privaudit Dataset", type(dataset).__name__)
+    if not isinstance(config, RecordRiskConfig):
+        raise fail("config", "a RecordRiskConfig", type(config).__name__)
+    if not (callable(getattr(target, "fit", None)) and callable(getattr(target, "settings", None))):
+        raise fail(
+            "target", "a Generator or a Trainer (name, settings, fit)", type(target).__name__
+        )
+    kind = "generator" if hasattr(target, "randomised") else "classifier"
+    att = make_record_attack(attack, kind) if isinstance(attack, str) else attack
+    if att.target_kind != kind:
+        raise fail("attack", f"an attack on a {kind}", att.name)
+    return kind, att
+
+
+def _universe(
+    dataset: Dataset, target: Any, kind: str, table: DiscreteTable | None, warnings: list[str]
+) -> Any:
+    """What the releases are drawn from: the discretised table of a generator (checked to
+    hold the dataset's records in order; a deterministic generator is warned about), or
+    the dataset itself for a classifier."""
+    if kind != "generator":
+        return dataset
+    universe = discretise(dataset) if table is None else table
+    if not np.array_equal(universe.record_ids, dataset.record_ids):
+        raise fail("table", "the dataset's records in the dataset's order", "other record ids")
+    if not getattr(target, "randomised", True):
+        warnings.append(
+            f"{target.name} is deterministic given its data: the model-seeded game has one "
+            "outcome per dataset and its risk estimate degenerates"
+        )
+    return universe
+
+
+def _count(releases: dict[str, int], tasks: list[Any], created: list[bool]) -> None:
+    """Add the rounds of the tasks to ``releases``: "trained" now or "loaded" from the store."""
+    for t, c in zip(tasks, created, strict=True):
+        releases["trained" if c else "loaded"] += len(t)
+
+
+def _fit_attacks(
+    worker: _Worker,
+    plan: RecordRiskPlan,
+    config: RecordRiskConfig,
+    executor: Executor,
+    store: ArtifactStore | None,
+    timings: dict[str, float],
+    releases: dict[str, int],
+) -> list[Any]:
+    """A trained attack's shadow phase: summarise the shadow releases (in tasks through
+    ``train_many``, cached), then fit the attack once per target on them (``_Fitter``).
+
+    Returns the fitted attack of each target, in target order.
+    """
+    t0 = time.perf_counter()
+    tasks = _tasks(plan.rounds("shadow"), config.rounds_per_task)
+    res, created = train_many(
+        worker, tasks, executor=executor, store=store, key_fn=worker.key, desc="shadow releases"
+    )
+    _count(releases, tasks, created)
+    summaries = np.concatenate([r["summary"] for r in res])
+    member = np.concatenate([r["member"] for r in res]).reshape(-1, plan.n_targets)
+    timings["shadow"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    fitted = executor.map(
+        _Fitter(worker, summaries, member), list(range(plan.n_targets)), desc="attack fits"
+    )
+    timings["attack_fit"] = time.perf_counter() - t0
+    return fitted
+
+
+def _game_tasks(
+    plan: RecordRiskPlan, config: RecordRiskConfig, *, batched: bool
+) -> tuple[list[tuple[tuple[str, int, int, int], ...]], list[tuple[str, str, int, int]]]:
+    """The rounds of every game (and replicate) cut into tasks, in one list.
+
+    A batched classifier trains a whole chunk as one computation: chunks of
+    ``rounds_per_task`` rounds everywhere (OUT chunks may span targets); otherwise rounds
+    scoring all K targets are chunked so that a task scores at most ~512 (round, target).
+    Returns the tasks and, per (game, round kind), its span ``(name, kind, start, stop)``
+    in that list.
+    """
+    games: list[tuple[str, str, int]] = []
+    for rep in (0, 1) if config.replicates else (0,):
+        suffix = "" if rep == 0 else "-2"
+        games += [
+            (f"traditional{suffix}", "traditional", rep),
+            (f"model-seeded{suffix}", "ms-in", rep),
+        ]
+        games += [(f"model-seeded{suffix}", "ms-out", rep)]
+    per_task_k = (
+        config.rounds_per_task
+        if batched
+        else max(1, min(config.rounds_per_task, 512 // max(1, plan.n_targets)))
+    )
+    all_tasks: list[tuple[tuple[str, int, int, int], ...]] = []
+    spans: list[tuple[str, str, int, int]] = []
+    for name, kind_g, rep in games:
+        keys = plan.rounds(kind_g, rep)
+        per = config.rounds_per_task if kind_g == "ms-out" else per_task_k
+        tasks_g = _tasks(keys, per, by_target=not batched)
+        spans.append((name, kind_g, len(all_tasks), len(all_tasks) + len(tasks_g)))
+        all_tasks += tasks_g
+    return all_tasks, spans
+
+
+def _game_scores(
+    res: list[dict[str, NDArray[Any]]],
+    spans: list[tuple[str, str, int, int]],
+    K: int,
+    target_name: str,
+    warnings: list[str],
+) -> tuple[dict[str, list[NDArray[np.float64]]], dict[str, list[NDArray[np.bool_]]]]:
+    """The tasks' scores and memberships as (target x round) blocks per game.
+
+    Model-seeded OUT tasks run per target (already K rows); the others score all K targets
+    per round (transposed). Identical releases in every model-seeded IN round reveal a
+    deterministic target: warned about once.
+    """
+    scores: dict[str, list[NDArray[np.float64]]] = {}
+    members: dict[str, list[NDArray[np.bool_]]] = {}
+    for name, kind_g, a, b in spans:
+        part = res[a:b]
+        s = np.concatenate([r["scores"] for r in part])
+        m = np.concatenate([r["member"] for r in part]).astype(bool)
+        if kind_g == "ms-out":
+            s, m = s.reshape(K, -1), m.reshape(K, -1)
+        else:
+            s, m = s.reshape(-1, K).T, m.reshape(-1, K).T
+            if kind_g == "ms-in":
+                digests = np.concatenate([r["digest"] for r in part])
+                if np.unique(digests).size == 1 and not any("deterministic" in w for w in warnings):
+                    warnings.append(
+                        f"{target_name} gave the same release in every model-seeded IN round: it is "
+                        "deterministic given its data, and the model-seeded game degenerates"
+                    )
+        scores.setdefault(name, []).append(s)
+        members.setdefault(name, []).append(m)
+    return scores, members
+
+
+def _risks(
+    scores: dict[str, list[NDArray[np.float64]]],
+    members: dict[str, list[NDArray[np.bool_]]],
+    rho: float,
+) -> dict[str, dict[str, Any]]:
+    """Per game, each target's risk: per-record AUC over its rounds, its Hanley-McNeil
+    standard error, the IN/OUT counts and the Hoeffding width at level ``rho`` (Prop. 1-2)."""
+    risks: dict[str, dict[str, Any]] = {}
+    for name in scores:
+        S = np.concatenate(scores[name], axis=1)
+        M = np.concatenate(members[name], axis=1)
+        auc = per_record_auc(S, M)
+        n_in = M.sum(axis=1)
+        n_out = M.shape[1] - n_in
+        risks[name] = {
+            "auc": auc,
+            "se": auc_standard_error(auc, n_in, n_out),
+            "n_in": n_in,
+            "n_out": n_out,
+            "hoeffding_width": hoeffding_width(M.shape[1], rho),
+        }
+    return risks

@@ -261,30 +261,8 @@ def vulnerable_records(
     if not has_l:
         notes.append("Attack L was not run: no L-based vulnerability (add 'leave-one-out')")
 
-    # L score per member (mean over the targets it is a member of and L scored it)
-    l_member: dict[Any, list[float]] = {}
-    l_non: list[list[float]] = []
-    for t in targets:
-        if not has_l:
-            break
-        ids, s = t.scores[LEAVE_ONE_OUT]
-        nons = []
-        for r, v in zip(ids.tolist(), np.asarray(s).tolist(), strict=True):
-            if t.member[r]:
-                l_member.setdefault(r, []).append(float(v))
-            else:
-                nons.append(float(v))
-        l_non.append(nons)
-    l_score = {r: float(np.mean(v)) for r, v in l_member.items()}
-    l_nonmembers = np.asarray([v for vs in l_non for v in vs], dtype=np.float64)
-
-    loss: dict[Any, list[float]] = {}
-    for t in targets:
-        for r, v in (t.loss or {}).items():
-            if t.member[r]:
-                loss.setdefault(r, []).append(float(v))
-    mean_loss = {r: float(np.mean(v)) for r, v in loss.items()}
-
+    l_score, l_nonmembers = _member_mean_scores(targets, LEAVE_ONE_OUT if has_l else None)
+    mean_loss = _mean_member_loss(targets)
     nn_dist: dict[Any, float] = {}
     nn_id: dict[Any, Any] = {}
     if features is not None:
@@ -297,31 +275,8 @@ def vulnerable_records(
     flagged_by: dict[float, dict[str, dict[Any, tuple[int, int]]]] = {}
     for f in fprs:
         decs = [_decisions(t, f) for t in targets]
-        frac = {a: _flag_fraction(targets, decs, a) for a in present}
-        flagged_by[f] = frac
-
-        def hit(a: str, r: Any, *, frac: dict[str, dict[Any, tuple[int, int]]] = frac) -> bool:
-            k, n = frac[a].get(r, (0, 0))
-            return n > 0 and k / n >= majority
-
-        def miss(a: str, r: Any, *, frac: dict[str, dict[Any, tuple[int, int]]] = frac) -> bool:
-            k, n = frac[a].get(r, (0, 0))
-            return n > 0 and (n - k) / n >= majority
-
-        groups: dict[str, list[Any]] = {"random": list(members)}
-        if every:
-            groups["all-correct"] = [r for r in members if all(hit(a, r) for a in every)]
-        if weak and strong:
-            groups["R-correct"] = [
-                r
-                for r in members
-                if all(hit(a, r) for a in strong) and all(miss(a, r) for a in weak)
-            ]
-            groups["SP-correct"] = [
-                r
-                for r in members
-                if all(hit(a, r) for a in weak) and all(miss(a, r) for a in strong)
-            ]
+        flagged_by[f] = {a: _flag_fraction(targets, decs, a) for a in present}
+        groups = _record_types(members, flagged_by[f], majority, every, weak, strong)
         losses_all = [mean_loss[r] for g in groups.values() for r in g if r in mean_loss]
         edges = (
             np.histogram_bin_edges(np.asarray(losses_all), bins=n_bins)
@@ -332,22 +287,6 @@ def vulnerable_records(
         if has_l and l_nonmembers.size:
             l_thr = float(np.quantile(l_nonmembers, 1.0 - f, method="higher"))
         for name, recs in groups.items():
-            ls = [l_score[r] for r in recs if r in l_score]
-            vuln: dict[str, Any] = {
-                "n_scored_by_l": len(ls),
-                "mean_score": None,
-                "auc": None,
-                "tpr": None,
-            }
-            if ls:
-                vuln["mean_score"] = float(np.mean(ls))
-                if l_nonmembers.size:
-                    sc = np.concatenate([np.asarray(ls), l_nonmembers])
-                    mm = np.concatenate([np.ones(len(ls), bool), np.zeros(l_nonmembers.size, bool)])
-                    vuln["auc"] = float(auc(sc, mm))
-                    vuln["tpr"] = (
-                        float(np.mean(np.asarray(ls) > l_thr)) if l_thr is not None else None
-                    )
             lv = [mean_loss[r] for r in recs if r in mean_loss]
             counts, _ = np.histogram(np.asarray(lv), bins=edges) if lv else (np.zeros(n_bins), None)
             nd = [nn_dist[r] for r in recs if r in nn_dist]
@@ -357,7 +296,7 @@ def vulnerable_records(
                     "fpr": float(f),
                     "n_records": len(recs),
                     "record_ids": [_plain_id(r) for r in recs[:200]],
-                    "leave_one_out": vuln,
+                    "leave_one_out": _l_vulnerability(recs, l_score, l_nonmembers, l_thr),
                     "loss": {
                         **_summary(lv),
                         "histogram": {
@@ -369,21 +308,7 @@ def vulnerable_records(
                 }
             )
 
-    # ranking: the most vulnerable members by Attack L, else by the strongest attack present
-    ranked_by = LEAVE_ONE_OUT if l_score else None
-    rank_score: dict[Any, float] = dict(l_score)
-    if ranked_by is None:
-        for a in ("lira-online", "rmia-online", "reference", "learned", "lira-offline"):
-            if a in present:
-                ranked_by = a
-                acc: dict[Any, list[float]] = {}
-                for t in targets:
-                    ids, s = t.scores[a]
-                    for r, v in zip(ids.tolist(), np.asarray(s).tolist(), strict=True):
-                        if t.member[r]:
-                            acc.setdefault(r, []).append(float(v))
-                rank_score = {r: float(np.mean(v)) for r, v in acc.items()}
-                break
+    ranked_by, rank_score = _ranking_scores(targets, present, l_score)
     order = sorted(rank_score, key=lambda r: (-rank_score[r], str(r)))[:top]
     records = []
     for r in order:
@@ -415,6 +340,109 @@ def vulnerable_records(
         "ranking": {"ranked_by": ranked_by, "records": records},
         "notes": notes,
     }
+
+
+def _member_mean_scores(
+    targets: Sequence[ScoredTarget], attack: str | None
+) -> tuple[dict[Any, float], NDArray[np.float64]]:
+    """An attack's score per member, averaged over the targets it is a member of (and the
+    attack scored it), and every non-member score of every target (pooled).
+
+    ``attack=None`` (not run): nothing.
+    """
+    per_member: dict[Any, list[float]] = {}
+    non_members: list[float] = []
+    if attack is None:
+        return {}, np.asarray(non_members, dtype=np.float64)
+    for t in targets:
+        ids, s = t.scores[attack]
+        for r, v in zip(ids.tolist(), np.asarray(s).tolist(), strict=True):
+            if t.member[r]:
+                per_member.setdefault(r, []).append(float(v))
+            else:
+                non_members.append(float(v))
+    means = {r: float(np.mean(v)) for r, v in per_member.items()}
+    return means, np.asarray(non_members, dtype=np.float64)
+
+
+def _mean_member_loss(targets: Sequence[ScoredTarget]) -> dict[Any, float]:
+    """Each member's target loss, averaged over the targets it is a member of."""
+    loss: dict[Any, list[float]] = {}
+    for t in targets:
+        for r, v in (t.loss or {}).items():
+            if t.member[r]:
+                loss.setdefault(r, []).append(float(v))
+    return {r: float(np.mean(v)) for r, v in loss.items()}
+
+
+def _record_types(
+    members: list[Any],
+    frac: dict[str, dict[Any, tuple[int, int]]],
+    majority: float,
+    every: list[str],
+    weak: list[str],
+    strong: list[str],
+) -> dict[str, list[Any]]:
+    """The record types of Sec. 5.4 at one FPR, by the majority rule over targets.
+
+    ``random`` (every member), ``all-correct`` (flagged by every attack), ``R-correct``
+    (flagged by the strong attacks, missed by the weak ones) and ``SP-correct`` (the
+    reverse). ``frac[a][r]`` is (times flagged, times a member) of record r by attack a.
+    """
+
+    def hit(a: str, r: Any) -> bool:
+        k, n = frac[a].get(r, (0, 0))
+        return n > 0 and k / n >= majority
+
+    def miss(a: str, r: Any) -> bool:
+        k, n = frac[a].get(r, (0, 0))
+        return n > 0 and (n - k) / n >= majority
+
+    groups: dict[str, list[Any]] = {"random": list(members)}
+    if every:
+        groups["all-correct"] = [r for r in members if all(hit(a, r) for a in every)]
+    if weak and strong:
+        groups["R-correct"] = [
+            r for r in members if all(hit(a, r) for a in strong) and all(miss(a, r) for a in weak)
+        ]
+        groups["SP-correct"] = [
+            r for r in members if all(hit(a, r) for a in weak) and all(miss(a, r) for a in strong)
+        ]
+    return groups
+
+
+def _l_vulnerability(
+    recs: list[Any],
+    l_score: dict[Any, float],
+    l_nonmembers: NDArray[np.float64],
+    l_thr: float | None,
+) -> dict[str, Any]:
+    """Attack L's view of one record set: its mean score, its AUC against the non-members and
+    its TPR at the FPR's threshold (``l_thr``); None where L did not score the set."""
+    ls = [l_score[r] for r in recs if r in l_score]
+    vuln: dict[str, Any] = {"n_scored_by_l": len(ls), "mean_score": None, "auc": None, "tpr": None}
+    if ls:
+        vuln["mean_score"] = float(np.mean(ls))
+        if l_nonmembers.size:
+            sc = np.concatenate([np.asarray(ls), l_nonmembers])
+            mm = np.concatenate([np.ones(len(ls), bool), np.zeros(l_nonmembers.size, bool)])
+            vuln["auc"] = float(auc(sc, mm))
+            vuln["tpr"] = float(np.mean(np.asarray(ls) > l_thr)) if l_thr is not None else None
+    return vuln
+
+
+def _ranking_scores(
+    targets: Sequence[ScoredTarget], present: set[str], l_score: dict[Any, float]
+) -> tuple[str | None, dict[Any, float]]:
+    """What ranks the most vulnerable members: Attack L's mean member score, else the first
+    present of the strongest attacks (lira-online, rmia-online, reference, learned,
+    lira-offline). Returns (attack name or None, score per member)."""
+    if l_score:
+        return LEAVE_ONE_OUT, dict(l_score)
+    for a in ("lira-online", "rmia-online", "reference", "learned", "lira-offline"):
+        if a in present:
+            return a, _member_mean_scores(targets, a)[0]
+    return None, {}
 
 
 def _sorted_ids(ids: set[Any]) -> list[Any]:

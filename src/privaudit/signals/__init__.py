@@ -8,7 +8,10 @@ Public API (docs/architecture.md, "Module contracts"):
   the individual functions; :func:`compute_signal_from_loss` for losses-only models;
 * :func:`signal_table` ``(models, dataset, signals, *, batch_size) -> dict[str, SignalTable]``;
 * :data:`QUERY_SIGNALS` = ``("label_robustness",)``: label-only signals that query the model
-  on perturbed records (:mod:`privaudit.signals.perturb`); :data:`ALL_SIGNALS` = both kinds.
+  on perturbed records (:mod:`privaudit.signals.perturb`); :data:`ALL_SIGNALS` = both kinds;
+* :data:`TEXT_SIGNALS` and :func:`text_signals` (:mod:`privaudit.signals.text`): membership
+  signals of texts under a causal LM (loss, zlib, min-k, min-k++, reference, reference-ratio),
+  higher = member, from :class:`~privaudit.models.causal_lm.TokenStats`.
 """
 
 from privaudit.signals.functions import (
@@ -27,6 +30,16 @@ from privaudit.signals.functions import (
 )
 from privaudit.signals.perturb import QUERY_SIGNALS, label_robustness
 from privaudit.signals.table import ALL_SIGNALS, DEFAULT_BATCH_SIZE, model_signals, signal_table
+from privaudit.signals.text import (
+    TEXT_SIGNALS,
+    min_k,
+    min_k_plus_plus,
+    reference_difference,
+    reference_ratio,
+    text_loss,
+    text_signals,
+    zlib_ratio,
+)
 
 __all__ = [
     "ALL_SIGNALS",
@@ -35,6 +48,7 @@ __all__ = [
     "QUERY_SIGNALS",
     "SIGNALS",
     "SIGNAL_HIGHER_IS_MEMBER",
+    "TEXT_SIGNALS",
     "compute_signal",
     "compute_signal_from_loss",
     "cross_entropy_loss",
@@ -42,9 +56,16 @@ __all__ = [
     "label_robustness",
     "logit_confidence",
     "logit_confidence_from_loss",
+    "min_k",
+    "min_k_plus_plus",
     "model_signals",
     "modified_entropy",
     "prob_true",
     "prob_true_from_loss",
+    "reference_difference",
+    "reference_ratio",
     "signal_table",
+    "text_loss",
+    "text_signals",
+    "zlib_ratio",
 ]

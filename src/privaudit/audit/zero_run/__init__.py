@@ -9,8 +9,10 @@ Entry point: :func:`zero_run_audit`. Building blocks, bottom up:
 * :mod:`.global_correction` -- the overlap level and the composition bounds (Cor. 4.4);
 * :mod:`.bounds` -- uncorrected / global / pointwise bounds of one attack and one
   propensity vector;
-* :mod:`.propensity` -- the six estimator families, cross-fitting, bootstrap fits;
+* :mod:`.features` / :mod:`.estimators` / :mod:`.propensity` -- feature validation, the
+  six estimator families (+ ``logistic``), cross-fitting and bootstrap fits;
 * :mod:`.diagnostics` -- calibration and overlap diagnostics with warnings;
+* :mod:`.bootstrap` -- the bootstrap over propensity fits (Section 6);
 * :mod:`.audit` / :mod:`.result` -- the orchestration and the :class:`ZeroRunResult`.
 """
 

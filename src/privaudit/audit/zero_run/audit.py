@@ -22,11 +22,8 @@ specified in audit-math.md section 5. Steps (paper Section 3, "Zero-Run Auditing
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import math
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,7 +38,8 @@ from privaudit._validation import (
 )
 from privaudit.audit._level import resolve_beta
 from privaudit.audit.selection import prepare_scores
-from privaudit.audit.zero_run.bounds import DEFAULT_MARGIN_Z, pointwise_inputs, zero_run_bounds
+from privaudit.audit.zero_run.bootstrap import bootstrap_pointwise, bound_args
+from privaudit.audit.zero_run.bounds import DEFAULT_MARGIN_Z, zero_run_bounds
 from privaudit.audit.zero_run.diagnostics import propensity_diagnostics
 from privaudit.audit.zero_run.propensity import (
     ESTIMATORS,
@@ -57,9 +55,9 @@ from privaudit.audit.zero_run.tampering import (
     draw_uniforms,
     propensity_model_test,
 )
-from privaudit.records import json_number
+from privaudit.records import AuditResult, json_number
 from privaudit.runtime.mapping import InlineMapper, Mapper
-from privaudit.runtime.seeds import derive_rng, derive_seed, spawn_seeds
+from privaudit.runtime.seeds import derive_rng, derive_seed
 from privaudit.runtime.store import ArtifactStore
 
 __all__ = ["DEFAULT_ESTIMATORS", "HEADLINE_RULES", "POINTWISE_REFUSED", "zero_run_audit"]
@@ -87,85 +85,10 @@ Their pointwise bounds are reported as 0 (a trivial, valid lower bound) with the
 are never refused."""
 
 
-def _replicate(item: tuple[Any, ...]) -> tuple[float, float]:
-    (features, member, scores, uniforms, estimator, seed, kw, bound_kw, _, _) = item
-    fit = cross_fit_propensity_pair(
-        features, member, estimator=estimator, seed=seed, bootstrap=True, **kw
-    )
-    res = zero_run_bounds(
-        scores, member, uniforms=uniforms, **_bound_args(estimator, fit, bound_kw)
-    )["pointwise"]
-    mu = res.mu_lower_bound
-    return (float(mu) if mu is not None else 0.0), float(res.epsilon_lower_bound)
-
-
-def _bound_args(
-    estimator: str, fit: PairedPropensity | None, bound_kw: Mapping[str, Any]
-) -> dict[str, Any]:
-    """Keyword arguments of :func:`.bounds.zero_run_bounds` for one estimator's fit."""
-    kw = {k: v for k, v in bound_kw.items() if k != "margin_z"}
-    if fit is None:  # given propensities: used as they are
-        return kw
-    return {**kw, **pointwise_inputs(estimator, fit, bound_kw["margin_z"])}
-
-
-def _save_pair(obj: tuple[float, float], path: Path) -> None:
-    path.write_text(json.dumps({"mu": obj[0], "epsilon": obj[1]}))
-
-
-def _load_pair(path: Path) -> tuple[float, float]:
-    d = json.loads(path.read_text())
-    return float(d["mu"]), float(d["epsilon"])
-
-
-def _bootstrap_task(item: tuple[Any, ...]) -> tuple[float, float]:
-    """One bootstrap replicate: refit the propensities, recompute the pointwise bounds.
-
-    With an artifact store each finished replicate is stored under a key naming the data
-    fingerprint, the estimator, the replicate's seed and every setting, so an interrupted
-    bootstrap resumes where it stopped.
-    """
-    (_, _, _, _, estimator, seed, kw, bound_kw, store, fingerprint) = item
-    if store is None:
-        return _replicate(item)
-    key = {
-        "artifact": "zero-run-bootstrap-replicate",
-        "data": fingerprint,
-        "estimator": estimator,
-        "seed": seed,
-        "fit": kw,
-        "bounds": bound_kw,
-    }
-    result: tuple[float, float] = store.get_or_create(
-        key, lambda: _replicate(item), _save_pair, _load_pair, suffix=".json"
-    )
-    return result
-
-
-def _fingerprint(feats: FeatureMatrix, *arrays: NDArray[Any]) -> str:
-    """SHA-256 of the features, membership, scores and tampering uniforms."""
-    h = hashlib.sha256()
-    data = feats.data
-    if isinstance(data, np.ndarray):
-        h.update(np.ascontiguousarray(data).tobytes())
-    else:
-        import pandas as pd
-
-        h.update(pd.util.hash_pandas_object(data, index=False).to_numpy().tobytes())
-        h.update(json.dumps([str(c) for c in data.columns]).encode())
-    for a in arrays:
-        h.update(np.ascontiguousarray(a).tobytes())
-    return h.hexdigest()
-
-
-def _lower_quantile(values: NDArray[np.float64], q: float) -> float:
-    # The "lower" order statistic: never interpolates upwards.
-    return float(np.quantile(values, q, method="lower"))
-
-
 def _given_propensities(
     propensity: ArrayLike | Mapping[str, ArrayLike], m: int
 ) -> dict[str, NDArray[np.float64]]:
+    """Check the given propensity vector(s): one in (0, 1) per audit example, named."""
     items = propensity.items() if isinstance(propensity, Mapping) else [("given", propensity)]
     out: dict[str, NDArray[np.float64]] = {}
     for name, p in items:
@@ -292,36 +215,10 @@ def zero_run_audit(
         "n_inner": n_inner,
         "pca_components": pca_components,
     }
-
-    feats = None
-    fits: dict[str, PairedPropensity] = {}
-    if propensity is not None:
-        pis = _given_propensities(propensity, m)
-        if n_bootstrap:
-            raise fail(
-                "n_bootstrap", "0 when propensities are given (nothing to refit)", n_bootstrap
-            )
-    else:
-        if features is None:
-            raise fail("features", "a feature table (or precomputed propensity scores)", None)
-        feats = prepare_features(features)
-        check_same_length(features=np.empty(feats.n_rows), scores=s)
-        if isinstance(estimators, str) or not estimators:
-            raise fail("estimators", f"a non-empty list of names from {ESTIMATORS}", estimators)
-        bad = [e for e in estimators if e not in ESTIMATORS]
-        if bad:
-            raise fail("estimators", f"names from {ESTIMATORS}", bad)
-        fit_seed = derive_seed(seed, purpose="zero-run-propensity")
-        fits = {
-            name: cross_fit_propensity_pair(feats, mem, estimator=name, seed=fit_seed, **fit_kw)
-            for name in dict.fromkeys(estimators)
-        }
-        pis = {name: f.pi for name, f in fits.items()}
-
-    # Bonferroni over the estimators that can enter the headline (refusal is by name,
-    # fixed before seeing the data).
-    n_admitted = sum(1 for n in pis if not (n in fits and n in POINTWISE_REFUSED))
-    n_tests = max(1, n_admitted) if headline_rule == "max" else 1
+    feats, fits, pis = _propensities(
+        s, mem, features, propensity, estimators, n_bootstrap, seed, fit_kw
+    )
+    n_tests = _n_tests(pis, fits, headline_rule)
     bound_kw["beta"] = beta / n_tests
 
     uniforms = draw_uniforms(m, derive_rng(seed, purpose="zero-run-tampering"))
@@ -330,85 +227,34 @@ def zero_run_audit(
 
     # estimated: margin or split correction (.bounds.pointwise_inputs); given: as they are
     args = {
-        name: _bound_args(name, fits.get(name), bound_kw) | {"propensity": pi}
+        name: bound_args(name, fits.get(name), bound_kw) | {"propensity": pi}
         if name not in fits
-        else _bound_args(name, fits[name], bound_kw)
+        else bound_args(name, fits[name], bound_kw)
         for name, pi in pis.items()
     }
     all_bounds = {name: zero_run_bounds(s, mem, uniforms=uniforms, **args[name]) for name in pis}
-    # The uncorrected audit does not use the propensities: the same for every estimator
-    # (recomputed at beta when the estimators ran at beta / J).
-    first = next(iter(pis.values()))
-    unc_bounds = (
-        next(iter(all_bounds.values()))
-        if n_tests == 1
-        else zero_run_bounds(s, mem, first, uniforms=uniforms, beta=beta, delta=delta)
-    )
-    uncorrected = unc_bounds["uncorrected"].to_dict()
+    uncorrected = _uncorrected(s, mem, pis, all_bounds, uniforms, n_tests, beta, delta)
     entries: list[dict[str, Any]] = []
     warnings: list[str] = []
     for name, pi in pis.items():
-        bounds = all_bounds[name]
         diag = propensity_diagnostics(pi, mem)
         warnings.extend(f"[{name}] {w}" for w in diag.get("warnings", []))
         boot: dict[str, Any] | None = None
         if n_bootstrap and feats is not None and name not in POINTWISE_REFUSED:
-            seeds = spawn_seeds(seed, n_bootstrap, purpose=f"zero-run-bootstrap-{name}")
-            fp = _fingerprint(feats, mem, s, uniforms) if store is not None else ""
-            items = [
-                (feats, mem, s, uniforms, name, sd, fit_kw, bound_kw, store, fp) for sd in seeds
-            ]
-            vals = ex.map(
-                _bootstrap_task, items, desc=f"bootstrap {name}", label=lambda it: f"seed {it[5]}"
-            )
-            mus = np.array([v[0] for v in vals])
-            epss = np.array([v[1] for v in vals])
-            boot = {
-                "n": n_bootstrap,
-                "quantile": q,
-                "mu_lower_quantile": _lower_quantile(mus, q),
-                "mu_median": float(np.median(mus)),
-                "mu_values": mus.tolist(),
-                "epsilon_lower_quantile": _lower_quantile(epss, q),
-                "epsilon_values": epss.tolist(),
-            }
-        falsification = []
-        # test the propensities the pointwise correction tampers with (margin or split)
-        a = args[name]
-        used = (
-            conservative_propensity(a["propensity"], a["propensity_se"], a["margin_z"])
-            if a.get("propensity_se") is not None
-            else a["propensity"]
-        )
-        for challenger, cpi in pis.items():
-            res = propensity_model_test(cpi, mem, used, beta=beta, uniforms=test_uniforms)
-            falsification.append({"challenger": challenger, **res})
-            if res["rejected"]:
-                warnings.append(
-                    f"[{name}] falsification test rejected: the features-only challenger "
-                    f"'{challenger}' predicts membership better than '{name}' allows "
-                    f"(p = {res['p_value']:.3g} <= {beta:g}); its correction is too weak."
-                )
-        pointwise = bounds["pointwise"]
+            boot = bootstrap_pointwise(
+                feats, mem, s, uniforms, name, n_bootstrap=n_bootstrap, quantile=q, seed=seed,
+                fit_kw=fit_kw, bound_kw=bound_kw, store=store, executor=ex,
+            )  # fmt: skip
+        falsification = _falsification(name, args[name], pis, mem, beta, test_uniforms, warnings)
         refused = POINTWISE_REFUSED.get(name) if name in fits else None
+        pointwise = all_bounds[name]["pointwise"]
         if refused is not None:
-            pointwise = dataclasses.replace(
-                pointwise,
-                epsilon_lower_bound=0.0,
-                mu_lower_bound=0.0,
-                extra={
-                    **pointwise.extra,
-                    "refused": refused,
-                    "unrefused_epsilon_lower_bound": pointwise.epsilon_lower_bound,
-                    "unrefused_mu_lower_bound": pointwise.mu_lower_bound,
-                },
-                notes=(f"REFUSED (bounds set to 0): {refused}.", *pointwise.notes),
-            )
+            pointwise = _refuse(pointwise, refused)
             warnings.append(f"[{name}] pointwise bound refused: {refused}.")
         entries.append(
             {
                 "name": name,
-                "global": bounds["global"].to_dict(),
+                "global": all_bounds[name]["global"].to_dict(),
                 "pointwise": pointwise.to_dict(),
                 "pointwise_refused": refused,
                 "diagnostics": diag,
@@ -417,29 +263,213 @@ def zero_run_audit(
             }
         )
 
-    def headline_mu(e: dict[str, Any]) -> float:
-        if e["bootstrap"] is not None:
-            return float(e["bootstrap"]["mu_lower_quantile"])
-        return float(e["pointwise"]["mu_lower_bound"])
+    headline = _headline(entries, headline_rule, q, n_bootstrap, beta / n_tests)
+    warnings.extend(_shift_warning(uncorrected, headline))
+    return ZeroRunResult(
+        confidence=confidence,
+        n_members=int(mem.sum()),
+        n_non_members=int((~mem).sum()),
+        headline=headline,
+        uncorrected=uncorrected,
+        estimators=tuple(entries),
+        warnings=tuple(dict.fromkeys(warnings)),
+        notes=_notes(headline_rule, n_tests, beta, margin_z, given=propensity is not None),
+        settings={
+            "seed": seed,
+            "estimators": list(pis),
+            "confidence": confidence,
+            "beta": beta,
+            "margin_z": margin_z,
+            "headline_rule": headline_rule,
+            "delta": delta,
+            "delta_ds": delta_ds,
+            "n_bootstrap": n_bootstrap,
+            "bootstrap_quantile": q,
+            "pca_components": pca_components,
+            "n_folds": n_folds,
+            "n_inner": n_inner,
+            "propensity": "given" if propensity is not None else "cross-fitted",
+            "features": list(feats.column_names) if feats is not None else None,
+        },
+    )
 
-    def headline_eps(e: dict[str, Any]) -> float:
-        if e["bootstrap"] is not None:
-            return float(e["bootstrap"]["epsilon_lower_quantile"])
-        return float(json_number(e["pointwise"]["epsilon_lower_bound"]) or 0.0)
 
+def _propensities(
+    s: NDArray[np.float64],
+    mem: NDArray[np.bool_],
+    features: Any,
+    propensity: ArrayLike | Mapping[str, ArrayLike] | None,
+    estimators: Sequence[str],
+    n_bootstrap: int,
+    seed: int,
+    fit_kw: Mapping[str, Any],
+) -> tuple[FeatureMatrix | None, dict[str, PairedPropensity], dict[str, NDArray[np.float64]]]:
+    """Step 2 of the audit: the propensities of every estimator, given or cross-fitted.
+
+    Given propensities are checked and used as they are (no features, fits or bootstrap).
+    Otherwise every requested estimator family gets one paired cross-fit on the features
+    (seeded by ``"zero-run-propensity"``, the same seed for every family). Returns the
+    prepared features (None when given), the paired fits (empty when given) and
+    ``{name: pi}`` in the order requested, duplicates removed.
+    """
+    if propensity is not None:
+        pis = _given_propensities(propensity, s.size)
+        if n_bootstrap:
+            raise fail(
+                "n_bootstrap", "0 when propensities are given (nothing to refit)", n_bootstrap
+            )
+        return None, {}, pis
+    if features is None:
+        raise fail("features", "a feature table (or precomputed propensity scores)", None)
+    feats = prepare_features(features)
+    check_same_length(features=np.empty(feats.n_rows), scores=s)
+    if isinstance(estimators, str) or not estimators:
+        raise fail("estimators", f"a non-empty list of names from {ESTIMATORS}", estimators)
+    bad = [e for e in estimators if e not in ESTIMATORS]
+    if bad:
+        raise fail("estimators", f"names from {ESTIMATORS}", bad)
+    fit_seed = derive_seed(seed, purpose="zero-run-propensity")
+    fits = {
+        name: cross_fit_propensity_pair(feats, mem, estimator=name, seed=fit_seed, **fit_kw)
+        for name in dict.fromkeys(estimators)
+    }
+    return feats, fits, {name: f.pi for name, f in fits.items()}
+
+
+def _n_tests(
+    pis: Mapping[str, NDArray[np.float64]],
+    fits: Mapping[str, PairedPropensity],
+    headline_rule: str,
+) -> int:
+    """The Bonferroni divisor J of ``beta``: the estimators that can enter the headline.
+
+    Rule ``"max"``: the estimators not refused (:data:`POINTWISE_REFUSED`; refusal is by
+    name, fixed before seeing the data), at least 1; rule ``"min"``: 1.
+    """
+    n_admitted = sum(1 for n in pis if not (n in fits and n in POINTWISE_REFUSED))
+    return max(1, n_admitted) if headline_rule == "max" else 1
+
+
+def _uncorrected(
+    s: NDArray[np.float64],
+    mem: NDArray[np.bool_],
+    pis: Mapping[str, NDArray[np.float64]],
+    all_bounds: Mapping[str, Mapping[str, AuditResult]],
+    uniforms: NDArray[np.float64],
+    n_tests: int,
+    beta: float,
+    delta: float,
+) -> dict[str, Any]:
+    """The uncorrected comparison bound (always at ``beta``), as a dict.
+
+    It does not use the propensities, so it is the same for every estimator: taken from the
+    first estimator's bounds when those ran at ``beta``, recomputed at ``beta`` when the
+    estimators ran at ``beta / J``.
+    """
+    first = next(iter(pis.values()))
+    unc_bounds = (
+        next(iter(all_bounds.values()))
+        if n_tests == 1
+        else zero_run_bounds(s, mem, first, uniforms=uniforms, beta=beta, delta=delta)
+    )
+    return unc_bounds["uncorrected"].to_dict()
+
+
+def _falsification(
+    name: str,
+    args: Mapping[str, Any],
+    pis: Mapping[str, NDArray[np.float64]],
+    mem: NDArray[np.bool_],
+    beta: float,
+    test_uniforms: NDArray[np.float64],
+    warnings: list[str],
+) -> list[dict[str, Any]]:
+    """Remark C.1's falsification test of one estimator against every estimator's scores.
+
+    What is tested is the propensity the pointwise correction tampers with (the margin- or
+    split-corrected one, ``args`` of :func:`.bounds.zero_run_bounds`); each estimator
+    (itself included) serves as a features-only challenger. A rejection appends a warning
+    to ``warnings``. Returns one record per challenger.
+    """
+    used = (
+        conservative_propensity(args["propensity"], args["propensity_se"], args["margin_z"])
+        if args.get("propensity_se") is not None
+        else args["propensity"]
+    )
+    falsification = []
+    for challenger, cpi in pis.items():
+        res = propensity_model_test(cpi, mem, used, beta=beta, uniforms=test_uniforms)
+        falsification.append({"challenger": challenger, **res})
+        if res["rejected"]:
+            warnings.append(
+                f"[{name}] falsification test rejected: the features-only challenger "
+                f"'{challenger}' predicts membership better than '{name}' allows "
+                f"(p = {res['p_value']:.3g} <= {beta:g}); its correction is too weak."
+            )
+    return falsification
+
+
+def _refuse(pointwise: AuditResult, refused: str) -> AuditResult:
+    """A refused estimator's pointwise bound: set to 0 (trivial, valid), the original kept.
+
+    The unrefused values go to ``extra`` and the reason heads the notes
+    (:data:`POINTWISE_REFUSED`).
+    """
+    return dataclasses.replace(
+        pointwise,
+        epsilon_lower_bound=0.0,
+        mu_lower_bound=0.0,
+        extra={
+            **pointwise.extra,
+            "refused": refused,
+            "unrefused_epsilon_lower_bound": pointwise.epsilon_lower_bound,
+            "unrefused_mu_lower_bound": pointwise.mu_lower_bound,
+        },
+        notes=(f"REFUSED (bounds set to 0): {refused}.", *pointwise.notes),
+    )
+
+
+def _headline_mu(e: Mapping[str, Any]) -> float:
+    """An estimator entry's mu for the headline: its bootstrap lower quantile, or its point bound."""
+    if e["bootstrap"] is not None:
+        return float(e["bootstrap"]["mu_lower_quantile"])
+    return float(e["pointwise"]["mu_lower_bound"])
+
+
+def _headline_eps(e: Mapping[str, Any]) -> float:
+    """An estimator entry's eps for the headline: its bootstrap lower quantile, or its point bound."""
+    if e["bootstrap"] is not None:
+        return float(e["bootstrap"]["epsilon_lower_quantile"])
+    return float(json_number(e["pointwise"]["epsilon_lower_bound"]) or 0.0)
+
+
+def _headline(
+    entries: Sequence[Mapping[str, Any]],
+    headline_rule: str,
+    q: float,
+    n_bootstrap: int,
+    beta_per_estimator: float,
+) -> dict[str, Any]:
+    """Step 4: combine the estimators' pointwise bounds into the headline (``headline_rule``).
+
+    ``"max"``: the largest over the admitted (not refused), not falsified estimators (each
+    computed at ``beta / J``; valid by the union bound). ``"min"``: the smallest over the
+    admitted ones (falsified kept: removing them could only raise it). No estimator left:
+    the trivial bound 0, and ``basis`` says why.
+    """
     falsified = [e["name"] for e in entries if any(f["rejected"] for f in e["falsification"])]
     admitted = [e for e in entries if e["pointwise_refused"] is None]
     if headline_rule == "max":
         # Union bound: any subset of the admitted estimators may be maximised over.
         pool = [e for e in admitted if e["name"] not in falsified]
-        chosen = max(pool, key=headline_mu) if pool else None
-        head_mu = headline_mu(chosen) if chosen is not None else 0.0
-        head_eps = max((headline_eps(e) for e in pool), default=0.0)
+        chosen = max(pool, key=_headline_mu) if pool else None
+        head_mu = _headline_mu(chosen) if chosen is not None else 0.0
+        head_eps = max((_headline_eps(e) for e in pool), default=0.0)
     else:
         pool = admitted
-        chosen = min(pool, key=headline_mu) if pool else None
-        head_mu = headline_mu(chosen) if chosen is not None else 0.0
-        head_eps = min((headline_eps(e) for e in pool), default=0.0)
+        chosen = min(pool, key=_headline_mu) if pool else None
+        head_mu = _headline_mu(chosen) if chosen is not None else 0.0
+        head_eps = min((_headline_eps(e) for e in pool), default=0.0)
     if chosen is None:
         basis = (
             "every estimator refused for the pointwise bound (trivial bound 0)"
@@ -451,13 +481,13 @@ def zero_run_audit(
     else:
         basis = "point estimate"
     ranged = pool or entries
-    headline = {
+    return {
         "mu_lower_bound": head_mu,
         "epsilon_lower_bound": head_eps,
         "estimator": (chosen or entries[0])["name"],
         "correction": "pointwise",
         "rule": headline_rule,
-        "beta_per_estimator": beta / n_tests,
+        "beta_per_estimator": beta_per_estimator,
         "basis": basis,
         "refused_estimators": [e["name"] for e in entries if e["pointwise_refused"]],
         # Estimators whose correction a features-only challenger showed to be too weak:
@@ -466,21 +496,36 @@ def zero_run_audit(
         "falsified_estimators": falsified,
         # The spread across estimator families (paper Appendix I.3: report it).
         "mu_range_across_estimators": [
-            min(headline_mu(e) for e in ranged),
-            max(headline_mu(e) for e in ranged),
+            min(_headline_mu(e) for e in ranged),
+            max(_headline_mu(e) for e in ranged),
         ],
     }
+
+
+def _shift_warning(uncorrected: Mapping[str, Any], headline: Mapping[str, Any]) -> list[str]:
+    """A warning when the uncorrected bound exceeds the headline by more than 0.1 in mu.
+
+    Then much of the apparent leakage is the members/non-members distribution shift, not
+    the model: the reader should not quote the uncorrected figure.
+    """
     unc_mu = uncorrected["mu_lower_bound"]
     if (
         isinstance(unc_mu, float)
         and math.isfinite(unc_mu)
         and unc_mu > headline["mu_lower_bound"] + 0.1
     ):
-        warnings.append(
+        return [
             f"The uncorrected audit (mu >= {unc_mu:.3g}) exceeds the corrected one "
             f"({headline['mu_lower_bound']:.3g}): much of the apparent leakage comes from the "
             "distribution shift between members and non-members, not from the model."
-        )
+        ]
+    return []
+
+
+def _notes(
+    headline_rule: str, n_tests: int, beta: float, margin_z: float, *, given: bool
+) -> tuple[str, ...]:
+    """The result's notes: how the headline was chosen and what the corrections assume."""
     rule_note = (
         f"Headline: the largest pointwise-corrected bound over {n_tests} admitted, not "
         f"falsified propensity estimator(s), each computed at beta/{n_tests} = "
@@ -499,33 +544,6 @@ def zero_run_audit(
         "valid under estimation error, not exactly (docs/zero_run_validity.md). Bounds are "
         "exact for oracle or conservative given propensities (Corollary 6.1).",
     ]
-    if propensity is not None:
+    if given:
         notes.append("Propensity scores were given, not estimated.")
-    settings = {
-        "seed": seed,
-        "estimators": list(pis),
-        "confidence": confidence,
-        "beta": beta,
-        "margin_z": margin_z,
-        "headline_rule": headline_rule,
-        "delta": delta,
-        "delta_ds": delta_ds,
-        "n_bootstrap": n_bootstrap,
-        "bootstrap_quantile": q,
-        "pca_components": pca_components,
-        "n_folds": n_folds,
-        "n_inner": n_inner,
-        "propensity": "given" if propensity is not None else "cross-fitted",
-        "features": list(feats.column_names) if feats is not None else None,
-    }
-    return ZeroRunResult(
-        confidence=confidence,
-        n_members=int(mem.sum()),
-        n_non_members=int((~mem).sum()),
-        headline=headline,
-        uncorrected=uncorrected,
-        estimators=tuple(entries),
-        warnings=tuple(dict.fromkeys(warnings)),
-        notes=tuple(notes),
-        settings=settings,
-    )
+    return tuple(notes)

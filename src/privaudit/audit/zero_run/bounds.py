@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -122,11 +123,13 @@ def default_guess_counts(m: int) -> list[int]:
 
 
 def _counts(t: NDArray[np.int8], member: NDArray[np.bool_]) -> tuple[int, int]:
+    """(r, v) of one guess vector: the number of guesses and of correct ones."""
     s = np.where(member, 1, -1)
     return int((t != 0).sum()), int(((t != 0) & (t == s)).sum())
 
 
 def _best(values: list[float]) -> int:
+    """Index of the largest bound among the candidates (the first on ties)."""
     return int(np.argmax(values))
 
 
@@ -214,7 +217,6 @@ def zero_run_bounds(
     pi = check_propensity(propensity)
     check_same_length(scores=s, propensity=pi)
     beta = resolve_beta(beta, confidence)
-    confidence = 1.0 - beta  # for display only; every test uses beta
     if not 0.0 <= delta < 1.0:
         raise fail("delta", "a value in [0, 1)", delta)
     if global_method not in GLOBAL_GDP_METHODS:
@@ -223,48 +225,114 @@ def zero_run_bounds(
     cands = default_guess_counts(m) if guess_counts is None else [int(r) for r in guess_counts]
     if not cands or any(not 1 <= r <= m for r in cands):
         raise fail("guess_counts", f"numbers of guesses in [1, {m}]", list(cands))
-    level = beta / len(cands)
     if eta is None:
         eta = overlap_eta(pi, mem, delta_ds)
-    selection = f"union-bound over {len(cands)} candidate numbers of guesses"
-    sel_note = (
-        f"The number of guesses r was chosen among {len(cands)} candidates on the audit "
-        f"labels; each was tested at beta/{len(cands)} = {level:.3g} (Bonferroni)."
-    )
-    n1 = int(mem.sum())
-    notes_common = [
-        "Assumes the (features, membership) pairs are i.i.d. (Zero-Run paper, Assumption 3.2).",
-        sel_note,
-    ]
+    ctx = _Selection(beta, cands, m, int(mem.sum()))
 
     # Uncorrected: the most confident guesses, plain one-run audits.
     plain = [propensity_aware_guesses(s, np.ones(m), r, threshold=threshold) for r in cands]
     rv = [_counts(t, mem) for t in plain]
+    uncorrected = _uncorrected_bound(rv, ctx, delta)
+    # Global: same guesses, composition penalty.
+    glob = _global_bound(rv, ctx, delta, eta, delta_ds, global_method)
+    # Pointwise: propensity-aware guesses, tampered.
+    pointwise = _pointwise_bound(
+        s, mem, pi, ctx, uniforms=uniforms, propensity_se=propensity_se, margin_z=margin_z,
+        ranking_propensity=ranking_propensity, split=split, threshold=threshold,
+    )  # fmt: skip
+    for res in (uncorrected, glob, pointwise):
+        if res.mu_lower_bound is not None and math.isnan(res.mu_lower_bound):  # pragma: no cover
+            raise fail("bounds", "finite numbers", "NaN")
+    return {"uncorrected": uncorrected, "global": glob, "pointwise": pointwise}
+
+
+@dataclass(frozen=True)
+class _Selection:
+    """What the three bounds share: beta, the candidate numbers of guesses and the audit size.
+
+    Every candidate is tested at ``level = beta / K`` (Bonferroni over the ``K`` candidates),
+    and every result says so (``threshold_selection`` and a note).
+    """
+
+    beta: float
+    cands: list[int]
+    m: int
+    n_members: int
+
+    @property
+    def confidence(self) -> float:
+        """``1 - beta``, for display only; every test uses beta."""
+        return 1.0 - self.beta
+
+    @property
+    def level(self) -> float:
+        """The level of each candidate's test, ``beta / K``."""
+        return self.beta / len(self.cands)
+
+    @property
+    def selection(self) -> str:
+        """The results' ``threshold_selection``."""
+        return f"union-bound over {len(self.cands)} candidate numbers of guesses"
+
+    @property
+    def notes(self) -> list[str]:
+        """The notes every bound carries: the i.i.d. assumption and the Bonferroni choice of r."""
+        return [
+            "Assumes the (features, membership) pairs are i.i.d. (Zero-Run paper, Assumption 3.2).",
+            f"The number of guesses r was chosen among {len(self.cands)} candidates on the audit "
+            f"labels; each was tested at beta/{len(self.cands)} = {self.level:.3g} (Bonferroni).",
+        ]
+
+
+def _uncorrected_bound(rv: list[tuple[int, int]], ctx: _Selection, delta: float) -> AuditResult:
+    """The plain one-run mu-GDP and (eps, delta) bounds of the most confident guesses.
+
+    Not valid under a distribution shift (members and non-members treated as exchangeable):
+    the paper's "No Correction" baseline, reported for comparison. ``rv`` holds the (r, v)
+    counts of each candidate's guesses.
+    """
+    m, level = ctx.m, ctx.level
     mu_u = [gdp_mu_lb_one_run(m, r, v, level) if r else 0.0 for r, v in rv]
     eps_u = [eps_lb_one_run(m, r, v, delta, level) if r else 0.0 for r, v in rv]
     iu, ju = _best(mu_u), _best(eps_u)
-    uncorrected = AuditResult(
+    return AuditResult(
         procedure="zero-run-uncorrected",
-        confidence=confidence,
+        confidence=ctx.confidence,
         delta=delta,
         epsilon_lower_bound=eps_u[ju],
         mu_lower_bound=mu_u[iu],
-        counts={"m": m, "r": rv[iu][0], "v": rv[iu][1], "n_members": n1},
-        threshold_selection=selection,
+        counts={"m": m, "r": rv[iu][0], "v": rv[iu][1], "n_members": ctx.n_members},
+        threshold_selection=ctx.selection,
         extra={
-            "beta": beta,
+            "beta": ctx.beta,
             "beta_per_test": level,
-            "guess_counts": cands,
+            "guess_counts": ctx.cands,
             "counts_epsilon": list(rv[ju]),
         },
         notes=(
             "NOT a valid bound under distribution shift: members and non-members are treated "
             "as exchangeable (pi_hat = 1/2). Shown for comparison only.",
-            *notes_common,
+            *ctx.notes,
         ),
     )
 
-    # Global: same guesses, composition penalty.
+
+def _global_bound(
+    rv: list[tuple[int, int]],
+    ctx: _Selection,
+    delta: float,
+    eta: float,
+    delta_ds: float,
+    global_method: str,
+) -> AuditResult:
+    """Corollary 4.4's globally corrected bounds of the same guesses as the uncorrected one.
+
+    The overlap level ``eta`` (with ``delta_DS``) is paid as a composition penalty
+    (:mod:`.global_correction`). With ``global_method="absorb"`` the overlap failure is one
+    event shared by every candidate, so it is paid once (the level of each candidate's test
+    is raised accordingly).
+    """
+    m, level, beta = ctx.m, ctx.level, ctx.beta
     g_level = level
     if global_method == "absorb":
         if not delta_ds < beta:
@@ -275,7 +343,7 @@ def zero_run_bounds(
         # candidate, so it is paid once: each candidate's G_mu test runs at
         # (beta - delta_DS) / K, and global_gdp_mu_lb(method="absorb") tests at its
         # beta argument minus delta_DS.
-        g_level = (beta - delta_ds) / len(cands) + delta_ds
+        g_level = (beta - delta_ds) / len(ctx.cands) + delta_ds
     mu_g = [
         global_gdp_mu_lb(m, r, v, eta=eta, delta_ds=delta_ds, beta=g_level, method=global_method)
         for r, v in rv
@@ -284,10 +352,11 @@ def zero_run_bounds(
         global_eps_lb(m, r, v, eta=eta, delta_ds=delta_ds, delta=delta, beta=level) for r, v in rv
     ]
     ig, jg = _best(mu_g), _best(eps_g)
+    n1 = ctx.n_members
     global_notes = [
         f"Overlap eta = {eta:.4g} with delta_DS = {delta_ds:g}: eps_bar_DS = {eps_bar_ds(eta):.4g}, "
         f"mu_bar_DS = {mu_bar_ds(eta):.4g} (Corollary 4.4).",
-        *notes_common,
+        *ctx.notes,
     ]
     if abs(n1 / m - 0.5) > 0.05:
         global_notes.append(
@@ -295,14 +364,14 @@ def zero_run_bounds(
             "delta_DS > 0 composition statements assume the one-run prior of 1/2 (AMBIGUOUS in "
             "audit-math.md 5.1); prefer the pointwise correction."
         )
-    glob = AuditResult(
+    return AuditResult(
         procedure="zero-run-global",
-        confidence=confidence,
+        confidence=ctx.confidence,
         delta=delta,
         epsilon_lower_bound=eps_g[jg],
         mu_lower_bound=mu_g[ig],
         counts={"m": m, "r": rv[ig][0], "v": rv[ig][1], "n_members": n1},
-        threshold_selection=selection,
+        threshold_selection=ctx.selection,
         extra={
             "beta": beta,
             "beta_per_test": level,
@@ -316,7 +385,21 @@ def zero_run_bounds(
         notes=tuple(global_notes),
     )
 
-    # Pointwise: propensity-aware guesses, tampered.
+
+def _pointwise_propensities(
+    pi: NDArray[np.float64],
+    propensity_se: ArrayLike | None,
+    margin_z: float,
+    ranking_propensity: ArrayLike | None,
+    split: bool,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], dict[str, object]]:
+    """The propensities the pointwise correction tampers with and the retentions that rank.
+
+    With standard errors, the conservative propensities (``|logit|`` raised by ``margin_z``
+    of them) replace ``pi``; a ``ranking_propensity`` (split correction) ranks instead of
+    the tampering one. Returns (tampering propensities, ranking retentions, what to add to
+    the result's ``extra``).
+    """
     margin_extra: dict[str, object] = {}
     pi_pw = pi
     if propensity_se is not None:
@@ -328,8 +411,7 @@ def zero_run_bounds(
             "margin_z": float(margin_z),
             "logit_se_median": float(np.median(finite)) if finite.size else math.inf,
         }
-    b = gdp_retention(pi_pw)
-    b_rank = b
+    b_rank = gdp_retention(pi_pw)
     if ranking_propensity is not None:
         pr = check_propensity(ranking_propensity, "ranking_propensity")
         check_same_length(propensity=pi, ranking_propensity=pr)
@@ -337,41 +419,69 @@ def zero_run_bounds(
         margin_extra["ranking"] = "independent estimate"
     if split:
         margin_extra["correction"] = "split"
-    aware = [propensity_aware_guesses(s, b_rank, r, threshold=threshold) for r in cands]
-    gdp = [conditional_gdp_audit(t, mem, pi_pw, beta=level, uniforms=uniforms) for t in aware]
-    eps = [conditional_eps_audit(t, mem, pi_pw, beta=level, uniforms=uniforms) for t in aware]
+    return pi_pw, b_rank, margin_extra
+
+
+def _validity_note(split: bool, estimated: bool, margin_z: float) -> str:
+    """What the pointwise bound's validity rests on: split rule, margin rule or given propensities."""
     if split:
-        validity_note = (
+        return (
             "Estimated propensities, split correction: one independent estimate ranks the "
             "guesses, the other tampers them with |logit| raised by half its variance "
             "(Jensen); valid asymptotically for a well-specified, asymptotically normal "
             "estimator (docs/zero_run_validity.md)."
         )
-    elif propensity_se is not None:
-        validity_note = (
+    if estimated:
+        return (
             f"Estimated propensities: eps_DS raised by {margin_z:g} standard errors of the "
             "logit estimate (conservative_propensity) before ranking and tampering; valid "
             "asymptotically under a Gaussian working model of the estimation error, not "
             "exactly (docs/zero_run_validity.md)."
         )
-    else:
-        validity_note = (
-            "Propensities used as given: exact when they are the true or conservative "
-            "propensities (Corollary 6.1); estimated ones without a margin can be invalid."
-        )
+    return (
+        "Propensities used as given: exact when they are the true or conservative "
+        "propensities (Corollary 6.1); estimated ones without a margin can be invalid."
+    )
+
+
+def _pointwise_bound(
+    s: NDArray[np.float64],
+    mem: NDArray[np.bool_],
+    pi: NDArray[np.float64],
+    ctx: _Selection,
+    *,
+    uniforms: ArrayLike,
+    propensity_se: ArrayLike | None,
+    margin_z: float,
+    ranking_propensity: ArrayLike | None,
+    split: bool,
+    threshold: float | None,
+) -> AuditResult:
+    """Theorem 5.1's pointwise correction: propensity-aware guesses, tampered, then audited.
+
+    Guesses are ranked by confidence x retention (Remark 5.2); the conditional mu-GDP and
+    pure eps-DP audits run on one fixed draw of tampering ``uniforms`` (delta = 0).
+    """
+    pi_pw, b_rank, margin_extra = _pointwise_propensities(
+        pi, propensity_se, margin_z, ranking_propensity, split
+    )
+    level = ctx.level
+    aware = [propensity_aware_guesses(s, b_rank, r, threshold=threshold) for r in ctx.cands]
+    gdp = [conditional_gdp_audit(t, mem, pi_pw, beta=level, uniforms=uniforms) for t in aware]
+    eps = [conditional_eps_audit(t, mem, pi_pw, beta=level, uniforms=uniforms) for t in aware]
     ip, jp = _best([g.value for g in gdp]), _best([e.value for e in eps])
-    pointwise = AuditResult(
+    return AuditResult(
         procedure="zero-run-pointwise",
-        confidence=confidence,
+        confidence=ctx.confidence,
         delta=0.0,
         epsilon_lower_bound=eps[jp].value,
         mu_lower_bound=gdp[ip].value,
-        counts={**gdp[ip].counts(), "n_members": n1},
-        threshold_selection=selection,
+        counts={**gdp[ip].counts(), "n_members": ctx.n_members},
+        threshold_selection=ctx.selection,
         extra={
-            "beta": beta,
+            "beta": ctx.beta,
             "beta_per_test": level,
-            "retention_mean": float(b.mean()),
+            "retention_mean": float(gdp_retention(pi_pw).mean()),
             "counts_epsilon": eps[jp].counts(),
             **margin_extra,
         },
@@ -379,11 +489,7 @@ def zero_run_bounds(
             "Pointwise correction by tampering (Theorem 5.1): mu-GDP with b_i = exp(-eps_DS(x_i)) "
             "(equation (2) reconstructed, audit-math.md 5.2), pure eps-DP with "
             "b_i = (1 + e^{-eps-eps_DS}) / (1 + e^{-eps}); the eps bound is for delta = 0.",
-            validity_note,
-            *notes_common,
+            _validity_note(split, propensity_se is not None, margin_z),
+            *ctx.notes,
         ),
     )
-    for res in (uncorrected, glob, pointwise):
-        if res.mu_lower_bound is not None and math.isnan(res.mu_lower_bound):  # pragma: no cover
-            raise fail("bounds", "finite numbers", "NaN")
-    return {"uncorrected": uncorrected, "global": glob, "pointwise": pointwise}

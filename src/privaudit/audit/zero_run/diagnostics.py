@@ -347,161 +347,188 @@ def propensity_diagnostics(
         raise fail("extreme", "a value in (0, 0.5)", extreme)
     n_bins = check_positive_int(n_bins, "n_bins", minimum=1)
     n_hist_bins = check_positive_int(n_hist_bins, "n_hist_bins", minimum=1)
-    auc_warn = check_probability(auc_warn, "auc_warn", open_interval=False)
-    ess_fraction_warn = check_probability(
-        ess_fraction_warn, "ess_fraction_warn", open_interval=False
-    )
-    extreme_fraction_warn = check_probability(
-        extreme_fraction_warn, "extreme_fraction_warn", open_interval=False
-    )
-    retention_warn = check_probability(retention_warn, "retention_warn", open_interval=False)
-    ece_warn = check_probability(ece_warn, "ece_warn", open_interval=False)
-
-    n = p.size
+    thresholds = {
+        name: check_probability(value, name, open_interval=False)
+        for name, value in (
+            ("auc_warn", auc_warn),
+            ("ess_fraction_warn", ess_fraction_warn),
+            ("extreme_fraction_warn", extreme_fraction_warn),
+            ("retention_warn", retention_warn),
+            ("ece_warn", ece_warn),
+        )
+    }
     n1 = int(s.sum())
-    n0 = n - n1
-    pm, p0 = p[s], p[~s]
-    y = s.astype(np.float64)
+    diag: dict[str, Any] = {
+        "n": p.size,
+        "n_member": n1,
+        "n_non_member": p.size - n1,
+        **_calibration(p, s, n_bins),
+        **_score_distribution(p, s, n_hist_bins),
+        **_overlap(p, s, extreme),
+    }
+    overlap_msgs = _overlap_warnings(diag, thresholds)
+    return {
+        **diag,
+        "thresholds": thresholds,
+        "overlap_poor": bool(overlap_msgs),
+        "warnings": overlap_msgs + _other_warnings(diag, thresholds),
+    }
 
-    auc = _auc(p, s)
+
+def _calibration(p: NDArray[np.float64], s: NDArray[np.bool_], n_bins: int) -> dict[str, Any]:
+    """How well the scores rank and are calibrated: AUC, log loss, Brier, ECE, intercept, slope.
+
+    The keys ``auc`` to ``calibration_slope_intercept`` of :func:`propensity_diagnostics`.
+    """
+    y = s.astype(np.float64)
     pc = np.clip(p, LOG_LOSS_EPS, 1.0 - LOG_LOSS_EPS)
-    log_loss = float(-np.mean(y * np.log(pc) + (1.0 - y) * np.log1p(-pc)))
-    brier = float(np.mean((p - y) ** 2))
     ece, reliability = _ece(p, s, n_bins)
     z = _clipped_logit(p)
-    intercept = _intercept(z, s)
     slope, slope_intercept = _slope(z, s)
+    return {
+        "auc": _auc(p, s),
+        "log_loss": float(-np.mean(y * np.log(pc) + (1.0 - y) * np.log1p(-pc))),
+        "brier": float(np.mean((p - y) ** 2)),
+        "ece": ece,
+        "reliability": reliability,
+        "calibration_intercept": _intercept(z, s),
+        "calibration_slope": slope,
+        "calibration_slope_intercept": slope_intercept,
+    }
 
+
+def _score_distribution(
+    p: NDArray[np.float64], s: NDArray[np.bool_], n_hist_bins: int
+) -> dict[str, Any]:
+    """Per-class quantiles (:data:`QUANTILE_LEVELS`) and histograms on ``[0, 1]`` of the scores."""
+    pm, p0 = p[s], p[~s]
     levels = np.asarray(QUANTILE_LEVELS)
-    quantiles = {
-        "levels": [float(q) for q in QUANTILE_LEVELS],
-        "member": [float(v) for v in np.quantile(pm, levels)],
-        "non_member": [float(v) for v in np.quantile(p0, levels)],
-    }
     edges = np.linspace(0.0, 1.0, n_hist_bins + 1)
-    histogram = {
-        "edges": [float(e) for e in edges],
-        "member": [int(c) for c in np.histogram(pm, bins=edges)[0]],
-        "non_member": [int(c) for c in np.histogram(p0, bins=edges)[0]],
+    return {
+        "quantiles": {
+            "levels": [float(q) for q in QUANTILE_LEVELS],
+            "member": [float(v) for v in np.quantile(pm, levels)],
+            "non_member": [float(v) for v in np.quantile(p0, levels)],
+        },
+        "histogram": {
+            "edges": [float(e) for e in edges],
+            "member": [int(c) for c in np.histogram(pm, bins=edges)[0]],
+            "non_member": [int(c) for c in np.histogram(p0, bins=edges)[0]],
+        },
     }
 
-    is_extreme = (p < extreme) | (p > 1.0 - extreme)
-    fraction_extreme = float(is_extreme.mean())
 
+def _overlap(p: NDArray[np.float64], s: NDArray[np.bool_], extreme: float) -> dict[str, Any]:
+    """How much the classes overlap: extreme scores, common support, retention, class ESS.
+
+    The keys ``extreme_threshold`` to ``n_pi_one`` of :func:`propensity_diagnostics`
+    (App. F.2; the retention of Theorem 5.1.2; Kish ESS of the odds weights, App. K.1).
+    """
+    pm, p0 = p[s], p[~s]
+    is_extreme = (p < extreme) | (p > 1.0 - extreme)
     low = max(float(pm.min()), float(p0.min()))
     high = min(float(pm.max()), float(p0.max()))
-    inside = (p >= low) & (p <= high) if low <= high else np.zeros(n, dtype=bool)
-    common_support = {
-        "low": low,
-        "high": high,
-        "fraction_inside": float(inside.mean()),
-        "fraction_inside_member": float(inside[s].mean()),
-        "fraction_inside_non_member": float(inside[~s].mean()),
-    }
-
+    inside = (p >= low) & (p <= high) if low <= high else np.zeros(p.size, dtype=bool)
     retention = np.minimum(p, 1.0 - p) / np.maximum(p, 1.0 - p)
-    retention_mean = float(retention.mean())
-
     w = _odds_weights(p, s)
     ess: dict[str, dict[str, Any]] = {}
-    for label, mask, size in (("member", s, n1), ("non_member", ~s, n0)):
+    for label, mask in (("member", s), ("non_member", ~s)):
         e = kish_ess(w[mask])
+        size = int(mask.sum())
         ess[label] = {"ess": e, "n": size, "fraction": e / size}
+    return {
+        "extreme_threshold": extreme,
+        "fraction_extreme": float(is_extreme.mean()),
+        "fraction_extreme_member": float(is_extreme[s].mean()),
+        "fraction_extreme_non_member": float(is_extreme[~s].mean()),
+        "common_support": {
+            "low": low,
+            "high": high,
+            "fraction_inside": float(inside.mean()),
+            "fraction_inside_member": float(inside[s].mean()),
+            "fraction_inside_non_member": float(inside[~s].mean()),
+        },
+        "retention_mean": float(retention.mean()),
+        "retention_sum": float(retention.sum()),
+        "ess": ess,
+        "n_pi_zero": int((p == 0.0).sum()),
+        "n_pi_one": int((p == 1.0).sum()),
+    }
 
-    n_zero = int((p == 0.0).sum())
-    n_one = int((p == 1.0).sum())
 
-    remedy = (
-        "the corrected bound will collapse towards 0; narrow the population or find "
-        "better-matched non-members (cf. the Enron-vs-TREC-spam case of the Zero-Run "
-        "paper, Sec. 8 / App. K.1)"
-    )
-    overlap_msgs: list[str] = []
-    if auc > auc_warn:
-        overlap_msgs.append(
-            f"held-out ROC AUC {auc:.3f} > {auc_warn:g}: members and non-members are "
+_OVERLAP_REMEDY = (
+    "the corrected bound will collapse towards 0; narrow the population or find "
+    "better-matched non-members (cf. the Enron-vs-TREC-spam case of the Zero-Run "
+    "paper, Sec. 8 / App. K.1)"
+)
+
+
+def _overlap_warnings(diag: dict[str, Any], th: dict[str, float]) -> list[str]:
+    """The overlap criteria that fired (AUC, class ESS, extreme scores, mean retention).
+
+    Any of them sets ``overlap_poor``: the corrected bound is expected to collapse.
+    """
+    auc, remedy = diag["auc"], _OVERLAP_REMEDY
+    msgs: list[str] = []
+    if auc > th["auc_warn"]:
+        msgs.append(
+            f"held-out ROC AUC {auc:.3f} > {th['auc_warn']:g}: members and non-members are "
             f"almost separable from their features alone; {remedy}"
         )
     for label in ("member", "non_member"):
-        frac = ess[label]["fraction"]
-        if frac < ess_fraction_warn:
+        ess = diag["ess"][label]
+        frac = ess["fraction"]
+        if frac < th["ess_fraction_warn"]:
             other = "non-member" if label == "member" else "member"
-            overlap_msgs.append(
+            msgs.append(
                 f"effective sample size of the {label.replace('_', '-')}s reweighted to the "
-                f"{other} distribution is {ess[label]['ess']:.1f} of {ess[label]['n']} "
-                f"({100 * frac:.1f}% < {100 * ess_fraction_warn:g}%): the correction rests "
-                f"on a handful of records; {remedy}"
+                f"{other} distribution is {ess['ess']:.1f} of {ess['n']} "
+                f"({100 * frac:.1f}% < {100 * th['ess_fraction_warn']:g}%): the correction "
+                f"rests on a handful of records; {remedy}"
             )
-    if fraction_extreme > extreme_fraction_warn:
-        overlap_msgs.append(
+    fraction_extreme, extreme = diag["fraction_extreme"], diag["extreme_threshold"]
+    if fraction_extreme > th["extreme_fraction_warn"]:
+        msgs.append(
             f"{100 * fraction_extreme:.1f}% of the propensity scores are below {extreme:g} "
-            f"or above {1 - extreme:g} (> {100 * extreme_fraction_warn:g}%): these records "
-            f"carry almost no evidence after the correction; {remedy}"
+            f"or above {1 - extreme:g} (> {100 * th['extreme_fraction_warn']:g}%): these "
+            f"records carry almost no evidence after the correction; {remedy}"
         )
-    if retention_mean < retention_warn:
-        overlap_msgs.append(
-            f"mean tampering retention exp(-eps_DS) is {retention_mean:.3f} "
-            f"(< {retention_warn:g}; sum {float(retention.sum()):.1f} of {n} records): "
-            f"{remedy}"
+    if diag["retention_mean"] < th["retention_warn"]:
+        msgs.append(
+            f"mean tampering retention exp(-eps_DS) is {diag['retention_mean']:.3f} "
+            f"(< {th['retention_warn']:g}; sum {diag['retention_sum']:.1f} of {diag['n']} "
+            f"records): {remedy}"
         )
-    other_msgs: list[str] = []
-    if auc < 1.0 - auc_warn:
-        other_msgs.append(
-            f"held-out ROC AUC {auc:.3f} < {1 - auc_warn:g}: the scores rank members "
-            "below non-members; the propensity model is anti-predictive (wrong class "
+    return msgs
+
+
+def _other_warnings(diag: dict[str, Any], th: dict[str, float]) -> list[str]:
+    """Warnings that do not concern overlap: anti-predictive, uncalibrated or degenerate scores."""
+    msgs: list[str] = []
+    if diag["auc"] < 1.0 - th["auc_warn"]:
+        msgs.append(
+            f"held-out ROC AUC {diag['auc']:.3f} < {1 - th['auc_warn']:g}: the scores rank "
+            "members below non-members; the propensity model is anti-predictive (wrong class "
             "orientation or label error?)"
         )
-    if ece > ece_warn:
-        other_msgs.append(
-            f"expected calibration error {ece:.3f} > {ece_warn:g}: the scores are poorly "
-            "calibrated; the correction uses the probabilities themselves, not only "
+    if diag["ece"] > th["ece_warn"]:
+        msgs.append(
+            f"expected calibration error {diag['ece']:.3f} > {th['ece_warn']:g}: the scores are "
+            "poorly calibrated; the correction uses the probabilities themselves, not only "
             "their ranking -- prefer a better-calibrated propensity model"
         )
+    n_zero, n_one = diag["n_pi_zero"], diag["n_pi_one"]
     if n_zero or n_one:
-        other_msgs.append(
+        msgs.append(
             f"{n_zero} score(s) are exactly 0 and {n_one} exactly 1 (infinite eps_DS): "
             "these records are dropped by the pointwise correction (retention 0)"
         )
-    if slope is None:
-        other_msgs.append(
+    if diag["calibration_slope"] is None:
+        msgs.append(
             "calibration slope undefined: the scores are constant or separate the two "
             "classes completely"
         )
-
-    return {
-        "n": n,
-        "n_member": n1,
-        "n_non_member": n0,
-        "auc": auc,
-        "log_loss": log_loss,
-        "brier": brier,
-        "ece": ece,
-        "reliability": reliability,
-        "calibration_intercept": intercept,
-        "calibration_slope": slope,
-        "calibration_slope_intercept": slope_intercept,
-        "quantiles": quantiles,
-        "histogram": histogram,
-        "extreme_threshold": extreme,
-        "fraction_extreme": fraction_extreme,
-        "fraction_extreme_member": float(is_extreme[s].mean()),
-        "fraction_extreme_non_member": float(is_extreme[~s].mean()),
-        "common_support": common_support,
-        "retention_mean": retention_mean,
-        "retention_sum": float(retention.sum()),
-        "ess": ess,
-        "n_pi_zero": n_zero,
-        "n_pi_one": n_one,
-        "thresholds": {
-            "auc_warn": auc_warn,
-            "ess_fraction_warn": ess_fraction_warn,
-            "extreme_fraction_warn": extreme_fraction_warn,
-            "retention_warn": retention_warn,
-            "ece_warn": ece_warn,
-        },
-        "overlap_poor": bool(overlap_msgs),
-        "warnings": overlap_msgs + other_msgs,
-    }
+    return msgs
 
 
 def overlap_is_poor(diag: dict[str, Any]) -> bool:

@@ -26,31 +26,21 @@ estimation protocol of Sections 6-7 and Appendix F:
 
 The paper's Table 2 (hyper-parameters) is not in the extracted text; the model
 settings below are privaudit's own choices, documented in :func:`make_propensity_model`.
+
+Feature validation lives in :mod:`.features` and the estimator families in
+:mod:`.estimators` (both re-exported here); this module cross-fits them.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
-from sklearn.base import BaseEstimator
 from sklearn.calibration import CalibratedClassifierCV
-from sklearn.compose import ColumnTransformer
-from sklearn.decomposition import PCA
-from sklearn.ensemble import (
-    ExtraTreesClassifier,
-    HistGradientBoostingClassifier,
-    RandomForestClassifier,
-)
-from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
-from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import OneHotEncoder, StandardScaler
-from sklearn.svm import LinearSVC
 from threadpoolctl import threadpool_limits
 
 from privaudit._validation import (
@@ -61,6 +51,8 @@ from privaudit._validation import (
     check_positive_int,
     fail,
 )
+from privaudit.audit.zero_run.estimators import ESTIMATORS, as_seed, make_propensity_model
+from privaudit.audit.zero_run.features import FeatureMatrix, prepare_features
 from privaudit.errors import EstimationError, InsufficientDataError
 
 __all__ = [
@@ -73,368 +65,6 @@ __all__ = [
     "make_propensity_model",
     "prepare_features",
 ]
-
-ESTIMATORS: tuple[str, ...] = (
-    "logistic-sigmoid",
-    "logistic-isotonic",
-    "linear-svm",
-    "random-forest",
-    "extra-trees",
-    "hist-gb",
-    "logistic",
-)
-"""Names of the propensity pipelines: the paper's six (Sec. 7, App. F.2) and privaudit's
-uncalibrated maximum-likelihood ``"logistic"`` (see :func:`make_propensity_model`)."""
-
-_LINEAR = frozenset({"logistic-sigmoid", "logistic-isotonic", "linear-svm", "logistic"})
-
-
-@dataclass(frozen=True, eq=False)
-class FeatureMatrix:
-    """Validated propensity features: the data and which columns are categorical.
-
-    Attributes
-    ----------
-    data
-        A float64 array of shape ``(n, d)``, or a DataFrame (reset to a
-        ``RangeIndex``) whose numeric columns are float64 and whose categorical
-        columns hold strings.
-    numeric, categorical
-        Positional indices of the numeric and the categorical columns.
-    column_names
-        The column names as strings (``"0"``, ``"1"``, ... for an array), for messages.
-    """
-
-    data: pd.DataFrame | NDArray[np.float64]
-    numeric: tuple[int, ...]
-    categorical: tuple[int, ...]
-    column_names: tuple[str, ...]
-
-    @property
-    def n_rows(self) -> int:
-        """Number of records."""
-        return int(self.data.shape[0])
-
-    @property
-    def n_columns(self) -> int:
-        """Number of raw (not encoded) columns."""
-        return int(self.data.shape[1])
-
-    def take(self, rows: NDArray[np.intp]) -> pd.DataFrame | NDArray[np.float64]:
-        """The rows ``rows`` (positions, repeats allowed) of the data."""
-        if isinstance(self.data, pd.DataFrame):
-            return self.data.iloc[rows]
-        return self.data[rows]
-
-    def encoded_width(self) -> int:
-        """Number of columns after one-hot encoding on the full data (an upper bound per fold)."""
-        if not self.categorical or not isinstance(self.data, pd.DataFrame):
-            return self.n_columns
-        n_levels = sum(int(self.data.iloc[:, j].nunique()) for j in self.categorical)
-        return len(self.numeric) + n_levels
-
-
-def _nonfinite_message(col: NDArray[np.float64]) -> str | None:
-    n_nan = int(np.isnan(col).sum())
-    n_inf = int(np.isinf(col).sum())
-    if not (n_nan or n_inf):
-        return None
-    parts = [f"{n} {what}" for n, what in ((n_nan, "NaN"), (n_inf, "infinite")) if n]
-    return " and ".join(parts) + " value(s)"
-
-
-def prepare_features(
-    features: pd.DataFrame | ArrayLike, *, name: str = "features"
-) -> FeatureMatrix:
-    """Validate propensity features and record which columns are categorical.
-
-    Only covariates of the records may be given: never the audited model's losses,
-    logits, predictions, internal representations or the task labels (Zero-Run paper,
-    App. F.2 "Estimand and sampling design"); otherwise the correction would attribute
-    model-induced leakage to distribution shift.
-
-    Parameters
-    ----------
-    features
-        A pandas DataFrame (numeric columns; ``object``, ``category``, ``string`` and
-        ``bool`` columns are categorical and one-hot encoded inside the folds) or a 2-D
-        numeric array of shape ``(n, d)``.
-    name
-        Parameter name used in error messages.
-
-    Returns
-    -------
-    FeatureMatrix
-        The validated data.
-
-    Raises
-    ------
-    InvalidInputError
-        Not 2-D, no rows or columns, a NaN or infinite value in a numeric column or a
-        missing value in a categorical column (the message names the column and the
-        count), or a column of an unsupported dtype (e.g. datetime).
-    """
-    if isinstance(features, pd.DataFrame):
-        return _prepare_frame(features, name)
-    try:
-        a = np.asarray(features, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise fail(
-            name,
-            "a numeric 2-D array or a pandas DataFrame",
-            f"{type(features).__name__} ({exc})",
-        ) from None
-    if a.ndim != 2:
-        raise fail(name, "a 2-dimensional array (rows x features)", f"shape {a.shape}")
-    if a.shape[0] == 0 or a.shape[1] == 0:
-        raise fail(name, "at least one row and one column", f"shape {a.shape}")
-    for j in range(a.shape[1]):
-        msg = _nonfinite_message(a[:, j])
-        if msg is not None:
-            raise fail(f"{name} column {j}", "finite numeric values", msg)
-    d = a.shape[1]
-    return FeatureMatrix(
-        data=a,
-        numeric=tuple(range(d)),
-        categorical=(),
-        column_names=tuple(str(j) for j in range(d)),
-    )
-
-
-def _prepare_frame(df: pd.DataFrame, name: str) -> FeatureMatrix:
-    if df.shape[0] == 0 or df.shape[1] == 0:
-        raise fail(name, "at least one row and one column", f"a DataFrame of shape {df.shape}")
-    names = tuple(str(c) for c in df.columns)
-    if len(set(names)) != len(names):
-        raise fail(name, "unique column names", f"columns {list(names)}")
-    numeric: list[int] = []
-    categorical: list[int] = []
-    columns: dict[str, Any] = {}
-    for j, col_name in enumerate(names):
-        col = df.iloc[:, j]
-        dtype = col.dtype
-        label = f"{name} column {col_name!r}"
-        if pd.api.types.is_bool_dtype(dtype) or not (
-            pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_datetime64_any_dtype(dtype)
-        ):
-            if not (
-                pd.api.types.is_bool_dtype(dtype)
-                or pd.api.types.is_object_dtype(dtype)
-                or isinstance(dtype, pd.CategoricalDtype)
-                or pd.api.types.is_string_dtype(dtype)
-            ):
-                raise fail(label, "a numeric, bool, object, string or category dtype", dtype)
-            n_missing = int(col.isna().sum())
-            if n_missing:
-                raise fail(label, "no missing categorical values", f"{n_missing} missing value(s)")
-            categorical.append(j)
-            columns[col_name] = col.astype(str).to_numpy(dtype=object)
-        elif pd.api.types.is_numeric_dtype(dtype):
-            n_missing = int(col.isna().sum())
-            if n_missing:
-                raise fail(label, "finite numeric values", f"{n_missing} NaN/missing value(s)")
-            values = col.to_numpy(dtype=np.float64)
-            msg = _nonfinite_message(values)
-            if msg is not None:
-                raise fail(label, "finite numeric values", msg)
-            numeric.append(j)
-            columns[col_name] = values
-        else:
-            raise fail(label, "a numeric, bool, object, string or category dtype", dtype)
-    frame = pd.DataFrame(columns, index=pd.RangeIndex(df.shape[0]))
-    frame.columns = pd.Index(list(names), dtype=object)
-    return FeatureMatrix(
-        data=frame,
-        numeric=tuple(numeric),
-        categorical=tuple(categorical),
-        column_names=names,
-    )
-
-
-def _classifier(estimator: str, seed: int) -> BaseEstimator:
-    """The uncalibrated classifier of one family (see :func:`make_propensity_model`)."""
-    if estimator in ("logistic-sigmoid", "logistic-isotonic"):
-        return LogisticRegression(C=1.0, max_iter=2000)
-    if estimator == "logistic":
-        return LogisticRegression(C=100.0, max_iter=5000)
-    if estimator == "linear-svm":
-        return LinearSVC(C=1.0, dual="auto", max_iter=10_000, random_state=seed)
-    if estimator == "random-forest":
-        return RandomForestClassifier(
-            n_estimators=100,
-            min_samples_leaf=10,
-            max_features="sqrt",
-            max_samples=0.5,
-            n_jobs=1,
-            random_state=seed,
-        )
-    if estimator == "extra-trees":
-        return ExtraTreesClassifier(
-            n_estimators=100,
-            min_samples_leaf=10,
-            max_features="sqrt",
-            n_jobs=1,
-            random_state=seed,
-        )
-    # hist-gb
-    return HistGradientBoostingClassifier(
-        learning_rate=0.1,
-        max_iter=100,
-        max_leaf_nodes=15,
-        min_samples_leaf=20,
-        l2_regularization=1.0,
-        early_stopping=False,
-        random_state=seed,
-    )
-
-
-def make_propensity_model(
-    estimator: str,
-    features: FeatureMatrix,
-    *,
-    n_inner: int = 3,
-    pca_components: int | None = None,
-    seed: int = 0,
-) -> CalibratedClassifierCV | Pipeline:
-    """Build one unfitted, calibrated propensity pipeline (uncalibrated for ``"logistic"``).
-
-    ``CalibratedClassifierCV(Pipeline([preprocess, (pca), classifier]), method,
-    cv=StratifiedKFold(n_inner, shuffle=True, random_state=seed), ensemble=True)``:
-    the classifier is fitted on ``n_inner - 1`` inner folds and the calibration map on
-    the held-out inner fold, and the ``n_inner`` calibrated classifiers are averaged
-    (Zero-Run paper, Sec. 7 and App. F.2 "Cross-fitting and calibration"). The paper's
-    Table 2 (hyper-parameters) is missing from the extracted text; the settings here
-    are privaudit's choices:
-
-    ============================  =================================================
-    ``logistic-sigmoid``          L2 ``LogisticRegression(C=1)``, sigmoid (Platt)
-    ``logistic-isotonic``         the same, isotonic calibration
-    ``linear-svm``                ``LinearSVC(C=1)`` (squared hinge), sigmoid
-    ``random-forest``             100 trees on half-size bootstrap samples,
-                                  ``min_samples_leaf=10``, sqrt features
-    ``extra-trees``               100 trees, ``min_samples_leaf=10``, sqrt features
-    ``hist-gb``                   100 rounds of rate 0.1, 15 leaves, ``min_samples_leaf=20``,
-                                  ``l2_regularization=1``, no early stopping
-    ``logistic`` (not the paper)  ``LogisticRegression(C=100)`` on standardised
-                                  features, **no calibration** (the pipeline itself
-                                  is returned; ``n_inner`` is ignored)
-    ============================  =================================================
-
-    ``"logistic"`` is a (nearly unpenalised) maximum-likelihood fit of a logit-linear
-    model. When that model is well specified, the MLE is asymptotically normal and
-    unbiased to ``O(1/n)`` (its bias points away from 0, i.e. toward conservative
-    ``|logit|``), which the split pointwise correction
-    (:func:`privaudit.audit.zero_run.bounds.pointwise_inputs`) relies on. The calibrated
-    families are not: Platt scaling on an inner third and the average of the three
-    calibrated probabilities shrink extreme logits toward 0 (measured: logistic-sigmoid's
-    plug-in reports eps > 0 in 53/150 null runs at shift 2, this estimator in 6/100).
-
-    The leaf-size floors keep trees from producing the pure-leaf 0/1 probabilities that
-    would otherwise read as "no overlap"; 100 trees (RF: on half-size samples) and
-    100 boosting rounds keep a cross-fit on ~3000 x 15 data to a few seconds on one
-    core. Everything runs with ``n_jobs=1``, and :func:`cross_fit_propensity` caps the
-    native thread pools (OpenMP, BLAS) at one thread while fitting (``threadpoolctl``;
-    the cap is process-wide while it lasts): callers parallelise bootstrap replicates,
-    preferably over processes.
-    Isotonic calibration is a step function and can return scores of exactly 0 or 1
-    (records the correction then drops); Platt scaling never does.
-
-    Preprocessing: categorical columns are one-hot encoded (categories unseen in the
-    training fold are encoded as all zeros). Without PCA, numeric columns are
-    standardised for the three linear families (coordinatewise standardisation,
-    App. F.2) and passed through for the tree families. With ``pca_components``, PCA
-    is fitted on the unscaled encoded features (as suits embeddings, cf. the 48
-    components of App. K.1: standardising first would blow low-variance noise
-    directions up to the variance of the signal), and for the linear families the
-    components are then standardised; put
-    tabular columns of very different units on a common scale before asking for PCA.
-    All of it is part of the pipeline, so it is fitted only on the data the model is
-    fitted on. The paper does not state the order of PCA and standardisation.
-
-    Parameters
-    ----------
-    estimator
-        One of :data:`ESTIMATORS`.
-    features
-        The validated features (only their column layout is used here).
-    n_inner
-        Number of inner stratified folds for calibration (paper: 3), at least 2.
-    pca_components
-        Number of principal components, or ``None`` for no PCA.
-    seed
-        ``random_state`` of the inner folds, the PCA solver and the randomised models.
-
-    Returns
-    -------
-    sklearn.calibration.CalibratedClassifierCV or sklearn.pipeline.Pipeline
-        An unfitted estimator with ``fit`` and ``predict_proba`` (a plain pipeline for
-        ``"logistic"``).
-
-    Raises
-    ------
-    InvalidInputError
-        Unknown estimator name, ``n_inner < 2``, or ``pca_components`` not in
-        ``[1, encoded width]``.
-    """
-    check_choice(estimator, "estimator", ESTIMATORS)
-    n_inner = check_positive_int(n_inner, "n_inner", minimum=2)
-    if pca_components is not None:
-        pca_components = check_positive_int(pca_components, "pca_components", minimum=1)
-        width = features.encoded_width()
-        if pca_components > width:
-            raise fail(
-                "pca_components",
-                f"at most the number of encoded feature columns ({width})",
-                pca_components,
-            )
-    seed = _as_seed(seed)
-    linear = estimator in _LINEAR
-    # standardise numeric columns for the linear models, unless PCA follows: then the
-    # PCA sees the raw encoded features and its components are standardised instead
-    scale_inputs = linear and pca_components is None
-    transformers: list[tuple[str, Any, list[int]]] = []
-    if features.numeric:
-        transformers.append(
-            (
-                "numeric",
-                StandardScaler() if scale_inputs else "passthrough",
-                list(features.numeric),
-            )
-        )
-    if features.categorical:
-        transformers.append(
-            (
-                "categorical",
-                OneHotEncoder(handle_unknown="ignore", sparse_output=False),
-                list(features.categorical),
-            )
-        )
-    steps: list[tuple[str, Any]] = [
-        ("preprocess", ColumnTransformer(transformers, remainder="drop", sparse_threshold=0.0))
-    ]
-    if pca_components is not None:
-        steps.append(("pca", PCA(n_components=pca_components, random_state=seed)))
-        if linear:
-            steps.append(("scale", StandardScaler()))
-    steps.append(("classifier", _classifier(estimator, seed)))
-    if estimator == "logistic":
-        return Pipeline(steps)
-    return CalibratedClassifierCV(
-        Pipeline(steps),
-        method="isotonic" if estimator == "logistic-isotonic" else "sigmoid",
-        cv=StratifiedKFold(n_splits=n_inner, shuffle=True, random_state=seed),
-        ensemble=True,
-    )
-
-
-def _as_seed(seed: int | np.random.Generator) -> int:
-    if isinstance(seed, np.random.Generator):
-        return int(seed.integers(0, 2**31 - 1))
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
-        raise fail("seed", "an int or a numpy Generator", repr(seed))
-    if seed < 0:
-        raise fail("seed", "a non-negative int", seed)
-    return int(seed)
 
 
 def _grouped_stratified_splits(
@@ -572,7 +202,7 @@ def cross_fit_propensity(
         features, member, estimator, n_folds, n_inner, pca_components, bootstrap, paired=False
     )
 
-    rng = np.random.default_rng(_as_seed(seed))
+    rng = np.random.default_rng(as_seed(seed))
     y = s.astype(np.int64)
     outer = StratifiedKFold(
         n_splits=n_folds, shuffle=True, random_state=int(rng.integers(0, 2**31 - 1))
@@ -693,7 +323,7 @@ def cross_fit_propensity_pair(
     fm, s, n_folds, n_inner = _check_fit_inputs(
         features, member, estimator, n_folds, n_inner, pca_components, bootstrap, paired=True
     )
-    rng = np.random.default_rng(_as_seed(seed))
+    rng = np.random.default_rng(as_seed(seed))
     y = s.astype(np.int64)
     outer = StratifiedKFold(
         n_splits=n_folds, shuffle=True, random_state=int(rng.integers(0, 2**31 - 1))
