@@ -29,7 +29,6 @@ one-run epsilon lower bound over the signals. ``--json PATH`` writes exactly
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import time
 from pathlib import Path
@@ -37,6 +36,7 @@ from typing import Any
 
 from privaudit.data.text import write_text_records
 from privaudit.games.llm import audited_records, finetuned_model_dir, shakespeare_split
+from privaudit.games.provided import file_sha256
 from privaudit.llm_config import LLMAuditConfig
 from privaudit.llm_pipeline import llm_summary, run_llm_audit
 from privaudit.models.causal_lm import CausalLM, smollm2_gguf, tiny_gpt
@@ -66,14 +66,6 @@ SETTINGS: dict[str, dict[str, Any]] = {
         "batch_size": 32,
     },
 }
-
-
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def main() -> None:
@@ -116,8 +108,11 @@ def main() -> None:
             store=store,
             purpose="pretrain",
         )
-        base_desc: dict[str, Any] = {"model": "tiny GPT-2 (2 layers, 64 dims, bytes)",
-                                     "pretrain_recipe": pre.settings(), "path": str(base_dir)}
+        base_desc: dict[str, Any] = {
+            "model": "tiny GPT-2 (2 layers, 64 dims, bytes)",
+            "pretrain_recipe": pre.settings(),
+            "path": str(base_dir),
+        }
 
         def load_base() -> CausalLM:
             return CausalLM.from_directory(base_dir, device="cpu")
@@ -125,9 +120,11 @@ def main() -> None:
         base_id = base_dir.name
     else:
         gguf_dir, gguf_name = smollm2_gguf()
-        base_id = _file_sha256(gguf_dir / gguf_name)
-        base_desc = {"model": "SmolLM2-135M-Instruct (Q4_1 GGUF, de-quantised)",
-                     "gguf_sha256": base_id}
+        base_id = file_sha256(gguf_dir / gguf_name)
+        base_desc = {
+            "model": "SmolLM2-135M-Instruct (Q4_1 GGUF, de-quantised)",
+            "gguf_sha256": base_id,
+        }
 
         def load_base() -> CausalLM:
             return CausalLM.from_directory(gguf_dir, gguf_file=gguf_name, device="cpu")
@@ -166,15 +163,18 @@ def main() -> None:
     figures = llm_summary(report.results)
     wall = time.perf_counter() - t_start
 
-    print(f"{kind}: {len(split.chunks['members'])} member / {len(split.chunks['non_members'])} "
-          f"non-member chunks; models ready in {t_models:.1f} s, total {wall:.1f} s")
+    print(
+        f"{kind}: {len(split.chunks['members'])} member / {len(split.chunks['non_members'])} "
+        f"non-member chunks; models ready in {t_models:.1f} s, total {wall:.1f} s"
+    )
     print(f"{'signal':<16}{'AUC':>8}{'TPR@1%FPR':>12}")
     rows = [*figures["signals"].items(), ("blind-baseline", figures["blind_baseline"])]
     for name, f in rows:
         tpr = f["tpr_at_fpr"]["0.01"]
         print(f"{name:<16}{f['auc']:>8.3f}{'n/a' if tpr is None else f'{100 * tpr:.1f}%':>12}")
-    print(f"one-run epsilon lower bound (max over signals, 95%): "
-          f"{figures['epsilon_lower_bound']:.3f}")
+    print(
+        f"one-run epsilon lower bound (max over signals, 95%): {figures['epsilon_lower_bound']:.3f}"
+    )
     warning = report.results["llm"]["blind_baseline"]["warning"]
     if warning:
         print(f"warning: {warning}")

@@ -43,6 +43,7 @@ from privaudit.games.llm import (
     LLMAuditSettings,
     audit_language_model,
 )
+from privaudit.games.provided import file_sha256
 from privaudit.llm_config import LLMAuditConfig, LLMModelConfig
 from privaudit.records import AttackScores
 from privaudit.report import check_output_dir, write_report
@@ -317,7 +318,11 @@ def run_llm_audit(
     results, table = llm_results(
         result,
         seed=config.seed,
-        data={"name": "texts", "path": str(config.data.texts), **_file_sha(config.data.texts)},
+        data={
+            "name": "texts",
+            "path": str(config.data.texts),
+            "sha256": file_sha256(config.data.texts),
+        },
         models_config=models_cfg,
         provenance=provenance,
         timings=timings,
@@ -332,14 +337,6 @@ def run_llm_audit(
         )
         write_report(out_dir, results, table, overwrite=overwrite, bundle=manifest)
     return LLMAuditReport(results=results, scores=table, audit=result, out_dir=out_dir)
-
-
-def _file_sha(path: Path) -> dict[str, str]:
-    h = hashlib.sha256()
-    with Path(path).open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return {"sha256": h.hexdigest()}
 
 
 def llm_summary(results: Mapping[str, Any]) -> dict[str, Any]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ def _pct(x: float | None) -> str:
 
 
 def render_llm_summary(
-    results: Mapping[str, Any], out_dir: Path | None, *, width: int | None = None
+    results: dict[str, Any], out_dir: Path | None, *, width: int | None = None
 ) -> None:
     """One row per signal and the blind baseline: AUC [95% CI], TPR at 1% and 0.1% FPR, the
     one-run eps lower bound; then the blind baseline's verdict and where the report is."""

@@ -62,6 +62,7 @@ __all__ = [
     "read_text_records",
     "shakespeare_documents",
     "split_by_document",
+    "strings_sha256",
     "write_text_records",
 ]
 
@@ -95,6 +96,16 @@ def load_tiny_shakespeare() -> str:
             f"found {digest}; reinstall privaudit"
         )
     return gzip.decompress(raw).decode("utf-8")
+
+
+def strings_sha256(strings: Sequence[str]) -> str:
+    """sha256 of strings in order (each UTF-8, prefixed by its length: unambiguous)."""
+    h = hashlib.sha256()
+    for t in strings:
+        b = t.encode("utf-8")
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    return h.hexdigest()
 
 
 def _ids_fingerprint(ids: Sequence[str]) -> str:
@@ -163,13 +174,7 @@ class TextRecords:
 
     def texts_hash(self) -> str:
         """sha256 of ids and texts in order (a cache key of per-text results)."""
-        h = hashlib.sha256()
-        for i, t in zip(self.ids, self.texts, strict=True):
-            for part in (i, t):
-                b = part.encode("utf-8")
-                h.update(len(b).to_bytes(8, "little"))
-                h.update(b)
-        return h.hexdigest()
+        return strings_sha256([x for pair in zip(self.ids, self.texts, strict=True) for x in pair])
 
     def counts(self) -> dict[str, int]:
         """Numbers of member/non-member records and documents (membership must be known)."""
@@ -457,6 +462,8 @@ def write_text_records(records: TextRecords, path: str | Path) -> Path:
         raise fail("records.member", "records with a known membership", "None")
     p = Path(path)
     with p.open("w", encoding="utf-8") as fh:
-        for i, t, d, m in zip(records.ids, records.texts, records.documents, records.member, strict=True):
+        for i, t, d, m in zip(
+            records.ids, records.texts, records.documents, records.member, strict=True
+        ):
             fh.write(json.dumps({"id": i, "text": t, "member": bool(m), "document": d}) + "\n")
     return p

@@ -34,7 +34,6 @@ inflate every signal: the blind baseline measures it.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,6 +49,7 @@ from privaudit.data.text import (
     chunk_documents,
     shakespeare_documents,
     split_by_document,
+    strings_sha256,
 )
 from privaudit.games.auc_ci import auc_ci_fields
 from privaudit.games.metrics import AttackMetrics, attack_metrics
@@ -73,7 +73,6 @@ __all__ = [
     "score_signals",
     "shakespeare_split",
     "signal_metrics",
-    "texts_sha256",
     "token_stats_cached",
 ]
 
@@ -475,7 +474,7 @@ def finetuned_model_dir(
         "purpose": str(purpose),
         "base": str(base_id),
         "recipe": dataclasses.asdict(recipe),
-        "texts": texts_sha256(texts),
+        "texts": strings_sha256(texts),
     }
 
     def save(model: CausalLM, path: Path) -> None:
@@ -485,13 +484,3 @@ def finetuned_model_dir(
     if not st.contains(key):
         st.put(key, finetune(base(), texts, recipe, progress=progress), save, suffix=".name")
     return st.entry_dir(st.key(key))
-
-
-def texts_sha256(texts: Sequence[str]) -> str:
-    """sha256 of the texts in order (length-prefixed UTF-8)."""
-    h = hashlib.sha256()
-    for t in texts:
-        b = t.encode("utf-8")
-        h.update(len(b).to_bytes(8, "little"))
-        h.update(b)
-    return h.hexdigest()
