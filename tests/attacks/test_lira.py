@@ -271,7 +271,7 @@ def test_defaults_are_strong_at_low_fpr_where_fixed_variance_collapses() -> None
     """Regression (issue 10, item 1): with a pooled sigma far below some records' own
     spread, fixed-variance LiRA is at chance at 1% FPR; the defaults (shrunk variance,
     clipping, both tuned on the reference models) are not."""
-    from privaudit.attacks.lira import _tpr_at_fprs
+    from privaudit.attacks.lira_fit import _tpr_at_fprs
 
     data, member = _hetero_world(0)
     fixed = run_attack("lira-online", data, variance="fixed", clip=None)

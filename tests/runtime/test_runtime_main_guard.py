@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from privaudit.runtime.executor import _has_main_guard
+from privaudit.runtime.main_guard import _has_main_guard
 
 BODY = """
 from privaudit.runtime.executor import LocalExecutor

@@ -6,7 +6,12 @@ attack needs); threshold smoothing (Ye et al. 2022, App. B.3) in
 :mod:`privaudit.attacks.thresholds`.
 """
 
-from privaudit.attacks import lira, rmia, threshold_attacks  # noqa: F401  (fill the registry)
+from privaudit.attacks import (  # noqa: F401  (fill the registry)
+    lira,
+    per_record_attacks,
+    rmia,
+    threshold_attacks,
+)
 from privaudit.attacks.base import (
     ATTACKS,
     SIGNAL_NAMES,

@@ -202,6 +202,7 @@ ATTACKS: dict[str, AttackSpec] = {}
 
 _ATTACK_MODULES: tuple[str, ...] = (
     "privaudit.attacks.threshold_attacks",
+    "privaudit.attacks.per_record_attacks",
     "privaudit.attacks.lira",
     "privaudit.attacks.rmia",
     "privaudit.attacks.extra_attacks",

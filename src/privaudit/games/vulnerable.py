@@ -277,55 +277,27 @@ def vulnerable_records(
         decs = [_decisions(t, f) for t in targets]
         flagged_by[f] = {a: _flag_fraction(targets, decs, a) for a in present}
         groups = _record_types(members, flagged_by[f], majority, every, weak, strong)
-        losses_all = [mean_loss[r] for g in groups.values() for r in g if r in mean_loss]
-        edges = (
-            np.histogram_bin_edges(np.asarray(losses_all), bins=n_bins)
-            if losses_all
-            else np.linspace(0.0, 1.0, n_bins + 1)
-        )
         l_thr = None
         if has_l and l_nonmembers.size:
             l_thr = float(np.quantile(l_nonmembers, 1.0 - f, method="higher"))
-        for name, recs in groups.items():
-            lv = [mean_loss[r] for r in recs if r in mean_loss]
-            counts, _ = np.histogram(np.asarray(lv), bins=edges) if lv else (np.zeros(n_bins), None)
-            nd = [nn_dist[r] for r in recs if r in nn_dist]
-            sets.append(
-                {
-                    "name": name,
-                    "fpr": float(f),
-                    "n_records": len(recs),
-                    "record_ids": [_plain_id(r) for r in recs[:200]],
-                    "leave_one_out": _l_vulnerability(recs, l_score, l_nonmembers, l_thr),
-                    "loss": {
-                        **_summary(lv),
-                        "histogram": {
-                            "edges": [float(e) for e in edges],
-                            "counts": [int(c) for c in counts],
-                        },
-                    },
-                    "nn_distance": _summary(nd),
-                }
-            )
+        sets += _set_entries(f, groups, mean_loss, nn_dist, n_bins, l_score, l_nonmembers, l_thr)
 
     ranked_by, rank_score = _ranking_scores(targets, present, l_score)
     order = sorted(rank_score, key=lambda r: (-rank_score[r], str(r)))[:top]
-    records = []
-    for r in order:
-        flags = {
-            str(f): sorted(a for a, fr in flagged_by[f].items() if fr.get(r, (0, 0))[0] > 0)
-            for f in fprs
+    records = [
+        {
+            "record_id": _plain_id(r),
+            "score": rank_score[r],
+            "loss": mean_loss.get(r),
+            "nn_distance": nn_dist.get(r),
+            "nn_record_id": _plain_id(nn_id[r]) if r in nn_id else None,
+            "flagged_by": {
+                str(f): sorted(a for a, fr in flagged_by[f].items() if fr.get(r, (0, 0))[0] > 0)
+                for f in fprs
+            },
         }
-        records.append(
-            {
-                "record_id": _plain_id(r),
-                "score": rank_score[r],
-                "loss": mean_loss.get(r),
-                "nn_distance": nn_dist.get(r),
-                "nn_record_id": _plain_id(nn_id[r]) if r in nn_id else None,
-                "flagged_by": flags,
-            }
-        )
+        for r in order
+    ]
     return {
         "fprs": [float(f) for f in fprs],
         "majority": float(majority),
@@ -340,6 +312,50 @@ def vulnerable_records(
         "ranking": {"ranked_by": ranked_by, "records": records},
         "notes": notes,
     }
+
+
+def _set_entries(
+    f: float,
+    groups: dict[str, list[Any]],
+    mean_loss: dict[Any, float],
+    nn_dist: dict[Any, float],
+    n_bins: int,
+    l_score: dict[Any, float],
+    l_nonmembers: NDArray[np.float64],
+    l_thr: float | None,
+) -> list[dict[str, Any]]:
+    """The ``sets`` entries of one FPR: per record type its size, ids (up to 200), Attack
+    L's view, the loss summary and histogram (bins shared by the types) and the
+    nearest-neighbour distances."""
+    losses_all = [mean_loss[r] for g in groups.values() for r in g if r in mean_loss]
+    edges = (
+        np.histogram_bin_edges(np.asarray(losses_all), bins=n_bins)
+        if losses_all
+        else np.linspace(0.0, 1.0, n_bins + 1)
+    )
+    out = []
+    for name, recs in groups.items():
+        lv = [mean_loss[r] for r in recs if r in mean_loss]
+        counts, _ = np.histogram(np.asarray(lv), bins=edges) if lv else (np.zeros(n_bins), None)
+        nd = [nn_dist[r] for r in recs if r in nn_dist]
+        out.append(
+            {
+                "name": name,
+                "fpr": float(f),
+                "n_records": len(recs),
+                "record_ids": [_plain_id(r) for r in recs[:200]],
+                "leave_one_out": _l_vulnerability(recs, l_score, l_nonmembers, l_thr),
+                "loss": {
+                    **_summary(lv),
+                    "histogram": {
+                        "edges": [float(e) for e in edges],
+                        "counts": [int(c) for c in counts],
+                    },
+                },
+                "nn_distance": _summary(nd),
+            }
+        )
+    return out
 
 
 def _member_mean_scores(

@@ -45,6 +45,7 @@ import contextlib
 import dataclasses
 import hashlib
 import importlib.util
+import io
 import json
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -305,7 +306,9 @@ class CausalLM:
         kwargs: dict[str, Any] = {"local_files_only": True, "trust_remote_code": False}
         if gguf_file is not None:
             kwargs["gguf_file"] = gguf_file
-        with _quiet() as transformers:
+        # transformers' gguf reader draws its own tqdm bar on stderr (not behind its
+        # progress-bar switch): library code never prints, so stderr is captured while loading
+        with _quiet() as transformers, contextlib.redirect_stderr(io.StringIO()):
             try:
                 tokenizer = transformers.AutoTokenizer.from_pretrained(str(p), **kwargs)
                 model = transformers.AutoModelForCausalLM.from_pretrained(
