@@ -35,7 +35,7 @@ import numpy as np
 
 from privaudit._validation import fail
 from privaudit.attacks.blind import BLIND_BASELINE
-from privaudit.audit.attack_bounds import attack_one_run_bounds
+from privaudit.audit.attack_bounds import grouped_one_run_bounds
 from privaudit.data.text import TextRecords, read_text_records
 from privaudit.games.llm import (
     REFERENCE_SIGNALS,
@@ -65,11 +65,12 @@ __all__ = [
 #: How membership was drawn in a language-model audit, and what the one-run bound assumes.
 LLM_SAMPLING_NOTE = (
     "Members and non-members were assigned by document (all chunks of a document share "
-    "its role), not chunk by chunk. Steinke et al. assume each audited record is included "
-    "independently with probability 1/2; chunks of one document are not independent "
-    "(shared speakers, names, phrasing), so the bound is reported under the assumption "
-    "that this dependence makes no difference, and is indicative rather than a guarantee. "
-    "For texts supplied by the user it also assumes the user's split was random by document."
+    "its role). Steinke et al. need one independent inclusion coin per audited example, so "
+    "the examples are the documents (score: the mean over its chunks); a document of k "
+    "chunks bounds the chunk-level eps by the document bound / k (group privacy). The bound "
+    "assumes the documents were assigned at random (privaudit's split: a seeded uniformly "
+    "random subset, treated as independent coins; for texts supplied by the user, the "
+    "user's split)."
 )
 
 
@@ -94,7 +95,10 @@ LLM_THREAT_MODEL = (
 def llm_score_table(result: LLMAuditResult) -> ScoreTable:
     """``scores.npz``: every record's score under each signal and the blind baseline."""
     return ScoreTable.from_attack_scores(
-        list(result.scores), np.asarray(result.records.ids), result.member
+        list(result.scores),
+        np.asarray(result.records.ids),
+        result.member,
+        groups=np.asarray(result.records.documents, dtype=object),
     )
 
 
@@ -108,13 +112,22 @@ def llm_one_run_bounds(
     signal_scores: Sequence[AttackScores], records: TextRecords, *, confidence: float = 0.95
 ) -> list[dict[str, Any]]:
     """Steinke et al.'s one-run eps lower bound from each signal's scores, Bonferroni over
-    the signals (:func:`privaudit.audit.attack_bounds.attack_one_run_bounds`), under
+    the signals, with the documents as the audited examples
+    (:func:`privaudit.audit.attack_bounds.grouped_one_run_bounds`: a document is scored by
+    the mean of its chunks' scores; with several chunks per document the chunk-level bound
+    is the document bound divided by the most chunks in one document), under
     :data:`LLM_SAMPLING_NOTE`. The blind baseline is not a privacy attack on the model and
     is not audited."""
     if records.member is None:
         raise fail("records.member", "known membership", "None")
     cols = {s.attack: (s.scores, records.member) for s in signal_scores}
-    return attack_one_run_bounds(cols, confidence=confidence, sampling_assumption=LLM_SAMPLING_NOTE)
+    return grouped_one_run_bounds(
+        cols,
+        np.asarray(records.documents, dtype=object),
+        unit="document",
+        confidence=confidence,
+        sampling_assumption=LLM_SAMPLING_NOTE,
+    )
 
 
 def llm_results(

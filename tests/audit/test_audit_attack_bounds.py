@@ -55,3 +55,79 @@ def test_sampling_assumption_is_recorded() -> None:
     (g,) = attack_one_run_bounds(cols, sampling_assumption="pooled over 3 trials")
     assert g["sampling_assumption"] == "pooled over 3 trials"
     assert g["epsilon_lower_bound"] == d["epsilon_lower_bound"]
+
+
+# ---------------------------------------------------------------------------------------
+# grouped_one_run_bounds: membership randomised by groups (the chunks of a document)
+
+
+def test_group_scores_mean_membership_sizes_in_first_appearance_order() -> None:
+    from privaudit.audit.attack_bounds import group_scores
+
+    s, m, k = group_scores([1.0, 3.0, 5.0, 0.0, 2.0], [1, 1, 0, 1, 0], ["b", "b", "a", "c", "a"])
+    np.testing.assert_allclose(s, [2.0, 3.5, 0.0])
+    assert m.tolist() == [True, False, True]
+    assert k.tolist() == [2, 2, 1]
+
+
+def test_group_scores_refuses_a_group_mixing_members_and_non_members() -> None:
+    from privaudit.audit.attack_bounds import group_scores
+
+    with pytest.raises(InvalidInputError, match="mixed group"):
+        group_scores([1.0, 2.0], [1, 0], ["d0", "d0"])
+
+
+def test_one_record_per_group_is_the_ungrouped_bound() -> None:
+    from privaudit.audit.attack_bounds import grouped_one_run_bounds
+
+    rng = np.random.default_rng(3)
+    member = rng.random(400) < 0.5
+    scores = member + rng.normal(0, 0.7, 400)
+    cols = {"a": (scores, member)}
+    plain = attack_one_run_bounds(cols)
+    grouped = grouped_one_run_bounds(cols, [f"d{i}" for i in range(400)], unit="document")
+    assert grouped[0]["epsilon_lower_bound"] == plain[0]["epsilon_lower_bound"] > 0
+    assert grouped[0]["extra"]["max_records_per_unit"] == 1
+    assert "unit_epsilon_lower_bound" not in grouped[0]["extra"]
+
+
+def test_groups_are_audited_as_units_and_divided_by_the_largest_group() -> None:
+    """k copies of each document's score: the group audit sees the documents once (not
+    k times, which would overstate the evidence) and divides by k (group privacy)."""
+    from privaudit.audit.attack_bounds import grouped_one_run_bounds
+
+    rng = np.random.default_rng(4)
+    n_docs, k = 300, 3
+    member = rng.random(n_docs) < 0.5
+    doc_scores = member + rng.normal(0, 0.5, n_docs)
+    scores = np.repeat(doc_scores, k)
+    chunk_member = np.repeat(member, k)
+    docs = np.repeat([f"d{i}" for i in range(n_docs)], k)
+    out = grouped_one_run_bounds({"a": (scores, chunk_member)}, docs, unit="document")[0]
+    per_doc = attack_one_run_bounds({"a": (doc_scores, member)})[0]
+    assert out["extra"]["unit_epsilon_lower_bound"] == per_doc["epsilon_lower_bound"] > 0
+    assert out["epsilon_lower_bound"] == pytest.approx(per_doc["epsilon_lower_bound"] / k)
+    assert out["counts"]["m"] == n_docs
+    # auditing the repeated chunks as independent examples would claim far more
+    naive = attack_one_run_bounds({"a": (scores, chunk_member)})[0]["epsilon_lower_bound"]
+    assert naive > out["extra"]["unit_epsilon_lower_bound"]
+
+
+def test_grouped_bound_coverage_when_the_model_ignores_the_data() -> None:
+    """A mechanism with eps = 0 (scores independent of membership) but strongly correlated
+    chunk scores within a document: the chunk-as-example bound is positive far more often
+    than beta; the grouped bound is not."""
+    from privaudit.audit.attack_bounds import grouped_one_run_bounds
+
+    rng = np.random.default_rng(5)
+    n_docs, k, reps = 60, 5, 60
+    naive_pos = grouped_pos = 0
+    for _ in range(reps):
+        member = np.repeat(rng.random(n_docs) < 0.5, k)
+        scores = np.repeat(rng.normal(size=n_docs), k) + rng.normal(0, 0.01, n_docs * k)
+        docs = np.repeat(np.arange(n_docs).astype(str), k)
+        cols = {"a": (scores, member)}
+        naive_pos += attack_one_run_bounds(cols)[0]["epsilon_lower_bound"] > 0
+        grouped_pos += grouped_one_run_bounds(cols, docs)[0]["epsilon_lower_bound"] > 0
+    assert grouped_pos <= 0.05 * reps + 2 * np.sqrt(0.05 * 0.95 * reps)
+    assert naive_pos > grouped_pos

@@ -27,7 +27,13 @@ from numpy.typing import ArrayLike
 from privaudit._validation import check_probability, fail
 from privaudit.audit.one_run import one_run_audit
 
-__all__ = ["ATTACK_BOUND_PROCEDURE", "SAMPLING_NOTE", "attack_one_run_bounds"]
+__all__ = [
+    "ATTACK_BOUND_PROCEDURE",
+    "SAMPLING_NOTE",
+    "attack_one_run_bounds",
+    "group_scores",
+    "grouped_one_run_bounds",
+]
 
 #: ``procedure`` of the entries :func:`attack_one_run_bounds` returns.
 ATTACK_BOUND_PROCEDURE = "one-run"
@@ -97,3 +103,99 @@ def attack_one_run_bounds(
         ]
         out.append(d)
     return out
+
+
+def group_scores(
+    scores: ArrayLike, member: ArrayLike, groups: ArrayLike
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One score per group (the mean of its records' scores) and its membership.
+
+    A group is a unit of randomisation: all its records were included or excluded
+    together (e.g. the chunks of one document). Returns ``(scores, member, sizes)`` of
+    the groups, in order of first appearance. Raises when a group mixes members and
+    non-members (then it was not one unit of randomisation).
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    m = np.asarray(member, dtype=bool)
+    g = np.asarray(groups, dtype=object)
+    if not (s.shape == m.shape == g.shape) or s.ndim != 1:
+        raise fail(
+            "scores/member/groups",
+            "three 1-d arrays of one length",
+            f"{s.shape}, {m.shape}, {g.shape}",
+        )
+    _, first, inverse = np.unique(g.astype(str), return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")  # groups in order of first appearance
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    idx = rank[inverse]
+    n = order.size
+    sizes = np.bincount(idx, minlength=n)
+    sums = np.bincount(idx, weights=s, minlength=n)
+    n_members = np.bincount(idx, weights=m.astype(np.float64), minlength=n)
+    mixed = (n_members > 0) & (n_members < sizes)
+    if mixed.any():
+        bad = np.asarray(g.astype(str))[first[order]][mixed][:3].tolist()
+        raise fail(
+            "groups",
+            "groups whose records are all members or all non-members",
+            f"{int(mixed.sum())} mixed group(s), e.g. {bad}",
+        )
+    return sums / sizes, n_members == sizes, sizes
+
+
+def grouped_one_run_bounds(
+    columns: Mapping[str, tuple[ArrayLike, ArrayLike]],
+    groups: ArrayLike,
+    *,
+    unit: str = "group",
+    confidence: float = 0.95,
+    sampling_assumption: str = SAMPLING_NOTE,
+) -> list[dict[str, Any]]:
+    """One-run eps lower bounds when membership was randomised by groups of records.
+
+    Steinke et al.'s analysis needs one independent inclusion coin per audited example.
+    When whole groups were included or excluded together (the chunks of a document), the
+    examples are the groups: each group is scored by the mean of its records' scores
+    (:func:`group_scores`) and :func:`attack_one_run_bounds` audits the groups. That bounds
+    eps for adding or removing one whole group; by group privacy (a record-level eps-DP
+    algorithm is ``k * eps``-DP for a group of ``k`` records; ``mu``-GDP gives ``k * mu``,
+    Dong, Roth, Su 2022, Thm. 2.14) the record-level bound is the group bound divided by
+    ``k_max``, the largest number of audited records in one group. Pure DP only
+    (``delta = 0``): group privacy of (eps, delta) also inflates delta.
+
+    With one record per group this is :func:`attack_one_run_bounds` on the records,
+    unchanged. Each entry's ``extra`` holds ``unit``, ``n_units``, ``max_records_per_unit``
+    and, when ``k_max > 1``, ``unit_epsilon_lower_bound`` / ``unit_mu_lower_bound`` (the
+    bounds for one whole group).
+    """
+    if not columns:
+        raise fail("columns", "scores of at least one attack", "none")
+    grouped: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    k_max = 1
+    n_units = 0
+    for name, (scores, member) in columns.items():
+        gs, gm, sizes = group_scores(scores, member, groups)
+        grouped[name] = (gs, gm)
+        k_max, n_units = int(sizes.max()), int(sizes.size)
+    entries = attack_one_run_bounds(
+        grouped, confidence=confidence, sampling_assumption=sampling_assumption
+    )
+    for e in entries:
+        extra: dict[str, Any] = dict(e.get("extra") or {})
+        extra.update(unit=unit, n_units=n_units, max_records_per_unit=k_max)
+        if k_max > 1:
+            extra["unit_epsilon_lower_bound"] = e["epsilon_lower_bound"]
+            extra["unit_mu_lower_bound"] = e.get("mu_lower_bound")
+            e["epsilon_lower_bound"] = e["epsilon_lower_bound"] / k_max
+            if e.get("mu_lower_bound") is not None:
+                e["mu_lower_bound"] = e["mu_lower_bound"] / k_max
+            e["notes"] = [
+                *e["notes"],
+                f"Membership was randomised by {unit} ({n_units} {unit}s, up to {k_max} "
+                f"records each): the {unit}s were audited (score = mean of their records' "
+                f"scores), and the record-level bound is the {unit} bound divided by {k_max} "
+                "(group privacy).",
+            ]
+        e["extra"] = extra
+    return entries

@@ -458,7 +458,7 @@ def audit_payload(result: AuditResult) -> dict[str, Any]:
 
 
 def _verify_membership(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
-    from privaudit.audit.attack_bounds import attack_one_run_bounds
+    from privaudit.audit.attack_bounds import attack_one_run_bounds, grouped_one_run_bounds
     from privaudit.games.metrics import agreement_matrix
     from privaudit.report.per_record import attack_score_fields
     from privaudit.report.results import (
@@ -530,7 +530,21 @@ def _verify_membership(folder: Path, manifest: Mapping[str, Any]) -> list[Check]
         cols = {a["attack"]: table.scored(a["attack"])[1:] for a in per_attack}
         note = per_attack[0].get("sampling_assumption")
         extra = {} if note is None else {"sampling_assumption": str(note)}
-        want_audits = plain(attack_one_run_bounds(cols, confidence=conf, delta=delta, **extra))
+        unit = (per_attack[0].get("extra") or {}).get("unit")
+        if unit is not None and table.groups is not None:
+            # membership randomised by groups (e.g. documents): the groups were audited
+            scored = {a["attack"]: ~np.isnan(table.scores[a["attack"]]) for a in per_attack}
+            first = next(iter(scored.values()))
+            if not all(np.array_equal(ok, first) for ok in scored.values()):
+                raise BundleError(
+                    "BUNDLE: grouped bounds need every attack to score the same records"
+                )
+            bounds = grouped_one_run_bounds(
+                cols, table.groups[first], unit=str(unit), confidence=conf, **extra
+            )
+        else:
+            bounds = attack_one_run_bounds(cols, confidence=conf, delta=delta, **extra)
+        want_audits = plain(bounds)
         c, s = compare(per_attack, want_audits, "audits", TOLERANCES["bounds"])
         out += c
         skipped += s

@@ -254,14 +254,19 @@ class ScoreTable:
     ``thresholds[name]`` the attack's decision threshold at its requested alpha, if any.
     NaN means "not scored by this attack" (the leave-one-out attack scores a sample of
     the audited records only); :meth:`scored` gives the scored subset.
+    ``groups[i]``, when given, names the unit of randomisation of record ``i`` (records of
+    one group were members or non-members together, e.g. the chunks of one document); the
+    one-run bounds audit the groups (:func:`privaudit.audit.attack_bounds.grouped_one_run_bounds`).
     Saved as ``scores.npz`` (no pickle): keys ``record_ids``, ``member``, ``attacks``
-    (names, in order), ``thresholds`` (NaN where none) and ``score:<name>`` per attack.
+    (names, in order), ``thresholds`` (NaN where none), ``score:<name>`` per attack and
+    ``groups`` when given.
     """
 
     record_ids: NDArray[Any]
     member: NDArray[np.bool_]
     scores: dict[str, NDArray[np.float64]]
     thresholds: dict[str, float | None] = dataclasses.field(default_factory=dict)
+    groups: NDArray[Any] | None = None
 
     def __post_init__(self) -> None:
         ids = check_unique_ids(self.record_ids, "record_ids")
@@ -291,15 +296,27 @@ class ScoreTable:
             "thresholds",
             {k: (None if v is None else float(v)) for k, v in self.thresholds.items()},
         )
+        if self.groups is not None:
+            g = np.asarray(self.groups).astype(str)
+            if g.shape != (ids.size,):
+                raise fail("groups", f"one group per record ({ids.size})", g.shape)
+            g.setflags(write=False)
+            object.__setattr__(self, "groups", g)
 
     @classmethod
     def from_attack_scores(
-        cls, scores: Sequence[AttackScores], record_ids: ArrayLike, member: ArrayLike
+        cls,
+        scores: Sequence[AttackScores],
+        record_ids: ArrayLike,
+        member: ArrayLike,
+        *,
+        groups: ArrayLike | None = None,
     ) -> ScoreTable:
         """Build from several attacks' scores on (subsets of) the audited records.
 
         ``record_ids``/``member`` are all audited records and their true membership; an
-        attack that scored only some of them (by id) gets NaN on the others.
+        attack that scored only some of them (by id) gets NaN on the others. ``groups``:
+        the unit of randomisation of each record (see the class docstring).
         """
         if not scores:
             raise fail("scores", "at least one AttackScores", "none")
@@ -324,6 +341,7 @@ class ScoreTable:
             member=np.asarray(member),
             scores=columns,
             thresholds={s.attack: s.threshold for s in scores},
+            groups=None if groups is None else np.asarray(groups),
         )
 
     def scored(self, name: str) -> tuple[NDArray[Any], NDArray[np.float64], NDArray[np.bool_]]:
@@ -360,6 +378,8 @@ class ScoreTable:
         }
         for n in names:
             arrays[f"score:{n}"] = self.scores[n]
+        if self.groups is not None:
+            arrays["groups"] = self.groups
         with p.open("wb") as fh:
             np.savez_compressed(fh, **arrays)
         return p
@@ -380,6 +400,7 @@ class ScoreTable:
                 thresholds={
                     n: (None if np.isnan(t) else float(t)) for n, t in zip(names, thr, strict=True)
                 },
+                groups=z["groups"] if "groups" in z.files else None,
             )
 
 
