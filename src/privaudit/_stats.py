@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special
+from scipy import special, stats
 
 from privaudit._validation import fail
 
@@ -87,3 +87,17 @@ def scalar_or_array(out: NDArray[np.float64], *inputs: ArrayLike) -> NDArray[np.
     if all(np.ndim(x) == 0 for x in inputs):
         return float(out)
     return np.asarray(out, dtype=np.float64)
+
+
+def mann_whitney_auc(scores: ArrayLike, member: ArrayLike) -> float:
+    """AUC by the Mann-Whitney statistic from mid-ranks (ties count one half); NaN without
+    both classes. Unchecked: finite scores, boolean membership of the same length
+    (``privaudit.games.metrics.auc`` is the checked public version)."""
+    s = np.asarray(scores, dtype=np.float64)
+    m = np.asarray(member, dtype=bool)
+    n_pos = int(m.sum())
+    n_neg = int(m.size - n_pos)
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    ranks = stats.rankdata(s, method="average")
+    return float((ranks[m].sum() - n_pos * (n_pos + 1) / 2.0) / (float(n_pos) * float(n_neg)))

@@ -128,6 +128,10 @@ class LLMAuditConfig(_Strict):
     blind_folds: Annotated[int, Field(ge=0, le=50)] = Field(
         default=5, description="Cross-fitting folds of the blind baseline (0: no baseline)."
     )
+    blind_permutations: Annotated[int, Field(ge=0, le=100000)] = Field(
+        default=100,
+        description="Document-label permutations of the blind baseline's shift test (0: no test).",
+    )
     confidence: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.95
     seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
     output_dir: Path = Path("privaudit-llm-report")

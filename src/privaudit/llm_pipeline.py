@@ -215,6 +215,7 @@ def llm_results(
             "auc": blind.auc,
             "auc_ci": result.auc_ci[BLIND_BASELINE]["auc_ci"],
             "distribution_shift": result.blind_warning is not None,
+            "shift_test": None if result.blind_test is None else result.blind_test.to_dict(),
             "warning": result.blind_warning,
             "corrected_alternative": "privaudit zero-run (the Zero-Run audit)",
         },
@@ -298,6 +299,7 @@ def run_llm_audit(
         batch_size=config.batch_size,
         stride=config.stride,
         blind_folds=config.blind_folds,
+        blind_permutations=config.blind_permutations,
         confidence=config.confidence,
         seed=config.seed,
     )

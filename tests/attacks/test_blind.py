@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privaudit.attacks.blind import BLIND_BASELINE, blind_baseline
+from privaudit.attacks.blind import BLIND_BASELINE, blind_baseline, blind_shift_test
 from privaudit.errors import InsufficientDataError, InvalidInputError
 from privaudit.games.metrics import auc
 
@@ -79,3 +79,37 @@ def test_bad_inputs() -> None:
             np.array([1, 1, 0, 0], bool),
             documents=["x", "x", "y", "z"],
         )
+
+
+def test_shift_test_flags_a_shift_with_a_small_p_value() -> None:
+    rng = np.random.default_rng(2)
+    texts = _texts(rng, 40, " zebra") + _texts(rng, 40)
+    member = np.r_[np.ones(40, bool), np.zeros(40, bool)]
+    t = blind_shift_test(np.arange(80), texts, member, n_permutations=50, seed=0)
+    assert t.auc > 0.9 and t.p_value == pytest.approx(1 / 51)
+    assert t.null_auc_95 < t.auc and t.unit == "document" and t.n_permutations == 50
+    # the observed AUC is the baseline's own
+    assert t.auc == pytest.approx(auc(blind_baseline(np.arange(80), texts, member).scores, member))
+
+
+def test_shift_test_p_values_are_calibrated_without_a_shift() -> None:
+    """No shift, membership by document (5 chunks each, sharing a document marker): the
+    permutation p-value is uniform, so p < 0.1 in about 10% of runs; DeLong-style
+    independence would be far too optimistic here (chunks of a document are alike)."""
+    rng = np.random.default_rng(3)
+    p = []
+    for rep in range(40):
+        docs = np.repeat(np.arange(24), 5)
+        doc_words = rng.choice(WORDS, size=24)
+        texts = [
+            t + f" {doc_words[d]} {doc_words[d]}"
+            for t, d in zip(_texts(rng, 120), docs, strict=True)
+        ]
+        member = np.repeat(rng.permutation(np.r_[np.ones(12, bool), np.zeros(12, bool)]), 5)
+        t = blind_shift_test(
+            np.arange(120), texts, member, documents=docs.astype(str), n_permutations=19, seed=rep
+        )
+        p.append(t.p_value)
+    p_arr = np.asarray(p)
+    assert (p_arr <= 0.1).mean() <= 0.1 + 2 * np.sqrt(0.09 / 40)
+    assert 0.35 < p_arr.mean() < 0.65  # uniform on {1/20, ..., 1}: mean 0.525

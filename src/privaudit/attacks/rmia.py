@@ -63,8 +63,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import rankdata
 
+from privaudit._stats import mann_whitney_auc
 from privaudit._validation import check_choice, fail
 from privaudit.attacks.base import AttackData, register, require
 from privaudit.errors import DesignError
@@ -196,16 +196,6 @@ def _log_offline_prior(log_p_out: NDArray[np.float64], a: float) -> NDArray[np.f
     return out
 
 
-def _auc(scores: NDArray[np.float64], member: NDArray[np.bool_]) -> float:
-    """Mann-Whitney AUC (ties count one half); NaN without both classes."""
-    n_pos = int(member.sum())
-    n_neg = int(member.size - n_pos)
-    if n_pos == 0 or n_neg == 0:
-        return float("nan")
-    ranks = rankdata(scores, method="average")
-    return float((ranks[member].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
-
-
 #: Grid of the offline ``a`` (Zarifzadeh et al. 2024, App. B.2.2 / the paper code's
 #: ``tune_offline_a``: 0, 0.1, ..., 1).
 A_GRID: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(11))
@@ -318,7 +308,7 @@ def tune_offline_a(
         for a in grid:
             lr_x, lr_z = _log_ratios(pseudo, offline=True, a=a, models=others)
             s = _final_scores(lr_x, lr_z, score, gamma, None)
-            aucs[f"{a:.1f}"] += _auc(s, member[ok])
+            aucs[f"{a:.1f}"] += mann_whitney_auc(s, member[ok])
         counted += 1
     if counted == 0:
         raise DesignError(

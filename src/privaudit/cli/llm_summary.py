@@ -52,11 +52,15 @@ def render_llm_summary(
     blind = llm.get("blind_baseline")
     if blind and blind.get("warning"):
         console.print(f"[yellow]warning[/yellow]: {blind['warning']}")
-    elif blind:
+    elif blind and blind.get("shift_test"):
+        t = blind["shift_test"]
         console.print(
             "blind baseline (text only, no model access): no distribution shift detected "
-            "between member and non-member texts (its AUC interval is not above 0.5)"
+            f"between member and non-member texts (permutation p = {t['p_value']:.3f} over "
+            f"{t['n_permutations']} {t['unit']} permutations)"
         )
+    elif blind:
+        console.print("blind baseline (text only, no model access): no shift test was run")
     console.print(
         "eps lower bound: one-run audit per signal (Bonferroni over the signals); "
         "members were chosen by document (see the report)"

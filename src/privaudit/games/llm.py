@@ -42,7 +42,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from privaudit._validation import fail
-from privaudit.attacks.blind import BLIND_BASELINE, blind_baseline
+from privaudit.attacks.blind import (
+    BLIND_BASELINE,
+    BlindShiftTest,
+    blind_baseline,
+    blind_shift_test,
+)
 from privaudit.data.text import (
     TextRecords,
     TextSplit,
@@ -88,8 +93,10 @@ class LLMAuditSettings:
     signals need a reference model); ``k``: the fraction of min-k% and min-k%++;
     ``batch_size``, ``stride``: scoring (texts longer than the model's context are scored
     with a sliding window of this stride); ``blind_folds``: cross-fitting folds of the
-    blind baseline (0 = no baseline); ``confidence``: of the one-run bounds (jointly, over
-    the signals); ``seed``: the blind baseline's folds.
+    blind baseline (0 = no baseline); ``blind_permutations``: document-label permutations
+    of its shift test (:func:`privaudit.attacks.blind.blind_shift_test`; 0 = no test);
+    ``confidence``: of the one-run bounds (jointly, over the signals); ``seed``: the blind
+    baseline's folds and permutations.
     """
 
     signals: tuple[str, ...] = ("loss", "zlib", "min-k", "min-k++", "reference", "reference-ratio")
@@ -97,6 +104,7 @@ class LLMAuditSettings:
     batch_size: int = 8
     stride: int | None = None
     blind_folds: int = 5
+    blind_permutations: int = 100
     confidence: float = 0.95
     seed: int = 0
 
@@ -116,6 +124,8 @@ class LLMAuditSettings:
             raise fail("batch_size", "a positive integer", self.batch_size)
         if self.blind_folds == 1 or self.blind_folds < 0:
             raise fail("blind_folds", "0 (no baseline) or at least 2 folds", self.blind_folds)
+        if self.blind_permutations < 0:
+            raise fail("blind_permutations", "0 (no test) or more", self.blind_permutations)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -134,6 +144,7 @@ class LLMAuditResult:
     same_tokenizer: bool
     blind_warning: str | None
     token_counts: dict[str, int]
+    blind_test: BlindShiftTest | None = None
 
     @property
     def member(self) -> NDArray[np.bool_]:
@@ -289,34 +300,42 @@ def signal_metrics(
 
 def blind_metrics(
     records: TextRecords, settings: LLMAuditSettings
-) -> tuple[AttackScores, AttackMetrics]:
-    """The blind baseline (:mod:`privaudit.attacks.blind`) and its metrics."""
+) -> tuple[AttackScores, AttackMetrics, BlindShiftTest | None]:
+    """The blind baseline (:mod:`privaudit.attacks.blind`), its metrics and its
+    document-level permutation test (None when ``blind_permutations`` is 0)."""
     if records.member is None:
         raise fail("records.member", "known membership", "None")
-    a = blind_baseline(
-        np.asarray(records.ids),
-        records.texts,
-        records.member,
-        documents=records.documents,
-        n_folds=settings.blind_folds,
-        seed=settings.seed,
-    )
-    return a, attack_metrics(a, records.member)
+    args = (np.asarray(records.ids), records.texts, records.member)
+    common = {
+        "documents": records.documents,
+        "n_folds": settings.blind_folds,
+        "seed": settings.seed,
+    }
+    a = blind_baseline(*args, **common)  # type: ignore[arg-type]
+    test = None
+    if settings.blind_permutations:
+        test = blind_shift_test(*args, n_permutations=settings.blind_permutations, **common)  # type: ignore[arg-type]
+    return a, attack_metrics(a, records.member), test
 
 
-def blind_warning(ci: Mapping[str, Any], auc: float) -> str | None:
-    """The warning when the blind baseline's AUC is clearly above 0.5: the lower end of its
-    confidence interval (DeLong) above 0.5."""
-    lo = ci.get("auc_ci", [None, None])[0]
-    if lo is None or not lo > 0.5:
+#: Level of the blind baseline's shift test.
+SHIFT_TEST_LEVEL = 0.05
+
+
+def blind_warning(test: BlindShiftTest | None) -> str | None:
+    """The warning when the blind baseline's AUC is significantly above what member and
+    non-member texts drawn from one source give: its document-permutation p-value below
+    :data:`SHIFT_TEST_LEVEL`. None without a test."""
+    if test is None or not test.p_value < SHIFT_TEST_LEVEL:
         return None
     return (
         f"The blind baseline (a text-only classifier, no access to the model) separates "
-        f"member from non-member texts: AUC {auc:.3f} ({100 * ci['auc_ci_confidence']:g}% "
-        f"interval {lo:.3f}-{ci['auc_ci'][1]:.3f}, above 0.5). The two text samples differ "
-        "in distribution, so the attacks' figures are not evidence of membership leakage on "
-        "their own; the Zero-Run audit (privaudit zero-run) corrects the bounds for such a "
-        "shift."
+        f"member from non-member texts: AUC {test.auc:.3f}, above what random assignment of "
+        f"the {test.unit}s gives (permutation p = {test.p_value:.3f}, {test.n_permutations} "
+        f"permutations; 95% of permuted AUCs below {test.null_auc_95:.3f}). The two text "
+        "samples differ in distribution, so the attacks' figures are not evidence of "
+        "membership leakage on their own; the Zero-Run audit (privaudit zero-run) corrects "
+        "the bounds for such a shift."
     )
 
 
@@ -391,13 +410,13 @@ def audit_language_model(
     )
     scores, metrics = signal_metrics(signals, records)
     warning = None
+    test = None
     if settings.blind_folds:
-        b, bm = blind_metrics(records, settings)
+        b, bm, test = blind_metrics(records, settings)
         scores.append(b)
         metrics[BLIND_BASELINE] = bm
+        warning = blind_warning(test)
     cis = {s.attack: auc_ci_fields(s.scores, records.member) for s in scores}
-    if BLIND_BASELINE in metrics:
-        warning = blind_warning(cis[BLIND_BASELINE], metrics[BLIND_BASELINE].auc)
     counts = {
         "target_tokens": int(sum(s.n_tokens for s in t_stats)),
         "reference_tokens": int(sum(s.n_tokens for s in r_stats)) if r_stats else 0,
@@ -412,6 +431,7 @@ def audit_language_model(
         same_tokenizer=same_tok,
         blind_warning=warning,
         token_counts=counts,
+        blind_test=test,
     )
 
 
