@@ -45,7 +45,7 @@ import numpy as np
 
 from privaudit._validation import check_positive_int, fail
 from privaudit.errors import InsufficientDataError
-from privaudit.models.causal_lm import CausalLM, _check_texts, _torch
+from privaudit.models.causal_lm import CausalLM, _all_cuda_devices, _check_texts, _torch
 from privaudit.runtime.progress import progress_bar
 
 __all__ = ["FineTuneRecipe", "apply_lora", "finetune", "lora_targets", "merge_lora"]
@@ -304,7 +304,7 @@ def finetune(
     queue: list[int] = []
     model.train()
     with (
-        torch.random.fork_rng(devices=[]),
+        torch.random.fork_rng(devices=_all_cuda_devices()),
         progress_bar(f"fine-tuning ({base.name})", recipe.steps, enabled=progress) as bar,
     ):
         torch.manual_seed(loop_seed)
