@@ -126,7 +126,19 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
         )
         t0 = time.perf_counter()
-        tuned = finetune(base, members, recipe)
+        t_step = [time.perf_counter()]
+
+        def log(step: int, loss: float, t_step: list[float] = t_step, config: str = config) -> None:
+            if step % 10 == 9:
+                now = time.perf_counter()
+                print(
+                    f"{config} step {step + 1}: loss {loss:.3f}, {(now - t_step[0]) / 10:.2f} s/step",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                t_step[0] = now
+
+        tuned = finetune(base, members, recipe, on_step=log)
         train_s = time.perf_counter() - t0
         after = mean_nll(tuned.token_stats(texts))
         run = {

@@ -38,7 +38,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -245,6 +245,7 @@ def finetune(
     recipe: FineTuneRecipe,
     *,
     progress: bool | None = None,
+    on_step: Callable[[int, float], None] | None = None,
 ) -> CausalLM:
     """Train a copy of ``base`` on ``texts`` with ``recipe``; ``base`` is untouched.
 
@@ -257,6 +258,9 @@ def finetune(
     recipe : FineTuneRecipe
     progress : bool, optional
         Progress bar over the steps (``runtime.progress``; None = on a terminal).
+    on_step : callable, optional
+        Called after every optimiser step with ``(step, training loss of the batch)``
+        (a loss curve, progress in logs).
 
     Returns
     -------
@@ -326,6 +330,8 @@ def finetune(
             torch.nn.utils.clip_grad_norm_(params, CLIP_NORM)
             optimizer.step()
             bar.advance()
+            if on_step is not None:
+                on_step(step, float(loss.detach()))
     if recipe.lora_rank is not None:
         merge_lora(model)
     model.eval()
