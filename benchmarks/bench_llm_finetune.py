@@ -69,10 +69,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pretrain-steps", type=int, default=300, help="--tiny: pre-training steps")
     ap.add_argument("--members", type=int, default=200)
     ap.add_argument("--chars", type=int, default=250)
+    ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
 
+    if args.threads is not None:
+        # on a busy 2-core machine 2 OpenMP threads can be ~10x slower than 1 (they spin)
+        __import__("torch").set_num_threads(args.threads)
     rng = np.random.default_rng(args.seed)
     pool = chunks(args.chars)
     order = rng.permutation(len(pool))
