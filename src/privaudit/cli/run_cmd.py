@@ -1,4 +1,8 @@
-"""``privaudit run audit.yaml``: the audit pipeline driven by a config file."""
+"""``privaudit run audit.yaml``: the audit pipeline driven by a config file.
+
+A config whose ``target.kind`` is ``huggingface`` is a language-model audit
+(:mod:`privaudit.llm_config`, :func:`privaudit.llm_pipeline.run_llm_audit`); any other is
+a classifier audit (:func:`privaudit.pipeline.run_audit`)."""
 
 from __future__ import annotations
 
@@ -42,33 +46,52 @@ def run(
     An invalid config is reported with the name of the bad field (exit code 2) and
     nothing is written.
     """
-    from privaudit.config import load_config, with_game
-    from privaudit.pipeline import run_audit
+    from privaudit.cli.llm_summary import render_llm_summary
+    from privaudit.config import ConfigError, with_game
+    from privaudit.llm_config import LLMAuditConfig, load_run_config
     from privaudit.report.ci_formats import gates_from_results
 
     try:
         fmt = ci_output.check_options(fmt, claimed_epsilon, format_file)
-        cfg = load_config(config)
+        cfg = load_run_config(config)
         if out is not None:
             cfg = cfg.model_copy(update={"output_dir": out})
-        if game is not None or game_trials is not None:
-            cfg = with_game(cfg, game, n_trials=game_trials)
         with quiet_warnings():  # the summary prints them (results.json records them)
-            report = run_audit(cfg, overwrite=overwrite, progress=progress)
+            if isinstance(cfg, LLMAuditConfig):  # target.kind: huggingface
+                from privaudit.llm_pipeline import run_llm_audit
+
+                if game is not None or game_trials is not None:
+                    raise ConfigError(
+                        "--game/--game-trials: a language-model audit (target.kind: "
+                        "huggingface) plays one fixed-model game only"
+                    )
+                llm_report = run_llm_audit(cfg, overwrite=overwrite, progress=progress)
+                results, out_dir, render = (
+                    llm_report.results,
+                    llm_report.out_dir,
+                    render_llm_summary,
+                )
+            else:
+                from privaudit.pipeline import run_audit
+
+                if game is not None or game_trials is not None:
+                    cfg = with_game(cfg, game, n_trials=game_trials)
+                report = run_audit(cfg, overwrite=overwrite, progress=progress)
+                results, out_dir, render = report.results, report.out_dir, render_summary
     except PrivauditError as exc:
         raise fail_exit(exc) from None
     if ci_output.human_output_wanted(fmt, format_file):
-        render_summary(report.results, report.out_dir)
+        render(results, out_dir)
     if claimed_epsilon is None:
         # a DP-SGD target claims its accountant's epsilon: a lower bound above it is a
         # violation (exit code 1), as with --claimed-epsilon
-        claimed_epsilon = report.results.get("target", {}).get("accountant_epsilon")
+        claimed_epsilon = results.get("target", {}).get("accountant_epsilon")
     code = ci_output.emit(
         fmt,
         "run",
-        gates_from_results(report.results),
+        gates_from_results(results),
         claimed_epsilon,
-        report.results,
+        results,
         artifact=config,
         format_file=format_file,
     )

@@ -425,14 +425,7 @@ def run_record_risk(
         if kind == "generator"
         else dataset.subset(dataset.record_ids[plan.targets])
     )
-    fingerprint = dataset.fingerprint() + (universe.fingerprint() if kind == "generator" else "")
-    key_base = {
-        "artifact": "record-risk/task",
-        "universe": fingerprint,
-        "target": {"name": str(target.name), "settings": target.settings()},
-        "attack": att.settings(),
-        "plan": _plan_digest(plan),
-    }
+    key_base = _task_key_base(dataset, universe, kind, target, att, plan)
     timings["split"] = time.perf_counter() - t0
     releases = {"trained": 0, "loaded": 0}
 
@@ -528,6 +521,21 @@ def _universe(
             "outcome per dataset and its risk estimate degenerates"
         )
     return universe
+
+
+def _task_key_base(
+    dataset: Dataset, universe: Any, kind: str, target: Any, att: RecordAttack, plan: RecordRiskPlan
+) -> dict[str, Any]:
+    """What every task's store key starts with: the data (and discretisation) fingerprint,
+    the target's and the attack's settings and a digest of the plan."""
+    fingerprint = dataset.fingerprint() + (universe.fingerprint() if kind == "generator" else "")
+    return {
+        "artifact": "record-risk/task",
+        "universe": fingerprint,
+        "target": {"name": str(target.name), "settings": target.settings()},
+        "attack": att.settings(),
+        "plan": _plan_digest(plan),
+    }
 
 
 def _count(releases: dict[str, int], tasks: list[Any], created: list[bool]) -> None:

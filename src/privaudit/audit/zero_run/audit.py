@@ -198,12 +198,9 @@ def zero_run_audit(
     m = s.size
     beta = resolve_beta(beta, confidence)
     confidence = 1.0 - beta  # display only
-    if not (math.isfinite(margin_z) and margin_z >= 0.0):
-        raise fail("margin_z", "a finite number >= 0", margin_z)
-    check_choice(headline_rule, "headline_rule", HEADLINE_RULES)
-    n_bootstrap = check_positive_int(n_bootstrap, "n_bootstrap", minimum=0)
-    q = check_probability(bootstrap_quantile, "bootstrap_quantile")
-    seed = check_positive_int(seed, "seed", minimum=0)
+    n_bootstrap, q, seed = _check_settings(
+        margin_z, headline_rule, n_bootstrap, bootstrap_quantile, seed
+    )
     bound_kw: dict[str, Any] = {
         "beta": beta,
         "delta": delta,
@@ -225,13 +222,7 @@ def zero_run_audit(
     test_uniforms = draw_uniforms(m, derive_rng(seed, purpose="zero-run-falsification"))
     ex: Mapper = executor if executor is not None else InlineMapper(progress=progress)
 
-    # estimated: margin or split correction (.bounds.pointwise_inputs); given: as they are
-    args = {
-        name: bound_args(name, fits.get(name), bound_kw) | {"propensity": pi}
-        if name not in fits
-        else bound_args(name, fits[name], bound_kw)
-        for name, pi in pis.items()
-    }
+    args = _bound_arguments(pis, fits, bound_kw)
     all_bounds = {name: zero_run_bounds(s, mem, uniforms=uniforms, **args[name]) for name in pis}
     uncorrected = _uncorrected(s, mem, pis, all_bounds, uniforms, n_tests, beta, delta)
     entries: list[dict[str, Any]] = []
@@ -292,6 +283,37 @@ def zero_run_audit(
             "features": list(feats.column_names) if feats is not None else None,
         },
     )
+
+
+def _check_settings(
+    margin_z: float, headline_rule: str, n_bootstrap: int, bootstrap_quantile: float, seed: int
+) -> tuple[int, float, int]:
+    """Validate the audit's settings; the checked ``(n_bootstrap, quantile, seed)``."""
+    if not (math.isfinite(margin_z) and margin_z >= 0.0):
+        raise fail("margin_z", "a finite number >= 0", margin_z)
+    check_choice(headline_rule, "headline_rule", HEADLINE_RULES)
+    n_bootstrap = check_positive_int(n_bootstrap, "n_bootstrap", minimum=0)
+    q = check_probability(bootstrap_quantile, "bootstrap_quantile")
+    seed = check_positive_int(seed, "seed", minimum=0)
+    return n_bootstrap, q, seed
+
+
+def _bound_arguments(
+    pis: Mapping[str, NDArray[np.float64]],
+    fits: Mapping[str, PairedPropensity],
+    bound_kw: Mapping[str, Any],
+) -> dict[str, dict[str, Any]]:
+    """Per estimator, the keyword arguments of :func:`.bounds.zero_run_bounds`.
+
+    Estimated propensities get the margin or the split correction
+    (:func:`.bounds.pointwise_inputs`); given ones are used as they are.
+    """
+    return {
+        name: bound_args(name, fits.get(name), bound_kw) | {"propensity": pi}
+        if name not in fits
+        else bound_args(name, fits[name], bound_kw)
+        for name, pi in pis.items()
+    }
 
 
 def _propensities(

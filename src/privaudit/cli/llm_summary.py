@@ -1,0 +1,68 @@
+"""The terminal summary of a language-model audit (``privaudit run`` with a Hugging Face target)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["render_llm_summary"]
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def render_llm_summary(
+    results: dict[str, Any], out_dir: Path | None, *, width: int | None = None
+) -> None:
+    """One row per signal and the blind baseline: AUC [95% CI], TPR at 1% and 0.1% FPR, the
+    one-run eps lower bound; then the blind baseline's verdict and where the report is."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    if width is None:
+        width = 80 if not sys.stdout.isatty() else None
+    console = Console(width=width, highlight=False)
+    llm = results["llm"]
+    c = llm["counts"]
+    names = ", ".join(f"{role}: {str(m['name'])[:20]}" for role, m in llm["models"].items())
+    console.print(
+        f"[bold]Language model[/bold] ({names}); {c['n_member_chunks']} member chunks "
+        f"({c['n_member_documents']} documents) + {c['n_non_member_chunks']} non-member "
+        f"chunks ({c['n_non_member_documents']} documents)"
+    )
+    eps = {a["attack"]: a["epsilon_lower_bound"] for a in results["audits"] if "attack" in a}
+    table = Table(title="Membership signals", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
+    for col in ("signal", "AUC [95% CI]", "TPR@1%FPR", "TPR@0.1%FPR", "eps lb"):
+        table.add_column(col, justify="left" if col == "signal" else "right", no_wrap=True)
+    for a in results["attacks"]:
+        ci = a.get("auc_ci")
+        auc = f"{a['auc']:.3f}" + (f" [{ci[0]:.3f},{ci[1]:.3f}]" if ci else "")
+        e = eps.get(a["name"])
+        table.add_row(
+            a["name"],
+            auc,
+            _pct(a["tpr_at_fpr"].get("0.01")),
+            _pct(a["tpr_at_fpr"].get("0.001")),
+            "-" if e is None else f"{e:.3f}",
+        )
+    console.print(table)
+    blind = llm.get("blind_baseline")
+    if blind and blind.get("warning"):
+        console.print(f"[yellow]warning[/yellow]: {blind['warning']}")
+    elif blind:
+        console.print(
+            "blind baseline (text only, no model access): no distribution shift detected "
+            "between member and non-member texts (its AUC interval is not above 0.5)"
+        )
+    console.print(
+        "eps lower bound: one-run audit per signal (Bonferroni over the signals); "
+        "members were chosen by document (see the report)"
+    )
+    if out_dir is not None:
+        console.print(
+            f"Report written to [bold]{out_dir}[/bold] (report.html, results.json, scores.npz, "
+            "bundle.json: re-check it with `privaudit verify`)"
+        )

@@ -1,0 +1,132 @@
+"""``privaudit run`` with ``target.kind: huggingface``: a language-model audit of a local
+tiny-GPT directory; errors name the field and exit 2; ``privaudit verify`` passes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from privaudit.cli import main
+from privaudit.data.text import write_text_records
+from privaudit.games.llm import audited_records, shakespeare_split
+
+pytest.importorskip("transformers")
+
+
+@pytest.fixture(scope="module")
+def lm_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    from privaudit.models.causal_lm import tiny_gpt
+
+    root = tmp_path_factory.mktemp("lms")
+    chunks, split = shakespeare_split({"members": 24, "non_members": 24}, seed=1)
+    texts = write_text_records(audited_records(chunks, split), root / "texts.jsonl")
+    return {
+        "target": tiny_gpt(seed=0, max_length=128).save(root / "target"),
+        "reference": tiny_gpt(seed=1, max_length=128).save(root / "reference"),
+        "texts": texts,
+    }
+
+
+def _config(tmp_path: Path, lm_dirs: dict[str, Path], **over: object) -> Path:
+    cfg: dict[str, object] = {
+        "target": {"kind": "huggingface", "path": str(lm_dirs["target"])},
+        "reference": {"path": str(lm_dirs["reference"])},
+        "data": {"texts": str(lm_dirs["texts"])},
+        "batch_size": 16,
+        "blind_folds": 3,
+        "device": "cpu",
+        "output_dir": "rep",
+    }
+    cfg.update(over)
+    p = tmp_path / "llm.yaml"
+    p.write_text(yaml.safe_dump(cfg))
+    return p
+
+
+def test_run_huggingface_directory(tmp_path: Path, lm_dirs: dict[str, Path], capsys) -> None:  # type: ignore[no-untyped-def]
+    cfg = _config(tmp_path, lm_dirs, cache_dir="cache")
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    shown = capsys.readouterr().out
+    assert "reference-ratio" in shown and "blind-baseline" in shown
+    res = json.loads((tmp_path / "rep" / "results.json").read_text())
+    names = [a["name"] for a in res["attacks"]]
+    assert names == [
+        "loss",
+        "zlib",
+        "min-k",
+        "min-k++",
+        "reference",
+        "reference-ratio",
+        "blind-baseline",
+    ]
+    llm = res["llm"]
+    assert llm["counts"] == {
+        "n_member_chunks": 24,
+        "n_non_member_chunks": 24,
+        "n_member_documents": llm["counts"]["n_member_documents"],
+        "n_non_member_documents": llm["counts"]["n_non_member_documents"],
+    }
+    assert llm["same_tokenizer"] is True and set(llm["models"]) == {"target", "reference"}
+    assert res["settings"]["alpha"] is None and res["target"]["origin"] == "provided"
+    with np.load(tmp_path / "rep" / "scores.npz", allow_pickle=False) as z:
+        assert z["record_ids"].tolist()[:1] == [
+            json.loads(lm_dirs["texts"].read_text().splitlines()[0])["id"]
+        ]
+    assert "Language-model audit" in (tmp_path / "rep" / "report.html").read_text()
+    assert main(["verify", str(tmp_path / "rep")]) == 0
+    # resume: the token statistics come from the cache; same numbers
+    assert main(["run", str(cfg), "--no-progress", "--out", str(tmp_path / "rep2")]) == 0
+    res2 = json.loads((tmp_path / "rep2" / "results.json").read_text())
+    assert [a["auc"] for a in res2["attacks"]] == [a["auc"] for a in res["attacks"]]
+
+
+@pytest.mark.parametrize(
+    ("over", "match"),
+    [
+        (
+            {"target": {"kind": "huggingface", "path": "no/such/dir"}},
+            "target.path: expected a local Hugging Face model directory, found nothing",
+        ),
+        ({"reference": {"path": "missing-ref"}}, "reference.path: expected a local"),
+        ({"data": {"texts": "none.jsonl"}}, "data.texts: expected an existing JSONL file"),
+        ({"signals": ["loss", "perplexity"]}, "signals: expected signal names among"),
+        ({"batch_size": 0}, "batch_size: Input should be greater than or equal to 1"),
+        ({"device": "tpu"}, "device: expected auto, cpu, cuda or cuda:N"),
+        ({"epochs": 3}, "epochs: unknown field"),
+        ({"reference": None, "signals": ["loss", "reference"]}, "need a reference model"),
+    ],
+)
+def test_config_errors_exit_2_naming_the_field(
+    tmp_path: Path,
+    lm_dirs: dict[str, Path],
+    capsys,
+    over: dict[str, object],
+    match: str,  # type: ignore[no-untyped-def]
+) -> None:
+    cfg = _config(tmp_path, lm_dirs, **over)
+    assert main(["run", str(cfg), "--no-progress"]) == 2
+    assert match in capsys.readouterr().err
+    assert not (tmp_path / "rep").exists()
+
+
+def test_bad_jsonl_exits_2(tmp_path: Path, lm_dirs: dict[str, Path], capsys) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        '{"id": 1, "text": "a b c", "member": true}\n{"id": 1, "text": "d", "member": false}\n'
+    )
+    cfg = _config(tmp_path, lm_dirs, data={"texts": str(bad)})
+    assert main(["run", str(cfg), "--no-progress"]) == 2
+    assert "data.texts (bad.jsonl line 2).id: expected unique ids" in capsys.readouterr().err
+    assert not (tmp_path / "rep").exists()
+
+
+def test_game_options_refused_for_a_language_model(
+    tmp_path: Path, lm_dirs: dict[str, Path], capsys
+) -> None:  # type: ignore[no-untyped-def]
+    cfg = _config(tmp_path, lm_dirs)
+    assert main(["run", str(cfg), "--game", "def-3.1", "--no-progress"]) == 2
+    assert "--game/--game-trials" in capsys.readouterr().err

@@ -1,0 +1,136 @@
+"""Text records for LLM audits: bundled Tiny Shakespeare, documents, chunks, split by
+document, the user's JSONL."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from privaudit.data.text import (
+    TextRecords,
+    TextSplit,
+    chunk_documents,
+    load_tiny_shakespeare,
+    read_text_records,
+    shakespeare_documents,
+    split_by_document,
+    write_text_records,
+)
+from privaudit.errors import DesignError, InvalidInputError
+
+
+@pytest.fixture(scope="module")
+def chunks() -> TextRecords:
+    return chunk_documents(shakespeare_documents(), chunk_chars=256)
+
+
+def test_bundled_corpus_is_tiny_shakespeare() -> None:
+    text = load_tiny_shakespeare()
+    assert len(text) == 1_115_394
+    assert text.startswith("First Citizen:\nBefore we proceed")
+
+
+def test_documents_are_contiguous_runs_of_whole_speeches() -> None:
+    text = load_tiny_shakespeare()
+    docs = shakespeare_documents(text, doc_chars=1200)
+    speeches = [s.strip("\n") for s in text.split("\n\n") if s.strip()]
+    # joining the documents gives back every speech, in order, none cut
+    rejoined = [s for d in docs.values() for s in d.split("\n\n")]
+    assert rejoined == speeches
+    sizes = [len(d) for d in docs.values()]
+    assert min(sizes[:-1]) >= 1200 - 2 * len(docs)  # every document but the last is full
+    assert list(docs)[:2] == ["ts-d00000", "ts-d00001"]
+    # each document starts with a speaker line ("Name:")
+    assert all(d.split("\n", 1)[0].endswith(":") for d in docs.values())
+
+
+def test_chunks_have_stable_ids_and_bounded_size(chunks: TextRecords) -> None:
+    again = chunk_documents(shakespeare_documents(), chunk_chars=256)
+    assert again.ids == chunks.ids and again.texts == chunks.texts
+    lengths = np.array([len(t) for t in chunks.texts])
+    assert lengths.max() <= 256 + 128 + 1  # a short tail is merged into the chunk before it
+    assert lengths.min() >= 1
+    assert chunks.ids[0] == "ts-d00000-c000"
+    assert all(i.startswith(d + "-c") for i, d in zip(chunks.ids, chunks.documents, strict=True))
+
+
+def test_split_by_document_is_disjoint_seeded_and_sized(chunks: TextRecords) -> None:
+    sizes = {"members": 100, "non_members": 120, "reference": 100, "base": None}
+    s = split_by_document(chunks, sizes, seed=3)
+    assert [len(s.chunks[r]) for r in ("members", "non_members", "reference")] == [100, 120, 100]
+    doc_of = dict(zip(chunks.ids, chunks.documents, strict=True))
+    seen: dict[str, str] = {}
+    for role, ids in s.chunks.items():
+        for i in ids:
+            d = doc_of[i]
+            assert seen.setdefault(d, role) == role  # a document belongs to one role
+            assert d in s.documents[role]
+    assert s == split_by_document(chunks, sizes, seed=3)
+    assert s.chunks["members"] != split_by_document(chunks, sizes, seed=4).chunks["members"]
+    d = s.to_dict()
+    assert d["roles"]["members"]["n_chunks"] == 100 and len(d["roles"]["members"]["sha256"]) == 64
+
+
+def test_split_refuses_overlap_and_oversize(chunks: TextRecords) -> None:
+    with pytest.raises(DesignError, match="disjoint"):
+        TextSplit(chunks={"a": ("x",), "b": ("x",)}, documents={"a": ("d1",), "b": ("d2",)}, seed=0)
+    with pytest.raises(InvalidInputError, match=r"sizes\['members'\]"):
+        split_by_document(chunks, {"members": len(chunks) + 1}, seed=0)
+
+
+def _jsonl(path: Path, rows: list[object]) -> Path:
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n")
+    return path
+
+
+def test_read_text_records_round_trip(tmp_path: Path, chunks: TextRecords) -> None:
+    firsts = [i for i in chunks.ids if i.endswith("-c000")][:6]
+    recs = chunks.subset(firsts).with_member(np.array([1, 1, 1, 0, 0, 0], bool))
+    p = write_text_records(recs, tmp_path / "t.jsonl")
+    back = read_text_records(p)
+    assert back.ids == recs.ids and back.texts == recs.texts and back.documents == recs.documents
+    assert back.member is not None and back.member.tolist() == [True] * 3 + [False] * 3
+
+
+@pytest.mark.parametrize(
+    ("rows", "match"),
+    [
+        (
+            [{"id": 1, "text": "a b", "member": True}, {"id": 1, "text": "c", "member": False}],
+            r"line 2\)\.id: expected unique ids, found '1' also on line 1",
+        ),
+        (
+            [{"id": 1, "text": " ", "member": True}, {"id": 2, "text": "c", "member": False}],
+            r"\.text: expected a non-empty string",
+        ),
+        (
+            [{"id": 1, "text": "a", "member": True}, {"id": 2, "text": "c", "member": True}],
+            r"data\.texts\.member: expected both members and non-members, found 2 members and 0",
+        ),
+        (
+            [{"id": 1, "text": "a", "member": 1}, {"id": 2, "text": "c", "member": False}],
+            r"\.member: expected true or false",
+        ),
+        (["{not json"], r"line 1\): expected one JSON object per line"),
+        ([{"id": 1, "member": True}], r"expected a key 'text'"),
+        ([{"id": 1, "text": "a", "member": True, "x": 0}], r"only the keys"),
+        (
+            [
+                {"id": 1, "text": "a", "member": True, "document": "d"},
+                {"id": 2, "text": "b", "member": False, "document": "d"},
+            ],
+            r"each document wholly member or wholly non-member",
+        ),
+    ],
+)
+def test_read_text_records_errors(tmp_path: Path, rows: list[object], match: str) -> None:
+    with pytest.raises(InvalidInputError, match=match):
+        read_text_records(_jsonl(tmp_path / "t.jsonl", rows), name="data.texts")
+
+
+def test_read_text_records_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match=r"data\.texts: expected an existing JSONL file"):
+        read_text_records(tmp_path / "nope.jsonl", name="data.texts")

@@ -1,0 +1,102 @@
+"""The LLM audit's steps (games/llm.py) and its results (llm_pipeline), on a fake bigram LM
+of the adapter's shape (tests/games/fake_lm.py): fast, no torch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fake_lm import BigramLM
+
+from privaudit.data.text import TextRecords
+from privaudit.errors import InvalidInputError
+from privaudit.games.llm import (
+    LLMAuditSettings,
+    audit_language_model,
+    audited_records,
+    shakespeare_split,
+    token_stats_cached,
+)
+from privaudit.llm_pipeline import llm_results, llm_summary
+from privaudit.report import write_report
+from privaudit.report.bundle import make_manifest, verify_bundle
+
+
+@pytest.fixture(scope="module")
+def world() -> tuple[TextRecords, BigramLM, BigramLM]:
+    chunks, split = shakespeare_split(
+        {"members": 110, "non_members": 110, "reference": 300}, seed=0
+    )
+    members = chunks.subset(split.chunks["members"]).texts
+    target = BigramLM(members, alpha=0.01, name="target")
+    reference = BigramLM(chunks.subset(split.chunks["reference"]).texts, alpha=0.01, name="ref")
+    return audited_records(chunks, split), target, reference
+
+
+def test_audit_signals_metrics_and_blind_baseline(world) -> None:  # type: ignore[no-untyped-def]
+    records, target, reference = world
+    res = audit_language_model(target, records, reference=reference)
+    assert res.signal_names == ("loss", "zlib", "min-k", "min-k++", "reference", "reference-ratio")
+    m = res.metrics
+    assert m["loss"].auc > 0.6 and m["reference"].auc > m["loss"].auc  # the bigram memorises
+    assert m["loss"].n_positives == 110 and m["loss"].n_negatives == 110
+    assert m["loss"].tpr_at_fpr["0.01"] is not None  # >= 100 non-members: supported
+    assert m["loss"].tpr_at_fpr["0.001"] is None  # < 1000: no support
+    assert "blind-baseline" in m and res.blind_warning is None  # a random document split
+
+
+def test_without_reference_the_reference_signals_are_left_out(world) -> None:  # type: ignore[no-untyped-def]
+    records, target, _ = world
+    res = audit_language_model(
+        target,
+        records,
+        LLMAuditSettings(signals=("loss", "zlib", "min-k", "min-k++"), blind_folds=0),
+    )
+    assert "blind-baseline" not in res.metrics
+    assert "reference" not in res.signal_names and "loss" in res.signal_names
+    with pytest.raises(InvalidInputError, match="reference: expected a reference model"):
+        audit_language_model(target, records, LLMAuditSettings(signals=("loss", "reference")))
+
+
+def test_token_stats_are_cached(tmp_path: Path, world) -> None:  # type: ignore[no-untyped-def]
+    records, target, _ = world
+    before = target.calls
+    a = token_stats_cached(target, records, distribution=True, store=tmp_path)
+    b = token_stats_cached(target, records, distribution=True, store=tmp_path)
+    assert target.calls == before + 1  # the second read comes from the store
+    assert all(np.array_equal(x.logprobs, y.logprobs) for x, y in zip(a, b, strict=True))
+    assert all(np.array_equal(x.dist_std, y.dist_std) for x, y in zip(a, b, strict=True))  # type: ignore[arg-type]
+    token_stats_cached(target, records.subset(records.ids[:5]), distribution=True, store=tmp_path)
+    assert target.calls == before + 2  # other texts: a new entry
+
+
+def test_results_verify_and_blind_warning(tmp_path: Path, world) -> None:  # type: ignore[no-untyped-def]
+    records, target, reference = world
+    # a shift: every member text gets a marker the blind baseline can see
+    shifted = TextRecords(
+        ids=records.ids,
+        texts=tuple(
+            t + (" ZZQ" if m else "") for t, m in zip(records.texts, records.member, strict=True)
+        ),
+        documents=records.documents,
+        member=records.member,
+    )
+    res = audit_language_model(target, shifted, reference=reference)
+    assert res.blind_warning is not None and "privaudit zero-run" in res.blind_warning
+    doc, table = llm_results(res, seed=0, data={"name": "t"}, models_config={"kind": "fake"})
+    names = [a["name"] for a in doc["attacks"]]
+    assert names[-1] == "blind-baseline" and "min-k++" in names
+    assert {a["attack"] for a in doc["audits"]} == set(res.signal_names)  # blind not audited
+    assert doc["llm"]["blind_baseline"]["distribution_shift"] is True
+    assert doc["llm"]["counts"]["n_member_chunks"] == 110
+    manifest = make_manifest(
+        kind="membership-inference", command="t", config={}, seeds={}, dataset_fingerprint=None
+    )
+    out = write_report(tmp_path / "rep", doc, table, bundle=manifest)
+    html = (out / "report.html").read_text()
+    assert "Blind baseline" in html and "privaudit zero-run" in html and "Threat model" in html
+    assert verify_bundle(out).ok
+    s = llm_summary(doc)
+    assert set(s) == {"signals", "blind_baseline", "epsilon_lower_bound"}
+    assert s["epsilon_lower_bound"] == max(a["epsilon_lower_bound"] for a in doc["audits"])
