@@ -69,10 +69,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pretrain-steps", type=int, default=300, help="--tiny: pre-training steps")
     ap.add_argument("--members", type=int, default=200)
     ap.add_argument("--chars", type=int, default=250)
+    ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
 
+    if args.threads is not None:
+        # on a busy 2-core machine 2 OpenMP threads can be ~10x slower than 1 (they spin)
+        __import__("torch").set_num_threads(args.threads)
     rng = np.random.default_rng(args.seed)
     pool = chunks(args.chars)
     order = rng.permutation(len(pool))
@@ -126,7 +130,19 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
         )
         t0 = time.perf_counter()
-        tuned = finetune(base, members, recipe)
+        t_step = [time.perf_counter()]
+
+        def log(step: int, loss: float, t_step: list[float] = t_step, config: str = config) -> None:
+            if step % 10 == 9:
+                now = time.perf_counter()
+                print(
+                    f"{config} step {step + 1}: loss {loss:.3f}, {(now - t_step[0]) / 10:.2f} s/step",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                t_step[0] = now
+
+        tuned = finetune(base, members, recipe, on_step=log)
         train_s = time.perf_counter() - t0
         after = mean_nll(tuned.token_stats(texts))
         run = {

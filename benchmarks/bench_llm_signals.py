@@ -3,7 +3,7 @@
 Usage::
 
     .venv/bin/python benchmarks/bench_llm_signals.py [--texts 64] [--tokens 64]
-        [--batch-size 8] [--no-smollm2] [--json PATH]
+        [--batch-size 8] [--threads N] [--no-smollm2] [--json PATH]
 
 Scores ``--texts`` texts of about ``--tokens`` tokens each (the chunk size of an LLM
 audit) in batches of ``--batch-size``, once without and once with the next-token
@@ -72,9 +72,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--no-smollm2", action="store_true")
     ap.add_argument("--repeats", type=int, default=2, help="best of this many passes")
+    ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (CPU)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
 
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     loaders = [("tiny-gpt", 8 * args.texts, lambda dev: tiny_gpt(seed=0, device=dev))]

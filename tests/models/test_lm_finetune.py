@@ -45,7 +45,10 @@ def _state(lm: CausalLM) -> dict[str, np.ndarray]:
 def test_finetune_lowers_member_loss_and_leaves_base_untouched(base: CausalLM) -> None:
     before = _state(base)
     rng_state = torch.random.get_rng_state()
-    tuned = finetune(base, MEMBERS, FAST)
+    losses: list[tuple[int, float]] = []
+    tuned = finetune(base, MEMBERS, FAST, on_step=lambda s, v: losses.append((s, v)))
+    assert [s for s, _ in losses] == list(range(FAST.steps))
+    assert np.mean([v for _, v in losses[-5:]]) < np.mean([v for _, v in losses[:5]]) - 1.0
     assert torch.equal(torch.random.get_rng_state(), rng_state)  # no global seeding
     for k, v in _state(base).items():
         np.testing.assert_array_equal(v, before[k])

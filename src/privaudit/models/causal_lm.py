@@ -128,6 +128,13 @@ def _torch() -> Any:
     return require_torch()
 
 
+def _all_cuda_devices() -> list[int]:
+    """Every CUDA device: ``torch.manual_seed`` seeds them all, so a ``fork_rng`` around it
+    must fork them all for the caller's RNG state to stay untouched ([] without CUDA)."""
+    torch = _torch()
+    return list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+
+
 def _resolve_device(device: str) -> str:
     torch = _torch()
     if device == "auto":
@@ -673,7 +680,7 @@ def tiny_gpt(
             eos_token_id=256,
             pad_token_id=256,
         )
-        with torch.random.fork_rng(devices=[]):
+        with torch.random.fork_rng(devices=_all_cuda_devices()):
             torch.manual_seed(seed)
             model = transformers.GPT2LMHeadModel(config)
     return CausalLM.from_pretrained_objects(

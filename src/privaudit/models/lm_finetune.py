@@ -26,6 +26,16 @@ The recipe (:class:`FineTuneRecipe`):
   on return ``W <- W + (alpha / r) B A`` is merged into the weights, so the result is a plain
   model of the base's architecture.
 
+Defaults, measured on SmolLM2-135M-Instruct (``benchmarks/bench_llm_finetune.py --threads 1
+--members 100 --config full:1e-4:60 --config lora16:1e-3:60``; 100 member and 100
+non-member Tiny Shakespeare chunks of ~80 tokens, no distribution shift; 2-core CPU under
+load 3-5, one torch thread): before fine-tuning the member / non-member mean token loss is
+4.51 / 4.60 (loss AUC 0.555). Full fine-tuning with the defaults (lr 1e-4, 60 steps of 8,
+~4.8 epochs): 11.2 s/step, losses 1.91 / 4.34, AUC of ``loss`` 0.999 and of the
+base-model reference ``L_base - L_tuned`` 1.000 (saturated). LoRA r = 16, alpha 16, lr 1e-3,
+60 steps: 7.5 s/step, losses 3.03 / 4.03, AUC ``loss`` 0.898, reference 0.996. So 60 steps
+memorise ~100 chunks; for an audit whose signals are not all at 1.0 use LoRA or fewer steps.
+
 Determinism without global seeding: the batch order comes from a ``torch.Generator``, the
 LoRA initialisation from another, both seeded from ``SeedSequence(seed)``; the training loop
 runs inside ``torch.random.fork_rng`` with its own seed (dropout, if the model has any), so
@@ -38,14 +48,14 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from privaudit._validation import check_positive_int, fail
 from privaudit.errors import InsufficientDataError
-from privaudit.models.causal_lm import CausalLM, _check_texts, _torch
+from privaudit.models.causal_lm import CausalLM, _all_cuda_devices, _check_texts, _torch
 from privaudit.runtime.progress import progress_bar
 
 __all__ = ["FineTuneRecipe", "apply_lora", "finetune", "lora_targets", "merge_lora"]
@@ -83,7 +93,7 @@ class FineTuneRecipe:
         Batch order, LoRA initialisation, dropout.
     """
 
-    steps: int = 200
+    steps: int = 60
     batch_size: int = 8
     learning_rate: float = 1e-4
     weight_decay: float = 0.0
@@ -245,6 +255,7 @@ def finetune(
     recipe: FineTuneRecipe,
     *,
     progress: bool | None = None,
+    on_step: Callable[[int, float], None] | None = None,
 ) -> CausalLM:
     """Train a copy of ``base`` on ``texts`` with ``recipe``; ``base`` is untouched.
 
@@ -257,6 +268,9 @@ def finetune(
     recipe : FineTuneRecipe
     progress : bool, optional
         Progress bar over the steps (``runtime.progress``; None = on a terminal).
+    on_step : callable, optional
+        Called after every optimiser step with ``(step, training loss of the batch)``
+        (a loss curve, progress in logs).
 
     Returns
     -------
@@ -304,7 +318,7 @@ def finetune(
     queue: list[int] = []
     model.train()
     with (
-        torch.random.fork_rng(devices=[]),
+        torch.random.fork_rng(devices=_all_cuda_devices()),
         progress_bar(f"fine-tuning ({base.name})", recipe.steps, enabled=progress) as bar,
     ):
         torch.manual_seed(loop_seed)
@@ -326,6 +340,8 @@ def finetune(
             torch.nn.utils.clip_grad_norm_(params, CLIP_NORM)
             optimizer.step()
             bar.advance()
+            if on_step is not None:
+                on_step(step, float(loss.detach()))
     if recipe.lora_rank is not None:
         merge_lora(model)
     model.eval()
