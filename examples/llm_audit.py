@@ -42,15 +42,22 @@ from privaudit.llm_pipeline import llm_summary, run_llm_audit
 from privaudit.models.causal_lm import CausalLM, smollm2_gguf, tiny_gpt
 from privaudit.models.lm_finetune import FineTuneRecipe
 
-#: Chunks per role and recipes. SmolLM2: full fine-tuning, ~5 epochs over the member
-#: chunks (memorisation shows after a few passes); the reference gets as many chunks and
-#: the same recipe. Tiny GPT: pre-trained on ~2,000 disjoint chunks, then fine-tuned.
+#: Members and non-members take one chunk (the first) of each of their documents: each
+#: audited chunk is then its own unit of randomisation, as the one-run bound needs, and no
+#: member shares a document with a non-member.
+ONE_AUDITED_CHUNK_PER_DOCUMENT = {"members": 1, "non_members": 1}
+
+#: Chunks per role and recipes. SmolLM2: full fine-tuning, 2 epochs over 200 member chunks
+#: at a moderate learning rate (llm-core measured that 60 steps at lr 1e-4 over 100 chunks
+#: saturate every signal, loss AUC 0.999, which hides the differences between signals); the
+#: reference gets as many chunks and the same recipe. Tiny GPT: pre-trained on ~1,500
+#: disjoint chunks, then fine-tuned.
 SETTINGS: dict[str, dict[str, Any]] = {
     "smollm2": {
-        "sizes": {"members": 100, "non_members": 120, "reference": 100},
+        "sizes": {"members": 200, "non_members": 200, "reference": 200},
         "chunk_chars": 256,
         "finetune": FineTuneRecipe(
-            steps=60, batch_size=8, learning_rate=1e-4, warmup_steps=5, max_length=96
+            steps=50, batch_size=8, learning_rate=5e-5, warmup_steps=5, max_length=96
         ),
         "batch_size": 8,
     },
@@ -92,7 +99,12 @@ def main() -> None:
     t_start = time.perf_counter()
 
     # 1. corpus -> documents -> chunks -> disjoint roles by document
-    chunks, split = shakespeare_split(cfg["sizes"], seed=args.seed, chunk_chars=cfg["chunk_chars"])
+    chunks, split = shakespeare_split(
+        cfg["sizes"],
+        seed=args.seed,
+        chunk_chars=cfg["chunk_chars"],
+        chunks_per_document=ONE_AUDITED_CHUNK_PER_DOCUMENT,
+    )
 
     def texts(role: str) -> list[str]:
         return list(chunks.subset(split.chunks[role]).texts)

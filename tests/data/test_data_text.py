@@ -74,6 +74,26 @@ def test_split_by_document_is_disjoint_seeded_and_sized(chunks: TextRecords) -> 
     assert d["roles"]["members"]["n_chunks"] == 100 and len(d["roles"]["members"]["sha256"]) == 64
 
 
+def test_chunks_per_document_caps_the_audited_roles(chunks: TextRecords) -> None:
+    """One chunk per document for the audited roles: every audited chunk is its own unit of
+    randomisation (the first chunk of its document); other roles still take whole documents."""
+    sizes = {"members": 50, "non_members": 50, "reference": 40}
+    caps = {"members": 1, "non_members": 1}
+    s = split_by_document(chunks, sizes, seed=1, chunks_per_document=caps)
+    doc_of = dict(zip(chunks.ids, chunks.documents, strict=True))
+    first_of: dict[str, str] = {}
+    for i, d in zip(chunks.ids, chunks.documents, strict=True):
+        first_of.setdefault(d, i)
+    for role in ("members", "non_members"):
+        docs = [doc_of[i] for i in s.chunks[role]]
+        assert len(docs) == len(set(docs)) == 50
+        assert all(first_of[doc_of[i]] == i for i in s.chunks[role])
+    ref_docs = {doc_of[i] for i in s.chunks["reference"]}
+    assert len(ref_docs) < 40  # whole documents, several chunks each
+    with pytest.raises(InvalidInputError, match="chunks_per_document"):
+        split_by_document(chunks, sizes, seed=1, chunks_per_document={"base": 1})
+
+
 def test_split_refuses_overlap_and_oversize(chunks: TextRecords) -> None:
     with pytest.raises(DesignError, match="disjoint"):
         TextSplit(chunks={"a": ("x",), "b": ("x",)}, documents={"a": ("d1",), "b": ("d2",)}, seed=0)

@@ -317,7 +317,11 @@ class TextSplit:
 
 
 def split_by_document(
-    records: TextRecords, sizes: Mapping[str, int | None], *, seed: int
+    records: TextRecords,
+    sizes: Mapping[str, int | None],
+    *,
+    seed: int,
+    chunks_per_document: Mapping[str, int] | None = None,
 ) -> TextSplit:
     """Split chunk records into disjoint roles by document, seeded.
 
@@ -326,6 +330,12 @@ def split_by_document(
     front until it holds at least ``sizes[role]`` chunks, then keeps the first
     ``sizes[role]`` of them (the chunks left over from its last document go to no role,
     so roles stay disjoint in documents). A size of ``None`` takes every document left.
+
+    ``chunks_per_document[role]`` caps how many chunks (the first ones) that role takes
+    from each of its documents; the rest of the document goes to no role. With 1 for the
+    audited roles, each audited chunk is its own unit of randomisation (the one-run bound
+    then needs no group-privacy division, :func:`privaudit.audit.attack_bounds.grouped_one_run_bounds`)
+    while members and non-members still never share a document.
 
     Raises
     ------
@@ -342,15 +352,20 @@ def split_by_document(
     queue = [doc_ids[i] for i in order]
     chunks: dict[str, tuple[str, ...]] = {}
     documents: dict[str, tuple[str, ...]] = {}
+    caps = dict(chunks_per_document or {})
+    for role, cap in caps.items():
+        if role not in sizes or cap < 1:
+            raise fail(f"chunks_per_document[{role!r}]", "a positive cap of a role in sizes", cap)
     pos = 0
     for role, size in sizes.items():
         if size is not None and size < 1:
             raise fail(f"sizes[{role!r}]", "a positive number of chunks or None", size)
         got: list[str] = []
         docs: list[str] = []
+        cap = caps.get(role)
         while pos < len(queue) and (size is None or len(got) < size):
             docs.append(queue[pos])
-            got += by_doc[queue[pos]]
+            got += by_doc[queue[pos]][:cap]
             pos += 1
         if size is not None and len(got) < size:
             raise InvalidInputError(
