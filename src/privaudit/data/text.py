@@ -362,10 +362,10 @@ def split_by_document(
             raise fail(f"sizes[{role!r}]", "a positive number of chunks or None", size)
         got: list[str] = []
         docs: list[str] = []
-        cap = caps.get(role)
+        role_cap: int | None = caps.get(role)
         while pos < len(queue) and (size is None or len(got) < size):
             docs.append(queue[pos])
-            got += by_doc[queue[pos]][:cap]
+            got += by_doc[queue[pos]][:role_cap]
             pos += 1
         if size is not None and len(got) < size:
             raise InvalidInputError(
