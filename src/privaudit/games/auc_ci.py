@@ -27,6 +27,21 @@ which stays inside (0, 1) and covers better than the plain normal interval near 
 ``hat A`` is 0 or 1, or the variance is 0, the logit interval is undefined and the
 interval falls back to an exact bound from disjoint pairs (see
 :func:`auc_confidence_interval`).
+
+Clustered records (``groups``: e.g. the chunks of one document, which share one
+membership and are alike) are not independent, and DeLong's variance is then too small.
+With clusters that are each all members or all non-members, Obuchowski's clustered
+variance (Biometrics 53, 1997, Sec. 2) sums the placements within each cluster,
+``T_i = sum_{k in i} V10(k)`` over the ``I`` member clusters (sizes ``m_i``, ``M`` members)
+and ``U_j`` likewise over the ``J`` non-member clusters (``N`` non-members):
+
+.. math::
+
+    \widehat{\mathrm{Var}}(\hat A) = \frac{I}{(I-1) M^2} \sum_i (T_i - m_i \hat A)^2
+    + \frac{J}{(J-1) N^2} \sum_j (U_j - n_j \hat A)^2,
+
+which is DeLong's when every cluster holds one record. The interval is then method
+``obuchowski-clustered-logit``.
 """
 
 from __future__ import annotations
@@ -43,11 +58,48 @@ from privaudit._validation import (
     as_float_array,
     check_both_classes,
     check_probability,
+    fail,
 )
 
-__all__ = ["AUC_CI_METHOD", "auc_ci_fields", "auc_confidence_interval", "delong_placements"]
+__all__ = [
+    "AUC_CI_METHOD",
+    "AUC_CI_METHOD_CLUSTERED",
+    "auc_ci_fields",
+    "auc_confidence_interval",
+    "delong_placements",
+]
 
 AUC_CI_METHOD = "delong-logit"
+AUC_CI_METHOD_CLUSTERED = "obuchowski-clustered-logit"
+
+
+def _cluster_variance(placements: NDArray[np.float64], groups: NDArray[Any], a: float) -> float:
+    """One class's term of Obuchowski's variance (module docstring); 0 with one cluster."""
+    _, idx = np.unique(groups, return_inverse=True)
+    t = np.bincount(idx, weights=placements)
+    sizes = np.bincount(idx)
+    n_clusters = t.size
+    if n_clusters < 2:
+        return 0.0
+    total = float(placements.size)
+    return float(n_clusters / (n_clusters - 1) * np.sum((t - sizes * a) ** 2) / total**2)
+
+
+def _groups_array(groups: ArrayLike, member: NDArray[np.bool_]) -> NDArray[Any]:
+    g = np.asarray(groups).astype(str)
+    if g.shape != member.shape:
+        raise fail("groups", f"one group per record ({member.size})", g.shape)
+    _, idx = np.unique(g, return_inverse=True)
+    n_mem = np.bincount(idx, weights=member.astype(np.float64))
+    size = np.bincount(idx)
+    mixed = (n_mem > 0) & (n_mem < size)
+    if mixed.any():
+        raise fail(
+            "groups",
+            "clusters that are all members or all non-members",
+            f"{int(mixed.sum())} mixed cluster(s)",
+        )
+    return g
 
 
 def delong_placements(
@@ -68,7 +120,11 @@ def delong_placements(
 
 
 def auc_confidence_interval(
-    scores: ArrayLike, member: ArrayLike, *, confidence: float = 0.95
+    scores: ArrayLike,
+    member: ArrayLike,
+    *,
+    confidence: float = 0.95,
+    groups: ArrayLike | None = None,
 ) -> tuple[float, float, float, float]:
     """``(auc, lower, upper, standard_error)``: DeLong's variance, logit-scale interval.
 
@@ -80,6 +136,9 @@ def auc_confidence_interval(
         True membership; at least one member and one non-member.
     confidence : float
         Two-sided coverage ``1 - beta``.
+    groups : array_like, optional
+        Cluster of each record (each cluster all members or all non-members): Obuchowski's
+        clustered variance (module docstring). None: every record its own cluster.
 
     Notes
     -----
@@ -93,10 +152,17 @@ def auc_confidence_interval(
     v10, v01 = delong_placements(scores, member)
     a = float(v10.mean())
     var = 0.0
-    if v10.size > 1:
-        var += float(v10.var(ddof=1)) / v10.size
-    if v01.size > 1:
-        var += float(v01.var(ddof=1)) / v01.size
+    if groups is None:
+        if v10.size > 1:
+            var += float(v10.var(ddof=1)) / v10.size
+        if v01.size > 1:
+            var += float(v01.var(ddof=1)) / v01.size
+        k = min(v10.size, v01.size)
+    else:
+        m = as_bool_array(member, "member", ndim=1)
+        g = _groups_array(groups, m)
+        var = _cluster_variance(v10, g[m], a) + _cluster_variance(v01, g[~m], a)
+        k = min(np.unique(g[m]).size, np.unique(g[~m]).size)
     se = math.sqrt(max(var, 0.0))
     z = float(stats.norm.ppf(1.0 - beta / 2.0))
     if 0.0 < a < 1.0 and se > 0.0:
@@ -105,7 +171,6 @@ def auc_confidence_interval(
         lo = 1.0 / (1.0 + math.exp(-(centre - half)))
         hi = 1.0 / (1.0 + math.exp(-(centre + half)))
         return a, lo, hi, se
-    k = min(v10.size, v01.size)
     edge = (beta / 2.0) ** (1.0 / k)
     if a >= 1.0:
         return a, edge, 1.0, se
@@ -115,13 +180,23 @@ def auc_confidence_interval(
 
 
 def auc_ci_fields(
-    scores: ArrayLike, member: ArrayLike, *, confidence: float = 0.95
+    scores: ArrayLike,
+    member: ArrayLike,
+    *,
+    confidence: float = 0.95,
+    groups: ArrayLike | None = None,
 ) -> dict[str, Any]:
-    """The ``results.json`` fields of an attack's AUC interval: ``auc_ci``, its confidence, method, se."""
-    _, lo, hi, se = auc_confidence_interval(scores, member, confidence=confidence)
+    """The ``results.json`` fields of an attack's AUC interval: ``auc_ci``, its confidence,
+    method, se. With ``groups`` of more than one record, the clustered interval."""
+    clustered = groups is not None and np.unique(np.asarray(groups).astype(str)).size < np.size(
+        groups
+    )
+    _, lo, hi, se = auc_confidence_interval(
+        scores, member, confidence=confidence, groups=groups if clustered else None
+    )
     return {
         "auc_ci": [lo, hi],
         "auc_ci_confidence": float(confidence),
-        "auc_ci_method": AUC_CI_METHOD,
+        "auc_ci_method": AUC_CI_METHOD_CLUSTERED if clustered else AUC_CI_METHOD,
         "auc_se": se,
     }

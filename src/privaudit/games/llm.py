@@ -416,7 +416,9 @@ def audit_language_model(
         scores.append(b)
         metrics[BLIND_BASELINE] = bm
         warning = blind_warning(test)
-    cis = {s.attack: auc_ci_fields(s.scores, records.member) for s in scores}
+    cis = {
+        s.attack: auc_ci_fields(s.scores, records.member, groups=records.documents) for s in scores
+    }
     counts = {
         "target_tokens": int(sum(s.n_tokens for s in t_stats)),
         "reference_tokens": int(sum(s.n_tokens for s in r_stats)) if r_stats else 0,

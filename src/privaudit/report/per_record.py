@@ -31,9 +31,13 @@ __all__ = ["RecordRisk", "attack_score_fields", "flagging_fpr", "record_risk", "
 def attack_score_fields(
     table: ScoreTable, name: str, *, confidence: float = 0.95
 ) -> dict[str, Any]:
-    """Fields of attack ``name``'s results entry computed from its scores (AUC interval)."""
+    """Fields of attack ``name``'s results entry computed from its scores (AUC interval;
+    clustered by ``table.groups`` when the table has them)."""
     _, s, member = table.scored(name)
-    return auc_ci_fields(s, member, confidence=confidence)
+    groups = None
+    if table.groups is not None:
+        groups = table.groups[~np.isnan(table.scores[name])]
+    return auc_ci_fields(s, member, confidence=confidence, groups=groups)
 
 
 def flagging_fpr(scores: NDArray[np.float64], member: NDArray[np.bool_]) -> NDArray[np.float64]:
