@@ -62,7 +62,13 @@ from privaudit._validation import (
 from privaudit.errors import InsufficientDataError
 from privaudit.records import AttackScores
 
-__all__ = ["BLIND_BASELINE", "BlindShiftTest", "blind_baseline", "blind_shift_test"]
+__all__ = [
+    "BLIND_BASELINE",
+    "BlindShiftTest",
+    "blind_baseline",
+    "blind_baseline_and_test",
+    "blind_shift_test",
+]
 
 #: The attack name of the baseline in ``results.json``.
 BLIND_BASELINE = "blind-baseline"
@@ -129,30 +135,49 @@ def blind_baseline(
         the settings and the number of folds.
     """
     fit = _BlindFit.prepare(
-        record_ids,
-        texts,
-        member,
-        documents,
-        n_folds,
-        ngram_range,
-        max_features,
-        ridge=ridge,
-        seed=seed,
+        record_ids, texts, member, documents, n_folds, ngram_range, max_features, ridge, seed
     )
-    scores = fit.cross_fit(fit.y)
+    return _baseline_scores(fit)
+
+
+def blind_baseline_and_test(
+    record_ids: ArrayLike,
+    texts: Sequence[str],
+    member: ArrayLike,
+    *,
+    documents: Sequence[str] | None = None,
+    n_permutations: int = 100,
+    n_folds: int = 5,
+    ngram_range: tuple[int, int] = (2, 4),
+    max_features: int = 20000,
+    ridge: float = 1.0,
+    seed: int = 0,
+) -> tuple[AttackScores, BlindShiftTest | None]:
+    """:func:`blind_baseline` and :func:`blind_shift_test` (None when ``n_permutations``
+    is 0) from one preparation of the features, folds and ridge solves."""
+    fit = _BlindFit.prepare(
+        record_ids, texts, member, documents, n_folds, ngram_range, max_features, ridge, seed
+    )
+    scores = _baseline_scores(fit)
+    test = _shift_test(fit, scores.scores, n_permutations, seed) if n_permutations else None
+    return scores, test
+
+
+def _baseline_scores(fit: _BlindFit) -> AttackScores:
+    """The baseline's out-of-fold scores as an attack, with its settings."""
     params: dict[str, Any] = {
         "classifier": "tf-idf character n-grams, truncated SVD, ridge on the 0/1 label",
-        "ngram_range": list(ngram_range),
-        "max_features": int(max_features),
+        "ngram_range": list(fit.ngram_range),
+        "max_features": int(fit.max_features),
         "svd_dimensions": int(fit.z.shape[1]),
-        "ridge": float(ridge),
+        "ridge": float(fit.ridge),
         "n_folds": fit.k,
         "folds": "documents dealt at random (label-free)",
         "features": "fitted once on all texts (no labels)",
         "model_access": "none (text only)",
-        "seed": int(seed),
+        "seed": int(fit.seed),
     }
-    return AttackScores(BLIND_BASELINE, fit.ids, scores, params)
+    return AttackScores(BLIND_BASELINE, fit.ids, fit.cross_fit(fit.y), params)
 
 
 def blind_shift_test(
@@ -185,19 +210,18 @@ def blind_shift_test(
         Randomness of the folds (as :func:`blind_baseline`) and of the permutations.
     Other parameters as :func:`blind_baseline` (same defaults).
     """
-    n_perm = check_positive_int(n_permutations, "n_permutations")
     fit = _BlindFit.prepare(
-        record_ids,
-        texts,
-        member,
-        documents,
-        n_folds,
-        ngram_range,
-        max_features,
-        ridge=ridge,
-        seed=seed,
+        record_ids, texts, member, documents, n_folds, ngram_range, max_features, ridge, seed
     )
-    observed = mann_whitney_auc(fit.cross_fit(fit.y), fit.y.astype(bool))
+    return _shift_test(fit, fit.cross_fit(fit.y), n_permutations, seed)
+
+
+def _shift_test(
+    fit: _BlindFit, observed_scores: NDArray[np.float64], n_permutations: int, seed: int
+) -> BlindShiftTest:
+    """The permutation test of :func:`blind_shift_test` given the observed scores."""
+    n_perm = check_positive_int(n_permutations, "n_permutations")
+    observed = mann_whitney_auc(observed_scores, fit.y.astype(bool))
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0xB11D]))
     # one label per document (every record of a document shares it), permuted as a unit
     doc_codes, doc_index = np.unique(fit.groups.astype(str), return_inverse=True)
@@ -237,6 +261,10 @@ class _BlindFit:
     folds: tuple[NDArray[np.intp], ...]  # test indices of each fold
     solves: tuple[NDArray[np.float64], ...]  # (d, d) (Z_tr'Z_tr + lambda I)^-1 per fold
     k: int
+    ngram_range: tuple[int, int]
+    max_features: int
+    ridge: float
+    seed: int
 
     @classmethod
     def prepare(
@@ -248,7 +276,6 @@ class _BlindFit:
         n_folds: int,
         ngram_range: tuple[int, int],
         max_features: int,
-        *,
         ridge: float,
         seed: int,
     ) -> _BlindFit:
@@ -300,7 +327,19 @@ class _BlindFit:
             tr = fold_of != f
             folds.append(np.flatnonzero(~tr))
             solves.append(np.linalg.inv(z[tr].T @ z[tr] + ridge * np.eye(d)))
-        return cls(ids, m.astype(np.int64), groups, z, tuple(folds), tuple(solves), k)
+        return cls(
+            ids,
+            m.astype(np.int64),
+            groups,
+            z,
+            tuple(folds),
+            tuple(solves),
+            k,
+            tuple(ngram_range),  # type: ignore[arg-type]
+            int(max_features),
+            float(ridge),
+            int(seed),
+        )
 
     def cross_fit(self, y: NDArray[np.int64]) -> NDArray[np.float64]:
         """Out-of-fold ridge scores of labels ``y`` (higher = label 1)."""

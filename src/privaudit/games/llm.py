@@ -45,8 +45,7 @@ from privaudit._validation import fail
 from privaudit.attacks.blind import (
     BLIND_BASELINE,
     BlindShiftTest,
-    blind_baseline,
-    blind_shift_test,
+    blind_baseline_and_test,
 )
 from privaudit.data.text import (
     TextRecords,
@@ -305,16 +304,15 @@ def blind_metrics(
     document-level permutation test (None when ``blind_permutations`` is 0)."""
     if records.member is None:
         raise fail("records.member", "known membership", "None")
-    args = (np.asarray(records.ids), records.texts, records.member)
-    common = {
-        "documents": records.documents,
-        "n_folds": settings.blind_folds,
-        "seed": settings.seed,
-    }
-    a = blind_baseline(*args, **common)  # type: ignore[arg-type]
-    test = None
-    if settings.blind_permutations:
-        test = blind_shift_test(*args, n_permutations=settings.blind_permutations, **common)  # type: ignore[arg-type]
+    a, test = blind_baseline_and_test(
+        np.asarray(records.ids),
+        records.texts,
+        records.member,
+        documents=records.documents,
+        n_permutations=settings.blind_permutations,
+        n_folds=settings.blind_folds,
+        seed=settings.seed,
+    )
     return a, attack_metrics(a, records.member), test
 
 
