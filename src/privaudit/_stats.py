@@ -101,3 +101,32 @@ def mann_whitney_auc(scores: ArrayLike, member: ArrayLike) -> float:
         return float("nan")
     ranks = stats.rankdata(s, method="average")
     return float((ranks[m].sum() - n_pos * (n_pos + 1) / 2.0) / (float(n_pos) * float(n_neg)))
+
+
+def pure_groups(
+    groups: ArrayLike, member: ArrayLike, *, noun: str = "group"
+) -> tuple[NDArray[np.intp], NDArray[np.int64], NDArray[np.bool_]]:
+    """Index of each record's group (groups numbered in order of first appearance), the
+    groups' sizes and their membership, checking that no group mixes members and
+    non-members (a group is one unit of randomisation, e.g. the chunks of one document).
+    ``noun`` names a group in the error message."""
+    m = np.asarray(member, dtype=bool)
+    g = np.asarray(groups).astype(str)
+    if g.shape != m.shape or m.ndim != 1:
+        raise fail("groups", f"one group per record ({m.size})", g.shape)
+    _, first, inverse = np.unique(g, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    idx = rank[inverse]
+    sizes = np.bincount(idx, minlength=order.size)
+    n_members = np.bincount(idx, weights=m.astype(np.float64), minlength=order.size)
+    mixed = (n_members > 0) & (n_members < sizes)
+    if mixed.any():
+        bad = g[first[order]][mixed][:3].tolist()
+        raise fail(
+            "groups",
+            f"{noun}s whose records are all members or all non-members",
+            f"{int(mixed.sum())} mixed {noun}(s), e.g. {bad}",
+        )
+    return idx, sizes, n_members == sizes

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from privaudit._stats import pure_groups
 from privaudit._validation import check_probability, fail
 from privaudit.audit.one_run import one_run_audit
 
@@ -124,24 +125,9 @@ def group_scores(
             "three 1-d arrays of one length",
             f"{s.shape}, {m.shape}, {g.shape}",
         )
-    _, first, inverse = np.unique(g.astype(str), return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")  # groups in order of first appearance
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    idx = rank[inverse]
-    n = order.size
-    sizes = np.bincount(idx, minlength=n)
-    sums = np.bincount(idx, weights=s, minlength=n)
-    n_members = np.bincount(idx, weights=m.astype(np.float64), minlength=n)
-    mixed = (n_members > 0) & (n_members < sizes)
-    if mixed.any():
-        bad = np.asarray(g.astype(str))[first[order]][mixed][:3].tolist()
-        raise fail(
-            "groups",
-            "groups whose records are all members or all non-members",
-            f"{int(mixed.sum())} mixed group(s), e.g. {bad}",
-        )
-    return sums / sizes, n_members == sizes, sizes
+    idx, sizes, group_member = pure_groups(g, m)
+    sums = np.bincount(idx, weights=s, minlength=sizes.size)
+    return sums / sizes, group_member, sizes
 
 
 def grouped_one_run_bounds(

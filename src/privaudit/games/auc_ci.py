@@ -53,12 +53,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
+from privaudit._stats import pure_groups
 from privaudit._validation import (
     as_bool_array,
     as_float_array,
     check_both_classes,
     check_probability,
-    fail,
 )
 
 __all__ = [
@@ -86,20 +86,9 @@ def _cluster_variance(placements: NDArray[np.float64], groups: NDArray[Any], a: 
 
 
 def _groups_array(groups: ArrayLike, member: NDArray[np.bool_]) -> NDArray[Any]:
-    g = np.asarray(groups).astype(str)
-    if g.shape != member.shape:
-        raise fail("groups", f"one group per record ({member.size})", g.shape)
-    _, idx = np.unique(g, return_inverse=True)
-    n_mem = np.bincount(idx, weights=member.astype(np.float64))
-    size = np.bincount(idx)
-    mixed = (n_mem > 0) & (n_mem < size)
-    if mixed.any():
-        raise fail(
-            "groups",
-            "clusters that are all members or all non-members",
-            f"{int(mixed.sum())} mixed cluster(s)",
-        )
-    return g
+    """The clusters as strings, each checked to be all members or all non-members."""
+    pure_groups(groups, member, noun="cluster")
+    return np.asarray(groups).astype(str)
 
 
 def delong_placements(
