@@ -32,7 +32,8 @@ from pathlib import Path
 import numpy as np
 
 from privaudit.games.metrics import auc
-from privaudit.models.causal_lm import CausalLM, smollm2_gguf, tiny_gpt
+from privaudit.models.causal_lm import CausalLM
+from privaudit.models.lm_builders import smollm2_gguf, tiny_gpt
 from privaudit.models.lm_finetune import FineTuneRecipe, finetune
 from privaudit.signals.text import mean_nll
 

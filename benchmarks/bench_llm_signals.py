@@ -27,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from privaudit.models.causal_lm import CausalLM, smollm2_gguf, tiny_gpt
+from privaudit.models.causal_lm import CausalLM
+from privaudit.models.lm_builders import smollm2_gguf, tiny_gpt
 
 WORDS = (
     "the of and to in a is that for it as was with be by on not he this are or his from at "

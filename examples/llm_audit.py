@@ -39,7 +39,8 @@ from privaudit.games.llm import audited_records, finetuned_model_dir, shakespear
 from privaudit.games.provided import file_sha256
 from privaudit.llm_config import LLMAuditConfig
 from privaudit.llm_pipeline import llm_summary, run_llm_audit
-from privaudit.models.causal_lm import CausalLM, smollm2_gguf, tiny_gpt
+from privaudit.models.causal_lm import CausalLM
+from privaudit.models.lm_builders import smollm2_gguf, tiny_gpt
 from privaudit.models.lm_finetune import FineTuneRecipe
 
 #: Members and non-members take one chunk (the first) of each of their documents: each

@@ -19,7 +19,7 @@ pytest.importorskip("transformers")
 
 @pytest.fixture(scope="module")
 def lm_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    from privaudit.models.causal_lm import tiny_gpt
+    from privaudit.models.lm_builders import tiny_gpt
 
     root = tmp_path_factory.mktemp("lms")
     chunks, split = shakespeare_split({"members": 24, "non_members": 24}, seed=1)

@@ -15,12 +15,8 @@ from privaudit.errors import InvalidInputError
 pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
-from privaudit.models.causal_lm import (  # noqa: E402
-    CausalLM,
-    TokenStats,
-    smollm2_gguf,
-    tiny_gpt,
-)
+from privaudit.models.causal_lm import CausalLM, TokenStats  # noqa: E402
+from privaudit.models.lm_builders import smollm2_gguf, tiny_gpt  # noqa: E402
 
 TEXTS = [
     "To be, or not to be: that is the question.",

