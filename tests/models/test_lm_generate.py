@@ -56,14 +56,14 @@ def test_top_1_is_the_argmax_loop_in_a_left_padded_batch(lm: CausalLM) -> None:
 
 def test_same_seed_same_texts_whatever_the_batch(lm: CausalLM) -> None:
     rng_state = torch.random.get_rng_state()
-    np_state = np.random.get_state()  # noqa: NPY002[1].copy()
+    np_state = np.random.get_state()[1].copy()  # noqa: NPY002
     a = lm.generate(PROMPTS, max_new_tokens=16, top_k=20, seed=7, batch_size=4)
     b = lm.generate(PROMPTS, max_new_tokens=16, top_k=20, seed=7, batch_size=1)
     c = lm.generate(PROMPTS, max_new_tokens=16, top_k=20, seed=8, batch_size=4)
     assert a == b and a != c
     assert len(a) == len(PROMPTS) and all(isinstance(t, str) for t in a)
     assert torch.equal(torch.random.get_rng_state(), rng_state)  # no global seeding
-    np.testing.assert_array_equal(np.random.get_state()  # noqa: NPY002[1], np_state)
+    np.testing.assert_array_equal(np.random.get_state()[1], np_state)  # noqa: NPY002
 
 
 def test_every_token_is_in_the_top_k_of_its_step(lm: CausalLM) -> None:
@@ -125,8 +125,12 @@ LINES = [
 
 
 def test_text_generator_gives_exactly_n_texts_cut_to_training_lengths(lm: CausalLM) -> None:
-    recipe = FineTuneRecipe(steps=30, batch_size=4, learning_rate=3e-3, warmup_steps=3, max_length=64)
-    sampling = TextSampling(top_k=20, max_new_tokens=48, prompt_chars=8, min_chars=10, max_chars=150)
+    recipe = FineTuneRecipe(
+        steps=30, batch_size=4, learning_rate=3e-3, warmup_steps=3, max_length=64
+    )
+    sampling = TextSampling(
+        top_k=20, max_new_tokens=48, prompt_chars=8, min_chars=10, max_chars=150
+    )
     gen = fit_text_generator(lm, LINES[:8], LINES[8:], recipe, sampling)
     assert gen.prompts == tuple(cut_prompt(t, 8) for t in LINES[8:])
     assert sorted(gen.lengths) == sorted(len(t) for t in LINES[:8] if len(t) <= 150)
