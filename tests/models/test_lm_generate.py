@@ -19,6 +19,7 @@ from privaudit.models.lm_builders import smollm2_gguf, tiny_gpt  # noqa: E402
 from privaudit.models.lm_finetune import FineTuneRecipe  # noqa: E402
 from privaudit.models.lm_generate import (  # noqa: E402
     TextSampling,
+    _cut_to_length,
     cut_prompt,
     fit_text_generator,
     generate_ids,
@@ -118,6 +119,14 @@ def test_cut_prompt_ends_at_a_line_end() -> None:
     assert cut_prompt("abcd\nef", 5) == "abcd\n"
 
 
+def test_cut_to_the_nearest_line_end() -> None:
+    text = "\nabc\ndefgh\nij"
+    assert _cut_to_length(text, 4) == "abc"  # line ends at 3 and 9: 3 is nearest
+    assert _cut_to_length(text, 8) == "abc\ndefgh"
+    assert _cut_to_length(text, 100) == "abc\ndefgh\nij"
+    assert _cut_to_length("no line end", 4) == "no l"
+
+
 LINES = [
     f"SPEAKER {i}:\n" + "\n".join(f"line {j} of speech {i}, words words" for j in range(2 + i % 4))
     for i in range(12)
@@ -135,7 +144,7 @@ def test_text_generator_gives_exactly_n_texts_cut_to_training_lengths(lm: Causal
     assert gen.prompts == tuple(cut_prompt(t, 8) for t in LINES[8:])
     assert sorted(gen.lengths) == sorted(len(t) for t in LINES[:8] if len(t) <= 150)
     texts, info = sample_texts(gen, 9, seed=0)
-    assert len(texts) == 9 and all(10 <= len(t) <= max(gen.lengths) for t in texts)
+    assert len(texts) == 9 and all(10 <= len(t) <= 150 for t in texts)
     assert info["n_generated"] >= 9 + info["n_rejected_short"] + info["n_rejected_long"]
     assert sample_texts(gen, 9, seed=0)[0] == texts and sample_texts(gen, 9, seed=1)[0] != texts
     # a filter no continuation can pass fails clearly, with the counts

@@ -296,14 +296,16 @@ def fit_text_generator(
 
 
 def _cut_to_length(text: str, length: int) -> str:
-    """``text`` cut to at most ``length`` characters at the last line end (a continuation
-    without a line end in that span is cut at ``length``); trailing whitespace dropped."""
-    head = text[:length]
-    if len(text) > length:
-        end = head.rfind("\n")
-        if end > 0:
-            head = head[:end]
-    return head.rstrip()
+    """``text`` cut at the line end nearest to ``length`` characters (its end counts as one;
+    a text without a line end is cut at ``length``); surrounding whitespace dropped. The
+    nearest rather than the last line end before ``length``, so that cut lengths are not
+    biased short by half a line."""
+    text = text.strip()
+    ends = [i for i, ch in enumerate(text) if ch == "\n"] + [len(text)]
+    cut = min(ends, key=lambda i: (abs(i - length), i))
+    if len(ends) == 1:
+        cut = min(len(text), length)
+    return text[:cut].rstrip()
 
 
 def sample_texts(
