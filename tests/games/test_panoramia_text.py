@@ -86,14 +86,15 @@ def test_loss_features_are_the_per_token_losses(base: CausalLM, records: TextRec
     mod = modality(base)
     sub = mod.take(records, records.ids[:5])
     feats = mod.loss_features(base, sub)
-    assert feats.shape == (5, 2 * K + len(SUMMARY_FEATURES))
+    j = len(SUMMARY_FEATURES)
+    assert feats.shape == (5, j + 2 * K)
     stats = base.token_stats(list(sub.texts))
     for i, s in enumerate(stats):
         m = min(K, s.logprobs.size)
-        np.testing.assert_allclose(feats[i, :m], -s.logprobs[:m], atol=1e-9)
-        assert np.all(feats[i, m:K] == 0) and feats[i, K : 2 * K].sum() == m
-    np.testing.assert_allclose(feats[:, 2 * K], mean_nll(stats), atol=1e-9)
-    np.testing.assert_allclose(feats[:, 2 * K + 4], np.log([s.n_tokens for s in stats]))
+        np.testing.assert_allclose(feats[i, j : j + m], -s.logprobs[:m], atol=1e-9)
+        assert np.all(feats[i, j + m : j + K] == 0) and feats[i, j + K :].sum() == m
+    np.testing.assert_allclose(feats[:, 0], mean_nll(stats), atol=1e-9)
+    np.testing.assert_allclose(feats[:, 4], np.log([s.n_tokens for s in stats]))
     with pytest.raises(InvalidInputError, match="CausalLM"):
         mod.loss_features(object(), sub)  # type: ignore[arg-type]
 
@@ -123,7 +124,7 @@ def test_scorer_learns_a_separable_loss_signal(base: CausalLM, records: TextReco
     n = len(records)
     label = np.arange(n) % 2 == 0
     loss = rng.normal(size=(n, 2 * K + len(SUMMARY_FEATURES)))
-    loss[:, 2 * K] += 3.0 * label  # the mean-loss summary separates the classes
+    loss[:, 0] += 3.0 * label  # the mean-loss summary separates the classes
     tr, va = np.arange(n) < 16, np.arange(n) >= 16
     calls: list[int] = []
 

@@ -16,9 +16,10 @@ text; the auditor knows some of its training texts (the known members), and:
   never on real texts);
 * **loss features** (:meth:`TextModality.loss_features`): the per-token loss vector
   ``-log p(x_t | x_<t)`` of a model on the text (the first ``loss_tokens`` scored tokens,
-  zero-padded, with a mask), plus summaries: mean token loss, its standard deviation, the
-  mean of the 20 % lowest log-probabilities (min-k, Shi et al. 2024), the zlib ratio
-  (Carlini et al. 2021) and the log number of tokens;
+  zero-padded, with a mask), after summaries: mean token loss (column 0: the per-example
+  loss a loss-threshold attack such as O(1) reads), its standard deviation, the mean of the
+  20 % lowest log-probabilities (min-k, Shi et al. 2024), the zlib ratio (Carlini et al.
+  2021) and the log number of tokens;
 * **classifiers** (:meth:`TextModality.fit_scorer`): one network for the MIA (target's loss
   features) and the baseline (helper's): a byte-level 1-D convolutional encoder of the text
   and a 1-D convolution over the per-token losses with an MLP over the summaries, joined by
@@ -149,12 +150,12 @@ def _net_type() -> Any:
             real_h = real[:, ::2][:, : h.shape[2]]
             text_mean = (h * real_h[:, None]).sum(2) / real_h.sum(1, keepdim=True).clamp_min(1)
             text_max = h.masked_fill(real_h[:, None] == 0, -1e4).amax(2)
-            k = self.loss_tokens
-            seq, mask = loss[:, :k], loss[:, k : 2 * k]
+            k, j = self.loss_tokens, len(SUMMARY_FEATURES)
+            seq, mask = loss[:, j : j + k], loss[:, j + k : j + 2 * k]
             g = self.loss_conv(torch.stack([seq, mask], dim=1))
             loss_mean = (g * mask[:, None]).sum(2) / mask.sum(1, keepdim=True).clamp_min(1)
             loss_max = g.masked_fill(mask[:, None] == 0, -1e4).amax(2)
-            s = self.summary((loss[:, 2 * k :] - self.center) / self.scale)
+            s = self.summary((loss[:, :j] - self.center) / self.scale)
             z = torch.cat([text_mean, text_max, loss_mean, loss_max, s], dim=1)
             return self.head(z)[:, 0]
 
@@ -324,8 +325,9 @@ class TextModality:
         return finetune(self.base, list(records.texts), recipe)
 
     def loss_features(self, model: CausalLM, records: TextRecords) -> NDArray[np.float64]:
-        """``(n, 2 * loss_tokens + 5)``: per-token losses (zero-padded), their mask, then
-        :data:`SUMMARY_FEATURES` (module docstring)."""
+        """``(n, 5 + 2 * loss_tokens)``: :data:`SUMMARY_FEATURES` (column 0 = the mean
+        token loss, the per-example loss of a loss-threshold attack), then the first
+        ``loss_tokens`` per-token losses (zero-padded) and their mask (module docstring)."""
         from privaudit.models.causal_lm import CausalLM
         from privaudit.signals.text import min_k, zlib_ratio
 
@@ -335,18 +337,18 @@ class TextModality:
         short = [records.ids[i] for i, s in enumerate(stats) if s.logprobs.size == 0]
         if short:
             raise fail("records", "texts of at least 2 tokens", f"{len(short)}, e.g. {short[:3]}")
-        k = self.loss_tokens
-        out = np.zeros((len(stats), 2 * k + len(SUMMARY_FEATURES)))
+        k, j = self.loss_tokens, len(SUMMARY_FEATURES)
+        out = np.zeros((len(stats), j + 2 * k))
         for i, s in enumerate(stats):
             loss = -s.logprobs
             m = min(k, loss.size)
-            out[i, :m] = loss[:m]
-            out[i, k : k + m] = 1.0
-            out[i, 2 * k] = loss.mean()
-            out[i, 2 * k + 1] = loss.std()
-            out[i, 2 * k + 4] = math.log(s.n_tokens)
-        out[:, 2 * k + 2] = min_k(stats)
-        out[:, 2 * k + 3] = zlib_ratio(stats, list(records.texts))
+            out[i, 0] = loss.mean()
+            out[i, 1] = loss.std()
+            out[i, 4] = math.log(s.n_tokens)
+            out[i, j : j + m] = loss[:m]
+            out[i, j + k : j + k + m] = 1.0
+        out[:, 2] = min_k(stats)
+        out[:, 3] = zlib_ratio(stats, list(records.texts))
         return out
 
     def fit_scorer(
@@ -360,11 +362,11 @@ class TextModality:
         """The MIA / baseline network, selected on ``val`` by ``criterion`` (module docstring)."""
         cfg = self.scorer
         width = int(cfg["text_bytes"])
-        k = self.loss_tokens
+        k, j = self.loss_tokens, len(SUMMARY_FEATURES)
         loss_tr = np.asarray(train.loss, dtype=np.float64)
-        if loss_tr.ndim != 2 or loss_tr.shape[1] != 2 * k + len(SUMMARY_FEATURES):
-            raise fail("train.loss", f"loss features of width {2 * k + 5}", loss_tr.shape)
-        summ = loss_tr[:, 2 * k :]
+        if loss_tr.ndim != 2 or loss_tr.shape[1] != j + 2 * k:
+            raise fail("train.loss", f"loss features of width {j + 2 * k}", loss_tr.shape)
+        summ = loss_tr[:, :j]
         center = summ.mean(0).astype(np.float32)
         scale = np.where(summ.std(0) > 0, summ.std(0), 1.0).astype(np.float32)
         net = _net_type()
