@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -78,8 +80,12 @@ def test_generator_holds_out_prompt_documents_and_samples_exactly_n(
     assert syn.ids == tuple(f"synth-{i:06d}" for i in range(7)) and syn.documents == syn.ids
     assert all(20 <= len(t) <= 200 for t in syn.texts) and syn.member is None
     assert mod.sample(gen, 7, seed=1).texts == syn.texts
-    assert mod.settings()["fitted"]["samples"][0]["n"] == 7
-    assert mod.fit_generator(records, seed=0).prompts == gen.prompts  # seeded split
+    assert mod.settings()["generator"]["samples"][0]["n"] == 7
+    # G does not depend on the target's recipe: a copy for another recipe reuses it
+    other = mod.with_recipe(dataclasses.replace(FAST, steps=5))
+    assert other.fit_generator(records, seed=0) is gen and other.recipe.steps == 5
+    assert other.sample(gen, 7, seed=1).texts == syn.texts and mod.recipe.steps == FAST.steps
+    assert modality(base).fit_generator(records, seed=0).prompts == gen.prompts  # seeded split
 
 
 def test_loss_features_are_the_per_token_losses(base: CausalLM, records: TextRecords) -> None:
@@ -108,7 +114,7 @@ def test_helper_is_the_target_recipe_on_the_helper_pool(
     assert mean_nll(h.token_stats(list(pool.texts))).mean() < (
         mean_nll(base.token_stats(list(pool.texts))).mean()
     )
-    assert mod.settings()["fitted"]["helper"]["recipe"]["steps"] == FAST.steps
+    assert mod.settings()["helper"]["recipe"]["steps"] == FAST.steps
     h2 = mod.fit_helper(pool, seed=3)
     assert h2.fingerprint == h.fingerprint
 

@@ -34,6 +34,7 @@ pairs would not be independent otherwise).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import math
@@ -256,6 +257,19 @@ class TextModality:
         self.batch_size = check_positive_int(batch_size, "batch_size")
         self.scorer = {**SCORER_DEFAULTS, **(scorer or {})}
         self.fit_info: dict[str, Any] = {}
+        # G and its samples do not depend on the target's recipe: memoised per
+        # (D_G ids, seed) and (generator, n, seed), shared by with_recipe copies
+        self._memo: dict[tuple[Any, ...], Any] = {}
+
+    def with_recipe(self, recipe: FineTuneRecipe) -> TextModality:
+        """A copy for another target recipe (the helper's), sharing the base, the settings
+        and the memoised generator and samples (G is trained with ``generator_recipe``,
+        which does not change). For several targets fine-tuned from one base on the same
+        known members, e.g. increasing numbers of steps."""
+        other = copy.copy(self)
+        other.recipe = recipe
+        other.fit_info = {}
+        return other
 
     # -- records ------------------------------------------------------------------------
 
@@ -283,6 +297,11 @@ class TextModality:
         """G: the base LM fine-tuned on D_G minus the prompt documents (module docstring)."""
         from privaudit.models.lm_generate import fit_text_generator
 
+        key = ("generator", records.texts_hash(), records.documents, int(seed))
+        if key in self._memo:
+            gen: TextGenerator = self._memo[key]
+            self.fit_info["generator"] = dict(gen.info)
+            return gen
         docs = sorted(set(records.documents))
         if len(docs) < 2:
             raise InsufficientDataError(
@@ -303,13 +322,17 @@ class TextModality:
         gen.info["n_prompt_documents"] = n_prompt
         gen.info["prompt_ids_sha256"] = hashlib.sha256("\n".join(prompt_ids).encode()).hexdigest()
         self.fit_info["generator"] = dict(gen.info)
+        self._memo[key] = gen
         return gen
 
     def sample(self, generator: TextGenerator, n: int, *, seed: int) -> TextRecords:
         """Exactly ``n`` synthetic texts, ids ``synth-000000``..., each its own document."""
         from privaudit.models.lm_generate import sample_texts
 
-        texts, counts = sample_texts(generator, n, seed=seed)
+        key = ("sample", id(generator), int(n), int(seed))
+        if key not in self._memo:
+            self._memo[key] = sample_texts(generator, n, seed=seed)
+        texts, counts = self._memo[key]
         self.fit_info.setdefault("samples", []).append({"n": n, **counts})
         ids = tuple(f"synth-{i:06d}" for i in range(n))
         return TextRecords(ids=ids, texts=tuple(texts), documents=ids)
@@ -391,18 +414,22 @@ class TextModality:
         return TextScorer(module=module, text_bytes=width, info={**info, "network": dict(cfg)})
 
     def settings(self) -> dict[str, Any]:
-        """JSON-able: the base, recipes, sampling, loss features, scorer, and what was fitted."""
+        """JSON-able: the base, the loss features, the scorer, and per fitted part
+        (``generator``, ``helper``) its recipe and what the fit recorded."""
         base = self._base
         base_name = str(base) if isinstance(base, str | os.PathLike) else base.name
         return {
             "modality": self.name,
             "base": base_name,
-            "recipe": self.recipe.settings(),
-            "generator_recipe": self.generator_recipe.settings(),
-            "sampling": self.sampling.settings(),
-            "prompt_fraction": self.prompt_fraction,
             "loss_tokens": self.loss_tokens,
             "summary_features": list(SUMMARY_FEATURES),
+            "generator": {
+                "recipe": self.generator_recipe.settings(),
+                "sampling": self.sampling.settings(),
+                "prompt_fraction": self.prompt_fraction,
+                **self.fit_info.get("generator", {}),
+                "samples": list(self.fit_info.get("samples", [])),
+            },
+            "helper": {"recipe": self.recipe.settings(), **self.fit_info.get("helper", {})},
             "scorer": dict(self.scorer),
-            "fitted": self.fit_info,
         }
