@@ -130,6 +130,7 @@ def bench_text_targets(
     steps: Sequence[int] | None = None,
     log: Callable[[str], None] | None = None,
     results: list[Any] | None = None,
+    overrides: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """One dict per (seed, steps) target with exactly :data:`KEYS` (module docstring).
 
@@ -145,6 +146,8 @@ def bench_text_targets(
         Receives one line per finished stage (timings).
     results : list, optional
         When given, each target's full ``PanoramiaResult`` is appended to it.
+    overrides : dict, optional
+        Replaces entries of ``SETTINGS[...]`` (e.g. ``{"sizes": {...}}`` for a smoke run).
     """
     from privaudit.games.llm import shakespeare_split
     from privaudit.games.panoramia import run_panoramia
@@ -152,7 +155,7 @@ def bench_text_targets(
     from privaudit.models.lm_finetune import FineTuneRecipe, finetune
     from privaudit.runtime.seeds import derive_seed
 
-    cfg = SETTINGS["tiny" if tiny else "smollm2"]
+    cfg = {**SETTINGS["tiny" if tiny else "smollm2"], **(overrides or {})}
     steps = tuple(cfg["steps"] if steps is None else steps)
     say = log or (lambda _line: None)
     out: list[dict[str, Any]] = []
@@ -205,6 +208,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--steps", type=int, nargs="*", default=None)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--overrides", type=json.loads, default=None, help="JSON: SETTINGS entries")
     args = ap.parse_args()
     import torch
 
@@ -215,6 +219,7 @@ def main() -> None:
         tiny=args.tiny,
         steps=args.steps,
         log=lambda line: print(f"[{time.perf_counter() - t0:7.0f} s] {line}", flush=True),
+        overrides=args.overrides,
     )
     for r in rows:
         print(json.dumps(r))
