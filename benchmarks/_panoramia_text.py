@@ -170,7 +170,8 @@ def bench_text_targets(
         base_texts = list(chunks.subset(split.chunks["base"]).texts) if tiny else []
         base = _base_model(cfg, tiny, base_texts, seed)
         say(f"seed {seed}: base {base.name} ready in {time.perf_counter() - t0:.0f} s")
-        first = FineTuneRecipe(**cfg["recipe"], steps=max(steps))
+        warmup = min(int(cfg["recipe"]["warmup_steps"]), max(steps))
+        first = FineTuneRecipe(**{**cfg["recipe"], "warmup_steps": warmup}, steps=max(steps))
         modality = TextModality(
             base,
             first,
