@@ -52,7 +52,13 @@ from privaudit._validation import as_float_array, as_label_array, check_positive
 from privaudit.models.torch_models import require_torch, resolve_device
 from privaudit.runtime.progress import progress_bar
 
-__all__ = ["DECODES", "ConditionalVAE", "VAESettings", "fit_conditional_vae", "load_conditional_vae"]
+__all__ = [
+    "DECODES",
+    "ConditionalVAE",
+    "VAESettings",
+    "fit_conditional_vae",
+    "load_conditional_vae",
+]
 
 #: How a sampled image is read off the decoder.
 DECODES: tuple[str, ...] = ("mean", "bernoulli")
@@ -99,7 +105,12 @@ class VAESettings:
             check_positive_int(getattr(self, name), name)
         for name in ("lr", "kl_weight", "temperature"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, int | float)
+                or not math.isfinite(v)
+                or v <= 0
+            ):
                 raise fail(name, "a finite positive number", repr(v))
         if self.decode not in DECODES:
             raise fail("decode", " or ".join(repr(d) for d in DECODES), repr(self.decode))
@@ -127,7 +138,9 @@ def _check_shape(input_shape: Sequence[int]) -> tuple[int, int, int]:
     except (TypeError, ValueError):
         raise fail("input_shape", "(channels, height, width)", repr(input_shape)) from None
     if len(shape) != 3 or min(shape) < 1 or shape[1] % 4 or shape[2] % 4:
-        raise fail("input_shape", "(channels, height, width), height and width divisible by 4", shape)
+        raise fail(
+            "input_shape", "(channels, height, width), height and width divisible by 4", shape
+        )
     return shape[0], shape[1], shape[2]
 
 
@@ -369,9 +382,7 @@ class ConditionalVAE:
             for k, v in self.module.state_dict().items()
         }
         info = {
-            k: v
-            for k, v in self.fit_info.items()
-            if isinstance(v, bool | int | float | str | list)
+            k: v for k, v in self.fit_info.items() if isinstance(v, bool | int | float | str | list)
         }
         meta = {
             "format": _FORMAT,
@@ -409,7 +420,9 @@ def load_conditional_vae(path: str | Path) -> ConditionalVAE:
     try:
         module.load_state_dict(state, strict=True)
     except Exception as exc:
-        raise fail("weights", "a state dict of this VAE's architecture", f"{p.name}: {exc}") from None
+        raise fail(
+            "weights", "a state dict of this VAE's architecture", f"{p.name}: {exc}"
+        ) from None
     module.eval()
     return ConditionalVAE(
         module,
