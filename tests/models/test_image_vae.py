@@ -119,3 +119,19 @@ def test_inputs_are_validated(mnist_small, vae):
         vae.sample(3, seed=0, labels=[1, 2, 12])
     with pytest.raises(InvalidInputError, match="n: expected"):
         vae.sample(0, seed=0)
+
+
+def test_matched_decoding_keeps_the_shapes_with_the_real_pixel_histogram(mnist_small, vae):
+    X, _ = mnist_small
+    mean, _ = vae.sample(300, seed=2, decode="mean")
+    matched, _ = vae.sample(300, seed=2, decode="matched")
+    # a monotone map of each pixel's probability: the order of pixels is kept
+    i = np.argsort(mean[0], kind="stable")
+    assert (np.diff(matched[0][i]) >= 0).all()
+    # and the pixel values follow the training images' distribution
+    def grey(a: np.ndarray) -> float:
+        return float(((a > 0.1) & (a < 0.9)).mean())
+
+    assert abs(grey(matched) - grey(X)) < 0.5 * abs(grey(mean) - grey(X))
+    assert abs((matched > 0.5).mean() - (X > 0.5).mean()) < 0.03
+    assert vae.settings()["decode"] == "matched"

@@ -23,9 +23,22 @@ sharper reconstructions, Higgins et al. 2017). Adam, mini-batches of a fresh per
 per epoch.
 
 Sampling (:meth:`ConditionalVAE.sample`): labels drawn from the class proportions of the
-training data ``D_G`` (or given), ``z ~ N(0, temperature^2 I)``, and the image is the
-decoder mean (``decode="mean"``, default: pixel intensities, like the real data) or one
-Bernoulli draw per pixel (``decode="bernoulli"``: binary images).
+training data ``D_G`` (or given), ``z ~ N(0, temperature^2 I)``, and the image is read
+off the decoder's pixel probabilities ``p``:
+
+* ``decode="matched"`` (default): ``p`` mapped through the monotone quantile map
+  ``F_real^{-1}(F_gen(p))`` fitted at the end of training, where ``F_real`` is the
+  distribution of all pixel values of the training images and ``F_gen`` that of the
+  decoder means of as many prior samples (histogram matching). A VAE's decoder mean is
+  blurry -- on MNIST about 21% of its pixels are grey (0.1-0.9) against 9% in real
+  digits -- and a small CNN tells such samples from real digits with AUC 1.0; matched
+  samples keep the decoder's shapes with the real images' intensity histogram (AUC about
+  0.8 for the same detector; measured on 1,500 MNIST images, see the PANORAMIA note).
+  This matters for PANORAMIA: the more recognisable the synthetic data, the larger
+  ``c_lb`` and the less ``eps_tilde`` can show (Kazmi et al. 2024, Section 4.2). The map
+  uses only the training data (``D_G``).
+* ``decode="mean"``: ``p`` itself;
+* ``decode="bernoulli"``: one Bernoulli draw per pixel (binary images).
 
 Reproducibility: the initial weights and the reparameterisation noise come from
 ``torch.manual_seed(seed)`` inside ``torch.random.fork_rng`` (the caller's global state is
@@ -61,7 +74,8 @@ __all__ = [
 ]
 
 #: How a sampled image is read off the decoder.
-DECODES: tuple[str, ...] = ("mean", "bernoulli")
+DECODES: tuple[str, ...] = ("matched", "mean", "bernoulli")
+_N_QUANTILES = 1001
 _FORMAT = "privaudit-conditional-vae"
 
 
@@ -82,8 +96,10 @@ class VAESettings:
         Adam learning rate.
     kl_weight : float
         Weight of the KL term (1 = the ELBO).
-    decode : {"mean", "bernoulli"}
-        How :meth:`ConditionalVAE.sample` turns decoder probabilities into pixels.
+    decode : {"matched", "mean", "bernoulli"}
+        How :meth:`ConditionalVAE.sample` turns decoder probabilities into pixels (see
+        the module docstring); ``"matched"`` (default) maps them through the quantile
+        map fitted on the training data.
     temperature : float
         Standard deviation of the latent prior when sampling (1 = the prior).
     device : {"cpu", "cuda", "auto"}
@@ -96,7 +112,7 @@ class VAESettings:
     batch_size: int = 64
     lr: float = 1e-3
     kl_weight: float = 1.0
-    decode: str = "mean"
+    decode: str = "matched"
     temperature: float = 1.0
     device: str = "cpu"
 
@@ -235,6 +251,9 @@ class ConditionalVAE:
         ``class_counts / class_counts.sum()``; :meth:`sample` draws labels from them by
         default.
     vae_settings : VAESettings
+    pixel_map : (source quantiles, target quantiles) or None
+        The ``decode="matched"`` map: quantiles of the decoder means of prior samples and
+        the same quantiles of the training pixels (``np.interp`` between them).
     fit_info : dict
         ``seed``, ``n_train``, ``epochs``, ``seconds``, ``loss_by_epoch`` (mean negative
         ELBO per image), ``bce_per_pixel`` (final epoch's training reconstruction
@@ -249,6 +268,7 @@ class ConditionalVAE:
         n_classes: int,
         class_counts: ArrayLike,
         vae_settings: VAESettings,
+        pixel_map: tuple[ArrayLike, ArrayLike] | None = None,
         fit_info: Mapping[str, Any] | None = None,
     ) -> None:
         self.module = module
@@ -260,6 +280,13 @@ class ConditionalVAE:
         self.class_counts = counts
         self.class_proportions = counts / counts.sum()
         self.vae_settings = vae_settings
+        self.pixel_map: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
+        if pixel_map is not None:
+            src = as_float_array(pixel_map[0], "pixel_map[0]", ndim=1)
+            dst = as_float_array(pixel_map[1], "pixel_map[1]", ndim=1)
+            if src.size != dst.size or src.size < 2 or (np.diff(src) < 0).any():
+                raise fail("pixel_map", "two quantile tables of one length, increasing", src.size)
+            self.pixel_map = (src, dst)
         self.fit_info: dict[str, Any] = dict(fit_info or {})
 
     @property
@@ -312,7 +339,6 @@ class ConditionalVAE:
         -------
         (X, y) : float64 array (n, C*H*W), int64 array (n,)
         """
-        torch = require_torch()
         n = check_positive_int(n, "n")
         dec = self.vae_settings.decode if decode is None else decode
         if dec not in DECODES:
@@ -332,20 +358,31 @@ class ConditionalVAE:
                 if p.size != self.n_classes or (p < 0).any() or not p.sum() > 0:
                     raise fail("proportions", f"{self.n_classes} non-negative weights", p)
                 p = p / p.sum()
-            y = rng.choice(self.n_classes, size=n, p=p).astype(np.int64)
+            y = np.asarray(rng.choice(self.n_classes, size=n, p=p), dtype=np.int64)
+        z = rng.standard_normal((n, self.vae_settings.latent_dim)) * float(temp)
+        probs = self._decoder_means(y, z)
+        if dec == "bernoulli":
+            X = (rng.random(probs.shape) < probs).astype(np.float64)
+        elif dec == "matched":
+            if self.pixel_map is None:
+                raise fail("decode", "'mean' or 'bernoulli' (this VAE has no pixel map)", dec)
+            X = np.interp(probs, self.pixel_map[0], self.pixel_map[1])
+        else:
+            X = probs
+        return np.clip(X, 0.0, 1.0), y
+
+    def _decoder_means(self, y: NDArray[np.int64], z: NDArray[np.float64]) -> NDArray[np.float64]:
+        torch = require_torch()
         dev = resolve_device(self.vae_settings.device)
         module = self.module.to(dev)
         module.eval()
-        z = rng.standard_normal((n, self.vae_settings.latent_dim)) * float(temp)
         out = []
         with torch.no_grad():
-            for s in range(0, n, 1024):
+            for s in range(0, y.size, 1024):
                 zb = torch.as_tensor(z[s : s + 1024], dtype=torch.float32, device=dev)
                 oh = _onehot(torch, y[s : s + 1024], self.n_classes, dev)
                 out.append(torch.sigmoid(module.decode(zb, oh)).double().cpu().numpy())
-        probs = np.concatenate(out)
-        X = (rng.random(probs.shape) < probs).astype(np.float64) if dec == "bernoulli" else probs
-        return np.clip(X, 0.0, 1.0), y
+        return np.concatenate(out)
 
     def reconstruction_bce(self, X: ArrayLike, y: ArrayLike) -> float:
         """Mean binary cross-entropy per pixel of the decoder mean at the encoder mean
@@ -391,6 +428,9 @@ class ConditionalVAE:
             "n_classes": str(self.n_classes),
             "class_counts": json.dumps([float(v) for v in self.class_counts]),
             "fit_info": json.dumps(info),
+            "pixel_map": json.dumps(
+                None if self.pixel_map is None else [v.tolist() for v in self.pixel_map]
+            ),
         }
         tmp = p.with_name(p.name + ".tmp")
         save_file(tensors, str(tmp), metadata=meta)
@@ -430,6 +470,7 @@ def load_conditional_vae(path: str | Path) -> ConditionalVAE:
         n_classes=n_classes,
         class_counts=json.loads(meta["class_counts"]),
         vae_settings=s,
+        pixel_map=json.loads(meta.get("pixel_map", "null")),
         fit_info=json.loads(meta.get("fit_info", "{}")),
     )
 
@@ -517,7 +558,18 @@ def fit_conditional_vae(
                 bar.advance()
     module.eval()
     counts = np.bincount(ya, minlength=C).astype(np.float64)
-    info = {
+    vae = ConditionalVAE(
+        module.cpu(), input_shape=shape, n_classes=C, class_counts=counts, vae_settings=s
+    )
+    # the "matched" decoding map: decoder means of n prior samples (labels in D_G's
+    # proportions) against the training pixels, at the same quantile levels
+    qrng = np.random.default_rng([int(seed), 1])
+    yq = np.asarray(qrng.choice(C, size=n, p=vae.class_proportions), dtype=np.int64)
+    zq = qrng.standard_normal((n, s.latent_dim)) * s.temperature
+    levels = np.linspace(0.0, 1.0, _N_QUANTILES)
+    src = np.maximum.accumulate(np.quantile(vae._decoder_means(yq, zq).ravel(), levels))
+    vae.pixel_map = (src, np.quantile(Xa.ravel(), levels))
+    vae.fit_info = {
         "seed": int(seed),
         "n_train": int(n),
         "epochs": int(s.epochs),
@@ -526,11 +578,4 @@ def fit_conditional_vae(
         "bce_per_pixel": bce_last,
         "device": dev,
     }
-    return ConditionalVAE(
-        module.cpu(),
-        input_shape=shape,
-        n_classes=C,
-        class_counts=counts,
-        vae_settings=s,
-        fit_info=info,
-    )
+    return vae
