@@ -150,3 +150,39 @@ def test_inputs_are_validated(modality, mnist):
     s = modality.settings()
     assert s["modality"] == "image" and s["generator"]["kind"] == "conditional-conv-vae"
     assert s["helper"]["recipe"]["epochs"] == 1
+
+
+def test_run_panoramia_end_to_end_on_a_small_mnist_cnn(mnist):
+    from privaudit.games.panoramia import run_panoramia
+    from privaudit.models.torch_models import TorchTrainer
+
+    ids = np.array(mnist.record_ids)
+    members, non_members = mnist.subset(ids[:300]), mnist.subset(ids[300:])
+    recipe = _recipe(epochs=3)
+    target = TorchTrainer(recipe, n_classes=10).fit(members.X, members.y, seed=0, n_classes=10)
+    cache: dict = {}
+    modality = ImageModality(recipe, vae=TINY_VAE, scorer=TINY_SCORER, generator_cache=cache)
+    res = run_panoramia(modality, target, members, non_members=non_members, seed=0)
+    d = res.to_dict()
+    assert d["modality"] == "image" and d["seed"] == 0
+    sizes = d["sizes"]
+    assert sizes["n_known_members"] == 300 and sizes["n_generator_train"] == 150
+    assert sizes["n_synthetic"] == 300 and sizes["n_helper_pool"] == 150
+    assert sizes["m"] == sizes["n_test_members"] + sizes["n_test_synthetic"]
+    b = d["bounds"]
+    assert b["eps_tilde"] == pytest.approx(max(0.0, b["c_plus_eps_lb"] - b["c_lb"]))
+    assert b["c_lb"] >= 0 and b["c_plus_eps_lb"] >= 0
+    # the generator saw D_G only, the helper the helper pool only
+    assert d["generator"]["fit"]["n_train"] == 150
+    assert d["helper"]["n_train"] == 150 and d["helper"]["recipe"]["epochs"] == 3
+    assert d["split"]["checked"] is True
+    for role in ("mia", "baseline"):
+        info = d["classifiers"][role]
+        assert info["criterion_by_epoch"][info["best_epoch"]] == max(info["criterion_by_epoch"])
+    table = res.scores
+    test_ids = [str(i) for i in table.record_ids]
+    real = set(modality.ids(members))
+    assert all(i in real or i.startswith("synth-") for i in test_ids)
+    assert {i for i in test_ids if i in real} <= set(res.split.members)
+    assert np.unique(table.scores["panoramia-mia"]).size > 2  # continuous scores, not 0/1
+    assert len(cache) == 1

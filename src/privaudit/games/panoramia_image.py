@@ -46,6 +46,7 @@ from privaudit.attacks.selected_net import fit_selected_net, predict_net
 from privaudit.data.dataset import Dataset
 from privaudit.models.image_vae import ConditionalVAE, VAESettings, fit_conditional_vae
 from privaudit.models.torch_models import TorchModel, TorchRecipe, TorchTrainer, require_torch
+from privaudit.models.torch_nets import small_cnn
 from privaudit.signals.functions import cross_entropy_loss, logit_confidence
 
 __all__ = [
@@ -124,22 +125,14 @@ def build_scorer_module(
     MLP of the loss features, concatenated, then a ReLU layer and one output."""
     torch = require_torch()
     nn = torch.nn
-    C, H, W = input_shape
-    c = s.channels
 
     class _ImageLossNet(nn.Module):  # type: ignore[name-defined]
         def __init__(self) -> None:
             super().__init__()
+            # the target-style CNN (models.torch_nets.small_cnn) with a ``hidden``-wide
+            # embedding in place of the class logits
             self.image = nn.Sequential(
-                nn.Unflatten(1, (C, H, W)),
-                nn.Conv2d(C, c, 3, padding=1),
-                nn.ReLU(),
-                nn.MaxPool2d(2),
-                nn.Conv2d(c, 2 * c, 3, padding=1),
-                nn.ReLU(),
-                nn.MaxPool2d(2),
-                nn.Flatten(),
-                nn.Linear(2 * c * (H // 4) * (W // 4), s.hidden),
+                small_cnn(n_classes=s.hidden, channels=s.channels, image_shape=input_shape),
                 nn.ReLU(),
             )
             self.loss = nn.Sequential(

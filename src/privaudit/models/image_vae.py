@@ -62,7 +62,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from privaudit._validation import as_float_array, as_label_array, check_positive_int, fail
-from privaudit.models.torch_models import require_torch, resolve_device
+from privaudit.models.torch_models import read_state_dict, require_torch, resolve_device
 from privaudit.runtime.progress import progress_bar
 
 __all__ = [
@@ -105,10 +105,10 @@ class VAESettings:
     device : {"cpu", "cuda", "auto"}
     """
 
-    latent_dim: int = 16
+    latent_dim: int = 8
     channels: int = 32
     hidden: int = 256
-    epochs: int = 40
+    epochs: int = 60
     batch_size: int = 64
     lr: float = 1e-3
     kl_weight: float = 1.0
@@ -440,17 +440,10 @@ class ConditionalVAE:
 
 def load_conditional_vae(path: str | Path) -> ConditionalVAE:
     """Read a VAE written by :meth:`ConditionalVAE.save` (safetensors; nothing is executed)."""
-    from safetensors import safe_open
-
     p = Path(path)
-    if not p.is_file():
-        raise fail("path", "an existing .safetensors file", str(p))
-    try:
-        with safe_open(str(p), framework="pt") as fh:
-            meta = dict(fh.metadata() or {})
-            state = {k: fh.get_tensor(k) for k in fh.keys()}
-    except Exception as exc:
-        raise fail("path", "a readable safetensors file", f"{p.name} ({exc})") from None
+    if p.suffix.lower() != ".safetensors":
+        raise fail("path", "a .safetensors file written by ConditionalVAE.save", p.name)
+    state, meta = read_state_dict(p)
     if meta.get("format") != _FORMAT:
         raise fail("path", f"a file written by ConditionalVAE.save ({_FORMAT})", meta.get("format"))
     s = VAESettings.from_mapping(json.loads(meta["settings"]))
