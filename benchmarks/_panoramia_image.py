@@ -16,7 +16,7 @@ Run on its own (prints one line per target, then the wall time)::
 ``bench_panoramia.py --modality image`` imports :func:`bench_image_targets`.
 """
 
-from __future__ import annotations  # noqa: I001 (until games/panoramia.py is on main)
+from __future__ import annotations
 
 import argparse
 import time

@@ -153,8 +153,7 @@ def test_inputs_are_validated(modality, mnist):
 
 
 def test_run_panoramia_end_to_end_on_a_small_mnist_cnn(mnist):
-    # games/panoramia.py (the game) comes from the pano-core branch
-    run_panoramia = pytest.importorskip("privaudit.games.panoramia").run_panoramia
+    from privaudit.games.panoramia import run_panoramia
     from privaudit.models.torch_models import TorchTrainer
 
     ids = np.array(mnist.record_ids)
