@@ -229,3 +229,46 @@ def test_selection_criterion_is_the_bound_then_auc() -> None:
     assert (crit(weak, lab) > crit(weaker, lab)) == (
         np.mean(weak[lab][:, None] > weak[~lab]) > np.mean(weaker[lab][:, None] > weaker[~lab])
     )
+
+
+def test_rmrn_and_o1_on_the_same_target() -> None:
+    pop = fixture_population(3000, seed=4)
+    non = fixture_population(1500, seed=5, prefix="non")
+    target = FixtureTarget(frozenset(pop.ids), eps=1.5, seed=2)
+    res = run_panoramia(FixtureModality(0.3), target, pop, non_members=non, seed=1)
+    d = res.to_dict()
+    rmrn, o1 = d["comparisons"]["rmrn"], d["comparisons"]["o1"]
+    assert set(rmrn) == {"eps_lb", "m", "n_test_members", "r", "v", "n_thresholds",
+                         "beta_per_threshold"}  # fmt: skip
+    assert set(o1) == {"eps_lb", "m", "k_pos", "k_neg", "r", "v", "selection"}
+    assert "union-bound" in o1["selection"]
+    # one test at beta (c = 0) over the same L quantile thresholds as PANORAMIA
+    assert rmrn["n_thresholds"] == d["bounds"]["n_thresholds"]
+    assert rmrn["beta_per_threshold"] == pytest.approx(2 * d["bounds"]["beta_per_threshold"])
+    # real non-members, randomised response: both bounds see the leak, below the truth
+    assert 0 < rmrn["eps_lb"] <= 1.5 and 0 < o1["eps_lb"] <= 1.5
+    assert set(d["curves"]) == {"mia", "baseline", "rmrn"}
+    assert max(d["curves"]["rmrn"]["lb"]) == rmrn["eps_lb"]
+    assert d["classifiers"]["rmrn"]["weight"] > 0
+    t = res.rmrn_scores
+    assert t is not None and t.attacks == ("rmrn-mia",) and t.record_ids.size == rmrn["m"]
+    rs = res.rmrn_split
+    assert rs is not None
+    assert set(t.record_ids[t.member]) <= set(res.split.members)
+    assert set(t.record_ids[~t.member]) <= set(non.ids)
+
+    # RM;RN's test pairs hold the same D_in members as PANORAMIA's (same m here)
+    def pair_members(ids: Any, unshown: Any, coins: Any) -> set[str]:
+        return {a if c else b for a, b, c in zip(ids, unshown, coins, strict=True)}
+
+    assert rmrn["m"] == d["sizes"]["m"] == 750
+    assert pair_members(rs.test_ids, rs.unshown_ids, rs.test_member) == pair_members(
+        res.split.test_ids, res.split.unshown_ids, res.split.test_member
+    )
+    bad = dataclasses.replace(rs, test_ids=(rs.train_members[0], *rs.test_ids[1:]))
+    with pytest.raises(DesignError):
+        bad.check()
+    # the non-members never reach the generator, the helper or PANORAMIA's classifiers
+    sp = res.split
+    used = set(sp.generator + sp.helper_pool + sp.train_members + sp.train_synthetic)
+    assert not used & set(non.ids)

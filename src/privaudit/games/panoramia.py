@@ -48,6 +48,7 @@ from numpy.typing import NDArray
 
 from privaudit._validation import check_probability, fail
 from privaudit.audit._level import resolve_beta
+from privaudit.audit.one_run import one_run_audit
 from privaudit.audit.panoramia import panoramia_audit, panoramia_curve, panoramia_lb
 from privaudit.errors import DesignError
 from privaudit.games.metrics import auc
@@ -63,6 +64,7 @@ __all__ = [
     "PanoramiaResult",
     "PanoramiaSizes",
     "PanoramiaSplit",
+    "RealPairSplit",
     "Scorer",
     "ScorerData",
     "check_synthetic_ids",
@@ -147,7 +149,9 @@ class Modality(Protocol[R]):
 
     ``settings()`` returns JSON-able ``{"generator": {...}, "helper": {...}, "scorer":
     {...}, ...}``; a fitted generator or helper may carry a JSON-able ``info`` dict (fit
-    details), merged into the result's ``generator`` / ``helper`` sections.
+    details), merged into the result's ``generator`` / ``helper`` sections. Optional:
+    ``example_loss(features) -> (n,)``, one loss per example for the O(1) comparison's
+    loss threshold (default: column 0 of the loss features).
     """
 
     name: str
@@ -376,6 +380,79 @@ class PanoramiaSplit:
         }
 
 
+@dataclasses.dataclass(frozen=True)
+class RealPairSplit:
+    """RM;RN's and O(1)'s split: real members of ``D_in`` paired with real non-members.
+
+    The members keep the game's pairing order (the first test members are the same
+    records as PANORAMIA's), the non-members are permuted (seeded); ``m_real =
+    min(round(test_fraction * |D_in|), round(test_fraction * |non-members|))`` coin-flip
+    pairs; the rest of both trains and validates RM;RN's classifier.
+    """
+
+    members: tuple[str, ...]
+    non_members: tuple[str, ...]
+    train_members: tuple[str, ...]
+    train_non_members: tuple[str, ...]
+    val_members: tuple[str, ...]
+    val_non_members: tuple[str, ...]
+    test_ids: tuple[str, ...]
+    test_member: tuple[bool, ...]
+    unshown_ids: tuple[str, ...]
+
+    @classmethod
+    def build(
+        cls, members: Sequence[str], non_members: Sequence[str], sizes: PanoramiaSizes, *, seed: int
+    ) -> RealPairSplit:
+        d_in = _permuted(members, seed, "panoramia/pairs-members")
+        d_nm = _permuted(non_members, seed, "panoramia/rmrn-non-members")
+        m = min(
+            _cut(len(d_in), sizes.test_fraction, "test_fraction"),
+            _cut(len(d_nm), sizes.test_fraction, "test_fraction (non-members)"),
+        )
+        coins = derive_rng(seed, purpose="panoramia/rmrn-coins").random(m) < 0.5
+        pairs = list(zip(d_in[:m], d_nm[:m], coins, strict=True))
+        rest_in, rest_nm = d_in[m:], d_nm[m:]
+        v_in = _cut(len(rest_in), sizes.val_fraction, "val_fraction (members)")
+        v_nm = _cut(len(rest_nm), sizes.val_fraction, "val_fraction (non-members)")
+        split = cls(
+            members=tuple(members),
+            non_members=tuple(non_members),
+            train_members=tuple(rest_in[v_in:]),
+            train_non_members=tuple(rest_nm[v_nm:]),
+            val_members=tuple(rest_in[:v_in]),
+            val_non_members=tuple(rest_nm[:v_nm]),
+            test_ids=tuple(a if s else b for a, b, s in pairs),
+            test_member=tuple(bool(s) for s in coins),
+            unshown_ids=tuple(b if s else a for a, b, s in pairs),
+        )
+        split.check()
+        return split
+
+    def check(self) -> None:
+        """Raise :class:`DesignError` on any violation."""
+        if set(self.members) & set(self.non_members):
+            raise DesignError("RM;RN split: a record is both a member and a non-member")
+        parts = (
+            self.train_members + self.train_non_members + self.val_members
+            + self.val_non_members + self.test_ids + self.unshown_ids
+        )  # fmt: skip
+        if len(set(parts)) != len(parts):
+            raise DesignError("RM;RN split: train, validation and test pairs overlap")
+        d_in, d_nm = set(self.members), set(self.non_members)
+        if (
+            not set(self.train_members + self.val_members) <= d_in
+            or not set(self.train_non_members + self.val_non_members) <= d_nm
+        ):
+            raise DesignError("RM;RN split: classifier records outside their side")
+        if not len(self.test_member) == len(self.test_ids) == len(self.unshown_ids):
+            raise DesignError("RM;RN split: one coin and one unshown partner per test slot")
+        for shown, hidden, s in zip(self.test_ids, self.unshown_ids, self.test_member, strict=True):
+            a, b = (shown, hidden) if s else (hidden, shown)
+            if a not in d_in or b not in d_nm:
+                raise DesignError(f"RM;RN split: test pair ({a!r}, {b!r}) mislabelled (coin {s})")
+
+
 # --------------------------------------------------------------------------------------
 # model selection and the result
 # --------------------------------------------------------------------------------------
@@ -431,6 +508,7 @@ class PanoramiaResult:
     scores: ScoreTable
     audit: AuditResult
     rmrn_scores: ScoreTable | None = None
+    rmrn_split: RealPairSplit | None = None
 
     @property
     def eps_tilde(self) -> float:
@@ -497,6 +575,97 @@ def _loss(modality: Modality[R], model: Any, records: R, n: int, who: str) -> ND
     return a
 
 
+def _example_loss(modality: Modality[Any], loss: NDArray[np.float64]) -> NDArray[np.float64]:
+    """One loss per example for O(1): ``modality.example_loss(features)`` or column 0."""
+    fn = getattr(modality, "example_loss", None)
+    out = fn(loss) if callable(fn) else loss[:, 0]
+    return np.asarray(out, dtype=np.float64).ravel()
+
+
+@dataclasses.dataclass(frozen=True)
+class _RealComparison:
+    rmrn: dict[str, Any]
+    o1: dict[str, Any]
+    curve: dict[str, list[float]]
+    classifier: dict[str, Any]
+    scores: ScoreTable
+    split: RealPairSplit
+
+
+def _compare_real(
+    modality: Modality[R],
+    target: Any,
+    members: R,
+    non_members: R,
+    d_in: Sequence[str],
+    sizes: PanoramiaSizes,
+    *,
+    seed: int,
+    beta: float,
+    criterion: Callable[[NDArray[np.float64], NDArray[np.bool_]], float],
+) -> _RealComparison:
+    """RM;RN and O(1) on the same target (Kazmi et al. 2024, Section 5.2).
+
+    RM;RN: the MIA pipeline (x + loss of f, the same scorer and selection) with real
+    non-members in place of generated ones; ``c = 0``, so one test at ``beta`` over the
+    same quantile thresholds (``panoramia_lb(..., beta_per_test=beta)``). O(1) (Steinke
+    et al. 2023): a loss threshold of the target on the same coin-flip slots, two-sided
+    guesses, ``one_run_audit(selection="union-bound")`` (the search over guess counts
+    paid by a union bound).
+    """
+    nm_ids = modality.ids(non_members)
+    rs = RealPairSplit.build(d_in, nm_ids, sizes, seed=seed)
+
+    def part(mem: Sequence[str], non: Sequence[str]) -> R:
+        return modality.concat(modality.take(members, mem), modality.take(non_members, non))
+
+    tr = part(rs.train_members, rs.train_non_members)
+    va = part(rs.val_members, rs.val_non_members)
+    te = modality.take(part(rs.members, rs.non_members), rs.test_ids)
+    y_tr = _labels(len(rs.train_members), len(rs.train_non_members))
+    y_va = _labels(len(rs.val_members), len(rs.val_non_members))
+    y_te = np.asarray(rs.test_member, dtype=bool)
+    loss_te = _loss(modality, target, te, y_te.size, "rmrn loss (test)")
+    scorer = modality.fit_scorer(
+        ScorerData(tr, _loss(modality, target, tr, y_tr.size, "rmrn loss (train)"), y_tr),
+        ScorerData(va, _loss(modality, target, va, y_va.size, "rmrn loss (validation)"), y_va),
+        seed=derive_seed(seed, purpose="panoramia/scorer-rmrn"),
+        criterion=criterion,
+    )
+    sc = _finite_scores(scorer.score(te, loss_te), y_te.size, "rmrn scorer")
+    eps, info = panoramia_lb(sc, y_te, beta_per_test=beta)
+    rmrn = {
+        "eps_lb": float(eps),
+        "m": int(y_te.size),
+        "n_test_members": int(y_te.sum()),
+        "r": int(info["r"]),
+        "v": int(info["v"]),
+        "n_thresholds": int(info["n_thresholds"]),
+        "beta_per_threshold": float(info["beta_per_threshold"]),
+    }
+    o1_res = one_run_audit(
+        -_example_loss(modality, loss_te), y_te, beta=beta, selection="union-bound"
+    )
+    o1 = {
+        "eps_lb": float(o1_res.epsilon_lower_bound),
+        "m": int(o1_res.counts["m"]),
+        "k_pos": int(o1_res.counts["k_pos"]),
+        "k_neg": int(o1_res.counts["k_neg"]),
+        "r": int(o1_res.counts["r"]),
+        "v": int(o1_res.counts["v"]),
+        "selection": o1_res.threshold_selection,
+    }
+    table = ScoreTable(record_ids=np.asarray(rs.test_ids), member=y_te, scores={"rmrn-mia": sc})
+    return _RealComparison(
+        rmrn=rmrn,
+        o1=o1,
+        curve=panoramia_curve(sc, y_te, beta_per_test=beta),
+        classifier=dict(scorer.info),
+        scores=table,
+        split=rs,
+    )
+
+
 def run_panoramia(
     modality: Modality[R],
     target: Any,
@@ -519,8 +688,9 @@ def run_panoramia(
     members : records
         KNOWN members of the target (a subset of its training data).
     non_members : records, optional
-        Real records NOT in the target's training data (for the RM;RN and O(1)
-        comparisons); only checked for disjointness until those run.
+        Real records NOT in the target's training data: RM;RN and O(1) run on the same
+        target (``comparisons``, ``curves["rmrn"]``, ``rmrn_scores``), on coin-flip pairs
+        of ``D_in`` members and these (:class:`RealPairSplit`).
     sizes : PanoramiaSizes
     seed : int
         Drives every split, the generator, the helper and the scorers
@@ -605,7 +775,17 @@ def run_panoramia(
         role: panoramia_curve(test_scores[role], y_test, beta_per_test=beta / 2)
         for role in ("mia", "baseline")
     }
+    comparisons: dict[str, Any] = {"rmrn": None, "o1": None}
     classifiers["rmrn"] = None
+    real: _RealComparison | None = None
+    if non_members is not None:
+        real = _compare_real(
+            modality, target, members, non_members, split.members, sizes,
+            seed=seed, beta=beta, criterion=criterion,
+        )  # fmt: skip
+        comparisons = {"rmrn": real.rmrn, "o1": real.o1}
+        classifiers["rmrn"] = real.classifier
+        curves["rmrn"] = real.curve
     settings = modality.settings()
     n_test_members = int(y_test.sum())
     result_sizes = {
@@ -635,7 +815,7 @@ def run_panoramia(
         confidence=1.0 - beta,
         sizes=result_sizes,
         bounds=bounds,
-        comparisons={"rmrn": None, "o1": None},
+        comparisons=comparisons,
         curves=curves,
         generator={
             **dict(settings.get("generator", {})),
@@ -653,4 +833,6 @@ def run_panoramia(
         notes=NOTES,
         scores=table,
         audit=audit,
+        rmrn_scores=None if real is None else real.scores,
+        rmrn_split=None if real is None else real.split,
     )
