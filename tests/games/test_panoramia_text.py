@@ -101,6 +101,7 @@ def test_loss_features_are_the_per_token_losses(base: CausalLM, records: TextRec
         np.testing.assert_allclose(feats[i, j : j + m], -s.logprobs[:m], atol=1e-9)
         assert np.all(feats[i, j + m : j + K] == 0) and feats[i, j + K :].sum() == m
     np.testing.assert_allclose(feats[:, 0], mean_nll(stats), atol=1e-9)
+    np.testing.assert_array_equal(mod.example_loss(feats), feats[:, 0])
     np.testing.assert_allclose(feats[:, 4], np.log([s.n_tokens for s in stats]))
     with pytest.raises(InvalidInputError, match="CausalLM"):
         mod.loss_features(object(), sub)  # type: ignore[arg-type]

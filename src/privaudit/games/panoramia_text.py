@@ -375,6 +375,11 @@ class TextModality:
         out[:, 3] = zlib_ratio(stats, list(records.texts))
         return out
 
+    def example_loss(self, loss: NDArray[np.float64]) -> NDArray[np.float64]:
+        """One loss per text from :meth:`loss_features`' rows: the mean token loss (column 0),
+        what O(1)'s loss threshold reads (Steinke et al. 2023 in PANORAMIA Sec. 5.2)."""
+        return np.asarray(loss, dtype=np.float64)[:, 0].copy()
+
     def fit_scorer(
         self,
         train: ScorerData[TextRecords],
