@@ -64,7 +64,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
         },
     },
     "smollm2": {
-        "sizes": {"members": 160, "non_members": 80},
+        "sizes": {"members": 240, "non_members": 120},
         "chunk_chars": 160,
         "steps": (10, 30, 80),
         "recipe": {"batch_size": 8, "learning_rate": 1e-4, "warmup_steps": 3, "max_length": 96},
