@@ -150,7 +150,7 @@ def test_text_generator_gives_exactly_n_texts_cut_to_training_lengths(lm: Causal
     # a filter no continuation can pass fails clearly, with the counts
     strict = TextSampling(top_k=20, max_new_tokens=8, prompt_chars=8, min_chars=100, max_chars=150)
     gen2 = fit_text_generator(lm, LINES[:8], LINES[8:], recipe, strict)
-    with pytest.raises(InsufficientDataError, match=r"expected 3 .* too short"):
+    with pytest.raises(InsufficientDataError, match=r"expected 3 .* after 6 rounds .* too short"):
         sample_texts(gen2, 3, seed=0)
 
 
