@@ -195,10 +195,11 @@ def bench_text_targets(
             row = {"modality": "text", "epochs": n_steps, "dp_epsilon": None, "seed": seed}
             row.update(_figures(res))
             out.append({k: row[k] for k in KEYS})
+            shown = {k: "-" if row[k] is None else f"{row[k]:.3f}" for k in KEYS[4:]}
             say(
-                f"seed {seed} steps {n_steps}: c_lb {row['c_lb']:.3f} c+eps_lb "
-                f"{row['c_plus_eps_lb']:.3f} eps_tilde {row['eps_tilde']:.3f} RM;RN "
-                f"{row['eps_rmrn']} O(1) {row['eps_o1']} ({time.perf_counter() - t1:.0f} s)"
+                f"seed {seed} steps {n_steps}: c_lb {shown['c_lb']} c+eps_lb "
+                f"{shown['c_plus_eps_lb']} eps_tilde {shown['eps_tilde']} RM;RN "
+                f"{shown['eps_rmrn']} O(1) {shown['eps_o1']} ({time.perf_counter() - t1:.0f} s)"
             )
     return out
 
