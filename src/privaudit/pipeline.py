@@ -103,6 +103,7 @@ __all__ = [
     "experiment_config",
     "load_dataset",
     "n_models_behind",
+    "provided_torch_recipe",
     "run_audit",
 ]
 
@@ -222,6 +223,23 @@ def build_trainer(
     return SklearnTrainer(build_estimator(model), name=model.kind, n_classes=n_classes)
 
 
+def provided_torch_recipe(target: Any, model: ModelConfig | None, config_dir: Path | None) -> Any:
+    """The recipe that builds a provided torch target's module: the ``factory`` (and
+    ``factory_kwargs``) of the target section, else the torch recipe's, with its
+    ``input_shape`` and ``device`` (``target`` is a ``TargetConfig`` or a PANORAMIA target)."""
+    params = dict(model.params) if model is not None and model.kind == "torch" else {}
+    if target.factory:
+        params["factory"] = target.factory
+    if target.factory_kwargs is not None:
+        params["factory_kwargs"] = target.factory_kwargs
+    params = {
+        k: v
+        for k, v in params.items()
+        if k in ("factory", "factory_kwargs", "input_shape", "device")
+    }
+    return torch_recipe(params, config_dir)
+
+
 def load_dataset_and_target(config: AuditConfig) -> tuple[Dataset, ProvidedTarget | None]:
     """The dataset and, with a ``target`` section, the provided target and its split.
 
@@ -273,19 +291,9 @@ def load_dataset_and_target(config: AuditConfig) -> tuple[Dataset, ProvidedTarge
                 dataset.positions(ids)
             except InvalidInputError as exc:
                 raise InvalidInputError(f"target.{what}: {exc}") from None
-    recipe = None
-    if t.kind == "torch":
-        params = dict(config.model.params) if config.model.kind == "torch" else {}
-        if t.factory:
-            params["factory"] = t.factory
-        if t.factory_kwargs is not None:
-            params["factory_kwargs"] = t.factory_kwargs
-        params = {
-            k: v
-            for k, v in params.items()
-            if k in ("factory", "factory_kwargs", "input_shape", "device")
-        }
-        recipe = torch_recipe(params, config.config_dir)
+    recipe = (
+        provided_torch_recipe(t, config.model, config.config_dir) if t.kind == "torch" else None
+    )
     model = load_target_model(
         t.kind,
         t.path,

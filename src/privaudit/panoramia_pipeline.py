@@ -1,0 +1,279 @@
+"""The PANORAMIA facade: :func:`run_panoramia_audit` turns a
+:class:`~privaudit.panoramia_config.PanoramiaConfig` into ``results.json``,
+``panoramia_scores.npz`` (and ``rmrn_scores.npz``), ``report.html`` and ``bundle.json``
+(``privaudit panoramia CONFIG.yaml``).
+
+PANORAMIA (Kazmi et al., NeurIPS 2024, Sec. 3-4) audits a released model with no retraining
+and no real non-members. Steps (each timed; the times go to ``results.json["timings"]``):
+
+1. check the report directory (before any work) and every input path;
+2. read the auditor's records and who is a known member (an id file or a member column;
+   optional real non-members for the RM;RN and O(1) comparisons), checked disjoint;
+3. load the released target without running its code (skops / safetensors /
+   ``torch.load(weights_only=True)``, :func:`privaudit.games.provided.load_target_model`);
+4. build the modality (:class:`~privaudit.games.panoramia_tabular.TabularModality`: the
+   target's recipe for the helper model, the generator settings) and play the game
+   (:func:`privaudit.games.panoramia.run_panoramia`) with an artifact store (``cache_dir``,
+   default ``<output_dir>/cache``: a killed run resumes; the store is carried into the
+   finished report folder);
+5. the results document (:func:`privaudit.report.panoramia.panoramia_results`) and the
+   report, written atomically (:func:`privaudit.report.panoramia.write_panoramia_report`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from privaudit._validation import fail
+from privaudit.data import Dataset
+from privaudit.games.provided import (
+    file_sha256,
+    load_target_model,
+    match_ids,
+    membership_from_column,
+    read_id_file,
+)
+from privaudit.panoramia_config import PanoramiaConfig
+from privaudit.pipeline import build_trainer, load_dataset, provided_torch_recipe
+from privaudit.report import RESULTS_FILE, check_output_dir
+from privaudit.report.bundle import make_manifest
+from privaudit.report.panoramia import panoramia_results, write_panoramia_report
+
+__all__ = [
+    "CACHE_NAME",
+    "build_modality",
+    "load_known_records",
+    "load_panoramia_target",
+    "panoramia_summary",
+    "run_panoramia_audit",
+]
+
+#: Name of the artifact store inside the report folder (when ``cache_dir`` is not given).
+CACHE_NAME = "cache"
+
+
+def load_known_records(config: PanoramiaConfig) -> tuple[Dataset, Dataset | None, Dataset]:
+    """``(known members, real non-members or None, the whole table)`` of a table config.
+
+    Members come from ``data.members`` (an id file) or ``data.member_column`` (1 known
+    member, 0 real non-member, empty not used; the column is dropped from the features);
+    real non-members from ``data.non_members`` or the column's 0 rows. The two are checked
+    disjoint; every id must be a record of the table.
+    """
+    d = config.data
+    if d.dataset is None:
+        raise fail("data.dataset", f"a table for modality {config.modality!r}", None)
+    if d.member_column is not None:
+        from privaudit.data.table_files import read_frame
+        from privaudit.data.tables import table_from_frame
+
+        ds = d.dataset
+        if ds.path is None or ds.label_column is None:  # the config checks it
+            raise fail("data.member_column", "a dataset table", "a bundled dataset")
+        frame = read_frame(ds.path)
+        if d.member_column not in frame.columns:
+            raise fail("data.member_column", "a column of the dataset table", repr(d.member_column))
+        marks = frame[d.member_column].to_numpy()
+        table = table_from_frame(
+            frame.drop(columns=[d.member_column]),
+            ds.label_column,
+            name=Path(ds.path).name.split(".")[0],
+            id_column=ds.id_column,
+            standardize=ds.standardize,
+            source=f"file {Path(ds.path).name}",
+        )
+        members, non_members = membership_from_column(marks, table.record_ids)
+    else:
+        table = load_dataset(d.dataset)
+        if d.members is None:  # the config checks it
+            raise fail("data.members", "a file of known member ids", None)
+        members = match_ids(read_id_file(d.members, "data.members"), table.record_ids)
+        non_members = (
+            match_ids(read_id_file(d.non_members, "data.non_members"), table.record_ids)
+            if d.non_members is not None
+            else np.asarray([], dtype=table.record_ids.dtype)
+        )
+    shared = np.intersect1d(members, non_members)
+    if shared.size:
+        raise fail(
+            "data.non_members",
+            "records that are not known members",
+            f"{shared.size} id(s) in both, e.g. {shared[:3].tolist()}",
+        )
+    out = []
+    for what, ids in (("members", members), ("non_members", non_members)):
+        try:
+            out.append(table.subset(ids) if ids.size else None)
+        except Exception as exc:
+            raise fail(f"data.{what}", "ids of records of the table", str(exc)) from None
+    if out[0] is None:
+        raise fail("data.members", "at least one known member", "none")
+    return out[0], out[1], table
+
+
+def load_panoramia_target(config: PanoramiaConfig, *, n_classes: int) -> tuple[Any, str]:
+    """The released target (loaded without running its code) and its fingerprint
+    (SHA-256 of the model file)."""
+    t = config.target
+    if t.kind == "huggingface":
+        raise fail("target.kind", "sklearn or torch for a table", repr(t.kind))
+    recipe = (
+        provided_torch_recipe(t, config.model, config.config_dir) if t.kind == "torch" else None
+    )
+    model = load_target_model(
+        t.kind, t.path, n_classes=n_classes, recipe=recipe, trusted_types=t.trusted_types
+    )
+    return model, file_sha256(t.path)
+
+
+def build_modality(config: PanoramiaConfig, table: Dataset) -> Any:
+    """The game's modality: its generator settings and the target's recipe for the helper."""
+    if config.modality == "tabular":
+        from privaudit.games.panoramia_tabular import TabularModality
+
+        if config.model is None:  # the config checks it
+            raise fail("model", "the target's recipe", None)
+        g = config.generator_config()
+        kw: dict[str, Any] = {"generator": g.kind, "generator_params": dict(g.params)}
+        if g.n_bins is not None:
+            kw["n_bins"] = g.n_bins
+        trainer = build_trainer(config.model, table.n_classes, config_dir=config.config_dir)
+        return TabularModality(trainer, **kw)
+    raise fail("modality", "one of the available modalities (tabular)", repr(config.modality))
+
+
+def _accuracy(model: Any, records: Dataset | None) -> float | None:
+    if records is None or not hasattr(model, "logits"):
+        return None
+    pred = np.argmax(np.asarray(model.logits(records.X)), axis=1)
+    return float(np.mean(pred == records.y))
+
+
+def _check_out(out_dir: Path, overwrite: bool) -> tuple[Path, bool]:
+    """The report folder, and whether writing may replace it: a folder that holds only the
+    artifact store of an unfinished run (no results.json) is resumed, not refused."""
+    unfinished = out_dir.is_dir() and not (out_dir / RESULTS_FILE).exists()
+    return check_output_dir(out_dir, overwrite=overwrite or unfinished), overwrite or unfinished
+
+
+def run_panoramia_audit(
+    config: PanoramiaConfig,
+    *,
+    provenance: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+    write: bool = True,
+) -> dict[str, Any]:
+    """Run the PANORAMIA audit of ``config`` (module docstring); return ``results.json``.
+
+    Parameters
+    ----------
+    config : PanoramiaConfig
+        From :func:`privaudit.panoramia_config.load_panoramia_config` (or built in code).
+    provenance : mapping, optional
+        How privaudit made the target (the example's training run), recorded as
+        ``results["panoramia"]["provenance"]``.
+    overwrite : bool
+        Replace an existing finished report in ``config.output_dir``.
+    write : bool
+        Write the report folder.
+    """
+    from privaudit.games.panoramia import run_panoramia
+    from privaudit.runtime.store import ArtifactStore
+
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    out_dir, replace = _check_out(Path(config.output_dir), overwrite) if write else (None, False)
+    config.check_paths()
+    members, non_members, table = load_known_records(config)
+    timings["data"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    target, fingerprint = load_panoramia_target(config, n_classes=table.n_classes)
+    modality = build_modality(config, table)
+    timings["target"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    store_root = config.cache_dir
+    if store_root is None and out_dir is not None:
+        store_root = out_dir / CACHE_NAME
+    store = None if store_root is None else ArtifactStore(store_root)
+    result = run_panoramia(
+        modality,
+        target,
+        members,
+        non_members=non_members,
+        sizes=config.sizes.to_sizes(),
+        seed=config.seed,
+        confidence=config.confidence,
+        store=store,
+    )
+    timings["game"] = time.perf_counter() - t0
+    rmrn_table = getattr(result, "rmrn_scores", None)
+    dataset_desc = {**config.data.describe(), "fingerprint": table.fingerprint()}
+    if config.data.dataset is not None and config.data.dataset.name is not None:
+        dataset_desc["name"] = config.data.dataset.name
+    recipe = None if config.model is None else config.model.model_dump(mode="json")
+    results = panoramia_results(
+        result.to_dict(),
+        result.scores,
+        seed=config.seed,
+        settings={
+            "dataset": dataset_desc,
+            "model": {"target": config.target.describe(), "recipe": recipe},
+            "modality": config.modality,
+            "generator": dict(config.generator),
+            "sizes": config.sizes.model_dump(exclude_none=True),
+            "confidence": config.confidence,
+        },
+        target={
+            "train_accuracy": _accuracy(target, members),
+            "test_accuracy": _accuracy(target, non_members),
+            "model_sha256": fingerprint,
+        },
+        provenance=provenance,
+        timings=timings,
+        rmrn=rmrn_table is not None,
+    )
+    if write and out_dir is not None:
+        manifest = make_manifest(
+            kind="membership-inference",
+            command="run_panoramia_audit",
+            config=config.model_dump(mode="json"),
+            seeds={"root": config.seed},
+            dataset_fingerprint=table.fingerprint(),
+        )
+        write_panoramia_report(
+            out_dir,
+            results,
+            result.scores,
+            rmrn_table=rmrn_table,
+            overwrite=replace,
+            bundle=manifest,
+            carry=(CACHE_NAME,) if config.cache_dir is None else (),
+        )
+    return results
+
+
+def panoramia_summary(results: Mapping[str, Any]) -> dict[str, Any]:
+    """The headline figures of a PANORAMIA results document (the example's ``--json``):
+    ``c_lb``, ``c_plus_eps_lb``, ``eps_tilde``, ``m``, ``eps_rmrn`` / ``m_rmrn``,
+    ``eps_o1`` / ``m_o1`` (None when not run), ``confidence``."""
+    p = results["panoramia"]
+    b = p["bounds"]
+    rm = p["comparisons"]["rmrn"]
+    o1 = p["comparisons"]["o1"]
+    return {
+        "modality": p["modality"],
+        "c_lb": b["c_lb"],
+        "c_plus_eps_lb": b["c_plus_eps_lb"],
+        "eps_tilde": b["eps_tilde"],
+        "m": p["sizes"]["m"],
+        "eps_rmrn": None if rm is None else rm["eps_lb"],
+        "m_rmrn": None if rm is None else rm["m"],
+        "eps_o1": None if o1 is None else o1["eps_lb"],
+        "m_o1": None if o1 is None else o1["m"],
+        "confidence": p["confidence"],
+    }
