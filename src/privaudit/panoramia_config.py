@@ -311,8 +311,9 @@ class PanoramiaConfig(_Strict):
     )
     scorer: dict[str, Any] | None = Field(
         default=None,
-        description="image / text: settings of the MIA and baseline networks (default: the "
-        "modality's).",
+        description="Settings of the MIA and baseline classifiers (tabular: "
+        "HistGradientBoostingClassifier arguments; image / text: the networks'); default: the "
+        "modality's.",
     )
     sizes: PanoramiaSizesConfig = Field(default_factory=PanoramiaSizesConfig)
     seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
@@ -385,10 +386,6 @@ class PanoramiaConfig(_Strict):
                 and not self.target.factory
             ):
                 raise ValueError("target.factory: expected a factory for a torch target")
-            if m == "tabular" and self.scorer is not None:
-                raise ValueError(
-                    "scorer: the tabular scorer (gradient boosting) has no settings here"
-                )
         try:
             _GENERATOR_CONFIGS[m].model_validate(self.generator)
         except ValidationError as exc:

@@ -142,6 +142,8 @@ def build_modality(config: PanoramiaConfig, table: Dataset) -> Any:
         kw: dict[str, Any] = {"generator": g.kind, "generator_params": dict(g.params)}
         if g.n_bins is not None:
             kw["n_bins"] = g.n_bins
+        if config.scorer is not None:
+            kw["scorer"] = dict(config.scorer)
         trainer = build_trainer(config.model, table.n_classes, config_dir=config.config_dir)
         return TabularModality(trainer, **kw)
     raise fail("modality", "one of the available modalities (tabular)", repr(config.modality))
@@ -154,11 +156,15 @@ def _accuracy(model: Any, records: Dataset | None) -> float | None:
     return float(np.mean(pred == records.y))
 
 
-def _check_out(out_dir: Path, overwrite: bool) -> tuple[Path, bool]:
-    """The report folder, and whether writing may replace it: a folder that holds only the
-    artifact store of an unfinished run (no results.json) is resumed, not refused."""
-    unfinished = out_dir.is_dir() and not (out_dir / RESULTS_FILE).exists()
-    return check_output_dir(out_dir, overwrite=overwrite or unfinished), overwrite or unfinished
+def _replace(out_dir: Path, overwrite: bool) -> bool:
+    """Whether writing may replace ``out_dir``: with ``overwrite``, or when it holds no report
+    (only the artifact store of this or an unfinished run, which is resumed, not refused)."""
+    return overwrite or (out_dir.is_dir() and not (out_dir / RESULTS_FILE).exists())
+
+
+def _check_out(out_dir: Path, overwrite: bool) -> Path:
+    """The report folder, checked before any work (an existing report needs ``overwrite``)."""
+    return check_output_dir(out_dir, overwrite=_replace(out_dir, overwrite))
 
 
 def run_panoramia_audit(
@@ -187,7 +193,7 @@ def run_panoramia_audit(
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    out_dir, replace = _check_out(Path(config.output_dir), overwrite) if write else (None, False)
+    out_dir = _check_out(Path(config.output_dir), overwrite) if write else None
     config.check_paths()
     members, non_members, table = load_known_records(config)
     timings["data"] = time.perf_counter() - t0
@@ -250,7 +256,7 @@ def run_panoramia_audit(
             results,
             result.scores,
             rmrn_table=rmrn_table,
-            overwrite=replace,
+            overwrite=_replace(out_dir, overwrite),
             bundle=manifest,
             carry=(CACHE_NAME,) if config.cache_dir is None else (),
         )

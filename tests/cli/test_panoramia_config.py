@@ -100,10 +100,6 @@ def test_a_valid_config_and_its_defaults() -> None:
             {"data": {"texts": "tiny-shakespeare", "members": "m"}},
             "data.dataset: expected a table for modality 'tabular'",
         ),
-        (
-            {"scorer": {"epochs": 3}},
-            "scorer: the tabular scorer (gradient boosting) has no settings here",
-        ),
         ({"finetune": {"steps": 30}}, "finetune: applies to modality 'text' only"),
         ({"finetune": {"stepz": 3}}, "finetune: expected fine-tuning recipe fields"),
         ({"extra": 1}, "extra: unknown field"),
