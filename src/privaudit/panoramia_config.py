@@ -60,8 +60,8 @@ from privaudit.config import (
 from privaudit.llm_config import LLMModelConfig
 
 __all__ = [
-    "AVAILABLE_MODALITIES",
     "MODALITIES",
+    "MODALITY_MODULES",
     "ImageGeneratorConfig",
     "PanoramiaConfig",
     "PanoramiaDataConfig",
@@ -69,13 +69,27 @@ __all__ = [
     "PanoramiaTargetConfig",
     "TabularGeneratorConfig",
     "TextGeneratorConfig",
+    "available_modalities",
     "load_panoramia_config",
     "panoramia_config_from_dict",
 ]
 
 MODALITIES: tuple[str, ...] = ("tabular", "image", "text")
-#: Modalities whose game is built in this version (the others are refused by the config).
-AVAILABLE_MODALITIES: tuple[str, ...] = ("tabular",)
+#: The module of each modality's game (:mod:`privaudit.games`).
+MODALITY_MODULES: dict[str, str] = {
+    "tabular": "privaudit.games.panoramia_tabular",
+    "image": "privaudit.games.panoramia_image",
+    "text": "privaudit.games.panoramia_text",
+}
+
+
+def available_modalities() -> tuple[str, ...]:
+    """The modalities whose game is installed (the config refuses the others, naming them)."""
+    import importlib.util
+
+    return tuple(m for m in MODALITIES if importlib.util.find_spec(MODALITY_MODULES[m]) is not None)
+
+
 #: Target kinds each modality accepts.
 TARGET_KINDS: dict[str, tuple[str, ...]] = {
     "tabular": ("sklearn", "torch"),
@@ -238,8 +252,10 @@ class TextGeneratorConfig(_Strict):
     top_k: Annotated[int, Field(ge=1)] | None = None
     max_new_tokens: Annotated[int, Field(ge=1)] | None = None
     prompt_fraction: Annotated[float, Field(gt=0.0, lt=1.0)] | None = None
+    prompt_chars: Annotated[int, Field(ge=1)] | None = None
     min_chars: Annotated[int, Field(ge=1)] | None = None
     max_chars: Annotated[int, Field(ge=1)] | None = None
+    temperature: Annotated[float, Field(gt=0.0)] | None = None
 
     @model_validator(mode="after")
     def _lengths(self) -> TextGeneratorConfig:
@@ -346,10 +362,11 @@ class PanoramiaConfig(_Strict):
     @model_validator(mode="after")
     def _fits_modality(self) -> PanoramiaConfig:
         m = self.modality
-        if m not in AVAILABLE_MODALITIES:
+        available = available_modalities()
+        if m not in available:
             raise ValueError(
                 f"modality: {m!r} is not available in this version of privaudit (available: "
-                f"{', '.join(AVAILABLE_MODALITIES)})"
+                f"{', '.join(available)})"
             )
         kinds = TARGET_KINDS[m]
         if self.target.kind not in kinds:

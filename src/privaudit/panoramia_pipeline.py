@@ -22,6 +22,7 @@ and no real non-members. Steps (each timed; the times go to ``results.json["timi
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from privaudit._validation import fail
+from privaudit.config import torch_recipe
 from privaudit.data import Dataset
 from privaudit.games.provided import (
     file_sha256,
@@ -46,8 +48,11 @@ from privaudit.report.panoramia import panoramia_results, write_panoramia_report
 
 __all__ = [
     "CACHE_NAME",
+    "KnownRecords",
     "build_modality",
+    "load_known",
     "load_known_records",
+    "load_known_texts",
     "load_panoramia_target",
     "panoramia_summary",
     "run_panoramia_audit",
@@ -116,12 +121,76 @@ def load_known_records(config: PanoramiaConfig) -> tuple[Dataset, Dataset | None
     return out[0], out[1], table
 
 
-def load_panoramia_target(config: PanoramiaConfig, *, n_classes: int) -> tuple[Any, str]:
-    """The released target (loaded without running its code) and its fingerprint
-    (SHA-256 of the model file)."""
+@dataclasses.dataclass(frozen=True)
+class KnownRecords:
+    """The auditor's records: known members, optional real non-members, and where they came
+    from (``describe``, ``fingerprint``: settings.dataset of results.json)."""
+
+    members: Any
+    non_members: Any | None
+    n_classes: int | None
+    fingerprint: str
+
+
+def load_known_texts(config: PanoramiaConfig) -> KnownRecords:
+    """text: the bundled Tiny Shakespeare chunks (members / non-members by id file) or a JSONL
+    (``member`` true = known member, false = real non-member)."""
+    from privaudit.data.text import (
+        chunk_documents,
+        read_text_records,
+        shakespeare_documents,
+    )
+    from privaudit.panoramia_config import TINY_SHAKESPEARE
+
+    d = config.data
+    if d.texts == TINY_SHAKESPEARE:
+        records = chunk_documents(shakespeare_documents())
+        if d.members is None:  # the config checks it
+            raise fail("data.members", "a file of known member ids", None)
+        members = records.subset([str(i) for i in read_id_file(d.members, "data.members")])
+        non = None
+        if d.non_members is not None:
+            ids = [str(i) for i in read_id_file(d.non_members, "data.non_members")]
+            non = records.subset(ids)
+            shared = set(ids) & set(members.ids)
+            if shared:
+                raise fail(
+                    "data.non_members",
+                    "records that are not known members",
+                    f"{len(shared)} id(s) in both, e.g. {sorted(shared)[:3]}",
+                )
+    else:
+        if d.texts is None:  # the config checks it
+            raise fail("data.texts", "the texts of a text audit", None)
+        records = read_text_records(d.texts, name="data.texts", require_both=False)
+        is_member = np.asarray(records.member, dtype=bool)
+        member_ids = [i for i, m in zip(records.ids, is_member, strict=True) if m]
+        other_ids = [i for i, m in zip(records.ids, is_member, strict=True) if not m]
+        members = records.subset(member_ids)
+        non = records.subset(other_ids) if other_ids else None
+    return KnownRecords(members, non, None, records.texts_hash())
+
+
+def load_known(config: PanoramiaConfig) -> KnownRecords:
+    """The known members (and real non-members) of any modality."""
+    if config.modality == "text":
+        return load_known_texts(config)
+    members, non, table = load_known_records(config)
+    return KnownRecords(members, non, table.n_classes, table.fingerprint())
+
+
+def load_panoramia_target(config: PanoramiaConfig, *, n_classes: int | None) -> tuple[Any, str]:
+    """The released target, loaded without running its code, and its fingerprint (SHA-256 of
+    the model file; a language model's weights + tokenizer fingerprint)."""
     t = config.target
     if t.kind == "huggingface":
-        raise fail("target.kind", "sklearn or torch for a table", repr(t.kind))
+        from privaudit.models.causal_lm import CausalLM
+
+        t.as_lm().check_exists("target")
+        lm = CausalLM.from_directory(t.path, gguf_file=t.gguf_file, device=config.device)
+        return lm, str(lm.fingerprint)
+    if n_classes is None:  # a table always has classes
+        raise fail("data", "a table with class labels", None)
     recipe = (
         provided_torch_recipe(t, config.model, config.config_dir) if t.kind == "torch" else None
     )
@@ -131,26 +200,41 @@ def load_panoramia_target(config: PanoramiaConfig, *, n_classes: int) -> tuple[A
     return model, file_sha256(t.path)
 
 
-def build_modality(config: PanoramiaConfig, table: Dataset) -> Any:
+def build_modality(config: PanoramiaConfig, n_classes: int | None) -> Any:
     """The game's modality: its generator settings and the target's recipe for the helper."""
-    if config.modality == "tabular":
-        from privaudit.games.panoramia_tabular import TabularModality
+    g = config.generator_config()
+    scorer = None if config.scorer is None else dict(config.scorer)
+    if config.modality == "text":
+        from privaudit.games.panoramia_text import TextModality
+        from privaudit.models.causal_lm import CausalLM
 
-        if config.model is None:  # the config checks it
-            raise fail("model", "the target's recipe", None)
-        g = config.generator_config()
-        kw: dict[str, Any] = {"generator": g.kind, "generator_params": dict(g.params)}
-        if g.n_bins is not None:
-            kw["n_bins"] = g.n_bins
-        if config.scorer is not None:
-            kw["scorer"] = dict(config.scorer)
-        trainer = build_trainer(config.model, table.n_classes, config_dir=config.config_dir)
-        return TabularModality(trainer, **kw)
-    raise fail("modality", "one of the available modalities (tabular)", repr(config.modality))
+        if config.base is None:  # the config checks it
+            raise fail("base", "the base model the target was fine-tuned from", None)
+        config.base.check_exists("base")
+        base = CausalLM.from_directory(
+            config.base.path, gguf_file=config.base.gguf_file, device=config.device
+        )
+        kw = {k: v for k, v in g.model_dump().items() if v is not None}
+        return TextModality(base, config.finetune_recipe(), scorer=scorer, **kw)
+    if config.model is None or n_classes is None:  # the config checks it
+        raise fail("model", "the target's recipe", None)
+    if config.modality == "image":
+        from privaudit.games.panoramia_image import ImageModality
+
+        recipe = torch_recipe(config.model.params, config.config_dir)
+        shape = {} if recipe.input_shape is None else {"input_shape": recipe.input_shape}
+        return ImageModality(recipe, n_classes=n_classes, vae=g.vae, scorer=scorer, **shape)
+    from privaudit.games.panoramia_tabular import TabularModality
+
+    kw = {"generator": g.kind, "generator_params": dict(g.params)}
+    if g.n_bins is not None:
+        kw["n_bins"] = g.n_bins
+    trainer = build_trainer(config.model, n_classes, config_dir=config.config_dir)
+    return TabularModality(trainer, scorer=scorer, **kw)
 
 
-def _accuracy(model: Any, records: Dataset | None) -> float | None:
-    if records is None or not hasattr(model, "logits"):
+def _accuracy(model: Any, records: Any) -> float | None:
+    if not isinstance(records, Dataset) or not hasattr(model, "logits"):
         return None
     pred = np.argmax(np.asarray(model.logits(records.X)), axis=1)
     return float(np.mean(pred == records.y))
@@ -195,11 +279,12 @@ def run_panoramia_audit(
     t0 = time.perf_counter()
     out_dir = _check_out(Path(config.output_dir), overwrite) if write else None
     config.check_paths()
-    members, non_members, table = load_known_records(config)
+    known = load_known(config)
+    members, non_members = known.members, known.non_members
     timings["data"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    target, fingerprint = load_panoramia_target(config, n_classes=table.n_classes)
-    modality = build_modality(config, table)
+    target, fingerprint = load_panoramia_target(config, n_classes=known.n_classes)
+    modality = build_modality(config, known.n_classes)
     timings["target"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     store_root = config.cache_dir
@@ -218,10 +303,15 @@ def run_panoramia_audit(
     )
     timings["game"] = time.perf_counter() - t0
     rmrn_table = getattr(result, "rmrn_scores", None)
-    dataset_desc = {**config.data.describe(), "fingerprint": table.fingerprint()}
+    dataset_desc = {**config.data.describe(), "fingerprint": known.fingerprint}
     if config.data.dataset is not None and config.data.dataset.name is not None:
         dataset_desc["name"] = config.data.dataset.name
-    recipe = None if config.model is None else config.model.model_dump(mode="json")
+    recipe: Any = None if config.model is None else config.model.model_dump(mode="json")
+    if config.modality == "text":
+        recipe = {
+            "finetune": config.finetune or {},
+            "base": config.base.describe() if config.base else None,
+        }
     results = panoramia_results(
         result.to_dict(),
         result.scores,
@@ -249,7 +339,7 @@ def run_panoramia_audit(
             command="run_panoramia_audit",
             config=config.model_dump(mode="json"),
             seeds={"root": config.seed},
-            dataset_fingerprint=table.fingerprint(),
+            dataset_fingerprint=known.fingerprint,
         )
         write_panoramia_report(
             out_dir,

@@ -109,7 +109,7 @@ def test_without_real_non_members_the_comparisons_say_not_run(tmp_path: Path) ->
     assert rm is None and "rmrn_scores" not in doc["files"]
     out = write_panoramia_report(tmp_path / "rep", doc, table)
     html = (out / "report.html").read_text()
-    assert html.count("not run: no real non-members given") == 2
+    assert html.count("not run: needs real non-members") == 2
     with pytest.raises(InvalidInputError, match="rmrn_table"):
         write_panoramia_report(tmp_path / "rep2", doc, table, rmrn_table=table)
 

@@ -58,7 +58,7 @@ def render_panoramia_summary(
     table.add_row("{c+eps}_lb", _num(b["c_plus_eps_lb"]), str(s["m"]), "MIA: x + target loss")
     table.add_row("eps_tilde", _num(b["eps_tilde"]), str(s["m"]), "max(0, {c+eps}_lb - c_lb)")
     rm, o1 = p["comparisons"]["rmrn"], p["comparisons"]["o1"]
-    none = "not run (no real non-members)"
+    none = "not run (needs real non-members: data.non_members)"
     table.add_row(
         "RM;RN eps_lb",
         "-" if rm is None else _num(rm["eps_lb"]),
