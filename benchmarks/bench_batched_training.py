@@ -85,9 +85,7 @@ def main(argv: list[str] | None = None) -> None:
             return float(np.mean([np.mean(m.logits(Xt).argmax(1) == yt) for m in models]))
 
         t0 = time.perf_counter()
-        batched = fit_many(
-            trainer, data.X, data.y, subsets, seeds, n_classes=2, kernel=args.kernel
-        )
+        batched = fit_many(trainer, data.X, data.y, subsets, seeds, n_classes=2, kernel=args.kernel)
         t_b = time.perf_counter() - t0
         acc_b = acc(batched)
         print(

@@ -373,7 +373,9 @@ class TargetConfig(_Strict):
     def _membership_source(self) -> TargetConfig:
         files = self.members is not None or self.non_members is not None
         if files and self.member_column is not None:
-            raise ValueError("expected either 'members' and 'non_members' or 'member_column', not both")
+            raise ValueError(
+                "expected either 'members' and 'non_members' or 'member_column', not both"
+            )
         if not files and self.member_column is None:
             raise ValueError("expected 'members' and 'non_members' (id files) or 'member_column'")
         if files and (self.members is None or self.non_members is None):
@@ -403,6 +405,8 @@ class TargetConfig(_Strict):
                 out[k] = str(v)
         out["references"] = self.references
         return out
+
+
 #: Game identifiers of the config (Ye et al. 2022, Def. 3.1-3.4) -> the engine's game names
 #: (:data:`privaudit.games.games.GAMES`); the engine's names are accepted as well.
 GAME_NAMES: dict[str, str] = {
@@ -671,9 +675,7 @@ def _format(
         suffix = "" if quiet or isinstance(found, dict | list) else f" (found {found!r})"
         # a model-level check names its field at the start of its message
         lines.append(f"{where}: {msg}{suffix}" if where else f"{msg}{suffix}")
-    head = f"{source}: invalid {what}" + (
-        f" ({len(lines)} problems)" if len(lines) > 1 else ""
-    )
+    head = f"{source}: invalid {what}" + (f" ({len(lines)} problems)" if len(lines) > 1 else "")
     return ConfigError(head + "\n  " + "\n  ".join(lines))
 
 
@@ -845,7 +847,9 @@ class RecordRiskTargetConfig(_Strict):
     def _consistent(self) -> RecordRiskTargetConfig:
         if self.kind == "generator":
             if self.generator is None or self.model is not None:
-                raise ValueError("target: expected 'generator' (baynet, privbayes, cart) and no 'model'")
+                raise ValueError(
+                    "target: expected 'generator' (baynet, privbayes, cart) and no 'model'"
+                )
             bad = sorted(set(self.params) - set(GENERATOR_PARAMS[self.generator]))
             if bad:
                 raise ValueError(
@@ -855,7 +859,9 @@ class RecordRiskTargetConfig(_Strict):
             if self.generator == "privbayes" and "epsilon" not in self.params:
                 raise ValueError("target.params: expected 'epsilon' for privbayes")
         elif self.model is None or self.generator is not None or self.params:
-            raise ValueError("target: expected 'model' (kind, params) and no 'generator' or 'params'")
+            raise ValueError(
+                "target: expected 'model' (kind, params) and no 'generator' or 'params'"
+            )
         return self
 
 
@@ -896,7 +902,9 @@ class RecordRiskFileConfig(_Strict):
     @classmethod
     def _n_jobs(cls, v: int) -> int:
         if v == 0 or v < -1:
-            raise ValueError(f"expected a positive number of processes or -1 (all cores), found {v}")
+            raise ValueError(
+                f"expected a positive number of processes or -1 (all cores), found {v}"
+            )
         return v
 
     @model_validator(mode="after")

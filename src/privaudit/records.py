@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Self, TypeVar
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from privaudit._validation import (
     as_bool_array,
@@ -340,3 +340,165 @@ def to_json(record: Record, path: str | Path) -> Path:
 def from_json(cls: type[T], path: str | Path) -> T:
     """Read a record written by :func:`to_json`."""
     return cls.from_dict(json.loads(Path(path).read_text()))
+
+
+#: File name of a saved :class:`ScoreTable` in a report directory.
+SCORES_FILE = "scores.npz"
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoreTable:
+    """Per-record scores of every attack, with record ids and true membership.
+
+    ``scores[name][i]`` is attack ``name``'s score (higher = member) on ``record_ids[i]``;
+    ``thresholds[name]`` the attack's decision threshold at its requested alpha, if any.
+    NaN means "not scored by this attack" (the leave-one-out attack scores a sample of
+    the audited records only); :meth:`scored` gives the scored subset.
+    ``groups[i]``, when given, names the unit of randomisation of record ``i`` (records of
+    one group were members or non-members together, e.g. the chunks of one document); the
+    one-run bounds audit the groups (:func:`privaudit.audit.attack_bounds.grouped_one_run_bounds`).
+    Saved as ``scores.npz`` (no pickle): keys ``record_ids``, ``member``, ``attacks``
+    (names, in order), ``thresholds`` (NaN where none), ``score:<name>`` per attack and
+    ``groups`` when given.
+    """
+
+    record_ids: NDArray[Any]
+    member: NDArray[np.bool_]
+    scores: dict[str, NDArray[np.float64]]
+    thresholds: dict[str, float | None] = dataclasses.field(default_factory=dict)
+    groups: NDArray[Any] | None = None
+
+    def __post_init__(self) -> None:
+        ids = check_unique_ids(self.record_ids, "record_ids")
+        m = as_bool_array(self.member, "member", ndim=1)
+        if m.size != ids.size:
+            raise fail("member", f"one membership per record ({ids.size})", m.size)
+        if not self.scores:
+            raise fail("scores", "scores of at least one attack", "none")
+        out: dict[str, NDArray[np.float64]] = {}
+        for name, s in self.scores.items():
+            a = as_float_array(s, f"scores[{name!r}]", ndim=1, allow_nan=True).copy()
+            if np.isnan(a).all():
+                raise fail(f"scores[{name!r}]", "at least one scored record", "only NaN")
+            if a.size != ids.size:
+                raise fail(f"scores[{name!r}]", f"one score per record ({ids.size})", a.size)
+            a.setflags(write=False)
+            out[str(name)] = a
+        ids = np.array(ids, copy=True)
+        ids.setflags(write=False)
+        m = np.array(m, copy=True)
+        m.setflags(write=False)
+        object.__setattr__(self, "record_ids", ids)
+        object.__setattr__(self, "member", m)
+        object.__setattr__(self, "scores", out)
+        object.__setattr__(
+            self,
+            "thresholds",
+            {k: (None if v is None else float(v)) for k, v in self.thresholds.items()},
+        )
+        if self.groups is not None:
+            g = np.asarray(self.groups).astype(str)
+            if g.shape != (ids.size,):
+                raise fail("groups", f"one group per record ({ids.size})", g.shape)
+            g.setflags(write=False)
+            object.__setattr__(self, "groups", g)
+
+    @classmethod
+    def from_attack_scores(
+        cls,
+        scores: Sequence[AttackScores],
+        record_ids: ArrayLike,
+        member: ArrayLike,
+        *,
+        groups: ArrayLike | None = None,
+    ) -> ScoreTable:
+        """Build from several attacks' scores on (subsets of) the audited records.
+
+        ``record_ids``/``member`` are all audited records and their true membership; an
+        attack that scored only some of them (by id) gets NaN on the others. ``groups``:
+        the unit of randomisation of each record (see the class docstring).
+        """
+        if not scores:
+            raise fail("scores", "at least one AttackScores", "none")
+        ids = check_unique_ids(record_ids, "record_ids")
+        index = {k: i for i, k in enumerate(ids.tolist())}
+        names = [s.attack for s in scores]
+        if len(set(names)) != len(names):
+            raise fail("scores", "one AttackScores per attack name", names)
+        columns: dict[str, NDArray[np.float64]] = {}
+        for s in scores:
+            col = np.full(ids.size, np.nan)
+            try:
+                pos = [index[r] for r in s.record_ids.tolist()]
+            except KeyError as exc:
+                raise fail(
+                    f"scores of attack {s.attack!r}", "ids among the audited records", f"id {exc}"
+                ) from None
+            col[pos] = s.scores
+            columns[s.attack] = col
+        return cls(
+            record_ids=ids,
+            member=np.asarray(member),
+            scores=columns,
+            thresholds={s.attack: s.threshold for s in scores},
+            groups=None if groups is None else np.asarray(groups),
+        )
+
+    def scored(self, name: str) -> tuple[NDArray[Any], NDArray[np.float64], NDArray[np.bool_]]:
+        """``(record_ids, scores, member)`` of the records attack ``name`` scored."""
+        if name not in self.scores:
+            raise fail("name", "one of " + ", ".join(self.scores), repr(name))
+        ok = ~np.isnan(self.scores[name])
+        return self.record_ids[ok], self.scores[name][ok], self.member[ok]
+
+    @property
+    def attacks(self) -> tuple[str, ...]:
+        return tuple(self.scores)
+
+    def attack_scores(self, name: str, *, alpha: float | None = None) -> AttackScores:
+        """The scores of one attack as an :class:`AttackScores` record."""
+        if name not in self.scores:
+            raise fail("name", "one of " + ", ".join(self.scores), repr(name))
+        thr = self.thresholds.get(name)
+        ids, s, _ = self.scored(name)
+        return AttackScores(name, ids, s, {}, alpha if thr is not None else None, thr)
+
+    def save(self, path: str | Path) -> Path:
+        """Write ``.npz`` (compressed, loadable with ``allow_pickle=False``)."""
+        p = Path(path)
+        names = list(self.scores)
+        arrays: dict[str, Any] = {
+            "record_ids": self.record_ids,
+            "member": self.member,
+            "attacks": np.asarray(names, dtype=str),
+            "thresholds": np.asarray(
+                [np.nan if self.thresholds.get(n) is None else self.thresholds[n] for n in names],
+                dtype=np.float64,
+            ),
+        }
+        for n in names:
+            arrays[f"score:{n}"] = self.scores[n]
+        if self.groups is not None:
+            arrays["groups"] = self.groups
+        with p.open("wb") as fh:
+            np.savez_compressed(fh, **arrays)
+        return p
+
+    @classmethod
+    def load(cls, path: str | Path) -> ScoreTable:
+        """Read a file written by :meth:`save` (a file, or a report directory holding one)."""
+        p = Path(path)
+        if p.is_dir():
+            p = p / SCORES_FILE
+        with np.load(p, allow_pickle=False) as z:
+            names = [str(n) for n in z["attacks"].tolist()]
+            thr = z["thresholds"]
+            return cls(
+                record_ids=z["record_ids"],
+                member=z["member"],
+                scores={n: z[f"score:{n}"] for n in names},
+                thresholds={
+                    n: (None if np.isnan(t) else float(t)) for n, t in zip(names, thr, strict=True)
+                },
+                groups=z["groups"] if "groups" in z.files else None,
+            )

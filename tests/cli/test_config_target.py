@@ -80,7 +80,12 @@ def test_mnist_example_runs_every_attack(tmp_path: Path) -> None:
             "model": cfg.model.model_copy(update={"params": params}),
             "sizes": cfg.sizes.model_copy(update={"n_target_pool": 200, "n_population": 300}),
             "models": cfg.models.model_copy(
-                update={"n_reference": 4, "n_shadow": 2, "n_distilled": 2, "leave_one_out_sample": 4}
+                update={
+                    "n_reference": 4,
+                    "n_shadow": 2,
+                    "n_distilled": 2,
+                    "leave_one_out_sample": 4,
+                }
             ),
             "output_dir": tmp_path / "rep",
         }

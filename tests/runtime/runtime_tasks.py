@@ -54,4 +54,8 @@ class ArrayTask:
 
     def __call__(self, x: int) -> tuple[float, bool, int]:
         self.data[0] = self.data[0]  # the array rebuilt in the worker is writable
-        return float(self.data.sum()) + self.offset + x, bool(self.data.flags.writeable), os.getpid()
+        return (
+            float(self.data.sum()) + self.offset + x,
+            bool(self.data.flags.writeable),
+            os.getpid(),
+        )

@@ -317,7 +317,7 @@ def test_helpers_reject_bad_input() -> None:
 
 
 def test_estimated_uses_the_audits_margin_and_plugin_is_a_labelled_comparison() -> None:
-    """"estimated" is the audit's correction (paired fit + margin); the plug-in is separate."""
+    """ "estimated" is the audit's correction (paired fit + margin); the plug-in is separate."""
     kw: dict[str, Any] = {"m": 600, "n_seeds": 1, "seed": 5}
     props = ("estimated", "estimated-plugin")
     rows = gaussian_shift_experiment([0.5], propensities=props, **kw)

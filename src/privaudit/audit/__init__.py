@@ -48,7 +48,12 @@ from privaudit.audit.multi_run import (
     multi_run_mu_lb,
 )
 from privaudit.audit.one_run import eps_lb_one_run, one_run_audit, one_run_log_p_value
-from privaudit.audit.panoramia import panoramia_audit, panoramia_hoeffding_lb, panoramia_lb
+from privaudit.audit.panoramia import (
+    panoramia_audit,
+    panoramia_curve,
+    panoramia_hoeffding_lb,
+    panoramia_lb,
+)
 from privaudit.audit.parametric import (
     PARAMETRIC_FAMILIES,
     AuditPlan,
@@ -93,6 +98,7 @@ __all__ = [
     "one_run_audit",
     "one_run_log_p_value",
     "panoramia_audit",
+    "panoramia_curve",
     "panoramia_hoeffding_lb",
     "panoramia_lb",
     "parametric_one_run",

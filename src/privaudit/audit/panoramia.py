@@ -35,7 +35,7 @@ from privaudit.audit.one_run import certify_pure
 from privaudit.audit.selection import prepare_scores
 from privaudit.records import AuditResult
 
-__all__ = ["panoramia_audit", "panoramia_hoeffding_lb", "panoramia_lb"]
+__all__ = ["panoramia_audit", "panoramia_curve", "panoramia_hoeffding_lb", "panoramia_lb"]
 
 THRESHOLD_POLICIES = ("quantiles", "code", "all")
 """Threshold policies: ``"quantiles"`` (default; any real scores), ``"code"`` (the authors'
@@ -88,17 +88,55 @@ def _member_guess_counts(
     return r.astype(np.int64), v.astype(np.int64), int(thr.size)
 
 
-def _max_lb(r: NDArray[np.int64], v: NDArray[np.int64], beta_t: float) -> tuple[float, int]:
-    """``max_t`` of the pure-DP one-run bound; certified (rounded down) at the argmax."""
+def _raw_lbs(r: NDArray[np.int64], v: NDArray[np.int64], beta_t: float) -> NDArray[np.float64]:
+    """``logit(CP_lower(v_t, r_t, beta_t))`` per threshold, ``-inf`` where nothing is right."""
     ok = (r > 0) & (v > 0)
-    if not ok.any():
-        return 0.0, -1
     vals = np.full(r.shape, -np.inf)
-    vals[ok] = np.asarray(logit_cp_lower(v[ok], r[ok], beta_t))
-    best = int(np.argmax(vals))
-    if not vals[best] > 0:
-        return 0.0, best
-    return certify_pure(float(vals[best]), int(r[best]), int(v[best]), math.log(beta_t)), best
+    if ok.any():
+        vals[ok] = np.asarray(logit_cp_lower(v[ok], r[ok], beta_t))
+    return vals
+
+
+def _max_lb(r: NDArray[np.int64], v: NDArray[np.int64], beta_t: float) -> tuple[float, int]:
+    """``max_t`` of the certified pure-DP one-run bound (``0`` when none is positive).
+
+    Each candidate is certified (rounded down against the exact tail); a threshold is
+    certified only while its uncertified value could still beat the best certified
+    one, so usually only the argmax is. The result equals ``max`` of
+    :func:`panoramia_curve`'s ``lb``.
+    """
+    vals = _raw_lbs(r, v, beta_t)
+    if not np.isfinite(vals).any():
+        return 0.0, -1
+    log_beta = math.log(beta_t)
+    best_val, best = 0.0, int(np.argmax(vals))
+    for t in np.argsort(-vals, kind="stable"):
+        if not vals[t] > best_val:
+            break
+        cert = certify_pure(float(vals[t]), int(r[t]), int(v[t]), log_beta)
+        if cert > best_val:
+            best_val, best = cert, int(t)
+    return best_val, best
+
+
+def _guess_counts_checked(
+    scores: ArrayLike, member: ArrayLike, thresholds: str | ArrayLike
+) -> tuple[NDArray[np.int64], NDArray[np.int64], int, int]:
+    """``(r_t, v_t, L, m)`` of a threshold policy after the boundary checks."""
+    s, mem = prepare_scores(scores, member)
+    policy: str | NDArray[np.float64]
+    if isinstance(thresholds, str):
+        policy = check_choice(thresholds, "thresholds", THRESHOLD_POLICIES)
+        if policy == "code" and (s.min() < 0.0 or s.max() > 1.0):
+            raise fail(
+                "scores",
+                'values in [0, 1] for the "code" threshold grid (use the "quantiles" or "all" policy)',
+                f"range [{s.min():.4g}, {s.max():.4g}]",
+            )
+    else:
+        policy = as_float_array(thresholds, "thresholds", ndim=1)
+    r, v, n_union = _member_guess_counts(s, mem, policy)
+    return r, v, n_union, int(s.size)
 
 
 def panoramia_lb(
@@ -122,32 +160,61 @@ def panoramia_lb(
     with "score > t", scores in [0, 1] only (the authors' code); ``"all"``: every distinct score with "score >= s", ``L = m``; an
     explicit grid of ``L`` values fixed in advance, with "score > t"). The inner bound is
     ``logit(CP_lower(v_t, r_t, beta_t))`` (see :func:`privaudit.audit.eps_lb_one_run`),
-    certified against the exact tail at the maximiser. Returns the bound and the counts
-    at the maximiser.
+    certified against the exact tail (every threshold whose uncertified value could
+    still be the maximum). Returns the bound and the counts at the maximiser.
     """
-    s, mem = prepare_scores(scores, member)
-    policy: str | NDArray[np.float64]
-    if isinstance(thresholds, str):
-        policy = check_choice(thresholds, "thresholds", THRESHOLD_POLICIES)
-        if policy == "code" and (s.min() < 0.0 or s.max() > 1.0):
-            raise fail(
-                "scores",
-                'values in [0, 1] for the "code" threshold grid (use the "quantiles" or "all" policy)',
-                f"range [{s.min():.4g}, {s.max():.4g}]",
-            )
-    else:
-        policy = as_float_array(thresholds, "thresholds", ndim=1)
-    r, v, n_union = _member_guess_counts(s, mem, policy)
+    r, v, n_union, m = _guess_counts_checked(scores, member, thresholds)
     beta_t = check_probability(beta_per_test, "beta_per_test") / n_union
     lb, best = _max_lb(r, v, beta_t)
     info: dict[str, int | float] = {
-        "m": int(s.size),
+        "m": m,
         "r": int(r[best]) if best >= 0 else 0,
         "v": int(v[best]) if best >= 0 else 0,
         "n_thresholds": int(n_union),
         "beta_per_threshold": beta_t,
     }
     return lb, info
+
+
+def panoramia_curve(
+    scores: ArrayLike,
+    member: ArrayLike,
+    *,
+    beta_per_test: float,
+    thresholds: str | ArrayLike = "quantiles",
+) -> dict[str, list[float]]:
+    r"""Per-threshold recall, precision and bound ``lb_t`` of :func:`panoramia_lb`.
+
+    The same threshold grid and the same union bound (``beta_t = beta_per_test / L``)
+    as :func:`panoramia_lb`, so ``max(lb) == panoramia_lb(...)[0]`` exactly (tested).
+    For each threshold ``t`` with ``r_t`` member guesses of which ``v_t`` are right,
+    over ``m`` slots with ``n_1`` members: ``recall = v_t / n_1``, ``precision = v_t /
+    r_t`` and ``lb_t = max(0, eps_lb(m, r_t, v_t, 0, beta_t))``, each certified against
+    the exact binomial tail; thresholds that guess nothing (``r_t = 0``, a tie block at
+    the top) are left out (no precision; their bound is 0). Kazmi et al. (2024),
+    Section 5.2, Figs. 3-4: precision vs recall with the precision a bound ``B``
+    implies, ``e^B / (1 + e^B)`` (the largest precision a ``B``-close generator, or a
+    ``B``-DP target, allows in expectation), and the bound vs recall.
+    """
+    r, v, n_union, _ = _guess_counts_checked(scores, member, thresholds)
+    _, mem = prepare_scores(scores, member)
+    n_pos = int(mem.sum())
+    beta_t = check_probability(beta_per_test, "beta_per_test") / n_union
+    keep = r > 0
+    r, v = r[keep], v[keep]
+    raw = _raw_lbs(r, v, beta_t)
+    log_beta = math.log(beta_t)
+    lb = [
+        certify_pure(float(x), int(rr), int(vv), log_beta) if x > 0 else 0.0
+        for x, rr, vv in zip(raw, r, v, strict=True)
+    ]
+    precision = v / r
+    recall = v / n_pos if n_pos else np.zeros(r.shape)
+    return {
+        "recall": [float(x) for x in recall],
+        "precision": [float(x) for x in precision],
+        "lb": lb,
+    }
 
 
 def panoramia_hoeffding_lb(

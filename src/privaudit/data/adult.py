@@ -41,15 +41,14 @@ from __future__ import annotations
 import copy
 import functools
 import gzip
-import hashlib
 import io
 import re
-from importlib import resources
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from privaudit.data._bundle import read_bundled
 from privaudit.data.dataset import Dataset
 from privaudit.errors import PrivauditError
 
@@ -97,20 +96,13 @@ class AdultDataError(PrivauditError):
 
 
 def _read_bundled(filename: str) -> bytes:
-    ref = resources.files("privaudit.data").joinpath("_bundled", "adult", filename)
-    try:
-        raw = ref.read_bytes()
-    except (FileNotFoundError, OSError) as exc:
-        raise AdultDataError(
-            f"bundled Adult file {filename!r} is missing ({exc}); reinstall privaudit"
-        ) from None
-    digest = hashlib.sha256(raw).hexdigest()
-    if digest != ADULT_SHA256[filename]:
-        raise AdultDataError(
-            f"bundled Adult file {filename!r} is corrupted: expected sha256 "
-            f"{ADULT_SHA256[filename]}, found {digest}; reinstall privaudit"
-        )
-    return raw
+    return read_bundled(
+        "adult",
+        filename,
+        ADULT_SHA256[filename],
+        what=f"bundled Adult file {filename!r}",
+        error=AdultDataError,
+    )
 
 
 def _categories_from_names(names_text: str) -> dict[str, tuple[str, ...]]:

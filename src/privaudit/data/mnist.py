@@ -13,14 +13,12 @@ on every load.
 
 from __future__ import annotations
 
-import hashlib
 import io
-from importlib import resources
 
 import numpy as np
 
+from privaudit.data._bundle import read_bundled
 from privaudit.data.dataset import Dataset
-from privaudit.errors import PrivauditError
 
 __all__ = ["MNIST_SHA256", "MNIST_SHAPE", "load_mnist"]
 
@@ -45,18 +43,7 @@ def load_mnist() -> Dataset:
     PrivauditError
         If the bundled file is missing or its SHA-256 does not match.
     """
-    ref = resources.files("privaudit.data").joinpath("_bundled", "mnist", _FILE)
-    try:
-        raw = ref.read_bytes()
-    except (FileNotFoundError, OSError) as exc:
-        raise PrivauditError(
-            f"bundled MNIST file {_FILE} is missing ({exc}); reinstall privaudit"
-        ) from None
-    digest = hashlib.sha256(raw).hexdigest()
-    if digest != MNIST_SHA256:
-        raise PrivauditError(
-            f"bundled MNIST file {_FILE}: expected SHA-256 {MNIST_SHA256}, found {digest}; reinstall privaudit"
-        )
+    raw = read_bundled("mnist", _FILE, MNIST_SHA256, what=f"bundled MNIST file {_FILE}")
     with np.load(io.BytesIO(raw), allow_pickle=False) as z:
         x = np.asarray(z["x"])
         y = np.asarray(z["y"], dtype=np.int64)

@@ -42,7 +42,6 @@ import gzip
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +49,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from privaudit._validation import fail
+from privaudit.data._bundle import read_bundled
 from privaudit.errors import DesignError, InvalidInputError, PrivauditError
 
 __all__ = [
@@ -82,19 +82,13 @@ def load_tiny_shakespeare() -> str:
     TextCorpusError
         When the bundled file is missing or its sha256 differs.
     """
-    ref = resources.files("privaudit.data").joinpath("_bundled", "tiny_shakespeare", "input.txt.gz")
-    try:
-        raw = ref.read_bytes()
-    except (FileNotFoundError, OSError) as exc:
-        raise TextCorpusError(
-            f"bundled Tiny Shakespeare is missing ({exc}); reinstall privaudit"
-        ) from None
-    digest = hashlib.sha256(raw).hexdigest()
-    if digest != TINY_SHAKESPEARE_SHA256:
-        raise TextCorpusError(
-            f"bundled Tiny Shakespeare is corrupted: expected sha256 {TINY_SHAKESPEARE_SHA256}, "
-            f"found {digest}; reinstall privaudit"
-        )
+    raw = read_bundled(
+        "tiny_shakespeare",
+        "input.txt.gz",
+        TINY_SHAKESPEARE_SHA256,
+        what="bundled Tiny Shakespeare",
+        error=TextCorpusError,
+    )
     return gzip.decompress(raw).decode("utf-8")
 
 

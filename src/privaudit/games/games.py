@@ -239,6 +239,71 @@ def _collect(
     return out
 
 
+def _fixed_records(
+    name: str,
+    dataset: Dataset,
+    fixed_cfg: ExperimentConfig,
+    fixed_records: ArrayLike | None,
+    n_fixed_records: int,
+    *,
+    seed: int,
+) -> NDArray[Any] | None:
+    """The fixed target records of Def. 3.3/3.4 (``None`` for the other games): the
+    given ids, checked to lie in the target pool, or ``n_fixed_records`` drawn from it."""
+    if name not in ("fixed-record", "fixed-record-and-dataset"):
+        return None
+    pool = target_pool_ids(dataset, fixed_cfg)
+    if fixed_records is None:
+        k = check_positive_int(n_fixed_records, "n_fixed_records")
+        if k > pool.size:
+            raise fail("n_fixed_records", f"at most the {pool.size} pool records", k)
+        rng = derive_rng(seed, purpose=f"game/{name}/fixed-records")
+        return np.sort(pool[rng.choice(pool.size, size=k, replace=False)])
+    fixed = check_unique_ids(fixed_records, "fixed_records")
+    fixed = fixed.astype(pool.dtype) if pool.dtype.kind in "iu" else fixed.astype(str)
+    missing = [r for r in fixed.tolist() if r not in set(pool.tolist())]
+    if missing:
+        raise fail("fixed_records", "records of the target pool", f"{missing[:5]} not in it")
+    return fixed
+
+
+def _trial_config(
+    name: str,
+    fixed_cfg: ExperimentConfig,
+    fixed: NDArray[Any] | None,
+    *,
+    seed: int,
+    trial: int,
+) -> ExperimentConfig:
+    """Trial ``trial``'s experiment: what the game fixes keeps ``fixed_cfg``'s seeds,
+    what it resamples gets fresh seeds of its own (Def. 3.1-3.4); Def. 3.4 flips one
+    coin per fixed record for its membership."""
+
+    def fresh(component: str) -> int:
+        return derive_seed(seed, purpose=f"game/{name}/trial/{trial}/{component}")
+
+    if name == "fixed-model":
+        return fixed_cfg
+    if name in ("average", "fixed-record"):
+        return dataclasses.replace(
+            fixed_cfg,
+            membership_seed=fresh("membership"),
+            target_seed=fresh("target"),
+            attacker_seed=fresh("attacker"),
+        )
+    fixed_ids = fixed if fixed is not None else np.asarray([])  # fixed-record-and-dataset
+    coins = derive_rng(seed, purpose=f"game/{name}/trial/{trial}/coin").integers(
+        0, 2, size=fixed_ids.size
+    )
+    return dataclasses.replace(
+        fixed_cfg,
+        target_seed=fresh("target"),
+        force_membership=tuple(
+            (r, bool(b)) for r, b in zip(fixed_ids.tolist(), coins.tolist(), strict=True)
+        ),
+    )
+
+
 def run_game(
     name: str,
     dataset: Dataset,
@@ -315,24 +380,9 @@ def run_game(
         attacker_seed=base["attacker"],
     )
 
-    fixed: NDArray[Any] | None = None
-    if name in ("fixed-record", "fixed-record-and-dataset"):
-        pool = target_pool_ids(dataset, fixed_cfg)
-        if fixed_records is None:
-            k = check_positive_int(n_fixed_records, "n_fixed_records")
-            if k > pool.size:
-                raise fail("n_fixed_records", f"at most the {pool.size} pool records", k)
-            rng = derive_rng(config.seed, purpose=f"game/{name}/fixed-records")
-            fixed = np.sort(pool[rng.choice(pool.size, size=k, replace=False)])
-        else:
-            fixed = check_unique_ids(fixed_records, "fixed_records")
-            fixed = fixed.astype(pool.dtype) if pool.dtype.kind in "iu" else fixed.astype(str)
-            missing = [r for r in fixed.tolist() if r not in set(pool.tolist())]
-            if missing:
-                raise fail(
-                    "fixed_records", "records of the target pool", f"{missing[:5]} not in it"
-                )
-
+    fixed = _fixed_records(
+        name, dataset, fixed_cfg, fixed_records, n_fixed_records, seed=config.seed
+    )
     if fixed is not None:
         # Attack L trains models per record: the fixed records are always in its sample.
         include = tuple(dict.fromkeys((*fixed.tolist(), *fixed_cfg.leave_one_out_include)))
@@ -340,31 +390,7 @@ def run_game(
     desc = describe_game(name, n_trials)
     trials: list[ExperimentResult] = []
     for t in range(n_trials):
-
-        def fresh(component: str, t: int = t) -> int:
-            return derive_seed(config.seed, purpose=f"game/{name}/trial/{t}/{component}")
-
-        if name == "fixed-model":
-            cfg = fixed_cfg
-        elif name in ("average", "fixed-record"):
-            cfg = dataclasses.replace(
-                fixed_cfg,
-                membership_seed=fresh("membership"),
-                target_seed=fresh("target"),
-                attacker_seed=fresh("attacker"),
-            )
-        else:  # fixed-record-and-dataset
-            fixed_ids = fixed if fixed is not None else np.asarray([])
-            coins = derive_rng(config.seed, purpose=f"game/{name}/trial/{t}/coin").integers(
-                0, 2, size=fixed_ids.size
-            )
-            cfg = dataclasses.replace(
-                fixed_cfg,
-                target_seed=fresh("target"),
-                force_membership=tuple(
-                    (r, bool(b)) for r, b in zip(fixed_ids.tolist(), coins.tolist(), strict=True)
-                ),
-            )
+        cfg = _trial_config(name, fixed_cfg, fixed, seed=config.seed, trial=t)
         trials.append(
             run_experiment(dataset, trainer, cfg, store=store, executor=executor, game=desc)
         )

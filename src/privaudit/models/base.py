@@ -74,9 +74,17 @@ def check_fit_inputs(
     y = as_label_array(y, "y")
     if y.size != X.shape[0]:
         raise fail("y", f"{X.shape[0]} labels (one per row of X)", y.size)
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= int(seed) < 2**32:
+    if (
+        isinstance(seed, bool)
+        or not isinstance(seed, int | np.integer)
+        or not 0 <= int(seed) < 2**32
+    ):
         raise fail("seed", "an integer in [0, 2**32 - 1]", repr(seed))
-    C = int(y.max()) + 1 if n_classes is None else check_positive_int(n_classes, "n_classes", minimum=2)
+    C = (
+        int(y.max()) + 1
+        if n_classes is None
+        else check_positive_int(n_classes, "n_classes", minimum=2)
+    )
     if y.max() >= C:
         raise fail("y", f"labels below n_classes={C}", f"maximum {int(y.max())}")
     return X, y, C

@@ -546,6 +546,38 @@ class CausalLM:
                         take(seg, rows, labels)
                 bar.advance()
 
+    # -- generation -------------------------------------------------------------------
+
+    def generate(
+        self,
+        prompts: Sequence[str],
+        *,
+        max_new_tokens: int,
+        top_k: int,
+        seed: int,
+        batch_size: int = 16,
+        temperature: float = 1.0,
+    ) -> list[str]:
+        """The sampled continuation of each prompt, without the prompt (top-k sampling).
+
+        Batched with left padding and the key/value cache; a row stops at the tokenizer's
+        end-of-sequence token (not included) or after ``max_new_tokens`` tokens; seeded per
+        prompt from ``seed`` without touching any global RNG; ``top_k=1`` is greedy
+        decoding. Details: :func:`privaudit.models.lm_generate.generate_ids`.
+        """
+        from privaudit.models.lm_generate import decode_ids, generate_ids
+
+        rows = generate_ids(
+            self,
+            prompts,
+            max_new_tokens=max_new_tokens,
+            top_k=top_k,
+            seed=seed,
+            batch_size=batch_size,
+            temperature=temperature,
+        )
+        return decode_ids(self, rows)
+
     # -- persistence ------------------------------------------------------------------
 
     def save(self, path: str | os.PathLike[str]) -> Path:

@@ -325,7 +325,9 @@ class TorchModel:
         try:
             with torch.no_grad():
                 for start in range(0, X.shape[0], _EVAL_BATCH):
-                    xb = torch.from_numpy(np.array(X[start : start + _EVAL_BATCH], dtype=np.float32))
+                    xb = torch.from_numpy(
+                        np.array(X[start : start + _EVAL_BATCH], dtype=np.float32)
+                    )
                     out.append(module(xb.to(dev)).double().cpu().numpy())
         except PrivauditError:
             raise

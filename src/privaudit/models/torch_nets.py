@@ -24,7 +24,9 @@ def mlp(n_features: int, n_classes: int, hidden: int | list[int] = 128) -> Any:
 
 
 def small_cnn(
-    n_classes: int = 10, channels: int = 16, image_shape: tuple[int, int, int] | list[int] = (1, 28, 28)
+    n_classes: int = 10,
+    channels: int = 16,
+    image_shape: tuple[int, int, int] | list[int] = (1, 28, 28),
 ) -> Any:
     """Two 3x3 convolutions (ReLU, 2x2 max-pooling) and a linear head, for flattened
     images of ``image_shape`` (height and width divisible by 4)."""

@@ -49,9 +49,7 @@ def _check(result: Any) -> Any:
     return result
 
 
-def record_risk_payload(
-    result: Any, settings: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
+def record_risk_payload(result: Any, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The ``results.json`` document (strict JSON)."""
     r = _check(result)
     return {
@@ -134,7 +132,11 @@ def write_record_risk_report(
     r = _check(result)
     check_output_dir(out_dir, overwrite=overwrite)
     text = json.dumps(record_risk_payload(r, settings), indent=2, allow_nan=False)
-    files = {RESULTS: text + "\n", RECORDS_FILE: records_csv(r), HTML_FILE: render_record_risk_html(r)}
+    files = {
+        RESULTS: text + "\n",
+        RECORDS_FILE: records_csv(r),
+        HTML_FILE: render_record_risk_html(r),
+    }
     out = write_text_files(out_dir, files, overwrite=overwrite)
     return {
         "dir": out,

@@ -1,0 +1,435 @@
+"""PANORAMIA's text modality: causal LMs audited with generated non-member texts.
+
+Kazmi et al., "PANORAMIA: privacy auditing of machine learning models without retraining"
+(NeurIPS 2024). For language models (Sec. 5, App. C) the target f is an LM fine-tuned on
+text; the auditor knows some of its training texts (the known members), and:
+
+* **generator G** (:meth:`TextModality.fit_generator`): the base LM fine-tuned on D_G minus a
+  held-out prompt part (``prompt_fraction`` of D_G's *documents*, so a prompt never comes
+  from a document G trained on), sampled with top-k sampling from prompts cut from the
+  held-out part (:mod:`privaudit.models.lm_generate`). Every synthetic text is cut at a line
+  end to a length drawn from G's training texts (same length distribution as the member
+  chunks; a classifier would otherwise detect length) and length-filtered; it is its own
+  document, with id ``synth-000000``, ...;
+* **helper h** (:meth:`TextModality.fit_helper`): the base LM fine-tuned with the *target's*
+  recipe on the helper pool of synthetic texts only (never on the audit's synthetic texts,
+  never on real texts);
+* **loss features** (:meth:`TextModality.loss_features`): the per-token loss vector
+  ``-log p(x_t | x_<t)`` of a model on the text (the first ``loss_tokens`` scored tokens,
+  zero-padded, with a mask), after summaries: mean token loss (column 0: the per-example
+  loss a loss-threshold attack such as O(1) reads), its standard deviation, the mean of the
+  20 % lowest log-probabilities (min-k, Shi et al. 2024), the zlib ratio (Carlini et al.
+  2021) and the log number of tokens;
+* **classifiers** (:meth:`TextModality.fit_scorer`): one network for the MIA (target's loss
+  features) and the baseline (helper's): a byte-level 1-D convolutional encoder of the text
+  and a 1-D convolution over the per-token losses with an MLP over the summaries, joined by
+  an MLP into one logit (higher = member), trained by
+  :func:`privaudit.attacks.selected_net.fit_selected_net`, which restores the best
+  validation epoch under the caller's criterion (the bound itself).
+
+The records are :class:`~privaudit.data.text.TextRecords`; members should be one chunk per
+document (chunks of one document share membership and are alike, so the coin-flip test
+pairs would not be independent otherwise).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import math
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from privaudit._validation import check_positive_int, fail
+from privaudit.attacks.selected_net import fit_selected_net, predict_net
+from privaudit.data.text import TextRecords
+from privaudit.errors import InsufficientDataError
+from privaudit.runtime.seeds import derive_rng, derive_seed
+
+if TYPE_CHECKING:
+    from privaudit.models.causal_lm import CausalLM
+    from privaudit.models.lm_finetune import FineTuneRecipe
+    from privaudit.models.lm_generate import TextGenerator
+
+__all__ = ["SCORER_DEFAULTS", "SUMMARY_FEATURES", "TextModality", "TextScorer", "encode_bytes"]
+
+#: Defaults of the ``scorer`` settings (``TextModality(scorer={...})`` overrides any).
+SCORER_DEFAULTS: dict[str, Any] = {
+    "text_bytes": 384,  # UTF-8 bytes of the text the encoder reads (truncated / padded)
+    "embed": 16,
+    "channels": 32,
+    "hidden": 64,
+    "epochs": 30,
+    "batch_size": 64,
+    "lr": 1e-3,
+    "weight_decay": 1e-4,
+    "patience": None,
+}
+#: Names of the summary columns after the per-token losses and their mask.
+SUMMARY_FEATURES: tuple[str, ...] = (
+    "mean_loss",
+    "std_loss",
+    "min_k_logprob",
+    "zlib_ratio",
+    "log_n_tokens",
+)
+_PAD_BYTE = 256
+
+
+def encode_bytes(texts: Sequence[str], width: int) -> NDArray[np.float32]:
+    """UTF-8 bytes of each text (0..255), truncated or padded with 256 to ``width``
+    (float32: the network inputs of :func:`~privaudit.attacks.selected_net.fit_selected_net`)."""
+    out = np.full((len(texts), width), _PAD_BYTE, dtype=np.float32)
+    for i, t in enumerate(texts):
+        b = np.frombuffer(t.encode("utf-8")[:width], dtype=np.uint8)
+        out[i, : b.size] = b
+    return out
+
+
+def _concat_records(a: TextRecords, b: TextRecords) -> TextRecords:
+    member = None
+    if a.member is not None and b.member is not None:
+        member = np.concatenate([a.member, b.member])
+    return TextRecords(
+        ids=a.ids + b.ids,
+        texts=a.texts + b.texts,
+        documents=a.documents + b.documents,
+        member=member,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# the scorer network (torch imported lazily)
+
+
+def _net_type() -> Any:
+    global _NET_TYPE
+    if _NET_TYPE is not None:
+        return _NET_TYPE
+    from privaudit.models.torch_models import require_torch
+
+    torch = require_torch()
+    nn = torch.nn
+
+    class TextLossNet(nn.Module):  # type: ignore[name-defined]
+        """Byte-CNN encoder of ``x`` + 1-D conv over the per-token losses + MLP over the
+        summaries -> one logit. Summaries are standardised with the training means."""
+
+        def __init__(
+            self,
+            loss_tokens: int,
+            center: NDArray[np.float32],
+            scale: NDArray[np.float32],
+            cfg: dict[str, Any],
+        ) -> None:
+            super().__init__()
+            ch, hid = int(cfg["channels"]), int(cfg["hidden"])
+            self.loss_tokens = loss_tokens
+            self.embed = nn.Embedding(_PAD_BYTE + 1, int(cfg["embed"]), padding_idx=_PAD_BYTE)
+            self.text_conv = nn.Sequential(
+                nn.Conv1d(int(cfg["embed"]), ch, 5, padding=2),
+                nn.ReLU(),
+                nn.Conv1d(ch, ch, 5, padding=2, stride=2),
+                nn.ReLU(),
+            )
+            self.loss_conv = nn.Sequential(nn.Conv1d(2, ch, 5, padding=2), nn.ReLU())
+            self.summary = nn.Sequential(nn.Linear(len(center), hid), nn.ReLU())
+            self.head = nn.Sequential(nn.Linear(4 * ch + hid, hid), nn.ReLU(), nn.Linear(hid, 1))
+            self.register_buffer("center", torch.from_numpy(center))
+            self.register_buffer("scale", torch.from_numpy(scale))
+
+        def forward(self, x: Any, loss: Any) -> Any:
+            tokens = x.long()
+            real = (tokens != _PAD_BYTE).float()
+            h = self.text_conv(self.embed(tokens).transpose(1, 2))
+            real_h = real[:, ::2][:, : h.shape[2]]
+            text_mean = (h * real_h[:, None]).sum(2) / real_h.sum(1, keepdim=True).clamp_min(1)
+            text_max = h.masked_fill(real_h[:, None] == 0, -1e4).amax(2)
+            k, j = self.loss_tokens, len(SUMMARY_FEATURES)
+            seq, mask = loss[:, j : j + k], loss[:, j + k : j + 2 * k]
+            g = self.loss_conv(torch.stack([seq, mask], dim=1))
+            loss_mean = (g * mask[:, None]).sum(2) / mask.sum(1, keepdim=True).clamp_min(1)
+            loss_max = g.masked_fill(mask[:, None] == 0, -1e4).amax(2)
+            s = self.summary((loss[:, :j] - self.center) / self.scale)
+            z = torch.cat([text_mean, text_max, loss_mean, loss_max, s], dim=1)
+            return self.head(z)[:, 0]
+
+    _NET_TYPE = TextLossNet
+    return TextLossNet
+
+
+_NET_TYPE: Any = None
+
+
+@dataclasses.dataclass
+class TextScorer:
+    """A fitted text MIA or baseline: ``score(records, loss)`` = its logit (higher = member)."""
+
+    module: Any
+    text_bytes: int
+    info: dict[str, Any]
+
+    def score(self, records: TextRecords, loss: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Logits of the records with these loss features (rows aligned)."""
+        x = encode_bytes(records.texts, self.text_bytes)
+        return predict_net(self.module, (x, np.asarray(loss, dtype=np.float32)))
+
+
+# ---------------------------------------------------------------------------------------
+# the modality
+
+
+class TextModality:
+    """PANORAMIA on causal LMs (module docstring); records are ``TextRecords``.
+
+    Parameters
+    ----------
+    base : CausalLM or path
+        The pretrained LM the target was fine-tuned from (a path is loaded on first use with
+        :meth:`CausalLM.from_directory <privaudit.models.causal_lm.CausalLM.from_directory>`).
+    recipe : FineTuneRecipe
+        The target's fine-tuning recipe: the helper is trained with it.
+    top_k, max_new_tokens, prompt_chars, min_chars, max_chars, temperature
+        Sampling of the generator (:class:`~privaudit.models.lm_generate.TextSampling`).
+    prompt_fraction : float
+        Share of D_G's documents held out as prompts (G never trains on them).
+    generator_recipe : FineTuneRecipe, optional
+        G's fine-tuning recipe (default: ``recipe``).
+    loss_tokens : int
+        Per-token losses kept per text (zero-padded, with a mask).
+    scorer : dict, optional
+        Overrides of :data:`SCORER_DEFAULTS`.
+    batch_size : int
+        Texts per forward pass when scoring and generating.
+    """
+
+    name = "text"
+
+    def __init__(
+        self,
+        base: CausalLM | str | os.PathLike[str],
+        recipe: FineTuneRecipe,
+        *,
+        top_k: int = 50,
+        max_new_tokens: int = 96,
+        prompt_fraction: float = 0.2,
+        prompt_chars: int = 32,
+        min_chars: int = 64,
+        max_chars: int = 400,
+        temperature: float = 1.0,
+        generator_recipe: FineTuneRecipe | None = None,
+        loss_tokens: int = 128,
+        scorer: dict[str, Any] | None = None,
+        batch_size: int = 16,
+    ) -> None:
+        from privaudit.models.lm_finetune import FineTuneRecipe
+        from privaudit.models.lm_generate import TextSampling
+
+        if not isinstance(recipe, FineTuneRecipe):
+            raise fail("recipe", "a FineTuneRecipe", type(recipe).__name__)
+        if generator_recipe is not None and not isinstance(generator_recipe, FineTuneRecipe):
+            raise fail("generator_recipe", "a FineTuneRecipe", type(generator_recipe).__name__)
+        if not (isinstance(prompt_fraction, float | int) and 0 < prompt_fraction < 1):
+            raise fail("prompt_fraction", "a number in (0, 1)", repr(prompt_fraction))
+        unknown = set(scorer or {}) - set(SCORER_DEFAULTS)
+        if unknown:
+            raise fail("scorer", f"keys among {sorted(SCORER_DEFAULTS)}", sorted(unknown))
+        self._base = base
+        self.recipe = recipe
+        self.generator_recipe = generator_recipe or recipe
+        self.sampling = TextSampling(
+            top_k=top_k,
+            max_new_tokens=max_new_tokens,
+            prompt_chars=prompt_chars,
+            min_chars=min_chars,
+            max_chars=max_chars,
+            temperature=temperature,
+            batch_size=batch_size,
+        )
+        self.prompt_fraction = float(prompt_fraction)
+        self.loss_tokens = check_positive_int(loss_tokens, "loss_tokens")
+        self.batch_size = check_positive_int(batch_size, "batch_size")
+        self.scorer = {**SCORER_DEFAULTS, **(scorer or {})}
+        self.fit_info: dict[str, Any] = {}
+        # G and its samples do not depend on the target's recipe: memoised per
+        # (D_G ids, seed) and (generator, n, seed), shared by with_recipe copies
+        self._memo: dict[tuple[Any, ...], Any] = {}
+
+    def with_recipe(self, recipe: FineTuneRecipe) -> TextModality:
+        """A copy for another target recipe (the helper's), sharing the base, the settings
+        and the memoised generator and samples (G is trained with ``generator_recipe``,
+        which does not change). For several targets fine-tuned from one base on the same
+        known members, e.g. increasing numbers of steps."""
+        other = copy.copy(self)
+        other.recipe = recipe
+        other.fit_info = {}
+        return other
+
+    # -- records ------------------------------------------------------------------------
+
+    def ids(self, records: TextRecords) -> tuple[str, ...]:
+        return records.ids
+
+    def take(self, records: TextRecords, ids: Sequence[str]) -> TextRecords:
+        return records.subset(list(ids))
+
+    def concat(self, a: TextRecords, b: TextRecords) -> TextRecords:
+        return _concat_records(a, b)
+
+    # -- models ---------------------------------------------------------------------------
+
+    @property
+    def base(self) -> CausalLM:
+        """The base LM (loaded on first use when given as a path)."""
+        from privaudit.models.causal_lm import CausalLM
+
+        if not isinstance(self._base, CausalLM):
+            self._base = CausalLM.from_directory(Path(self._base), device="cpu")
+        return self._base
+
+    def fit_generator(self, records: TextRecords, *, seed: int) -> TextGenerator:
+        """G: the base LM fine-tuned on D_G minus the prompt documents (module docstring)."""
+        from privaudit.models.lm_generate import fit_text_generator
+
+        key = ("generator", records.texts_hash(), records.documents, int(seed))
+        if key in self._memo:
+            gen: TextGenerator = self._memo[key]
+            self.fit_info["generator"] = dict(gen.info)
+            return gen
+        docs = sorted(set(records.documents))
+        if len(docs) < 2:
+            raise InsufficientDataError(
+                f"generator records: expected texts of at least 2 documents (training and "
+                f"prompts), found {len(docs)}"
+            )
+        n_prompt = min(len(docs) - 1, max(1, round(self.prompt_fraction * len(docs))))
+        rng = derive_rng(seed, purpose="panoramia-text-prompt-documents")
+        prompt_docs = {docs[i] for i in rng.permutation(len(docs))[:n_prompt]}
+        is_prompt = np.array([d in prompt_docs for d in records.documents])
+        train = [t for t, p in zip(records.texts, is_prompt, strict=True) if not p]
+        prompts = [t for t, p in zip(records.texts, is_prompt, strict=True) if p]
+        recipe = dataclasses.replace(
+            self.generator_recipe, seed=derive_seed(seed, purpose="panoramia-text-generator")
+        )
+        gen = fit_text_generator(self.base, train, prompts, recipe, self.sampling)
+        prompt_ids = sorted(np.asarray(records.ids, dtype=object)[is_prompt].tolist())
+        gen.info["n_prompt_documents"] = n_prompt
+        gen.info["prompt_ids_sha256"] = hashlib.sha256("\n".join(prompt_ids).encode()).hexdigest()
+        self.fit_info["generator"] = dict(gen.info)
+        self._memo[key] = gen
+        return gen
+
+    def sample(self, generator: TextGenerator, n: int, *, seed: int) -> TextRecords:
+        """Exactly ``n`` synthetic texts, ids ``synth-000000``..., each its own document."""
+        from privaudit.models.lm_generate import sample_texts
+
+        key = ("sample", id(generator), int(n), int(seed))
+        if key not in self._memo:
+            self._memo[key] = sample_texts(generator, n, seed=seed)
+        texts, counts = self._memo[key]
+        self.fit_info.setdefault("samples", []).append({"n": n, **counts})
+        ids = tuple(f"synth-{i:06d}" for i in range(n))
+        return TextRecords(ids=ids, texts=tuple(texts), documents=ids)
+
+    def fit_helper(self, records: TextRecords, *, seed: int) -> CausalLM:
+        """h: the base LM fine-tuned with the target's recipe on the helper pool only."""
+        from privaudit.models.lm_finetune import finetune
+
+        recipe = dataclasses.replace(
+            self.recipe, seed=derive_seed(seed, purpose="panoramia-text-helper")
+        )
+        self.fit_info["helper"] = {"recipe": recipe.settings(), "n_texts": len(records)}
+        return finetune(self.base, list(records.texts), recipe)
+
+    def loss_features(self, model: CausalLM, records: TextRecords) -> NDArray[np.float64]:
+        """``(n, 5 + 2 * loss_tokens)``: :data:`SUMMARY_FEATURES` (column 0 = the mean
+        token loss, the per-example loss of a loss-threshold attack), then the first
+        ``loss_tokens`` per-token losses (zero-padded) and their mask (module docstring)."""
+        from privaudit.models.causal_lm import CausalLM
+        from privaudit.signals.text import min_k, zlib_ratio
+
+        if not isinstance(model, CausalLM):
+            raise fail("model", "a CausalLM", type(model).__name__)
+        stats = model.token_stats(list(records.texts), batch_size=self.batch_size)
+        short = [records.ids[i] for i, s in enumerate(stats) if s.logprobs.size == 0]
+        if short:
+            raise fail("records", "texts of at least 2 tokens", f"{len(short)}, e.g. {short[:3]}")
+        k, j = self.loss_tokens, len(SUMMARY_FEATURES)
+        out = np.zeros((len(stats), j + 2 * k))
+        for i, s in enumerate(stats):
+            loss = -s.logprobs
+            m = min(k, loss.size)
+            out[i, 0] = loss.mean()
+            out[i, 1] = loss.std()
+            out[i, 4] = math.log(s.n_tokens)
+            out[i, j : j + m] = loss[:m]
+            out[i, j + k : j + k + m] = 1.0
+        out[:, 2] = min_k(stats)
+        out[:, 3] = zlib_ratio(stats, list(records.texts))
+        return out
+
+    def fit_scorer(
+        self,
+        train: Any,
+        val: Any,
+        *,
+        seed: int,
+        criterion: Callable[[NDArray[np.float64], NDArray[np.bool_]], float],
+    ) -> TextScorer:
+        """The MIA / baseline network, selected on ``val`` by ``criterion`` (module docstring)."""
+        cfg = self.scorer
+        width = int(cfg["text_bytes"])
+        k, j = self.loss_tokens, len(SUMMARY_FEATURES)
+        loss_tr = np.asarray(train.loss, dtype=np.float64)
+        if loss_tr.ndim != 2 or loss_tr.shape[1] != j + 2 * k:
+            raise fail("train.loss", f"loss features of width {j + 2 * k}", loss_tr.shape)
+        summ = loss_tr[:, :j]
+        center = summ.mean(0).astype(np.float32)
+        scale = np.where(summ.std(0) > 0, summ.std(0), 1.0).astype(np.float32)
+        net = _net_type()
+
+        def build() -> Any:
+            return net(k, center, scale, cfg)
+
+        module, info = fit_selected_net(
+            build,
+            (encode_bytes(train.records.texts, width), loss_tr),
+            np.asarray(train.label, dtype=bool),
+            (encode_bytes(val.records.texts, width), np.asarray(val.loss, dtype=np.float64)),
+            np.asarray(val.label, dtype=bool),
+            criterion=criterion,
+            epochs=int(cfg["epochs"]),
+            batch_size=int(cfg["batch_size"]),
+            lr=float(cfg["lr"]),
+            weight_decay=float(cfg["weight_decay"]),
+            seed=seed,
+            patience=cfg["patience"],
+        )
+        return TextScorer(module=module, text_bytes=width, info={**info, "network": dict(cfg)})
+
+    def settings(self) -> dict[str, Any]:
+        """JSON-able: the base, the loss features, the scorer, and per fitted part
+        (``generator``, ``helper``) its recipe and what the fit recorded."""
+        base = self._base
+        base_name = str(base) if isinstance(base, str | os.PathLike) else base.name
+        return {
+            "modality": self.name,
+            "base": base_name,
+            "loss_tokens": self.loss_tokens,
+            "summary_features": list(SUMMARY_FEATURES),
+            "generator": {
+                "recipe": self.generator_recipe.settings(),
+                "sampling": self.sampling.settings(),
+                "prompt_fraction": self.prompt_fraction,
+                **self.fit_info.get("generator", {}),
+                "samples": list(self.fit_info.get("samples", [])),
+            },
+            "helper": {"recipe": self.recipe.settings(), **self.fit_info.get("helper", {})},
+            "scorer": dict(self.scorer),
+        }

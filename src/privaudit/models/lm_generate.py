@@ -1,0 +1,381 @@
+"""Text generation from a causal LM: seeded top-k sampling, and the PANORAMIA text generator.
+
+Two layers (issue 14, item 2; Kazmi et al., "PANORAMIA: privacy auditing of machine learning
+models without retraining", NeurIPS 2024, Sec. 5 and App. C: for language models G is the
+base LM fine-tuned on D_G and sampled with top-k sampling from a held-out prompt set
+D_G^prompt subset of D_G):
+
+* :func:`generate_ids` (behind :meth:`CausalLM.generate
+  <privaudit.models.causal_lm.CausalLM.generate>`): continuations of prompts by **top-k
+  sampling** (Fan et al. 2018; the sampling family studied by Holtzman et al., "The curious
+  case of neural text degeneration", ICLR 2020, Sec. 3-4, cited by the paper): at every step
+  the logits are divided by the temperature, only the ``k`` most likely tokens are kept and
+  renormalised, and one of them is drawn. Prompts are batched with **left padding** (an
+  attention mask hides the padding, position ids count real tokens only, and the key/value
+  cache of the prompt pass is reused at every step), so the last position of every row is a
+  real token. A row stops at the tokenizer's end-of-sequence token (not part of the output)
+  or after ``max_new_tokens``. Randomness: one :class:`numpy.random.Generator` per prompt,
+  derived from ``(seed, prompt index)`` (:func:`privaudit.runtime.seeds.spawn_seeds`), draws
+  one uniform per generated token (inverse-CDF draw over the top-k probabilities), so no
+  global RNG is touched and a prompt's continuation does not depend on the batch it ran in
+  (up to float rounding of padded batches). With ``top_k=1`` the draw is the argmax: greedy
+  decoding.
+* :class:`TextGenerator` (:func:`fit_text_generator`, :func:`sample_texts`): the base LM
+  fine-tuned on the generator's training texts (:func:`~privaudit.models.lm_finetune.finetune`),
+  prompts cut from held-out texts, continuations cut to lengths drawn from the training texts'
+  length distribution (at a line end) and length-filtered; rejected texts are counted and
+  refilled until exactly ``n`` texts are accepted, or an
+  :class:`~privaudit.errors.InsufficientDataError` says how many were rejected and why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from privaudit._validation import check_positive_int, fail
+from privaudit.errors import InsufficientDataError
+from privaudit.runtime.seeds import derive_rng, spawn_seeds
+
+if TYPE_CHECKING:
+    from privaudit.models.causal_lm import CausalLM
+    from privaudit.models.lm_finetune import FineTuneRecipe
+
+__all__ = [
+    "TextGenerator",
+    "TextSampling",
+    "cut_prompt",
+    "decode_ids",
+    "fit_text_generator",
+    "generate_ids",
+    "sample_texts",
+]
+
+
+# ---------------------------------------------------------------------------------------
+# top-k sampling
+
+
+def _check_temperature(temperature: float) -> float:
+    if (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, int | float)
+        or not (math.isfinite(temperature) and temperature > 0)
+    ):
+        raise fail("temperature", "a positive finite number", repr(temperature))
+    return float(temperature)
+
+
+def generate_ids(
+    lm: CausalLM,
+    prompts: Sequence[str],
+    *,
+    max_new_tokens: int,
+    top_k: int,
+    seed: int,
+    batch_size: int = 16,
+    temperature: float = 1.0,
+) -> list[list[int]]:
+    """Token ids of the sampled continuation of each prompt (the prompt not included).
+
+    See the module docstring. Prompts are tokenised without BOS/EOS (as texts are scored);
+    a prompt longer than ``lm.max_length - max_new_tokens`` tokens keeps its last tokens.
+
+    Raises
+    ------
+    InvalidInputError
+        A prompt with no token, ``max_new_tokens >= lm.max_length``, ``top_k < 1``, a
+        non-positive temperature.
+    """
+    from privaudit.models.causal_lm import _check_texts, _torch
+
+    torch = _torch()
+    prompts = _check_texts(prompts)
+    max_new_tokens = check_positive_int(max_new_tokens, "max_new_tokens")
+    top_k = check_positive_int(top_k, "top_k")
+    batch_size = check_positive_int(batch_size, "batch_size")
+    temperature = _check_temperature(temperature)
+    if max_new_tokens >= lm.max_length:
+        raise fail(
+            "max_new_tokens", f"fewer than the model's context ({lm.max_length})", max_new_tokens
+        )
+    if not prompts:
+        return []
+    budget = lm.max_length - max_new_tokens
+    ids = [p[-budget:] for p in lm.tokenize(prompts)]
+    empty = [i for i, p in enumerate(ids) if not p]
+    if empty:
+        raise fail("prompts", "prompts of at least one token", f"none at index {empty[0]}")
+    rngs = [np.random.default_rng(s) for s in spawn_seeds(seed, len(ids), purpose="lm-generate")]
+    eos = lm.tokenizer.eos_token_id
+    eos = None if eos is None else int(eos)
+    pad = eos if eos is not None else 0
+    k = min(top_k, lm.vocab_size)
+    cache_arg = _cache_argument(lm.model)
+    out: list[list[int]] = [[] for _ in ids]
+    order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+    for b in range(0, len(order), batch_size):
+        rows = order[b : b + batch_size]
+        width = len(ids[rows[0]])
+        x = torch.full((len(rows), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for r, i in enumerate(rows):
+            x[r, width - len(ids[i]) :] = torch.tensor(ids[i], dtype=torch.long)
+            mask[r, width - len(ids[i]) :] = 1
+        pos = (mask.cumsum(1) - 1).clamp_min(0)
+        done = [False] * len(rows)
+        with torch.inference_mode():
+            res = lm.model(
+                input_ids=x.to(lm.device),
+                attention_mask=mask.to(lm.device),
+                position_ids=pos.to(lm.device),
+                use_cache=True,
+            )
+            for step in range(max_new_tokens):
+                logits = res.logits[:, -1].to(torch.float64) / temperature
+                vals, idx = torch.topk(logits, k, dim=-1)
+                cdf = torch.softmax(vals, dim=-1).cumsum(-1).cpu().numpy()
+                idx_np = idx.cpu().numpy()
+                nxt = np.full(len(rows), pad, dtype=np.int64)
+                for r, i in enumerate(rows):
+                    if done[r]:
+                        continue
+                    u = rngs[i].random() * cdf[r, -1]
+                    tok = int(idx_np[r, min(int(np.searchsorted(cdf[r], u, side="right")), k - 1)])
+                    nxt[r] = tok
+                    if tok == eos:
+                        done[r] = True
+                    else:
+                        out[i].append(tok)
+                if all(done) or step == max_new_tokens - 1:
+                    break
+                mask = torch.cat([mask, torch.ones((len(rows), 1), dtype=torch.long)], dim=1)
+                pos = pos[:, -1:] + 1
+                res = lm.model(
+                    input_ids=torch.from_numpy(nxt)[:, None].to(lm.device),
+                    attention_mask=mask.to(lm.device),
+                    position_ids=pos.to(lm.device),
+                    use_cache=True,
+                    **{cache_arg: _cache_of(res)},
+                )
+    return out
+
+
+def _cache_argument(model: Any) -> str:
+    """The forward argument taking the key/value cache: ``cache`` (transformers >= 5.2x)
+    or ``past_key_values`` (earlier versions)."""
+    import inspect
+
+    params = inspect.signature(model.forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
+def _cache_of(output: Any) -> Any:
+    cache = getattr(output, "cache", None)
+    return cache if cache is not None else output.past_key_values
+
+
+# ---------------------------------------------------------------------------------------
+# the PANORAMIA text generator
+
+
+@dataclasses.dataclass(frozen=True)
+class TextSampling:
+    """How :func:`sample_texts` draws synthetic texts.
+
+    Parameters
+    ----------
+    top_k : int
+        Top-k sampling (the paper's G for text, Sec. 5).
+    max_new_tokens : int
+        Tokens generated per prompt (enough for ``max_chars``: one byte per token on the
+        tiny GPT, ~3.5 characters per token on SmolLM2 for this English).
+    prompt_chars : int
+        A prompt is the first ``prompt_chars`` characters of a held-out text, extended to
+        the end of that line (:func:`cut_prompt`), so a continuation starts at a line start
+        like the member chunks do.
+    min_chars, max_chars : int
+        Length filter of the accepted texts (characters, after the cut to a target length).
+    temperature : float
+    batch_size : int
+        Prompts per generation batch.
+    max_rounds : int
+        Generation rounds (each for the texts still missing, plus a quarter) before giving up.
+    """
+
+    top_k: int = 50
+    max_new_tokens: int = 96
+    prompt_chars: int = 32
+    min_chars: int = 64
+    max_chars: int = 400
+    temperature: float = 1.0
+    batch_size: int = 16
+    max_rounds: int = 6
+
+    def __post_init__(self) -> None:
+        for name in ("top_k", "max_new_tokens", "prompt_chars", "min_chars", "max_chars"):
+            check_positive_int(getattr(self, name), name)
+        check_positive_int(self.batch_size, "batch_size")
+        check_positive_int(self.max_rounds, "max_rounds")
+        _check_temperature(self.temperature)
+        if self.max_chars < self.min_chars:
+            raise fail("max_chars", f"at least min_chars={self.min_chars}", self.max_chars)
+
+    def settings(self) -> dict[str, Any]:
+        """JSON-able."""
+        return dataclasses.asdict(self)
+
+
+def cut_prompt(text: str, prompt_chars: int) -> str:
+    """The first ``prompt_chars`` characters of ``text`` extended to the end of their line
+    (the newline included); the first ``prompt_chars`` characters when no newline follows."""
+    end = text.find("\n", prompt_chars - 1)
+    return text[:prompt_chars] if end < 0 else text[: end + 1]
+
+
+@dataclasses.dataclass(frozen=True)
+class TextGenerator:
+    """A fitted text generator: the fine-tuned LM, its prompts and the target lengths.
+
+    ``lengths`` are the character lengths of the generator's training texts within the
+    length filter: each synthetic text is cut to one of them, drawn at random, so synthetic
+    and real texts have the same length distribution (a classifier would otherwise tell
+    them apart by length alone).
+    """
+
+    lm: CausalLM
+    prompts: tuple[str, ...]
+    lengths: tuple[int, ...]
+    sampling: TextSampling
+    info: dict[str, Any]
+
+
+def fit_text_generator(
+    base: CausalLM,
+    train_texts: Sequence[str],
+    prompt_texts: Sequence[str],
+    recipe: FineTuneRecipe,
+    sampling: TextSampling,
+) -> TextGenerator:
+    """Fine-tune ``base`` on ``train_texts`` (G of the paper, Sec. 5) and keep the prompts
+    cut from ``prompt_texts`` (the held-out D_G^prompt, never trained on).
+
+    Raises
+    ------
+    InsufficientDataError
+        No prompt text, or no training text whose length passes the length filter.
+    """
+    from privaudit.models.lm_finetune import finetune
+
+    if not prompt_texts:
+        raise InsufficientDataError("prompt_texts: expected at least one held-out text, found none")
+    lengths = tuple(
+        len(t) for t in train_texts if sampling.min_chars <= len(t) <= sampling.max_chars
+    )
+    if not lengths:
+        raise InsufficientDataError(
+            f"train_texts: expected texts of {sampling.min_chars}..{sampling.max_chars} "
+            f"characters (the length filter), found none among {len(train_texts)}"
+        )
+    lm = finetune(base, train_texts, recipe)
+    prompts = tuple(cut_prompt(t, sampling.prompt_chars) for t in prompt_texts)
+    info = {
+        "base": base.name,
+        "recipe": recipe.settings(),
+        "sampling": sampling.settings(),
+        "n_train_texts": len(train_texts),
+        "n_prompts": len(prompts),
+        "mean_prompt_chars": float(np.mean([len(p) for p in prompts])),
+        "n_length_targets": len(lengths),
+    }
+    return TextGenerator(lm=lm, prompts=prompts, lengths=lengths, sampling=sampling, info=info)
+
+
+def _cut_to_length(text: str, length: int) -> str:
+    """``text`` cut at the line end nearest to ``length`` characters (its end counts as one;
+    a text without a line end is cut at ``length``); surrounding whitespace dropped. The
+    nearest rather than the last line end before ``length``, so that cut lengths are not
+    biased short by half a line."""
+    text = text.strip()
+    ends = [i for i, ch in enumerate(text) if ch == "\n"] + [len(text)]
+    cut = min(ends, key=lambda i: (abs(i - length), i))
+    if len(ends) == 1:
+        cut = min(len(text), length)
+    return text[:cut].rstrip()
+
+
+def sample_texts(
+    generator: TextGenerator, n: int, *, seed: int
+) -> tuple[list[str], dict[str, Any]]:
+    """Exactly ``n`` synthetic texts, and what it took (rounds, generated, rejected).
+
+    Each round draws prompts (a seeded permutation of the prompts, cycled), generates one
+    continuation per prompt, cuts each to a target length drawn from ``generator.lengths``
+    and keeps those within ``[min_chars, max_chars]``; rounds repeat for the missing texts.
+
+    Raises
+    ------
+    InsufficientDataError
+        Fewer than ``n`` texts accepted after ``max_rounds`` rounds (the message gives the
+        counts of generated, too short and too long texts).
+    """
+    n = check_positive_int(n, "n")
+    s = generator.sampling
+    rng = derive_rng(seed, purpose="lm-generator-sample")
+    accepted: list[str] = []
+    counts = {"n_generated": 0, "n_rejected_short": 0, "n_rejected_long": 0, "rounds": 0}
+    while len(accepted) < n and counts["rounds"] < s.max_rounds:
+        missing = n - len(accepted)
+        want = missing + max(1, missing // 4)
+        reps = -(-want // len(generator.prompts))
+        perm = np.concatenate([rng.permutation(len(generator.prompts)) for _ in range(reps)])
+        prompts = [generator.prompts[i] for i in perm[:want]]
+        targets = rng.choice(np.asarray(generator.lengths), size=want)
+        round_seed = int(rng.integers(2**32))
+        ids = generate_ids(
+            generator.lm,
+            prompts,
+            max_new_tokens=s.max_new_tokens,
+            top_k=s.top_k,
+            seed=round_seed,
+            batch_size=s.batch_size,
+            temperature=s.temperature,
+        )
+        counts["rounds"] += 1
+        counts["n_generated"] += want
+        decoded = decode_ids(generator.lm, ids)
+        for row_index, length in enumerate(targets):
+            text = _cut_to_length(decoded[row_index], int(length))
+            if len(text) < s.min_chars or not text.strip():
+                counts["n_rejected_short"] += 1
+            elif len(text) > s.max_chars:
+                counts["n_rejected_long"] += 1
+            elif len(accepted) < n:
+                accepted.append(text)
+    if len(accepted) < n:
+        raise InsufficientDataError(
+            f"synthetic texts: expected {n} of {s.min_chars}..{s.max_chars} characters, found "
+            f"{len(accepted)} after {counts['rounds']} rounds ({counts['n_generated']} generated, "
+            f"{counts['n_rejected_short']} too short, {counts['n_rejected_long']} too long); "
+            "raise max_new_tokens or lower min_chars"
+        )
+    return accepted, counts
+
+
+def decode_ids(lm: CausalLM, rows: Sequence[Sequence[int]]) -> list[str]:
+    """Texts of token ids (special tokens dropped, spacing as generated)."""
+    from privaudit.models.causal_lm import _quiet
+
+    with _quiet():
+        return [
+            str(
+                lm.tokenizer.decode(
+                    list(ids), skip_special_tokens=True, clean_up_tokenization_spaces=False
+                )
+            )
+            for ids in rows
+        ]

@@ -1,0 +1,163 @@
+"""PANORAMIA's text modality (games/panoramia_text.py) on the tiny GPT."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from privaudit.errors import InvalidInputError
+
+pytest.importorskip("transformers")
+torch = pytest.importorskip("torch")
+
+from privaudit.data.text import TextRecords  # noqa: E402
+from privaudit.games.llm import shakespeare_split  # noqa: E402
+from privaudit.games.panoramia_text import (  # noqa: E402
+    SUMMARY_FEATURES,
+    TextModality,
+    encode_bytes,
+)
+from privaudit.models.causal_lm import CausalLM  # noqa: E402
+from privaudit.models.lm_builders import tiny_gpt  # noqa: E402
+from privaudit.models.lm_finetune import FineTuneRecipe  # noqa: E402
+from privaudit.signals.text import mean_nll  # noqa: E402
+
+FAST = FineTuneRecipe(steps=12, batch_size=8, learning_rate=3e-3, warmup_steps=2, max_length=128)
+K = 32
+
+
+@pytest.fixture(scope="module")
+def records() -> TextRecords:
+    chunks, split = shakespeare_split(
+        {"members": 24}, seed=0, chunk_chars=96, chunks_per_document={"members": 1}
+    )
+    return chunks.subset(split.chunks["members"])
+
+
+@pytest.fixture(scope="module")
+def base() -> CausalLM:
+    return tiny_gpt(seed=0, n_embd=32, max_length=128)
+
+
+def modality(base: CausalLM, **kw: object) -> TextModality:
+    opts: dict[str, object] = {
+        "top_k": 20,
+        "max_new_tokens": 96,
+        "min_chars": 20,
+        "max_chars": 200,
+        "loss_tokens": K,
+        "prompt_fraction": 0.25,
+        "scorer": {"epochs": 4, "batch_size": 16, "text_bytes": 64},
+    }
+    opts.update(kw)
+    return TextModality(base, FAST, **opts)  # type: ignore[arg-type]
+
+
+def test_record_operations(base: CausalLM, records: TextRecords) -> None:
+    mod = modality(base)
+    a = mod.take(records, records.ids[3:1:-1])
+    assert a.ids == records.ids[3:1:-1] and a.texts == records.texts[3:1:-1]
+    both = mod.concat(a, mod.take(records, records.ids[:1]))
+    assert mod.ids(both) == (*a.ids, records.ids[0]) and both.member is None
+    with pytest.raises(InvalidInputError, match="unique"):
+        mod.concat(a, a)
+
+
+def test_generator_holds_out_prompt_documents_and_samples_exactly_n(
+    base: CausalLM, records: TextRecords
+) -> None:
+    mod = modality(base)
+    gen = mod.fit_generator(records, seed=0)
+    assert gen.info["n_prompt_documents"] == 6 and gen.info["n_train_texts"] == 18
+    assert len(gen.prompts) == 6
+    # every prompt is the head of a record that G did not train on
+    heads = {t: r for r, t in zip(records.ids, records.texts, strict=True)}
+    prompt_records = [next(r for t, r in heads.items() if t.startswith(p)) for p in gen.prompts]
+    assert len(set(prompt_records)) == 6
+    syn = mod.sample(gen, 7, seed=1)
+    assert syn.ids == tuple(f"synth-{i:06d}" for i in range(7)) and syn.documents == syn.ids
+    assert all(20 <= len(t) <= 200 for t in syn.texts) and syn.member is None
+    assert mod.sample(gen, 7, seed=1).texts == syn.texts
+    assert mod.settings()["generator"]["samples"][0]["n"] == 7
+    # G does not depend on the target's recipe: a copy for another recipe reuses it
+    other = mod.with_recipe(dataclasses.replace(FAST, steps=5))
+    assert other.fit_generator(records, seed=0) is gen and other.recipe.steps == 5
+    assert other.sample(gen, 7, seed=1).texts == syn.texts and mod.recipe.steps == FAST.steps
+    assert modality(base).fit_generator(records, seed=0).prompts == gen.prompts  # seeded split
+
+
+def test_loss_features_are_the_per_token_losses(base: CausalLM, records: TextRecords) -> None:
+    mod = modality(base)
+    sub = mod.take(records, records.ids[:5])
+    feats = mod.loss_features(base, sub)
+    j = len(SUMMARY_FEATURES)
+    assert feats.shape == (5, j + 2 * K)
+    stats = base.token_stats(list(sub.texts))
+    for i, s in enumerate(stats):
+        m = min(K, s.logprobs.size)
+        np.testing.assert_allclose(feats[i, j : j + m], -s.logprobs[:m], atol=1e-9)
+        assert np.all(feats[i, j + m : j + K] == 0) and feats[i, j + K :].sum() == m
+    np.testing.assert_allclose(feats[:, 0], mean_nll(stats), atol=1e-9)
+    np.testing.assert_allclose(feats[:, 4], np.log([s.n_tokens for s in stats]))
+    with pytest.raises(InvalidInputError, match="CausalLM"):
+        mod.loss_features(object(), sub)  # type: ignore[arg-type]
+
+
+def test_helper_is_the_target_recipe_on_the_helper_pool(
+    base: CausalLM, records: TextRecords
+) -> None:
+    mod = modality(base)
+    pool = mod.take(records, records.ids[:8])
+    h = mod.fit_helper(pool, seed=3)
+    assert mean_nll(h.token_stats(list(pool.texts))).mean() < (
+        mean_nll(base.token_stats(list(pool.texts))).mean()
+    )
+    assert mod.settings()["helper"]["recipe"]["steps"] == FAST.steps
+    h2 = mod.fit_helper(pool, seed=3)
+    assert h2.fingerprint == h.fingerprint
+
+
+class _Data:
+    def __init__(self, records: TextRecords, loss: np.ndarray, label: np.ndarray) -> None:
+        self.records, self.loss, self.label = records, loss, label
+
+
+def test_scorer_learns_a_separable_loss_signal(base: CausalLM, records: TextRecords) -> None:
+    mod = modality(base, scorer={"epochs": 15, "batch_size": 8, "text_bytes": 64, "lr": 3e-3})
+    rng = np.random.default_rng(0)
+    n = len(records)
+    label = np.arange(n) % 2 == 0
+    loss = rng.normal(size=(n, 2 * K + len(SUMMARY_FEATURES)))
+    loss[:, 0] += 3.0 * label  # the mean-loss summary separates the classes
+    tr, va = np.arange(n) < 16, np.arange(n) >= 16
+    calls: list[int] = []
+
+    def auc(scores: np.ndarray, y: np.ndarray) -> float:
+        calls.append(1)
+        pos, neg = scores[y], scores[~y]
+        return float(np.mean(pos[:, None] > neg[None, :]))
+
+    train = _Data(mod.take(records, np.asarray(records.ids)[tr].tolist()), loss[tr], label[tr])
+    val = _Data(mod.take(records, np.asarray(records.ids)[va].tolist()), loss[va], label[va])
+    scorer = mod.fit_scorer(train, val, seed=0, criterion=auc)
+    assert len(calls) == scorer.info["epochs_run"] + 1
+    assert scorer.info["best_criterion"] == max(scorer.info["criterion_by_epoch"])
+    s = scorer.score(val.records, val.loss)
+    assert s.shape == (va.sum(),) and auc(s, label[va]) >= 0.9
+
+
+def test_encode_bytes_pads_and_truncates() -> None:
+    x = encode_bytes(["ab", "é" * 5], 4)
+    np.testing.assert_array_equal(x[0], [97, 98, 256, 256])
+    assert x.dtype == np.float32 and list(x[1]) == [0xC3, 0xA9, 0xC3, 0xA9]
+
+
+def test_bad_settings(base: CausalLM) -> None:
+    with pytest.raises(InvalidInputError, match="scorer"):
+        modality(base, scorer={"depth": 3})
+    with pytest.raises(InvalidInputError, match="prompt_fraction"):
+        modality(base, prompt_fraction=1.0)
+    with pytest.raises(InvalidInputError, match="recipe"):
+        TextModality(base, {"steps": 3})  # type: ignore[arg-type]
