@@ -23,7 +23,6 @@ makes the non-members, an MIA on (x, loss of the target) is compared with a base
     seed: 0
     confidence: 0.95
     output_dir: panoramia-report
-    cache_dir: .panoramia-cache           # generator, helper, scorers cached here (resume)
 
 ``model`` reuses the classifier audit's :class:`~privaudit.config.ModelConfig` (a
 scikit-learn kind or ``kind: torch`` with a torch recipe); ``target`` loads the model as a
@@ -336,9 +335,6 @@ class PanoramiaConfig(_Strict):
     confidence: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.95
     device: str = Field(default="auto", description="text: auto | cpu | cuda | cuda:N.")
     output_dir: Path = Path("privaudit-panoramia-report")
-    cache_dir: Path | None = Field(
-        default=None, description="Artifact store: generator, helper, scorers (resume)."
-    )
     config_dir: Path | None = Field(
         default=None,
         description="Directory of the YAML file (set by load_panoramia_config): a relative "
@@ -522,8 +518,6 @@ def _resolved(cfg: PanoramiaConfig, base: Path) -> PanoramiaConfig:
     }
     if cfg.base is not None:
         updates["base"] = cfg.base.model_copy(update={"path": rel(cfg.base.path)})
-    if cfg.cache_dir is not None:
-        updates["cache_dir"] = rel(cfg.cache_dir)
     return cfg.model_copy(update=updates)
 
 

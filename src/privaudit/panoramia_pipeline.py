@@ -13,9 +13,8 @@ and no real non-members. Steps (each timed; the times go to ``results.json["timi
    ``torch.load(weights_only=True)``, :func:`privaudit.games.provided.load_target_model`);
 4. build the modality (:class:`~privaudit.games.panoramia_tabular.TabularModality`: the
    target's recipe for the helper model, the generator settings) and play the game
-   (:func:`privaudit.games.panoramia.run_panoramia`) with an artifact store (``cache_dir``,
-   default ``<output_dir>/cache``: a killed run resumes; the store is carried into the
-   finished report folder);
+   (:func:`privaudit.games.panoramia.run_panoramia`; it caches nothing yet, so a killed run
+   starts again);
 5. the results document (:func:`privaudit.report.panoramia.panoramia_results`) and the
    report, written atomically (:func:`privaudit.report.panoramia.write_panoramia_report`).
 """
@@ -42,12 +41,11 @@ from privaudit.games.provided import (
 )
 from privaudit.panoramia_config import PanoramiaConfig
 from privaudit.pipeline import build_trainer, load_dataset, provided_torch_recipe
-from privaudit.report import RESULTS_FILE, check_output_dir
+from privaudit.report import check_output_dir
 from privaudit.report.bundle import make_manifest
 from privaudit.report.panoramia import panoramia_results, write_panoramia_report
 
 __all__ = [
-    "CACHE_NAME",
     "KnownRecords",
     "build_modality",
     "load_known",
@@ -57,9 +55,6 @@ __all__ = [
     "panoramia_summary",
     "run_panoramia_audit",
 ]
-
-#: Name of the artifact store inside the report folder (when ``cache_dir`` is not given).
-CACHE_NAME = "cache"
 
 
 def load_known_records(config: PanoramiaConfig) -> tuple[Dataset, Dataset | None, Dataset]:
@@ -240,17 +235,6 @@ def _accuracy(model: Any, records: Any) -> float | None:
     return float(np.mean(pred == records.y))
 
 
-def _replace(out_dir: Path, overwrite: bool) -> bool:
-    """Whether writing may replace ``out_dir``: with ``overwrite``, or when it holds no report
-    (only the artifact store of this or an unfinished run, which is resumed, not refused)."""
-    return overwrite or (out_dir.is_dir() and not (out_dir / RESULTS_FILE).exists())
-
-
-def _check_out(out_dir: Path, overwrite: bool) -> Path:
-    """The report folder, checked before any work (an existing report needs ``overwrite``)."""
-    return check_output_dir(out_dir, overwrite=_replace(out_dir, overwrite))
-
-
 def run_panoramia_audit(
     config: PanoramiaConfig,
     *,
@@ -273,11 +257,10 @@ def run_panoramia_audit(
         Write the report folder.
     """
     from privaudit.games.panoramia import run_panoramia
-    from privaudit.runtime.store import ArtifactStore
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    out_dir = _check_out(Path(config.output_dir), overwrite) if write else None
+    out_dir = check_output_dir(config.output_dir, overwrite=overwrite) if write else None
     config.check_paths()
     known = load_known(config)
     members, non_members = known.members, known.non_members
@@ -287,10 +270,6 @@ def run_panoramia_audit(
     modality = build_modality(config, known.n_classes)
     timings["target"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    store_root = config.cache_dir
-    if store_root is None and out_dir is not None:
-        store_root = out_dir / CACHE_NAME
-    store = None if store_root is None else ArtifactStore(store_root)
     result = run_panoramia(
         modality,
         target,
@@ -299,7 +278,6 @@ def run_panoramia_audit(
         sizes=config.sizes.to_sizes(),
         seed=config.seed,
         confidence=config.confidence,
-        store=store,
     )
     timings["game"] = time.perf_counter() - t0
     rmrn_table = getattr(result, "rmrn_scores", None)
@@ -346,9 +324,8 @@ def run_panoramia_audit(
             results,
             result.scores,
             rmrn_table=rmrn_table,
-            overwrite=_replace(out_dir, overwrite),
+            overwrite=overwrite,
             bundle=manifest,
-            carry=(CACHE_NAME,) if config.cache_dir is None else (),
         )
     return results
 

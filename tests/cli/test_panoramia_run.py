@@ -98,11 +98,22 @@ def test_panoramia_end_to_end(
     assert set(real) <= owner["known"]  # test members are known members
     assert all(i.startswith("synth-") for i in ids[~table.member])  # the rest generated
     assert res["settings"]["game"] == "panoramia" and res["target"]["origin"] == "provided"
-    assert json.loads(figs.read_text())["eps_tilde"] == b["eps_tilde"]
+    figures = json.loads(figs.read_text())
+    assert figures["eps_tilde"] == b["eps_tilde"]
+    # real non-members were given: RM;RN and O(1) ran on the same target
+    rm, o1 = pano["comparisons"]["rmrn"], pano["comparisons"]["o1"]
+    assert rm is not None and o1 is not None
+    assert figures["eps_rmrn"] == rm["eps_lb"] and figures["eps_o1"] == o1["eps_lb"]
+    assert res["files"]["rmrn_scores"] == "rmrn_scores.npz"
+    rm_table = ScoreTable.load(rep / "rmrn_scores.npz")
+    assert rm_table.record_ids.size == rm["m"] and "rmrn" in pano["curves"]
     html = (rep / "report.html").read_text()
     assert 'id="panoramia"' in html and "Threat model." in html
-    assert main(["verify", str(rep)]) == 0
-    assert "verify: OK" in capsys.readouterr().out
+    assert main(["verify", str(rep), "--all"]) == 0
+    checked = capsys.readouterr().out
+    assert "verify: OK" in checked
+    for name in ("panoramia.bounds.eps_tilde", "panoramia.comparisons.rmrn.eps_lb"):
+        assert f"ok  {name}" in checked
     # a finished report is not replaced without --overwrite
     assert main(["panoramia", str(cfg), "--no-progress"]) == 2
     assert "--overwrite" in capsys.readouterr().err

@@ -2,7 +2,7 @@
 
 The bounds are computed from the scores with :func:`privaudit.audit.panoramia.panoramia_lb`
 (beta/2 per test over the quantile thresholds), so ``privaudit verify`` must recompute them
-exactly; the curves are the per-threshold recall, precision and lb_t of the same grid.
+exactly; the curves are ``panoramia_curve`` of the same scores.
 """
 
 from __future__ import annotations
@@ -11,22 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from privaudit.audit._tails import logit_cp_lower
-from privaudit.audit.panoramia import _member_guess_counts, panoramia_lb
+from privaudit.audit.panoramia import panoramia_curve, panoramia_lb
 from privaudit.report.panoramia import BASELINE, MIA, RMRN
 from privaudit.report.results import ScoreTable
-
-
-def _curve(scores: np.ndarray, member: np.ndarray, beta_per_test: float) -> dict[str, list[float]]:
-    r, v, n = _member_guess_counts(scores, member, "quantiles")
-    ok = r > 0
-    lb = np.zeros(r.size)
-    lb[ok] = np.maximum(0.0, np.asarray(logit_cp_lower(v[ok], r[ok], beta_per_test / n)))
-    return {
-        "recall": (v / member.sum()).tolist(),
-        "precision": np.where(ok, v / np.maximum(r, 1), 0.5).tolist(),
-        "lb": lb.tolist(),
-    }
 
 
 def panoramia_fixture(
@@ -42,7 +29,10 @@ def panoramia_fixture(
     cpe, im = panoramia_lb(mia, member, beta_per_test=beta / 2)
     c, ib = panoramia_lb(base, member, beta_per_test=beta / 2)
     table = ScoreTable(record_ids=ids, member=member, scores={MIA: mia, BASELINE: base})
-    curves = {"mia": _curve(mia, member, beta / 2), "baseline": _curve(base, member, beta / 2)}
+    curves = {
+        "mia": panoramia_curve(mia, member, beta_per_test=beta / 2),
+        "baseline": panoramia_curve(base, member, beta_per_test=beta / 2),
+    }
     rm = None
     rm_table = None
     if rmrn:
@@ -61,7 +51,7 @@ def panoramia_fixture(
             "n_thresholds": ir["n_thresholds"],
             "beta_per_threshold": ir["beta_per_threshold"],
         }
-        curves["rmrn"] = _curve(rs, mr, beta)
+        curves["rmrn"] = panoramia_curve(rs, mr, beta_per_test=beta)
     n_mem = int(member.sum())
     section = {
         "modality": "tabular",

@@ -24,7 +24,7 @@ implies (``e^B / (1 + e^B)``, dashed; Kazmi et al. Sec. 4, Fig. 3) and lb_t agai
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -172,11 +172,12 @@ def recompute_panoramia(
 
     ``bounds`` (c_lb, {c+eps}_lb, eps_tilde, the counts at the maximisers, the union-bound
     size and level) by :func:`privaudit.audit.panoramia.panoramia_lb` at ``beta/2`` per test
-    (Corollary 1) over the quantile thresholds, the numbers of test slots, and RM;RN's bound
-    (one test at ``beta``, c = 0) from ``rmrn_scores.npz``. Compared leaf by leaf with the
+    (Corollary 1) over the quantile thresholds, the numbers of test slots, the curves
+    (:func:`~privaudit.audit.panoramia.panoramia_curve`), and RM;RN's bound and curve (one
+    test at ``beta``, c = 0) from ``rmrn_scores.npz``. Compared leaf by leaf with the
     recorded values by ``privaudit verify``.
     """
-    from privaudit.audit.panoramia import panoramia_lb
+    from privaudit.audit.panoramia import panoramia_curve, panoramia_lb
 
     pano = results["panoramia"]
     beta = 1.0 - float(pano["confidence"])
@@ -203,6 +204,10 @@ def recompute_panoramia(
             "mia": {"r": info_mia["r"], "v": info_mia["v"]},
             "baseline": {"r": info_base["r"], "v": info_base["v"]},
         },
+        "curves": {
+            "mia": panoramia_curve(mia, member, beta_per_test=beta / 2),
+            "baseline": panoramia_curve(base, member, beta_per_test=beta / 2),
+        },
     }
     rec = (pano.get("comparisons") or {}).get("rmrn")
     if rec is not None and rmrn_table is not None:
@@ -219,6 +224,7 @@ def recompute_panoramia(
                 "beta_per_threshold": info["beta_per_threshold"],
             }
         }
+        out["curves"]["rmrn"] = panoramia_curve(s, mem, beta_per_test=beta)
     return out
 
 
@@ -365,12 +371,10 @@ def write_panoramia_report(
     rmrn_table: ScoreTable | None = None,
     overwrite: bool = False,
     bundle: Mapping[str, Any] | None = None,
-    carry: Sequence[str] = (),
 ) -> Path:
     """Write ``results.json``, ``panoramia_scores.npz``, ``rmrn_scores.npz`` (when RM;RN ran),
     ``report.html`` and ``bundle.json`` (with a manifest) into ``out_dir``, atomically
-    (:func:`privaudit.report.writer.write_report`; ``carry``: entries of an existing
-    ``out_dir`` moved into the new one, e.g. the artifact store)."""
+    (:func:`privaudit.report.writer.write_report`)."""
     if (rmrn_table is None) != ("rmrn_scores" not in results.get("files", {})):
         raise fail(
             "rmrn_table",
@@ -385,5 +389,4 @@ def write_panoramia_report(
         bundle=bundle,
         scores_file=PANORAMIA_SCORES_FILE,
         extra_tables=None if rmrn_table is None else {RMRN_SCORES_FILE: rmrn_table},
-        carry=carry,
     )
