@@ -51,10 +51,10 @@ from privaudit.config import (
     ConfigError,
     DatasetConfig,
     ModelConfig,
-    _format,
     _read_yaml,
     _Strict,
     torch_recipe,
+    validate_mapping,
 )
 from privaudit.llm_config import LLMModelConfig
 
@@ -487,14 +487,7 @@ def panoramia_config_from_dict(data: Any, *, source: str = "config") -> Panorami
     ConfigError
         Naming every bad field by its dotted path.
     """
-    if not isinstance(data, dict):
-        raise ConfigError(
-            f"{source}: expected a mapping of fields at the top level, found {type(data).__name__}"
-        )
-    try:
-        return PanoramiaConfig.model_validate(data)
-    except ValidationError as exc:
-        raise _format(exc, source, what="PANORAMIA audit config") from None
+    return validate_mapping(PanoramiaConfig, data, source=source, what="PANORAMIA audit config")
 
 
 def _resolved(cfg: PanoramiaConfig, base: Path) -> PanoramiaConfig:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,11 +35,15 @@ from privaudit.games.provided import (
     file_sha256,
     load_target_model,
     match_ids,
-    membership_from_column,
     read_id_file,
 )
 from privaudit.panoramia_config import PanoramiaConfig
-from privaudit.pipeline import build_trainer, load_dataset, provided_torch_recipe
+from privaudit.pipeline import (
+    build_trainer,
+    load_dataset,
+    provided_torch_recipe,
+    table_with_member_column,
+)
 from privaudit.report import check_output_dir
 from privaudit.report.bundle import make_manifest
 from privaudit.report.panoramia import panoramia_results, write_panoramia_report
@@ -69,25 +72,9 @@ def load_known_records(config: PanoramiaConfig) -> tuple[Dataset, Dataset | None
     if d.dataset is None:
         raise fail("data.dataset", f"a table for modality {config.modality!r}", None)
     if d.member_column is not None:
-        from privaudit.data.table_files import read_frame
-        from privaudit.data.tables import table_from_frame
-
-        ds = d.dataset
-        if ds.path is None or ds.label_column is None:  # the config checks it
-            raise fail("data.member_column", "a dataset table", "a bundled dataset")
-        frame = read_frame(ds.path)
-        if d.member_column not in frame.columns:
-            raise fail("data.member_column", "a column of the dataset table", repr(d.member_column))
-        marks = frame[d.member_column].to_numpy()
-        table = table_from_frame(
-            frame.drop(columns=[d.member_column]),
-            ds.label_column,
-            name=Path(ds.path).name.split(".")[0],
-            id_column=ds.id_column,
-            standardize=ds.standardize,
-            source=f"file {Path(ds.path).name}",
+        table, members, non_members = table_with_member_column(
+            d.dataset, d.member_column, field="data.member_column"
         )
-        members, non_members = membership_from_column(marks, table.record_ids)
     else:
         table = load_dataset(d.dataset)
         if d.members is None:  # the config checks it

@@ -258,9 +258,9 @@ def _bound_name(name: str) -> str:
     return {"mia": "{c+eps}_lb", "baseline": "c_lb", "rmrn": "eps_lb"}[name]
 
 
-def precision_recall_png(pano: Mapping[str, Any]) -> str | None:
-    """Precision against recall of the MIA, the baseline and RM;RN, with the precision each
-    bound implies (``e^B / (1 + e^B)``) dashed in the curve's colour; base64 PNG."""
+def _plot(pano: Mapping[str, Any], draw: Any, title: str) -> str | None:
+    """One figure of the curves: ``draw(ax, name, curve, bound, m)`` per curve; base64 PNG
+    (None without curves). The title says what ran and on how many records."""
     from matplotlib.figure import Figure
 
     from privaudit.report.html import fig_to_base64
@@ -271,67 +271,53 @@ def precision_recall_png(pano: Mapping[str, Any]) -> str | None:
     fig = Figure(figsize=(6.4, 4.8))
     ax = fig.add_subplot()
     for name, c, bound, m in curves:
+        draw(ax, name, c, bound, m)
+    ax.set_xlim(0.0, 1.0)
+    ax.set_title(f"PANORAMIA ({pano['modality']}): {_sizes_line(pano)}\n{title}", fontsize=9)
+    ax.grid(True, alpha=0.25)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=1)
+    return fig_to_base64(fig)
+
+
+def precision_recall_png(pano: Mapping[str, Any]) -> str | None:
+    """Precision against recall of the MIA, the baseline and RM;RN, with the precision each
+    bound implies (``e^B / (1 + e^B)``) dashed in the curve's colour; base64 PNG."""
+
+    def draw(ax: Any, name: str, c: Mapping[str, Any], bound: float | None, m: int) -> None:
         col = _COLOURS[name]
         ax.plot(c["recall"], c["precision"], color=col, lw=1.4, label=f"{_LABELS[name]}, m = {m}")
         if bound is not None:
             p = implied_precision(bound)
-            ax.axhline(
-                p,
-                color=col,
-                ls="--",
-                lw=1.0,
-                label=f"precision implied by {_bound_name(name)} = {bound:.3f}: {p:.3f}",
-            )
-    ax.axhline(0.5, color="k", ls=":", lw=0.7)
-    ax.set_xlim(0.0, 1.0)
-    ax.set_ylim(0.4, 1.02)
-    ax.set_xlabel("recall (fraction of the test members guessed 'member')")
-    ax.set_ylabel("precision of the 'member' guesses")
-    ax.set_title(
-        f"PANORAMIA ({pano['modality']}): {_sizes_line(pano)}\nconfidence {pano['confidence']}",
-        fontsize=9,
-    )
-    ax.grid(True, alpha=0.25)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=1)
-    return fig_to_base64(fig)
+            label = f"precision implied by {_bound_name(name)} = {bound:.3f}: {p:.3f}"
+            ax.axhline(p, color=col, ls="--", lw=1.0, label=label)
+        ax.axhline(0.5, color="k", ls=":", lw=0.7)
+        ax.set_ylim(0.4, 1.02)
+        ax.set_xlabel("recall (fraction of the test members guessed 'member')")
+        ax.set_ylabel("precision of the 'member' guesses")
+
+    return _plot(pano, draw, f"confidence {pano['confidence']}")
 
 
 def eps_recall_png(pano: Mapping[str, Any]) -> str | None:
     """The bound lb_t at each threshold against its recall (the maximum is the bound); base64 PNG."""
-    from matplotlib.figure import Figure
 
-    from privaudit.report.html import fig_to_base64
-
-    curves = _curves(pano)
-    if not curves:
-        return None
-    fig = Figure(figsize=(6.4, 4.8))
-    ax = fig.add_subplot()
-    for name, c, bound, m in curves:
+    def draw(ax: Any, name: str, c: Mapping[str, Any], bound: float | None, m: int) -> None:
         col = _COLOURS[name]
-        ax.plot(
-            c["recall"],
-            c["lb"],
-            color=col,
-            lw=1.4,
-            label=f"{_LABELS[name]}: lb_t of {_bound_name(name)}, m = {m}",
-        )
+        label = f"{_LABELS[name]}: lb_t of {_bound_name(name)}, m = {m}"
+        ax.plot(c["recall"], c["lb"], color=col, lw=1.4, label=label)
         if bound is not None:
             ax.axhline(bound, color=col, ls="--", lw=0.9)
+        ax.set_ylim(bottom=0.0)
+        ax.set_xlabel("recall")
+        ax.set_ylabel("lb_t (eps-scale bound at the threshold)")
+
     b = pano["bounds"]
-    ax.set_xlim(0.0, 1.0)
-    ax.set_ylim(bottom=0.0)
-    ax.set_xlabel("recall")
-    ax.set_ylabel("lb_t (eps-scale bound at the threshold)")
-    ax.set_title(
-        f"PANORAMIA ({pano['modality']}): {_sizes_line(pano)}\nunion bound over "
-        f"{b['n_thresholds']} thresholds; eps_tilde = {b['eps_tilde']:.3f} = max(0, "
-        f"{b['c_plus_eps_lb']:.3f} - {b['c_lb']:.3f})",
-        fontsize=9,
+    return _plot(
+        pano,
+        draw,
+        f"union bound over {b['n_thresholds']} thresholds; eps_tilde = {b['eps_tilde']:.3f} = "
+        f"max(0, {b['c_plus_eps_lb']:.3f} - {b['c_lb']:.3f})",
     )
-    ax.grid(True, alpha=0.25)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=1)
-    return fig_to_base64(fig)
 
 
 def _settings_rows(d: Mapping[str, Any] | None) -> list[tuple[str, str]]:
