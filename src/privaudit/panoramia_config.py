@@ -31,7 +31,10 @@ skops with a trust list, safetensors, ``torch.load(weights_only=True)``; never p
 An image audit takes a ``torch`` target and recipe; a text audit a ``huggingface`` target
 (a local directory, or a GGUF file in it), the ``base`` model it was fine-tuned from and the
 fine-tuning recipe ``finetune`` (:class:`~privaudit.models.lm_finetune.FineTuneRecipe`
-fields). The generator section holds the settings of the chosen modality only.
+fields). The generator section holds the settings of the chosen modality only (tabular:
+``kind``, ``params``, ``n_bins``; image: ``vae``; text: ``top_k``, ``max_new_tokens``,
+``prompt_fraction``, ``prompt_chars``, ``min_chars``, ``max_chars``, ``temperature``). A
+modality whose game module is not installed is refused by name (:func:`available_modalities`).
 
 Unknown keys are rejected; every problem is one :class:`~privaudit.config.ConfigError`
 naming the field (``generator.n_bins: ...``) so that the CLI exits 2 before any work.
