@@ -183,7 +183,7 @@ def test_panoramia_image_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "PANORAMIA (image)" in capsys.readouterr().out
     res = load_results(tmp_path / "rep")
     pano = res["panoramia"]
-    assert pano["modality"] == "image" and pano["sizes"]["n_known_members"] == 200
+    assert pano["modality"] == "image" and pano["sizes"]["n_known_members"] == 240
     assert pano["comparisons"] == {"rmrn": None, "o1": None}  # no real non-members given
     assert res["target"]["train_accuracy"] is not None
     assert main(["verify", str(tmp_path / "rep")]) == 0
