@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from privaudit.games.metrics import roc_curve
 from privaudit.records import RocCurve
 from privaudit.report.analysis_html import analysis_context
+from privaudit.report.panoramia import panoramia_context
 from privaudit.report.per_record import record_risk, record_risk_csv
 from privaudit.report.results import ScoreTable
 
@@ -208,4 +209,5 @@ def render_html(results: Mapping[str, Any], table: ScoreTable) -> str:
         game=results.get("game"),
         timings=results.get("timings") or {},
         **analysis_context(results),
+        **panoramia_context(results),
     )
