@@ -682,9 +682,7 @@ def _format(
     return ConfigError(head + "\n  " + "\n  ".join(lines))
 
 
-def validate_mapping(
-    schema: type[M], data: Any, *, source: str, what: str = "audit config"
-) -> M:
+def validate_mapping(schema: type[M], data: Any, *, source: str, what: str = "audit config") -> M:
     """Validate a mapping (as read from YAML) into ``schema`` (a pydantic model).
 
     Raises

@@ -81,7 +81,8 @@ def test_generator_holds_out_prompt_documents_and_samples_exactly_n(
     assert syn.ids == tuple(f"synth-{i:06d}" for i in range(7)) and syn.documents == syn.ids
     assert all(20 <= len(t) <= 200 for t in syn.texts) and syn.member is None
     assert mod.sample(gen, 7, seed=1).texts == syn.texts
-    assert mod.settings()["generator"]["samples"][0]["n"] == 7
+    assert gen.info["samples"] == [{"n": 7, **gen.info["samples"][0]}]
+    assert mod.settings()["generator"]["base"]["fingerprint"] == base.fingerprint
     # G does not depend on the target's recipe: a copy for another recipe reuses it
     other = mod.with_recipe(dataclasses.replace(FAST, steps=5))
     assert other.fit_generator(records, seed=0) is gen and other.recipe.steps == 5
@@ -116,7 +117,7 @@ def test_helper_is_the_target_recipe_on_the_helper_pool(
     assert mean_nll(h.token_stats(list(pool.texts))).mean() < (
         mean_nll(base.token_stats(list(pool.texts))).mean()
     )
-    assert mod.settings()["helper"]["recipe"]["steps"] == FAST.steps
+    assert mod.settings()["helper"]["recipe"] == FAST.settings()
     h2 = mod.fit_helper(pool, seed=3)
     assert h2.fingerprint == h.fingerprint
 
@@ -163,13 +164,22 @@ def test_bad_settings(base: CausalLM) -> None:
 def test_run_panoramia_end_to_end_on_the_tiny_gpt(base: CausalLM, records: TextRecords) -> None:
     target = finetune(base, list(records.texts), FAST)
     mod = modality(base)
+    helper_ids: list[tuple[str, ...]] = []
+    fit_helper = mod.fit_helper
+
+    def spy(records: TextRecords, *, seed: int) -> CausalLM:
+        helper_ids.append(records.ids)
+        return fit_helper(records, seed=seed)
+
+    mod.fit_helper = spy  # type: ignore[method-assign]
     res = run_panoramia(mod, target, records, seed=0)
     d = res.to_dict()
     assert d["modality"] == "text" and d["sizes"]["n_known_members"] == len(records)
     b = d["bounds"]
     assert b["eps_tilde"] == pytest.approx(max(0.0, b["c_plus_eps_lb"] - b["c_lb"]))
     # the helper saw the helper pool only; G's prompt documents were never trained on
-    assert d["helper"]["n_texts"] == d["sizes"]["n_helper_pool"]
+    assert [set(i) for i in helper_ids] == [set(res.split.helper_pool)]
+    assert not set(res.split.helper_pool) & set(res.split.audit_synthetic)
     gen = d["generator"]
     assert gen["n_train_texts"] + gen["n_prompt_documents"] == d["sizes"]["n_generator_train"]
     assert gen["samples"][0]["n"] == d["sizes"]["n_synthetic"]

@@ -128,6 +128,7 @@ def test_matched_decoding_keeps_the_shapes_with_the_real_pixel_histogram(mnist_s
     # a monotone map of each pixel's probability: the order of pixels is kept
     i = np.argsort(mean[0], kind="stable")
     assert (np.diff(matched[0][i]) >= 0).all()
+
     # and the pixel values follow the training images' distribution
     def grey(a: np.ndarray) -> float:
         return float(((a > 0.1) & (a < 0.9)).mean())

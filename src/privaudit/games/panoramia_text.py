@@ -257,7 +257,6 @@ class TextModality:
         self.loss_tokens = check_positive_int(loss_tokens, "loss_tokens")
         self.batch_size = check_positive_int(batch_size, "batch_size")
         self.scorer = {**SCORER_DEFAULTS, **(scorer or {})}
-        self.fit_info: dict[str, Any] = {}
         # G and its samples do not depend on the target's recipe: memoised per
         # (D_G ids, seed) and (generator, n, seed), shared by with_recipe copies
         self._memo: dict[tuple[Any, ...], Any] = {}
@@ -269,7 +268,6 @@ class TextModality:
         known members, e.g. increasing numbers of steps."""
         other = copy.copy(self)
         other.recipe = recipe
-        other.fit_info = {}
         return other
 
     # -- records ------------------------------------------------------------------------
@@ -301,7 +299,6 @@ class TextModality:
         key = ("generator", records.texts_hash(), records.documents, int(seed))
         if key in self._memo:
             gen: TextGenerator = self._memo[key]
-            self.fit_info["generator"] = dict(gen.info)
             return gen
         docs = sorted(set(records.documents))
         if len(docs) < 2:
@@ -322,7 +319,6 @@ class TextModality:
         prompt_ids = sorted(np.asarray(records.ids, dtype=object)[is_prompt].tolist())
         gen.info["n_prompt_documents"] = n_prompt
         gen.info["prompt_ids_sha256"] = hashlib.sha256("\n".join(prompt_ids).encode()).hexdigest()
-        self.fit_info["generator"] = dict(gen.info)
         self._memo[key] = gen
         return gen
 
@@ -333,8 +329,9 @@ class TextModality:
         key = ("sample", id(generator), int(n), int(seed))
         if key not in self._memo:
             self._memo[key] = sample_texts(generator, n, seed=seed)
-        texts, counts = self._memo[key]
-        self.fit_info.setdefault("samples", []).append({"n": n, **counts})
+            # what it took, in the generator's info (the result's ``generator`` section)
+            generator.info.setdefault("samples", []).append({"n": n, **self._memo[key][1]})
+        texts, _ = self._memo[key]
         ids = tuple(f"synth-{i:06d}" for i in range(n))
         return TextRecords(ids=ids, texts=tuple(texts), documents=ids)
 
@@ -345,7 +342,6 @@ class TextModality:
         recipe = dataclasses.replace(
             self.recipe, seed=derive_seed(seed, purpose="panoramia-text-helper")
         )
-        self.fit_info["helper"] = {"recipe": recipe.settings(), "n_texts": len(records)}
         return finetune(self.base, list(records.texts), recipe)
 
     def loss_features(self, model: CausalLM, records: TextRecords) -> NDArray[np.float64]:
@@ -420,22 +416,22 @@ class TextModality:
         return TextScorer(module=module, text_bytes=width, info={**info, "network": dict(cfg)})
 
     def settings(self) -> dict[str, Any]:
-        """JSON-able: the base, the loss features, the scorer, and per fitted part
-        (``generator``, ``helper``) its recipe and what the fit recorded."""
-        base = self._base
-        base_name = str(base) if isinstance(base, str | os.PathLike) else base.name
+        """JSON-able and fixed before any fit (run_panoramia keys its artifact store on it):
+        the base (name and weights fingerprint), the loss features, the scorer, and the
+        recipes of G and h. What a fit recorded (prompt split, sampling counts) is in the
+        generator's ``info``."""
+        base = {"name": self.base.name, "fingerprint": self.base.fingerprint}
         return {
             "modality": self.name,
-            "base": base_name,
+            "base": base,
             "loss_tokens": self.loss_tokens,
             "summary_features": list(SUMMARY_FEATURES),
             "generator": {
+                "base": base,
                 "recipe": self.generator_recipe.settings(),
                 "sampling": self.sampling.settings(),
                 "prompt_fraction": self.prompt_fraction,
-                **self.fit_info.get("generator", {}),
-                "samples": list(self.fit_info.get("samples", [])),
             },
-            "helper": {"recipe": self.recipe.settings(), **self.fit_info.get("helper", {})},
+            "helper": {"base": base, "recipe": self.recipe.settings()},
             "scorer": dict(self.scorer),
         }
