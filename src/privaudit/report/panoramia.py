@@ -228,6 +228,19 @@ def recompute_panoramia(
     return out
 
 
+def _what_ran(pano: Mapping[str, Any]) -> str:
+    """Generator, helper and classifiers of the run, in a few words (for the figure titles)."""
+    gen = pano.get("generator") or {}
+    helper = pano.get("helper") or {}
+    clf = ((pano.get("classifiers") or {}).get("mia")) or {}
+    parts = [
+        f"generator {gen.get('kind') or gen.get('name') or 'n/a'} on {gen.get('n_train', '?')} members",
+        f"helper {helper.get('trainer') or helper.get('kind') or 'n/a'}",
+        f"classifiers {clf.get('kind') or 'n/a'}",
+    ]
+    return "; ".join(parts)
+
+
 def _sizes_line(pano: Mapping[str, Any]) -> str:
     s = pano["sizes"]
     return (
@@ -273,7 +286,10 @@ def _plot(pano: Mapping[str, Any], draw: Any, title: str) -> str | None:
     for name, c, bound, m in curves:
         draw(ax, name, c, bound, m)
     ax.set_xlim(0.0, 1.0)
-    ax.set_title(f"PANORAMIA ({pano['modality']}): {_sizes_line(pano)}\n{title}", fontsize=9)
+    ax.set_title(
+        f"PANORAMIA ({pano['modality']}): {_sizes_line(pano)}\n{_what_ran(pano)}\n{title}",
+        fontsize=8,
+    )
     ax.grid(True, alpha=0.25)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=1)
     return fig_to_base64(fig)
