@@ -11,8 +11,10 @@ and no real non-members. Steps (each timed; the times go to ``results.json["timi
    optional real non-members for the RM;RN and O(1) comparisons), checked disjoint;
 3. load the released target without running its code (skops / safetensors /
    ``torch.load(weights_only=True)``, :func:`privaudit.games.provided.load_target_model`);
-4. build the modality (:class:`~privaudit.games.panoramia_tabular.TabularModality`: the
-   target's recipe for the helper model, the generator settings) and play the game
+4. build the modality (:class:`~privaudit.games.panoramia_tabular.TabularModality`,
+   :class:`~privaudit.games.panoramia_image.ImageModality` or
+   :class:`~privaudit.games.panoramia_text.TextModality`: the target's recipe for the helper
+   model, the generator and classifier settings) and play the game
    (:func:`privaudit.games.panoramia.run_panoramia`; it caches nothing yet, so a killed run
    starts again);
 5. the results document (:func:`privaudit.report.panoramia.panoramia_results`) and the
@@ -31,6 +33,7 @@ import numpy as np
 from privaudit._validation import fail
 from privaudit.config import torch_recipe
 from privaudit.data import Dataset
+from privaudit.errors import InvalidInputError
 from privaudit.games.provided import (
     file_sha256,
     load_target_model,
@@ -96,7 +99,7 @@ def load_known_records(config: PanoramiaConfig) -> tuple[Dataset, Dataset | None
     for what, ids in (("members", members), ("non_members", non_members)):
         try:
             out.append(table.subset(ids) if ids.size else None)
-        except Exception as exc:
+        except InvalidInputError as exc:
             raise fail(f"data.{what}", "ids of records of the table", str(exc)) from None
     if out[0] is None:
         raise fail("data.members", "at least one known member", "none")
@@ -105,8 +108,8 @@ def load_known_records(config: PanoramiaConfig) -> tuple[Dataset, Dataset | None
 
 @dataclasses.dataclass(frozen=True)
 class KnownRecords:
-    """The auditor's records: known members, optional real non-members, and where they came
-    from (``describe``, ``fingerprint``: settings.dataset of results.json)."""
+    """The auditor's records: known members, optional real non-members, the number of classes
+    (tables), and the fingerprint of the data they came from (``settings.dataset``)."""
 
     members: Any
     non_members: Any | None
@@ -267,7 +270,7 @@ def run_panoramia_audit(
         confidence=config.confidence,
     )
     timings["game"] = time.perf_counter() - t0
-    rmrn_table = getattr(result, "rmrn_scores", None)
+    rmrn_table = result.rmrn_scores
     dataset_desc = {**config.data.describe(), "fingerprint": known.fingerprint}
     if config.data.dataset is not None and config.data.dataset.name is not None:
         dataset_desc["name"] = config.data.dataset.name
@@ -289,7 +292,7 @@ def run_panoramia_audit(
             "sizes": config.sizes.model_dump(exclude_none=True),
             "confidence": config.confidence,
         },
-        target={
+        target={  # accuracy on the known members (training records) and real non-members
             "train_accuracy": _accuracy(target, members),
             "test_accuracy": _accuracy(target, non_members),
             "model_sha256": fingerprint,
