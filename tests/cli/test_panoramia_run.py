@@ -118,6 +118,21 @@ def test_panoramia_end_to_end(
     # a finished report is not replaced without --overwrite
     assert main(["panoramia", str(cfg), "--no-progress"]) == 2
     assert "--overwrite" in capsys.readouterr().err
+    # the artifact store sits in the report folder; a killed run (only the store left) resumes
+    # without --overwrite and recomputes nothing: no entry is rewritten, the numbers are the same
+    assert res["settings"]["cache_dir"] == str(rep / "cache")
+    stored = {
+        p: p.stat().st_mtime_ns for p in (rep / "cache" / "objects").rglob("*") if p.is_file()
+    }
+    assert stored
+    for p in rep.iterdir():
+        if p.name != "cache":
+            p.unlink()
+    assert main(["panoramia", str(cfg), "--no-progress"]) == 0
+    again = load_results(rep)
+    assert again["panoramia"]["bounds"] == b and again["panoramia"]["split"] == pano["split"]
+    now = {p: p.stat().st_mtime_ns for p in (rep / "cache" / "objects").rglob("*") if p.is_file()}
+    assert now == stored
 
 
 def test_bad_inputs_exit_2_before_any_work(

@@ -24,7 +24,7 @@ implies (``e^B / (1 + e^B)``, dashed; Kazmi et al. Sec. 4, Fig. 3) and lb_t agai
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -373,10 +373,12 @@ def write_panoramia_report(
     rmrn_table: ScoreTable | None = None,
     overwrite: bool = False,
     bundle: Mapping[str, Any] | None = None,
+    carry: Sequence[str] = (),
 ) -> Path:
     """Write ``results.json``, ``panoramia_scores.npz``, ``rmrn_scores.npz`` (when RM;RN ran),
     ``report.html`` and ``bundle.json`` (with a manifest) into ``out_dir``, atomically
-    (:func:`privaudit.report.writer.write_report`)."""
+    (:func:`privaudit.report.writer.write_report`; ``carry``: entries of an existing
+    ``out_dir`` moved into the new one, e.g. the artifact store)."""
     if (rmrn_table is None) != ("rmrn_scores" not in results.get("files", {})):
         raise fail(
             "rmrn_table",
@@ -391,4 +393,5 @@ def write_panoramia_report(
         bundle=bundle,
         scores_file=PANORAMIA_SCORES_FILE,
         extra_tables=None if rmrn_table is None else {RMRN_SCORES_FILE: rmrn_table},
+        carry=carry,
     )
