@@ -160,7 +160,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1")
     ap.add_argument("--epochs", default=",".join(str(e) for e in DEFAULT_EPOCHS))
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument(
+        "--threads", type=int, default=1, help="torch threads (two on a busy 2-core box spin)"
+    )
     args = ap.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
     rows = bench_image_targets(
         range(args.seeds),
