@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -95,6 +95,9 @@ MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
     "gradient_boosting": {"max_iter": 200},
     "random_forest": {"n_estimators": 100, "n_jobs": 1},
 }
+
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class ConfigError(InvalidInputError):
@@ -679,6 +682,26 @@ def _format(
     return ConfigError(head + "\n  " + "\n  ".join(lines))
 
 
+def validate_mapping(
+    schema: type[M], data: Any, *, source: str, what: str = "audit config"
+) -> M:
+    """Validate a mapping (as read from YAML) into ``schema`` (a pydantic model).
+
+    Raises
+    ------
+    ConfigError
+        Naming every bad field by its dotted path (a non-mapping: what was found).
+    """
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{source}: expected a mapping of fields at the top level, found {type(data).__name__}"
+        )
+    try:
+        return schema.model_validate(data)
+    except ValidationError as exc:
+        raise _format(exc, source, what=what) from None
+
+
 def config_from_dict(data: Any, *, source: str = "config") -> AuditConfig:
     """Validate a mapping (as read from YAML) into an :class:`AuditConfig`.
 
@@ -687,14 +710,7 @@ def config_from_dict(data: Any, *, source: str = "config") -> AuditConfig:
     ConfigError
         Naming every bad field by its dotted path.
     """
-    if not isinstance(data, dict):
-        raise ConfigError(
-            f"{source}: expected a mapping of fields at the top level, found {type(data).__name__}"
-        )
-    try:
-        return AuditConfig.model_validate(data)
-    except ValidationError as exc:
-        raise _format(exc, source) from None
+    return validate_mapping(AuditConfig, data, source=source)
 
 
 def with_game(

@@ -32,9 +32,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from privaudit.config import AuditConfig, ConfigError, _format, _read_yaml, load_config
+from privaudit.config import AuditConfig, ConfigError, _read_yaml, load_config, validate_mapping
 
 __all__ = [
     "HF_TARGET_KIND",
@@ -200,14 +200,7 @@ class LLMAuditConfig(_Strict):
 
 def llm_config_from_dict(data: Any, *, source: str = "config") -> LLMAuditConfig:
     """Validate a mapping into an :class:`LLMAuditConfig` (ConfigError naming every bad field)."""
-    if not isinstance(data, dict):
-        raise ConfigError(
-            f"{source}: expected a mapping of fields at the top level, found {type(data).__name__}"
-        )
-    try:
-        return LLMAuditConfig.model_validate(data)
-    except ValidationError as exc:
-        raise _format(exc, source, what="language-model audit config") from None
+    return validate_mapping(LLMAuditConfig, data, source=source, what="language-model audit config")
 
 
 def _resolved(cfg: LLMAuditConfig, base: Path) -> LLMAuditConfig:

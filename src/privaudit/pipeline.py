@@ -103,7 +103,9 @@ __all__ = [
     "experiment_config",
     "load_dataset",
     "n_models_behind",
+    "provided_torch_recipe",
     "run_audit",
+    "table_with_member_column",
 ]
 
 #: Demo sizes (measured on 2 cores, see benchmarks/bench_demo.py): the target pool is
@@ -222,6 +224,46 @@ def build_trainer(
     return SklearnTrainer(build_estimator(model), name=model.kind, n_classes=n_classes)
 
 
+def provided_torch_recipe(target: Any, model: ModelConfig | None, config_dir: Path | None) -> Any:
+    """The recipe that builds a provided torch target's module: the ``factory`` (and
+    ``factory_kwargs``) of the target section, else the torch recipe's, with its
+    ``input_shape`` and ``device`` (``target`` is a ``TargetConfig`` or a PANORAMIA target)."""
+    params = dict(model.params) if model is not None and model.kind == "torch" else {}
+    if target.factory:
+        params["factory"] = target.factory
+    if target.factory_kwargs is not None:
+        params["factory_kwargs"] = target.factory_kwargs
+    params = {
+        k: v
+        for k, v in params.items()
+        if k in ("factory", "factory_kwargs", "input_shape", "device")
+    }
+    return torch_recipe(params, config_dir)
+
+
+def table_with_member_column(
+    ds_cfg: DatasetConfig, column: str, *, field: str
+) -> tuple[Dataset, NDArray[Any], NDArray[Any]]:
+    """The dataset table without its membership ``column``, and the member and non-member
+    ids the column marks (1/true, 0/false; empty: neither)."""
+    if ds_cfg.path is None or ds_cfg.label_column is None:  # checked by the configs
+        raise InvalidInputError(f"{field}: needs a dataset table")
+    frame = read_frame(ds_cfg.path)
+    if column not in frame.columns:
+        raise fail(field, "a column of the dataset table", repr(column))
+    marks = frame[column].to_numpy()
+    dataset = table_from_frame(
+        frame.drop(columns=[column]),
+        ds_cfg.label_column,
+        name=Path(ds_cfg.path).name.split(".")[0],
+        id_column=ds_cfg.id_column,
+        standardize=ds_cfg.standardize,
+        source=f"file {Path(ds_cfg.path).name}",
+    )
+    members, non_members = membership_from_column(marks, dataset.record_ids)
+    return dataset, members, non_members
+
+
 def load_dataset_and_target(config: AuditConfig) -> tuple[Dataset, ProvidedTarget | None]:
     """The dataset and, with a ``target`` section, the provided target and its split.
 
@@ -232,24 +274,9 @@ def load_dataset_and_target(config: AuditConfig) -> tuple[Dataset, ProvidedTarge
     if t is None:
         return load_dataset(config), None
     if t.member_column is not None:
-        ds_cfg = config.dataset
-        if ds_cfg.path is None or ds_cfg.label_column is None:  # checked by the config
-            raise InvalidInputError("target.member_column: needs a dataset table")
-        frame = read_frame(ds_cfg.path)
-        if t.member_column not in frame.columns:
-            raise fail(
-                "target.member_column", "a column of the dataset table", repr(t.member_column)
-            )
-        marks = frame[t.member_column].to_numpy()
-        dataset = table_from_frame(
-            frame.drop(columns=[t.member_column]),
-            ds_cfg.label_column,
-            name=Path(ds_cfg.path).name.split(".")[0],
-            id_column=ds_cfg.id_column,
-            standardize=ds_cfg.standardize,
-            source=f"file {Path(ds_cfg.path).name}",
+        dataset, members, non_members = table_with_member_column(
+            config.dataset, t.member_column, field="target.member_column"
         )
-        members, non_members = membership_from_column(marks, dataset.record_ids)
     else:
         dataset = load_dataset(config)
         members = match_ids(read_id_file(t.members, "target.members"), dataset.record_ids)
@@ -273,19 +300,9 @@ def load_dataset_and_target(config: AuditConfig) -> tuple[Dataset, ProvidedTarge
                 dataset.positions(ids)
             except InvalidInputError as exc:
                 raise InvalidInputError(f"target.{what}: {exc}") from None
-    recipe = None
-    if t.kind == "torch":
-        params = dict(config.model.params) if config.model.kind == "torch" else {}
-        if t.factory:
-            params["factory"] = t.factory
-        if t.factory_kwargs is not None:
-            params["factory_kwargs"] = t.factory_kwargs
-        params = {
-            k: v
-            for k, v in params.items()
-            if k in ("factory", "factory_kwargs", "input_shape", "device")
-        }
-        recipe = torch_recipe(params, config.config_dir)
+    recipe = (
+        provided_torch_recipe(t, config.model, config.config_dir) if t.kind == "torch" else None
+    )
     model = load_target_model(
         t.kind,
         t.path,

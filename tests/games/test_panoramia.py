@@ -272,3 +272,68 @@ def test_rmrn_and_o1_on_the_same_target() -> None:
     sp = res.split
     used = set(sp.generator + sp.helper_pool + sp.train_members + sp.train_synthetic)
     assert not used & set(non.ids)
+
+
+class CountingModality(FixtureModality):
+    """Counts the expensive steps; can fail once in the baseline scorer (a killed run)."""
+
+    def __init__(self, lam: float, fail_baseline: bool = False) -> None:
+        super().__init__(lam)
+        self.calls = {"generator": 0, "helper": 0, "scorer": 0}
+        self.fail_baseline = fail_baseline
+
+    def fit_generator(self, records: FixtureRecords, *, seed: int) -> Any:
+        self.calls["generator"] += 1
+        return super().fit_generator(records, seed=seed)
+
+    def fit_helper(self, records: FixtureRecords, *, seed: int) -> Any:
+        self.calls["helper"] += 1
+        return super().fit_helper(records, seed=seed)
+
+    def fit_scorer(self, train: Any, val: Any, *, seed: int, criterion: Any) -> Any:
+        self.calls["scorer"] += 1
+        if self.fail_baseline and self.calls["scorer"] == 2:
+            raise KeyboardInterrupt  # killed while fitting the baseline
+        return super().fit_scorer(train, val, seed=seed, criterion=criterion)
+
+
+def test_store_caches_by_content_and_resumes(tmp_path: Any) -> None:
+    from privaudit.runtime.store import ArtifactStore
+
+    pop = fixture_population(1200, seed=9)
+    non = fixture_population(600, seed=10, prefix="non")
+    target = FixtureTarget(frozenset(pop.ids), eps=1.0, seed=4)
+    fresh = run_panoramia(FixtureModality(0.3), target, pop, non_members=non, seed=2)
+    store = ArtifactStore(tmp_path / "store")
+    killed = CountingModality(0.3, fail_baseline=True)
+    with pytest.raises(KeyboardInterrupt):
+        run_panoramia(killed, target, pop, non_members=non, seed=2, store=store)
+    assert killed.calls == {"generator": 1, "helper": 1, "scorer": 2}
+    resumed = CountingModality(0.3)
+    res = run_panoramia(resumed, target, pop, non_members=non, seed=2, store=store)
+    # samples, helper and the MIA came from the store; baseline and RM;RN were fitted
+    assert resumed.calls == {"generator": 0, "helper": 0, "scorer": 2}
+    assert res.to_dict() == fresh.to_dict()
+    again = CountingModality(0.3)
+    res2 = run_panoramia(again, target, pop, non_members=non, seed=2, store=store)
+    assert again.calls == {"generator": 0, "helper": 0, "scorer": 0}
+    assert res2.to_dict() == fresh.to_dict()
+    for k in fresh.scores.scores:
+        assert res2.scores.scores[k].tobytes() == fresh.scores.scores[k].tobytes()
+    # a different target (other content of its loss features) refits the MIA scorers only
+    other = FixtureTarget(frozenset(pop.ids), eps=1.0, seed=5)
+    changed = CountingModality(0.3)
+    run_panoramia(changed, other, pop, non_members=non, seed=2, store=store)
+    assert changed.calls == {"generator": 0, "helper": 0, "scorer": 2}
+
+
+def test_store_needs_record_arrays(tmp_path: Any) -> None:
+    from privaudit.runtime.store import ArtifactStore
+
+    class NoArrays(FixtureModality):
+        records_to_arrays = None  # type: ignore[assignment]
+
+    pop = fixture_population(400, seed=0)
+    target = FixtureTarget(frozenset(pop.ids), eps=1.0, seed=0)
+    with pytest.raises(InvalidInputError, match="records_to_arrays"):
+        run_panoramia(NoArrays(0.3), target, pop, seed=0, store=ArtifactStore(tmp_path))

@@ -103,3 +103,15 @@ def test_tabular_game_end_to_end(adult_pool: Any) -> None:
     assert d["bounds"]["eps_tilde"] == max(0.0, d["bounds"]["c_plus_eps_lb"] - d["bounds"]["c_lb"])
     res2 = run_panoramia(TabularModality(tr, scorer={"max_iter": 15}), target, members, seed=1)
     assert res2.to_dict() == d
+
+
+def test_dataset_arrays_round_trip(adult_pool: Any) -> None:
+    from privaudit.games.panoramia import dataset_from_arrays, dataset_to_arrays
+
+    members, _ = adult_pool
+    back = dataset_from_arrays(dataset_to_arrays(members))
+    assert back.fingerprint() == members.fingerprint()
+    mod = TabularModality(_trainer())
+    assert mod.records_from_arrays(mod.records_to_arrays(members)).fingerprint() == (
+        members.fingerprint()
+    )

@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch")
 
 from privaudit.data.text import TextRecords  # noqa: E402
 from privaudit.games.llm import shakespeare_split  # noqa: E402
+from privaudit.games.panoramia import ScorerData, run_panoramia  # noqa: E402
 from privaudit.games.panoramia_text import (  # noqa: E402
     SUMMARY_FEATURES,
     TextModality,
@@ -21,7 +22,7 @@ from privaudit.games.panoramia_text import (  # noqa: E402
 )
 from privaudit.models.causal_lm import CausalLM  # noqa: E402
 from privaudit.models.lm_builders import tiny_gpt  # noqa: E402
-from privaudit.models.lm_finetune import FineTuneRecipe  # noqa: E402
+from privaudit.models.lm_finetune import FineTuneRecipe, finetune  # noqa: E402
 from privaudit.signals.text import mean_nll  # noqa: E402
 
 FAST = FineTuneRecipe(steps=12, batch_size=8, learning_rate=3e-3, warmup_steps=2, max_length=128)
@@ -119,11 +120,6 @@ def test_helper_is_the_target_recipe_on_the_helper_pool(
     assert h2.fingerprint == h.fingerprint
 
 
-class _Data:
-    def __init__(self, records: TextRecords, loss: np.ndarray, label: np.ndarray) -> None:
-        self.records, self.loss, self.label = records, loss, label
-
-
 def test_scorer_learns_a_separable_loss_signal(base: CausalLM, records: TextRecords) -> None:
     mod = modality(base, scorer={"epochs": 15, "batch_size": 8, "text_bytes": 64, "lr": 3e-3})
     rng = np.random.default_rng(0)
@@ -139,8 +135,8 @@ def test_scorer_learns_a_separable_loss_signal(base: CausalLM, records: TextReco
         pos, neg = scores[y], scores[~y]
         return float(np.mean(pos[:, None] > neg[None, :]))
 
-    train = _Data(mod.take(records, np.asarray(records.ids)[tr].tolist()), loss[tr], label[tr])
-    val = _Data(mod.take(records, np.asarray(records.ids)[va].tolist()), loss[va], label[va])
+    train = ScorerData(mod.take(records, np.asarray(records.ids)[tr].tolist()), loss[tr], label[tr])
+    val = ScorerData(mod.take(records, np.asarray(records.ids)[va].tolist()), loss[va], label[va])
     scorer = mod.fit_scorer(train, val, seed=0, criterion=auc)
     assert len(calls) == scorer.info["epochs_run"] + 1
     assert scorer.info["best_criterion"] == max(scorer.info["criterion_by_epoch"])
@@ -161,3 +157,25 @@ def test_bad_settings(base: CausalLM) -> None:
         modality(base, prompt_fraction=1.0)
     with pytest.raises(InvalidInputError, match="recipe"):
         TextModality(base, {"steps": 3})  # type: ignore[arg-type]
+
+
+def test_run_panoramia_end_to_end_on_the_tiny_gpt(base: CausalLM, records: TextRecords) -> None:
+    target = finetune(base, list(records.texts), FAST)
+    mod = modality(base)
+    res = run_panoramia(mod, target, records, seed=0)
+    d = res.to_dict()
+    assert d["modality"] == "text" and d["sizes"]["n_known_members"] == len(records)
+    b = d["bounds"]
+    assert b["eps_tilde"] == pytest.approx(max(0.0, b["c_plus_eps_lb"] - b["c_lb"]))
+    # the helper saw the helper pool only; G's prompt documents were never trained on
+    assert d["helper"]["n_texts"] == d["sizes"]["n_helper_pool"]
+    gen = d["generator"]
+    assert gen["n_train_texts"] + gen["n_prompt_documents"] == d["sizes"]["n_generator_train"]
+    assert gen["samples"][0]["n"] == d["sizes"]["n_synthetic"]
+    scores = res.scores.scores["panoramia-mia"]
+    assert np.unique(scores).size > 2  # continuous scores, not 0/1 predictions
+    ids = res.scores.record_ids
+    synth = [i for i in ids if str(i).startswith("synth-")]
+    assert len(synth) == int((~res.scores.member).sum()) and set(ids) - set(synth) <= set(
+        records.ids
+    )

@@ -374,11 +374,14 @@ def split_by_document(
     return TextSplit(chunks=chunks, documents=documents, seed=int(seed))
 
 
-def read_text_records(path: str | Path, *, name: str = "data.texts") -> TextRecords:
+def read_text_records(
+    path: str | Path, *, name: str = "data.texts", require_both: bool = True
+) -> TextRecords:
     """Read a user's texts from JSONL: ``id``, ``text``, ``member`` (and optional ``document``).
 
     Validated at the boundary: every line a JSON object with a string or integer ``id``,
-    a non-empty string ``text``, a boolean ``member``; ids unique; both classes present.
+    a non-empty string ``text``, a boolean ``member``; ids unique; both classes present
+    (members only is accepted with ``require_both=False``: PANORAMIA needs no non-members).
 
     Raises
     ------
@@ -440,10 +443,10 @@ def read_text_records(path: str | Path, *, name: str = "data.texts") -> TextReco
     if not ids:
         raise fail(name, "at least one record", f"no records in {p}")
     n_in = sum(member)
-    if n_in == 0 or n_in == len(member):
+    if n_in == 0 or (require_both and n_in == len(member)):
         raise fail(
             f"{name}.member",
-            "both members and non-members",
+            "both members and non-members" if require_both else "at least one member",
             f"{n_in} members and {len(member) - n_in} non-members in {p.name}",
         )
     mixed = _documents_in_both_classes(docs, member)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
@@ -50,8 +51,10 @@ from privaudit._validation import check_probability, fail
 from privaudit.audit._level import resolve_beta
 from privaudit.audit.one_run import one_run_audit
 from privaudit.audit.panoramia import panoramia_audit, panoramia_curve, panoramia_lb
+from privaudit.data.dataset import Dataset
 from privaudit.errors import DesignError
 from privaudit.games.metrics import auc
+from privaudit.games.train_many import NPZ, cached
 from privaudit.records import AuditResult, ScoreTable
 from privaudit.runtime.seeds import derive_rng, derive_seed
 
@@ -68,6 +71,8 @@ __all__ = [
     "Scorer",
     "ScorerData",
     "check_synthetic_ids",
+    "dataset_from_arrays",
+    "dataset_to_arrays",
     "ids_sha256",
     "run_panoramia",
     "selection_criterion",
@@ -575,6 +580,145 @@ def _loss(modality: Modality[R], model: Any, records: R, n: int, who: str) -> ND
     return a
 
 
+def dataset_to_arrays(records: Dataset) -> dict[str, NDArray[Any]]:
+    """A :class:`~privaudit.data.dataset.Dataset` as arrays (``records_to_arrays`` of the
+    Dataset-based modalities; ``info`` is not kept)."""
+    return {
+        "name": np.asarray(records.name),
+        "record_ids": np.asarray(records.record_ids),
+        "X": records.X,
+        "y": records.y,
+        "feature_names": np.asarray(records.feature_names, dtype=str),
+        "class_names": np.asarray(records.class_names, dtype=str),
+    }
+
+
+def dataset_from_arrays(arrays: Mapping[str, NDArray[Any]]) -> Dataset:
+    """The inverse of :func:`dataset_to_arrays`."""
+    return Dataset(
+        str(arrays["name"][()]),
+        np.asarray(arrays["record_ids"]),
+        np.asarray(arrays["X"], dtype=np.float64),
+        np.asarray(arrays["y"], dtype=np.int64),
+        tuple(str(f) for f in arrays["feature_names"].tolist()),
+        tuple(str(c) for c in arrays["class_names"].tolist()),
+    )
+
+
+INFO = "__info__"
+Arrays = dict[str, NDArray[Any]]
+
+
+def _info_array(info: Mapping[str, Any]) -> NDArray[Any]:
+    return np.asarray(json.dumps(info, sort_keys=True, allow_nan=False))
+
+
+def _read_info(arrays: Arrays) -> dict[str, Any]:
+    out: dict[str, Any] = json.loads(str(arrays[INFO][()]))
+    return out
+
+
+def _sha(a: NDArray[Any]) -> str:
+    a = np.ascontiguousarray(a)
+    h = hashlib.sha256(f"{a.dtype.str}{a.shape}".encode())
+    h.update(a.tobytes() if a.dtype.kind != "U" else "\x1f".join(a.ravel().tolist()).encode())
+    return h.hexdigest()
+
+
+class _Steps(Generic[R]):
+    """The game's expensive steps through an :class:`ArtifactStore` (when given).
+
+    Cached by content (never by name): the synthetic samples (the generator's only
+    use; key: its settings, ``D_G``'s content, the size and seeds), the helper's loss
+    features on the classifier records (its only use; key: its settings, the helper
+    pool's content, the seed, the records' content) and each scorer's test scores and
+    selection record (key: the scorer settings, the content of its train / validation
+    / test records, their loss features and labels, the seed and beta). A killed run
+    resumes from what was stored. Records go into the store through the modality's
+    ``records_to_arrays`` / ``records_from_arrays`` (required only with a store; see
+    :func:`dataset_to_arrays`).
+    """
+
+    def __init__(self, modality: Modality[R], store: ArtifactStore | None) -> None:
+        self.modality = modality
+        self.store = store
+        if store is not None:
+            for name in ("records_to_arrays", "records_from_arrays"):
+                if not callable(getattr(modality, name, None)):
+                    raise fail(
+                        "store", f"a modality with {name}() (to cache its records)", modality.name
+                    )
+
+    def records(
+        self, key: Mapping[str, Any], create: Callable[[], tuple[R, dict[str, Any]]]
+    ) -> tuple[R, dict[str, Any]]:
+        """``create() -> (records, info)`` through the store (records as arrays)."""
+        if self.store is None:
+            return create()
+        to_arrays = getattr(self.modality, "records_to_arrays")  # noqa: B009
+        from_arrays = getattr(self.modality, "records_from_arrays")  # noqa: B009
+
+        def make() -> Arrays:
+            rec, info = create()
+            arrays = to_arrays(rec)
+            return {
+                **{f"rec:{k}": np.asarray(v) for k, v in arrays.items()},
+                INFO: _info_array(info),
+            }
+
+        out = self.run(key, make)
+        rec = from_arrays({k[4:]: v for k, v in out.items() if k.startswith("rec:")})
+        return rec, _read_info(out)
+
+    def fingerprint(self, records: R) -> str:
+        if self.store is None:
+            return ""
+        arrays = getattr(self.modality, "records_to_arrays")(records)  # noqa: B009
+        return hashlib.sha256(
+            "\x1e".join(f"{k}={_sha(np.asarray(arrays[k]))}" for k in sorted(arrays)).encode()
+        ).hexdigest()
+
+    def run(self, key: Mapping[str, Any], create: Callable[[], Arrays]) -> Arrays:
+        if self.store is None:
+            return create()
+        value, _ = cached(self.store, key, create, NPZ)
+        return value
+
+    def scores(
+        self,
+        role: str,
+        train: ScorerData[R],
+        val: ScorerData[R],
+        test: ScorerData[R],
+        *,
+        seed: int,
+        criterion: Callable[[NDArray[np.float64], NDArray[np.bool_]], float],
+        beta: float,
+        scorer_settings: Any,
+    ) -> tuple[NDArray[np.float64], dict[str, Any]]:
+        """Fit a scorer on ``train``, select on ``val``, score ``test`` (continuous)."""
+
+        def make() -> Arrays:
+            scorer = self.modality.fit_scorer(train, val, seed=seed, criterion=criterion)
+            sc = _finite_scores(scorer.score(test.records, test.loss), test.label.size, role)
+            return {"scores": sc, INFO: _info_array(dict(scorer.info))}
+
+        key = {
+            "step": "panoramia/scorer",
+            "modality": self.modality.name,
+            "role": role,
+            "scorer": scorer_settings,
+            "seed": seed,
+            "beta": beta,
+            "data": [
+                [self.fingerprint(d.records), _sha(np.asarray(d.loss)), _sha(np.asarray(d.label))]
+                for d in (train, val, test)
+            ],
+        }
+        out = self.run(key, make)
+        return np.asarray(out["scores"], dtype=np.float64), _read_info(out)
+
+
 def _example_loss(modality: Modality[Any], loss: NDArray[np.float64]) -> NDArray[np.float64]:
     """One loss per example for O(1): ``modality.example_loss(features)`` or column 0."""
     fn = getattr(modality, "example_loss", None)
@@ -593,7 +737,7 @@ class _RealComparison:
 
 
 def _compare_real(
-    modality: Modality[R],
+    steps: _Steps[R],
     target: Any,
     members: R,
     non_members: R,
@@ -603,6 +747,7 @@ def _compare_real(
     seed: int,
     beta: float,
     criterion: Callable[[NDArray[np.float64], NDArray[np.bool_]], float],
+    scorer_settings: Any,
 ) -> _RealComparison:
     """RM;RN and O(1) on the same target (Kazmi et al. 2024, Section 5.2).
 
@@ -613,6 +758,7 @@ def _compare_real(
     guesses, ``one_run_audit(selection="union-bound")`` (the search over guess counts
     paid by a union bound).
     """
+    modality = steps.modality
     nm_ids = modality.ids(non_members)
     rs = RealPairSplit.build(d_in, nm_ids, sizes, seed=seed)
 
@@ -626,13 +772,16 @@ def _compare_real(
     y_va = _labels(len(rs.val_members), len(rs.val_non_members))
     y_te = np.asarray(rs.test_member, dtype=bool)
     loss_te = _loss(modality, target, te, y_te.size, "rmrn loss (test)")
-    scorer = modality.fit_scorer(
+    sc, classifier = steps.scores(
+        "rmrn",
         ScorerData(tr, _loss(modality, target, tr, y_tr.size, "rmrn loss (train)"), y_tr),
         ScorerData(va, _loss(modality, target, va, y_va.size, "rmrn loss (validation)"), y_va),
+        ScorerData(te, loss_te, y_te),
         seed=derive_seed(seed, purpose="panoramia/scorer-rmrn"),
         criterion=criterion,
+        beta=beta,
+        scorer_settings=scorer_settings,
     )
-    sc = _finite_scores(scorer.score(te, loss_te), y_te.size, "rmrn scorer")
     eps, info = panoramia_lb(sc, y_te, beta_per_test=beta)
     rmrn = {
         "eps_lb": float(eps),
@@ -660,7 +809,7 @@ def _compare_real(
         rmrn=rmrn,
         o1=o1,
         curve=panoramia_curve(sc, y_te, beta_per_test=beta),
-        classifier=dict(scorer.info),
+        classifier=classifier,
         scores=table,
         split=rs,
     )
@@ -698,38 +847,48 @@ def run_panoramia(
     confidence : float
         ``1 - beta`` of the measurement (``beta/2`` per test, Corollary 1).
     store : ArtifactStore, optional
-        Not used yet (content-keyed caching of the generator, samples, helper and
-        scorers is planned); must be None.
+        Cache the samples, the helper's loss features and the scorers' outputs by
+        content (:class:`_Steps`), so a killed run resumes; the modality must then have
+        ``records_to_arrays`` / ``records_from_arrays``.
     """
-    if store is not None:
-        raise fail("store", "None (PANORAMIA's artifact caching is not implemented yet)", store)
+    steps = _Steps(modality, store)
     beta = resolve_beta(None, confidence)
     member_ids = modality.ids(members)
     if len(set(member_ids)) != len(member_ids):
         raise fail("members", "unique record ids", "duplicates")
     nm_ids = modality.ids(non_members) if non_members is not None else ()
+    settings = modality.settings()
 
     # 1. D_G / D_in
     d_g, d_in = split_members(member_ids, sizes, seed=seed)
-    generator = modality.fit_generator(
-        modality.take(members, d_g), seed=derive_seed(seed, purpose="panoramia/generator")
-    )
-    # 2. the synthetic pool
     n_synth = round(sizes.synthetic_per_member * len(d_in))
-    synth = modality.sample(
-        generator, n_synth, seed=derive_seed(seed, purpose="panoramia/generator-sample")
+    d_g_rec = modality.take(members, d_g)
+    gen_seed = derive_seed(seed, purpose="panoramia/generator")
+    sample_seed = derive_seed(seed, purpose="panoramia/generator-sample")
+
+    # 2. the generator, on D_G only, and the synthetic pool (cached as the samples)
+    def make_samples() -> tuple[R, dict[str, Any]]:
+        generator = modality.fit_generator(d_g_rec, seed=gen_seed)
+        return modality.sample(generator, n_synth, seed=sample_seed), _dict_info(generator)
+
+    synth, generator_info = steps.records(
+        {
+            "step": "panoramia/samples",
+            "modality": modality.name,
+            "generator": settings.get("generator"),
+            "d_g": steps.fingerprint(d_g_rec),
+            "n": n_synth,
+            "seeds": [gen_seed, sample_seed],
+        },
+        make_samples,
     )
     synth_ids = modality.ids(synth)
     check_synthetic_ids(synth_ids, n_synth, set(member_ids) | set(nm_ids))
     split = PanoramiaSplit.build(
         member_ids, d_g, d_in, synth_ids, sizes, seed=seed, non_members=nm_ids
     )
-    # 3. the helper, on the helper pool only
-    helper = modality.fit_helper(
-        modality.take(synth, split.helper_pool), seed=derive_seed(seed, purpose="panoramia/helper")
-    )
 
-    # 4. classifier data
+    # 3. classifier data
     def part(mem: Sequence[str], syn: Sequence[str]) -> R:
         return modality.concat(modality.take(members, mem), modality.take(synth, syn))
 
@@ -740,23 +899,57 @@ def run_panoramia(
     y_val = _labels(len(split.val_members), len(split.val_synthetic))
     y_test = np.asarray(split.test_member, dtype=bool)
     criterion = selection_criterion(beta)
+    sizes_n = (y_train.size, y_val.size, y_test.size)
 
+    # 4. the helper, on the helper pool only (cached as its loss features)
+    helper_rec = modality.take(synth, split.helper_pool)
+    helper_seed = derive_seed(seed, purpose="panoramia/helper")
+
+    def make_helper_losses() -> Arrays:
+        helper = modality.fit_helper(helper_rec, seed=helper_seed)
+        out = {
+            name: _loss(modality, helper, rec, n, f"baseline loss ({name})")
+            for name, rec, n in zip(
+                ("train", "val", "test"), (train_rec, val_rec, test_rec), sizes_n, strict=True
+            )
+        }
+        return {**out, INFO: _info_array(_dict_info(helper))}
+
+    helper_losses = steps.run(
+        {
+            "step": "panoramia/helper-losses",
+            "modality": modality.name,
+            "helper": settings.get("helper"),
+            "helper_pool": steps.fingerprint(helper_rec),
+            "seed": helper_seed,
+            "records": [steps.fingerprint(r) for r in (train_rec, val_rec, test_rec)],
+        },
+        make_helper_losses,
+    )
+    helper_info = _read_info(helper_losses)
+    target_losses = {
+        name: _loss(modality, target, rec, n, f"mia loss ({name})")
+        for name, rec, n in zip(
+            ("train", "val", "test"), (train_rec, val_rec, test_rec), sizes_n, strict=True
+        )
+    }
+
+    # 5. the classifiers, selected on validation by the bound (cached as their scores)
     classifiers: dict[str, Any] = {}
     test_scores: dict[str, NDArray[np.float64]] = {}
-    for role, model in (("mia", target), ("baseline", helper)):
-        loss_tr = _loss(modality, model, train_rec, y_train.size, f"{role} loss (train)")
-        loss_va = _loss(modality, model, val_rec, y_val.size, f"{role} loss (validation)")
-        loss_te = _loss(modality, model, test_rec, y_test.size, f"{role} loss (test)")
-        scorer = modality.fit_scorer(
-            ScorerData(train_rec, loss_tr, y_train),
-            ScorerData(val_rec, loss_va, y_val),
+    for role, losses in (("mia", target_losses), ("baseline", helper_losses)):
+        sc, info = steps.scores(
+            role,
+            ScorerData(train_rec, np.asarray(losses["train"]), y_train),
+            ScorerData(val_rec, np.asarray(losses["val"]), y_val),
+            ScorerData(test_rec, np.asarray(losses["test"]), y_test),
             seed=derive_seed(seed, purpose=f"panoramia/scorer-{role}"),
             criterion=criterion,
+            beta=beta,
+            scorer_settings=settings.get("scorer"),
         )
-        classifiers[role] = dict(scorer.info)
-        test_scores[role] = _finite_scores(
-            scorer.score(test_rec, loss_te), y_test.size, f"{role} scorer"
-        )
+        classifiers[role] = info
+        test_scores[role] = sc
 
     # 5. measurement
     audit = panoramia_audit(test_scores["mia"], test_scores["baseline"], y_test, beta=beta)
@@ -780,13 +973,12 @@ def run_panoramia(
     real: _RealComparison | None = None
     if non_members is not None:
         real = _compare_real(
-            modality, target, members, non_members, split.members, sizes,
-            seed=seed, beta=beta, criterion=criterion,
+            steps, target, members, non_members, split.members, sizes,
+            seed=seed, beta=beta, criterion=criterion, scorer_settings=settings.get("scorer"),
         )  # fmt: skip
         comparisons = {"rmrn": real.rmrn, "o1": real.o1}
         classifiers["rmrn"] = real.classifier
         curves["rmrn"] = real.curve
-    settings = modality.settings()
     n_test_members = int(y_test.sum())
     result_sizes = {
         "n_known_members": len(member_ids),
@@ -821,12 +1013,12 @@ def run_panoramia(
             **dict(settings.get("generator", {})),
             "n_train": len(split.generator),
             "n_sampled": len(split.synthetic),
-            **_dict_info(generator),
+            **generator_info,
         },
         helper={
             **dict(settings.get("helper", {})),
             "n_train": len(split.helper_pool),
-            **_dict_info(helper),
+            **helper_info,
         },
         classifiers=classifiers,
         split=split,

@@ -49,7 +49,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -177,6 +177,12 @@ class FixtureModality:
         except KeyError as exc:
             raise fail("ids", "ids of the records", f"unknown id {exc}") from None
         return FixtureRecords(tuple(records.ids[i] for i in pos), records.x[pos])
+
+    def records_to_arrays(self, records: FixtureRecords) -> dict[str, NDArray[Any]]:
+        return {"ids": np.asarray(records.ids, dtype=str), "x": records.x}
+
+    def records_from_arrays(self, arrays: Mapping[str, NDArray[Any]]) -> FixtureRecords:
+        return FixtureRecords(tuple(str(i) for i in arrays["ids"].tolist()), arrays["x"])
 
     def concat(self, a: FixtureRecords, b: FixtureRecords) -> FixtureRecords:
         return FixtureRecords(a.ids + b.ids, np.r_[a.x, b.x])

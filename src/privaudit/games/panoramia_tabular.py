@@ -40,7 +40,12 @@ from numpy.typing import NDArray
 
 from privaudit._validation import check_positive_int, fail
 from privaudit.data.dataset import Dataset
-from privaudit.games.panoramia import SYNTHETIC_PREFIX, ScorerData
+from privaudit.games.panoramia import (
+    SYNTHETIC_PREFIX,
+    ScorerData,
+    dataset_from_arrays,
+    dataset_to_arrays,
+)
 from privaudit.generators import DiscreteTable, discretise, make_generator
 from privaudit.generators.base import FittedGenerator, check_codes
 from privaudit.models.base import Model, Trainer
@@ -212,6 +217,12 @@ class TabularModality:
         if rid.dtype.kind in "iu":
             want = want.astype(np.int64)
         return records.subset(want)
+
+    def records_to_arrays(self, records: Dataset) -> dict[str, NDArray[Any]]:
+        return dataset_to_arrays(records)
+
+    def records_from_arrays(self, arrays: Mapping[str, NDArray[Any]]) -> Dataset:
+        return dataset_from_arrays(arrays)
 
     def concat(self, a: Dataset, b: Dataset) -> Dataset:
         if a.feature_names != b.feature_names or a.class_names != b.class_names:

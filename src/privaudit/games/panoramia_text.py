@@ -53,6 +53,7 @@ from privaudit.errors import InsufficientDataError
 from privaudit.runtime.seeds import derive_rng, derive_seed
 
 if TYPE_CHECKING:
+    from privaudit.games.panoramia import ScorerData
     from privaudit.models.causal_lm import CausalLM
     from privaudit.models.lm_finetune import FineTuneRecipe
     from privaudit.models.lm_generate import TextGenerator
@@ -376,8 +377,8 @@ class TextModality:
 
     def fit_scorer(
         self,
-        train: Any,
-        val: Any,
+        train: ScorerData[TextRecords],
+        val: ScorerData[TextRecords],
         *,
         seed: int,
         criterion: Callable[[NDArray[np.float64], NDArray[np.bool_]], float],

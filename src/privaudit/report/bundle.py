@@ -475,10 +475,11 @@ def _verify_membership(folder: Path, manifest: Mapping[str, Any]) -> list[Check]
         validate_results(results)
     except InvalidInputError as exc:
         return [Check("results.json schema", "mismatch", str(exc))]
+    scores_file = str(results.get("files", {}).get("scores", SCORES_FILE))
     try:
-        table = ScoreTable.load(folder / SCORES_FILE)
+        table = ScoreTable.load(folder / scores_file)
     except Exception as exc:
-        raise BundleError(f"BUNDLE: cannot read {SCORES_FILE} ({exc})") from None
+        raise BundleError(f"BUNDLE: cannot read {scores_file} ({exc})") from None
     out: list[Check] = [Check("results.json schema", "ok")]
     skipped: list[Check] = []
     metrics_tol = TOLERANCES["metrics"]
@@ -576,8 +577,51 @@ def _verify_membership(folder: Path, manifest: Mapping[str, Any]) -> list[Check]
         out += c
         skipped += s
 
+    if results.get("panoramia"):
+        c, s = _verify_panoramia(folder, results, table)
+        out += c
+        skipped += s
     out += _verify_fingerprint(manifest, results)
     return out + skipped
+
+
+def _verify_panoramia(
+    folder: Path, results: Mapping[str, Any], table: Any
+) -> tuple[list[Check], list[Check]]:
+    """PANORAMIA's bounds (and RM;RN's) recomputed from the saved test scores."""
+    from privaudit.report.panoramia import recompute_panoramia
+    from privaudit.report.results import ScoreTable
+
+    rmrn_file = results.get("files", {}).get("rmrn_scores")
+    rmrn = None
+    if rmrn_file is not None:
+        try:
+            rmrn = ScoreTable.load(folder / str(rmrn_file))
+        except Exception as exc:
+            raise BundleError(f"BUNDLE: cannot read {rmrn_file} ({exc})") from None
+    try:
+        want = recompute_panoramia(results, table, rmrn)
+    except InvalidInputError as exc:
+        return [Check("panoramia", "mismatch", f"cannot recompute: {exc}")], []
+    recorded = results["panoramia"]
+    checks: list[Check] = []
+    for key, value in want.items():
+        c, _ = compare(recorded.get(key), plain(value), f"panoramia.{key}", TOLERANCES["bounds"])
+        checks += c
+    skipped = [
+        Check(f"panoramia.{key}", "not-recomputable", "needs the models and the data")
+        for key in ("generator", "helper", "classifiers")
+        if recorded.get(key)
+    ]
+    if (recorded.get("comparisons") or {}).get("o1") is not None:
+        skipped.append(
+            Check(
+                "panoramia.comparisons.o1",
+                "not-recomputable",
+                "needs the target's losses on the members and real non-members",
+            )
+        )
+    return checks, skipped
 
 
 def _verify_fingerprint(manifest: Mapping[str, Any], results: Mapping[str, Any]) -> list[Check]:

@@ -66,6 +66,8 @@ def write_report(
     overwrite: bool = False,
     html: bool = True,
     bundle: Mapping[str, Any] | None = None,
+    scores_file: str = SCORES_FILE,
+    extra_tables: Mapping[str, ScoreTable] | None = None,
 ) -> Path:
     """Write ``results.json``, ``scores.npz`` and ``report.html`` into ``out_dir``, atomically.
 
@@ -86,6 +88,12 @@ def write_report(
     bundle : mapping, optional
         A manifest from :func:`privaudit.report.bundle.make_manifest`: also write
         ``bundle.json`` with the digests of the files above (a re-verifiable bundle).
+    scores_file : str
+        The file name of ``table`` (``results["files"]["scores"]`` names it when it is not
+        ``scores.npz``, e.g. PANORAMIA's ``panoramia_scores.npz``).
+    extra_tables : mapping, optional
+        Further score tables by file name (PANORAMIA's ``rmrn_scores.npz``), written and
+        bundled beside it.
 
     Returns
     -------
@@ -104,7 +112,9 @@ def write_report(
     def fill(tmp: Path) -> None:
         text = json.dumps(results, indent=2, allow_nan=False)
         (tmp / RESULTS_FILE).write_text(text + "\n", encoding="utf-8")
-        table.save(tmp / SCORES_FILE)
+        table.save(tmp / scores_file)
+        for name, extra in (extra_tables or {}).items():
+            extra.save(tmp / name)
         if html:
             from privaudit.report.html import render_html
 
@@ -112,7 +122,8 @@ def write_report(
         if bundle is not None:
             from privaudit.report.bundle import write_manifest
 
-            written = [RESULTS_FILE, SCORES_FILE] + ([HTML_FILE] if html else [])
+            written = [RESULTS_FILE, scores_file, *(extra_tables or {})]
+            written += [HTML_FILE] if html else []
             write_manifest(tmp, bundle, written)
 
     write_atomically(out, fill, overwrite=overwrite)

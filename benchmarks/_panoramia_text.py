@@ -1,0 +1,233 @@
+"""PANORAMIA on causal LMs: the text targets of ``benchmarks/bench_panoramia.py`` (issue 14).
+
+Per seed: Tiny Shakespeare documents are split into disjoint roles by document
+(:func:`privaudit.games.llm.shakespeare_split`), one chunk per document for the members and
+the real non-members (chunks of one document share membership and are alike). The base LM
+is SmolLM2-135M-Instruct (``smollm2_gguf()``) or, with ``tiny=True``, the tiny byte-level GPT
+pre-trained on a third, disjoint set of documents. Each **target** is the base fine-tuned on
+the member chunks for ``steps`` optimiser steps (more steps = more overfitting); its known
+members are all its training chunks, its real non-members the held-out documents' chunks.
+PANORAMIA (``run_panoramia`` with :class:`~privaudit.games.panoramia_text.TextModality`)
+then audits each target; the generator G (trained on D_G, which depends only on the members
+and the seed) is fitted once per seed and shared by the targets of that seed.
+
+``epochs`` in the returned dicts is the number of **optimiser steps** of the target's
+fine-tuning (batches of ``recipe.batch_size`` chunks), not passes over the data:
+``steps * batch_size / n_members`` passes.
+
+Run alone (the lead's timing command on an idle machine)::
+
+    OMP_NUM_THREADS=1 python benchmarks/_panoramia_text.py --tiny --seeds 3 --json out.json
+    OMP_NUM_THREADS=1 python benchmarks/_panoramia_text.py --seeds 1 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+#: The two settings: the tiny GPT (minutes on a CPU) and SmolLM2-135M (CPU-sized: short
+#: chunks, few members, few steps; fine-tuning ~3-10 s per step on one thread).
+SETTINGS: dict[str, dict[str, Any]] = {
+    "tiny": {
+        "sizes": {"members": 400, "non_members": 200, "base": None},
+        "chunk_chars": 160,
+        "steps": (50, 300, 1200),
+        "pretrain": {
+            "steps": 800,
+            "batch_size": 16,
+            "learning_rate": 3e-3,
+            "warmup_steps": 20,
+            "max_length": 128,
+        },
+        "recipe": {"batch_size": 16, "learning_rate": 1e-3, "warmup_steps": 10, "max_length": 256},
+        "generator_recipe": {
+            "steps": 300,
+            "batch_size": 16,
+            "learning_rate": 1e-3,
+            "warmup_steps": 10,
+            "max_length": 256,
+        },
+        "modality": {
+            "top_k": 10,
+            "max_new_tokens": 200,
+            "prompt_chars": 24,
+            "min_chars": 40,
+            "max_chars": 260,
+            "loss_tokens": 160,
+            "batch_size": 32,
+        },
+    },
+    "smollm2": {
+        "sizes": {"members": 160, "non_members": 80},
+        "chunk_chars": 160,
+        "steps": (10, 30, 80),
+        "recipe": {"batch_size": 8, "learning_rate": 1e-4, "warmup_steps": 3, "max_length": 96},
+        "generator_recipe": {
+            "steps": 30,
+            "batch_size": 8,
+            "learning_rate": 5e-5,
+            "warmup_steps": 3,
+            "max_length": 96,
+        },
+        "modality": {
+            "top_k": 50,
+            "max_new_tokens": 64,
+            "prompt_chars": 24,
+            "min_chars": 40,
+            "max_chars": 260,
+            "loss_tokens": 64,
+            "batch_size": 16,
+        },
+    },
+}
+KEYS = (
+    "modality",
+    "epochs",
+    "dp_epsilon",
+    "seed",
+    "c_lb",
+    "c_plus_eps_lb",
+    "eps_tilde",
+    "eps_rmrn",
+    "eps_o1",
+)
+
+
+def _base_model(cfg: dict[str, Any], tiny: bool, base_texts: list[str], seed: int) -> Any:
+    from privaudit.models.causal_lm import CausalLM
+    from privaudit.models.lm_builders import smollm2_gguf, tiny_gpt
+    from privaudit.models.lm_finetune import FineTuneRecipe, finetune
+
+    if tiny:
+        recipe = FineTuneRecipe(**cfg["pretrain"], seed=seed)
+        return finetune(tiny_gpt(seed=seed, max_length=256), base_texts, recipe)
+    directory, name = smollm2_gguf()
+    return CausalLM.from_directory(directory, gguf_file=name, device="cpu", max_length=256)
+
+
+def _figures(result: Any) -> dict[str, Any]:
+    d = result.to_dict()
+    comp = d["comparisons"]
+    return {
+        "c_lb": d["bounds"]["c_lb"],
+        "c_plus_eps_lb": d["bounds"]["c_plus_eps_lb"],
+        "eps_tilde": d["bounds"]["eps_tilde"],
+        "eps_rmrn": None if comp.get("rmrn") is None else comp["rmrn"]["eps_lb"],
+        "eps_o1": None if comp.get("o1") is None else comp["o1"]["eps_lb"],
+    }
+
+
+def bench_text_targets(
+    seeds: Sequence[int],
+    *,
+    tiny: bool,
+    steps: Sequence[int] | None = None,
+    log: Callable[[str], None] | None = None,
+    results: list[Any] | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """One dict per (seed, steps) target with exactly :data:`KEYS` (module docstring).
+
+    Parameters
+    ----------
+    seeds : sequence of int
+    tiny : bool
+        The tiny GPT (True) or SmolLM2-135M (False).
+    steps : sequence of int, optional
+        Fine-tuning steps of the targets (default ``SETTINGS[...]["steps"]``); ``epochs`` in
+        the output is this number of optimiser steps.
+    log : callable, optional
+        Receives one line per finished stage (timings).
+    results : list, optional
+        When given, each target's full ``PanoramiaResult`` is appended to it.
+    overrides : dict, optional
+        Replaces entries of ``SETTINGS[...]`` (e.g. ``{"sizes": {...}}`` for a smoke run).
+    """
+    from privaudit.games.llm import shakespeare_split
+    from privaudit.games.panoramia import run_panoramia
+    from privaudit.games.panoramia_text import TextModality
+    from privaudit.models.lm_finetune import FineTuneRecipe, finetune
+    from privaudit.runtime.seeds import derive_seed
+
+    cfg = {**SETTINGS["tiny" if tiny else "smollm2"], **(overrides or {})}
+    steps = tuple(cfg["steps"] if steps is None else steps)
+    say = log or (lambda _line: None)
+    out: list[dict[str, Any]] = []
+    for seed in seeds:
+        t0 = time.perf_counter()
+        caps = {"members": 1, "non_members": 1}
+        chunks, split = shakespeare_split(
+            cfg["sizes"], seed=seed, chunk_chars=cfg["chunk_chars"], chunks_per_document=caps
+        )
+        members = chunks.subset(split.chunks["members"])
+        non_members = chunks.subset(split.chunks["non_members"])
+        base_texts = list(chunks.subset(split.chunks["base"]).texts) if tiny else []
+        base = _base_model(cfg, tiny, base_texts, seed)
+        say(f"seed {seed}: base {base.name} ready in {time.perf_counter() - t0:.0f} s")
+        warmup = min(int(cfg["recipe"]["warmup_steps"]), max(steps))
+        first = FineTuneRecipe(**{**cfg["recipe"], "warmup_steps": warmup}, steps=max(steps))
+        modality = TextModality(
+            base,
+            first,
+            generator_recipe=FineTuneRecipe(**cfg["generator_recipe"]),
+            **cfg["modality"],
+        )
+        for n_steps in steps:
+            t1 = time.perf_counter()
+            recipe = dataclasses.replace(
+                first,
+                steps=n_steps,
+                warmup_steps=min(first.warmup_steps, n_steps),
+                seed=derive_seed(seed, purpose=f"text-target-{n_steps}"),
+            )
+            target = finetune(base, list(members.texts), recipe)
+            res = run_panoramia(
+                modality.with_recipe(recipe), target, members, non_members=non_members, seed=seed
+            )
+            if results is not None:
+                results.append(res)
+            row = {"modality": "text", "epochs": n_steps, "dp_epsilon": None, "seed": seed}
+            row.update(_figures(res))
+            out.append({k: row[k] for k in KEYS})
+            say(
+                f"seed {seed} steps {n_steps}: c_lb {row['c_lb']:.3f} c+eps_lb "
+                f"{row['c_plus_eps_lb']:.3f} eps_tilde {row['eps_tilde']:.3f} RM;RN "
+                f"{row['eps_rmrn']} O(1) {row['eps_o1']} ({time.perf_counter() - t1:.0f} s)"
+            )
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="PANORAMIA on causal-LM targets")
+    ap.add_argument("--tiny", action="store_true", help="tiny GPT instead of SmolLM2-135M")
+    ap.add_argument("--seeds", type=int, default=1)
+    ap.add_argument("--steps", type=int, nargs="*", default=None)
+    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--overrides", type=json.loads, default=None, help="JSON: SETTINGS entries")
+    args = ap.parse_args()
+    import torch
+
+    torch.set_num_threads(1)  # a loaded 2-core machine: several threads spin (lm_finetune)
+    t0 = time.perf_counter()
+    rows = bench_text_targets(
+        range(args.seeds),
+        tiny=args.tiny,
+        steps=args.steps,
+        log=lambda line: print(f"[{time.perf_counter() - t0:7.0f} s] {line}", flush=True),
+        overrides=args.overrides,
+    )
+    for r in rows:
+        print(json.dumps(r))
+    print(f"wall {time.perf_counter() - t0:.0f} s")
+    if args.json is not None:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

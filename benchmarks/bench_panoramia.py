@@ -1,0 +1,207 @@
+"""PANORAMIA end to end (Kazmi et al., NeurIPS 2024) on released targets, beside RM;RN and O(1).
+
+Run: ``.venv/bin/python benchmarks/bench_panoramia.py [--modality tabular|image|text|all]
+[--seeds 3] [--epochs 10,50,200] [--pool 8000] [--no-dp] [--json PATH]``
+(``--tiny``: text on the tiny GPT instead of SmolLM2-135M; ``--quick``: image at its quick
+size). Not a test: it prints figures.
+
+**Tabular targets** (issue 14): per seed, a seeded random ``--pool`` records of Adult
+(bundled, :func:`privaudit.data.load_adult`); the target, a torch MLP (one hidden layer of
+256, Adam, lr 1e-3, batch 64; :class:`~privaudit.models.torch_models.TorchTrainer`), trains
+on a seeded random half, for each of ``--epochs``; plus one DP-SGD target per seed (Opacus,
+``dp: {target_epsilon: 1.0}``, 10 epochs; ``dp_epsilon`` = the accountant's epsilon). The
+known members are its whole training set, the real non-members the other half. PANORAMIA
+(:func:`privaudit.games.panoramia.run_panoramia`, :class:`TabularModality`: BayNet of degree 2
+on 8-bin codes of D_G, helper = the same recipe on the helper pool, gradient-boosting scorers)
+with the default :class:`PanoramiaSizes`: |D_G| = |D_in| = pool/4, m = pool/8 test slots
+(1000 for the default pool of 8000); RM;RN and O(1) on coin-flip pairs of D_in and the real
+non-members (m = pool/8). 95% confidence everywhere.
+
+**Image / text** targets come from ``benchmarks/_panoramia_image.py``
+(``bench_image_targets``) and ``benchmarks/_panoramia_text.py`` (``bench_text_targets``),
+imported when asked for; a missing file is reported, not an error of the others.
+
+``--json PATH`` writes a list of targets, each with exactly the keys ``modality``,
+``epochs``, ``dp_epsilon`` (null when not private), ``seed``, ``c_lb``, ``c_plus_eps_lb``,
+``eps_tilde``, ``eps_rmrn``, ``eps_o1``; everything else is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from privaudit.data import load_adult
+from privaudit.data.dataset import Dataset
+from privaudit.games.panoramia import run_panoramia
+from privaudit.games.panoramia_tabular import TabularModality
+from privaudit.models.torch_models import TorchRecipe, TorchTrainer
+
+KEYS = (
+    "modality", "epochs", "dp_epsilon", "seed", "c_lb", "c_plus_eps_lb", "eps_tilde",
+    "eps_rmrn", "eps_o1",
+)  # fmt: skip
+
+
+def _accuracy(model: Any, data: Dataset) -> float:
+    return float(np.mean(np.argmax(model.logits(data.X), axis=1) == data.y))
+
+
+def tabular_targets(
+    seeds: list[int], epochs: list[int], *, pool: int, dp: bool, scorer_iter: int
+) -> list[dict[str, Any]]:
+    """One row of :data:`KEYS` per (seed, epochs) Adult MLP target, plus a DP-SGD one."""
+    adult = load_adult()
+    rows: list[dict[str, Any]] = []
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        pos = rng.permutation(adult.n_records)[:pool]
+        half = pool // 2
+        members = adult.subset(adult.record_ids[np.sort(pos[:half])])
+        non_members = adult.subset(adult.record_ids[np.sort(pos[half:])])
+        plans: list[tuple[int, dict[str, Any] | None]] = [(e, None) for e in epochs]
+        if dp:
+            plans.append((10, {"target_epsilon": 1.0}))
+        for n_epochs, dp_spec in plans:
+            t0 = time.perf_counter()
+            recipe = TorchRecipe(
+                factory="privaudit.models.torch_nets:mlp",
+                factory_kwargs={"n_features": adult.n_features, "n_classes": 2, "hidden": 256},
+                optimizer="adam",
+                lr=1e-3,
+                epochs=n_epochs,
+                batch_size=64,
+                device="cpu",
+                dp=dp_spec,
+            )
+            trainer = TorchTrainer(recipe, n_classes=2, batched=False)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # Opacus' secure-RNG and hook warnings
+                target = trainer.fit(members.X, members.y, seed=seed)
+                t_target = time.perf_counter() - t0
+                mod = TabularModality(
+                    trainer,
+                    generator="baynet",
+                    generator_params={"degree": 2},
+                    n_bins=8,
+                    scorer={"max_iter": scorer_iter},
+                )
+                res = run_panoramia(mod, target, members, non_members=non_members, seed=seed)
+            d = res.to_dict()
+            dp_eps = None
+            if dp_spec is not None:
+                dp_eps = float(target.fit_info.get("accountant_epsilon", dp_spec["target_epsilon"]))
+            row = {
+                "modality": "tabular",
+                "epochs": n_epochs,
+                "dp_epsilon": dp_eps,
+                "seed": seed,
+                "c_lb": d["bounds"]["c_lb"],
+                "c_plus_eps_lb": d["bounds"]["c_plus_eps_lb"],
+                "eps_tilde": d["bounds"]["eps_tilde"],
+                "eps_rmrn": d["comparisons"]["rmrn"]["eps_lb"],
+                "eps_o1": d["comparisons"]["o1"]["eps_lb"],
+            }
+            rows.append(row)
+            print(
+                f"tabular seed={seed} epochs={n_epochs:>3} dp={dp_eps if dp_eps is None else round(dp_eps, 3)}"
+                f"  c_lb={row['c_lb']:.3f} {{c+eps}}_lb={row['c_plus_eps_lb']:.3f}"
+                f" eps_tilde={row['eps_tilde']:.3f} RM;RN={row['eps_rmrn']:.3f} O(1)={row['eps_o1']:.3f}"
+                f" | train acc {_accuracy(target, members):.3f} test acc {_accuracy(target, non_members):.3f}"
+                f" m={d['sizes']['m']} m_rmrn={d['comparisons']['rmrn']['m']}"
+                f" iters mia/base/rmrn={d['classifiers']['mia']['best_iteration']}/"
+                f"{d['classifiers']['baseline']['best_iteration']}/{d['classifiers']['rmrn']['best_iteration']}"
+                f" | target {t_target:.1f}s total {time.perf_counter() - t0:.1f}s",
+                flush=True,
+            )
+    return rows
+
+
+def _external(module: str, function: str) -> Any:
+    """``benchmarks/<module>.py``'s ``function``, or None (with a message) when absent."""
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise
+        print(f"[skip] benchmarks/{module}.py is not there yet: no {function}", flush=True)
+        return None
+    return getattr(mod, function)
+
+
+def summarise(rows: list[dict[str, Any]]) -> None:
+    """Mean +- sd over seeds per (modality, epochs, dp) group."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["modality"], r["epochs"], r["dp_epsilon"] is not None), []).append(r)
+    print(
+        "\nmodality  epochs  dp  n  c_lb           {c+eps}_lb     eps_tilde      RM;RN          O(1)"
+    )
+    for (mod, ep, is_dp), g in groups.items():
+        cells = []
+        for k in ("c_lb", "c_plus_eps_lb", "eps_tilde", "eps_rmrn", "eps_o1"):
+            v = np.array([r[k] for r in g], dtype=float)
+            cells.append(f"{v.mean():.3f}+-{v.std():.3f}")
+        print(f"{mod:<9} {ep!s:>6}  {'y' if is_dp else 'n'}  {len(g)}  " + "  ".join(cells))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--modality", choices=("tabular", "image", "text", "all"), default="tabular")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--epochs", default="10,50,200", help="tabular targets' epochs")
+    ap.add_argument("--pool", type=int, default=8000, help="Adult records per seed")
+    ap.add_argument("--scorer-iter", type=int, default=100, help="boosting iterations")
+    ap.add_argument("--no-dp", action="store_true", help="skip the DP-SGD tabular target")
+    ap.add_argument("--tiny", action="store_true", help="text: the tiny GPT")
+    ap.add_argument("--quick", action="store_true", help="image: the quick size")
+    ap.add_argument("--threads", type=int, default=1, help="torch / BLAS / OpenMP threads")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    # one thread: two torch threads on a shared 2-core machine spin (up to 20x slower)
+    torch.set_num_threads(args.threads)
+    threadpool_limits(args.threads)
+    seeds = list(range(args.seeds))
+    epochs = [int(e) for e in args.epochs.split(",") if e.strip()]
+    rows: list[dict[str, Any]] = []
+    t0 = time.perf_counter()
+    if args.modality in ("tabular", "all"):
+        rows += tabular_targets(
+            seeds, epochs, pool=args.pool, dp=not args.no_dp, scorer_iter=args.scorer_iter
+        )
+    if args.modality in ("image", "all"):
+        fn = _external("_panoramia_image", "bench_image_targets")
+        if fn is not None:
+            rows += fn(seeds, quick=args.quick, log=print)
+    if args.modality in ("text", "all"):
+        fn = _external("_panoramia_text", "bench_text_targets")
+        if fn is not None:
+            rows += fn(seeds, tiny=args.tiny, log=print)
+    for r in rows:
+        if tuple(r) != KEYS and set(r) != set(KEYS):
+            raise SystemExit(f"a target row has keys {sorted(r)}, expected {list(KEYS)}")
+    if rows:
+        summarise(rows)
+    print(f"\ntotal {time.perf_counter() - t0:.1f}s")
+    if args.json is not None:
+        args.json.write_text(json.dumps([{k: r[k] for k in KEYS} for r in rows], indent=2))
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

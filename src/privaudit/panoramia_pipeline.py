@@ -1,0 +1,339 @@
+"""The PANORAMIA facade: :func:`run_panoramia_audit` turns a
+:class:`~privaudit.panoramia_config.PanoramiaConfig` into ``results.json``,
+``panoramia_scores.npz`` (and ``rmrn_scores.npz``), ``report.html`` and ``bundle.json``
+(``privaudit panoramia CONFIG.yaml``).
+
+PANORAMIA (Kazmi et al., NeurIPS 2024, Sec. 3-4) audits a released model with no retraining
+and no real non-members. Steps (each timed; the times go to ``results.json["timings"]``):
+
+1. check the report directory (before any work) and every input path;
+2. read the auditor's records and who is a known member (an id file or a member column;
+   optional real non-members for the RM;RN and O(1) comparisons), checked disjoint;
+3. load the released target without running its code (skops / safetensors /
+   ``torch.load(weights_only=True)``, :func:`privaudit.games.provided.load_target_model`);
+4. build the modality (:class:`~privaudit.games.panoramia_tabular.TabularModality`: the
+   target's recipe for the helper model, the generator settings) and play the game
+   (:func:`privaudit.games.panoramia.run_panoramia`; it caches nothing yet, so a killed run
+   starts again);
+5. the results document (:func:`privaudit.report.panoramia.panoramia_results`) and the
+   report, written atomically (:func:`privaudit.report.panoramia.write_panoramia_report`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from privaudit._validation import fail
+from privaudit.config import torch_recipe
+from privaudit.data import Dataset
+from privaudit.games.provided import (
+    file_sha256,
+    load_target_model,
+    match_ids,
+    read_id_file,
+)
+from privaudit.panoramia_config import PanoramiaConfig
+from privaudit.pipeline import (
+    build_trainer,
+    load_dataset,
+    provided_torch_recipe,
+    table_with_member_column,
+)
+from privaudit.report import check_output_dir
+from privaudit.report.bundle import make_manifest
+from privaudit.report.panoramia import panoramia_results, write_panoramia_report
+
+__all__ = [
+    "KnownRecords",
+    "build_modality",
+    "load_known",
+    "load_known_records",
+    "load_known_texts",
+    "load_panoramia_target",
+    "panoramia_summary",
+    "run_panoramia_audit",
+]
+
+
+def load_known_records(config: PanoramiaConfig) -> tuple[Dataset, Dataset | None, Dataset]:
+    """``(known members, real non-members or None, the whole table)`` of a table config.
+
+    Members come from ``data.members`` (an id file) or ``data.member_column`` (1 known
+    member, 0 real non-member, empty not used; the column is dropped from the features);
+    real non-members from ``data.non_members`` or the column's 0 rows. The two are checked
+    disjoint; every id must be a record of the table.
+    """
+    d = config.data
+    if d.dataset is None:
+        raise fail("data.dataset", f"a table for modality {config.modality!r}", None)
+    if d.member_column is not None:
+        table, members, non_members = table_with_member_column(
+            d.dataset, d.member_column, field="data.member_column"
+        )
+    else:
+        table = load_dataset(d.dataset)
+        if d.members is None:  # the config checks it
+            raise fail("data.members", "a file of known member ids", None)
+        members = match_ids(read_id_file(d.members, "data.members"), table.record_ids)
+        non_members = (
+            match_ids(read_id_file(d.non_members, "data.non_members"), table.record_ids)
+            if d.non_members is not None
+            else np.asarray([], dtype=table.record_ids.dtype)
+        )
+    shared = np.intersect1d(members, non_members)
+    if shared.size:
+        raise fail(
+            "data.non_members",
+            "records that are not known members",
+            f"{shared.size} id(s) in both, e.g. {shared[:3].tolist()}",
+        )
+    out = []
+    for what, ids in (("members", members), ("non_members", non_members)):
+        try:
+            out.append(table.subset(ids) if ids.size else None)
+        except Exception as exc:
+            raise fail(f"data.{what}", "ids of records of the table", str(exc)) from None
+    if out[0] is None:
+        raise fail("data.members", "at least one known member", "none")
+    return out[0], out[1], table
+
+
+@dataclasses.dataclass(frozen=True)
+class KnownRecords:
+    """The auditor's records: known members, optional real non-members, and where they came
+    from (``describe``, ``fingerprint``: settings.dataset of results.json)."""
+
+    members: Any
+    non_members: Any | None
+    n_classes: int | None
+    fingerprint: str
+
+
+def load_known_texts(config: PanoramiaConfig) -> KnownRecords:
+    """text: the bundled Tiny Shakespeare chunks (members / non-members by id file) or a JSONL
+    (``member`` true = known member, false = real non-member)."""
+    from privaudit.data.text import (
+        chunk_documents,
+        read_text_records,
+        shakespeare_documents,
+    )
+    from privaudit.panoramia_config import TINY_SHAKESPEARE
+
+    d = config.data
+    if d.texts == TINY_SHAKESPEARE:
+        records = chunk_documents(shakespeare_documents())
+        if d.members is None:  # the config checks it
+            raise fail("data.members", "a file of known member ids", None)
+        members = records.subset([str(i) for i in read_id_file(d.members, "data.members")])
+        non = None
+        if d.non_members is not None:
+            ids = [str(i) for i in read_id_file(d.non_members, "data.non_members")]
+            non = records.subset(ids)
+            shared = set(ids) & set(members.ids)
+            if shared:
+                raise fail(
+                    "data.non_members",
+                    "records that are not known members",
+                    f"{len(shared)} id(s) in both, e.g. {sorted(shared)[:3]}",
+                )
+    else:
+        if d.texts is None:  # the config checks it
+            raise fail("data.texts", "the texts of a text audit", None)
+        records = read_text_records(d.texts, name="data.texts", require_both=False)
+        is_member = np.asarray(records.member, dtype=bool)
+        member_ids = [i for i, m in zip(records.ids, is_member, strict=True) if m]
+        other_ids = [i for i, m in zip(records.ids, is_member, strict=True) if not m]
+        members = records.subset(member_ids)
+        non = records.subset(other_ids) if other_ids else None
+    return KnownRecords(members, non, None, records.texts_hash())
+
+
+def load_known(config: PanoramiaConfig) -> KnownRecords:
+    """The known members (and real non-members) of any modality."""
+    if config.modality == "text":
+        return load_known_texts(config)
+    members, non, table = load_known_records(config)
+    return KnownRecords(members, non, table.n_classes, table.fingerprint())
+
+
+def load_panoramia_target(config: PanoramiaConfig, *, n_classes: int | None) -> tuple[Any, str]:
+    """The released target, loaded without running its code, and its fingerprint (SHA-256 of
+    the model file; a language model's weights + tokenizer fingerprint)."""
+    t = config.target
+    if t.kind == "huggingface":
+        from privaudit.models.causal_lm import CausalLM
+
+        t.as_lm().check_exists("target")
+        lm = CausalLM.from_directory(t.path, gguf_file=t.gguf_file, device=config.device)
+        return lm, str(lm.fingerprint)
+    if n_classes is None:  # a table always has classes
+        raise fail("data", "a table with class labels", None)
+    recipe = (
+        provided_torch_recipe(t, config.model, config.config_dir) if t.kind == "torch" else None
+    )
+    model = load_target_model(
+        t.kind, t.path, n_classes=n_classes, recipe=recipe, trusted_types=t.trusted_types
+    )
+    return model, file_sha256(t.path)
+
+
+def build_modality(config: PanoramiaConfig, n_classes: int | None) -> Any:
+    """The game's modality: its generator settings and the target's recipe for the helper."""
+    g = config.generator_config()
+    scorer = None if config.scorer is None else dict(config.scorer)
+    if config.modality == "text":
+        from privaudit.games.panoramia_text import TextModality
+        from privaudit.models.causal_lm import CausalLM
+
+        if config.base is None:  # the config checks it
+            raise fail("base", "the base model the target was fine-tuned from", None)
+        config.base.check_exists("base")
+        base = CausalLM.from_directory(
+            config.base.path, gguf_file=config.base.gguf_file, device=config.device
+        )
+        kw = {k: v for k, v in g.model_dump().items() if v is not None}
+        return TextModality(base, config.finetune_recipe(), scorer=scorer, **kw)
+    if config.model is None or n_classes is None:  # the config checks it
+        raise fail("model", "the target's recipe", None)
+    if config.modality == "image":
+        from privaudit.games.panoramia_image import ImageModality
+
+        recipe = torch_recipe(config.model.params, config.config_dir)
+        shape = {} if recipe.input_shape is None else {"input_shape": recipe.input_shape}
+        return ImageModality(recipe, n_classes=n_classes, vae=g.vae, scorer=scorer, **shape)
+    from privaudit.games.panoramia_tabular import TabularModality
+
+    kw = {"generator": g.kind, "generator_params": dict(g.params)}
+    if g.n_bins is not None:
+        kw["n_bins"] = g.n_bins
+    trainer = build_trainer(config.model, n_classes, config_dir=config.config_dir)
+    return TabularModality(trainer, scorer=scorer, **kw)
+
+
+def _accuracy(model: Any, records: Any) -> float | None:
+    if not isinstance(records, Dataset) or not hasattr(model, "logits"):
+        return None
+    pred = np.argmax(np.asarray(model.logits(records.X)), axis=1)
+    return float(np.mean(pred == records.y))
+
+
+def run_panoramia_audit(
+    config: PanoramiaConfig,
+    *,
+    provenance: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+    write: bool = True,
+) -> dict[str, Any]:
+    """Run the PANORAMIA audit of ``config`` (module docstring); return ``results.json``.
+
+    Parameters
+    ----------
+    config : PanoramiaConfig
+        From :func:`privaudit.panoramia_config.load_panoramia_config` (or built in code).
+    provenance : mapping, optional
+        How privaudit made the target (the example's training run), recorded as
+        ``results["panoramia"]["provenance"]``.
+    overwrite : bool
+        Replace an existing finished report in ``config.output_dir``.
+    write : bool
+        Write the report folder.
+    """
+    from privaudit.games.panoramia import run_panoramia
+
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    out_dir = check_output_dir(config.output_dir, overwrite=overwrite) if write else None
+    config.check_paths()
+    known = load_known(config)
+    members, non_members = known.members, known.non_members
+    timings["data"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    target, fingerprint = load_panoramia_target(config, n_classes=known.n_classes)
+    modality = build_modality(config, known.n_classes)
+    timings["target"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    result = run_panoramia(
+        modality,
+        target,
+        members,
+        non_members=non_members,
+        sizes=config.sizes.to_sizes(),
+        seed=config.seed,
+        confidence=config.confidence,
+    )
+    timings["game"] = time.perf_counter() - t0
+    rmrn_table = getattr(result, "rmrn_scores", None)
+    dataset_desc = {**config.data.describe(), "fingerprint": known.fingerprint}
+    if config.data.dataset is not None and config.data.dataset.name is not None:
+        dataset_desc["name"] = config.data.dataset.name
+    recipe: Any = None if config.model is None else config.model.model_dump(mode="json")
+    if config.modality == "text":
+        recipe = {
+            "finetune": config.finetune or {},
+            "base": config.base.describe() if config.base else None,
+        }
+    results = panoramia_results(
+        result.to_dict(),
+        result.scores,
+        seed=config.seed,
+        settings={
+            "dataset": dataset_desc,
+            "model": {"target": config.target.describe(), "recipe": recipe},
+            "modality": config.modality,
+            "generator": dict(config.generator),
+            "sizes": config.sizes.model_dump(exclude_none=True),
+            "confidence": config.confidence,
+        },
+        target={
+            "train_accuracy": _accuracy(target, members),
+            "test_accuracy": _accuracy(target, non_members),
+            "model_sha256": fingerprint,
+        },
+        provenance=provenance,
+        timings=timings,
+        rmrn=rmrn_table is not None,
+    )
+    if write and out_dir is not None:
+        manifest = make_manifest(
+            kind="membership-inference",
+            command="run_panoramia_audit",
+            config=config.model_dump(mode="json"),
+            seeds={"root": config.seed},
+            dataset_fingerprint=known.fingerprint,
+        )
+        write_panoramia_report(
+            out_dir,
+            results,
+            result.scores,
+            rmrn_table=rmrn_table,
+            overwrite=overwrite,
+            bundle=manifest,
+        )
+    return results
+
+
+def panoramia_summary(results: Mapping[str, Any]) -> dict[str, Any]:
+    """The headline figures of a PANORAMIA results document (the example's ``--json``):
+    ``c_lb``, ``c_plus_eps_lb``, ``eps_tilde``, ``m``, ``eps_rmrn`` / ``m_rmrn``,
+    ``eps_o1`` / ``m_o1`` (None when not run), ``confidence``."""
+    p = results["panoramia"]
+    b = p["bounds"]
+    rm = p["comparisons"]["rmrn"]
+    o1 = p["comparisons"]["o1"]
+    return {
+        "modality": p["modality"],
+        "c_lb": b["c_lb"],
+        "c_plus_eps_lb": b["c_plus_eps_lb"],
+        "eps_tilde": b["eps_tilde"],
+        "m": p["sizes"]["m"],
+        "eps_rmrn": None if rm is None else rm["eps_lb"],
+        "m_rmrn": None if rm is None else rm["m"],
+        "eps_o1": None if o1 is None else o1["eps_lb"],
+        "m_o1": None if o1 is None else o1["m"],
+        "confidence": p["confidence"],
+    }

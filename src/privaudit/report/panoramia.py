@@ -1,0 +1,378 @@
+"""The PANORAMIA report: ``results.json`` (section ``panoramia``), the test scores, the HTML section.
+
+PANORAMIA (Kazmi et al., NeurIPS 2024) audits a released model with generated non-members.
+Its results document is the usual one (``settings``, ``target``, ``attacks``) plus the
+section ``panoramia`` (:meth:`privaudit.games.panoramia.PanoramiaResult.to_dict`: sizes,
+the three bounds c_lb, {c+eps}_lb and eps_tilde, the RM;RN and O(1) comparisons, the
+precision-recall curves, the generator / helper / classifier settings, the split
+fingerprints, notes) and ``threat_model`` in one paragraph. ``attacks`` holds the MIA
+(``panoramia-mia``: x + loss of the target) and the baseline (``panoramia-baseline``: x +
+loss of the helper model) on the coin-flip test slots; ``audits`` stays empty: eps_tilde is
+not a DP lower bound unless c_lb is tight (Sec. 4.2), so no CI gate reads it as one.
+
+Files: ``panoramia_scores.npz`` (the test slots' record ids, membership, both scores: a
+:class:`~privaudit.report.results.ScoreTable`), ``rmrn_scores.npz`` (RM;RN's test slots,
+when real non-members were given), ``report.html``, ``bundle.json``. ``privaudit verify``
+recomputes the bounds from the saved scores (:func:`recompute_panoramia`).
+
+The HTML section (``templates/_panoramia.html.j2``, context from :func:`panoramia_context`)
+shows the bounds with m and the confidence, the comparisons with their m, the
+precision-recall curves of the MIA, the baseline and RM;RN with the precision each bound
+implies (``e^B / (1 + e^B)``, dashed; Kazmi et al. Sec. 4, Fig. 3) and lb_t against recall.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from privaudit._validation import fail
+from privaudit.report.results import ScoreTable, build_results, validate_results
+from privaudit.report.writer import write_report
+
+__all__ = [
+    "BASELINE",
+    "MIA",
+    "PANORAMIA_SCORES_FILE",
+    "PANORAMIA_THREAT_MODEL",
+    "RMRN",
+    "RMRN_SCORES_FILE",
+    "eps_recall_png",
+    "implied_precision",
+    "panoramia_context",
+    "panoramia_results",
+    "precision_recall_png",
+    "recompute_panoramia",
+    "write_panoramia_report",
+]
+
+PANORAMIA_SCORES_FILE = "panoramia_scores.npz"
+RMRN_SCORES_FILE = "rmrn_scores.npz"
+#: Score columns of the test slots (``panoramia_scores.npz``) and of RM;RN (``rmrn_scores.npz``).
+MIA = "panoramia-mia"
+BASELINE = "panoramia-baseline"
+RMRN = "rmrn-mia"
+
+#: The threat model of the report, in one paragraph (Kazmi et al. 2024, Sec. 3 and 4.2).
+PANORAMIA_THREAT_MODEL = (
+    "The auditor holds a known subset of the target model's training data (the known "
+    "members) and can query the released model for the loss of any example (per example for "
+    "tables and images, per token for text). Nothing is retrained and no real non-members "
+    "are needed: a generator trained on part of the known members (D_G) makes the "
+    "non-members, and a helper model trained with the target's recipe on other generated "
+    "records gives the baseline the same kind of loss feature without the target. The MIA "
+    "(record + target loss) and the baseline (record + helper loss) guess membership on "
+    "coin-flip test slots, each holding a held-out known member or a generated record. "
+    "c_lb lower-bounds how far the generator is from the data distribution (c-closeness, "
+    "Prop. 1), {c+eps}_lb what the target adds (Prop. 2). eps_tilde = max(0, {c+eps}_lb - "
+    "c_lb) measures the leakage, but it is a lower bound on the target's eps only if c_lb is "
+    "tight, i.e. if no detector of generated records beats the baseline (Kazmi et al. 2024, "
+    "Sec. 4.2). RM;RN (real non-members in place of generated ones) and O(1) (a loss "
+    "threshold, Steinke et al. 2023) need real non-members and are eps lower bounds in the "
+    "usual sense."
+)
+
+_COLOURS = {"mia": "tab:red", "baseline": "tab:blue", "rmrn": "tab:green"}
+_LABELS = {
+    "mia": "MIA (x + target loss)",
+    "baseline": "baseline (x + helper loss)",
+    "rmrn": "RM;RN (real non-members)",
+}
+
+
+def implied_precision(bound: float) -> float:
+    """The precision a bound ``B`` on ``c`` or ``c + eps`` implies: ``e^B / (1 + e^B)``
+    (Kazmi et al. 2024, Sec. 4: a guess is right with probability at most that)."""
+    return 1.0 / (1.0 + math.exp(-float(bound)))
+
+
+def panoramia_results(
+    section: Mapping[str, Any],
+    table: ScoreTable,
+    *,
+    seed: int,
+    settings: Mapping[str, Any],
+    target: Mapping[str, Any],
+    provenance: Mapping[str, Any] | None = None,
+    timings: Mapping[str, float] | None = None,
+    rmrn: bool = False,
+) -> dict[str, Any]:
+    """The ``results.json`` document of a PANORAMIA audit (validated against the schema).
+
+    Parameters
+    ----------
+    section : mapping
+        :meth:`PanoramiaResult.to_dict` (the ``panoramia`` section; pano_api.md section 2).
+    table : ScoreTable
+        The test slots: record ids, membership, scores :data:`MIA` and :data:`BASELINE`.
+    seed : int
+        The audit's root seed.
+    settings : mapping
+        ``dataset`` and ``model`` (target and recipe) as configured.
+    target : mapping
+        ``train_accuracy``, ``test_accuracy`` (None when unknown), ``model_sha256``, ...
+    provenance : mapping, optional
+        How the target was made, when privaudit made it (the example): ``panoramia.provenance``.
+    timings : mapping, optional
+        Seconds per step.
+    rmrn : bool
+        ``rmrn_scores.npz`` is written beside (RM;RN ran).
+    """
+    from privaudit.games.metrics import attack_metrics
+    from privaudit.report.per_record import attack_score_fields
+    from privaudit.report.results import attack_entry
+
+    missing = {MIA, BASELINE} - set(table.attacks)
+    if missing:
+        raise fail("table", f"scores {MIA!r} and {BASELINE!r}", f"columns {list(table.attacks)}")
+    entries = []
+    for name in (MIA, BASELINE):
+        metrics = attack_metrics(table.attack_scores(name), table.member)
+        entry = attack_entry(metrics, n_reference_models=1 if name == BASELINE else 0)
+        entry.update(attack_score_fields(table, name))
+        entries.append(entry)
+    pano = dict(section)
+    pano["threat_model"] = PANORAMIA_THREAT_MODEL
+    if provenance is not None:
+        pano["provenance"] = dict(provenance)
+    doc = build_results(
+        seed=seed,
+        settings={
+            "game": "panoramia",
+            "alpha": None,
+            "attacks": [MIA, BASELINE],
+            **dict(settings),
+        },
+        target={
+            "n_members": int(table.member.sum()),
+            "n_non_members": int((~table.member).sum()),
+            "origin": "provided",
+            **dict(target),
+        },
+        attacks=entries,
+        timings=timings,
+        sections={"panoramia": pano},
+    )
+    files = {"scores": PANORAMIA_SCORES_FILE}
+    if rmrn:
+        files["rmrn_scores"] = RMRN_SCORES_FILE
+    doc["files"] = files
+    validate_results(doc)
+    return doc
+
+
+def recompute_panoramia(
+    results: Mapping[str, Any], table: ScoreTable, rmrn_table: ScoreTable | None
+) -> dict[str, Any]:
+    """The parts of the ``panoramia`` section that follow from the saved test scores.
+
+    ``bounds`` (c_lb, {c+eps}_lb, eps_tilde, the counts at the maximisers, the union-bound
+    size and level) by :func:`privaudit.audit.panoramia.panoramia_lb` at ``beta/2`` per test
+    (Corollary 1) over the quantile thresholds, the numbers of test slots, the curves
+    (:func:`~privaudit.audit.panoramia.panoramia_curve`), and RM;RN's bound and curve (one
+    test at ``beta``, c = 0) from ``rmrn_scores.npz``. Compared leaf by leaf with the
+    recorded values by ``privaudit verify``.
+    """
+    from privaudit.audit.panoramia import panoramia_curve, panoramia_lb
+
+    pano = results["panoramia"]
+    beta = 1.0 - float(pano["confidence"])
+    _, mia, member = table.scored(MIA)
+    _, base, member_b = table.scored(BASELINE)
+    if not np.array_equal(member, member_b):
+        raise fail(
+            "table", "the MIA and the baseline scored on the same test slots", "different slots"
+        )
+    cpe, info_mia = panoramia_lb(mia, member, beta_per_test=beta / 2)
+    c, info_base = panoramia_lb(base, member, beta_per_test=beta / 2)
+    out: dict[str, Any] = {
+        "sizes": {
+            "m": int(member.size),
+            "n_test_members": int(member.sum()),
+            "n_test_synthetic": int((~member).sum()),
+        },
+        "bounds": {
+            "c_lb": c,
+            "c_plus_eps_lb": cpe,
+            "eps_tilde": max(0.0, cpe - c),
+            "n_thresholds": info_mia["n_thresholds"],
+            "beta_per_threshold": info_mia["beta_per_threshold"],
+            "mia": {"r": info_mia["r"], "v": info_mia["v"]},
+            "baseline": {"r": info_base["r"], "v": info_base["v"]},
+        },
+        "curves": {
+            "mia": panoramia_curve(mia, member, beta_per_test=beta / 2),
+            "baseline": panoramia_curve(base, member, beta_per_test=beta / 2),
+        },
+    }
+    rec = (pano.get("comparisons") or {}).get("rmrn")
+    if rec is not None and rmrn_table is not None:
+        _, s, mem = rmrn_table.scored(RMRN)
+        eps, info = panoramia_lb(s, mem, beta_per_test=beta)
+        out["comparisons"] = {
+            "rmrn": {
+                "eps_lb": eps,
+                "m": int(mem.size),
+                "n_test_members": int(mem.sum()),
+                "r": info["r"],
+                "v": info["v"],
+                "n_thresholds": info["n_thresholds"],
+                "beta_per_threshold": info["beta_per_threshold"],
+            }
+        }
+        out["curves"]["rmrn"] = panoramia_curve(s, mem, beta_per_test=beta)
+    return out
+
+
+def _sizes_line(pano: Mapping[str, Any]) -> str:
+    s = pano["sizes"]
+    return (
+        f"m = {s['m']} test slots ({s['n_test_members']} members, "
+        f"{s['n_test_synthetic']} generated)"
+    )
+
+
+def _curves(pano: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any], float | None, int]]:
+    """``(name, curve, bound, m)`` for each curve present."""
+    b = pano["bounds"]
+    rmrn = (pano.get("comparisons") or {}).get("rmrn")
+    bounds = {
+        "mia": (b["c_plus_eps_lb"], pano["sizes"]["m"]),
+        "baseline": (b["c_lb"], pano["sizes"]["m"]),
+        "rmrn": (None, 0) if rmrn is None else (rmrn["eps_lb"], rmrn["m"]),
+    }
+    out = []
+    for name in ("mia", "baseline", "rmrn"):
+        c = (pano.get("curves") or {}).get(name)
+        if c and len(c.get("recall", [])):
+            bound, m = bounds[name]
+            out.append((name, c, bound, m))
+    return out
+
+
+def _bound_name(name: str) -> str:
+    return {"mia": "{c+eps}_lb", "baseline": "c_lb", "rmrn": "eps_lb"}[name]
+
+
+def _plot(pano: Mapping[str, Any], draw: Any, title: str) -> str | None:
+    """One figure of the curves: ``draw(ax, name, curve, bound, m)`` per curve; base64 PNG
+    (None without curves). The title says what ran and on how many records."""
+    from matplotlib.figure import Figure
+
+    from privaudit.report.html import fig_to_base64
+
+    curves = _curves(pano)
+    if not curves:
+        return None
+    fig = Figure(figsize=(6.4, 4.8))
+    ax = fig.add_subplot()
+    for name, c, bound, m in curves:
+        draw(ax, name, c, bound, m)
+    ax.set_xlim(0.0, 1.0)
+    ax.set_title(f"PANORAMIA ({pano['modality']}): {_sizes_line(pano)}\n{title}", fontsize=9)
+    ax.grid(True, alpha=0.25)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=1)
+    return fig_to_base64(fig)
+
+
+def precision_recall_png(pano: Mapping[str, Any]) -> str | None:
+    """Precision against recall of the MIA, the baseline and RM;RN, with the precision each
+    bound implies (``e^B / (1 + e^B)``) dashed in the curve's colour; base64 PNG."""
+
+    def draw(ax: Any, name: str, c: Mapping[str, Any], bound: float | None, m: int) -> None:
+        col = _COLOURS[name]
+        ax.plot(c["recall"], c["precision"], color=col, lw=1.4, label=f"{_LABELS[name]}, m = {m}")
+        if bound is not None:
+            p = implied_precision(bound)
+            label = f"precision implied by {_bound_name(name)} = {bound:.3f}: {p:.3f}"
+            ax.axhline(p, color=col, ls="--", lw=1.0, label=label)
+        ax.axhline(0.5, color="k", ls=":", lw=0.7)
+        ax.set_ylim(0.4, 1.02)
+        ax.set_xlabel("recall (fraction of the test members guessed 'member')")
+        ax.set_ylabel("precision of the 'member' guesses")
+
+    return _plot(pano, draw, f"confidence {pano['confidence']}")
+
+
+def eps_recall_png(pano: Mapping[str, Any]) -> str | None:
+    """The bound lb_t at each threshold against its recall (the maximum is the bound); base64 PNG."""
+
+    def draw(ax: Any, name: str, c: Mapping[str, Any], bound: float | None, m: int) -> None:
+        col = _COLOURS[name]
+        label = f"{_LABELS[name]}: lb_t of {_bound_name(name)}, m = {m}"
+        ax.plot(c["recall"], c["lb"], color=col, lw=1.4, label=label)
+        if bound is not None:
+            ax.axhline(bound, color=col, ls="--", lw=0.9)
+        ax.set_ylim(bottom=0.0)
+        ax.set_xlabel("recall")
+        ax.set_ylabel("lb_t (eps-scale bound at the threshold)")
+
+    b = pano["bounds"]
+    return _plot(
+        pano,
+        draw,
+        f"union bound over {b['n_thresholds']} thresholds; eps_tilde = {b['eps_tilde']:.3f} = "
+        f"max(0, {b['c_plus_eps_lb']:.3f} - {b['c_lb']:.3f})",
+    )
+
+
+def _settings_rows(d: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    from privaudit.report.html import _flatten
+
+    return _flatten(d or {}) if d else []
+
+
+def panoramia_context(results: Mapping[str, Any]) -> dict[str, Any]:
+    """Template variable ``panoramia`` (None without a ``panoramia`` section)."""
+    pano = results.get("panoramia")
+    if not pano:
+        return {"panoramia": None}
+    b = pano["bounds"]
+    return {
+        "panoramia": {
+            "doc": pano,
+            "threat_model": pano.get("threat_model", PANORAMIA_THREAT_MODEL),
+            "implied": {
+                "c_lb": implied_precision(b["c_lb"]),
+                "c_plus_eps_lb": implied_precision(b["c_plus_eps_lb"]),
+            },
+            "pr_plot": precision_recall_png(pano),
+            "eps_plot": eps_recall_png(pano),
+            "generator_rows": _settings_rows(pano.get("generator")),
+            "helper_rows": _settings_rows(pano.get("helper")),
+            "classifier_rows": _settings_rows(pano.get("classifiers")),
+        }
+    }
+
+
+def write_panoramia_report(
+    out_dir: str | Path,
+    results: Mapping[str, Any],
+    table: ScoreTable,
+    *,
+    rmrn_table: ScoreTable | None = None,
+    overwrite: bool = False,
+    bundle: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write ``results.json``, ``panoramia_scores.npz``, ``rmrn_scores.npz`` (when RM;RN ran),
+    ``report.html`` and ``bundle.json`` (with a manifest) into ``out_dir``, atomically
+    (:func:`privaudit.report.writer.write_report`)."""
+    if (rmrn_table is None) != ("rmrn_scores" not in results.get("files", {})):
+        raise fail(
+            "rmrn_table",
+            "the RM;RN scores exactly when results name rmrn_scores.npz",
+            "a mismatch",
+        )
+    return write_report(
+        out_dir,
+        results,
+        table,
+        overwrite=overwrite,
+        bundle=bundle,
+        scores_file=PANORAMIA_SCORES_FILE,
+        extra_tables=None if rmrn_table is None else {RMRN_SCORES_FILE: rmrn_table},
+    )

@@ -1,0 +1,121 @@
+"""The PANORAMIA results section and report: schema, HTML section, bundle verification."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from panoramia_section import panoramia_fixture
+
+from privaudit.errors import InvalidInputError
+from privaudit.report import validate_results
+from privaudit.report.bundle import make_manifest, verify_bundle
+from privaudit.report.panoramia import (
+    PANORAMIA_SCORES_FILE,
+    RMRN_SCORES_FILE,
+    implied_precision,
+    panoramia_results,
+    write_panoramia_report,
+)
+from privaudit.report.results import ScoreTable
+
+SETTINGS = {"dataset": {"name": "table"}, "model": {"target": {"kind": "sklearn"}}}
+TARGET = {"train_accuracy": None, "test_accuracy": None}
+
+
+def _results(rmrn: bool = True) -> tuple[dict, ScoreTable, ScoreTable | None]:
+    section, table, rm = panoramia_fixture(rmrn=rmrn)
+    doc = panoramia_results(section, table, seed=0, settings=SETTINGS, target=TARGET, rmrn=rmrn)
+    return doc, table, rm
+
+
+def test_results_validate_and_name_the_files() -> None:
+    doc, table, _ = _results()
+    validate_results(doc)
+    assert doc["files"] == {"scores": PANORAMIA_SCORES_FILE, "rmrn_scores": RMRN_SCORES_FILE}
+    assert [a["name"] for a in doc["attacks"]] == ["panoramia-mia", "panoramia-baseline"]
+    assert doc["audits"] == []  # eps_tilde is not a DP lower bound unless c_lb is tight
+    assert doc["target"]["n_members"] == int(table.member.sum())
+    assert "only if c_lb is tight" in doc["panoramia"]["threat_model"]
+    mia = doc["attacks"][0]
+    assert mia["auc"] > doc["attacks"][1]["auc"] > 0.5  # the fixture's MIA is stronger
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (("bounds", "c_lb"), -0.1),
+        (("bounds", "mia"), {"r": 3}),
+        (("sizes", "m"), 1.5),
+        (("comparisons", "rmrn"), {"eps_lb": 1.0}),
+        (("curves", "mia", "precision"), [1.5]),
+    ],
+)
+def test_schema_rejects_a_broken_section(path: tuple[str, ...], value: object) -> None:
+    doc, _, _ = _results()
+    node = doc["panoramia"]
+    for k in path[:-1]:
+        node = node[k]
+    node[path[-1]] = value
+    with pytest.raises(InvalidInputError, match=r"results\.panoramia"):
+        validate_results(doc)
+
+
+def test_report_renders_the_section_and_verify_recomputes(tmp_path: Path) -> None:
+    doc, table, rm = _results()
+    manifest = make_manifest(
+        kind="membership-inference",
+        command="run_panoramia_audit",
+        config={},
+        seeds={"root": 0},
+        dataset_fingerprint=None,
+    )
+    out = write_panoramia_report(tmp_path / "rep", doc, table, rmrn_table=rm, bundle=manifest)
+    assert sorted(p.name for p in out.iterdir()) == [
+        "bundle.json",
+        PANORAMIA_SCORES_FILE,
+        "report.html",
+        "results.json",
+        RMRN_SCORES_FILE,
+    ]
+    html = (out / "report.html").read_text()
+    b = doc["panoramia"]["bounds"]
+    assert 'id="panoramia"' in html and "Threat model." in html
+    assert f"{b['eps_tilde']:.3f}" in html and f"{b['c_lb']:.3f}" in html
+    assert f"{implied_precision(b['c_plus_eps_lb']):.3f}" in html
+    assert html.count("data:image/png;base64,") >= 4  # ROC x2, precision-recall, lb vs recall
+    assert "RM;RN" in html and "O(1)" in html
+    report = verify_bundle(out)
+    assert report.ok, [c for c in report.checks if c.status == "mismatch"]
+    names = {c.name for c in report.checks if c.status == "ok"}
+    assert "panoramia.bounds.eps_tilde" in names and "panoramia.comparisons.rmrn.eps_lb" in names
+
+
+def test_verify_catches_an_edited_bound(tmp_path: Path) -> None:
+    doc, table, rm = _results()
+    doc["panoramia"]["bounds"]["c_lb"] = doc["panoramia"]["bounds"]["c_lb"] + 0.2
+    manifest = make_manifest(
+        kind="membership-inference", command="t", config={}, seeds={}, dataset_fingerprint=None
+    )
+    out = write_panoramia_report(tmp_path / "rep", doc, table, rmrn_table=rm, bundle=manifest)
+    bad = [c.name for c in verify_bundle(out).checks if c.status == "mismatch"]
+    assert bad == ["panoramia.bounds.c_lb"]
+
+
+def test_without_real_non_members_the_comparisons_say_not_run(tmp_path: Path) -> None:
+    doc, table, rm = _results(rmrn=False)
+    assert rm is None and "rmrn_scores" not in doc["files"]
+    out = write_panoramia_report(tmp_path / "rep", doc, table)
+    html = (out / "report.html").read_text()
+    assert html.count("not run: needs real non-members") == 2
+    with pytest.raises(InvalidInputError, match="rmrn_table"):
+        write_panoramia_report(tmp_path / "rep2", doc, table, rmrn_table=table)
+
+
+def test_implied_precision() -> None:
+    assert implied_precision(0.0) == 0.5
+    assert implied_precision(np.log(3.0)) == pytest.approx(0.75)
+    doc, _, _ = _results()
+    json.dumps(doc, allow_nan=False)
