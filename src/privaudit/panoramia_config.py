@@ -23,6 +23,7 @@ makes the non-members, an MIA on (x, loss of the target) is compared with a base
     seed: 0
     confidence: 0.95
     output_dir: panoramia-report
+    cache_dir: null                       # default <output_dir>/cache: a killed run resumes
 
 ``model`` reuses the classifier audit's :class:`~privaudit.config.ModelConfig` (a
 scikit-learn kind or ``kind: torch`` with a torch recipe); ``target`` loads the model as a
@@ -338,6 +339,11 @@ class PanoramiaConfig(_Strict):
     confidence: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.95
     device: str = Field(default="auto", description="text: auto | cpu | cuda | cuda:N.")
     output_dir: Path = Path("privaudit-panoramia-report")
+    cache_dir: Path | None = Field(
+        default=None,
+        description="Artifact store of the game (generated records, the helper's loss "
+        "features, the classifiers' outputs): a killed run resumes. Default: <output_dir>/cache.",
+    )
     config_dir: Path | None = Field(
         default=None,
         description="Directory of the YAML file (set by load_panoramia_config): a relative "
@@ -514,6 +520,8 @@ def _resolved(cfg: PanoramiaConfig, base: Path) -> PanoramiaConfig:
     }
     if cfg.base is not None:
         updates["base"] = cfg.base.model_copy(update={"path": rel(cfg.base.path)})
+    if cfg.cache_dir is not None:
+        updates["cache_dir"] = rel(cfg.cache_dir)
     return cfg.model_copy(update=updates)
 
 

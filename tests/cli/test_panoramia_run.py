@@ -118,6 +118,21 @@ def test_panoramia_end_to_end(
     # a finished report is not replaced without --overwrite
     assert main(["panoramia", str(cfg), "--no-progress"]) == 2
     assert "--overwrite" in capsys.readouterr().err
+    # the artifact store sits in the report folder; a killed run (only the store left) resumes
+    # without --overwrite and recomputes nothing: no entry is rewritten, the numbers are the same
+    assert res["settings"]["cache_dir"] == str(rep / "cache")
+    stored = {
+        p: p.stat().st_mtime_ns for p in (rep / "cache" / "objects").rglob("*") if p.is_file()
+    }
+    assert stored
+    for p in rep.iterdir():
+        if p.name != "cache":
+            p.unlink()
+    assert main(["panoramia", str(cfg), "--no-progress"]) == 0
+    again = load_results(rep)
+    assert again["panoramia"]["bounds"] == b and again["panoramia"]["split"] == pano["split"]
+    now = {p: p.stat().st_mtime_ns for p in (rep / "cache" / "objects").rglob("*") if p.is_file()}
+    assert now == stored
 
 
 def test_bad_inputs_exit_2_before_any_work(
@@ -262,3 +277,54 @@ def test_known_texts_from_the_bundled_corpus(tmp_path: Path) -> None:
         InvalidInputError, match=r"data\.non_members: expected records that are not"
     ):
         load_known(cfg)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_member_column_of_a_user_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A user's CSV whose ``member`` column marks known members (1), real non-members (0) and
+    records not used (empty); the column is not a feature."""
+    import pandas as pd
+    import skops.io as sio
+    from sklearn.neural_network import MLPClassifier
+
+    from privaudit.config import DatasetConfig
+    from privaudit.pipeline import table_with_member_column
+
+    rng = np.random.default_rng(0)
+    n = 700
+    a, b = rng.normal(size=n), rng.normal(size=n)
+    frame = pd.DataFrame(
+        {
+            "id": [f"r{i}" for i in range(n)],
+            "a": a,
+            "b": b,
+            "c": rng.choice(["x", "y", "z"], size=n),
+            "label": np.where(a + b + rng.normal(scale=0.5, size=n) > 0, "hi", "lo"),
+            "member": ["1"] * 400 + ["0"] * 200 + [""] * 100,
+        }
+    )
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    ds_cfg = DatasetConfig(path=tmp_path / "t.csv", label_column="label", id_column="id")
+    table, members, non = table_with_member_column(ds_cfg, "member", field="member")
+    assert "member" not in table.feature_names and members.size == 400 and non.size == 200
+    train = table.subset(members)
+    clf = MLPClassifier(hidden_layer_sizes=(8,), max_iter=300, random_state=0).fit(train.X, train.y)
+    sio.dump(clf, tmp_path / "target.skops")
+    cfg = {
+        "modality": "tabular",
+        "target": {"kind": "sklearn", "path": "target.skops"},
+        "model": {"kind": "mlp", "params": {"hidden_layer_sizes": [8], "max_iter": 300}},
+        "data": {
+            "dataset": {"path": "t.csv", "label_column": "label", "id_column": "id"},
+            "member_column": "member",
+        },
+        "generator": {"kind": "cart", "params": {"min_samples_leaf": 5}, "n_bins": 4},
+        "scorer": {"max_iter": 20},
+        "output_dir": "rep",
+    }
+    p = tmp_path / "p.yaml"
+    p.write_text(yaml.safe_dump(cfg))
+    assert main(["panoramia", str(p), "--no-progress"]) == 0, capsys.readouterr().err
+    pano = load_results(tmp_path / "rep")["panoramia"]
+    assert pano["sizes"]["n_known_members"] == 400
+    assert pano["comparisons"]["rmrn"]["n_test_members"] > 0
