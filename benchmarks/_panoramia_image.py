@@ -44,12 +44,12 @@ DEFAULT_EPOCHS = (2, 10, 40)
 _QUICK = {"n_images": 800, "vae": {"epochs": 3}, "scorer": {"epochs": 3, "patience": None}}
 
 
-def mnist_cnn_recipe(epochs: int) -> TorchRecipe:
+def mnist_cnn_recipe(epochs: int, *, channels: int = 8) -> TorchRecipe:
     """The MNIST CNN target's recipe (``examples/mnist_cnn.yaml``'s network, no
     augmentation so that longer training means more overfitting)."""
     return TorchRecipe(
         factory="privaudit.models.torch_nets:small_cnn",
-        factory_kwargs={"n_classes": 10, "channels": 8, "image_shape": list(MNIST_SHAPE)},
+        factory_kwargs={"n_classes": 10, "channels": channels, "image_shape": list(MNIST_SHAPE)},
         optimizer="adam",
         lr=2e-3,
         epochs=int(epochs),
@@ -78,6 +78,8 @@ def bench_image_targets(
     *,
     epochs: Sequence[int] = DEFAULT_EPOCHS,
     quick: bool = False,
+    n_images: int | None = None,
+    channels: int = 8,
     log: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
     """PANORAMIA, RM;RN and O(1) on MNIST CNN targets trained for increasing epochs.
@@ -91,6 +93,11 @@ def bench_image_targets(
     epochs : sequence of int
     quick : bool
         A smoke run: 800 images, 3-epoch VAE and scorers (the bounds mean little).
+    n_images : int, optional
+        Use a seeded subset of this many of the 6,000 images (half train the target,
+        half are the real non-members); default all (``quick``: 800).
+    channels : int
+        Width of the target CNN (``small_cnn``'s first convolution).
     log : callable, optional
         Receives one human-readable line per target (accuracies, bounds, seconds).
 
@@ -101,14 +108,15 @@ def bench_image_targets(
         ``eps_rmrn`` / ``eps_o1`` None when the comparison did not run.
     """
     ds = load_mnist()
-    n_images = _QUICK["n_images"] if quick else None
+    if n_images is None and quick:
+        n_images = int(_QUICK["n_images"])  # type: ignore[call-overload]
     out: list[dict[str, Any]] = []
     vae_cache: dict[str, Any] = {}  # one VAE per seed: same D_G for every epoch count
     for seed in seeds:
-        members, non_members = _halves(ds, int(seed), n_images)  # type: ignore[arg-type]
+        members, non_members = _halves(ds, int(seed), n_images)
         for e in epochs:
             t0 = time.perf_counter()
-            recipe = mnist_cnn_recipe(int(e))
+            recipe = mnist_cnn_recipe(int(e), channels=channels)
             target = TorchTrainer(recipe, n_classes=10).fit(
                 members.X, members.y, seed=int(seed), n_classes=10
             )
@@ -160,12 +168,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1")
     ap.add_argument("--epochs", default=",".join(str(e) for e in DEFAULT_EPOCHS))
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--n-images", type=int, default=None, help="a seeded subset of the 6,000")
+    ap.add_argument("--channels", type=int, default=8, help="target CNN width")
+    ap.add_argument(
+        "--threads", type=int, default=1, help="torch threads (two on a busy 2-core box spin)"
+    )
     args = ap.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
     rows = bench_image_targets(
         range(args.seeds),
         epochs=[int(v) for v in args.epochs.split(",")],
         quick=args.quick,
+        n_images=args.n_images,
+        channels=args.channels,
         log=lambda s: print(s, flush=True),
     )
     for r in rows:

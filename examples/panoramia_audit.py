@@ -44,7 +44,7 @@ def _write_ids(path: Path, ids: Any) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=HERE / "panoramia_out")
-    ap.add_argument("--quick", action="store_true", help="a smaller target and audit (~1 min)")
+    ap.add_argument("--quick", action="store_true", help="a smaller target and audit")
     ap.add_argument("--json", type=Path, default=None, help="write the figures as JSON here")
     ap.add_argument("--max-iter", type=int, default=None, help="MLP iterations (overfitting)")
     ap.add_argument("--seed", type=int, default=0)

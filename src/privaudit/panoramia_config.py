@@ -23,6 +23,7 @@ makes the non-members, an MIA on (x, loss of the target) is compared with a base
     seed: 0
     confidence: 0.95
     output_dir: panoramia-report
+    cache_dir: null                       # default <output_dir>/cache: a killed run resumes
 
 ``model`` reuses the classifier audit's :class:`~privaudit.config.ModelConfig` (a
 scikit-learn kind or ``kind: torch`` with a torch recipe); ``target`` loads the model as a
@@ -31,7 +32,10 @@ skops with a trust list, safetensors, ``torch.load(weights_only=True)``; never p
 An image audit takes a ``torch`` target and recipe; a text audit a ``huggingface`` target
 (a local directory, or a GGUF file in it), the ``base`` model it was fine-tuned from and the
 fine-tuning recipe ``finetune`` (:class:`~privaudit.models.lm_finetune.FineTuneRecipe`
-fields). The generator section holds the settings of the chosen modality only.
+fields). The generator section holds the settings of the chosen modality only (tabular:
+``kind``, ``params``, ``n_bins``; image: ``vae``; text: ``top_k``, ``max_new_tokens``,
+``prompt_fraction``, ``prompt_chars``, ``min_chars``, ``max_chars``, ``temperature``). A
+modality whose game module is not installed is refused by name (:func:`available_modalities`).
 
 Unknown keys are rejected; every problem is one :class:`~privaudit.config.ConfigError`
 naming the field (``generator.n_bins: ...``) so that the CLI exits 2 before any work.
@@ -335,6 +339,11 @@ class PanoramiaConfig(_Strict):
     confidence: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.95
     device: str = Field(default="auto", description="text: auto | cpu | cuda | cuda:N.")
     output_dir: Path = Path("privaudit-panoramia-report")
+    cache_dir: Path | None = Field(
+        default=None,
+        description="Artifact store of the game (generated records, the helper's loss "
+        "features, the classifiers' outputs): a killed run resumes. Default: <output_dir>/cache.",
+    )
     config_dir: Path | None = Field(
         default=None,
         description="Directory of the YAML file (set by load_panoramia_config): a relative "
@@ -511,6 +520,8 @@ def _resolved(cfg: PanoramiaConfig, base: Path) -> PanoramiaConfig:
     }
     if cfg.base is not None:
         updates["base"] = cfg.base.model_copy(update={"path": rel(cfg.base.path)})
+    if cfg.cache_dir is not None:
+        updates["cache_dir"] = rel(cfg.cache_dir)
     return cfg.model_copy(update=updates)
 
 

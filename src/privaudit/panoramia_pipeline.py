@@ -11,10 +11,14 @@ and no real non-members. Steps (each timed; the times go to ``results.json["timi
    optional real non-members for the RM;RN and O(1) comparisons), checked disjoint;
 3. load the released target without running its code (skops / safetensors /
    ``torch.load(weights_only=True)``, :func:`privaudit.games.provided.load_target_model`);
-4. build the modality (:class:`~privaudit.games.panoramia_tabular.TabularModality`: the
-   target's recipe for the helper model, the generator settings) and play the game
-   (:func:`privaudit.games.panoramia.run_panoramia`; it caches nothing yet, so a killed run
-   starts again);
+4. build the modality (:class:`~privaudit.games.panoramia_tabular.TabularModality`,
+   :class:`~privaudit.games.panoramia_image.ImageModality` or
+   :class:`~privaudit.games.panoramia_text.TextModality`: the target's recipe for the helper
+   model, the generator and classifier settings) and play the game
+   (:func:`privaudit.games.panoramia.run_panoramia`) with an artifact store (``cache_dir``,
+   default ``<output_dir>/cache``; a folder holding only the store of an unfinished run is
+   resumed, and the store is carried into the finished report folder) when the modality can
+   cache its records (``records_to_arrays``: tabular today; image and text run uncached);
 5. the results document (:func:`privaudit.report.panoramia.panoramia_results`) and the
    report, written atomically (:func:`privaudit.report.panoramia.write_panoramia_report`).
 """
@@ -24,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,6 +36,7 @@ import numpy as np
 from privaudit._validation import fail
 from privaudit.config import torch_recipe
 from privaudit.data import Dataset
+from privaudit.errors import InvalidInputError
 from privaudit.games.provided import (
     file_sha256,
     load_target_model,
@@ -44,11 +50,12 @@ from privaudit.pipeline import (
     provided_torch_recipe,
     table_with_member_column,
 )
-from privaudit.report import check_output_dir
+from privaudit.report import RESULTS_FILE, check_output_dir
 from privaudit.report.bundle import make_manifest
 from privaudit.report.panoramia import panoramia_results, write_panoramia_report
 
 __all__ = [
+    "CACHE_NAME",
     "KnownRecords",
     "build_modality",
     "load_known",
@@ -96,7 +103,7 @@ def load_known_records(config: PanoramiaConfig) -> tuple[Dataset, Dataset | None
     for what, ids in (("members", members), ("non_members", non_members)):
         try:
             out.append(table.subset(ids) if ids.size else None)
-        except Exception as exc:
+        except InvalidInputError as exc:
             raise fail(f"data.{what}", "ids of records of the table", str(exc)) from None
     if out[0] is None:
         raise fail("data.members", "at least one known member", "none")
@@ -105,8 +112,8 @@ def load_known_records(config: PanoramiaConfig) -> tuple[Dataset, Dataset | None
 
 @dataclasses.dataclass(frozen=True)
 class KnownRecords:
-    """The auditor's records: known members, optional real non-members, and where they came
-    from (``describe``, ``fingerprint``: settings.dataset of results.json)."""
+    """The auditor's records: known members, optional real non-members, the number of classes
+    (tables), and the fingerprint of the data they came from (``settings.dataset``)."""
 
     members: Any
     non_members: Any | None
@@ -222,6 +229,28 @@ def _accuracy(model: Any, records: Any) -> float | None:
     return float(np.mean(pred == records.y))
 
 
+#: Name of the artifact store inside the report folder (when ``cache_dir`` is not given).
+CACHE_NAME = "cache"
+
+
+def _replace(out_dir: Path, overwrite: bool) -> bool:
+    """Whether writing may replace ``out_dir``: with ``overwrite``, or when it holds no report
+    (only the artifact store of this or an unfinished run, which is resumed, not refused)."""
+    return overwrite or (out_dir.is_dir() and not (out_dir / RESULTS_FILE).exists())
+
+
+def _store(config: PanoramiaConfig, out_dir: Path | None, modality: Any) -> Any:
+    """The game's artifact store, or None when the modality cannot cache its records."""
+    from privaudit.runtime.store import ArtifactStore
+
+    root = config.cache_dir
+    if root is None and out_dir is not None:
+        root = out_dir / CACHE_NAME
+    if root is None or not hasattr(modality, "records_to_arrays"):
+        return None
+    return ArtifactStore(root)
+
+
 def run_panoramia_audit(
     config: PanoramiaConfig,
     *,
@@ -247,7 +276,8 @@ def run_panoramia_audit(
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    out_dir = check_output_dir(config.output_dir, overwrite=overwrite) if write else None
+    out = Path(config.output_dir)
+    out_dir = check_output_dir(out, overwrite=_replace(out, overwrite)) if write else None
     config.check_paths()
     known = load_known(config)
     members, non_members = known.members, known.non_members
@@ -257,6 +287,7 @@ def run_panoramia_audit(
     modality = build_modality(config, known.n_classes)
     timings["target"] = time.perf_counter() - t0
     t0 = time.perf_counter()
+    store = _store(config, out_dir, modality)
     result = run_panoramia(
         modality,
         target,
@@ -265,9 +296,10 @@ def run_panoramia_audit(
         sizes=config.sizes.to_sizes(),
         seed=config.seed,
         confidence=config.confidence,
+        store=store,
     )
     timings["game"] = time.perf_counter() - t0
-    rmrn_table = getattr(result, "rmrn_scores", None)
+    rmrn_table = result.rmrn_scores
     dataset_desc = {**config.data.describe(), "fingerprint": known.fingerprint}
     if config.data.dataset is not None and config.data.dataset.name is not None:
         dataset_desc["name"] = config.data.dataset.name
@@ -288,8 +320,9 @@ def run_panoramia_audit(
             "generator": dict(config.generator),
             "sizes": config.sizes.model_dump(exclude_none=True),
             "confidence": config.confidence,
+            "cache_dir": None if store is None else str(store.root),
         },
-        target={
+        target={  # accuracy on the known members (training records) and real non-members
             "train_accuracy": _accuracy(target, members),
             "test_accuracy": _accuracy(target, non_members),
             "model_sha256": fingerprint,
@@ -311,8 +344,9 @@ def run_panoramia_audit(
             results,
             result.scores,
             rmrn_table=rmrn_table,
-            overwrite=overwrite,
+            overwrite=_replace(out_dir, overwrite),
             bundle=manifest,
+            carry=(CACHE_NAME,) if config.cache_dir is None else (),
         )
     return results
 

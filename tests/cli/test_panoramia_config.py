@@ -130,7 +130,7 @@ def test_several_problems_are_listed_together() -> None:
 def test_paths_resolve_against_the_config_and_must_exist(tmp_path: Path) -> None:
     (tmp_path / "target.skops").write_text("x")
     p = tmp_path / "p.yaml"
-    p.write_text(yaml.safe_dump(_base(output_dir="rep")))
+    p.write_text(yaml.safe_dump(_base(output_dir="rep", cache_dir="c")))
     with pytest.raises(
         ConfigError, match=r"data\.members: expected an existing file of record ids"
     ):
@@ -139,7 +139,7 @@ def test_paths_resolve_against_the_config_and_must_exist(tmp_path: Path) -> None
     cfg = load_panoramia_config(p)
     assert cfg.target.path == tmp_path / "target.skops"
     assert cfg.data.members == tmp_path / "members.txt"
-    assert cfg.output_dir == tmp_path / "rep"
+    assert cfg.output_dir == tmp_path / "rep" and cfg.cache_dir == tmp_path / "c"
     (tmp_path / "target.skops").unlink()
     with pytest.raises(ConfigError, match=r"target\.path: expected an existing model file"):
         load_panoramia_config(p)

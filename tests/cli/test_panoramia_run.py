@@ -13,6 +13,7 @@ import yaml
 
 from privaudit.cli import main
 from privaudit.data import load_adult
+from privaudit.errors import InvalidInputError
 from privaudit.report import load_results
 from privaudit.report.results import ScoreTable
 
@@ -117,6 +118,21 @@ def test_panoramia_end_to_end(
     # a finished report is not replaced without --overwrite
     assert main(["panoramia", str(cfg), "--no-progress"]) == 2
     assert "--overwrite" in capsys.readouterr().err
+    # the artifact store sits in the report folder; a killed run (only the store left) resumes
+    # without --overwrite and recomputes nothing: no entry is rewritten, the numbers are the same
+    assert res["settings"]["cache_dir"] == str(rep / "cache")
+    stored = {
+        p: p.stat().st_mtime_ns for p in (rep / "cache" / "objects").rglob("*") if p.is_file()
+    }
+    assert stored
+    for p in rep.iterdir():
+        if p.name != "cache":
+            p.unlink()
+    assert main(["panoramia", str(cfg), "--no-progress"]) == 0
+    again = load_results(rep)
+    assert again["panoramia"]["bounds"] == b and again["panoramia"]["split"] == pano["split"]
+    now = {p: p.stat().st_mtime_ns for p in (rep / "cache" / "objects").rglob("*") if p.is_file()}
+    assert now == stored
 
 
 def test_bad_inputs_exit_2_before_any_work(
@@ -143,3 +159,172 @@ def test_bad_inputs_exit_2_before_any_work(
     assert (
         "data.non_members: expected records that are not known members" in capsys.readouterr().err
     )
+
+
+def test_panoramia_image_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A tiny MNIST CNN (torch, safetensors) audited through the image modality."""
+    pytest.importorskip("torch")
+    from privaudit.data import load_mnist
+    from privaudit.models.torch_models import TorchRecipe, TorchTrainer, save_torch_model
+
+    params = {
+        "factory": "privaudit.models.torch_nets:small_cnn",
+        "factory_kwargs": {"n_classes": 10, "channels": 4, "image_shape": [1, 28, 28]},
+        "epochs": 1,
+        "lr": 0.003,
+        "input_shape": [1, 28, 28],
+        "device": "cpu",
+    }
+    data = load_mnist()
+    train_ids = data.record_ids[:300]
+    kw = {**params, "input_shape": (1, 28, 28)}
+    target = TorchTrainer(TorchRecipe(**kw), n_classes=10).fit(
+        data.subset(train_ids).X, data.subset(train_ids).y, seed=0
+    )
+    save_torch_model(target, tmp_path / "cnn.safetensors")
+    (tmp_path / "members.txt").write_text("\n".join(train_ids[:240]) + "\n")
+    cfg = {
+        "modality": "image",
+        "target": {"kind": "torch", "path": "cnn.safetensors"},
+        "model": {"kind": "torch", "params": params},
+        "data": {"dataset": "mnist", "members": "members.txt"},
+        "generator": {"vae": {"epochs": 1, "channels": 4, "hidden": 32, "latent_dim": 4}},
+        "scorer": {"epochs": 2, "channels": 4, "hidden": 16, "loss_hidden": 8, "patience": None},
+        "output_dir": "rep",
+    }
+    p = tmp_path / "image.yaml"
+    p.write_text(yaml.safe_dump(cfg))
+    assert main(["panoramia", str(p), "--no-progress"]) == 0
+    assert "PANORAMIA (image)" in capsys.readouterr().out
+    res = load_results(tmp_path / "rep")
+    pano = res["panoramia"]
+    assert pano["modality"] == "image" and pano["sizes"]["n_known_members"] == 240
+    assert pano["comparisons"] == {"rmrn": None, "o1": None}  # no real non-members given
+    assert res["target"]["train_accuracy"] is not None
+    assert main(["verify", str(tmp_path / "rep")]) == 0
+
+
+def test_panoramia_text_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A tiny GPT fine-tuned on 20 Tiny Shakespeare chunks, audited through the text modality
+    from a JSONL (member true = known member, false = real non-member: RM;RN and O(1) run)."""
+    pytest.importorskip("transformers")
+    from privaudit.data.text import write_text_records
+    from privaudit.games.llm import audited_records, shakespeare_split
+    from privaudit.models.lm_builders import tiny_gpt
+    from privaudit.models.lm_finetune import FineTuneRecipe, finetune
+
+    recipe = {"steps": 12, "batch_size": 8, "learning_rate": 3e-3, "warmup_steps": 2}
+    chunks, split = shakespeare_split(
+        {"members": 20, "non_members": 16},
+        seed=0,
+        chunk_chars=96,
+        chunks_per_document={"members": 1, "non_members": 1},
+    )
+    records = audited_records(chunks, split)
+    write_text_records(records, tmp_path / "texts.jsonl")
+    base = tiny_gpt(seed=0, n_embd=32, max_length=128)
+    base.save(tmp_path / "base")
+    members = [t for t, m in zip(records.texts, records.member, strict=True) if m]
+    finetune(base, members, FineTuneRecipe(**recipe, seed=0)).save(tmp_path / "target")
+    cfg = {
+        "modality": "text",
+        "target": {"kind": "huggingface", "path": "target"},
+        "base": {"path": "base"},
+        "finetune": recipe,
+        "data": {"texts": "texts.jsonl"},
+        "generator": {"top_k": 20, "max_new_tokens": 64, "min_chars": 20, "max_chars": 200},
+        "scorer": {"epochs": 2, "batch_size": 16, "text_bytes": 32},
+        "device": "cpu",
+        "output_dir": "rep",
+    }
+    p = tmp_path / "text.yaml"
+    p.write_text(yaml.safe_dump(cfg))
+    assert main(["panoramia", str(p), "--no-progress"]) == 0
+    assert "PANORAMIA (text)" in capsys.readouterr().out
+    res = load_results(tmp_path / "rep")
+    pano = res["panoramia"]
+    assert pano["modality"] == "text" and pano["sizes"]["n_known_members"] == 20
+    assert pano["comparisons"]["rmrn"] is not None and pano["comparisons"]["o1"] is not None
+    assert res["settings"]["model"]["recipe"]["finetune"] == recipe
+    assert main(["verify", str(tmp_path / "rep")]) == 0
+
+
+def test_known_texts_from_the_bundled_corpus(tmp_path: Path) -> None:
+    """data.texts: tiny-shakespeare takes members and non-members from id files, disjoint."""
+    from privaudit.data.text import chunk_documents, shakespeare_documents
+    from privaudit.panoramia_config import panoramia_config_from_dict
+    from privaudit.panoramia_pipeline import load_known
+
+    ids = chunk_documents(shakespeare_documents()).ids
+    (tmp_path / "m.txt").write_text("\n".join(ids[:5]) + "\n")
+    (tmp_path / "n.txt").write_text("\n".join(ids[-3:]) + "\n")
+    cfg = panoramia_config_from_dict(
+        {
+            "modality": "text",
+            "target": {"kind": "huggingface", "path": "t"},
+            "base": {"path": "b"},
+            "data": {
+                "texts": "tiny-shakespeare",
+                "members": str(tmp_path / "m.txt"),
+                "non_members": str(tmp_path / "n.txt"),
+            },
+        }
+    )
+    known = load_known(cfg)
+    assert known.members.ids == tuple(ids[:5]) and known.non_members.ids == tuple(ids[-3:])
+    (tmp_path / "n.txt").write_text(ids[0] + "\n")
+    with pytest.raises(
+        InvalidInputError, match=r"data\.non_members: expected records that are not"
+    ):
+        load_known(cfg)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_member_column_of_a_user_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A user's CSV whose ``member`` column marks known members (1), real non-members (0) and
+    records not used (empty); the column is not a feature."""
+    import pandas as pd
+    import skops.io as sio
+    from sklearn.neural_network import MLPClassifier
+
+    from privaudit.config import DatasetConfig
+    from privaudit.pipeline import table_with_member_column
+
+    rng = np.random.default_rng(0)
+    n = 700
+    a, b = rng.normal(size=n), rng.normal(size=n)
+    frame = pd.DataFrame(
+        {
+            "id": [f"r{i}" for i in range(n)],
+            "a": a,
+            "b": b,
+            "c": rng.choice(["x", "y", "z"], size=n),
+            "label": np.where(a + b + rng.normal(scale=0.5, size=n) > 0, "hi", "lo"),
+            "member": ["1"] * 400 + ["0"] * 200 + [""] * 100,
+        }
+    )
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    ds_cfg = DatasetConfig(path=tmp_path / "t.csv", label_column="label", id_column="id")
+    table, members, non = table_with_member_column(ds_cfg, "member", field="member")
+    assert "member" not in table.feature_names and members.size == 400 and non.size == 200
+    train = table.subset(members)
+    clf = MLPClassifier(hidden_layer_sizes=(8,), max_iter=300, random_state=0).fit(train.X, train.y)
+    sio.dump(clf, tmp_path / "target.skops")
+    cfg = {
+        "modality": "tabular",
+        "target": {"kind": "sklearn", "path": "target.skops"},
+        "model": {"kind": "mlp", "params": {"hidden_layer_sizes": [8], "max_iter": 300}},
+        "data": {
+            "dataset": {"path": "t.csv", "label_column": "label", "id_column": "id"},
+            "member_column": "member",
+        },
+        "generator": {"kind": "cart", "params": {"min_samples_leaf": 5}, "n_bins": 4},
+        "scorer": {"max_iter": 20},
+        "output_dir": "rep",
+    }
+    p = tmp_path / "p.yaml"
+    p.write_text(yaml.safe_dump(cfg))
+    assert main(["panoramia", str(p), "--no-progress"]) == 0, capsys.readouterr().err
+    pano = load_results(tmp_path / "rep")["panoramia"]
+    assert pano["sizes"]["n_known_members"] == 400
+    assert pano["comparisons"]["rmrn"]["n_test_members"] > 0

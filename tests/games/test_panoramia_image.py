@@ -186,3 +186,23 @@ def test_run_panoramia_end_to_end_on_a_small_mnist_cnn(mnist):
     assert {i for i in test_ids if i in real} <= set(res.split.members)
     assert np.unique(table.scores["panoramia-mia"]).size > 2  # continuous scores, not 0/1
     assert len(cache) == 1
+
+
+@pytest.mark.slow
+def test_bench_image_targets_quick_rows_have_exactly_the_issue_keys():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "_panoramia_image.py"
+    spec = importlib.util.spec_from_file_location("_panoramia_image_under_test", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    lines: list[str] = []
+    rows = bench.bench_image_targets([0], epochs=(1, 2), quick=True, log=lines.append)
+    assert [tuple(r) for r in rows] == [bench.IMAGE_KEYS] * 2
+    assert [r["epochs"] for r in rows] == [1, 2] and len(lines) == 2
+    for r in rows:
+        assert r["modality"] == "image" and r["dp_epsilon"] is None and r["seed"] == 0
+        assert r["eps_tilde"] == pytest.approx(max(0.0, r["c_plus_eps_lb"] - r["c_lb"]))
+        assert r["eps_rmrn"] is not None and r["eps_o1"] is not None

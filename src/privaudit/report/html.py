@@ -74,7 +74,7 @@ def roc_plot_png(table: ScoreTable, *, log_scale: bool = True) -> str:
     ax = fig.add_subplot()
     n_neg = int((~table.member).sum())
     n_pos = int(table.member.sum())
-    lo = 1.0 / max(n_neg, 1)
+    lo = min(1.0 / max(n_neg, 1), 0.5)  # one non-member: still a non-empty axis
     for name in table.attacks:
         _, s, member = table.scored(name)
         roc = roc_curve(s, member)
@@ -92,7 +92,7 @@ def roc_plot_png(table: ScoreTable, *, log_scale: bool = True) -> str:
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlim(lo, 1.0)
-        ax.set_ylim(1.0 / max(n_pos, 1), 1.0)
+        ax.set_ylim(min(1.0 / max(n_pos, 1), 0.5), 1.0)
     else:
         ax.set_xlim(0.0, 1.0)
         ax.set_ylim(0.0, 1.0)

@@ -24,7 +24,7 @@ implies (``e^B / (1 + e^B)``, dashed; Kazmi et al. Sec. 4, Fig. 3) and lb_t agai
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -228,6 +228,19 @@ def recompute_panoramia(
     return out
 
 
+def _what_ran(pano: Mapping[str, Any]) -> str:
+    """Generator, helper and classifiers of the run, in a few words (for the figure titles)."""
+    gen = pano.get("generator") or {}
+    helper = pano.get("helper") or {}
+    clf = ((pano.get("classifiers") or {}).get("mia")) or {}
+    parts = [
+        f"generator {gen.get('kind') or gen.get('name') or 'n/a'} on {gen.get('n_train', '?')} members",
+        f"helper {helper.get('trainer') or helper.get('kind') or 'n/a'}",
+        f"classifiers {clf.get('kind') or 'n/a'}",
+    ]
+    return "; ".join(parts)
+
+
 def _sizes_line(pano: Mapping[str, Any]) -> str:
     s = pano["sizes"]
     return (
@@ -273,7 +286,10 @@ def _plot(pano: Mapping[str, Any], draw: Any, title: str) -> str | None:
     for name, c, bound, m in curves:
         draw(ax, name, c, bound, m)
     ax.set_xlim(0.0, 1.0)
-    ax.set_title(f"PANORAMIA ({pano['modality']}): {_sizes_line(pano)}\n{title}", fontsize=9)
+    ax.set_title(
+        f"PANORAMIA ({pano['modality']}): {_sizes_line(pano)}\n{_what_ran(pano)}\n{title}",
+        fontsize=8,
+    )
     ax.grid(True, alpha=0.25)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=1)
     return fig_to_base64(fig)
@@ -357,10 +373,12 @@ def write_panoramia_report(
     rmrn_table: ScoreTable | None = None,
     overwrite: bool = False,
     bundle: Mapping[str, Any] | None = None,
+    carry: Sequence[str] = (),
 ) -> Path:
     """Write ``results.json``, ``panoramia_scores.npz``, ``rmrn_scores.npz`` (when RM;RN ran),
     ``report.html`` and ``bundle.json`` (with a manifest) into ``out_dir``, atomically
-    (:func:`privaudit.report.writer.write_report`)."""
+    (:func:`privaudit.report.writer.write_report`; ``carry``: entries of an existing
+    ``out_dir`` moved into the new one, e.g. the artifact store)."""
     if (rmrn_table is None) != ("rmrn_scores" not in results.get("files", {})):
         raise fail(
             "rmrn_table",
@@ -375,4 +393,5 @@ def write_panoramia_report(
         bundle=bundle,
         scores_file=PANORAMIA_SCORES_FILE,
         extra_tables=None if rmrn_table is None else {RMRN_SCORES_FILE: rmrn_table},
+        carry=carry,
     )

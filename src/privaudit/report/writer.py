@@ -12,7 +12,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,7 @@ def write_report(
     bundle: Mapping[str, Any] | None = None,
     scores_file: str = SCORES_FILE,
     extra_tables: Mapping[str, ScoreTable] | None = None,
+    carry: Sequence[str] = (),
 ) -> Path:
     """Write ``results.json``, ``scores.npz`` and ``report.html`` into ``out_dir``, atomically.
 
@@ -94,6 +95,9 @@ def write_report(
     extra_tables : mapping, optional
         Further score tables by file name (PANORAMIA's ``rmrn_scores.npz``), written and
         bundled beside it.
+    carry : sequence of str
+        Entries of an existing ``out_dir`` moved into the new one (PANORAMIA's artifact
+        store, kept for the next run); not part of the bundle.
 
     Returns
     -------
@@ -125,6 +129,9 @@ def write_report(
             written = [RESULTS_FILE, scores_file, *(extra_tables or {})]
             written += [HTML_FILE] if html else []
             write_manifest(tmp, bundle, written)
+        for name in carry:
+            if (out / name).exists():
+                os.rename(out / name, tmp / name)
 
     write_atomically(out, fill, overwrite=overwrite)
     return out
