@@ -11,11 +11,16 @@ size). Not a test: it prints figures.
 on a seeded random half, for each of ``--epochs``; plus one DP-SGD target per seed (Opacus,
 ``dp: {target_epsilon: 1.0}``, 10 epochs; ``dp_epsilon`` = the accountant's epsilon). The
 known members are its whole training set, the real non-members the other half. PANORAMIA
-(:func:`privaudit.games.panoramia.run_panoramia`, :class:`TabularModality`: BayNet of degree 2
-on 8-bin codes of D_G, helper = the same recipe on the helper pool, gradient-boosting scorers)
+(:func:`privaudit.games.panoramia.run_panoramia`, :class:`TabularModality`: ``--generator``
+``cart`` (default; Synthpop-style sequential CART) or ``baynet`` (degree 2) on 8-bin codes of D_G,
+helper = the same recipe on the helper pool, gradient-boosting scorers)
 with the default :class:`PanoramiaSizes`: |D_G| = |D_in| = pool/4, m = pool/8 test slots
 (1000 for the default pool of 8000); RM;RN and O(1) on coin-flip pairs of D_in and the real
-non-members (m = pool/8). 95% confidence everywhere.
+non-members (m = pool/8). 95% confidence everywhere. ``--null-check`` adds, per seed, a target
+trained on the other half (the "members" are not members): its eps_tilde is generator detection
+the baseline missed. With BayNet it is ~0.16 (the target, trained on real data, flags BayNet's
+inconsistent labels; the helper, trained on synthetic data, cannot), with CART ~0.01: hence the
+default.
 
 **Image / text** targets come from ``benchmarks/_panoramia_image.py``
 (``bench_image_targets``) and ``benchmarks/_panoramia_text.py`` (``bench_text_targets``),
@@ -56,9 +61,22 @@ def _accuracy(model: Any, data: Dataset) -> float:
 
 
 def tabular_targets(
-    seeds: list[int], epochs: list[int], *, pool: int, dp: bool, scorer_iter: int
+    seeds: list[int],
+    epochs: list[int],
+    *,
+    pool: int,
+    dp: bool,
+    scorer_iter: int,
+    generator: str = "cart",
+    null_check: bool = False,
 ) -> list[dict[str, Any]]:
-    """One row of :data:`KEYS` per (seed, epochs) Adult MLP target, plus a DP-SGD one."""
+    """One row of :data:`KEYS` per (seed, epochs) Adult MLP target, plus a DP-SGD one.
+
+    ``null_check``: also run PANORAMIA (printed only, not a row) on a target of the
+    largest ``epochs`` trained on the *other* half, for which the "known members" are not
+    members at all: its eps_tilde should be ~0, and whatever it shows is generator
+    detection the baseline missed (``c_lb`` not tight), not membership leakage.
+    """
     adult = load_adult()
     rows: list[dict[str, Any]] = []
     for seed in seeds:
@@ -67,10 +85,12 @@ def tabular_targets(
         half = pool // 2
         members = adult.subset(adult.record_ids[np.sort(pos[:half])])
         non_members = adult.subset(adult.record_ids[np.sort(pos[half:])])
-        plans: list[tuple[int, dict[str, Any] | None]] = [(e, None) for e in epochs]
+        plans: list[tuple[int, dict[str, Any] | None, bool]] = [(e, None, False) for e in epochs]
         if dp:
-            plans.append((10, {"target_epsilon": 1.0}))
-        for n_epochs, dp_spec in plans:
+            plans.append((10, {"target_epsilon": 1.0}, False))
+        if null_check:
+            plans.append((max(epochs), None, True))
+        for n_epochs, dp_spec, null in plans:
             t0 = time.perf_counter()
             recipe = TorchRecipe(
                 factory="privaudit.models.torch_nets:mlp",
@@ -85,15 +105,27 @@ def tabular_targets(
             trainer = TorchTrainer(recipe, n_classes=2, batched=False)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # Opacus' secure-RNG and hook warnings
-                target = trainer.fit(members.X, members.y, seed=seed)
+                trained_on = non_members if null else members
+                target = trainer.fit(trained_on.X, trained_on.y, seed=seed)
                 t_target = time.perf_counter() - t0
                 mod = TabularModality(
                     trainer,
-                    generator="baynet",
-                    generator_params={"degree": 2},
+                    generator=generator,
+                    generator_params={"degree": 2} if generator == "baynet" else {},
                     n_bins=8,
                     scorer={"max_iter": scorer_iter},
                 )
+                if null:
+                    d = run_panoramia(mod, target, members, seed=seed).to_dict()
+                    print(
+                        f"tabular seed={seed} NULL target ({n_epochs} epochs on the other half;"
+                        f" the 'members' are not members): c_lb={d['bounds']['c_lb']:.3f}"
+                        f" {{c+eps}}_lb={d['bounds']['c_plus_eps_lb']:.3f}"
+                        f" eps_tilde={d['bounds']['eps_tilde']:.3f}"
+                        f" | {time.perf_counter() - t0:.1f}s",
+                        flush=True,
+                    )
+                    continue
                 res = run_panoramia(mod, target, members, non_members=non_members, seed=seed)
             d = res.to_dict()
             dp_eps = None
@@ -164,6 +196,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pool", type=int, default=8000, help="Adult records per seed")
     ap.add_argument("--scorer-iter", type=int, default=100, help="boosting iterations")
     ap.add_argument("--no-dp", action="store_true", help="skip the DP-SGD tabular target")
+    ap.add_argument(
+        "--generator",
+        choices=("baynet", "cart"),
+        default="cart",
+        help="cart: its records are not detectable through the target (--null-check: eps_tilde"
+        " ~0.01), BayNet's are (~0.16)",
+    )
+    ap.add_argument(
+        "--null-check", action="store_true", help="also a target that never saw the members"
+    )
     ap.add_argument("--tiny", action="store_true", help="text: the tiny GPT")
     ap.add_argument("--quick", action="store_true", help="image: the quick size")
     ap.add_argument("--threads", type=int, default=1, help="torch / BLAS / OpenMP threads")
@@ -181,7 +223,13 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     if args.modality in ("tabular", "all"):
         rows += tabular_targets(
-            seeds, epochs, pool=args.pool, dp=not args.no_dp, scorer_iter=args.scorer_iter
+            seeds,
+            epochs,
+            pool=args.pool,
+            dp=not args.no_dp,
+            scorer_iter=args.scorer_iter,
+            generator=args.generator,
+            null_check=args.null_check,
         )
     if args.modality in ("image", "all"):
         fn = _external("_panoramia_image", "bench_image_targets")
