@@ -23,7 +23,7 @@ makes the non-members, an MIA on (x, loss of the target) is compared with a base
     seed: 0
     confidence: 0.95
     output_dir: panoramia-report
-    cache_dir: null                       # default <output_dir>/cache: a killed run resumes (tabular)
+    cache_dir: null                       # default <output_dir>/cache: a killed run resumes
 
 ``model`` reuses the classifier audit's :class:`~privaudit.config.ModelConfig` (a
 scikit-learn kind or ``kind: torch`` with a torch recipe); ``target`` loads the model as a

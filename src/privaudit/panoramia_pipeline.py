@@ -18,7 +18,7 @@ and no real non-members. Steps (each timed; the times go to ``results.json["timi
    (:func:`privaudit.games.panoramia.run_panoramia`) with an artifact store (``cache_dir``,
    default ``<output_dir>/cache``; a folder holding only the store of an unfinished run is
    resumed, and the store is carried into the finished report folder) when the modality can
-   cache its records (``records_to_arrays``: tabular today; image and text run uncached);
+   cache its records (``records_to_arrays``: every modality of privaudit does);
 5. the results document (:func:`privaudit.report.panoramia.panoramia_results`) and the
    report, written atomically (:func:`privaudit.report.panoramia.write_panoramia_report`).
 """

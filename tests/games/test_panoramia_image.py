@@ -152,9 +152,10 @@ def test_inputs_are_validated(modality, mnist):
     assert s["helper"]["recipe"]["epochs"] == 1
 
 
-def test_run_panoramia_end_to_end_on_a_small_mnist_cnn(mnist):
+def test_run_panoramia_end_to_end_on_a_small_mnist_cnn(mnist, tmp_path):
     from privaudit.games.panoramia import run_panoramia
     from privaudit.models.torch_models import TorchTrainer
+    from privaudit.runtime.store import ArtifactStore
 
     ids = np.array(mnist.record_ids)
     members, non_members = mnist.subset(ids[:300]), mnist.subset(ids[300:])
@@ -162,9 +163,18 @@ def test_run_panoramia_end_to_end_on_a_small_mnist_cnn(mnist):
     target = TorchTrainer(recipe, n_classes=10).fit(members.X, members.y, seed=0, n_classes=10)
     cache: dict = {}
     modality = ImageModality(recipe, vae=TINY_VAE, scorer=TINY_SCORER, generator_cache=cache)
-    res = run_panoramia(modality, target, members, non_members=non_members, seed=0)
+    res = run_panoramia(
+        modality, target, members, non_members=non_members, seed=0, store=ArtifactStore(tmp_path)
+    )
     d = res.to_dict()
     assert d["modality"] == "image" and d["seed"] == 0
+    # resume: a second run on the same store refits nothing and gives the same numbers
+    store = ArtifactStore(tmp_path)
+    fresh = ImageModality(recipe, vae=TINY_VAE, scorer=TINY_SCORER)
+    again = run_panoramia(fresh, target, members, non_members=non_members, seed=0, store=store)
+    assert store.stats.created == 0 and store.stats.hits > 0
+    assert again.to_dict() == d
+    assert np.array_equal(again.scores.scores["panoramia-mia"], res.scores.scores["panoramia-mia"])
     sizes = d["sizes"]
     assert sizes["n_known_members"] == 300 and sizes["n_generator_train"] == 150
     assert sizes["n_synthetic"] == 300 and sizes["n_helper_pool"] == 150

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -161,7 +162,11 @@ def test_bad_settings(base: CausalLM) -> None:
         TextModality(base, {"steps": 3})  # type: ignore[arg-type]
 
 
-def test_run_panoramia_end_to_end_on_the_tiny_gpt(base: CausalLM, records: TextRecords) -> None:
+def test_run_panoramia_end_to_end_on_the_tiny_gpt(
+    base: CausalLM, records: TextRecords, tmp_path: Path
+) -> None:
+    from privaudit.runtime.store import ArtifactStore
+
     target = finetune(base, list(records.texts), FAST)
     mod = modality(base)
     helper_ids: list[tuple[str, ...]] = []
@@ -172,8 +177,13 @@ def test_run_panoramia_end_to_end_on_the_tiny_gpt(base: CausalLM, records: TextR
         return fit_helper(records, seed=seed)
 
     mod.fit_helper = spy  # type: ignore[method-assign]
-    res = run_panoramia(mod, target, records, seed=0)
+    res = run_panoramia(mod, target, records, seed=0, store=ArtifactStore(tmp_path))
     d = res.to_dict()
+    # resume: the same store serves every step again (no generation, no fit) with the same numbers
+    store = ArtifactStore(tmp_path)
+    again = run_panoramia(modality(base), target, records, seed=0, store=store)
+    assert store.stats.created == 0 and store.stats.hits > 0
+    assert again.to_dict() == d
     assert d["modality"] == "text" and d["sizes"]["n_known_members"] == len(records)
     b = d["bounds"]
     assert b["eps_tilde"] == pytest.approx(max(0.0, b["c_plus_eps_lb"] - b["c_lb"]))

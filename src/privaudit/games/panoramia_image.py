@@ -44,6 +44,7 @@ from numpy.typing import NDArray
 from privaudit._validation import as_float_array, check_positive_int, fail
 from privaudit.attacks.selected_net import fit_selected_net, predict_net
 from privaudit.data.dataset import Dataset
+from privaudit.games.panoramia import dataset_from_arrays, dataset_to_arrays
 from privaudit.models.image_vae import ConditionalVAE, VAESettings, fit_conditional_vae
 from privaudit.models.torch_models import TorchModel, TorchRecipe, TorchTrainer, require_torch
 from privaudit.models.torch_nets import small_cnn
@@ -340,6 +341,14 @@ class ImageModality:
             a.class_names,
             info,
         )
+
+    def records_to_arrays(self, records: Dataset) -> dict[str, NDArray[Any]]:
+        """Records as arrays, for the game's artifact store (cache and resume)."""
+        return dataset_to_arrays(self._check(records))
+
+    def records_from_arrays(self, arrays: Mapping[str, NDArray[Any]]) -> Dataset:
+        """The inverse of :meth:`records_to_arrays`."""
+        return self._check(dataset_from_arrays(arrays))
 
     # -- generator -----------------------------------------------------------------
     def fit_generator(self, records: Dataset, *, seed: int) -> ImageGenerator:

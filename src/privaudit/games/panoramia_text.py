@@ -39,7 +39,7 @@ import dataclasses
 import hashlib
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -280,6 +280,27 @@ class TextModality:
 
     def concat(self, a: TextRecords, b: TextRecords) -> TextRecords:
         return _concat_records(a, b)
+
+    def records_to_arrays(self, records: TextRecords) -> dict[str, NDArray[Any]]:
+        """Records as arrays, for the game's artifact store (cache and resume)."""
+        out: dict[str, NDArray[Any]] = {
+            "ids": np.asarray(records.ids, dtype=str),
+            "texts": np.asarray(records.texts, dtype=str),
+            "documents": np.asarray(records.documents, dtype=str),
+        }
+        if records.member is not None:
+            out["member"] = np.asarray(records.member, dtype=bool)
+        return out
+
+    def records_from_arrays(self, arrays: Mapping[str, NDArray[Any]]) -> TextRecords:
+        """The inverse of :meth:`records_to_arrays`."""
+        member = arrays.get("member")
+        return TextRecords(
+            ids=tuple(str(v) for v in np.asarray(arrays["ids"]).tolist()),
+            texts=tuple(str(v) for v in np.asarray(arrays["texts"]).tolist()),
+            documents=tuple(str(v) for v in np.asarray(arrays["documents"]).tolist()),
+            member=None if member is None else np.asarray(member, dtype=bool),
+        )
 
     # -- models ---------------------------------------------------------------------------
 
