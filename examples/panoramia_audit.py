@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         "target": {"kind": "sklearn", "path": "target.skops"},
         "model": {"kind": "mlp", "params": recipe},
         "data": {"dataset": "adult", "members": "members.txt", "non_members": "non_members.txt"},
-        "generator": {"kind": "baynet", "params": {"degree": 2}},
+        "generator": {"kind": "cart"},
         "seed": args.seed,
         "confidence": 0.95,
         "output_dir": "report",
