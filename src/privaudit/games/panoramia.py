@@ -564,6 +564,39 @@ def _labels(n_pos: int, n_neg: int) -> NDArray[np.bool_]:
     return np.r_[np.ones(n_pos, dtype=bool), np.zeros(n_neg, dtype=bool)]
 
 
+Pair = tuple[Sequence[str], Sequence[str]]
+
+
+def _classifier_records(
+    modality: Modality[R],
+    real: R,
+    other: R,
+    *,
+    train: Pair,
+    val: Pair,
+    test_pool: Pair,
+    test_ids: Sequence[str],
+    test_member: Sequence[bool],
+) -> tuple[tuple[R, R, R], tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.bool_]]]:
+    """The classifiers' (train, validation, test) records and labels.
+
+    Each pair is ``(ids of real members, ids of the other side)`` (generated records for
+    PANORAMIA, real non-members for RM;RN); train and validation hold the members first
+    (label True), the test records are the coin-flip slots in their order.
+    """
+
+    def part(pair: Pair) -> R:
+        return modality.concat(modality.take(real, pair[0]), modality.take(other, pair[1]))
+
+    records = (part(train), part(val), modality.take(part(test_pool), test_ids))
+    labels = (
+        _labels(len(train[0]), len(train[1])),
+        _labels(len(val[0]), len(val[1])),
+        np.asarray(test_member, dtype=bool),
+    )
+    return records, labels
+
+
 def _finite_scores(s: Any, n: int, who: str) -> NDArray[np.float64]:
     a = np.asarray(s, dtype=np.float64)
     if a.shape != (n,) or not np.all(np.isfinite(a)):
@@ -762,15 +795,16 @@ def _compare_real(
     nm_ids = modality.ids(non_members)
     rs = RealPairSplit.build(d_in, nm_ids, sizes, seed=seed)
 
-    def part(mem: Sequence[str], non: Sequence[str]) -> R:
-        return modality.concat(modality.take(members, mem), modality.take(non_members, non))
-
-    tr = part(rs.train_members, rs.train_non_members)
-    va = part(rs.val_members, rs.val_non_members)
-    te = modality.take(part(rs.members, rs.non_members), rs.test_ids)
-    y_tr = _labels(len(rs.train_members), len(rs.train_non_members))
-    y_va = _labels(len(rs.val_members), len(rs.val_non_members))
-    y_te = np.asarray(rs.test_member, dtype=bool)
+    (tr, va, te), (y_tr, y_va, y_te) = _classifier_records(
+        modality,
+        members,
+        non_members,
+        train=(rs.train_members, rs.train_non_members),
+        val=(rs.val_members, rs.val_non_members),
+        test_pool=(rs.members, rs.non_members),
+        test_ids=rs.test_ids,
+        test_member=rs.test_member,
+    )
     loss_te = _loss(modality, target, te, y_te.size, "rmrn loss (test)")
     sc, classifier = steps.scores(
         "rmrn",
@@ -889,15 +923,16 @@ def run_panoramia(
     )
 
     # 3. classifier data
-    def part(mem: Sequence[str], syn: Sequence[str]) -> R:
-        return modality.concat(modality.take(members, mem), modality.take(synth, syn))
-
-    train_rec = part(split.train_members, split.train_synthetic)
-    val_rec = part(split.val_members, split.val_synthetic)
-    test_rec = modality.take(part(split.members, split.audit_synthetic), split.test_ids)
-    y_train = _labels(len(split.train_members), len(split.train_synthetic))
-    y_val = _labels(len(split.val_members), len(split.val_synthetic))
-    y_test = np.asarray(split.test_member, dtype=bool)
+    (train_rec, val_rec, test_rec), (y_train, y_val, y_test) = _classifier_records(
+        modality,
+        members,
+        synth,
+        train=(split.train_members, split.train_synthetic),
+        val=(split.val_members, split.val_synthetic),
+        test_pool=(split.members, split.audit_synthetic),
+        test_ids=split.test_ids,
+        test_member=split.test_member,
+    )
     criterion = selection_criterion(beta)
     sizes_n = (y_train.size, y_val.size, y_test.size)
 
