@@ -75,7 +75,8 @@ def render_panoramia_summary(
     console.print(
         "[yellow]note[/yellow]: eps_tilde is a lower bound on the target's eps only if c_lb is "
         "tight (no detector of generated records beats the baseline; Kazmi et al. 2024, "
-        "Sec. 4.2). RM;RN and O(1) use real non-members and are eps lower bounds."
+        "Sec. 4.2). RM;RN and O(1) use real non-members: eps lower bounds when members "
+        "and non-members were split at random."
     )
     if out_dir is not None:
         console.print(

@@ -72,8 +72,10 @@ PANORAMIA_THREAT_MODEL = (
     "c_lb) measures the leakage, but it is a lower bound on the target's eps only if c_lb is "
     "tight, i.e. if no detector of generated records beats the baseline (Kazmi et al. 2024, "
     "Sec. 4.2). RM;RN (real non-members in place of generated ones) and O(1) (a loss "
-    "threshold, Steinke et al. 2023) need real non-members and are eps lower bounds in the "
-    "usual sense."
+    "threshold, Steinke et al. 2023) need real non-members and are eps lower bounds only "
+    "when the known members and the real non-members are exchangeable (the split into "
+    "training and held-out records was random, one distribution); a held-out set drawn "
+    "later or elsewhere breaks them."
 )
 
 _COLOURS = {"mia": "tab:red", "baseline": "tab:blue", "rmrn": "tab:green"}
