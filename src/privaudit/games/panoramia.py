@@ -38,9 +38,6 @@ helper trained on the audit's own non-members, an unseeded generator split overl
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -51,12 +48,28 @@ from privaudit._validation import check_probability, fail
 from privaudit.audit._level import resolve_beta
 from privaudit.audit.one_run import one_run_audit
 from privaudit.audit.panoramia import panoramia_audit, panoramia_curve, panoramia_lb
-from privaudit.data.dataset import Dataset
 from privaudit.errors import DesignError
 from privaudit.games.metrics import auc
-from privaudit.games.train_many import NPZ, cached
+from privaudit.games.panoramia_cache import (
+    INFO,
+    Arrays,
+    PanoramiaSteps,
+    dataset_from_arrays,
+    dataset_to_arrays,
+    info_array,
+    read_info,
+)
+from privaudit.games.panoramia_split import (
+    SYNTHETIC_PREFIX,
+    PanoramiaSizes,
+    PanoramiaSplit,
+    RealPairSplit,
+    check_synthetic_ids,
+    ids_sha256,
+    split_members,
+)
 from privaudit.records import AuditResult, ScoreTable
-from privaudit.runtime.seeds import derive_rng, derive_seed
+from privaudit.runtime.seeds import derive_seed
 
 if TYPE_CHECKING:
     from privaudit.runtime.store import ArtifactStore
@@ -82,8 +95,6 @@ __all__ = [
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
 
-#: Id prefix of generated records: ``synth-000000``, ``synth-000001``, ...
-SYNTHETIC_PREFIX = "synth-"
 
 
 # --------------------------------------------------------------------------------------
@@ -91,45 +102,6 @@ SYNTHETIC_PREFIX = "synth-"
 # --------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class PanoramiaSizes:
-    """How the known members and the synthetic pool are divided (see the module docstring).
-
-    Parameters
-    ----------
-    generator_fraction : float
-        Known members -> ``D_G`` (generator training); the rest -> ``D_in``.
-    synthetic_per_member : float
-        Synthetic pool size = this x ``|D_in|`` (helper pool + audit pool).
-    helper_fraction : float
-        Synthetic pool -> helper pool (trains ``h``); the rest -> ``D_out``.
-    test_fraction : float
-        Of ``D_in`` (paired with as many of ``D_out``) -> the coin-flip test pairs.
-    val_fraction : float
-        Of the classifier training part (members and synthetic) -> validation.
-    """
-
-    generator_fraction: float = 0.5
-    synthetic_per_member: float = 2.0
-    helper_fraction: float = 0.5
-    test_fraction: float = 0.5
-    val_fraction: float = 0.25
-
-    def __post_init__(self) -> None:
-        for name in ("generator_fraction", "helper_fraction", "test_fraction", "val_fraction"):
-            x = getattr(self, name)
-            if isinstance(x, bool) or not isinstance(x, int | float) or not 0.0 < x < 1.0:
-                raise fail(f"sizes.{name}", "a fraction in (0, 1)", x)
-        s = self.synthetic_per_member
-        if (
-            isinstance(s, bool)
-            or not isinstance(s, int | float)
-            or not (s > 0 and math.isfinite(s))
-        ):
-            raise fail("sizes.synthetic_per_member", "a positive number", s)
-
-    def to_dict(self) -> dict[str, float]:
-        return {k: float(v) for k, v in dataclasses.asdict(self).items()}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,275 +159,6 @@ class Modality(Protocol[R]):
     def settings(self) -> dict[str, Any]: ...
 
 
-# --------------------------------------------------------------------------------------
-# the split (Definition 2), checked and recorded by record id
-# --------------------------------------------------------------------------------------
-
-
-def ids_sha256(ids: Sequence[str]) -> str:
-    """sha256 of a set of record ids (sorted, joined by ``\\x1f``): the split's record."""
-    return hashlib.sha256("\x1f".join(sorted(map(str, ids))).encode("utf-8")).hexdigest()
-
-
-def _permuted(ids: Sequence[str], seed: int, purpose: str) -> list[str]:
-    rng = derive_rng(seed, purpose=purpose)
-    ordered = sorted(map(str, ids))  # the permutation does not depend on the input order
-    return [ordered[i] for i in rng.permutation(len(ordered))]
-
-
-def _cut(n: int, fraction: float, what: str) -> int:
-    k = round(fraction * n)
-    if k < 1 or k > n - 1:
-        raise DesignError(
-            f"{what}: a fraction {fraction:g} of {n} records leaves an empty part "
-            f"({k} and {n - k}); give more records or change the fraction"
-        )
-    return k
-
-
-def split_members(
-    member_ids: Sequence[str], sizes: PanoramiaSizes, *, seed: int
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``(D_G, D_in)``: a seeded partition of the known members (Definition 2)."""
-    perm = _permuted(member_ids, seed, "panoramia/members")
-    k = _cut(len(perm), sizes.generator_fraction, "generator_fraction")
-    return tuple(perm[:k]), tuple(perm[k:])
-
-
-def check_synthetic_ids(ids: Sequence[str], n: int, real: set[str]) -> None:
-    """Generated ids: exactly ``n``, unique, prefixed ``synth-``, never a real record's id."""
-    if len(ids) != n:
-        raise DesignError(f"the generator returned {len(ids)} records, {n} were asked for")
-    if len(set(ids)) != len(ids):
-        raise DesignError("the generator returned duplicate record ids")
-    bad = [i for i in ids if not str(i).startswith(SYNTHETIC_PREFIX) or i in real]
-    if bad:
-        raise DesignError(
-            f"generated record ids must start with {SYNTHETIC_PREFIX!r} and never be a real "
-            f"record's id; found {bad[:3]}"
-        )
-
-
-@dataclasses.dataclass(frozen=True)
-class PanoramiaSplit:
-    """Every part of the game by record id (see the module docstring).
-
-    ``test_ids[i]`` is slot ``i``'s record, ``test_member[i]`` its coin ``s_i`` (True:
-    the member of pair ``i`` is shown), ``unshown_ids[i]`` the partner not shown.
-    """
-
-    known_members: tuple[str, ...]
-    generator: tuple[str, ...]
-    members: tuple[str, ...]
-    synthetic: tuple[str, ...]
-    helper_pool: tuple[str, ...]
-    audit_synthetic: tuple[str, ...]
-    train_members: tuple[str, ...]
-    train_synthetic: tuple[str, ...]
-    val_members: tuple[str, ...]
-    val_synthetic: tuple[str, ...]
-    test_ids: tuple[str, ...]
-    test_member: tuple[bool, ...]
-    unshown_ids: tuple[str, ...]
-    non_members: tuple[str, ...] = ()
-
-    @classmethod
-    def build(
-        cls,
-        known_members: Sequence[str],
-        generator: Sequence[str],
-        members: Sequence[str],
-        synthetic: Sequence[str],
-        sizes: PanoramiaSizes,
-        *,
-        seed: int,
-        non_members: Sequence[str] = (),
-    ) -> PanoramiaSplit:
-        """Split the synthetic pool, pair the test slots, flip the coins (all seeded)."""
-        synth = _permuted(synthetic, seed, "panoramia/synthetic")
-        k = _cut(len(synth), sizes.helper_fraction, "helper_fraction")
-        helper, audit = synth[:k], synth[k:]
-        d_in = _permuted(members, seed, "panoramia/pairs-members")
-        d_out = _permuted(audit, seed, "panoramia/pairs-synthetic")
-        m = _cut(len(d_in), sizes.test_fraction, "test_fraction")
-        if m > len(d_out) - 2:
-            raise DesignError(
-                f"{m} test pairs need more than {len(d_out)} generated audit records "
-                "(raise synthetic_per_member or lower helper_fraction / test_fraction)"
-            )
-        coins = derive_rng(seed, purpose="panoramia/coins").random(m) < 0.5
-        test = tuple(a if s else b for a, b, s in zip(d_in[:m], d_out[:m], coins, strict=True))
-        unshown = tuple(b if s else a for a, b, s in zip(d_in[:m], d_out[:m], coins, strict=True))
-        rest_in, rest_out = d_in[m:], d_out[m:]
-        v_in = _cut(len(rest_in), sizes.val_fraction, "val_fraction (members)")
-        v_out = _cut(len(rest_out), sizes.val_fraction, "val_fraction (synthetic)")
-        split = cls(
-            known_members=tuple(map(str, known_members)),
-            generator=tuple(generator),
-            members=tuple(members),
-            synthetic=tuple(synthetic),
-            helper_pool=tuple(helper),
-            audit_synthetic=tuple(audit),
-            train_members=tuple(rest_in[v_in:]),
-            train_synthetic=tuple(rest_out[v_out:]),
-            val_members=tuple(rest_in[:v_in]),
-            val_synthetic=tuple(rest_out[:v_out]),
-            test_ids=test,
-            test_member=tuple(bool(s) for s in coins),
-            unshown_ids=unshown,
-            non_members=tuple(map(str, non_members)),
-        )
-        split.check()
-        return split
-
-    def check(self) -> None:
-        """Raise :class:`DesignError` on any violation (never assumed; see the module docstring)."""
-
-        def disjoint(**parts: Sequence[str]) -> None:
-            seen: dict[str, str] = {}
-            for name, ids in parts.items():
-                if len(set(ids)) != len(ids):
-                    raise DesignError(f"split: {name} holds duplicate record ids")
-                for i in ids:
-                    if i in seen:
-                        raise DesignError(f"split: record {i!r} is in both {seen[i]} and {name}")
-                    seen[i] = name
-
-        def subset(small: Sequence[str], big: Sequence[str], what: str) -> None:
-            extra = set(small) - set(big)
-            if extra:
-                raise DesignError(f"split: {what} ({len(extra)} records, e.g. {sorted(extra)[:3]})")
-
-        disjoint(known_members=self.known_members)
-        disjoint(D_G=self.generator, D_in=self.members)
-        subset(self.generator, self.known_members, "D_G is not a subset of the known members")
-        subset(self.members, self.known_members, "D_in is not a subset of the known members")
-        disjoint(known_members=self.known_members, synthetic=self.synthetic)
-        disjoint(known_members=self.known_members, non_members=self.non_members)
-        disjoint(synthetic=self.synthetic, non_members=self.non_members)
-        disjoint(helper_pool=self.helper_pool, audit_synthetic=self.audit_synthetic)
-        if set(self.helper_pool) | set(self.audit_synthetic) != set(self.synthetic):
-            raise DesignError("split: helper pool + audit pool is not the synthetic pool")
-        disjoint(
-            generator=self.generator,
-            helper_pool=self.helper_pool,
-            train_members=self.train_members,
-            train_synthetic=self.train_synthetic,
-            val_members=self.val_members,
-            val_synthetic=self.val_synthetic,
-            test=self.test_ids,
-            unshown=self.unshown_ids,
-        )
-        subset(
-            self.train_members + self.val_members, self.members, "classifier members not in D_in"
-        )
-        subset(
-            self.train_synthetic + self.val_synthetic,
-            self.audit_synthetic,
-            "classifier synthetic records not in D_out",
-        )
-        n = len(self.test_ids)
-        if len(self.test_member) != n or len(self.unshown_ids) != n:
-            raise DesignError("split: one coin and one unshown partner per test slot")
-        d_in, d_out = set(self.members), set(self.audit_synthetic)
-        for shown, hidden, s in zip(self.test_ids, self.unshown_ids, self.test_member, strict=True):
-            a, b = (shown, hidden) if s else (hidden, shown)
-            if a not in d_in or b not in d_out:
-                raise DesignError(
-                    f"split: test pair ({a!r}, {b!r}) is not (a D_in member, a D_out record) "
-                    f"with the coin {s}"
-                )
-        used_in = set(self.train_members) | set(self.val_members)
-        used_in |= {x for x, s in zip(self.test_ids, self.test_member, strict=True) if s}
-        used_in |= {x for x, s in zip(self.unshown_ids, self.test_member, strict=True) if not s}
-        if used_in != d_in:
-            raise DesignError("split: classifier train + validation + test pairs is not D_in")
-
-    def record(self) -> dict[str, Any]:
-        """The ``split`` section: sha256 of each part's ids, and ``checked``."""
-        return {
-            "ids_sha256": {
-                "generator": ids_sha256(self.generator),
-                "members": ids_sha256(self.members),
-                "helper_pool": ids_sha256(self.helper_pool),
-                "audit_synthetic": ids_sha256(self.audit_synthetic),
-                "test": ids_sha256(self.test_ids),
-            },
-            "checked": True,
-        }
-
-
-@dataclasses.dataclass(frozen=True)
-class RealPairSplit:
-    """RM;RN's and O(1)'s split: real members of ``D_in`` paired with real non-members.
-
-    The members keep the game's pairing order (the first test members are the same
-    records as PANORAMIA's), the non-members are permuted (seeded); ``m_real =
-    min(round(test_fraction * |D_in|), round(test_fraction * |non-members|))`` coin-flip
-    pairs; the rest of both trains and validates RM;RN's classifier.
-    """
-
-    members: tuple[str, ...]
-    non_members: tuple[str, ...]
-    train_members: tuple[str, ...]
-    train_non_members: tuple[str, ...]
-    val_members: tuple[str, ...]
-    val_non_members: tuple[str, ...]
-    test_ids: tuple[str, ...]
-    test_member: tuple[bool, ...]
-    unshown_ids: tuple[str, ...]
-
-    @classmethod
-    def build(
-        cls, members: Sequence[str], non_members: Sequence[str], sizes: PanoramiaSizes, *, seed: int
-    ) -> RealPairSplit:
-        d_in = _permuted(members, seed, "panoramia/pairs-members")
-        d_nm = _permuted(non_members, seed, "panoramia/rmrn-non-members")
-        m = min(
-            _cut(len(d_in), sizes.test_fraction, "test_fraction"),
-            _cut(len(d_nm), sizes.test_fraction, "test_fraction (non-members)"),
-        )
-        coins = derive_rng(seed, purpose="panoramia/rmrn-coins").random(m) < 0.5
-        pairs = list(zip(d_in[:m], d_nm[:m], coins, strict=True))
-        rest_in, rest_nm = d_in[m:], d_nm[m:]
-        v_in = _cut(len(rest_in), sizes.val_fraction, "val_fraction (members)")
-        v_nm = _cut(len(rest_nm), sizes.val_fraction, "val_fraction (non-members)")
-        split = cls(
-            members=tuple(members),
-            non_members=tuple(non_members),
-            train_members=tuple(rest_in[v_in:]),
-            train_non_members=tuple(rest_nm[v_nm:]),
-            val_members=tuple(rest_in[:v_in]),
-            val_non_members=tuple(rest_nm[:v_nm]),
-            test_ids=tuple(a if s else b for a, b, s in pairs),
-            test_member=tuple(bool(s) for s in coins),
-            unshown_ids=tuple(b if s else a for a, b, s in pairs),
-        )
-        split.check()
-        return split
-
-    def check(self) -> None:
-        """Raise :class:`DesignError` on any violation."""
-        if set(self.members) & set(self.non_members):
-            raise DesignError("RM;RN split: a record is both a member and a non-member")
-        parts = (
-            self.train_members + self.train_non_members + self.val_members
-            + self.val_non_members + self.test_ids + self.unshown_ids
-        )  # fmt: skip
-        if len(set(parts)) != len(parts):
-            raise DesignError("RM;RN split: train, validation and test pairs overlap")
-        d_in, d_nm = set(self.members), set(self.non_members)
-        if (
-            not set(self.train_members + self.val_members) <= d_in
-            or not set(self.train_non_members + self.val_non_members) <= d_nm
-        ):
-            raise DesignError("RM;RN split: classifier records outside their side")
-        if not len(self.test_member) == len(self.test_ids) == len(self.unshown_ids):
-            raise DesignError("RM;RN split: one coin and one unshown partner per test slot")
-        for shown, hidden, s in zip(self.test_ids, self.unshown_ids, self.test_member, strict=True):
-            a, b = (shown, hidden) if s else (hidden, shown)
-            if a not in d_in or b not in d_nm:
-                raise DesignError(f"RM;RN split: test pair ({a!r}, {b!r}) mislabelled (coin {s})")
 
 
 # --------------------------------------------------------------------------------------
@@ -597,13 +300,6 @@ def _classifier_records(
     return records, labels
 
 
-def _finite_scores(s: Any, n: int, who: str) -> NDArray[np.float64]:
-    a = np.asarray(s, dtype=np.float64)
-    if a.shape != (n,) or not np.all(np.isfinite(a)):
-        raise DesignError(f"{who}: expected {n} finite scores, found shape {a.shape}")
-    return a
-
-
 def _loss(modality: Modality[R], model: Any, records: R, n: int, who: str) -> NDArray[np.float64]:
     a = np.asarray(modality.loss_features(model, records), dtype=np.float64)
     if a.ndim == 1:
@@ -611,145 +307,6 @@ def _loss(modality: Modality[R], model: Any, records: R, n: int, who: str) -> ND
     if a.ndim != 2 or a.shape[0] != n or not np.all(np.isfinite(a)):
         raise DesignError(f"{who}: expected ({n}, k) finite loss features, found {a.shape}")
     return a
-
-
-def dataset_to_arrays(records: Dataset) -> dict[str, NDArray[Any]]:
-    """A :class:`~privaudit.data.dataset.Dataset` as arrays (``records_to_arrays`` of the
-    Dataset-based modalities; ``info`` is not kept)."""
-    return {
-        "name": np.asarray(records.name),
-        "record_ids": np.asarray(records.record_ids),
-        "X": records.X,
-        "y": records.y,
-        "feature_names": np.asarray(records.feature_names, dtype=str),
-        "class_names": np.asarray(records.class_names, dtype=str),
-    }
-
-
-def dataset_from_arrays(arrays: Mapping[str, NDArray[Any]]) -> Dataset:
-    """The inverse of :func:`dataset_to_arrays`."""
-    return Dataset(
-        str(arrays["name"][()]),
-        np.asarray(arrays["record_ids"]),
-        np.asarray(arrays["X"], dtype=np.float64),
-        np.asarray(arrays["y"], dtype=np.int64),
-        tuple(str(f) for f in arrays["feature_names"].tolist()),
-        tuple(str(c) for c in arrays["class_names"].tolist()),
-    )
-
-
-INFO = "__info__"
-Arrays = dict[str, NDArray[Any]]
-
-
-def _info_array(info: Mapping[str, Any]) -> NDArray[Any]:
-    return np.asarray(json.dumps(info, sort_keys=True, allow_nan=False))
-
-
-def _read_info(arrays: Arrays) -> dict[str, Any]:
-    out: dict[str, Any] = json.loads(str(arrays[INFO][()]))
-    return out
-
-
-def _sha(a: NDArray[Any]) -> str:
-    a = np.ascontiguousarray(a)
-    h = hashlib.sha256(f"{a.dtype.str}{a.shape}".encode())
-    h.update(a.tobytes() if a.dtype.kind != "U" else "\x1f".join(a.ravel().tolist()).encode())
-    return h.hexdigest()
-
-
-class _Steps(Generic[R]):
-    """The game's expensive steps through an :class:`ArtifactStore` (when given).
-
-    Cached by content (never by name): the synthetic samples (the generator's only
-    use; key: its settings, ``D_G``'s content, the size and seeds), the helper's loss
-    features on the classifier records (its only use; key: its settings, the helper
-    pool's content, the seed, the records' content) and each scorer's test scores and
-    selection record (key: the scorer settings, the content of its train / validation
-    / test records, their loss features and labels, the seed and beta). A killed run
-    resumes from what was stored. Records go into the store through the modality's
-    ``records_to_arrays`` / ``records_from_arrays`` (required only with a store; see
-    :func:`dataset_to_arrays`).
-    """
-
-    def __init__(self, modality: Modality[R], store: ArtifactStore | None) -> None:
-        self.modality = modality
-        self.store = store
-        if store is not None:
-            for name in ("records_to_arrays", "records_from_arrays"):
-                if not callable(getattr(modality, name, None)):
-                    raise fail(
-                        "store", f"a modality with {name}() (to cache its records)", modality.name
-                    )
-
-    def records(
-        self, key: Mapping[str, Any], create: Callable[[], tuple[R, dict[str, Any]]]
-    ) -> tuple[R, dict[str, Any]]:
-        """``create() -> (records, info)`` through the store (records as arrays)."""
-        if self.store is None:
-            return create()
-        to_arrays = getattr(self.modality, "records_to_arrays")  # noqa: B009
-        from_arrays = getattr(self.modality, "records_from_arrays")  # noqa: B009
-
-        def make() -> Arrays:
-            rec, info = create()
-            arrays = to_arrays(rec)
-            return {
-                **{f"rec:{k}": np.asarray(v) for k, v in arrays.items()},
-                INFO: _info_array(info),
-            }
-
-        out = self.run(key, make)
-        rec = from_arrays({k[4:]: v for k, v in out.items() if k.startswith("rec:")})
-        return rec, _read_info(out)
-
-    def fingerprint(self, records: R) -> str:
-        if self.store is None:
-            return ""
-        arrays = getattr(self.modality, "records_to_arrays")(records)  # noqa: B009
-        return hashlib.sha256(
-            "\x1e".join(f"{k}={_sha(np.asarray(arrays[k]))}" for k in sorted(arrays)).encode()
-        ).hexdigest()
-
-    def run(self, key: Mapping[str, Any], create: Callable[[], Arrays]) -> Arrays:
-        if self.store is None:
-            return create()
-        value, _ = cached(self.store, key, create, NPZ)
-        return value
-
-    def scores(
-        self,
-        role: str,
-        train: ScorerData[R],
-        val: ScorerData[R],
-        test: ScorerData[R],
-        *,
-        seed: int,
-        criterion: Callable[[NDArray[np.float64], NDArray[np.bool_]], float],
-        beta: float,
-        scorer_settings: Any,
-    ) -> tuple[NDArray[np.float64], dict[str, Any]]:
-        """Fit a scorer on ``train``, select on ``val``, score ``test`` (continuous)."""
-
-        def make() -> Arrays:
-            scorer = self.modality.fit_scorer(train, val, seed=seed, criterion=criterion)
-            sc = _finite_scores(scorer.score(test.records, test.loss), test.label.size, role)
-            return {"scores": sc, INFO: _info_array(dict(scorer.info))}
-
-        key = {
-            "step": "panoramia/scorer",
-            "modality": self.modality.name,
-            "role": role,
-            "scorer": scorer_settings,
-            "seed": seed,
-            "beta": beta,
-            "data": [
-                [self.fingerprint(d.records), _sha(np.asarray(d.loss)), _sha(np.asarray(d.label))]
-                for d in (train, val, test)
-            ],
-        }
-        out = self.run(key, make)
-        return np.asarray(out["scores"], dtype=np.float64), _read_info(out)
 
 
 def _example_loss(modality: Modality[Any], loss: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -770,7 +327,7 @@ class _RealComparison:
 
 
 def _compare_real(
-    steps: _Steps[R],
+    steps: PanoramiaSteps[R],
     target: Any,
     members: R,
     non_members: R,
@@ -849,6 +406,162 @@ def _compare_real(
     )
 
 
+_PARTS = ("train", "val", "test")
+Labels = tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.bool_]]
+
+
+def _samples(
+    steps: PanoramiaSteps[R],
+    members: R,
+    d_g: Sequence[str],
+    n: int,
+    *,
+    seed: int,
+    settings: Mapping[str, Any],
+) -> tuple[R, dict[str, Any]]:
+    """The generator fitted on ``D_G`` only and ``n`` records sampled from it (cached as
+    the samples, its only use), with the generator's fit record."""
+    modality = steps.modality
+    d_g_rec = modality.take(members, d_g)
+    gen_seed = derive_seed(seed, purpose="panoramia/generator")
+    sample_seed = derive_seed(seed, purpose="panoramia/generator-sample")
+
+    def make() -> tuple[R, dict[str, Any]]:
+        generator = modality.fit_generator(d_g_rec, seed=gen_seed)
+        return modality.sample(generator, n, seed=sample_seed), _dict_info(generator)
+
+    key = {
+        "step": "panoramia/samples",
+        "modality": modality.name,
+        "generator": settings.get("generator"),
+        "d_g": steps.fingerprint(d_g_rec),
+        "n": n,
+        "seeds": [gen_seed, sample_seed],
+    }
+    return steps.records(key, make)
+
+
+def _losses(
+    modality: Modality[R], model: Any, records: Sequence[R], labels: Labels, who: str
+) -> Arrays:
+    """``model``'s loss features on the classifier records (train, val, test)."""
+    return {
+        name: _loss(modality, model, rec, lab.size, f"{who} loss ({name})")
+        for name, rec, lab in zip(_PARTS, records, labels, strict=True)
+    }
+
+
+def _helper_losses(
+    steps: PanoramiaSteps[R],
+    helper_rec: R,
+    records: Sequence[R],
+    labels: Labels,
+    *,
+    seed: int,
+    settings: Mapping[str, Any],
+) -> tuple[Arrays, dict[str, Any]]:
+    """The helper (the target's recipe on the helper pool only) and its loss features on
+    the classifier records, cached as those features (the helper's only use)."""
+    modality = steps.modality
+    helper_seed = derive_seed(seed, purpose="panoramia/helper")
+
+    def make() -> Arrays:
+        helper = modality.fit_helper(helper_rec, seed=helper_seed)
+        out = _losses(modality, helper, records, labels, "baseline")
+        return {**out, INFO: info_array(_dict_info(helper))}
+
+    key = {
+        "step": "panoramia/helper-losses",
+        "modality": modality.name,
+        "helper": settings.get("helper"),
+        "helper_pool": steps.fingerprint(helper_rec),
+        "seed": helper_seed,
+        "records": [steps.fingerprint(r) for r in records],
+    }
+    out = steps.run(key, make)
+    return out, read_info(out)
+
+
+def _scores(
+    steps: PanoramiaSteps[R],
+    role: str,
+    records: Sequence[R],
+    labels: Labels,
+    losses: Arrays,
+    *,
+    seed: int,
+    criterion: Callable[[NDArray[np.float64], NDArray[np.bool_]], float],
+    beta: float,
+    settings: Mapping[str, Any],
+) -> tuple[NDArray[np.float64], dict[str, Any]]:
+    """``role``'s classifier (records + these loss features), selected on validation by
+    ``criterion``: its continuous scores on the test slots and its selection record."""
+    train, val, test = (
+        ScorerData(rec, np.asarray(losses[name]), lab)
+        for name, rec, lab in zip(_PARTS, records, labels, strict=True)
+    )
+    return steps.scores(
+        role,
+        train,
+        val,
+        test,
+        seed=derive_seed(seed, purpose=f"panoramia/scorer-{role}"),
+        criterion=criterion,
+        beta=beta,
+        scorer_settings=settings.get("scorer"),
+    )
+
+
+def _measure(
+    test_scores: Mapping[str, NDArray[np.float64]], y_test: NDArray[np.bool_], beta: float
+) -> tuple[AuditResult, dict[str, Any], dict[str, Any]]:
+    """``panoramia_audit`` of the test slots, the ``bounds`` section and the curves."""
+    audit = panoramia_audit(test_scores["mia"], test_scores["baseline"], y_test, beta=beta)
+    _, info_mia = panoramia_lb(test_scores["mia"], y_test, beta_per_test=beta / 2)
+    _, info_base = panoramia_lb(test_scores["baseline"], y_test, beta_per_test=beta / 2)
+    bounds = {
+        "c_lb": float(audit.extra["c_lower_bound"]),
+        "c_plus_eps_lb": float(audit.extra["c_plus_epsilon_lower_bound"]),
+        "eps_tilde": float(audit.extra["epsilon_tilde"]),
+        "n_thresholds": int(info_mia["n_thresholds"]),
+        "beta_per_threshold": float(info_mia["beta_per_threshold"]),
+        "mia": {"r": int(info_mia["r"]), "v": int(info_mia["v"])},
+        "baseline": {"r": int(info_base["r"]), "v": int(info_base["v"])},
+    }
+    curves: dict[str, Any] = {
+        role: panoramia_curve(test_scores[role], y_test, beta_per_test=beta / 2)
+        for role in ("mia", "baseline")
+    }
+    return audit, bounds, curves
+
+
+def _result_sizes(n_known: int, split: PanoramiaSplit, labels: Labels) -> dict[str, int]:
+    """The ``sizes`` section."""
+    y_train, y_val, y_test = labels
+    n_test_members = int(y_test.sum())
+    return {
+        "n_known_members": n_known,
+        "n_generator_train": len(split.generator),
+        "n_audit_members": len(split.members),
+        "n_synthetic": len(split.synthetic),
+        "n_helper_pool": len(split.helper_pool),
+        "n_audit_synthetic": len(split.audit_synthetic),
+        "n_classifier_train": int(y_train.size),
+        "n_validation": int(y_val.size),
+        "m": int(y_test.size),
+        "n_test_members": n_test_members,
+        "n_test_synthetic": int(y_test.size) - n_test_members,
+    }
+
+
+def _section(
+    settings: Mapping[str, Any], name: str, info: Mapping[str, Any], **counts: int
+) -> dict[str, Any]:
+    """The result's ``generator`` / ``helper`` section: the modality's settings, the
+    counts of records, then the fitted model's own record."""
+    return {**dict(settings.get(name, {})), **counts, **info}
+
+
 def run_panoramia(
     modality: Modality[R],
     target: Any,
@@ -882,10 +595,10 @@ def run_panoramia(
         ``1 - beta`` of the measurement (``beta/2`` per test, Corollary 1).
     store : ArtifactStore, optional
         Cache the samples, the helper's loss features and the scorers' outputs by
-        content (:class:`_Steps`), so a killed run resumes; the modality must then have
+        content (:class:`PanoramiaSteps`), so a killed run resumes; the modality must then have
         ``records_to_arrays`` / ``records_from_arrays``.
     """
-    steps = _Steps(modality, store)
+    steps = PanoramiaSteps(modality, store)
     beta = resolve_beta(None, confidence)
     member_ids = modality.ids(members)
     if len(set(member_ids)) != len(member_ids):
@@ -893,29 +606,10 @@ def run_panoramia(
     nm_ids = modality.ids(non_members) if non_members is not None else ()
     settings = modality.settings()
 
-    # 1. D_G / D_in
+    # 1-2. D_G / D_in; the generator on D_G only and the synthetic pool; the split
     d_g, d_in = split_members(member_ids, sizes, seed=seed)
     n_synth = round(sizes.synthetic_per_member * len(d_in))
-    d_g_rec = modality.take(members, d_g)
-    gen_seed = derive_seed(seed, purpose="panoramia/generator")
-    sample_seed = derive_seed(seed, purpose="panoramia/generator-sample")
-
-    # 2. the generator, on D_G only, and the synthetic pool (cached as the samples)
-    def make_samples() -> tuple[R, dict[str, Any]]:
-        generator = modality.fit_generator(d_g_rec, seed=gen_seed)
-        return modality.sample(generator, n_synth, seed=sample_seed), _dict_info(generator)
-
-    synth, generator_info = steps.records(
-        {
-            "step": "panoramia/samples",
-            "modality": modality.name,
-            "generator": settings.get("generator"),
-            "d_g": steps.fingerprint(d_g_rec),
-            "n": n_synth,
-            "seeds": [gen_seed, sample_seed],
-        },
-        make_samples,
-    )
+    synth, generator_info = _samples(steps, members, d_g, n_synth, seed=seed, settings=settings)
     synth_ids = modality.ids(synth)
     check_synthetic_ids(synth_ids, n_synth, set(member_ids) | set(nm_ids))
     split = PanoramiaSplit.build(
@@ -923,7 +617,7 @@ def run_panoramia(
     )
 
     # 3. classifier data
-    (train_rec, val_rec, test_rec), (y_train, y_val, y_test) = _classifier_records(
+    records, labels = _classifier_records(
         modality,
         members,
         synth,
@@ -933,128 +627,52 @@ def run_panoramia(
         test_ids=split.test_ids,
         test_member=split.test_member,
     )
+    y_test = labels[2]
     criterion = selection_criterion(beta)
-    sizes_n = (y_train.size, y_val.size, y_test.size)
 
-    # 4. the helper, on the helper pool only (cached as its loss features)
-    helper_rec = modality.take(synth, split.helper_pool)
-    helper_seed = derive_seed(seed, purpose="panoramia/helper")
-
-    def make_helper_losses() -> Arrays:
-        helper = modality.fit_helper(helper_rec, seed=helper_seed)
-        out = {
-            name: _loss(modality, helper, rec, n, f"baseline loss ({name})")
-            for name, rec, n in zip(
-                ("train", "val", "test"), (train_rec, val_rec, test_rec), sizes_n, strict=True
-            )
-        }
-        return {**out, INFO: _info_array(_dict_info(helper))}
-
-    helper_losses = steps.run(
-        {
-            "step": "panoramia/helper-losses",
-            "modality": modality.name,
-            "helper": settings.get("helper"),
-            "helper_pool": steps.fingerprint(helper_rec),
-            "seed": helper_seed,
-            "records": [steps.fingerprint(r) for r in (train_rec, val_rec, test_rec)],
-        },
-        make_helper_losses,
+    # 4. the helper on the helper pool only (cached as its loss features); the target's losses
+    helper_losses, helper_info = _helper_losses(
+        steps, modality.take(synth, split.helper_pool), records, labels, seed=seed, settings=settings
     )
-    helper_info = _read_info(helper_losses)
-    target_losses = {
-        name: _loss(modality, target, rec, n, f"mia loss ({name})")
-        for name, rec, n in zip(
-            ("train", "val", "test"), (train_rec, val_rec, test_rec), sizes_n, strict=True
-        )
-    }
+    target_losses = _losses(modality, target, records, labels, "mia")
 
     # 5. the classifiers, selected on validation by the bound (cached as their scores)
-    classifiers: dict[str, Any] = {}
     test_scores: dict[str, NDArray[np.float64]] = {}
+    classifiers: dict[str, Any] = {}
     for role, losses in (("mia", target_losses), ("baseline", helper_losses)):
-        sc, info = steps.scores(
-            role,
-            ScorerData(train_rec, np.asarray(losses["train"]), y_train),
-            ScorerData(val_rec, np.asarray(losses["val"]), y_val),
-            ScorerData(test_rec, np.asarray(losses["test"]), y_test),
-            seed=derive_seed(seed, purpose=f"panoramia/scorer-{role}"),
-            criterion=criterion,
-            beta=beta,
-            scorer_settings=settings.get("scorer"),
-        )
-        classifiers[role] = info
-        test_scores[role] = sc
-
-    # 5. measurement
-    audit = panoramia_audit(test_scores["mia"], test_scores["baseline"], y_test, beta=beta)
-    _, info_mia = panoramia_lb(test_scores["mia"], y_test, beta_per_test=beta / 2)
-    _, info_base = panoramia_lb(test_scores["baseline"], y_test, beta_per_test=beta / 2)
-    bounds = {
-        "c_lb": float(audit.extra["c_lower_bound"]),
-        "c_plus_eps_lb": float(audit.extra["c_plus_epsilon_lower_bound"]),
-        "eps_tilde": float(audit.extra["epsilon_tilde"]),
-        "n_thresholds": int(info_mia["n_thresholds"]),
-        "beta_per_threshold": float(info_mia["beta_per_threshold"]),
-        "mia": {"r": int(info_mia["r"]), "v": int(info_mia["v"])},
-        "baseline": {"r": int(info_base["r"]), "v": int(info_base["v"])},
-    }
-    curves = {
-        role: panoramia_curve(test_scores[role], y_test, beta_per_test=beta / 2)
-        for role in ("mia", "baseline")
-    }
-    comparisons: dict[str, Any] = {"rmrn": None, "o1": None}
-    classifiers["rmrn"] = None
-    real: _RealComparison | None = None
-    if non_members is not None:
-        real = _compare_real(
-            steps, target, members, non_members, split.members, sizes,
-            seed=seed, beta=beta, criterion=criterion, scorer_settings=settings.get("scorer"),
+        test_scores[role], classifiers[role] = _scores(
+            steps, role, records, labels, losses,
+            seed=seed, criterion=criterion, beta=beta, settings=settings,
         )  # fmt: skip
-        comparisons = {"rmrn": real.rmrn, "o1": real.o1}
-        classifiers["rmrn"] = real.classifier
+
+    # 6. measurement, and the comparisons on the same target
+    audit, bounds, curves = _measure(test_scores, y_test, beta)
+    real = None if non_members is None else _compare_real(
+        steps, target, members, non_members, split.members, sizes,
+        seed=seed, beta=beta, criterion=criterion, scorer_settings=settings.get("scorer"),
+    )  # fmt: skip
+    comparisons = {"rmrn": None if real is None else real.rmrn, "o1": None if real is None else real.o1}
+    classifiers["rmrn"] = None if real is None else real.classifier
+    if real is not None:
         curves["rmrn"] = real.curve
-    n_test_members = int(y_test.sum())
-    result_sizes = {
-        "n_known_members": len(member_ids),
-        "n_generator_train": len(split.generator),
-        "n_audit_members": len(split.members),
-        "n_synthetic": len(split.synthetic),
-        "n_helper_pool": len(split.helper_pool),
-        "n_audit_synthetic": len(split.audit_synthetic),
-        "n_classifier_train": int(y_train.size),
-        "n_validation": int(y_val.size),
-        "m": int(y_test.size),
-        "n_test_members": n_test_members,
-        "n_test_synthetic": int(y_test.size) - n_test_members,
-    }
     table = ScoreTable(
         record_ids=np.asarray(split.test_ids),
         member=y_test,
-        scores={
-            "panoramia-mia": test_scores["mia"],
-            "panoramia-baseline": test_scores["baseline"],
-        },
+        scores={f"panoramia-{role}": sc for role, sc in test_scores.items()},
     )
     return PanoramiaResult(
         modality=modality.name,
         seed=int(seed),
         confidence=1.0 - beta,
-        sizes=result_sizes,
+        sizes=_result_sizes(len(member_ids), split, labels),
         bounds=bounds,
         comparisons=comparisons,
         curves=curves,
-        generator={
-            **dict(settings.get("generator", {})),
-            "n_train": len(split.generator),
-            "n_sampled": len(split.synthetic),
-            **generator_info,
-        },
-        helper={
-            **dict(settings.get("helper", {})),
-            "n_train": len(split.helper_pool),
-            **helper_info,
-        },
+        generator=_section(
+            settings, "generator", generator_info, n_train=len(split.generator),
+            n_sampled=len(split.synthetic),
+        ),
+        helper=_section(settings, "helper", helper_info, n_train=len(split.helper_pool)),
         classifiers=classifiers,
         split=split,
         notes=NOTES,
