@@ -26,6 +26,12 @@ default.
 (``bench_image_targets``) and ``benchmarks/_panoramia_text.py`` (``bench_text_targets``),
 imported when asked for; a missing file is reported, not an error of the others.
 
+After the table of means it prints issue 14's two claims per modality as seed-paired tests
+(:func:`paired_claims`): eps_tilde - RM;RN on each non-private target ("EXCEEDS RM;RN" when
+the one-sided 95% Student-t lower limit of the mean difference is above 0, else "at or below
+RM;RN within noise"), and eps_tilde(most epochs) - eps_tilde(fewest) per seed ("grows" when
+that lower limit is above 0). With three seeds these tests are weak; more seeds settle them.
+
 ``--json PATH`` writes a list of targets, each with exactly the keys ``modality``,
 ``epochs``, ``dp_epsilon`` (null when not private), ``seed``, ``c_lb``, ``c_plus_eps_lb``,
 ``eps_tilde``, ``eps_rmrn``, ``eps_o1``; everything else is printed.
@@ -173,7 +179,8 @@ def _external(module: str, function: str) -> Any:
 
 
 def summarise(rows: list[dict[str, Any]]) -> None:
-    """Mean +- sd over seeds per (modality, epochs, dp) group."""
+    """Mean +- sd over seeds per (modality, epochs, dp) group, then the two claims of issue
+    14 per modality, tested over seeds (:func:`paired_claims`)."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault((r["modality"], r["epochs"], r["dp_epsilon"] is not None), []).append(r)
@@ -186,6 +193,68 @@ def summarise(rows: list[dict[str, Any]]) -> None:
             v = np.array([r[k] for r in g], dtype=float)
             cells.append(f"{v.mean():.3f}+-{v.std():.3f}")
         print(f"{mod:<9} {ep!s:>6}  {'y' if is_dp else 'n'}  {len(g)}  " + "  ".join(cells))
+    for line in paired_claims(rows):
+        print(line)
+
+
+def _mean_se(d: np.ndarray) -> tuple[float, float, float]:
+    """Mean, standard error (sd with ddof 1 over sqrt(n)) and the one-sided 95% Student-t
+    lower confidence limit of the mean (``-inf`` with fewer than two values)."""
+    from scipy import stats
+
+    n = d.size
+    if n < 2:
+        return float(d.mean()), float("nan"), float("-inf")
+    se = float(d.std(ddof=1) / np.sqrt(n))
+    return float(d.mean()), se, float(d.mean() - stats.t.ppf(0.95, n - 1) * se)
+
+
+def paired_claims(rows: list[dict[str, Any]]) -> list[str]:
+    """Issue 14's two claims per modality, each tested on seed-paired differences.
+
+    * "eps_tilde stays at or below RM;RN within noise": per non-private target,
+      d = eps_tilde - eps_rmrn (same target, same seed); the claim fails when the one-sided
+      95% Student-t lower limit of mean(d) is above 0 (eps_tilde exceeds RM;RN by more
+      than the seed-to-seed noise).
+    * "eps_tilde grows with overfitting": per seed, g = eps_tilde(most epochs) -
+      eps_tilde(fewest epochs); it grows when the lower limit of mean(g) is above 0.
+    Returns printable lines (the verdicts say what was tested and on how many seeds).
+    """
+    out: list[str] = []
+    by_mod: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r["dp_epsilon"] is None and r["eps_rmrn"] is not None:
+            by_mod.setdefault(r["modality"], []).append(r)
+    for mod, g in by_mod.items():
+        d = np.array([r["eps_tilde"] - r["eps_rmrn"] for r in g], dtype=float)
+        mean, se, lo = _mean_se(d)
+        verdict = "EXCEEDS RM;RN" if lo > 0 else "at or below RM;RN within noise"
+        out.append(
+            f"{mod}: eps_tilde - RM;RN over {d.size} targets = {mean:+.3f} +- {se:.3f} (SE);"
+            f" one-sided 95% lower limit {lo:+.3f}: {verdict}"
+        )
+        epochs = sorted({r["epochs"] for r in g})
+        if len(epochs) < 2:
+            continue
+        lo_e, hi_e = epochs[0], epochs[-1]
+        per_seed = {(r["seed"], r["epochs"]): r["eps_tilde"] for r in g}
+        gains = np.array(
+            [
+                per_seed[(s, hi_e)] - per_seed[(s, lo_e)]
+                for s in sorted({r["seed"] for r in g})
+                if (s, hi_e) in per_seed and (s, lo_e) in per_seed
+            ],
+            dtype=float,
+        )
+        if gains.size == 0:
+            continue
+        mean, se, lo = _mean_se(gains)
+        verdict = "grows" if lo > 0 else "growth not established"
+        out.append(
+            f"{mod}: eps_tilde({hi_e}) - eps_tilde({lo_e}) over {gains.size} seeds ="
+            f" {mean:+.3f} +- {se:.3f} (SE); one-sided 95% lower limit {lo:+.3f}: {verdict}"
+        )
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,60 @@
+"""The seed-paired verdicts that ``benchmarks/bench_panoramia.py`` prints for issue 14's claims."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("torch")  # the benchmark module imports the torch trainer
+
+
+def _bench() -> Any:
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_panoramia.py"
+    spec = importlib.util.spec_from_file_location("_bench_panoramia_under_test", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _rows(values: dict[tuple[int, int], tuple[float, float]]) -> list[dict[str, Any]]:
+    """(seed, epochs) -> (eps_tilde, eps_rmrn) as benchmark rows."""
+    return [
+        {"modality": "tabular", "epochs": e, "dp_epsilon": None, "seed": s, "c_lb": 0.0,
+         "c_plus_eps_lb": t, "eps_tilde": t, "eps_rmrn": r, "eps_o1": r}
+        for (s, e), (t, r) in values.items()
+    ]  # fmt: skip
+
+
+def test_claims_accept_growth_below_rmrn() -> None:
+    vals = {
+        (0, 10): (0.00, 0.02), (0, 200): (0.50, 0.70),
+        (1, 10): (0.01, 0.00), (1, 200): (0.55, 0.60),
+        (2, 10): (0.00, 0.01), (2, 200): (0.45, 0.65),
+    }  # fmt: skip
+    below, grows = _bench().paired_claims(_rows(vals))
+    assert "over 6 targets" in below and "at or below RM;RN within noise" in below
+    assert "over 3 seeds" in grows and grows.endswith(": grows")
+
+
+def test_claims_flag_eps_tilde_above_rmrn_and_no_growth() -> None:
+    vals = {
+        (0, 10): (0.40, 0.00), (0, 200): (0.41, 0.10),
+        (1, 10): (0.50, 0.05), (1, 200): (0.20, 0.02),
+        (2, 10): (0.45, 0.00), (2, 200): (0.30, 0.01),
+    }  # fmt: skip
+    below, grows = _bench().paired_claims(_rows(vals))
+    assert "EXCEEDS RM;RN" in below
+    assert "growth not established" in grows
+
+
+def test_claims_skip_private_targets_and_missing_comparisons() -> None:
+    rows = _rows({(0, 10): (0.0, 0.0), (0, 50): (0.1, 0.2)})
+    rows.append({**rows[0], "dp_epsilon": 1.0, "eps_tilde": 9.0})
+    rows.append({**rows[0], "modality": "image", "eps_rmrn": None})
+    lines = _bench().paired_claims(rows)
+    assert len(lines) == 2 and all(line.startswith("tabular:") for line in lines)
+    assert "over 2 targets" in lines[0] and "over 1 seeds" in lines[1]
