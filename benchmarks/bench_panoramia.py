@@ -261,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--modality", choices=("tabular", "image", "text", "all"), default="tabular")
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument(
+        "--first-seed", type=int, default=0, help="seeds first..first+N-1 (to extend a run)"
+    )
     ap.add_argument("--epochs", default="10,50,200", help="tabular targets' epochs")
     ap.add_argument("--pool", type=int, default=8000, help="Adult records per seed")
     ap.add_argument("--scorer-iter", type=int, default=100, help="boosting iterations")
@@ -279,14 +282,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="image: the quick size")
     ap.add_argument("--threads", type=int, default=1, help="torch / BLAS / OpenMP threads")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument(
+        "--combine",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="run nothing: read these --json files (e.g. --first-seed runs), print their table and"
+        " claims, and with --json write them as one list",
+    )
     args = ap.parse_args(argv)
+    if args.combine is not None:
+        rows = [r for p in args.combine for r in json.loads(p.read_text())]
+        summarise(rows)
+        if args.json is not None:
+            args.json.write_text(json.dumps(rows, indent=2))
+            print(f"wrote {args.json}")
+        return 0
     import torch
     from threadpoolctl import threadpool_limits
 
     # one thread: two torch threads on a shared 2-core machine spin (up to 20x slower)
     torch.set_num_threads(args.threads)
     threadpool_limits(args.threads)
-    seeds = list(range(args.seeds))
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     epochs = [int(e) for e in args.epochs.split(",") if e.strip()]
     rows: list[dict[str, Any]] = []
     t0 = time.perf_counter()

@@ -58,3 +58,17 @@ def test_claims_skip_private_targets_and_missing_comparisons() -> None:
     lines = _bench().paired_claims(rows)
     assert len(lines) == 2 and all(line.startswith("tabular:") for line in lines)
     assert "over 2 targets" in lines[0] and "over 1 seeds" in lines[1]
+
+
+def test_combine_reads_runs_of_disjoint_seeds_as_one(tmp_path: Path, capsys: Any) -> None:
+    import json
+
+    first = _rows({(0, 10): (0.0, 0.0), (0, 200): (0.5, 0.7), (1, 10): (0.0, 0.0)})
+    second = _rows({(1, 200): (0.6, 0.6), (2, 10): (0.0, 0.1), (2, 200): (0.4, 0.5)})
+    a, b, out = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "all.json"
+    a.write_text(json.dumps(first))
+    b.write_text(json.dumps(second))
+    assert _bench().main(["--combine", str(a), str(b), "--json", str(out)]) == 0
+    assert json.loads(out.read_text()) == first + second
+    printed = capsys.readouterr().out
+    assert "over 6 targets" in printed and "over 3 seeds" in printed
