@@ -26,13 +26,13 @@ flags BayNet's inconsistent labels; the helper, trained on synthetic data, canno
 ``--threads 1``): eps_tilde is only meaningful when the baseline is strong, i.e. c_lb tight
 (paper Sec. 4.2 and 5.1, "the baseline has enough training data"). At pool 8000 (m = 1000, the
 old default) the baseline's c_lb averaged 0.14 and, over 10 seeds (``--seeds 10
---null-check``, 350 s), eps_tilde - RM;RN = +0.114 +- 0.045 (SE), one-sided 95% lower limit
-+0.036: EXCEEDS RM;RN (eps_tilde 0.025 / 0.199 / 0.263 at 10 / 50 / 200 epochs, RM;RN 0.000 /
+--null-check``, 350 s), clipped eps_tilde - RM;RN = +0.114 +- 0.045 (SE), one-sided 95% lower
+limit +0.036: EXCEEDS RM;RN (eps_tilde 0.025 / 0.199 / 0.263 at 10 / 50 / 200 epochs, RM;RN 0.000 /
 0.013 / 0.133), although eps_tilde grew (+0.237 +- 0.079). At pool 24000 (m = 3000) c_lb
 averages 0.72-0.82, and over 10 seeds (``--seeds 6`` 892 s plus ``--seeds 4 --first-seed 6``
 676 s, joined with ``--combine``): eps_tilde 0.083 / 0.168 / 0.214, RM;RN 0.000 / 0.020 / 0.245,
-O(1) 0.013 / 0.434 / 0.717, c_lb 0.82 / 0.76 / 0.73; eps_tilde - RM;RN = +0.067 +- 0.047, lower
-limit -0.013: at or below RM;RN within noise; eps_tilde(200) - eps_tilde(10) = +0.131 +- 0.098,
+O(1) 0.013 / 0.434 / 0.717, c_lb 0.82 / 0.76 / 0.73; ({c+eps}_lb - c_lb) - RM;RN = +0.001 +-
+0.060 (clipped: +0.067 +- 0.047), lower limit -0.101: at or below RM;RN within noise; eps_tilde(200) - eps_tilde(10) = +0.131 +- 0.098,
 lower limit -0.047: growth NOT established (the means grow, the seeds disagree). DP-SGD (eps
 0.999) eps_tilde 0.074 +- 0.101; null targets 0.048 / 0 / 0.195 / 0 / 0.310 / 0.180 / 0 / 0.102
 / 0 / 0.059. So one target's eps_tilde carries noise of sd ~0.2 at m = 3000 (its two bounds
@@ -46,7 +46,8 @@ many seeds, never one.
 imported when asked for; a missing file is reported, not an error of the others.
 
 After the table of means it prints issue 14's two claims per modality as seed-paired tests
-(:func:`paired_claims`): eps_tilde - RM;RN on each non-private target ("EXCEEDS RM;RN" when
+(:func:`paired_claims`): ({c+eps}_lb - c_lb) - RM;RN, PANORAMIA's gap unclipped (eps_tilde
+clipped at 0 is biased up by noise), on each non-private target ("EXCEEDS RM;RN" when
 the one-sided 95% Student-t lower limit of the mean difference is above 0, else "at or below
 RM;RN within noise"), and eps_tilde(most epochs) - eps_tilde(fewest) per seed ("grows" when
 that lower limit is above 0). With three seeds these tests are weak; more seeds settle them.
@@ -232,9 +233,13 @@ def paired_claims(rows: list[dict[str, Any]]) -> list[str]:
     """Issue 14's two claims per modality, each tested on seed-paired differences.
 
     * "eps_tilde stays at or below RM;RN within noise": per non-private target,
-      d = eps_tilde - eps_rmrn (same target, same seed); the claim fails when the one-sided
-      95% Student-t lower limit of mean(d) is above 0 (eps_tilde exceeds RM;RN by more
-      than the seed-to-seed noise).
+      d = ({c+eps}_lb - c_lb) - eps_rmrn (same target, same seed), with PANORAMIA's gap
+      *unclipped*: eps_tilde = max(0, gap) is above 0 on average whenever the gap is noisy,
+      so on targets that do not leak (RM;RN = 0) a test of the clipped value would call
+      pure noise "exceeds" once there are enough seeds (measured on MNIST: clipped +0.029 +-
+      0.014 over 15 targets, unclipped gaps -0.16 on average). The claim fails when the
+      one-sided 95% Student-t lower limit of mean(d) is above 0 (PANORAMIA's gap exceeds
+      RM;RN by more than the seed-to-seed noise).
     * "eps_tilde grows with overfitting": per seed, g = eps_tilde(most epochs) -
       eps_tilde(fewest epochs); it grows when the lower limit of mean(g) is above 0.
     Returns printable lines (the verdicts say what was tested and on how many seeds).
@@ -245,12 +250,14 @@ def paired_claims(rows: list[dict[str, Any]]) -> list[str]:
         if r["dp_epsilon"] is None and r["eps_rmrn"] is not None:
             by_mod.setdefault(r["modality"], []).append(r)
     for mod, g in by_mod.items():
-        d = np.array([r["eps_tilde"] - r["eps_rmrn"] for r in g], dtype=float)
+        d = np.array([r["c_plus_eps_lb"] - r["c_lb"] - r["eps_rmrn"] for r in g], dtype=float)
         mean, se, lo = _mean_se(d)
         verdict = "EXCEEDS RM;RN" if lo > 0 else "at or below RM;RN within noise"
+        clipped = float(np.mean([r["eps_tilde"] - r["eps_rmrn"] for r in g]))
         out.append(
-            f"{mod}: eps_tilde - RM;RN over {d.size} targets = {mean:+.3f} +- {se:.3f} (SE);"
-            f" one-sided 95% lower limit {lo:+.3f}: {verdict}"
+            f"{mod}: ({{c+eps}}_lb - c_lb) - RM;RN over {d.size} targets = {mean:+.3f} +-"
+            f" {se:.3f} (SE); one-sided 95% lower limit {lo:+.3f}: {verdict}"
+            f" (clipped eps_tilde - RM;RN: mean {clipped:+.3f})"
         )
         epochs = sorted({r["epochs"] for r in g})
         if len(epochs) < 2:

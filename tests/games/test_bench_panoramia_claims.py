@@ -6,6 +6,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 pytest.importorskip("torch")  # the benchmark module imports the torch trainer
@@ -72,3 +73,20 @@ def test_combine_reads_runs_of_disjoint_seeds_as_one(tmp_path: Path, capsys: Any
     assert json.loads(out.read_text()) == first + second
     printed = capsys.readouterr().out
     assert "over 6 targets" in printed and "over 3 seeds" in printed
+
+
+def test_below_rmrn_is_tested_on_the_unclipped_gap() -> None:
+    # no leakage anywhere: RM;RN 0, PANORAMIA's gap noisy around -0.1, so eps_tilde =
+    # max(0, gap) is > 0 on some targets; the clipped mean is above 0 with a small SE
+    gaps = [-0.30, 0.05, -0.20, 0.08, -0.25, 0.06, -0.15, 0.04, -0.35, 0.07, -0.10, 0.05]
+    rows = []
+    for i, gap in enumerate(gaps):
+        rows.append(
+            {"modality": "image", "epochs": 2 + 38 * (i % 2), "dp_epsilon": None, "seed": i // 2,
+             "c_lb": 1.5, "c_plus_eps_lb": 1.5 + gap, "eps_tilde": max(0.0, gap),
+             "eps_rmrn": 0.0, "eps_o1": 0.0}
+        )  # fmt: skip
+    below = _bench().paired_claims(rows)[0]
+    assert "at or below RM;RN within noise" in below
+    assert "clipped eps_tilde - RM;RN: mean +0.029" in below
+    assert _bench()._mean_se(np.array([max(0.0, g) for g in gaps]))[2] > 0  # clipped would fail
