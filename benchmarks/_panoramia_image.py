@@ -23,7 +23,10 @@ target, so eps_tilde has nothing to grow toward. Its positive values (0.10-0.16 
 of five 2-epoch targets) are the clipped noise of {c+eps}_lb - c_lb (standard deviation
 0.18-0.30 over seeds even with the MIA and the baseline sharing their scorer seed), which
 the seed-paired test reports as "EXCEEDS RM;RN" (+0.029 +- 0.014 over 15 targets). O(1)
-also guesses non-members (the misclassified images) and reaches 0.74 on one target.
+also guesses non-members (the misclassified images) and reaches 0.74 on one target. A
+leakier target (``--n-images 2000 --channels 32``, 200 epochs, seed 0, m = 250): RM;RN 0,
+O(1) 0.52, eps_tilde 0.23 -- and 0.13 on the same recipe trained on the other half (a
+target that never saw the "members"), so that too is mostly noise at c_lb = 2.35.
 
 Run on its own (prints one line per target, then the wall time)::
 
