@@ -9,6 +9,25 @@ the target's whole training set (half to the VAE, half to the audit), the real
 non-members (RM;RN and O(1) comparisons) the other half of the images. One dict per
 target with exactly the keys of the issue.
 
+Measured (``bench_panoramia.py --modality image --seeds 5``: 3,000 training images, 8
+channels, m = 750, 95% confidence; 1285 s with one torch thread on a shared 2-core
+machine at load ~3), means over seeds of c_lb / {c+eps}_lb / eps_tilde / RM;RN / O(1):
+2 epochs 1.71 / 1.71 / 0.08 / 0 / 0; 10 epochs 1.71 / 1.45 / 0 / 0 / 0.09; 40 epochs
+1.66 / 1.45 / 0.01 / 0 / 0.18. Issue 14's two claims do not hold on these targets, and
+cannot at this data size: they leak almost nothing on the member side, the only side
+PANORAMIA's and RM;RN's one-sided tests use. The target's loss separates members from
+real non-members with AUC 0.51-0.52 (0.56 with 1,000 training images, 32 channels, 200
+epochs), and the 1-20% lowest losses are members with precision 0.43-0.56, also when the
+loss is calibrated by a reference CNN trained on other real images; RM;RN is 0 on every
+target, so eps_tilde has nothing to grow toward. Its positive values (0.10-0.16 on three
+of five 2-epoch targets) are the clipped noise of {c+eps}_lb - c_lb (standard deviation
+0.18-0.30 over seeds even with the MIA and the baseline sharing their scorer seed), which
+the seed-paired test reports as "EXCEEDS RM;RN" (+0.029 +- 0.014 over 15 targets). O(1)
+also guesses non-members (the misclassified images) and reaches 0.74 on one target. A
+leakier target (``--n-images 2000 --channels 32``, 200 epochs, seed 0, m = 250): RM;RN 0,
+O(1) 0.52, eps_tilde 0.23 -- and 0.13 on the same recipe trained on the other half (a
+target that never saw the "members"), so that too is mostly noise at c_lb = 2.35.
+
 Run on its own (prints one line per target, then the wall time)::
 
     .venv/bin/python benchmarks/_panoramia_image.py [--seeds 1] [--epochs 2,40] [--quick]

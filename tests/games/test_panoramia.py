@@ -337,3 +337,44 @@ def test_store_needs_record_arrays(tmp_path: Any) -> None:
     target = FixtureTarget(frozenset(pop.ids), eps=1.0, seed=0)
     with pytest.raises(InvalidInputError, match="records_to_arrays"):
         run_panoramia(NoArrays(0.3), target, pop, seed=0, store=ArtifactStore(tmp_path))
+
+
+class TwinNoisyModality(FixtureModality):
+    """The helper IS the target (same loss features everywhere) and every scorer adds
+    seeded noise per record: with common random numbers the MIA and the baseline are
+    the same classifier, so eps_tilde is exactly 0; with a seed per role it would not be."""
+
+    def __init__(self, lam: float, target: FixtureTarget) -> None:
+        super().__init__(lam)
+        self.target = target
+        self.scorer_seeds: list[int] = []
+
+    def fit_helper(self, records: FixtureRecords, *, seed: int) -> Any:
+        return self.target
+
+    def fit_scorer(self, train: Any, val: Any, *, seed: int, criterion: Any) -> Any:
+        self.scorer_seeds.append(seed)
+        base = super().fit_scorer(train, val, seed=seed, criterion=criterion)
+
+        class Noisy:
+            info = base.info
+
+            def score(self, records: FixtureRecords, loss: Any) -> Any:
+                noise = np.random.default_rng(seed).standard_normal(len(records.ids))
+                return base.score(records, loss) + noise
+
+        return Noisy()
+
+
+def test_mia_and_baseline_share_the_scorer_seed() -> None:
+    pop = fixture_population(2000, seed=6)
+    non = fixture_population(1000, seed=7, prefix="non")
+    target = FixtureTarget(frozenset(pop.ids), eps=2.0, seed=3)
+    mod = TwinNoisyModality(0.3, target)
+    res = run_panoramia(mod, target, pop, non_members=non, seed=4)
+    # MIA, baseline and RM;RN: one seed (same initial weights and batch order)
+    assert len(mod.scorer_seeds) == 3 and len(set(mod.scorer_seeds)) == 1
+    mia, base = res.scores.scores["panoramia-mia"], res.scores.scores["panoramia-baseline"]
+    assert mia.tobytes() == base.tobytes()
+    assert res.c_lb == res.c_plus_eps_lb > 0
+    assert res.eps_tilde == 0.0

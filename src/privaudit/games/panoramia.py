@@ -19,7 +19,11 @@ The game (paper Section 3, Definition 2; Algorithm 1), as a composition of steps
    classifiers (``val_fraction`` of each held out for model selection).
 5. **Classifiers**: the MIA sees ``(x, loss of f on x)``, the baseline ``(x, loss of h
    on x)``; each is selected on the validation split by :func:`selection_criterion`
-   (the PANORAMIA bound itself at ``beta/2``, ties broken by the validation AUC).
+   (the PANORAMIA bound itself at ``beta/2``, ties broken by the validation AUC). They
+   differ in nothing else: same training and validation records, same scorer seed
+   (:data:`SCORER_PURPOSE`: same initial weights, same batch order; RM;RN's classifier
+   too), so that the training noise of ``c_lb`` and ``{c+eps}_lb`` is shared (common
+   random numbers) instead of adding up in their difference ``eps_tilde``.
 6. **Measurement**: continuous scores on the test slots ->
    :func:`privaudit.audit.panoramia.panoramia_audit` (``c_lb``, ``{c+eps}_lb``,
    ``eps_tilde = max(0, {c+eps}_lb - c_lb)``, the paper's sign), the per-threshold
@@ -75,6 +79,7 @@ if TYPE_CHECKING:
     from privaudit.runtime.store import ArtifactStore
 
 __all__ = [
+    "SCORER_PURPOSE",
     "SYNTHETIC_PREFIX",
     "Modality",
     "PanoramiaResult",
@@ -92,16 +97,18 @@ __all__ = [
     "split_members",
 ]
 
+#: ``derive_seed(seed, purpose=SCORER_PURPOSE)`` seeds every classifier of a run (MIA,
+#: baseline, RM;RN): common random numbers, so that the MIA and the baseline differ only
+#: in whose loss features they see.
+SCORER_PURPOSE = "panoramia/scorer"
+
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
-
 
 
 # --------------------------------------------------------------------------------------
 # sizes, data and the modality protocol (the interfaces of pano_api.md section 2)
 # --------------------------------------------------------------------------------------
-
-
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,8 +164,6 @@ class Modality(Protocol[R]):
     ) -> Scorer[R]: ...
 
     def settings(self) -> dict[str, Any]: ...
-
-
 
 
 # --------------------------------------------------------------------------------------
@@ -368,7 +373,7 @@ def _compare_real(
         ScorerData(tr, _loss(modality, target, tr, y_tr.size, "rmrn loss (train)"), y_tr),
         ScorerData(va, _loss(modality, target, va, y_va.size, "rmrn loss (validation)"), y_va),
         ScorerData(te, loss_te, y_te),
-        seed=derive_seed(seed, purpose="panoramia/scorer-rmrn"),
+        seed=derive_seed(seed, purpose=SCORER_PURPOSE),
         criterion=criterion,
         beta=beta,
         scorer_settings=scorer_settings,
@@ -495,7 +500,8 @@ def _scores(
     settings: Mapping[str, Any],
 ) -> tuple[NDArray[np.float64], dict[str, Any]]:
     """``role``'s classifier (records + these loss features), selected on validation by
-    ``criterion``: its continuous scores on the test slots and its selection record."""
+    ``criterion``: its continuous scores on the test slots and its selection record.
+    Every role gets the same seed (:data:`SCORER_PURPOSE`, common random numbers)."""
     train, val, test = (
         ScorerData(rec, np.asarray(losses[name]), lab)
         for name, rec, lab in zip(_PARTS, records, labels, strict=True)
@@ -505,7 +511,7 @@ def _scores(
         train,
         val,
         test,
-        seed=derive_seed(seed, purpose=f"panoramia/scorer-{role}"),
+        seed=derive_seed(seed, purpose=SCORER_PURPOSE),
         criterion=criterion,
         beta=beta,
         scorer_settings=settings.get("scorer"),
@@ -632,7 +638,12 @@ def run_panoramia(
 
     # 4. the helper on the helper pool only (cached as its loss features); the target's losses
     helper_losses, helper_info = _helper_losses(
-        steps, modality.take(synth, split.helper_pool), records, labels, seed=seed, settings=settings
+        steps,
+        modality.take(synth, split.helper_pool),
+        records,
+        labels,
+        seed=seed,
+        settings=settings,
     )
     target_losses = _losses(modality, target, records, labels, "mia")
 
@@ -651,7 +662,10 @@ def run_panoramia(
         steps, target, members, non_members, split.members, sizes,
         seed=seed, beta=beta, criterion=criterion, scorer_settings=settings.get("scorer"),
     )  # fmt: skip
-    comparisons = {"rmrn": None if real is None else real.rmrn, "o1": None if real is None else real.o1}
+    comparisons = {
+        "rmrn": None if real is None else real.rmrn,
+        "o1": None if real is None else real.o1,
+    }
     classifiers["rmrn"] = None if real is None else real.classifier
     if real is not None:
         curves["rmrn"] = real.curve
@@ -669,7 +683,10 @@ def run_panoramia(
         comparisons=comparisons,
         curves=curves,
         generator=_section(
-            settings, "generator", generator_info, n_train=len(split.generator),
+            settings,
+            "generator",
+            generator_info,
+            n_train=len(split.generator),
             n_sampled=len(split.synthetic),
         ),
         helper=_section(settings, "helper", helper_info, n_train=len(split.helper_pool)),
