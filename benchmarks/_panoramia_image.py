@@ -21,8 +21,10 @@ epochs), and the 1-20% lowest losses are members with precision 0.43-0.56, also 
 loss is calibrated by a reference CNN trained on other real images; RM;RN is 0 on every
 target, so eps_tilde has nothing to grow toward. Its positive values (0.10-0.16 on three
 of five 2-epoch targets) are the clipped noise of {c+eps}_lb - c_lb (standard deviation
-0.18-0.30 over seeds even with the MIA and the baseline sharing their scorer seed), which
-the seed-paired test reports as "EXCEEDS RM;RN" (+0.029 +- 0.014 over 15 targets). O(1)
+0.18-0.30 over seeds even with the MIA and the baseline sharing their scorer seed): the
+clipped eps_tilde - RM;RN is +0.029 +- 0.014 over 15 targets, the unclipped gap
+({c+eps}_lb - c_lb) - RM;RN that ``paired_claims`` tests -0.158 +- 0.064, "at or below RM;RN
+within noise"; eps_tilde(40) - eps_tilde(2) -0.072 +- 0.038, "growth not established". O(1)
 also guesses non-members (the misclassified images) and reaches 0.74 on one target. A
 leakier target (``--n-images 2000 --channels 32``, 200 epochs, seed 0, m = 250): RM;RN 0,
 O(1) 0.52, eps_tilde 0.23 -- and 0.13 on the same recipe trained on the other half (a

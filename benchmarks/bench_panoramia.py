@@ -46,7 +46,7 @@ many seeds, never one.
 imported when asked for; a missing file is reported, not an error of the others. MNIST
 CNN targets (measured, 5 seeds; figures in ``_panoramia_image.py``) leak too little on the
 member side for any one-sided bound: RM;RN is 0 on every target, eps_tilde 0-0.16 (clipped
-noise), so neither image claim holds there.
+noise): it stays within noise of RM;RN but has nothing to grow toward.
 
 After the table of means it prints issue 14's two claims per modality as seed-paired tests
 (:func:`paired_claims`): ({c+eps}_lb - c_lb) - RM;RN, PANORAMIA's gap unclipped (eps_tilde
