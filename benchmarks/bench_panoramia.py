@@ -25,10 +25,14 @@ flags BayNet's inconsistent labels; the helper, trained on synthetic data, canno
 **Why pool 24000** (measured; lead, 2-core machine shared with two other jobs, load ~3,
 ``--threads 1``): eps_tilde is only meaningful when the baseline is strong, i.e. c_lb tight
 (paper Sec. 4.2 and 5.1, "the baseline has enough training data"). At pool 8000 (m = 1000, the
-old default) the baseline's c_lb averaged 0.14 and, over 10 seeds (``--seeds 10
---null-check``, 350 s), clipped eps_tilde - RM;RN = +0.114 +- 0.045 (SE), one-sided 95% lower
-limit +0.036: EXCEEDS RM;RN (eps_tilde 0.025 / 0.199 / 0.263 at 10 / 50 / 200 epochs, RM;RN 0.000 /
-0.013 / 0.133), although eps_tilde grew (+0.237 +- 0.079). At pool 24000 (m = 3000) c_lb
+old default) the baseline is not strong: its c_lb averages 0.14-0.17 (10 seeds, ``--seeds 10
+--null-check --pool 8000``, 441 s), against 0.77-0.83 at pool 24000 for a generator trained on
+more data. Its verdicts: eps_tilde 0.033 / 0.084 / 0.178 at 10 / 50 / 200 epochs, RM;RN 0.000 /
+0.042 / 0.096, O(1) 0.049 / 0.390 / 0.624; ({c+eps}_lb - c_lb) - RM;RN = +0.036 +- 0.023, lower
+limit -0.003: within noise, by a hair; growth +0.145 +- 0.032: grows. (The same command in the
+previous session's virtual environment gave clipped eps_tilde - RM;RN +0.114 +- 0.045: EXCEEDS;
+eps_tilde 0.025 / 0.199 / 0.263; the targets themselves differed (O(1) at 50 epochs 0.371), a
+difference not traced further.) At pool 24000 (m = 3000) c_lb
 averages 0.77-0.83, and over 20 seeds (``--seeds 6`` 892 s, ``--seeds 4 --first-seed 6`` 676 s,
 ``--seeds 10 --first-seed 10`` 2252 s, all with ``--null-check``, joined with ``--combine``):
 eps_tilde 0.061 / 0.144 / 0.220 at 10 / 50 / 200 epochs, RM;RN 0.000 / 0.029 / 0.225, O(1)
