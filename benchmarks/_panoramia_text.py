@@ -71,10 +71,23 @@ SETTINGS: dict[str, dict[str, Any]] = {
         },
     },
     "smollm2": {
-        "sizes": {"members": 240, "non_members": 120},
-        "chunk_chars": 160,
+        # one ~100-character chunk per 300-character document: 2277 documents, so m ~ 300
+        # coin-flip slots (one chunk per document keeps the slots' membership independent)
+        "doc_chars": 300,
+        "chunk_chars": 120,
+        "sizes": {"members": 530, "non_members": 400},
+        # D_G 132 (G trains on ~106), D_in 398 -> m = 298 PANORAMIA and 298 RM;RN slots;
+        # synthetic pool 597: helper pool 179, D_out 418 (298 test + 120 classifier)
+        "panoramia_sizes": {
+            "generator_fraction": 0.25,
+            "synthetic_per_member": 1.5,
+            "helper_fraction": 0.3,
+            "test_fraction": 0.75,
+        },
         "steps": (10, 30, 80),
-        "recipe": {"batch_size": 8, "learning_rate": 1e-4, "warmup_steps": 3, "max_length": 96},
+        # targets (and helpers) = snapshots of ONE run of the 80-step schedule
+        "snapshots": True,
+        "recipe": {"batch_size": 16, "learning_rate": 1e-4, "warmup_steps": 3, "max_length": 96},
         "generator_recipe": {
             "steps": 30,
             "batch_size": 8,
@@ -84,11 +97,11 @@ SETTINGS: dict[str, dict[str, Any]] = {
         },
         "modality": {
             "top_k": 50,
-            "max_new_tokens": 64,
+            "max_new_tokens": 48,
             "prompt_chars": 24,
             "min_chars": 40,
             "max_chars": 260,
-            "loss_tokens": 64,
+            "loss_tokens": 48,
             "batch_size": 16,
         },
     },
@@ -130,6 +143,45 @@ def _figures(result: Any) -> dict[str, Any]:
     }
 
 
+def bound_cap(m: int, n_members: int, confidence: float = 0.95) -> float:
+    """The largest PANORAMIA bound (``c_lb`` or ``{c+eps}_lb``) any classifier can reach on
+    ``m`` test slots of which ``n_members`` show members: the bound of perfect scores (every
+    member above every non-member) at ``beta/2`` per test. ``c_lb`` at this cap leaves
+    ``eps_tilde = 0`` by construction, whatever the target leaks."""
+    import numpy as np
+
+    from privaudit.audit.panoramia import panoramia_lb
+
+    member = np.arange(m) < n_members
+    lb, _ = panoramia_lb(member.astype(float), member, beta_per_test=(1 - confidence) / 2)
+    return float(lb)
+
+
+def _sizes_line(result: Any) -> str:
+    """m, test members, the cap of the bounds, and per classifier the counts at its bound's
+    threshold (correct / guessed members) and its AUC on the test slots."""
+    from privaudit.games.metrics import auc
+
+    d = result.to_dict()
+    sz, b = d["sizes"], d["bounds"]
+    cap = bound_cap(sz["m"], sz["n_test_members"], d["confidence"])
+    t = result.scores
+    aucs = {k: auc(t.scores[f"panoramia-{k}"], t.member) for k in ("baseline", "mia")}
+    line = (
+        f"m {sz['m']} ({sz['n_test_members']} members; cap of c_lb and {{c+eps}}_lb {cap:.3f}),"
+        f" baseline v/r {b['baseline']['v']}/{b['baseline']['r']} AUC {aucs['baseline']:.3f},"
+        f" MIA v/r {b['mia']['v']}/{b['mia']['r']} AUC {aucs['mia']:.3f}"
+    )
+    rmrn, rs = d["comparisons"].get("rmrn"), result.rmrn_scores
+    if rmrn is not None and rs is not None:
+        (name,) = rs.scores
+        line += (
+            f", RM;RN m {rmrn['m']} v/r {rmrn['v']}/{rmrn['r']}"
+            f" AUC {auc(rs.scores[name], rs.member):.3f}"
+        )
+    return line
+
+
 def bench_text_targets(
     seeds: Sequence[int],
     *,
@@ -157,9 +209,9 @@ def bench_text_targets(
         Replaces entries of ``SETTINGS[...]`` (e.g. ``{"sizes": {...}}`` for a smoke run).
     """
     from privaudit.games.llm import shakespeare_split
-    from privaudit.games.panoramia import run_panoramia
+    from privaudit.games.panoramia import PanoramiaSizes, run_panoramia
     from privaudit.games.panoramia_text import TextModality
-    from privaudit.models.lm_finetune import FineTuneRecipe, finetune
+    from privaudit.models.lm_finetune import FineTuneRecipe, finetune, finetune_snapshots
     from privaudit.runtime.seeds import derive_seed
 
     cfg = {**SETTINGS["tiny" if tiny else "smollm2"], **(overrides or {})}
@@ -170,32 +222,55 @@ def bench_text_targets(
         t0 = time.perf_counter()
         caps = {"members": 1, "non_members": 1}
         chunks, split = shakespeare_split(
-            cfg["sizes"], seed=seed, chunk_chars=cfg["chunk_chars"], chunks_per_document=caps
+            cfg["sizes"],
+            seed=seed,
+            doc_chars=cfg.get("doc_chars", 1200),
+            chunk_chars=cfg["chunk_chars"],
+            chunks_per_document=caps,
         )
         members = chunks.subset(split.chunks["members"])
         non_members = chunks.subset(split.chunks["non_members"])
         base_texts = list(chunks.subset(split.chunks["base"]).texts) if tiny else []
         base = _base_model(cfg, tiny, base_texts, seed)
         say(f"seed {seed}: base {base.name} ready in {time.perf_counter() - t0:.0f} s")
+        snapshots = bool(cfg.get("snapshots", False))
         warmup = min(int(cfg["recipe"]["warmup_steps"]), max(steps))
         first = FineTuneRecipe(**{**cfg["recipe"], "warmup_steps": warmup}, steps=max(steps))
         modality = TextModality(
             base,
             first,
             generator_recipe=FineTuneRecipe(**cfg["generator_recipe"]),
+            snapshot_steps=steps if snapshots else (),
             **cfg["modality"],
         )
+        game_sizes = PanoramiaSizes(**cfg.get("panoramia_sizes", {}))
+        targets: dict[int, Any] = {}
+        if snapshots:
+            # one run of the longest schedule; target k = its snapshot after k steps
+            full = dataclasses.replace(first, seed=derive_seed(seed, purpose="text-target"))
+            t1 = time.perf_counter()
+            targets = finetune_snapshots(base, list(members.texts), full, steps)
+            say(f"seed {seed}: targets {sorted(targets)} in {time.perf_counter() - t1:.0f} s")
         for n_steps in steps:
             t1 = time.perf_counter()
-            recipe = dataclasses.replace(
-                first,
-                steps=n_steps,
-                warmup_steps=min(first.warmup_steps, n_steps),
-                seed=derive_seed(seed, purpose=f"text-target-{n_steps}"),
-            )
-            target = finetune(base, list(members.texts), recipe)
+            if snapshots:
+                recipe = dataclasses.replace(full, stop_after=n_steps)
+                target = targets.pop(n_steps)
+            else:
+                recipe = dataclasses.replace(
+                    first,
+                    steps=n_steps,
+                    warmup_steps=min(first.warmup_steps, n_steps),
+                    seed=derive_seed(seed, purpose=f"text-target-{n_steps}"),
+                )
+                target = finetune(base, list(members.texts), recipe)
             res = run_panoramia(
-                modality.with_recipe(recipe), target, members, non_members=non_members, seed=seed
+                modality.with_recipe(recipe),
+                target,
+                members,
+                non_members=non_members,
+                sizes=game_sizes,
+                seed=seed,
             )
             if results is not None:
                 results.append(res)
@@ -208,6 +283,7 @@ def bench_text_targets(
                 f"{shown['c_plus_eps_lb']} eps_tilde {shown['eps_tilde']} RM;RN "
                 f"{shown['eps_rmrn']} O(1) {shown['eps_o1']} ({time.perf_counter() - t1:.0f} s)"
             )
+            say(f"seed {seed} steps {n_steps}: {_sizes_line(res)}")
     return out
 
 
