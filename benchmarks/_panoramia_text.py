@@ -2,25 +2,49 @@
 
 Per seed: Tiny Shakespeare documents are split into disjoint roles by document
 (:func:`privaudit.games.llm.shakespeare_split`), one chunk per document for the members and
-the real non-members (chunks of one document share membership and are alike). The base LM
-is SmolLM2-135M-Instruct (``smollm2_gguf()``) or, with ``tiny=True``, the tiny byte-level GPT
-pre-trained on a third, disjoint set of documents. Each **target** is the base fine-tuned on
-the member chunks for ``steps`` optimiser steps (more steps = more overfitting); its known
-members are all its training chunks, its real non-members the held-out documents' chunks.
-PANORAMIA (``run_panoramia`` with :class:`~privaudit.games.panoramia_text.TextModality`)
-then audits each target; the generator G (trained on D_G, which depends only on the members
-and the seed) is fitted once per seed and shared by the targets of that seed.
+the real non-members (chunks of one document share membership and are alike, so one chunk
+per document keeps the coin-flip slots independent; SmolLM2 cuts the text into 300-character
+documents, 2277 of them, to have enough). The base LM is SmolLM2-135M-Instruct
+(``smollm2_gguf()``) or, with ``tiny=True``, the tiny byte-level GPT pre-trained on a third,
+disjoint set of documents. Each **target** is the base fine-tuned on the member chunks for
+``steps`` optimiser steps (more steps = more overfitting); its known members are all its
+training chunks, its real non-members the held-out documents' chunks. PANORAMIA
+(``run_panoramia`` with :class:`~privaudit.games.panoramia_text.TextModality`) then audits
+each target; the generator G (trained on D_G, which depends only on the members and the
+seed) is fitted once per seed and shared by the targets of that seed.
+
+With ``"snapshots": True`` (SmolLM2) the targets of a seed are snapshots of ONE fine-tuning
+run (:func:`~privaudit.models.lm_finetune.finetune_snapshots`): the recipe's warm-up and
+cosine schedule are defined over the LONGEST run (``max(steps)``), and the target "after k
+steps" is that run stopped after k steps (``recipe.stop_after = k``); its helper h is the
+same recipe on the helper pool, again snapshots of one run (``TextModality(snapshot_steps=
+steps)``). The tiny GPT keeps one run per target (schedule over its own steps), the design of
+its measured figures below.
 
 ``epochs`` in the returned dicts is the number of **optimiser steps** of the target's
 fine-tuning (batches of ``recipe.batch_size`` chunks), not passes over the data:
-``steps * batch_size / n_members`` passes.
+``steps * batch_size / n_members`` passes. The log gives per target ``m`` (PANORAMIA's
+coin-flip slots), the **cap** (:func:`bound_cap`: the bound of a perfect classifier on these
+slots; ``{c+eps}_lb`` cannot exceed it, so ``eps_tilde <= cap - c_lb``), the counts at each
+bound's threshold and, for RM;RN, its own ``m``.
 
-Measured (2-core CPU shared with other jobs, load 2-3.4, one torch thread; ``m`` ~ 100 coin-flip
-slots tiny, 60 SmolLM2): tiny GPT, 3 seeds, steps 50 / 300 / 1200: mean eps_tilde 0 / 0.13 / 0.48,
-RM;RN 0 / 0.22 / 1.36, O(1) 0 / 0.59 / 1.89, c_lb 1.2-1.6 (972 s). SmolLM2-135M, 1 seed, steps
-10 / 30 / 80: eps_tilde 0 / 0 / 0, RM;RN 0 / 0 / 0.44, O(1) 0 / 0 / 1.48, c_lb 1.22 / 1.14 / 1.14
-(2190 s). eps_tilde <= RM;RN in every target; with c_lb this high (generated text is easy to tell
-from Shakespeare at these generator sizes) eps_tilde stays far below RM;RN (paper Sec. 4.2).
+Measured (2-core CPU shared with two other jobs, load 2.6-3.4, one torch thread). Tiny GPT
+(``m`` ~ 100), 3 seeds, steps 50 / 300 / 1200: mean eps_tilde 0 / 0.13 / 0.48, RM;RN 0 / 0.22
+/ 1.36, O(1) 0 / 0.59 / 1.89, c_lb 1.2-1.6 (972 s). SmolLM2-135M, formerly m = 60: c_lb 1.22 /
+1.14 / 1.14 = the cap (1.22 for seed 0's 30 test members), so eps_tilde was 0 by construction.
+Now (``python benchmarks/_panoramia_text.py --seeds 3``, SETTINGS["smollm2"]): m = 298 PANORAMIA
+slots (seed 0: 156 members, cap 2.91) and 298 RM;RN slots, steps 10 / 30 / 80 (0.3 / 0.9 / 2.4
+passes over 530 members), seed 0: c_lb 2.06 / 2.58 / 2.50, {c+eps}_lb 2.14 / 2.19 / 2.51,
+eps_tilde 0.085 / 0 / 0.010, RM;RN 0 / 0.30 / 1.73, O(1) 0 / 0.47 / 1.60 (baseline correct on
+89/90, 114/114, 105/105 member guesses: it tells G's text from Shakespeare almost perfectly).
+Wall 2994 s per seed (80-step target run 783 s; G, 597 samples, the 80-step helper run and the
+first audit 1708 s; each further audit ~230 s), so 3 seeds take ~2.5 h on one loaded thread.
+Of the claims, eps_tilde <= RM;RN holds except at steps 10 (0.085 over RM;RN = 0: the 10-step
+helper is weaker, c_lb 2.06) and eps_tilde does not grow: RM;RN does (0 -> 1.73), because
+c_lb sits 0.3-0.85 below the cap, which leaves at most that much room for eps_tilde whatever
+the target leaks; a larger m only raises the cap like log m (3.57 at m = 600, 4.09 at 1000)
+while a near-perfect baseline's c_lb follows it. eps_tilde can grow only with a generator whose
+text h cannot tell from real text (a lower c_lb, paper Sec. 4.2).
 
 Run alone (the lead's timing command on an idle machine)::
 
@@ -38,8 +62,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-#: The two settings: the tiny GPT (minutes on a CPU) and SmolLM2-135M (CPU-sized: short
-#: chunks, few members, few steps; fine-tuning ~3-10 s per step on one thread).
+#: The two settings: the tiny GPT (minutes on a CPU) and SmolLM2-135M (CPU-sized: ~100-character
+#: chunks, 530 members, 80 steps; ~10 s per fine-tuning step of 16 chunks on one loaded thread).
 SETTINGS: dict[str, dict[str, Any]] = {
     "tiny": {
         "sizes": {"members": 400, "non_members": 200, "base": None},
