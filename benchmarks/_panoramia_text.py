@@ -28,23 +28,27 @@ coin-flip slots), the **cap** (:func:`bound_cap`: the bound of a perfect classif
 slots; ``{c+eps}_lb`` cannot exceed it, so ``eps_tilde <= cap - c_lb``), the counts at each
 bound's threshold and, for RM;RN, its own ``m``.
 
-Measured (2-core CPU shared with two other jobs, load 2.6-3.4, one torch thread). Tiny GPT
+Measured (2-core CPU shared with other jobs, load 1.0-3.4, one torch thread). Tiny GPT
 (``m`` ~ 100), 3 seeds, steps 50 / 300 / 1200: mean eps_tilde 0 / 0.13 / 0.48, RM;RN 0 / 0.22
 / 1.36, O(1) 0 / 0.59 / 1.89, c_lb 1.2-1.6 (972 s). SmolLM2-135M, formerly m = 60: c_lb 1.22 /
 1.14 / 1.14 = the cap (1.22 for seed 0's 30 test members), so eps_tilde was 0 by construction.
-Now (``python benchmarks/_panoramia_text.py --seeds 3``, SETTINGS["smollm2"]): m = 298 PANORAMIA
-slots (seed 0: 156 members, cap 2.91) and 298 RM;RN slots, steps 10 / 30 / 80 (0.3 / 0.9 / 2.4
-passes over 530 members), seed 0: c_lb 2.06 / 2.58 / 2.50, {c+eps}_lb 2.14 / 2.19 / 2.51,
-eps_tilde 0.085 / 0 / 0.010, RM;RN 0 / 0.30 / 1.73, O(1) 0 / 0.47 / 1.60 (baseline correct on
-89/90, 114/114, 105/105 member guesses: it tells G's text from Shakespeare almost perfectly).
-Wall 2994 s per seed (80-step target run 783 s; G, 597 samples, the 80-step helper run and the
-first audit 1708 s; each further audit ~230 s), so 3 seeds take ~2.5 h on one loaded thread.
-Of the claims, eps_tilde <= RM;RN holds except at steps 10 (0.085 over RM;RN = 0: the 10-step
-helper is weaker, c_lb 2.06) and eps_tilde does not grow: RM;RN does (0 -> 1.73), because
-c_lb sits 0.3-0.85 below the cap, which leaves at most that much room for eps_tilde whatever
-the target leaks; a larger m only raises the cap like log m (3.57 at m = 600, 4.09 at 1000)
-while a near-perfect baseline's c_lb follows it. eps_tilde can grow only with a generator whose
-text h cannot tell from real text (a lower c_lb, paper Sec. 4.2).
+Now (``python benchmarks/_panoramia_text.py --seeds 3``, SETTINGS["smollm2"], stopped after 2
+seeds): m = 298 PANORAMIA slots (156 / 144 members, cap 2.91 / 2.83) and 298 RM;RN slots, steps
+10 / 30 / 80 (0.3 / 0.9 / 2.4 passes over 530 members). Seed 0 / seed 1: c_lb 2.06 / 2.36,
+2.58 / 2.47, 2.50 / 2.15; {c+eps}_lb 2.14 / 2.47, 2.19 / 2.34, 2.51 / 2.23; eps_tilde 0.085 /
+0.106, 0 / 0, 0.010 / 0.081; RM;RN 0 / 0, 0.30 / 0.12, 1.73 / 1.14; O(1) 0 / 0, 0.47 / 0.38,
+1.60 / 1.17. The baseline is right on 89/90, 114/114, 105/105 (seed 0) and 119/120, 102/102,
+75/75 (seed 1) of its member guesses: it tells G's text from Shakespeare almost perfectly.
+``paired_claims``: eps_tilde - RM;RN over 6 targets -0.50 +- 0.30 (SE), at or below RM;RN
+within noise (but above it at steps 10 in both seeds, 0.085 and 0.106 over RM;RN = 0: the
+10-step helper is weaker); eps_tilde(80) - eps_tilde(10) = -0.05 +- 0.03 over 2 seeds, growth
+NOT established, while RM;RN grows 0 -> 1.44. Why: c_lb sits 0.3-0.85 below the cap, which
+leaves at most that much room for eps_tilde whatever the target leaks; a larger m only raises
+the cap like log m (3.57 at m = 600, 4.09 at 1000) while a near-perfect baseline's c_lb
+follows it. eps_tilde can grow only with a generator whose text h cannot tell from real text
+(a lower c_lb, paper Sec. 4.2). Wall per seed: 2994 s at load 2.6-3.1 (80-step target run 783
+s; G, 597 samples, the 80-step helper run and the first audit 1708 s; each further audit ~230
+s) and 2188 s at load 1.0-3.2, so 3 seeds take ~2-2.5 h on one thread of this machine.
 
 Run alone (the lead's timing command on an idle machine)::
 
