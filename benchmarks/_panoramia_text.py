@@ -2,25 +2,53 @@
 
 Per seed: Tiny Shakespeare documents are split into disjoint roles by document
 (:func:`privaudit.games.llm.shakespeare_split`), one chunk per document for the members and
-the real non-members (chunks of one document share membership and are alike). The base LM
-is SmolLM2-135M-Instruct (``smollm2_gguf()``) or, with ``tiny=True``, the tiny byte-level GPT
-pre-trained on a third, disjoint set of documents. Each **target** is the base fine-tuned on
-the member chunks for ``steps`` optimiser steps (more steps = more overfitting); its known
-members are all its training chunks, its real non-members the held-out documents' chunks.
-PANORAMIA (``run_panoramia`` with :class:`~privaudit.games.panoramia_text.TextModality`)
-then audits each target; the generator G (trained on D_G, which depends only on the members
-and the seed) is fitted once per seed and shared by the targets of that seed.
+the real non-members (chunks of one document share membership and are alike, so one chunk
+per document keeps the coin-flip slots independent; SmolLM2 cuts the text into 300-character
+documents, 2277 of them, to have enough). The base LM is SmolLM2-135M-Instruct
+(``smollm2_gguf()``) or, with ``tiny=True``, the tiny byte-level GPT pre-trained on a third,
+disjoint set of documents. Each **target** is the base fine-tuned on the member chunks for
+``steps`` optimiser steps (more steps = more overfitting); its known members are all its
+training chunks, its real non-members the held-out documents' chunks. PANORAMIA
+(``run_panoramia`` with :class:`~privaudit.games.panoramia_text.TextModality`) then audits
+each target; the generator G (trained on D_G, which depends only on the members and the
+seed) is fitted once per seed and shared by the targets of that seed.
+
+With ``"snapshots": True`` (SmolLM2) the targets of a seed are snapshots of ONE fine-tuning
+run (:func:`~privaudit.models.lm_finetune.finetune_snapshots`): the recipe's warm-up and
+cosine schedule are defined over the LONGEST run (``max(steps)``), and the target "after k
+steps" is that run stopped after k steps (``recipe.stop_after = k``); its helper h is the
+same recipe on the helper pool, again snapshots of one run (``TextModality(snapshot_steps=
+steps)``). The tiny GPT keeps one run per target (schedule over its own steps), the design of
+its measured figures below.
 
 ``epochs`` in the returned dicts is the number of **optimiser steps** of the target's
 fine-tuning (batches of ``recipe.batch_size`` chunks), not passes over the data:
-``steps * batch_size / n_members`` passes.
+``steps * batch_size / n_members`` passes. The log gives per target ``m`` (PANORAMIA's
+coin-flip slots), the **cap** (:func:`bound_cap`: the bound of a perfect classifier on these
+slots; ``{c+eps}_lb`` cannot exceed it, so ``eps_tilde <= cap - c_lb``), the counts at each
+bound's threshold and, for RM;RN, its own ``m``.
 
-Measured (2-core CPU shared with other jobs, load 2-3.4, one torch thread; ``m`` ~ 100 coin-flip
-slots tiny, 60 SmolLM2): tiny GPT, 3 seeds, steps 50 / 300 / 1200: mean eps_tilde 0 / 0.13 / 0.48,
-RM;RN 0 / 0.22 / 1.36, O(1) 0 / 0.59 / 1.89, c_lb 1.2-1.6 (972 s). SmolLM2-135M, 1 seed, steps
-10 / 30 / 80: eps_tilde 0 / 0 / 0, RM;RN 0 / 0 / 0.44, O(1) 0 / 0 / 1.48, c_lb 1.22 / 1.14 / 1.14
-(2190 s). eps_tilde <= RM;RN in every target; with c_lb this high (generated text is easy to tell
-from Shakespeare at these generator sizes) eps_tilde stays far below RM;RN (paper Sec. 4.2).
+Measured (2-core CPU shared with other jobs, load 1.0-3.4, one torch thread). Tiny GPT
+(``m`` ~ 100), 3 seeds, steps 50 / 300 / 1200: mean eps_tilde 0 / 0.13 / 0.48, RM;RN 0 / 0.22
+/ 1.36, O(1) 0 / 0.59 / 1.89, c_lb 1.2-1.6 (972 s). SmolLM2-135M, formerly m = 60: c_lb 1.22 /
+1.14 / 1.14 = the cap (1.22 for seed 0's 30 test members), so eps_tilde was 0 by construction.
+Now (``python benchmarks/_panoramia_text.py --seeds 3``, SETTINGS["smollm2"], stopped after 2
+seeds): m = 298 PANORAMIA slots (156 / 144 members, cap 2.91 / 2.83) and 298 RM;RN slots, steps
+10 / 30 / 80 (0.3 / 0.9 / 2.4 passes over 530 members). Seed 0 / seed 1: c_lb 2.06 / 2.36,
+2.58 / 2.47, 2.50 / 2.15; {c+eps}_lb 2.14 / 2.47, 2.19 / 2.34, 2.51 / 2.23; eps_tilde 0.085 /
+0.106, 0 / 0, 0.010 / 0.081; RM;RN 0 / 0, 0.30 / 0.12, 1.73 / 1.14; O(1) 0 / 0, 0.47 / 0.38,
+1.60 / 1.17. The baseline is right on 89/90, 114/114, 105/105 (seed 0) and 119/120, 102/102,
+75/75 (seed 1) of its member guesses: it tells G's text from Shakespeare almost perfectly.
+``paired_claims``: eps_tilde - RM;RN over 6 targets -0.50 +- 0.30 (SE), at or below RM;RN
+within noise (but above it at steps 10 in both seeds, 0.085 and 0.106 over RM;RN = 0: the
+10-step helper is weaker); eps_tilde(80) - eps_tilde(10) = -0.05 +- 0.03 over 2 seeds, growth
+NOT established, while RM;RN grows 0 -> 1.44. Why: c_lb sits 0.3-0.85 below the cap, which
+leaves at most that much room for eps_tilde whatever the target leaks; a larger m only raises
+the cap like log m (3.57 at m = 600, 4.09 at 1000) while a near-perfect baseline's c_lb
+follows it. eps_tilde can grow only with a generator whose text h cannot tell from real text
+(a lower c_lb, paper Sec. 4.2). Wall per seed: 2994 s at load 2.6-3.1 (80-step target run 783
+s; G, 597 samples, the 80-step helper run and the first audit 1708 s; each further audit ~230
+s) and 2188 s at load 1.0-3.2, so 3 seeds take ~2-2.5 h on one thread of this machine.
 
 Run alone (the lead's timing command on an idle machine)::
 
@@ -38,8 +66,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-#: The two settings: the tiny GPT (minutes on a CPU) and SmolLM2-135M (CPU-sized: short
-#: chunks, few members, few steps; fine-tuning ~3-10 s per step on one thread).
+#: The two settings: the tiny GPT (minutes on a CPU) and SmolLM2-135M (CPU-sized: ~100-character
+#: chunks, 530 members, 80 steps; ~10 s per fine-tuning step of 16 chunks on one loaded thread).
 SETTINGS: dict[str, dict[str, Any]] = {
     "tiny": {
         "sizes": {"members": 400, "non_members": 200, "base": None},
@@ -71,10 +99,23 @@ SETTINGS: dict[str, dict[str, Any]] = {
         },
     },
     "smollm2": {
-        "sizes": {"members": 240, "non_members": 120},
-        "chunk_chars": 160,
+        # one ~100-character chunk per 300-character document: 2277 documents, so m ~ 300
+        # coin-flip slots (one chunk per document keeps the slots' membership independent)
+        "doc_chars": 300,
+        "chunk_chars": 120,
+        "sizes": {"members": 530, "non_members": 400},
+        # D_G 132 (G trains on ~106), D_in 398 -> m = 298 PANORAMIA and 298 RM;RN slots;
+        # synthetic pool 597: helper pool 179, D_out 418 (298 test + 120 classifier)
+        "panoramia_sizes": {
+            "generator_fraction": 0.25,
+            "synthetic_per_member": 1.5,
+            "helper_fraction": 0.3,
+            "test_fraction": 0.75,
+        },
         "steps": (10, 30, 80),
-        "recipe": {"batch_size": 8, "learning_rate": 1e-4, "warmup_steps": 3, "max_length": 96},
+        # targets (and helpers) = snapshots of ONE run of the 80-step schedule
+        "snapshots": True,
+        "recipe": {"batch_size": 16, "learning_rate": 1e-4, "warmup_steps": 3, "max_length": 96},
         "generator_recipe": {
             "steps": 30,
             "batch_size": 8,
@@ -84,11 +125,11 @@ SETTINGS: dict[str, dict[str, Any]] = {
         },
         "modality": {
             "top_k": 50,
-            "max_new_tokens": 64,
+            "max_new_tokens": 48,
             "prompt_chars": 24,
             "min_chars": 40,
             "max_chars": 260,
-            "loss_tokens": 64,
+            "loss_tokens": 48,
             "batch_size": 16,
         },
     },
@@ -130,6 +171,45 @@ def _figures(result: Any) -> dict[str, Any]:
     }
 
 
+def bound_cap(m: int, n_members: int, confidence: float = 0.95) -> float:
+    """The largest PANORAMIA bound (``c_lb`` or ``{c+eps}_lb``) any classifier can reach on
+    ``m`` test slots of which ``n_members`` show members: the bound of perfect scores (every
+    member above every non-member) at ``beta/2`` per test. ``c_lb`` at this cap leaves
+    ``eps_tilde = 0`` by construction, whatever the target leaks."""
+    import numpy as np
+
+    from privaudit.audit.panoramia import panoramia_lb
+
+    member = np.arange(m) < n_members
+    lb, _ = panoramia_lb(member.astype(float), member, beta_per_test=(1 - confidence) / 2)
+    return float(lb)
+
+
+def _sizes_line(result: Any) -> str:
+    """m, test members, the cap of the bounds, and per classifier the counts at its bound's
+    threshold (correct / guessed members) and its AUC on the test slots."""
+    from privaudit.games.metrics import auc
+
+    d = result.to_dict()
+    sz, b = d["sizes"], d["bounds"]
+    cap = bound_cap(sz["m"], sz["n_test_members"], d["confidence"])
+    t = result.scores
+    aucs = {k: auc(t.scores[f"panoramia-{k}"], t.member) for k in ("baseline", "mia")}
+    line = (
+        f"m {sz['m']} ({sz['n_test_members']} members; cap of c_lb and {{c+eps}}_lb {cap:.3f}),"
+        f" baseline v/r {b['baseline']['v']}/{b['baseline']['r']} AUC {aucs['baseline']:.3f},"
+        f" MIA v/r {b['mia']['v']}/{b['mia']['r']} AUC {aucs['mia']:.3f}"
+    )
+    rmrn, rs = d["comparisons"].get("rmrn"), result.rmrn_scores
+    if rmrn is not None and rs is not None:
+        (name,) = rs.scores
+        line += (
+            f", RM;RN m {rmrn['m']} v/r {rmrn['v']}/{rmrn['r']}"
+            f" AUC {auc(rs.scores[name], rs.member):.3f}"
+        )
+    return line
+
+
 def bench_text_targets(
     seeds: Sequence[int],
     *,
@@ -157,9 +237,9 @@ def bench_text_targets(
         Replaces entries of ``SETTINGS[...]`` (e.g. ``{"sizes": {...}}`` for a smoke run).
     """
     from privaudit.games.llm import shakespeare_split
-    from privaudit.games.panoramia import run_panoramia
+    from privaudit.games.panoramia import PanoramiaSizes, run_panoramia
     from privaudit.games.panoramia_text import TextModality
-    from privaudit.models.lm_finetune import FineTuneRecipe, finetune
+    from privaudit.models.lm_finetune import FineTuneRecipe, finetune, finetune_snapshots
     from privaudit.runtime.seeds import derive_seed
 
     cfg = {**SETTINGS["tiny" if tiny else "smollm2"], **(overrides or {})}
@@ -170,32 +250,55 @@ def bench_text_targets(
         t0 = time.perf_counter()
         caps = {"members": 1, "non_members": 1}
         chunks, split = shakespeare_split(
-            cfg["sizes"], seed=seed, chunk_chars=cfg["chunk_chars"], chunks_per_document=caps
+            cfg["sizes"],
+            seed=seed,
+            doc_chars=cfg.get("doc_chars", 1200),
+            chunk_chars=cfg["chunk_chars"],
+            chunks_per_document=caps,
         )
         members = chunks.subset(split.chunks["members"])
         non_members = chunks.subset(split.chunks["non_members"])
         base_texts = list(chunks.subset(split.chunks["base"]).texts) if tiny else []
         base = _base_model(cfg, tiny, base_texts, seed)
         say(f"seed {seed}: base {base.name} ready in {time.perf_counter() - t0:.0f} s")
+        snapshots = bool(cfg.get("snapshots", False))
         warmup = min(int(cfg["recipe"]["warmup_steps"]), max(steps))
         first = FineTuneRecipe(**{**cfg["recipe"], "warmup_steps": warmup}, steps=max(steps))
         modality = TextModality(
             base,
             first,
             generator_recipe=FineTuneRecipe(**cfg["generator_recipe"]),
+            snapshot_steps=steps if snapshots else (),
             **cfg["modality"],
         )
+        game_sizes = PanoramiaSizes(**cfg.get("panoramia_sizes", {}))
+        targets: dict[int, Any] = {}
+        if snapshots:
+            # one run of the longest schedule; target k = its snapshot after k steps
+            full = dataclasses.replace(first, seed=derive_seed(seed, purpose="text-target"))
+            t1 = time.perf_counter()
+            targets = finetune_snapshots(base, list(members.texts), full, steps)
+            say(f"seed {seed}: targets {sorted(targets)} in {time.perf_counter() - t1:.0f} s")
         for n_steps in steps:
             t1 = time.perf_counter()
-            recipe = dataclasses.replace(
-                first,
-                steps=n_steps,
-                warmup_steps=min(first.warmup_steps, n_steps),
-                seed=derive_seed(seed, purpose=f"text-target-{n_steps}"),
-            )
-            target = finetune(base, list(members.texts), recipe)
+            if snapshots:
+                recipe = dataclasses.replace(full, stop_after=n_steps)
+                target = targets.pop(n_steps)
+            else:
+                recipe = dataclasses.replace(
+                    first,
+                    steps=n_steps,
+                    warmup_steps=min(first.warmup_steps, n_steps),
+                    seed=derive_seed(seed, purpose=f"text-target-{n_steps}"),
+                )
+                target = finetune(base, list(members.texts), recipe)
             res = run_panoramia(
-                modality.with_recipe(recipe), target, members, non_members=non_members, seed=seed
+                modality.with_recipe(recipe),
+                target,
+                members,
+                non_members=non_members,
+                sizes=game_sizes,
+                seed=seed,
             )
             if results is not None:
                 results.append(res)
@@ -208,6 +311,7 @@ def bench_text_targets(
                 f"{shown['c_plus_eps_lb']} eps_tilde {shown['eps_tilde']} RM;RN "
                 f"{shown['eps_rmrn']} O(1) {shown['eps_o1']} ({time.perf_counter() - t1:.0f} s)"
             )
+            say(f"seed {seed} steps {n_steps}: {_sizes_line(res)}")
     return out
 
 

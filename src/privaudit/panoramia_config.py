@@ -324,7 +324,7 @@ class PanoramiaConfig(_Strict):
         default=None,
         description="text: the fine-tuning recipe of the target (FineTuneRecipe fields: "
         "steps, batch_size, learning_rate, weight_decay, warmup_steps, max_length, "
-        "lora_rank, lora_alpha).",
+        "lora_rank, lora_alpha, stop_after).",
     )
     data: PanoramiaDataConfig
     generator: dict[str, Any] = Field(

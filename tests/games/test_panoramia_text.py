@@ -123,6 +123,38 @@ def test_helper_is_the_target_recipe_on_the_helper_pool(
     assert h2.fingerprint == h.fingerprint
 
 
+def test_helpers_of_snapshot_targets_are_snapshots_of_one_run(
+    base: CausalLM, records: TextRecords
+) -> None:
+    """With ``snapshot_steps``, the helper of the target ``stop_after = k`` is the step-k
+    snapshot of ONE memoised run, identical to a separate ``stop_after = k`` helper run."""
+    pool = records.subset(list(records.ids[:8]))
+    plain = modality(base)
+    snap = modality(base, snapshot_steps=(4, 12))
+    calls: list[int] = []
+    import privaudit.models.lm_finetune as lf
+
+    real = lf.finetune_snapshots
+
+    def spy(*args: object, **kw: object) -> object:
+        calls.append(1)
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    lf.finetune_snapshots = spy  # type: ignore[assignment]
+    try:
+        for k in (4, 12):
+            recipe = dataclasses.replace(FAST, stop_after=k)
+            a = snap.with_recipe(recipe).fit_helper(pool, seed=3)
+            b = plain.with_recipe(recipe).fit_helper(pool, seed=3)
+            assert a.fingerprint == b.fingerprint, k
+    finally:
+        lf.finetune_snapshots = real  # type: ignore[assignment]
+    assert calls == [1]  # one run for both helpers
+    assert not snap._memo  # each snapshot handed out once, then freed
+    four = plain.with_recipe(dataclasses.replace(FAST, stop_after=4)).fit_helper(pool, seed=3)
+    assert four.fingerprint != plain.fit_helper(pool, seed=3).fingerprint
+
+
 def test_scorer_learns_a_separable_loss_signal(base: CausalLM, records: TextRecords) -> None:
     mod = modality(base, scorer={"epochs": 15, "batch_size": 8, "text_bytes": 64, "lr": 3e-3})
     rng = np.random.default_rng(0)

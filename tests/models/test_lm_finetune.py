@@ -16,6 +16,7 @@ from privaudit.models.lm_finetune import (  # noqa: E402
     FineTuneRecipe,
     apply_lora,
     finetune,
+    finetune_snapshots,
     lora_targets,
     merge_lora,
 )
@@ -74,6 +75,39 @@ def test_finetune_is_deterministic_given_the_seed(base: CausalLM) -> None:
     la, lb = _state(finetune(base, MEMBERS, lora)), _state(finetune(base, MEMBERS, lora))
     assert all(np.array_equal(la[k], lb[k]) for k in la)
     assert la.keys() == a.keys()  # merged: a plain model of the base's architecture
+
+
+@pytest.mark.parametrize("lora_rank", [None, 2])
+def test_snapshots_equal_separate_stopped_runs(base: CausalLM, lora_rank: int | None) -> None:
+    """Snapshot k of one run == a run with stop_after=k (same schedule over ``steps``), bit
+    for bit; the schedule is the full run's, so it differs from a ``steps=k`` recipe."""
+    import dataclasses
+
+    recipe = FineTuneRecipe(
+        steps=7,
+        batch_size=3,
+        learning_rate=3e-3,
+        warmup_steps=2,
+        max_length=16,
+        lora_rank=lora_rank,
+    )
+    snaps = finetune_snapshots(base, MEMBERS, recipe, [5, 2, 5])
+    assert sorted(snaps) == [2, 5]
+    for k, lm in snaps.items():
+        alone = finetune(base, MEMBERS, dataclasses.replace(recipe, stop_after=k))
+        a, b = _state(lm), _state(alone)
+        assert a.keys() == b.keys()
+        assert all(np.array_equal(a[n], b[n]) for n in a), k
+        assert not lm.model.training
+    short = _state(finetune(base, MEMBERS, dataclasses.replace(recipe, steps=5)))
+    five = _state(snaps[5])
+    assert any(not np.array_equal(five[n], short[n]) for n in five)
+    two = _state(snaps[2])
+    assert any(not np.array_equal(two[n], five[n]) for n in five)
+    with pytest.raises(InvalidInputError, match="at"):
+        finetune_snapshots(base, MEMBERS, recipe, [8])
+    with pytest.raises(InvalidInputError, match="stop_after"):
+        dataclasses.replace(recipe, stop_after=8)
 
 
 def test_lora_merged_equals_unmerged_forward(base: CausalLM) -> None:

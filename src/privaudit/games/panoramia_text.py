@@ -208,6 +208,14 @@ class TextModality:
         Overrides of :data:`SCORER_DEFAULTS`.
     batch_size : int
         Texts per forward pass when scoring and generating.
+    snapshot_steps : sequence of int
+        Targets that are snapshots of one fine-tuning run (``recipe.stop_after = k`` for
+        each ``k`` here, the schedule over ``recipe.steps``; :meth:`with_recipe` per
+        target): the helpers, trained with the same recipe, are then snapshots of ONE run on
+        the helper pool too (:func:`~privaudit.models.lm_finetune.finetune_snapshots`, bit
+        for bit what a separate ``stop_after = k`` run gives), trained at the first
+        :meth:`fit_helper` and memoised until each is handed out. Empty: one helper run
+        per call.
     """
 
     name = "text"
@@ -228,6 +236,7 @@ class TextModality:
         loss_tokens: int = 128,
         scorer: dict[str, Any] | None = None,
         batch_size: int = 16,
+        snapshot_steps: Sequence[int] = (),
     ) -> None:
         from privaudit.models.lm_finetune import FineTuneRecipe
         from privaudit.models.lm_generate import TextSampling
@@ -257,6 +266,9 @@ class TextModality:
         self.loss_tokens = check_positive_int(loss_tokens, "loss_tokens")
         self.batch_size = check_positive_int(batch_size, "batch_size")
         self.scorer = {**SCORER_DEFAULTS, **(scorer or {})}
+        self.snapshot_steps = tuple(
+            sorted({check_positive_int(k, "snapshot_steps") for k in snapshot_steps})
+        )
         # G and its samples do not depend on the target's recipe: memoised per
         # (D_G ids, seed) and (generator, n, seed), shared by with_recipe copies
         self._memo: dict[tuple[Any, ...], Any] = {}
@@ -357,13 +369,27 @@ class TextModality:
         return TextRecords(ids=ids, texts=tuple(texts), documents=ids)
 
     def fit_helper(self, records: TextRecords, *, seed: int) -> CausalLM:
-        """h: the base LM fine-tuned with the target's recipe on the helper pool only."""
-        from privaudit.models.lm_finetune import finetune
+        """h: the base LM fine-tuned with the target's recipe on the helper pool only (a
+        snapshot of one memoised run when ``recipe.stop_after`` is in ``snapshot_steps``)."""
+        from privaudit.models.lm_finetune import finetune, finetune_snapshots
 
         recipe = dataclasses.replace(
             self.recipe, seed=derive_seed(seed, purpose="panoramia-text-helper")
         )
-        return finetune(self.base, list(records.texts), recipe)
+        k = recipe.stop_after
+        if k is None or k not in self.snapshot_steps:
+            return finetune(self.base, list(records.texts), recipe)
+        full = dataclasses.replace(recipe, stop_after=None)
+        key = ("helper", records.texts_hash(), records.documents, full)
+        snaps: dict[int, CausalLM] | None = self._memo.get(key)
+        if snaps is None or k not in snaps:
+            at = [j for j in self.snapshot_steps if j <= full.steps]
+            snaps = finetune_snapshots(self.base, list(records.texts), full, at)
+            self._memo[key] = snaps
+        helper = snaps.pop(k)  # handed out once (memory: one model each); a repeat retrains
+        if not snaps:
+            del self._memo[key]
+        return helper
 
     def loss_features(self, model: CausalLM, records: TextRecords) -> NDArray[np.float64]:
         """``(n, 5 + 2 * loss_tokens)``: :data:`SUMMARY_FEATURES` (column 0 = the mean

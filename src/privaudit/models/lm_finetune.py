@@ -18,6 +18,10 @@ The recipe (:class:`FineTuneRecipe`):
   order walks through fresh random permutations of the pieces (epochs);
 * AdamW (Loshchilov & Hutter 2019; betas 0.9/0.999), learning rate warmed up linearly over
   ``warmup_steps`` then cosine-decayed to 10 % at the last step, gradients clipped to norm 1;
+* ``stop_after=k`` stops after ``k`` steps of that ``steps``-step schedule:
+  :func:`finetune_snapshots` returns the snapshots of ONE run after several numbers of steps
+  (targets fine-tuned "for more steps" at the cost of the longest), each bit for bit the
+  model of a separate ``stop_after=k`` run (the tests check it);
 * ``lora_rank=None``: every parameter trains (full fine-tuning). ``lora_rank=r``: LoRA (Hu et
   al., "LoRA: low-rank adaptation of large language models", ICLR 2022, Sec. 4.1): every
   ``Linear`` / GPT-2 ``Conv1D`` layer of the attention and MLP blocks (not the embeddings or
@@ -58,7 +62,14 @@ from privaudit.errors import InsufficientDataError
 from privaudit.models.causal_lm import CausalLM, _all_cuda_devices, _check_texts, _torch
 from privaudit.runtime.progress import progress_bar
 
-__all__ = ["FineTuneRecipe", "apply_lora", "finetune", "lora_targets", "merge_lora"]
+__all__ = [
+    "FineTuneRecipe",
+    "apply_lora",
+    "finetune",
+    "finetune_snapshots",
+    "lora_targets",
+    "merge_lora",
+]
 
 #: Gradient norm clip of every step.
 CLIP_NORM = 1.0
@@ -91,6 +102,11 @@ class FineTuneRecipe:
         LoRA scale numerator (the update is ``alpha / r * B A``).
     seed : int
         Batch order, LoRA initialisation, dropout.
+    stop_after : int, optional
+        Stop after this many optimiser steps (at most ``steps``) of the ``steps``-step
+        schedule: the learning rate still warms up and decays over ``steps``, so the model
+        is the step-``stop_after`` snapshot of the full run, bit for bit (what
+        :func:`finetune_snapshots` returns). None = all ``steps``.
     """
 
     steps: int = 60
@@ -102,6 +118,7 @@ class FineTuneRecipe:
     lora_rank: int | None = None
     lora_alpha: float = 16.0
     seed: int = 0
+    stop_after: int | None = None
 
     def __post_init__(self) -> None:
         check_positive_int(self.steps, "steps")
@@ -128,6 +145,15 @@ class FineTuneRecipe:
             raise fail("weight_decay", "a finite number >= 0", repr(wd))
         if self.lora_rank is not None:
             check_positive_int(self.lora_rank, "lora_rank")
+        if self.stop_after is not None:
+            check_positive_int(self.stop_after, "stop_after")
+            if self.stop_after > self.steps:
+                raise fail("stop_after", f"at most steps={self.steps}", self.stop_after)
+
+    @property
+    def trained_steps(self) -> int:
+        """Optimiser steps actually taken: ``stop_after``, or ``steps``."""
+        return self.steps if self.stop_after is None else self.stop_after
 
     def settings(self) -> dict[str, Any]:
         """The recipe as a JSON-able dict (cache keys, results.json)."""
@@ -285,6 +311,65 @@ def finetune(
     InvalidInputError
         ``recipe.max_length`` exceeds the base model's context.
     """
+    (snapshot,) = _run(base, texts, recipe, (recipe.trained_steps,), progress, on_step).values()
+    return snapshot
+
+
+def finetune_snapshots(
+    base: CausalLM,
+    texts: Sequence[str],
+    recipe: FineTuneRecipe,
+    at: Sequence[int],
+    *,
+    progress: bool | None = None,
+    on_step: Callable[[int, float], None] | None = None,
+) -> dict[int, CausalLM]:
+    """Snapshots of ONE run of ``recipe`` after each number of optimiser steps in ``at``.
+
+    The run takes ``max(at)`` steps of the ``recipe.steps``-step schedule (warm-up and
+    cosine decay defined over ``recipe.steps``, not over each snapshot), so the snapshot
+    after ``k`` steps is, bit for bit on CPU, ``finetune(base, texts,
+    dataclasses.replace(recipe, stop_after=k))``: targets "fine-tuned for more steps" of one
+    recipe at the cost of its longest run. ``recipe.stop_after`` is ignored.
+
+    Returns
+    -------
+    dict
+        ``{k: model}`` for each distinct ``k`` of ``at`` (``1 <= k <= recipe.steps``), each
+        as :func:`finetune` returns it.
+    """
+    if not isinstance(recipe, FineTuneRecipe):
+        raise fail("recipe", "a FineTuneRecipe", type(recipe).__name__)
+    ks = sorted({check_positive_int(k, "at") for k in at})
+    if not ks:
+        raise fail("at", "at least one number of steps", "none")
+    if ks[-1] > recipe.steps:
+        raise fail("at", f"steps of at most recipe.steps={recipe.steps}", ks[-1])
+    return _run(base, texts, recipe, tuple(ks), progress, on_step)
+
+
+def _snapshot(model: Any, base: CausalLM, lora: bool) -> CausalLM:
+    """A frozen copy of the model being trained, LoRA merged, as :func:`finetune` returns."""
+    snap = copy.deepcopy(model)
+    if lora:
+        merge_lora(snap)
+    snap.eval()
+    for p in snap.parameters():
+        p.requires_grad_(True)
+    return CausalLM.from_pretrained_objects(
+        snap, base.tokenizer, name=f"{base.name}-ft", max_length=base.max_length
+    )
+
+
+def _run(
+    base: CausalLM,
+    texts: Sequence[str],
+    recipe: FineTuneRecipe,
+    at: tuple[int, ...],
+    progress: bool | None,
+    on_step: Callable[[int, float], None] | None,
+) -> dict[int, CausalLM]:
+    """Train ``max(at)`` steps of ``recipe``'s schedule; the model after each step in ``at``."""
     torch = _torch()
     if not isinstance(base, CausalLM):
         raise fail("base", "a CausalLM", type(base).__name__)
@@ -316,13 +401,14 @@ def finetune(
     )
     order_gen = torch.Generator().manual_seed(order_seed)
     queue: list[int] = []
+    out: dict[int, CausalLM] = {}
     model.train()
     with (
         torch.random.fork_rng(devices=_all_cuda_devices()),
-        progress_bar(f"fine-tuning ({base.name})", recipe.steps, enabled=progress) as bar,
+        progress_bar(f"fine-tuning ({base.name})", at[-1], enabled=progress) as bar,
     ):
         torch.manual_seed(loop_seed)
-        for step in range(recipe.steps):
+        for step in range(at[-1]):
             while len(queue) < recipe.batch_size:
                 queue += torch.randperm(len(pieces), generator=order_gen).tolist()
             batch, queue = queue[: recipe.batch_size], queue[recipe.batch_size :]
@@ -342,14 +428,17 @@ def finetune(
             bar.advance()
             if on_step is not None:
                 on_step(step, float(loss.detach()))
+            if step + 1 in at[:-1]:
+                out[step + 1] = _snapshot(model, base, recipe.lora_rank is not None)
     if recipe.lora_rank is not None:
         merge_lora(model)
     model.eval()
     for p in model.parameters():
         p.requires_grad_(True)
-    return CausalLM.from_pretrained_objects(
+    out[at[-1]] = CausalLM.from_pretrained_objects(
         model, base.tokenizer, name=f"{base.name}-ft", max_length=base.max_length
     )
+    return out
 
 
 def _pad(pieces: list[list[int]]) -> tuple[Any, Any]:
