@@ -39,8 +39,8 @@ seeds): m = 298 PANORAMIA slots (156 / 144 members, cap 2.91 / 2.83) and 298 RM;
 0.106, 0 / 0, 0.010 / 0.081; RM;RN 0 / 0, 0.30 / 0.12, 1.73 / 1.14; O(1) 0 / 0, 0.47 / 0.38,
 1.60 / 1.17. The baseline is right on 89/90, 114/114, 105/105 (seed 0) and 119/120, 102/102,
 75/75 (seed 1) of its member guesses: it tells G's text from Shakespeare almost perfectly.
-``paired_claims``: eps_tilde - RM;RN over 6 targets -0.50 +- 0.30 (SE), at or below RM;RN
-within noise (but above it at steps 10 in both seeds, 0.085 and 0.106 over RM;RN = 0: the
+``paired_claims`` (unclipped gap ({c+eps}_lb - c_lb) - RM;RN, computed from the figures above):
+-0.59 +- 0.29 over 6 targets, at or below RM;RN within noise (but above it at steps 10 in both seeds, 0.085 and 0.106 over RM;RN = 0: the
 10-step helper is weaker); eps_tilde(80) - eps_tilde(10) = -0.05 +- 0.03 over 2 seeds, growth
 NOT established, while RM;RN grows 0 -> 1.44. Why: c_lb sits 0.3-0.85 below the cap, which
 leaves at most that much room for eps_tilde whatever the target leaks; a larger m only raises
@@ -48,7 +48,10 @@ the cap like log m (3.57 at m = 600, 4.09 at 1000) while a near-perfect baseline
 follows it. eps_tilde can grow only with a generator whose text h cannot tell from real text
 (a lower c_lb, paper Sec. 4.2). Wall per seed: 2994 s at load 2.6-3.1 (80-step target run 783
 s; G, 597 samples, the 80-step helper run and the first audit 1708 s; each further audit ~230
-s) and 2188 s at load 1.0-3.2, so 3 seeds take ~2-2.5 h on one thread of this machine.
+s) and 2188 s at load 1.0-3.2, so 3 seeds take ~2-2.5 h on one thread of this machine. All these
+text figures were measured before the MIA, the baseline and RM;RN shared one scorer seed
+(``games/panoramia.py``, ``SCORER_PURPOSE``); with it the numbers change and have not been
+re-measured.
 
 Run alone (the lead's timing command on an idle machine)::
 
