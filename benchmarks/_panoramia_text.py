@@ -29,8 +29,11 @@ slots; ``{c+eps}_lb`` cannot exceed it, so ``eps_tilde <= cap - c_lb``), the cou
 bound's threshold and, for RM;RN, its own ``m``.
 
 Measured (2-core CPU shared with other jobs, load 1.0-3.4, one torch thread). Tiny GPT
-(``m`` ~ 100), 3 seeds, steps 50 / 300 / 1200: mean eps_tilde 0 / 0.13 / 0.48, RM;RN 0 / 0.22
-/ 1.36, O(1) 0 / 0.59 / 1.89, c_lb 1.2-1.6 (972 s). SmolLM2-135M, formerly m = 60: c_lb 1.22 /
+(``m`` = 100), 3 seeds, steps 50 / 300 / 1200, on the final code (shared scorer seed;
+``--tiny --seeds 3``, 952 s at load ~1.2): mean eps_tilde 0.02 / 0.17 / 0.51, RM;RN 0 / 0.19 /
+1.48, O(1) 0.02 / 0.69 / 1.89, c_lb 1.20 / 1.42 / 1.29; ``paired_claims``: ({c+eps}_lb - c_lb) -
+RM;RN -0.386 +- 0.162 over 9 targets, at or below RM;RN within noise; eps_tilde(1200) -
+eps_tilde(50) +0.488 +- 0.081, lower limit +0.251: grows. SmolLM2-135M, formerly m = 60: c_lb 1.22 /
 1.14 / 1.14 = the cap (1.22 for seed 0's 30 test members), so eps_tilde was 0 by construction.
 Now (``python benchmarks/_panoramia_text.py --seeds 3``, SETTINGS["smollm2"], stopped after 2
 seeds): m = 298 PANORAMIA slots (156 / 144 members, cap 2.91 / 2.83) and 298 RM;RN slots, steps
@@ -48,8 +51,8 @@ the cap like log m (3.57 at m = 600, 4.09 at 1000) while a near-perfect baseline
 follows it. eps_tilde can grow only with a generator whose text h cannot tell from real text
 (a lower c_lb, paper Sec. 4.2). Wall per seed: 2994 s at load 2.6-3.1 (80-step target run 783
 s; G, 597 samples, the 80-step helper run and the first audit 1708 s; each further audit ~230
-s) and 2188 s at load 1.0-3.2, so 3 seeds take ~2-2.5 h on one thread of this machine. All these
-text figures were measured before the MIA, the baseline and RM;RN shared one scorer seed
+s) and 2188 s at load 1.0-3.2, so 3 seeds take ~2-2.5 h on one thread of this machine. These SmolLM2
+figures were measured before the MIA, the baseline and RM;RN shared one scorer seed
 (``games/panoramia.py``, ``SCORER_PURPOSE``); with it the numbers change and have not been
 re-measured.
 
