@@ -348,16 +348,15 @@ def finetune_snapshots(
     return _run(base, texts, recipe, tuple(ks), progress, on_step)
 
 
-def _snapshot(model: Any, base: CausalLM, lora: bool) -> CausalLM:
-    """A frozen copy of the model being trained, LoRA merged, as :func:`finetune` returns."""
-    snap = copy.deepcopy(model)
+def _finished(model: Any, base: CausalLM, lora: bool) -> CausalLM:
+    """``model`` as :func:`finetune` returns it: LoRA merged, eval mode, wrapped (in place)."""
     if lora:
-        merge_lora(snap)
-    snap.eval()
-    for p in snap.parameters():
+        merge_lora(model)
+    model.eval()
+    for p in model.parameters():
         p.requires_grad_(True)
     return CausalLM.from_pretrained_objects(
-        snap, base.tokenizer, name=f"{base.name}-ft", max_length=base.max_length
+        model, base.tokenizer, name=f"{base.name}-ft", max_length=base.max_length
     )
 
 
@@ -391,6 +390,7 @@ def _run(
     order_seed, lora_seed, loop_seed = _seeds(recipe.seed)
     model = copy.deepcopy(base.model)
     device = base.device
+    lora = recipe.lora_rank is not None
     if recipe.lora_rank is None:
         params = [p for p in model.parameters() if p.requires_grad]
     else:
@@ -428,16 +428,9 @@ def _run(
             bar.advance()
             if on_step is not None:
                 on_step(step, float(loss.detach()))
-            if step + 1 in at[:-1]:
-                out[step + 1] = _snapshot(model, base, recipe.lora_rank is not None)
-    if recipe.lora_rank is not None:
-        merge_lora(model)
-    model.eval()
-    for p in model.parameters():
-        p.requires_grad_(True)
-    out[at[-1]] = CausalLM.from_pretrained_objects(
-        model, base.tokenizer, name=f"{base.name}-ft", max_length=base.max_length
-    )
+            if step + 1 in at[:-1]:  # a copy: training goes on
+                out[step + 1] = _finished(copy.deepcopy(model), base, lora)
+    out[at[-1]] = _finished(model, base, lora)
     return out
 
 
