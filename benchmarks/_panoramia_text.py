@@ -196,9 +196,8 @@ def _sizes_line(result: Any) -> str:
     threshold (correct / guessed members) and its AUC on the test slots."""
     from privaudit.games.metrics import auc
 
-    d = result.to_dict()
-    sz, b = d["sizes"], d["bounds"]
-    cap = bound_cap(sz["m"], sz["n_test_members"], d["confidence"])
+    sz, b = result.sizes, result.bounds
+    cap = bound_cap(sz["m"], sz["n_test_members"], result.confidence)
     t = result.scores
     aucs = {k: auc(t.scores[f"panoramia-{k}"], t.member) for k in ("baseline", "mia")}
     line = (
@@ -206,7 +205,7 @@ def _sizes_line(result: Any) -> str:
         f" baseline v/r {b['baseline']['v']}/{b['baseline']['r']} AUC {aucs['baseline']:.3f},"
         f" MIA v/r {b['mia']['v']}/{b['mia']['r']} AUC {aucs['mia']:.3f}"
     )
-    rmrn, rs = d["comparisons"].get("rmrn"), result.rmrn_scores
+    rmrn, rs = result.comparisons.get("rmrn"), result.rmrn_scores
     if rmrn is not None and rs is not None:
         (name,) = rs.scores
         line += (
