@@ -518,6 +518,36 @@ def _scores(
     )
 
 
+def _classifier_scores(
+    steps: PanoramiaSteps[R],
+    target: Any,
+    helper_pool: R,
+    records: Sequence[R],
+    labels: Labels,
+    *,
+    seed: int,
+    criterion: Callable[[NDArray[np.float64], NDArray[np.bool_]], float],
+    beta: float,
+    settings: Mapping[str, Any],
+) -> tuple[dict[str, NDArray[np.float64]], dict[str, Any], dict[str, Any]]:
+    """Steps 4-5: the helper on the helper pool only (cached as its loss features) and the
+    target's loss features; the MIA (target's) and the baseline (helper's), each selected on
+    validation by ``criterion`` with the one scorer seed. Returns their test scores, their
+    selection records and the helper's record."""
+    helper_losses, helper_info = _helper_losses(
+        steps, helper_pool, records, labels, seed=seed, settings=settings
+    )
+    target_losses = _losses(steps.modality, target, records, labels, "mia")
+    test_scores: dict[str, NDArray[np.float64]] = {}
+    classifiers: dict[str, Any] = {}
+    for role, losses in (("mia", target_losses), ("baseline", helper_losses)):
+        test_scores[role], classifiers[role] = _scores(
+            steps, role, records, labels, losses,
+            seed=seed, criterion=criterion, beta=beta, settings=settings,
+        )  # fmt: skip
+    return test_scores, classifiers, helper_info
+
+
 def _measure(
     test_scores: Mapping[str, NDArray[np.float64]], y_test: NDArray[np.bool_], beta: float
 ) -> tuple[AuditResult, dict[str, Any], dict[str, Any]]:
@@ -636,25 +666,11 @@ def run_panoramia(
     y_test = labels[2]
     criterion = selection_criterion(beta)
 
-    # 4. the helper on the helper pool only (cached as its loss features); the target's losses
-    helper_losses, helper_info = _helper_losses(
-        steps,
-        modality.take(synth, split.helper_pool),
-        records,
-        labels,
-        seed=seed,
-        settings=settings,
-    )
-    target_losses = _losses(modality, target, records, labels, "mia")
-
-    # 5. the classifiers, selected on validation by the bound (cached as their scores)
-    test_scores: dict[str, NDArray[np.float64]] = {}
-    classifiers: dict[str, Any] = {}
-    for role, losses in (("mia", target_losses), ("baseline", helper_losses)):
-        test_scores[role], classifiers[role] = _scores(
-            steps, role, records, labels, losses,
-            seed=seed, criterion=criterion, beta=beta, settings=settings,
-        )  # fmt: skip
+    # 4-5. the helper's and the target's losses; the classifiers (cached as their scores)
+    test_scores, classifiers, helper_info = _classifier_scores(
+        steps, target, modality.take(synth, split.helper_pool), records, labels,
+        seed=seed, criterion=criterion, beta=beta, settings=settings,
+    )  # fmt: skip
 
     # 6. measurement, and the comparisons on the same target
     audit, bounds, curves = _measure(test_scores, y_test, beta)
