@@ -331,6 +331,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.combine is not None:
         rows = [r for p in args.combine for r in json.loads(p.read_text())]
+        seen = [(r["modality"], r["seed"], r["epochs"], r["dp_epsilon"]) for r in rows]
+        if len(set(seen)) != len(seen):
+            dup = sorted({k for k in seen if seen.count(k) > 1}, key=str)
+            raise SystemExit(
+                f"--combine: the same target twice (modality, seed, epochs, dp): {dup}"
+            )
         summarise(rows)
         if args.json is not None:
             args.json.write_text(json.dumps(rows, indent=2))

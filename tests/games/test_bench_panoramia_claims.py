@@ -90,3 +90,14 @@ def test_below_rmrn_is_tested_on_the_unclipped_gap() -> None:
     assert "at or below RM;RN within noise" in below
     assert "clipped eps_tilde - RM;RN: mean +0.029" in below
     assert _bench()._mean_se(np.array([max(0.0, g) for g in gaps]))[2] > 0  # clipped would fail
+
+
+def test_combine_refuses_a_target_counted_twice(tmp_path: Path) -> None:
+    import json
+
+    rows = _rows({(0, 10): (0.0, 0.0), (0, 200): (0.5, 0.7)})
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(rows))
+    b.write_text(json.dumps(rows[:1]))
+    with pytest.raises(SystemExit, match="the same target twice"):
+        _bench().main(["--combine", str(a), str(b)])
