@@ -97,7 +97,7 @@ from privaudit.data.dataset import Dataset
 from privaudit.games.provided import ProvidedTarget
 from privaudit.games.query_views import requested_views
 from privaudit.games.ye import YeModels, accuracy, needs
-from privaudit.games.ye_split import draw_pool, make_split
+from privaudit.games.ye_split import YeSplit, draw_pool, make_split
 from privaudit.models.base import Trainer
 from privaudit.records import AttackScores, MembershipMatrix
 from privaudit.runtime.executor import Executor, LocalExecutor
@@ -508,13 +508,7 @@ def run_experiment(
     DesignError
         The design cannot support an attack (e.g. too few members for Attack L).
     """
-    if not isinstance(dataset, Dataset):
-        raise fail("dataset", "a privaudit Dataset", type(dataset).__name__)
-    if not isinstance(config, ExperimentConfig):
-        raise fail("config", "an ExperimentConfig", type(config).__name__)
-    for attr in ("fit", "settings", "name"):
-        if not hasattr(trainer, attr):
-            raise fail("trainer", "a Trainer (name, fit, settings)", type(trainer).__name__)
+    _check_experiment_inputs(dataset, trainer, config)
     if isinstance(store, str | Path):
         store = ArtifactStore(store)
     if executor is None:  # our own workers: closed when the experiment ends
@@ -543,16 +537,8 @@ def run_experiment(
     models = YeModels(
         dataset, trainer, split, needs(config), seeds, store=store, executor=executor, views=views
     )
-    target_model, data_kw = models.target(provided)
-    train_acc = accuracy(target_model, split.pool.subset(split.member))
-    test_acc = accuracy(target_model, split.pool.subset(~split.member))
-    recipe_check = None if provided is None else models.recipe_check(provided, test_acc)
-    data_kw.update(models.reference(config))
-    data_kw.update(models.shadow(config))
-    data_kw.update(models.distilled(config))
-    loo, loo_ids = models.leave_one_out(config)
-    data_kw.update(loo)
-    data_kw.update(models.views(data_kw))
+    target = _target_step(models, split, provided)
+    data_kw, loo_ids = _attacker_models_step(models, config, target.signals)
 
     # 4. attacks
     t0 = time.perf_counter()
@@ -567,8 +553,8 @@ def run_experiment(
         membership=split.member,
         scores=scores,
         membership_matrix=split.matrix,
-        train_accuracy=train_acc,
-        test_accuracy=test_acc,
+        train_accuracy=target.train_accuracy,
+        test_accuracy=target.test_accuracy,
         timings=timings,
         game=game or FIXED_MODEL_GAME,
         config=config,
@@ -579,12 +565,66 @@ def run_experiment(
         population_ids=split.population.record_ids,
         leave_one_out_ids=loo_ids,
         target_origin="trained" if provided is None else "provided",
-        recipe_check=recipe_check,
-        target_info={
+        recipe_check=target.recipe_check,
+        target_info=target.info,
+        attack_data=data,
+        target_signals={k: np.asarray(v.values[0]) for k, v in data_kw["target"].items()},
+    )
+
+
+def _check_experiment_inputs(dataset: Any, trainer: Any, config: Any) -> None:
+    """Refuse what :func:`run_experiment` cannot run, naming the argument."""
+    if not isinstance(dataset, Dataset):
+        raise fail("dataset", "a privaudit Dataset", type(dataset).__name__)
+    if not isinstance(config, ExperimentConfig):
+        raise fail("config", "an ExperimentConfig", type(config).__name__)
+    for attr in ("fit", "settings", "name"):
+        if not hasattr(trainer, attr):
+            raise fail("trainer", "a Trainer (name, fit, settings)", type(trainer).__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class _TargetStep:
+    """The target of step 2-3: its signal tables and what the result reports about it."""
+
+    signals: dict[str, Any]
+    train_accuracy: float
+    test_accuracy: float
+    recipe_check: Mapping[str, Any] | None
+    info: dict[str, Any]
+
+
+def _target_step(models: YeModels, split: YeSplit, provided: ProvidedTarget | None) -> _TargetStep:
+    """Train (or take) the target and compute its signals; its accuracy on its members and
+    on the pool's non-members; for a provided target, the recipe check (a model trained
+    with the recipe must reach about the same accuracy); its JSON-able ``fit_info``."""
+    target_model, signals = models.target(provided)
+    train_acc = accuracy(target_model, split.pool.subset(split.member))
+    test_acc = accuracy(target_model, split.pool.subset(~split.member))
+    return _TargetStep(
+        signals=signals,
+        train_accuracy=train_acc,
+        test_accuracy=test_acc,
+        recipe_check=None if provided is None else models.recipe_check(provided, test_acc),
+        info={
             str(k): v
             for k, v in dict(getattr(target_model, "fit_info", {}) or {}).items()
             if isinstance(v, bool | int | float | str)
         },
-        attack_data=data,
-        target_signals={k: np.asarray(v.values[0]) for k, v in data_kw["target"].items()},
     )
+
+
+def _attacker_models_step(
+    models: YeModels, config: ExperimentConfig, target_signals: dict[str, Any]
+) -> tuple[dict[str, Any], NDArray[Any] | None]:
+    """The attacker's models, role by role (reference, shadow, distilled, leave-one-out,
+    then the query views of the target and reference models): the keyword arguments of
+    :class:`~privaudit.attacks.base.AttackData` and the records Attack L scores."""
+    data_kw = dict(target_signals)
+    data_kw.update(models.reference(config))
+    data_kw.update(models.shadow(config))
+    data_kw.update(models.distilled(config))
+    loo, loo_ids = models.leave_one_out(config)
+    data_kw.update(loo)
+    data_kw.update(models.views(data_kw))
+    return data_kw, loo_ids
