@@ -409,23 +409,8 @@ def run_record_risk(
 
     # 1. split --------------------------------------------------------------------------
     t0 = time.perf_counter()
-    universe = _universe(dataset, target, kind, table, warnings)
-    plan = make_plan(
-        dataset.X,
-        n=config.n,
-        n_targets=config.n_targets,
-        n_rounds=config.n_rounds,
-        n_shadow=config.n_shadow,
-        n_aux=config.n_aux,
-        seed=config.seed,
-        vulnerable_fraction=config.vulnerable_fraction,
-    )
-    targets_data: Any = (
-        universe.codes[plan.targets]
-        if kind == "generator"
-        else dataset.subset(dataset.record_ids[plan.targets])
-    )
-    key_base = _task_key_base(dataset, universe, kind, target, att, plan)
+    setup = _split_step(dataset, target, kind, att, config, table, warnings)
+    plan = setup.plan
     timings["split"] = time.perf_counter() - t0
     releases = {"trained": 0, "loaded": 0}
 
@@ -433,28 +418,19 @@ def run_record_risk(
     fitted: list[Any] = [None] * plan.n_targets
     if att.trained:
         worker = _Worker(
-            target, kind, universe, plan, att, targets_data, {**key_base, "mode": "summary"}
+            target,
+            kind,
+            setup.universe,
+            plan,
+            att,
+            setup.targets_data,
+            {**setup.key_base, "mode": "summary"},
         )
         fitted = _fit_attacks(worker, plan, config, executor, store, timings, releases)
 
     # 2-4. the game rounds, scored in the workers ---------------------------------------
     t0 = time.perf_counter()
-    fit_key = hashlib.sha256(repr((key_base, config.n_shadow, att.trained)).encode()).hexdigest()
-    worker = _Worker(
-        target,
-        kind,
-        universe,
-        plan,
-        att,
-        targets_data,
-        {**key_base, "mode": "scores", "fit": fit_key},
-        fitted,
-    )
-    all_tasks, spans = _game_tasks(plan, config, batched=kind == "classifier" and fits_many(target))
-    res, created = train_many(
-        worker, all_tasks, executor=executor, store=store, key_fn=worker.key, desc="game releases"
-    )
-    _count(releases, all_tasks, created)
+    res, spans = _play_games(target, kind, att, config, setup, fitted, executor, store, releases)
     timings["games"] = time.perf_counter() - t0
 
     # 5. metrics ------------------------------------------------------------------------
@@ -482,6 +458,83 @@ def run_record_risk(
         timings=timings,
         releases=releases,
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Setup:
+    """The split step's output: the universe, the plan, the target records' data (codes of
+    a generator, a Dataset of a classifier) and the start of every task's store key."""
+
+    universe: Any
+    plan: RecordRiskPlan
+    targets_data: Any
+    key_base: dict[str, Any]
+
+
+def _split_step(
+    dataset: Dataset,
+    target: Any,
+    kind: str,
+    att: RecordAttack,
+    config: RecordRiskConfig,
+    table: DiscreteTable | None,
+    warnings: list[str],
+) -> _Setup:
+    """Step 1: the universe and the plan of every round (:func:`make_plan`, from the seed)."""
+    universe = _universe(dataset, target, kind, table, warnings)
+    plan = make_plan(
+        dataset.X,
+        n=config.n,
+        n_targets=config.n_targets,
+        n_rounds=config.n_rounds,
+        n_shadow=config.n_shadow,
+        n_aux=config.n_aux,
+        seed=config.seed,
+        vulnerable_fraction=config.vulnerable_fraction,
+    )
+    targets_data: Any = (
+        universe.codes[plan.targets]
+        if kind == "generator"
+        else dataset.subset(dataset.record_ids[plan.targets])
+    )
+    key_base = _task_key_base(dataset, universe, kind, target, att, plan)
+    return _Setup(universe, plan, targets_data, key_base)
+
+
+def _play_games(
+    target: Any,
+    kind: str,
+    att: RecordAttack,
+    config: RecordRiskConfig,
+    setup: _Setup,
+    fitted: list[Any],
+    executor: Executor,
+    store: ArtifactStore | None,
+    releases: dict[str, int],
+) -> tuple[list[dict[str, NDArray[Any]]], list[tuple[str, str, int, int]]]:
+    """Steps 2-4 of the games: every round's release trained and scored in the workers
+    (cached per task; the cache key names the fitted attacks); the per-task results and
+    which game, replicate and target each span of them belongs to."""
+    fit_key = hashlib.sha256(
+        repr((setup.key_base, config.n_shadow, att.trained)).encode()
+    ).hexdigest()
+    worker = _Worker(
+        target,
+        kind,
+        setup.universe,
+        setup.plan,
+        att,
+        setup.targets_data,
+        {**setup.key_base, "mode": "scores", "fit": fit_key},
+        fitted,
+    )
+    batched = kind == "classifier" and fits_many(target)
+    all_tasks, spans = _game_tasks(setup.plan, config, batched=batched)
+    res, created = train_many(
+        worker, all_tasks, executor=executor, store=store, key_fn=worker.key, desc="game releases"
+    )
+    _count(releases, all_tasks, created)
+    return res, spans
 
 
 def _check_inputs(
