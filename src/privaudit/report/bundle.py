@@ -458,17 +458,11 @@ def audit_payload(result: AuditResult) -> dict[str, Any]:
 
 
 def _verify_membership(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
-    from privaudit.audit.attack_bounds import attack_one_run_bounds, grouped_one_run_bounds
-    from privaudit.games.metrics import agreement_matrix
-    from privaudit.report.per_record import attack_score_fields
-    from privaudit.report.results import (
-        RESULTS_FILE,
-        SCORES_FILE,
-        ScoreTable,
-        attack_entry,
-        recompute_attack_metrics,
-        validate_results,
-    )
+    """A membership audit's results.json recomputed from its scores table, step by step:
+    the schema, the attacks' names, the target's counts, each attack's metrics, the
+    per-attack one-run bounds, the agreement matrix, PANORAMIA's bounds and the data
+    fingerprint. Checks in that order, then everything not recomputable."""
+    from privaudit.report.results import RESULTS_FILE, SCORES_FILE, ScoreTable, validate_results
 
     results = _load_json(folder / RESULTS_FILE)
     try:
@@ -481,31 +475,56 @@ def _verify_membership(folder: Path, manifest: Mapping[str, Any]) -> list[Check]
     except Exception as exc:
         raise BundleError(f"BUNDLE: cannot read {scores_file} ({exc})") from None
     out: list[Check] = [Check("results.json schema", "ok")]
-    skipped: list[Check] = []
-    metrics_tol = TOLERANCES["metrics"]
-
     names = [a["name"] for a in results["attacks"]]
     if set(names) != set(table.attacks):
-        out.append(
-            Check(
-                "attacks",
-                "mismatch",
-                f"results name {sorted(names)}, scores hold {sorted(table.attacks)}",
-            )
-        )
-        return out + skipped
+        detail = f"results name {sorted(names)}, scores hold {sorted(table.attacks)}"
+        return [*out, Check("attacks", "mismatch", detail)]
+    skipped: list[Check] = []
+    for step in (_verify_target_counts, _verify_attack_entries, _verify_attack_audits):
+        c, s = step(results, table)
+        out += c
+        skipped += s
+    if results.get("agreement"):
+        c, s = _verify_agreement(results["agreement"], table)
+        out += c
+        skipped += s
+    if results.get("panoramia"):
+        c, s = _verify_panoramia(folder, results, table)
+        out += c
+        skipped += s
+    out += _verify_fingerprint(manifest, results)
+    return out + skipped
+
+
+def _verify_target_counts(
+    results: Mapping[str, Any], table: Any
+) -> tuple[list[Check], list[Check]]:
+    """The target's member and non-member counts (its accuracies need the model)."""
+    out: list[Check] = []
     target = results["target"]
     for key, value in (
         ("n_members", int(table.member.sum())),
         ("n_non_members", int((~table.member).sum())),
     ):
-        c, s = compare(target[key], value, f"target.{key}", metrics_tol)
+        c, _ = compare(target[key], value, f"target.{key}", TOLERANCES["metrics"])
         out += c
-    for key in ("train_accuracy", "test_accuracy"):
-        skipped.append(
-            Check(f"target.{key}", "not-recomputable", "needs the target model and data")
-        )
+    skipped = [
+        Check(f"target.{key}", "not-recomputable", "needs the target model and data")
+        for key in ("train_accuracy", "test_accuracy")
+    ]
+    return out, skipped
 
+
+def _verify_attack_entries(
+    results: Mapping[str, Any], table: Any
+) -> tuple[list[Check], list[Check]]:
+    """Each attack's entry (metrics, score fields) recomputed from its scores; its
+    settings (``params``) are not recomputable."""
+    from privaudit.report.per_record import attack_score_fields
+    from privaudit.report.results import attack_entry, recompute_attack_metrics
+
+    out: list[Check] = []
+    skipped: list[Check] = []
     metrics = recompute_attack_metrics(table, results)
     for i, entry in enumerate(results["attacks"]):
         name = entry["name"]
@@ -520,10 +539,21 @@ def _verify_membership(folder: Path, manifest: Mapping[str, Any]) -> list[Check]
             skipped.append(
                 Check(f"{where}.params", "not-recomputable", "the attack's settings when it ran")
             )
-        c, s = compare(recorded, want, where, metrics_tol)
+        c, s = compare(recorded, want, where, TOLERANCES["metrics"])
         out += c
         skipped += s
+    return out, skipped
 
+
+def _verify_attack_audits(
+    results: Mapping[str, Any], table: Any
+) -> tuple[list[Check], list[Check]]:
+    """The one-run bounds of the attacks' scores (grouped when membership was randomised
+    by groups, e.g. documents); audits without per-attack scores are not recomputable."""
+    from privaudit.audit.attack_bounds import attack_one_run_bounds, grouped_one_run_bounds
+
+    out: list[Check] = []
+    skipped: list[Check] = []
     per_attack = [a for a in results["audits"] if a.get("attack") in table.scores]
     if per_attack:
         conf = float(per_attack[0].get("family_confidence", 0.95))
@@ -545,8 +575,7 @@ def _verify_membership(folder: Path, manifest: Mapping[str, Any]) -> list[Check]
             )
         else:
             bounds = attack_one_run_bounds(cols, confidence=conf, delta=delta, **extra)
-        want_audits = plain(bounds)
-        c, s = compare(per_attack, want_audits, "audits", TOLERANCES["bounds"])
+        c, s = compare(per_attack, plain(bounds), "audits", TOLERANCES["bounds"])
         out += c
         skipped += s
     for a in results["audits"]:
@@ -554,35 +583,29 @@ def _verify_membership(folder: Path, manifest: Mapping[str, Any]) -> list[Check]
             skipped.append(
                 Check(f"audits({a['procedure']})", "not-recomputable", "no per-attack scores")
             )
+    return out, skipped
 
-    ag = results.get("agreement")
-    if ag:
-        try:
-            attack_names = [n for n in ag["names"] if n != "GT"]
-            # an attack that scored some records (L) is compared on the records both
-            # scored, as the pipeline does (NaN in scores.npz = not scored)
-            decisions, scored = {}, {}
-            for n in attack_names:
-                col = table.scores[n]
-                thr = table.thresholds.get(n)
-                ok = ~np.isnan(col)
-                decisions[n] = ok & (np.where(ok, col, -np.inf) >= (np.inf if thr is None else thr))
-                scored[n] = ok
-            got = agreement_matrix(decisions, table.member, scored=scored).to_dict()
-            if "alpha" in ag:
-                got["alpha"] = ag["alpha"]
-            c, s = compare(ag, plain(got), "agreement", metrics_tol)
-        except InvalidInputError as exc:
-            c, s = [Check("agreement", "mismatch", f"cannot recompute: {exc}")], []
-        out += c
-        skipped += s
 
-    if results.get("panoramia"):
-        c, s = _verify_panoramia(folder, results, table)
-        out += c
-        skipped += s
-    out += _verify_fingerprint(manifest, results)
-    return out + skipped
+def _verify_agreement(ag: Mapping[str, Any], table: Any) -> tuple[list[Check], list[Check]]:
+    """The attacks' agreement matrix at their thresholds. An attack that scored some
+    records (L) is compared on the records both scored, as the pipeline does (NaN in
+    scores.npz = not scored)."""
+    from privaudit.games.metrics import agreement_matrix
+
+    try:
+        decisions, scored = {}, {}
+        for n in [n for n in ag["names"] if n != "GT"]:
+            col = table.scores[n]
+            thr = table.thresholds.get(n)
+            ok = ~np.isnan(col)
+            decisions[n] = ok & (np.where(ok, col, -np.inf) >= (np.inf if thr is None else thr))
+            scored[n] = ok
+        got = agreement_matrix(decisions, table.member, scored=scored).to_dict()
+        if "alpha" in ag:
+            got["alpha"] = ag["alpha"]
+        return compare(ag, plain(got), "agreement", TOLERANCES["metrics"])
+    except InvalidInputError as exc:
+        return [Check("agreement", "mismatch", f"cannot recompute: {exc}")], []
 
 
 def _verify_panoramia(
