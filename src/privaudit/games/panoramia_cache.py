@@ -186,5 +186,3 @@ class PanoramiaSteps(Generic[R]):
         }
         out = self.run(key, make)
         return np.asarray(out["scores"], dtype=np.float64), read_info(out)
-
-
