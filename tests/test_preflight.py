@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from privaudit import pipeline
+from privaudit import inputs, pipeline
 from privaudit.cli import main
 from privaudit.cli.demo_cmd import render_summary, summary_lines
 from privaudit.config import ConfigError, config_from_dict, load_config
@@ -40,9 +40,9 @@ def _cfg(tmp_path: Path, **over: Any) -> Any:
 
 
 def _prepared(cfg: Any) -> tuple[Any, Any, Any]:
-    data = pipeline.load_dataset(cfg)
+    data = inputs.load_dataset(cfg)
     exp = pipeline.experiment_config(cfg, data.n_records)
-    return data, exp, pipeline.build_trainer(cfg.model, data.n_classes)
+    return data, exp, inputs.build_trainer(cfg.model, data.n_classes)
 
 
 def test_failed_preflight_trains_nothing_and_writes_nothing(

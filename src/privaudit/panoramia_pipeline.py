@@ -43,13 +43,13 @@ from privaudit.games.provided import (
     match_ids,
     read_id_file,
 )
-from privaudit.panoramia_config import PanoramiaConfig
-from privaudit.pipeline import (
+from privaudit.inputs import (
     build_trainer,
     load_dataset,
     provided_torch_recipe,
     table_with_member_column,
 )
+from privaudit.panoramia_config import PanoramiaConfig
 from privaudit.report import RESULTS_FILE, check_output_dir
 from privaudit.report.bundle import make_manifest
 from privaudit.report.panoramia import panoramia_results, write_panoramia_report

@@ -288,7 +288,7 @@ def test_member_column_of_a_user_table(tmp_path: Path, capsys: pytest.CaptureFix
     from sklearn.neural_network import MLPClassifier
 
     from privaudit.config import DatasetConfig
-    from privaudit.pipeline import table_with_member_column
+    from privaudit.inputs import table_with_member_column
 
     rng = np.random.default_rng(0)
     n = 700

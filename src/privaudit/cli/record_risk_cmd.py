@@ -36,7 +36,7 @@ def build_record_risk(cfg: Any) -> dict[str, Any]:
     from privaudit.attacks.record_level import make_record_attack
     from privaudit.games.record_risk import RecordRiskConfig
     from privaudit.generators import discretise, make_generator
-    from privaudit.pipeline import build_trainer, load_dataset
+    from privaudit.inputs import build_trainer, load_dataset
 
     ds = load_dataset(cfg.dataset)
     need = cfg.n_aux + 2 * cfg.n
