@@ -1,7 +1,7 @@
 """``privaudit record-risk CONFIG.yaml``: per-record risk in the traditional and the
 model-seeded game (Krčo et al. 2025), for a synthetic-data generator or a classifier.
 
-The YAML (:class:`privaudit.config.RecordRiskFileConfig`) names the data, the target
+The YAML (:class:`privaudit.record_risk_config.RecordRiskFileConfig`) names the data, the target
 (``generator: baynet | privbayes | cart`` or a classifier ``model``: a scikit-learn kind,
 or ``kind: torch`` with a recipe, trained ``rounds_per_task`` rounds at a time as one
 batched computation; the built-in ``privaudit.models.torch_nets:mlp`` gets its input and
@@ -140,8 +140,8 @@ def record_risk_command(
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
 ) -> None:
     """Record-level risk: traditional vs model-seeded game (generators and classifiers)."""
-    from privaudit.config import load_record_risk_config
     from privaudit.games.record_risk import run_record_risk
+    from privaudit.record_risk_config import load_record_risk_config
     from privaudit.report.record_risk import record_risk_payload, write_record_risk_report
     from privaudit.report.writer import check_output_dir
     from privaudit.runtime.executor import LocalExecutor
