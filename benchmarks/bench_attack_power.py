@@ -88,7 +88,8 @@ def _setup(target: str, seed: int, n_jobs: int, cache: Path) -> tuple[Any, Any, 
     """(dataset, trainer, ExperimentConfig) of one target, every attack listed."""
     from privaudit.attacks import attack_names
     from privaudit.config import config_from_dict
-    from privaudit.pipeline import build_trainer, demo_config, experiment_config, load_dataset
+    from privaudit.inputs import build_trainer, load_dataset
+    from privaudit.pipeline import demo_config, experiment_config
 
     if target == "demo":
         cfg = demo_config(seed=seed, n_jobs=n_jobs, output_dir=cache / "unused", cache_dir=cache)

@@ -27,13 +27,8 @@ def main() -> None:
     args = parser.parse_args()
 
     from privaudit.games.experiment import run_experiment
-    from privaudit.pipeline import (
-        build_trainer,
-        demo_config,
-        experiment_config,
-        load_dataset,
-        run_audit,
-    )
+    from privaudit.inputs import build_trainer, load_dataset
+    from privaudit.pipeline import demo_config, experiment_config, run_audit
     from privaudit.report import write_report
 
     with tempfile.TemporaryDirectory() as tmp:

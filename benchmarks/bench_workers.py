@@ -104,7 +104,8 @@ def two_runs(
     from threadpoolctl import threadpool_limits
 
     from privaudit.games.experiment import run_experiment
-    from privaudit.pipeline import build_trainer, experiment_config, load_dataset
+    from privaudit.inputs import build_trainer, load_dataset
+    from privaudit.pipeline import experiment_config
     from privaudit.runtime.executor import LocalExecutor
 
     out: dict[str, Any] = {}

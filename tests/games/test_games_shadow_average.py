@@ -15,7 +15,8 @@ from scipy import stats
 
 from privaudit.config import config_from_dict
 from privaudit.games import run_game
-from privaudit.pipeline import build_trainer, experiment_config, load_dataset
+from privaudit.inputs import build_trainer, load_dataset
+from privaudit.pipeline import experiment_config
 
 ALPHA = 0.05
 
