@@ -411,7 +411,7 @@ def _early_executor(config: AuditConfig, progress: bool | None) -> Executor | No
     if resolve_n_jobs(config.n_jobs) < 2:
         return None
     from privaudit.games.train_many import ModelTask
-    from privaudit.games.ye import YeSteps, attack_needs
+    from privaudit.games.ye_steps import YeSteps, attack_needs
 
     try:
         need = attack_needs(config.attack_names(), config.attack_params)

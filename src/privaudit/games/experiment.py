@@ -96,8 +96,9 @@ from privaudit.attacks.base import (
 from privaudit.data.dataset import Dataset
 from privaudit.games.provided import ProvidedTarget
 from privaudit.games.query_views import requested_views
-from privaudit.games.ye import YeModels, accuracy, needs
+from privaudit.games.ye import YeModels
 from privaudit.games.ye_split import YeSplit, draw_pool, make_split
+from privaudit.games.ye_steps import accuracy, needs
 from privaudit.models.base import Trainer
 from privaudit.records import AttackScores, MembershipMatrix
 from privaudit.runtime.executor import Executor, LocalExecutor
