@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -86,6 +87,16 @@ MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
 
 
 M = TypeVar("M", bound=BaseModel)
+
+
+def _check_n_jobs(v: int) -> int:
+    if v == 0 or v < -1:
+        raise ValueError(f"expected a positive number of processes or -1 (all cores), found {v}")
+    return v
+
+
+#: ``n_jobs`` of a command's config: worker processes, a positive number or -1 (all cores).
+NJobs = Annotated[int, AfterValidator(_check_n_jobs)]
 
 
 class ConfigError(InvalidInputError):
@@ -526,7 +537,7 @@ class AuditConfig(_Strict):
         description="Inference game (Ye et al. 2022 Def. 3.1-3.4): def-3.1 | def-3.2 | def-3.3 | def-3.4.",
     )
     seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
-    n_jobs: int = 1
+    n_jobs: NJobs = 1
     executor: Literal["local", "ray"] = Field(
         default="local",
         description="Where models train: local processes (n_jobs of them) or a Ray cluster.",
@@ -558,15 +569,6 @@ class AuditConfig(_Strict):
             raise ValueError("expected at least one attack")
         if len(set(v)) != len(v):
             raise ValueError(f"expected each attack once, found {v}")
-        return v
-
-    @field_validator("n_jobs")
-    @classmethod
-    def _n_jobs(cls, v: int) -> int:
-        if v == 0 or v < -1:
-            raise ValueError(
-                f"expected a positive number of processes or -1 (all cores), found {v}"
-            )
         return v
 
     @field_validator("alpha")

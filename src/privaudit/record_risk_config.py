@@ -23,12 +23,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from privaudit.config import (
     GENERATOR_PARAMS,
     DatasetConfig,
     ModelConfig,
+    NJobs,
     _read_yaml,
     _Strict,
     validate_mapping,
@@ -98,7 +99,7 @@ class RecordRiskFileConfig(_Strict):
     replicates: bool = True
     n_bins: Annotated[int, Field(ge=2)] = 8
     seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
-    n_jobs: int = 1
+    n_jobs: NJobs = 1
     rounds_per_task: int = Field(
         default=16,
         ge=1,
@@ -112,15 +113,6 @@ class RecordRiskFileConfig(_Strict):
         description="Directory of the YAML file (set by load_record_risk_config): a "
         "relative torch factory ('file.py:function') is resolved against it.",
     )
-
-    @field_validator("n_jobs")
-    @classmethod
-    def _n_jobs(cls, v: int) -> int:
-        if v == 0 or v < -1:
-            raise ValueError(
-                f"expected a positive number of processes or -1 (all cores), found {v}"
-            )
-        return v
 
     @model_validator(mode="after")
     def _attack_fits(self) -> RecordRiskFileConfig:
