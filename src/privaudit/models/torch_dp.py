@@ -46,23 +46,22 @@ def fit_dp(
         opt = make_optimizer(r, module.parameters())
         loader = torch.utils.data.DataLoader(data, batch_size=r.batch_size)
         engine = PrivacyEngine(accountant=dp["accountant"])
-        if "target_epsilon" in dp:
+        common = {
+            "module": module,
+            "optimizer": opt,
+            "data_loader": loader,
+            "max_grad_norm": float(dp["max_grad_norm"]),
+        }
+        if "target_epsilon" in dp:  # the noise multiplier that spends target_epsilon
             priv, opt, loader = engine.make_private_with_epsilon(
-                module=module,
-                optimizer=opt,
-                data_loader=loader,
+                **common,
                 target_epsilon=float(dp["target_epsilon"]),
                 target_delta=float(dp["delta"]),
                 epochs=r.epochs,
-                max_grad_norm=float(dp["max_grad_norm"]),
             )
         else:
             priv, opt, loader = engine.make_private(
-                module=module,
-                optimizer=opt,
-                data_loader=loader,
-                noise_multiplier=float(dp["noise_multiplier"]),
-                max_grad_norm=float(dp["max_grad_norm"]),
+                **common, noise_multiplier=float(dp["noise_multiplier"])
             )
         for _ in range(r.epochs):
             for xb, yb in loader:
