@@ -194,6 +194,7 @@ def zero_run_audit(
     -------
     ZeroRunResult
     """
+    # Step 1: the attack's scores and membership (given), and the settings, checked.
     s, mem = prepare_scores(scores, member)
     beta = resolve_beta(beta, confidence)
     n_bootstrap, q, seed = _check_settings(
