@@ -290,6 +290,19 @@ def test_output_is_plain_json() -> None:
     assert d["n"] == 500 and d["n_member"] + d["n_non_member"] == 500
 
 
+@pytest.mark.parametrize(
+    "name",
+    ["auc_warn", "ess_fraction_warn", "extreme_fraction_warn", "retention_warn", "ece_warn"],
+)
+def test_each_threshold_is_checked_and_recorded_under_its_name(name: str) -> None:
+    pi, s = calibrated(100, 12)
+    d = propensity_diagnostics(pi, s, **{name: 0.375})
+    assert d["thresholds"][name] == 0.375
+    assert [k for k, v in d["thresholds"].items() if v == 0.375] == [name]
+    with pytest.raises(InvalidInputError, match=f"^{name}: "):
+        propensity_diagnostics(pi, s, **{name: 1.5})
+
+
 def test_invalid_inputs() -> None:
     pi, s = calibrated(100, 12)
     with pytest.raises(InvalidInputError, match="outside"):
@@ -304,6 +317,8 @@ def test_invalid_inputs() -> None:
         propensity_diagnostics(pi, s, extreme=0.6)
     with pytest.raises(InvalidInputError, match="n_bins"):
         propensity_diagnostics(pi, s, n_bins=0)
+    with pytest.raises(InvalidInputError, match="n_hist_bins"):
+        propensity_diagnostics(pi, s, n_hist_bins=0)
     with pytest.raises(InvalidInputError, match="auc_warn"):
         propensity_diagnostics(pi, s, auc_warn=1.5)
     with pytest.raises(InvalidInputError, match="diag"):

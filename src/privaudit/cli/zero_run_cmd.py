@@ -20,6 +20,7 @@ Exit codes: 0 done, 2 bad input (message ``error: ...`` on stderr; nothing writt
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -340,75 +341,170 @@ def zero_run_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out."),
 ) -> None:
     """Zero-Run audit: DP lower bounds from known members vs shifted known non-members."""
-    from privaudit.audit.zero_run import zero_run_audit
     from privaudit.report.writer import check_output_dir
-    from privaudit.report.zero_run import write_zero_run_report
-    from privaudit.runtime.store import ArtifactStore
 
     try:
         if out is not None:
             check_output_dir(out, overwrite=overwrite)  # fail before any work
-        names = _estimator_names(estimators, features, propensity_col)
-        scores, member, frame, columns = load_zero_run_table(
-            file,
-            members_file=members,
-            non_members_file=non_members,
-            score_col=score_col,
-            member_col=member_col,
-            features=propensity_col if propensity_col is not None else features,
-            exclude=exclude,
-        )
-        given = None
-        saved_frame = frame  # what a bundle keeps (the propensity column when given)
-        if propensity_col is not None:
-            given = {propensity_col: _propensity_values(frame[propensity_col], propensity_col)}
-            frame, columns = None, []
-        progress = False if as_json else None
-        result = zero_run_audit(
-            scores,
-            member,
-            features=frame,
-            propensity=given,
-            estimators=tuple(names),
-            beta=beta,
+        settings = _AuditSettings(
+            estimators=_estimator_names(estimators, features, propensity_col),
             confidence=confidence,
+            beta=beta,
             margin_z=margin_z,
             headline_rule=headline,
+            propensity_col=propensity_col,
             delta=delta,
             delta_ds=delta_ds,
             n_bootstrap=bootstrap,
             pca_components=pca,
             seed=seed,
-            executor=_bootstrap_executor(bootstrap, ray_address, jobs, progress),
-            store=ArtifactStore(cache_dir) if cache_dir is not None else None,
-            progress=progress,
         )
+        inputs = _read_inputs(
+            file,
+            members,
+            non_members,
+            score_col=score_col,
+            member_col=member_col,
+            features=features,
+            exclude=exclude,
+            propensity_col=propensity_col,
+        )
+        progress = False if as_json else None
+        executor = _bootstrap_executor(bootstrap, ray_address, jobs, progress)
+        result = _run_audit(inputs, settings, executor, cache_dir, progress)
         payload = _payload(result) if as_json else None
         if out is not None:
-            config = {
-                "estimators": list(names),
-                "confidence": confidence,
-                "beta": beta,
-                "margin_z": margin_z,
-                "headline_rule": headline,
-                "propensity_col": propensity_col,
-                "delta": delta,
-                "delta_ds": delta_ds,
-                "n_bootstrap": bootstrap,
-                "pca_components": pca,
-                "seed": seed,
-                "features": list(columns),
-            }
-            manifest = _manifest(config, seed, [file, members, non_members])
-            inputs = {"scores": scores, "member": member, "features": saved_frame}
-            write_zero_run_report(result, out, overwrite=overwrite, bundle=manifest, inputs=inputs)
+            _write_report(result, out, settings, inputs, [file, members, non_members], overwrite)
     except PrivauditError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     except OSError as exc:
         typer.echo(f"error: cannot write the report to {out} ({exc})", err=True)
         raise typer.Exit(2) from None
-    _print_result(result, payload, columns, out)
+    _print_result(result, payload, inputs.columns, out)
+
+
+@dataclasses.dataclass(frozen=True)
+class _AuditSettings:
+    """The audit's settings as given on the command line (None: the API's default).
+
+    The fields are in the order of ``bundle.json``'s ``config`` (:meth:`bundle_config`).
+    """
+
+    estimators: list[str]
+    confidence: float | None
+    beta: float | None
+    margin_z: float
+    headline_rule: str
+    propensity_col: str | None
+    delta: float
+    delta_ds: float
+    n_bootstrap: int
+    pca_components: int | None
+    seed: int
+
+    def bundle_config(self, columns: list[str]) -> dict[str, Any]:
+        """The ``config`` of the bundle manifest: these settings and the feature columns."""
+        return {**dataclasses.asdict(self), "features": list(columns)}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Inputs:
+    """What the table(s) gave the audit."""
+
+    scores: np.ndarray
+    member: np.ndarray
+    features: Any
+    """The propensity feature columns (a DataFrame); None with ``--propensity-col``."""
+    columns: list[str]
+    """Their names (none with ``--propensity-col``)."""
+    given: dict[str, np.ndarray] | None
+    """``{column: propensities}`` with ``--propensity-col``, else None."""
+    saved: Any
+    """The frame a bundle keeps: the features, or the given propensity column."""
+
+
+def _read_inputs(
+    file: Path | None,
+    members: Path | None,
+    non_members: Path | None,
+    *,
+    score_col: str,
+    member_col: str,
+    features: str | None,
+    exclude: str | None,
+    propensity_col: str | None,
+) -> _Inputs:
+    """Read the table(s) (:func:`load_zero_run_table`): scores, membership and features.
+
+    With ``--propensity-col`` that column is read as the only "feature" and becomes the
+    given propensities (checked by :func:`_propensity_values`); no features are passed on.
+    """
+    scores, member, frame, columns = load_zero_run_table(
+        file,
+        members_file=members,
+        non_members_file=non_members,
+        score_col=score_col,
+        member_col=member_col,
+        features=propensity_col if propensity_col is not None else features,
+        exclude=exclude,
+    )
+    if propensity_col is None:
+        return _Inputs(scores, member, frame, columns, given=None, saved=frame)
+    given = {propensity_col: _propensity_values(frame[propensity_col], propensity_col)}
+    return _Inputs(scores, member, None, [], given=given, saved=frame)
+
+
+def _run_audit(
+    inputs: _Inputs,
+    settings: _AuditSettings,
+    executor: Any,
+    cache_dir: Path | None,
+    progress: bool | None,
+) -> Any:
+    """:func:`privaudit.audit.zero_run.zero_run_audit` on the inputs with the settings.
+
+    ``executor`` runs the bootstrap replicates (:func:`_bootstrap_executor`); ``cache_dir``
+    keeps each finished replicate (an artifact store).
+    """
+    from privaudit.audit.zero_run import zero_run_audit
+    from privaudit.runtime.store import ArtifactStore
+
+    return zero_run_audit(
+        inputs.scores,
+        inputs.member,
+        features=inputs.features,
+        propensity=inputs.given,
+        estimators=tuple(settings.estimators),
+        beta=settings.beta,
+        confidence=settings.confidence,
+        margin_z=settings.margin_z,
+        headline_rule=settings.headline_rule,
+        delta=settings.delta,
+        delta_ds=settings.delta_ds,
+        n_bootstrap=settings.n_bootstrap,
+        pca_components=settings.pca_components,
+        seed=settings.seed,
+        executor=executor,
+        store=ArtifactStore(cache_dir) if cache_dir is not None else None,
+        progress=progress,
+    )
+
+
+def _write_report(
+    result: Any,
+    out: Path,
+    settings: _AuditSettings,
+    inputs: _Inputs,
+    sources: list[Path | None],
+    overwrite: bool,
+) -> None:
+    """``--out``: results.json, report.html and the bundle (manifest, inputs, features)."""
+    from privaudit.report.zero_run import write_zero_run_report
+
+    manifest = _manifest(settings.bundle_config(inputs.columns), settings.seed, sources)
+    saved = {"scores": inputs.scores, "member": inputs.member, "features": inputs.saved}
+    write_zero_run_report(result, out, overwrite=overwrite, bundle=manifest, inputs=saved)
 
 
 def _estimator_names(

@@ -194,70 +194,49 @@ def zero_run_audit(
     -------
     ZeroRunResult
     """
+    # Step 1: the attack's scores and membership (given), and the settings, checked.
     s, mem = prepare_scores(scores, member)
-    m = s.size
     beta = resolve_beta(beta, confidence)
-    confidence = 1.0 - beta  # display only
     n_bootstrap, q, seed = _check_settings(
         margin_z, headline_rule, n_bootstrap, bootstrap_quantile, seed
     )
-    bound_kw: dict[str, Any] = {
-        "beta": beta,
-        "delta": delta,
-        "delta_ds": delta_ds,
-        "margin_z": margin_z,
-    }
-    fit_kw: dict[str, Any] = {
-        "n_folds": n_folds,
-        "n_inner": n_inner,
-        "pca_components": pca_components,
-    }
+    fit_kw = {"n_folds": n_folds, "n_inner": n_inner, "pca_components": pca_components}
+    # Step 2: the propensities, given or cross-fitted on the features.
     feats, fits, pis = _propensities(
         s, mem, features, propensity, estimators, n_bootstrap, seed, fit_kw
     )
+    # Step 3: every estimator's bounds (at beta / J), diagnostics, bootstrap, falsification.
     n_tests = _n_tests(pis, fits, headline_rule)
-    bound_kw["beta"] = beta / n_tests
-
-    uniforms = draw_uniforms(m, derive_rng(seed, purpose="zero-run-tampering"))
-    test_uniforms = draw_uniforms(m, derive_rng(seed, purpose="zero-run-falsification"))
-    ex: Mapper = executor if executor is not None else InlineMapper(progress=progress)
-
-    args = _bound_arguments(pis, fits, bound_kw)
-    all_bounds = {name: zero_run_bounds(s, mem, uniforms=uniforms, **args[name]) for name in pis}
+    bound_kw = {"beta": beta / n_tests, "delta": delta, "delta_ds": delta_ds, "margin_z": margin_z}
+    uniforms, test_uniforms = _coins(s.size, seed)
+    run = _AuditRun(
+        scores=s,
+        member=mem,
+        feats=feats,
+        fits=fits,
+        pis=pis,
+        args=_bound_arguments(pis, fits, bound_kw),
+        beta=beta,
+        bound_kw=bound_kw,
+        fit_kw=fit_kw,
+        uniforms=uniforms,
+        test_uniforms=test_uniforms,
+        n_bootstrap=n_bootstrap,
+        quantile=q,
+        seed=seed,
+        store=store,
+        executor=executor if executor is not None else InlineMapper(progress=progress),
+    )
+    all_bounds = {
+        name: zero_run_bounds(s, mem, uniforms=uniforms, **run.args[name]) for name in pis
+    }
     uncorrected = _uncorrected(s, mem, pis, all_bounds, uniforms, n_tests, beta, delta)
-    entries: list[dict[str, Any]] = []
-    warnings: list[str] = []
-    for name, pi in pis.items():
-        diag = propensity_diagnostics(pi, mem)
-        warnings.extend(f"[{name}] {w}" for w in diag.get("warnings", []))
-        boot: dict[str, Any] | None = None
-        if n_bootstrap and feats is not None and name not in POINTWISE_REFUSED:
-            boot = bootstrap_pointwise(
-                feats, mem, s, uniforms, name, n_bootstrap=n_bootstrap, quantile=q, seed=seed,
-                fit_kw=fit_kw, bound_kw=bound_kw, store=store, executor=ex,
-            )  # fmt: skip
-        falsification = _falsification(name, args[name], pis, mem, beta, test_uniforms, warnings)
-        refused = POINTWISE_REFUSED.get(name) if name in fits else None
-        pointwise = all_bounds[name]["pointwise"]
-        if refused is not None:
-            pointwise = _refuse(pointwise, refused)
-            warnings.append(f"[{name}] pointwise bound refused: {refused}.")
-        entries.append(
-            {
-                "name": name,
-                "global": all_bounds[name]["global"].to_dict(),
-                "pointwise": pointwise.to_dict(),
-                "pointwise_refused": refused,
-                "diagnostics": diag,
-                "bootstrap": boot,
-                "falsification": falsification,
-            }
-        )
-
+    entries, warnings = _estimator_entries(run, all_bounds)
+    # Step 4: the headline, and a warning when the shift explains the uncorrected bound.
     headline = _headline(entries, headline_rule, q, n_bootstrap, beta / n_tests)
     warnings.extend(_shift_warning(uncorrected, headline))
     return ZeroRunResult(
-        confidence=confidence,
+        confidence=1.0 - beta,
         n_members=int(mem.sum()),
         n_non_members=int((~mem).sum()),
         headline=headline,
@@ -265,24 +244,132 @@ def zero_run_audit(
         estimators=tuple(entries),
         warnings=tuple(dict.fromkeys(warnings)),
         notes=_notes(headline_rule, n_tests, beta, margin_z, given=propensity is not None),
-        settings={
-            "seed": seed,
-            "estimators": list(pis),
-            "confidence": confidence,
-            "beta": beta,
-            "margin_z": margin_z,
-            "headline_rule": headline_rule,
-            "delta": delta,
-            "delta_ds": delta_ds,
-            "n_bootstrap": n_bootstrap,
-            "bootstrap_quantile": q,
-            "pca_components": pca_components,
-            "n_folds": n_folds,
-            "n_inner": n_inner,
-            "propensity": "given" if propensity is not None else "cross-fitted",
-            "features": list(feats.column_names) if feats is not None else None,
-        },
+        settings=_settings(run, headline_rule, given=propensity is not None),
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class _AuditRun:
+    """What the per-estimator steps of one audit share (step 3)."""
+
+    scores: NDArray[np.float64]
+    member: NDArray[np.bool_]
+    feats: FeatureMatrix | None
+    """The prepared features; None when the propensities are given."""
+    fits: Mapping[str, PairedPropensity]
+    """The paired cross-fits (empty when the propensities are given)."""
+    pis: Mapping[str, NDArray[np.float64]]
+    """Every estimator's propensities, in the order requested."""
+    args: Mapping[str, Mapping[str, Any]]
+    """Per estimator, the arguments of :func:`.bounds.zero_run_bounds` (:func:`_bound_arguments`)."""
+    beta: float
+    """The audit's beta: the falsification test's level (bounds use ``bound_kw["beta"]``)."""
+    bound_kw: Mapping[str, Any]
+    """beta (``beta / J`` under rule ``"max"``), delta, delta_ds and margin_z of every bound."""
+    fit_kw: Mapping[str, Any]
+    """n_folds, n_inner and pca_components of every propensity fit."""
+    uniforms: NDArray[np.float64]
+    """The tampering coins, one per audit example, shared by every estimator and replicate."""
+    test_uniforms: NDArray[np.float64]
+    """The falsification test's coins."""
+    n_bootstrap: int
+    quantile: float
+    seed: int
+    store: ArtifactStore | None
+    executor: Mapper
+
+
+def _coins(m: int, seed: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The tampering and the falsification uniforms: one fixed draw of each per audit.
+
+    Fixed per audit (audit-math.md 5.2: one uniform per example, the coupling that makes the
+    first non-rejected eps well defined) and independent of each other (separate purposes).
+    """
+    uniforms = draw_uniforms(m, derive_rng(seed, purpose="zero-run-tampering"))
+    test_uniforms = draw_uniforms(m, derive_rng(seed, purpose="zero-run-falsification"))
+    return uniforms, test_uniforms
+
+
+def _estimator_entries(
+    run: _AuditRun, all_bounds: Mapping[str, Mapping[str, AuditResult]]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Step 3 for every estimator, in order: the entries and their warnings, one after another."""
+    entries: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    for name in run.pis:
+        entry, entry_warnings = _estimator_entry(run, name, all_bounds[name])
+        entries.append(entry)
+        warnings.extend(entry_warnings)
+    return entries, warnings
+
+
+def _estimator_entry(
+    run: _AuditRun, name: str, bounds: Mapping[str, AuditResult]
+) -> tuple[dict[str, Any], list[str]]:
+    """One estimator's result entry: diagnostics, bootstrap, falsification, global and pointwise.
+
+    The pointwise bound of a refused family (:data:`POINTWISE_REFUSED`) is set to 0
+    (:func:`_refuse`). Returns the entry and its warnings: those of the diagnostics, of the
+    falsification test, then the refusal.
+    """
+    diag = propensity_diagnostics(run.pis[name], run.member)
+    warnings = [f"[{name}] {w}" for w in diag.get("warnings", [])]
+    boot = _bootstrap(run, name)
+    falsification = _falsification(
+        name, run.args[name], run.pis, run.member, run.beta, run.test_uniforms, warnings
+    )
+    refused = POINTWISE_REFUSED.get(name) if name in run.fits else None
+    pointwise = bounds["pointwise"]
+    if refused is not None:
+        pointwise = _refuse(pointwise, refused)
+        warnings.append(f"[{name}] pointwise bound refused: {refused}.")
+    entry = {
+        "name": name,
+        "global": bounds["global"].to_dict(),
+        "pointwise": pointwise.to_dict(),
+        "pointwise_refused": refused,
+        "diagnostics": diag,
+        "bootstrap": boot,
+        "falsification": falsification,
+    }
+    return entry, warnings
+
+
+def _bootstrap(run: _AuditRun, name: str) -> dict[str, Any] | None:
+    """One estimator's bootstrap over propensity refits (Section 6), or None.
+
+    None when no replicates were asked for, the propensities were given (nothing to refit)
+    or the family is refused (:data:`POINTWISE_REFUSED`). The audited model's scores and the
+    tampering coins are held fixed (:func:`.bootstrap.bootstrap_pointwise`).
+    """
+    if not run.n_bootstrap or run.feats is None or name in POINTWISE_REFUSED:
+        return None
+    return bootstrap_pointwise(
+        run.feats, run.member, run.scores, run.uniforms, name, n_bootstrap=run.n_bootstrap,
+        quantile=run.quantile, seed=run.seed, fit_kw=run.fit_kw, bound_kw=run.bound_kw,
+        store=run.store, executor=run.executor,
+    )  # fmt: skip
+
+
+def _settings(run: _AuditRun, headline_rule: str, *, given: bool) -> dict[str, Any]:
+    """The result's ``settings``: what the audit ran with, checked values (``confidence = 1 - beta``)."""
+    return {
+        "seed": run.seed,
+        "estimators": list(run.pis),
+        "confidence": 1.0 - run.beta,
+        "beta": run.beta,
+        "margin_z": run.bound_kw["margin_z"],
+        "headline_rule": headline_rule,
+        "delta": run.bound_kw["delta"],
+        "delta_ds": run.bound_kw["delta_ds"],
+        "n_bootstrap": run.n_bootstrap,
+        "bootstrap_quantile": run.quantile,
+        "pca_components": run.fit_kw["pca_components"],
+        "n_folds": run.fit_kw["n_folds"],
+        "n_inner": run.fit_kw["n_inner"],
+        "propensity": "given" if given else "cross-fitted",
+        "features": list(run.feats.column_names) if run.feats is not None else None,
+    }
 
 
 def _check_settings(

@@ -342,37 +342,45 @@ def propensity_diagnostics(
         only, or a length mismatch; bad thresholds or bin counts.
     """
     p, s = _check_scores(pi, member)
+    extreme, n_bins, n_hist_bins = _check_settings(extreme, n_bins, n_hist_bins)
+    thresholds = _check_thresholds(
+        auc_warn=auc_warn,
+        ess_fraction_warn=ess_fraction_warn,
+        extreme_fraction_warn=extreme_fraction_warn,
+        retention_warn=retention_warn,
+        ece_warn=ece_warn,
+    )
+    diag = {
+        **_counts(s),
+        **_calibration(p, s, n_bins),
+        **_score_distribution(p, s, n_hist_bins),
+        **_overlap(p, s, extreme),
+    }
+    return {**diag, **_warnings(diag, thresholds)}
+
+
+def _check_settings(extreme: float, n_bins: int, n_hist_bins: int) -> tuple[float, int, int]:
+    """The checked ``extreme`` (in ``(0, 0.5)``), ``n_bins`` and ``n_hist_bins`` (>= 1)."""
     extreme = check_probability(extreme, "extreme")
     if extreme >= 0.5:
         raise fail("extreme", "a value in (0, 0.5)", extreme)
     n_bins = check_positive_int(n_bins, "n_bins", minimum=1)
     n_hist_bins = check_positive_int(n_hist_bins, "n_hist_bins", minimum=1)
-    thresholds = {
-        name: check_probability(value, name, open_interval=False)
-        for name, value in (
-            ("auc_warn", auc_warn),
-            ("ess_fraction_warn", ess_fraction_warn),
-            ("extreme_fraction_warn", extreme_fraction_warn),
-            ("retention_warn", retention_warn),
-            ("ece_warn", ece_warn),
-        )
-    }
-    n1 = int(s.sum())
-    diag: dict[str, Any] = {
-        "n": p.size,
-        "n_member": n1,
-        "n_non_member": p.size - n1,
-        **_calibration(p, s, n_bins),
-        **_score_distribution(p, s, n_hist_bins),
-        **_overlap(p, s, extreme),
-    }
-    overlap_msgs = _overlap_warnings(diag, thresholds)
+    return extreme, n_bins, n_hist_bins
+
+
+def _check_thresholds(**thresholds: float) -> dict[str, float]:
+    """The warning thresholds by name, in the order given, each checked to lie in ``[0, 1]``."""
     return {
-        **diag,
-        "thresholds": thresholds,
-        "overlap_poor": bool(overlap_msgs),
-        "warnings": overlap_msgs + _other_warnings(diag, thresholds),
+        name: check_probability(value, name, open_interval=False)
+        for name, value in thresholds.items()
     }
+
+
+def _counts(s: NDArray[np.bool_]) -> dict[str, Any]:
+    """The keys ``n``, ``n_member`` and ``n_non_member`` of :func:`propensity_diagnostics`."""
+    n1 = int(s.sum())
+    return {"n": s.size, "n_member": n1, "n_non_member": s.size - n1}
 
 
 def _calibration(p: NDArray[np.float64], s: NDArray[np.bool_], n_bins: int) -> dict[str, Any]:
@@ -500,6 +508,20 @@ def _overlap_warnings(diag: dict[str, Any], th: dict[str, float]) -> list[str]:
             f"records): {remedy}"
         )
     return msgs
+
+
+def _warnings(diag: dict[str, Any], thresholds: dict[str, float]) -> dict[str, Any]:
+    """The keys ``thresholds``, ``overlap_poor`` and ``warnings`` of :func:`propensity_diagnostics`.
+
+    Overlap is poor when any overlap criterion fired (:func:`_overlap_warnings`); its
+    messages come first, then the others (:func:`_other_warnings`).
+    """
+    overlap_msgs = _overlap_warnings(diag, thresholds)
+    return {
+        "thresholds": thresholds,
+        "overlap_poor": bool(overlap_msgs),
+        "warnings": overlap_msgs + _other_warnings(diag, thresholds),
+    }
 
 
 def _other_warnings(diag: dict[str, Any], th: dict[str, float]) -> list[str]:
