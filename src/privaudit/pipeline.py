@@ -436,12 +436,7 @@ def _run_audit(
     out_dir = Path(config.output_dir)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", PrivauditWarning)
-        dataset, provided = load_dataset_and_target(config)
-    data_warnings = [str(w.message) for w in caught if issubclass(w.category, PrivauditWarning)]
-    for w in caught:  # pass the warnings on (they are recorded in results.json too)
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    dataset, provided, data_warnings = _load_inputs(config)
     timings["data"] = time.perf_counter() - t0
 
     exp_cfg = experiment_config(config, dataset.n_records, provided)
@@ -462,10 +457,86 @@ def _run_audit(
         timings[f"experiment.{phase}"] = float(sec)
 
     t0 = time.perf_counter()
+    m = _metrics_step(exp, game_result, exp_cfg)
+    timings["metrics"] = time.perf_counter() - t0
+
+    settings = _settings(config, exp, dataset, trainer, game_result)
+    settings.update(executor_settings(config, executor))
+    if data_warnings or checks:
+        settings["warnings"] = [*data_warnings, *checks]
+    if m.excluded:
+        settings["agreement_excludes"] = m.excluded
+    game_doc = _game_doc(exp, game_result, m.scored.metrics)
+    t0 = time.perf_counter()
+    sections = _analysis_sections(config, exp, game_result, dataset, m, game_doc, n_aimed)
+    timings["analysis"] = time.perf_counter() - t0
+    results = build_results(
+        seed=config.seed,
+        settings=settings,
+        target=_target_entry(_target_summary(exp, game_result, m.scored), exp, provided),
+        attacks=m.entries,
+        audits=m.audits,
+        agreement=m.agreement,
+        agreement_alpha=config.alpha if m.agreement is not None else None,
+        game=game_doc,
+        timings=timings,
+        sections=sections,
+    )
+    if write:
+        manifest = make_manifest(
+            kind="membership-inference",
+            command="run_audit",
+            config=config.model_dump(mode="json"),
+            seeds=settings["seeds"],
+            dataset_fingerprint=exp.dataset_fingerprint,
+        )
+        write_report(out_dir, results, m.table, overwrite=overwrite, bundle=manifest)
+    return AuditReport(
+        results=results,
+        metrics=m.scored.metrics,
+        agreement=m.agreement,
+        scores=m.table,
+        experiment=exp,
+        out_dir=out_dir if write else None,
+        game=game_result,
+    )
+
+
+def _load_inputs(config: AuditConfig) -> tuple[Dataset, ProvidedTarget | None, list[str]]:
+    """Step 2: the dataset and a provided target (:func:`~privaudit.inputs.load_dataset_and_target`),
+    with the warnings (:class:`PrivauditWarning`) loading raised: passed on, and returned
+    to be recorded in ``results.json``."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PrivauditWarning)
+        dataset, provided = load_dataset_and_target(config)
+    data_warnings = [str(w.message) for w in caught if issubclass(w.category, PrivauditWarning)]
+    for w in caught:  # pass the warnings on (they are recorded in results.json too)
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return dataset, provided, data_warnings
+
+
+@dataclasses.dataclass(frozen=True)
+class _Metrics:
+    """Step 5's output: the scored draws, every attack's entry, the agreement matrix (and
+    the attacks it leaves out), the per-record score table and the one-run bounds."""
+
+    scored: _Scored
+    entries: list[dict[str, Any]]
+    agreement: AgreementMatrix | None
+    excluded: list[str]
+    table: ScoreTable
+    audits: list[dict[str, Any]]
+
+
+def _metrics_step(
+    exp: ExperimentResult, game_result: GameResult | None, exp_cfg: ExperimentConfig
+) -> _Metrics:
+    """Step 5: every metric of every attack (over a game's trials, on its pooled draws),
+    the agreement matrix, the per-record scores with their DeLong AUC intervals, and the
+    one-run bounds."""
     scored = _scored_experiment(exp) if game_result is None else _scored_game(game_result)
-    metrics = scored.metrics
     entries = [
-        attack_entry(metrics[name], n_reference_models=n_models_behind(name, exp_cfg))
+        attack_entry(scored.metrics[name], n_reference_models=n_models_behind(name, exp_cfg))
         for name in scored.scores
     ]
     agreement, excluded = _agreement(scored)
@@ -475,18 +546,23 @@ def _run_audit(
     for entry in entries:  # the DeLong AUC interval, from the saved scores
         entry.update(attack_score_fields(table, entry["name"]))
     audits = _one_run_audits(exp, table, game_result)
-    timings["metrics"] = time.perf_counter() - t0
+    return _Metrics(scored, entries, agreement, excluded, table, audits)
 
-    settings = _settings(config, exp, dataset, trainer, game_result)
-    settings.update(executor_settings(config, executor))
-    if data_warnings or checks:
-        settings["warnings"] = [*data_warnings, *checks]
-    if excluded:
-        settings["agreement_excludes"] = excluded
-    game_doc = _game_doc(exp, game_result, metrics)
-    t0 = time.perf_counter()
+
+def _analysis_sections(
+    config: AuditConfig,
+    exp: ExperimentResult,
+    game_result: GameResult | None,
+    dataset: Dataset,
+    m: _Metrics,
+    game_doc: dict[str, Any],
+    n_aimed: int,
+) -> dict[str, Any]:
+    """The results' analysis sections: the threat model, the attacks' agreement at fixed
+    FPRs, and the vulnerable records (with the leave-one-out sample behind them)."""
+    scored = m.scored
     sections: dict[str, Any] = {
-        "threat_model": threat_model(game_doc, entries, audits=audits),
+        "threat_model": threat_model(game_doc, m.entries, audits=m.audits),
         "agreement_at_fpr": agreement_at_fpr(
             ScoredTarget(
                 scores={n: (s.record_ids, s.scores) for n, s in scored.scores.items()},
@@ -500,37 +576,7 @@ def _run_audit(
         "n_records": 0 if exp.leave_one_out_ids is None else int(exp.leave_one_out_ids.size),
         "n_aimed_at_record_types": n_aimed,
     }
-    timings["analysis"] = time.perf_counter() - t0
-    results = build_results(
-        seed=config.seed,
-        settings=settings,
-        target=_target_entry(_target_summary(exp, game_result, scored), exp, provided),
-        attacks=entries,
-        audits=audits,
-        agreement=agreement,
-        agreement_alpha=config.alpha if agreement is not None else None,
-        game=game_doc,
-        timings=timings,
-        sections=sections,
-    )
-    if write:
-        manifest = make_manifest(
-            kind="membership-inference",
-            command="run_audit",
-            config=config.model_dump(mode="json"),
-            seeds=settings["seeds"],
-            dataset_fingerprint=exp.dataset_fingerprint,
-        )
-        write_report(out_dir, results, table, overwrite=overwrite, bundle=manifest)
-    return AuditReport(
-        results=results,
-        metrics=metrics,
-        agreement=agreement,
-        scores=table,
-        experiment=exp,
-        out_dir=out_dir if write else None,
-        game=game_result,
-    )
+    return sections
 
 
 def _train_and_attack(
