@@ -138,6 +138,30 @@ def test_fdp_one_run_audit_result_and_gaussian_flag() -> None:
     assert sel.extra["beta_per_test"] == pytest.approx(0.05 / len(sel.extra["candidates"]))
 
 
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"delta": -0.1}, r"delta: expected a value in \[0, 1\)"),
+        ({"delta": 1.0}, r"delta: expected a value in \[0, 1\)"),
+        ({"epsilon": "dp"}, r"epsilon: expected one of 'fdp', 'gaussian'"),
+        ({"epsilon": "dp", "delta": 2.0}, r"delta: expected a value in \[0, 1\)"),
+    ],
+)
+def test_fdp_one_run_audit_refuses_bad_delta_and_epsilon(kw: dict, match: str) -> None:  # type: ignore[type-arg]
+    s, mem = gaussian_canaries(200, 2.0, np.random.default_rng(1))
+    with pytest.raises(InvalidInputError, match=match):
+        fdp_one_run_audit(s, mem, k_pos=20, k_neg=20, **kw)
+
+
+def test_fdp_one_run_audit_without_delta_has_no_gaussian_value() -> None:
+    """delta = 0: the headline is the assumption-free eps and no Gaussian-shape value exists."""
+    s, mem = gaussian_canaries(1000, 3.0, np.random.default_rng(0))
+    res = fdp_one_run_audit(s, mem, k_pos=50, k_neg=50)
+    assert res.epsilon_lower_bound == res.extra["epsilon_fdp"] > 0
+    assert "epsilon_if_gaussian" not in res.extra
+    assert res.notes[-1].startswith("epsilon_lower_bound audits f_{eps,delta} directly")
+
+
 def test_fdp_is_at_least_as_tight_as_eps_dp_for_gaussian_mechanism() -> None:
     """Done-when item: on the same guesses, eps(mu_lb, delta) >= Steinke's eps bound.
 

@@ -24,6 +24,7 @@ from privaudit.audit._tails import first_rejection_boundary, gdp_epsilon
 from privaudit.audit.one_run import check_counts
 from privaudit.audit.selection import (
     GuessCounts,
+    GuessSelection,
     prepare_scores,
     run_guess_selection,
 )
@@ -261,20 +262,12 @@ def fdp_one_run_audit(
     the assumption-free ``mu_lower_bound`` is unchanged.
     """
     beta = resolve_beta(beta, confidence)
-    if not 0.0 <= delta < 1.0:
-        raise fail("delta", "a value in [0, 1)", delta)
-    check_choice(epsilon, "epsilon", ("fdp", "gaussian"))
-    if epsilon == "gaussian" and delta == 0.0:
-        raise fail("delta", "delta > 0 for a Gaussian-shape epsilon", delta)
+    _check_epsilon_and_delta(epsilon, delta)
     s, mem = prepare_scores(scores, member)
-
-    def bound(c: GuessCounts, level: float) -> float:
-        return gdp_mu_lb_one_run(c.m, c.r, c.v, level)
-
     sel = run_guess_selection(
         s,
         mem,
-        bound,
+        _mu_bound,
         beta,
         k_pos=k_pos,
         k_neg=k_neg,
@@ -284,8 +277,48 @@ def fdp_one_run_audit(
         rng=rng,
     )
     c = sel.counts
-    mu_lb = sel.value
     eps_fdp = fdp_eps_lb_one_run(c.m, c.r, c.v, delta, sel.level)
+    extra, notes = _fdp_extra_and_notes(beta, sel, eps_fdp)
+    if parametric is not None:
+        _attach_parametric_estimate(extra, notes, sel, family=parametric, beta=beta)
+    eps_gauss = mu_to_epsilon(sel.value, delta) if delta > 0 else None
+    if eps_gauss is not None:
+        extra["epsilon_if_gaussian"] = eps_gauss
+    headline, headline_note = _headline_epsilon(epsilon, eps_fdp, eps_gauss)
+    notes.append(headline_note)
+    return AuditResult(
+        procedure="fdp-one-run",
+        confidence=1.0 - beta,
+        delta=float(delta),
+        epsilon_lower_bound=headline,
+        mu_lower_bound=sel.value,
+        counts=c.as_dict(),
+        threshold_selection=sel.description,
+        extra=extra,
+        notes=tuple(notes),
+    )
+
+
+def _check_epsilon_and_delta(epsilon: str, delta: float) -> None:
+    """``delta`` in [0, 1), ``epsilon`` one of ``"fdp"`` / ``"gaussian"``, and ``delta > 0``
+    for a Gaussian-shape epsilon (infinite at ``delta = 0`` whenever ``mu_lb > 0``)."""
+    if not 0.0 <= delta < 1.0:
+        raise fail("delta", "a value in [0, 1)", delta)
+    check_choice(epsilon, "epsilon", ("fdp", "gaussian"))
+    if epsilon == "gaussian" and delta == 0.0:
+        raise fail("delta", "delta > 0 for a Gaussian-shape epsilon", delta)
+
+
+def _mu_bound(c: GuessCounts, level: float) -> float:
+    """What the guess counts are selected on: the mu-GDP lower bound at ``level``."""
+    return gdp_mu_lb_one_run(c.m, c.r, c.v, level)
+
+
+def _fdp_extra_and_notes(
+    beta: float, sel: GuessSelection, eps_fdp: float
+) -> tuple[dict[str, object], list[str]]:
+    """``extra`` (beta, the level of the reported test, the assumption-free eps, the
+    selection's figures) and the notes of every f-DP one-run audit (validity, source)."""
     extra: dict[str, object] = {
         "beta": beta,
         "beta_per_test": sel.level,
@@ -298,42 +331,49 @@ def fdp_one_run_audit(
         "code; the paper text was not available (constraints re-derived).",
         *sel.notes,
     ]
-    if parametric is not None:
-        from privaudit.audit.parametric import attach_parametric  # imports this module
+    return extra, notes
 
-        attach_parametric(
-            extra,
-            notes,
-            sel.counts,
-            family=parametric,
-            beta=beta,
-            selected=sel.description != "fixed",
-            bound_name="the lower bounds",
-        )
-    eps_gauss = mu_to_epsilon(mu_lb, delta) if delta > 0 else None
-    if eps_gauss is not None:
-        extra["epsilon_if_gaussian"] = eps_gauss
-    if epsilon == "gaussian":
-        headline = eps_gauss if eps_gauss is not None else math.inf
-        notes.append(
-            "epsilon_lower_bound = eps(mu_lb, delta) assumes a Gaussian trade-off curve "
-            "(Gaussian-shape assumption); it is not a general (eps, delta) lower bound."
-        )
-    else:
-        headline = eps_fdp
-        notes.append(
-            "epsilon_lower_bound audits f_{eps,delta} directly (no Gaussian assumption); "
-            "extra.epsilon_if_gaussian = eps(mu_lb, delta) holds only under a Gaussian "
-            "trade-off curve."
-        )
-    return AuditResult(
-        procedure="fdp-one-run",
-        confidence=1.0 - beta,
-        delta=float(delta),
-        epsilon_lower_bound=headline,
-        mu_lower_bound=mu_lb,
-        counts=c.as_dict(),
-        threshold_selection=sel.description,
-        extra=extra,
-        notes=tuple(notes),
+
+def _attach_parametric_estimate(
+    extra: dict[str, object],
+    notes: list[str],
+    sel: GuessSelection,
+    *,
+    family: str,
+    beta: float,
+) -> None:
+    """``extra["parametric"]``: the assumption-based estimate and bound of ``family`` on the
+    selected counts, and the note that it holds only inside that family."""
+    from privaudit.audit.parametric import attach_parametric  # imports this module
+
+    attach_parametric(
+        extra,
+        notes,
+        sel.counts,
+        family=family,
+        beta=beta,
+        selected=sel.description != "fixed",
+        bound_name="the lower bounds",
     )
+
+
+#: The note of ``epsilon="gaussian"``: the headline assumes a Gaussian trade-off curve.
+_GAUSSIAN_HEADLINE_NOTE = (
+    "epsilon_lower_bound = eps(mu_lb, delta) assumes a Gaussian trade-off curve "
+    "(Gaussian-shape assumption); it is not a general (eps, delta) lower bound."
+)
+
+#: The note of ``epsilon="fdp"``: the headline is assumption-free, the Gaussian value is not.
+_FDP_HEADLINE_NOTE = (
+    "epsilon_lower_bound audits f_{eps,delta} directly (no Gaussian assumption); "
+    "extra.epsilon_if_gaussian = eps(mu_lb, delta) holds only under a Gaussian "
+    "trade-off curve."
+)
+
+
+def _headline_epsilon(epsilon: str, eps_fdp: float, eps_gauss: float | None) -> tuple[float, str]:
+    """The reported ``epsilon_lower_bound`` of the ``epsilon`` choice and the note saying what
+    it assumes (the Gaussian-shape value is infinite without ``delta > 0``)."""
+    if epsilon == "gaussian":
+        return (eps_gauss if eps_gauss is not None else math.inf), _GAUSSIAN_HEADLINE_NOTE
+    return eps_fdp, _FDP_HEADLINE_NOTE
