@@ -25,9 +25,10 @@ and no real non-members. Steps (each timed; the times go to ``results.json["timi
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -251,6 +252,86 @@ def _store(config: PanoramiaConfig, out_dir: Path | None, modality: Any) -> Any:
     return ArtifactStore(root)
 
 
+@contextlib.contextmanager
+def _timed(timings: dict[str, float], step: str) -> Iterator[None]:
+    """Time the block: its seconds go to ``timings[step]`` (``results.json["timings"]``)."""
+    t0 = time.perf_counter()
+    yield
+    timings[step] = time.perf_counter() - t0
+
+
+def _report_dir(config: PanoramiaConfig, *, overwrite: bool, write: bool) -> Path | None:
+    """The report folder, checked before any work (None when not writing); a folder holding
+    only the store of an unfinished run is resumed (:func:`_replace`)."""
+    if not write:
+        return None
+    out = Path(config.output_dir)
+    return check_output_dir(out, overwrite=_replace(out, overwrite))
+
+
+def _settings_section(config: PanoramiaConfig, known: KnownRecords, store: Any) -> dict[str, Any]:
+    """``results["settings"]``: the data (with its fingerprint), the released target and its
+    recipe (text: the fine-tuning recipe and the base model), the modality, generator, sizes,
+    confidence and the artifact store."""
+    dataset_desc = {**config.data.describe(), "fingerprint": known.fingerprint}
+    if config.data.dataset is not None and config.data.dataset.name is not None:
+        dataset_desc["name"] = config.data.dataset.name
+    recipe: Any = None if config.model is None else config.model.model_dump(mode="json")
+    if config.modality == "text":
+        recipe = {
+            "finetune": config.finetune or {},
+            "base": config.base.describe() if config.base else None,
+        }
+    return {
+        "dataset": dataset_desc,
+        "model": {"target": config.target.describe(), "recipe": recipe},
+        "modality": config.modality,
+        "generator": dict(config.generator),
+        "sizes": config.sizes.model_dump(exclude_none=True),
+        "confidence": config.confidence,
+        "cache_dir": None if store is None else str(store.root),
+    }
+
+
+def _target_section(target: Any, known: KnownRecords, fingerprint: str) -> dict[str, Any]:
+    """``results["target"]``: accuracy on the known members (training records) and the real
+    non-members, and the model's fingerprint."""
+    return {
+        "train_accuracy": _accuracy(target, known.members),
+        "test_accuracy": _accuracy(target, known.non_members),
+        "model_sha256": fingerprint,
+    }
+
+
+def _write_report(
+    config: PanoramiaConfig,
+    out_dir: Path,
+    results: dict[str, Any],
+    result: Any,
+    known: KnownRecords,
+    *,
+    overwrite: bool,
+) -> None:
+    """The report folder, written atomically with its bundle manifest; the default store
+    (``<output_dir>/cache``) is carried into it."""
+    manifest = make_manifest(
+        kind="membership-inference",
+        command="run_panoramia_audit",
+        config=config.model_dump(mode="json"),
+        seeds={"root": config.seed},
+        dataset_fingerprint=known.fingerprint,
+    )
+    write_panoramia_report(
+        out_dir,
+        results,
+        result.scores,
+        rmrn_table=result.rmrn_scores,
+        overwrite=_replace(out_dir, overwrite),
+        bundle=manifest,
+        carry=(CACHE_NAME,) if config.cache_dir is None else (),
+    )
+
+
 def run_panoramia_audit(
     config: PanoramiaConfig,
     *,
@@ -275,79 +356,37 @@ def run_panoramia_audit(
     from privaudit.games.panoramia import run_panoramia
 
     timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    out = Path(config.output_dir)
-    out_dir = check_output_dir(out, overwrite=_replace(out, overwrite)) if write else None
-    config.check_paths()
-    known = load_known(config)
-    members, non_members = known.members, known.non_members
-    timings["data"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    target, fingerprint = load_panoramia_target(config, n_classes=known.n_classes)
-    modality = build_modality(config, known.n_classes)
-    timings["target"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    store = _store(config, out_dir, modality)
-    result = run_panoramia(
-        modality,
-        target,
-        members,
-        non_members=non_members,
-        sizes=config.sizes.to_sizes(),
-        seed=config.seed,
-        confidence=config.confidence,
-        store=store,
-    )
-    timings["game"] = time.perf_counter() - t0
-    rmrn_table = result.rmrn_scores
-    dataset_desc = {**config.data.describe(), "fingerprint": known.fingerprint}
-    if config.data.dataset is not None and config.data.dataset.name is not None:
-        dataset_desc["name"] = config.data.dataset.name
-    recipe: Any = None if config.model is None else config.model.model_dump(mode="json")
-    if config.modality == "text":
-        recipe = {
-            "finetune": config.finetune or {},
-            "base": config.base.describe() if config.base else None,
-        }
-    results = panoramia_results(
+    with _timed(timings, "data"):  # steps 1-2 of the module docstring
+        out_dir = _report_dir(config, overwrite=overwrite, write=write)
+        config.check_paths()
+        known = load_known(config)
+    with _timed(timings, "target"):  # steps 3-4: the target and the modality
+        target, fingerprint = load_panoramia_target(config, n_classes=known.n_classes)
+        modality = build_modality(config, known.n_classes)
+    with _timed(timings, "game"):  # step 4: the game
+        store = _store(config, out_dir, modality)
+        result = run_panoramia(
+            modality,
+            target,
+            known.members,
+            non_members=known.non_members,
+            sizes=config.sizes.to_sizes(),
+            seed=config.seed,
+            confidence=config.confidence,
+            store=store,
+        )
+    results = panoramia_results(  # step 5: the results document and the report
         result.to_dict(),
         result.scores,
         seed=config.seed,
-        settings={
-            "dataset": dataset_desc,
-            "model": {"target": config.target.describe(), "recipe": recipe},
-            "modality": config.modality,
-            "generator": dict(config.generator),
-            "sizes": config.sizes.model_dump(exclude_none=True),
-            "confidence": config.confidence,
-            "cache_dir": None if store is None else str(store.root),
-        },
-        target={  # accuracy on the known members (training records) and real non-members
-            "train_accuracy": _accuracy(target, members),
-            "test_accuracy": _accuracy(target, non_members),
-            "model_sha256": fingerprint,
-        },
+        settings=_settings_section(config, known, store),
+        target=_target_section(target, known, fingerprint),
         provenance=provenance,
         timings=timings,
-        rmrn=rmrn_table is not None,
+        rmrn=result.rmrn_scores is not None,
     )
     if write and out_dir is not None:
-        manifest = make_manifest(
-            kind="membership-inference",
-            command="run_panoramia_audit",
-            config=config.model_dump(mode="json"),
-            seeds={"root": config.seed},
-            dataset_fingerprint=known.fingerprint,
-        )
-        write_panoramia_report(
-            out_dir,
-            results,
-            result.scores,
-            rmrn_table=rmrn_table,
-            overwrite=_replace(out_dir, overwrite),
-            bundle=manifest,
-            carry=(CACHE_NAME,) if config.cache_dir is None else (),
-        )
+        _write_report(config, out_dir, results, result, known, overwrite=overwrite)
     return results
 
 

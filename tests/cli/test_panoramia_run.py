@@ -328,3 +328,30 @@ def test_member_column_of_a_user_table(tmp_path: Path, capsys: pytest.CaptureFix
     pano = load_results(tmp_path / "rep")["panoramia"]
     assert pano["sizes"]["n_known_members"] == 400
     assert pano["comparisons"]["rmrn"]["n_test_members"] > 0
+
+
+def test_no_write_and_an_explicit_store(owner: dict, tmp_path: Path) -> None:  # type: ignore[type-arg]
+    """write=False: the results come back and nothing is written (no report, no store);
+    an explicit cache_dir holds the store outside the report folder, which stays without one."""
+    from privaudit.panoramia_config import load_panoramia_config
+    from privaudit.panoramia_pipeline import run_panoramia_audit
+
+    root = owner["root"]
+    cfg = load_panoramia_config(_config(root, output_dir=str(tmp_path / "rep")))
+    res = run_panoramia_audit(cfg, write=False)
+    assert res["settings"]["cache_dir"] is None and set(res["timings"]) == {
+        "data",
+        "target",
+        "game",
+    }
+    assert not (tmp_path / "rep").exists()
+    store = tmp_path / "store"
+    cfg = load_panoramia_config(
+        _config(root, output_dir=str(tmp_path / "rep"), cache_dir=str(store))
+    )
+    again = run_panoramia_audit(cfg)
+    assert again["settings"]["cache_dir"] == str(store)
+    assert again["panoramia"]["bounds"] == res["panoramia"]["bounds"]
+    assert any(p.is_file() for p in (store / "objects").rglob("*"))
+    assert not (tmp_path / "rep" / "cache").exists()
+    assert load_results(tmp_path / "rep")["panoramia"]["bounds"] == res["panoramia"]["bounds"]
