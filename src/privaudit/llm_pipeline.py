@@ -159,71 +159,11 @@ def llm_results(
         Seconds per step.
     """
     table = llm_score_table(result)
-    records = result.records
-    member = result.member
-    entries = []
-    for s in result.scores:
-        n_ref = 1 if s.attack in REFERENCE_SIGNALS else 0
-        entry = attack_entry(result.metrics[s.attack], n_reference_models=n_ref)
-        entry.update(result.auc_ci[s.attack])
-        entries.append(entry)
-    counts = records.counts()
-    settings = {
-        "game": LLM_GAME,
-        "alpha": None,
-        "dataset": dict(data),
-        "model": dict(models_config),
-        "attacks": [s.attack for s in result.scores],
-        "signals": result.settings.to_dict(),
-    }
-    target = {
-        "train_accuracy": None,
-        "test_accuracy": None,
-        "n_members": counts["n_member_chunks"],
-        "n_non_members": counts["n_non_member_chunks"],
-        "origin": "provided",
-        "model_sha256": result.models["target"]["fingerprint"],
-        "split_sha256": _split_sha256(records.ids, member),
-    }
-    blind = result.metrics.get(BLIND_BASELINE)
-    llm: dict[str, Any] = {
-        "models": result.models,
-        "same_tokenizer": result.same_tokenizer,
-        "counts": counts,
-        "token_counts": result.token_counts,
-        "split": {
-            "by": "document",
-            "member_sha256": _ids_sha(records.ids, member),
-            "non_member_sha256": _ids_sha(records.ids, ~member),
-            "member_documents": sorted(
-                set(np.asarray(records.documents, dtype=object)[member].tolist())
-            ),
-            "non_member_documents": sorted(
-                set(np.asarray(records.documents, dtype=object)[~member].tolist())
-            ),
-        },
-        "signals": list(result.signal_names),
-        "signal_settings": {
-            "min_k_fraction": result.settings.k,
-            "batch_size": result.settings.batch_size,
-            "stride": result.settings.stride,
-            "reference_normalisation": "per token" if result.same_tokenizer else "per byte",
-        },
-        "blind_baseline": None
-        if blind is None
-        else {
-            "auc": blind.auc,
-            "auc_ci": result.auc_ci[BLIND_BASELINE]["auc_ci"],
-            "distribution_shift": result.blind_warning is not None,
-            "shift_test": None if result.blind_test is None else result.blind_test.to_dict(),
-            "warning": result.blind_warning,
-            "corrected_alternative": "privaudit zero-run (the Zero-Run audit)",
-        },
-        "sampling_assumption": LLM_SAMPLING_NOTE,
-        "threat_model": LLM_THREAT_MODEL,
-    }
-    if provenance is not None:
-        llm["provenance"] = dict(provenance)
+    entries = _attack_entries(result)
+    counts = result.records.counts()
+    settings = _llm_settings(result, data, models_config)
+    target = _llm_target(result, counts)
+    llm = _llm_section(result, counts, provenance)
     doc = build_results(
         seed=seed,
         settings=settings,
@@ -231,13 +171,113 @@ def llm_results(
         attacks=entries,
         audits=llm_one_run_bounds(
             [s for s in result.scores if s.attack != BLIND_BASELINE],
-            records,
+            result.records,
             confidence=result.settings.confidence,
         ),
         timings=timings,
         sections={"llm": llm},
     )
     return doc, table
+
+
+def _attack_entries(result: LLMAuditResult) -> list[dict[str, Any]]:
+    """``results["attacks"]``: each signal's and the blind baseline's metrics with its AUC
+    confidence interval (the reference signals learned from one reference model)."""
+    entries = []
+    for s in result.scores:
+        n_ref = 1 if s.attack in REFERENCE_SIGNALS else 0
+        entry = attack_entry(result.metrics[s.attack], n_reference_models=n_ref)
+        entry.update(result.auc_ci[s.attack])
+        entries.append(entry)
+    return entries
+
+
+def _llm_settings(
+    result: LLMAuditResult, data: Mapping[str, Any], models_config: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``results["settings"]``: the game, where the texts came from, the models as
+    configured, the attacks in order and the signal settings."""
+    return {
+        "game": LLM_GAME,
+        "alpha": None,
+        "dataset": dict(data),
+        "model": dict(models_config),
+        "attacks": [s.attack for s in result.scores],
+        "signals": result.settings.to_dict(),
+    }
+
+
+def _llm_target(result: LLMAuditResult, counts: Mapping[str, int]) -> dict[str, Any]:
+    """``results["target"]``: a provided model (no accuracy), the numbers of member and
+    non-member chunks, the model's fingerprint and the split's."""
+    return {
+        "train_accuracy": None,
+        "test_accuracy": None,
+        "n_members": counts["n_member_chunks"],
+        "n_non_members": counts["n_non_member_chunks"],
+        "origin": "provided",
+        "model_sha256": result.models["target"]["fingerprint"],
+        "split_sha256": _split_sha256(result.records.ids, result.member),
+    }
+
+
+def _llm_section(
+    result: LLMAuditResult,
+    counts: Mapping[str, int],
+    provenance: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """``results["llm"]``: models and tokenizers, counts, the split by document, the signals
+    and their settings, the blind baseline's verdict, the sampling assumption and threat
+    model, and the provenance when given."""
+    llm: dict[str, Any] = {
+        "models": result.models,
+        "same_tokenizer": result.same_tokenizer,
+        "counts": counts,
+        "token_counts": result.token_counts,
+        "split": _split_section(result.records, result.member),
+        "signals": list(result.signal_names),
+        "signal_settings": {
+            "min_k_fraction": result.settings.k,
+            "batch_size": result.settings.batch_size,
+            "stride": result.settings.stride,
+            "reference_normalisation": "per token" if result.same_tokenizer else "per byte",
+        },
+        "blind_baseline": _blind_baseline_section(result),
+        "sampling_assumption": LLM_SAMPLING_NOTE,
+        "threat_model": LLM_THREAT_MODEL,
+    }
+    if provenance is not None:
+        llm["provenance"] = dict(provenance)
+    return llm
+
+
+def _split_section(records: TextRecords, member: np.ndarray) -> dict[str, Any]:
+    """``llm.split``: by document; the fingerprints of the member and non-member chunk ids
+    and the documents on each side."""
+    documents = np.asarray(records.documents, dtype=object)
+    return {
+        "by": "document",
+        "member_sha256": _ids_sha(records.ids, member),
+        "non_member_sha256": _ids_sha(records.ids, ~member),
+        "member_documents": sorted(set(documents[member].tolist())),
+        "non_member_documents": sorted(set(documents[~member].tolist())),
+    }
+
+
+def _blind_baseline_section(result: LLMAuditResult) -> dict[str, Any] | None:
+    """``llm.blind_baseline`` (None when it did not run): its AUC and interval, whether the
+    two text samples differ (the shift test and its warning) and the corrected alternative."""
+    blind = result.metrics.get(BLIND_BASELINE)
+    if blind is None:
+        return None
+    return {
+        "auc": blind.auc,
+        "auc_ci": result.auc_ci[BLIND_BASELINE]["auc_ci"],
+        "distribution_shift": result.blind_warning is not None,
+        "shift_test": None if result.blind_test is None else result.blind_test.to_dict(),
+        "warning": result.blind_warning,
+        "corrected_alternative": "privaudit zero-run (the Zero-Run audit)",
+    }
 
 
 def _ids_sha(ids: tuple[str, ...], mask: np.ndarray) -> str:

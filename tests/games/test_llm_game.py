@@ -19,7 +19,7 @@ from privaudit.games.llm import (
     token_stats_cached,
 )
 from privaudit.llm_pipeline import llm_results, llm_summary
-from privaudit.report import write_report
+from privaudit.report import validate_results, write_report
 from privaudit.report.bundle import make_manifest, verify_bundle
 
 
@@ -100,3 +100,35 @@ def test_results_verify_and_blind_warning(tmp_path: Path, world) -> None:  # typ
     s = llm_summary(doc)
     assert set(s) == {"signals", "blind_baseline", "epsilon_lower_bound"}
     assert s["epsilon_lower_bound"] == max(a["epsilon_lower_bound"] for a in doc["audits"])
+
+
+def test_results_without_blind_baseline_with_provenance(world) -> None:  # type: ignore[no-untyped-def]
+    """No blind baseline: ``llm.blind_baseline`` is None and no attack entry for it; a
+    reference with another tokenizer is normalised per byte; provenance and timings are
+    recorded as given, and left out when not given."""
+    records, target, _ = world
+    other = BigramLM(records.texts[:50], alpha=0.01, name="ref2", tokenizer_id="other")
+    res = audit_language_model(
+        target,
+        records,
+        LLMAuditSettings(signals=("loss", "reference"), blind_folds=0),
+        reference=other,
+    )
+    doc, table = llm_results(
+        res,
+        seed=1,
+        data={"name": "t"},
+        models_config={"kind": "fake"},
+        provenance={"split": "by role"},
+        timings={"audit": 1.5},
+    )
+    validate_results(doc)
+    llm = doc["llm"]
+    assert llm["blind_baseline"] is None and not res.same_tokenizer
+    assert [a["name"] for a in doc["attacks"]] == ["loss", "reference"] == list(table.scores)
+    assert [a["n_reference_models"] for a in doc["attacks"]] == [0, 1]
+    assert llm["signal_settings"]["reference_normalisation"] == "per byte"
+    assert llm["provenance"] == {"split": "by role"} and doc["timings"] == {"audit": 1.5}
+    plain, _ = llm_results(res, seed=1, data={"name": "t"}, models_config={"kind": "fake"})
+    assert "provenance" not in plain["llm"] and "timings" not in plain
+    assert plain["llm"]["split"] == llm["split"] and plain["target"] == doc["target"]
