@@ -33,28 +33,47 @@ Measured (2-core CPU shared with other jobs, load 1.0-3.4, one torch thread). Ti
 ``--tiny --seeds 3``, 952 s at load ~1.2): mean eps_tilde 0.02 / 0.17 / 0.51, RM;RN 0 / 0.19 /
 1.48, O(1) 0.02 / 0.69 / 1.89, c_lb 1.20 / 1.42 / 1.29; ``paired_claims``: ({c+eps}_lb - c_lb) -
 RM;RN -0.386 +- 0.162 over 9 targets, at or below RM;RN within noise; eps_tilde(1200) -
-eps_tilde(50) +0.488 +- 0.081, lower limit +0.251: grows. SmolLM2-135M, formerly m = 60: c_lb 1.22 /
-1.14 / 1.14 = the cap (1.22 for seed 0's 30 test members), so eps_tilde was 0 by construction.
-Now (``python benchmarks/_panoramia_text.py --seeds 3``, SETTINGS["smollm2"], stopped after 2
-seeds): m = 298 PANORAMIA slots (156 / 144 members, cap 2.91 / 2.83) and 298 RM;RN slots, steps
-10 / 30 / 80 (0.3 / 0.9 / 2.4 passes over 530 members). Seed 0 / seed 1: c_lb 2.06 / 2.36,
-2.58 / 2.47, 2.50 / 2.15; {c+eps}_lb 2.14 / 2.47, 2.19 / 2.34, 2.51 / 2.23; eps_tilde 0.085 /
-0.106, 0 / 0, 0.010 / 0.081; RM;RN 0 / 0, 0.30 / 0.12, 1.73 / 1.14; O(1) 0 / 0, 0.47 / 0.38,
-1.60 / 1.17. The baseline is right on 89/90, 114/114, 105/105 (seed 0) and 119/120, 102/102,
-75/75 (seed 1) of its member guesses: it tells G's text from Shakespeare almost perfectly.
-``paired_claims`` (unclipped gap ({c+eps}_lb - c_lb) - RM;RN, computed from the figures above):
--0.59 +- 0.29 over 6 targets, at or below RM;RN within noise (but above it at steps 10 in both seeds, 0.085 and 0.106 over RM;RN = 0: the
-10-step helper is weaker); eps_tilde(80) - eps_tilde(10) = -0.05 +- 0.03 over 2 seeds, growth
-NOT established, while RM;RN grows 0 -> 1.44. Why: c_lb sits 0.3-0.85 below the cap, which
-leaves at most that much room for eps_tilde whatever the target leaks; a larger m only raises
-the cap like log m (3.57 at m = 600, 4.09 at 1000) while a near-perfect baseline's c_lb
-follows it. eps_tilde can grow only with a generator whose text h cannot tell from real text
-(a lower c_lb, paper Sec. 4.2). Wall per seed: 2994 s at load 2.6-3.1 (80-step target run 783
-s; G, 597 samples, the 80-step helper run and the first audit 1708 s; each further audit ~230
-s) and 2188 s at load 1.0-3.2, so 3 seeds take ~2-2.5 h on one thread of this machine. These SmolLM2
-figures were measured before the MIA, the baseline and RM;RN shared one scorer seed
-(``games/panoramia.py``, ``SCORER_PURPOSE``); with it the numbers change and have not been
-re-measured.
+eps_tilde(50) +0.488 +- 0.081, lower limit +0.251: grows.
+
+SmolLM2-135M, on the current code (shared scorer seed) with the current G (SETTINGS["smollm2"]:
+G's recipe unchanged, sampled from the full distribution, ``top_k`` = the vocabulary, each text
+starting at a speech, ``start_after="\\n\\n"``, 96 new tokens), ``python
+benchmarks/_panoramia_text.py --seeds 1``, seed 0 only: m = 298 PANORAMIA slots (156 members,
+cap 2.91) and 298 RM;RN slots, steps 10 / 30 / 80 (0.3 / 0.9 / 2.4 passes over 530 members):
+c_lb 0.63 / 0.81 / 0.98, {c+eps}_lb 1.04 / 1.67 / 2.27, eps_tilde 0.40 / 0.86 / 1.29, RM;RN 0 /
+0.40 / 1.64, O(1) 0 / 0.47 / 1.60; baseline AUC 0.745 / 0.761 / 0.746 (right on 54/63, 34/36,
+45/48 of its member guesses), MIA AUC 0.78 / 0.93 / 0.98. eps_tilde now grows with the steps
+(+0.89 from 10 to 80; one seed, so no standard error) and c_lb sits 1.9-2.3 below the cap.
+``paired_claims``: ({c+eps}_lb - c_lb) - RM;RN +0.17 +- 0.26 over the 3 targets, at or below
+RM;RN within noise, but above it at steps 10 (+0.40 over RM;RN = 0) and 30 (+0.46): at few steps
+the MIA (AUC 0.78 while RM;RN's is 0.52) reads that the target has moved towards Shakespeare as
+a whole, which the helper trained on synthetic text does not mirror, so eps_tilde there is not
+all memorisation (the paper's caveat on distribution shift). Wall 2726 s at load 1.2-3.0
+(targets 550 s; G, 597 samples (96 tokens each), the helper run and the first audit 1845 s; each
+further audit ~155 s). Why the generator: a probe on seed 0's split (150 samples of G against
+150 real held-out member chunks; AUCs with synthetic = positive, 0.5 = undetectable;
+cross-validated logistic regressions) gave for top-k 50 (the older G): AUC of the base model's
+mean token loss 0.81, of G's 0.66, summaries (5 loss summaries under base and G) 0.95, character
+1-4-grams 0.94; full distribution: 0.47 / 0.33 / 0.81 / 0.84; full distribution +
+``start_after``: 0.49 / 0.42 / 0.76 / 0.84 (every real chunk opens with a ``SPEAKER:`` line;
+94 % of these samples do, 30 % of top-k 50's, 23 % of full-distribution samples without
+``start_after``). A G trained longer (120 steps at lr 2e-4, its 60-step snapshot) overfits D_G
+(G's loss on held-out real chunks 4.79, the base's 4.89, on its own samples 2.40): 0.65 / 0.97 /
+0.99 / 0.89, worse. No sample shared 40 verbatim characters with any Tiny Shakespeare chunk.
+What is left: G invents speaker names (the n-gram tell).
+
+Older SmolLM2 figures (top-k 50, 48 new tokens, 70 % of texts starting inside a speech; before
+the shared scorer seed), formerly m = 60: c_lb 1.22 / 1.14 / 1.14 = the cap (1.22 for seed 0's
+30 test members), so eps_tilde was 0 by construction. Then (``--seeds 3`` stopped after 2
+seeds): m = 298 (156 / 144 members, cap 2.91 / 2.83). Seed 0 / seed 1: c_lb 2.06 / 2.36, 2.58 /
+2.47, 2.50 / 2.15; {c+eps}_lb 2.14 / 2.47, 2.19 / 2.34, 2.51 / 2.23; eps_tilde 0.085 / 0.106, 0
+/ 0, 0.010 / 0.081; RM;RN 0 / 0, 0.30 / 0.12, 1.73 / 1.14; O(1) 0 / 0, 0.47 / 0.38, 1.60 / 1.17.
+The baseline was right on 89/90, 114/114, 105/105 (seed 0) and 119/120, 102/102, 75/75 (seed 1)
+of its member guesses: it told G's text from Shakespeare almost perfectly. ``paired_claims``:
+gap -0.59 +- 0.29 over 6 targets; eps_tilde(80) - eps_tilde(10) = -0.05 +- 0.03 over 2 seeds,
+growth NOT established, while RM;RN grew 0 -> 1.44: c_lb sat 0.3-0.85 below the cap, which left
+at most that much room for eps_tilde (a larger m only raises the cap like log m: 3.57 at m =
+600, 4.09 at 1000). Wall per seed: 2994 s at load 2.6-3.1 and 2188 s at load 1.0-3.2.
 
 Run alone (the lead's timing command on an idle machine)::
 
@@ -122,6 +141,10 @@ SETTINGS: dict[str, dict[str, Any]] = {
         # targets (and helpers) = snapshots of ONE run of the 80-step schedule
         "snapshots": True,
         "recipe": {"batch_size": 16, "learning_rate": 1e-4, "warmup_steps": 3, "max_length": 96},
+        # G sampled from the FULL distribution (top_k = SmolLM2's vocabulary: top-k 50 gives
+        # low-perplexity text a loss-based baseline spots), each text starting at a speech
+        # like the real chunks (start_after); a longer G (lr 2e-4) overfits D_G (module
+        # docstring, probe)
         "generator_recipe": {
             "steps": 30,
             "batch_size": 8,
@@ -130,8 +153,9 @@ SETTINGS: dict[str, dict[str, Any]] = {
             "max_length": 96,
         },
         "modality": {
-            "top_k": 50,
-            "max_new_tokens": 48,
+            "top_k": 49152,
+            "start_after": "\n\n",
+            "max_new_tokens": 96,
             "prompt_chars": 24,
             "min_chars": 40,
             "max_chars": 260,

@@ -14,10 +14,12 @@ from privaudit.errors import InsufficientDataError, InvalidInputError
 pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
+from privaudit.models import lm_generate  # noqa: E402
 from privaudit.models.causal_lm import CausalLM  # noqa: E402
 from privaudit.models.lm_builders import smollm2_gguf, tiny_gpt  # noqa: E402
 from privaudit.models.lm_finetune import FineTuneRecipe  # noqa: E402
 from privaudit.models.lm_generate import (  # noqa: E402
+    TextGenerator,
     TextSampling,
     _cut_to_length,
     cut_prompt,
@@ -152,6 +154,44 @@ def test_text_generator_gives_exactly_n_texts_cut_to_training_lengths(lm: Causal
     gen2 = fit_text_generator(lm, LINES[:8], LINES[8:], recipe, strict)
     with pytest.raises(InsufficientDataError, match=r"expected 3 .* after 6 rounds .* too short"):
         sample_texts(gen2, 3, seed=0)
+
+
+def test_start_after_drops_the_continuation_up_to_the_separator(
+    lm: CausalLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # continuations as decoded: one without the separator, two with a speech after it
+    outs = [
+        "rest of a speech\n\nB:\nline one\nline two",
+        "no separator, long enough",
+        "x\n\nC:\nend",
+    ]
+    monkeypatch.setattr(
+        lm_generate, "generate_ids", lambda _lm, prompts, **_kw: [[0]] * len(prompts)
+    )
+    monkeypatch.setattr(
+        lm_generate, "decode_ids", lambda _lm, rows: [outs[i % 3] for i in range(len(rows))]
+    )
+
+    def draw(start_after: str | None) -> tuple[list[str], dict[str, int]]:
+        sampling = TextSampling(
+            top_k=5,
+            max_new_tokens=8,
+            prompt_chars=4,
+            min_chars=5,
+            max_chars=200,
+            start_after=start_after,
+        )
+        gen = TextGenerator(lm=lm, prompts=("A:\n",), lengths=(100,), sampling=sampling, info={})
+        return sample_texts(gen, 4, seed=0)
+
+    texts, info = draw("\n\n")
+    # round 1: 5 continuations, 3 aligned; round 2: 2 more, 1 aligned
+    assert len(texts) == 4 and set(texts) == {"B:\nline one\nline two", "C:\nend"}
+    assert info["n_rejected_unaligned"] == 3 and info["rounds"] == 2
+    plain, plain_info = draw(None)
+    assert plain[0] == outs[0] and plain_info["n_rejected_unaligned"] == 0
+    with pytest.raises(InvalidInputError, match="start_after"):
+        TextSampling(start_after="")
 
 
 @pytest.mark.slow

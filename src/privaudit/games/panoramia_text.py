@@ -7,7 +7,9 @@ text; the auditor knows some of its training texts (the known members), and:
 * **generator G** (:meth:`TextModality.fit_generator`): the base LM fine-tuned on D_G minus a
   held-out prompt part (``prompt_fraction`` of D_G's *documents*, so a prompt never comes
   from a document G trained on), sampled with top-k sampling from prompts cut from the
-  held-out part (:mod:`privaudit.models.lm_generate`). Every synthetic text is cut at a line
+  held-out part (:mod:`privaudit.models.lm_generate`). With ``start_after`` a synthetic text
+  starts after the first such separator in the continuation (e.g. ``"\n\n"``: at a speech
+  start, like real chunks that open a document). Every synthetic text is cut at a line
   end to a length drawn from G's training texts (same length distribution as the member
   chunks; a classifier would otherwise detect length) and length-filtered; it is its own
   document, with id ``synth-000000``, ...;
@@ -196,7 +198,7 @@ class TextModality:
         :meth:`CausalLM.from_directory <privaudit.models.causal_lm.CausalLM.from_directory>`).
     recipe : FineTuneRecipe
         The target's fine-tuning recipe: the helper is trained with it.
-    top_k, max_new_tokens, prompt_chars, min_chars, max_chars, temperature
+    top_k, max_new_tokens, prompt_chars, min_chars, max_chars, temperature, start_after
         Sampling of the generator (:class:`~privaudit.models.lm_generate.TextSampling`).
     prompt_fraction : float
         Share of D_G's documents held out as prompts (G never trains on them).
@@ -232,6 +234,7 @@ class TextModality:
         min_chars: int = 64,
         max_chars: int = 400,
         temperature: float = 1.0,
+        start_after: str | None = None,
         generator_recipe: FineTuneRecipe | None = None,
         loss_tokens: int = 128,
         scorer: dict[str, Any] | None = None,
@@ -261,6 +264,7 @@ class TextModality:
             max_chars=max_chars,
             temperature=temperature,
             batch_size=batch_size,
+            start_after=start_after,
         )
         self.prompt_fraction = float(prompt_fraction)
         self.loss_tokens = check_positive_int(loss_tokens, "loss_tokens")

@@ -203,6 +203,13 @@ class TextSampling:
     temperature : float
     batch_size : int
         Prompts per generation batch.
+    start_after : str, optional
+        When given, a synthetic text starts after the first occurrence of this string in
+        the continuation (a continuation without it is rejected and counted in
+        ``n_rejected_unaligned``). For real texts that all start at a unit boundary, e.g.
+        ``"\n\n"`` when every real chunk opens a Shakespeare speech (``SPEAKER:`` line) while
+        a continuation starts inside the prompt's speech: without it a classifier tells the
+        synthetic texts by their first line alone.
     max_rounds : int
         Generation rounds (each for the texts still missing, plus a quarter) before giving up.
     """
@@ -215,10 +222,15 @@ class TextSampling:
     temperature: float = 1.0
     batch_size: int = 16
     max_rounds: int = 6
+    start_after: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("top_k", "max_new_tokens", "prompt_chars", "min_chars", "max_chars"):
             check_positive_int(getattr(self, name), name)
+        if self.start_after is not None and not (
+            isinstance(self.start_after, str) and self.start_after
+        ):
+            raise fail("start_after", "a non-empty string or None", repr(self.start_after))
         check_positive_int(self.batch_size, "batch_size")
         check_positive_int(self.max_rounds, "max_rounds")
         _check_temperature(self.temperature)
@@ -314,8 +326,10 @@ def sample_texts(
     """Exactly ``n`` synthetic texts, and what it took (rounds, generated, rejected).
 
     Each round draws prompts (a seeded permutation of the prompts, cycled), generates one
-    continuation per prompt, cuts each to a target length drawn from ``generator.lengths``
-    and keeps those within ``[min_chars, max_chars]``; rounds repeat for the missing texts.
+    continuation per prompt, drops it up to the first ``sampling.start_after`` when that is
+    set (rejecting a continuation without it), cuts each to a target length drawn from
+    ``generator.lengths`` and keeps those within ``[min_chars, max_chars]``; rounds repeat
+    for the missing texts.
 
     Raises
     ------
@@ -327,7 +341,13 @@ def sample_texts(
     s = generator.sampling
     rng = derive_rng(seed, purpose="lm-generator-sample")
     accepted: list[str] = []
-    counts = {"n_generated": 0, "n_rejected_short": 0, "n_rejected_long": 0, "rounds": 0}
+    counts = {
+        "n_generated": 0,
+        "n_rejected_short": 0,
+        "n_rejected_long": 0,
+        "n_rejected_unaligned": 0,
+        "rounds": 0,
+    }
     while len(accepted) < n and counts["rounds"] < s.max_rounds:
         missing = n - len(accepted)
         want = missing + max(1, missing // 4)
@@ -349,7 +369,14 @@ def sample_texts(
         counts["n_generated"] += want
         decoded = decode_ids(generator.lm, ids)
         for row_index, length in enumerate(targets):
-            text = _cut_to_length(decoded[row_index], int(length))
+            raw = decoded[row_index]
+            if s.start_after is not None:
+                at = raw.find(s.start_after)
+                if at < 0:
+                    counts["n_rejected_unaligned"] += 1
+                    continue
+                raw = raw[at + len(s.start_after) :]
+            text = _cut_to_length(raw, int(length))
             if len(text) < s.min_chars or not text.strip():
                 counts["n_rejected_short"] += 1
             elif len(text) > s.max_chars:
@@ -360,7 +387,8 @@ def sample_texts(
         raise InsufficientDataError(
             f"synthetic texts: expected {n} of {s.min_chars}..{s.max_chars} characters, found "
             f"{len(accepted)} after {counts['rounds']} rounds ({counts['n_generated']} generated, "
-            f"{counts['n_rejected_short']} too short, {counts['n_rejected_long']} too long); "
+            f"{counts['n_rejected_short']} too short, {counts['n_rejected_long']} too long, "
+            f"{counts['n_rejected_unaligned']} without start_after); "
             "raise max_new_tokens or lower min_chars"
         )
     return accepted, counts
