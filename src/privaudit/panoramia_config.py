@@ -34,7 +34,8 @@ An image audit takes a ``torch`` target and recipe; a text audit a ``huggingface
 fine-tuning recipe ``finetune`` (:class:`~privaudit.models.lm_finetune.FineTuneRecipe`
 fields). The generator section holds the settings of the chosen modality only (tabular:
 ``kind``, ``params``, ``n_bins``; image: ``vae``; text: ``top_k``, ``max_new_tokens``,
-``prompt_fraction``, ``prompt_chars``, ``min_chars``, ``max_chars``, ``temperature``). A
+``prompt_fraction``, ``prompt_chars``, ``min_chars``, ``max_chars``, ``temperature``,
+``start_after``). A
 modality whose game module is not installed is refused by name (:func:`available_modalities`).
 
 Unknown keys are rejected; every problem is one :class:`~privaudit.config.ConfigError`
@@ -261,6 +262,11 @@ class TextGeneratorConfig(_Strict):
     min_chars: Annotated[int, Field(ge=1)] | None = None
     max_chars: Annotated[int, Field(ge=1)] | None = None
     temperature: Annotated[float, Field(gt=0.0)] | None = None
+    start_after: Annotated[str, Field(min_length=1)] | None = Field(
+        default=None,
+        description="A synthetic text starts after the first occurrence of this string in its "
+        "continuation (e.g. a blank line, when every real text opens a paragraph or a speech).",
+    )
 
     @model_validator(mode="after")
     def _lengths(self) -> TextGeneratorConfig:

@@ -156,3 +156,19 @@ def test_cli_exits_2_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["panoramia", str(p)]) == 2
     assert "found 'modality' twice" in capsys.readouterr().err
     assert main(["panoramia", str(tmp_path / "missing.yaml")]) == 2
+
+
+def test_text_generator_start_after_is_passed_on_and_checked(tmp_path: Path) -> None:
+    """generator.start_after reaches the text modality's sampling; an empty string is refused."""
+    from privaudit.panoramia_config import panoramia_config_from_dict
+
+    text = {
+        "modality": "text",
+        "target": {"kind": "huggingface", "path": "t"},
+        "base": {"path": "b"},
+        "data": {"texts": "tiny-shakespeare", "members": "m.txt"},
+    }
+    cfg = panoramia_config_from_dict({**text, "generator": {"start_after": "\n\n"}})
+    assert cfg.generator_config().model_dump(exclude_none=True) == {"start_after": "\n\n"}
+    with pytest.raises(ConfigError, match=r"generator\.start_after"):
+        panoramia_config_from_dict({**text, "generator": {"start_after": ""}})
