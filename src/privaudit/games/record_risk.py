@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 from privaudit._validation import check_positive_int, check_probability, fail
 from privaudit.attacks.record_level import RecordAttack, make_record_attack
 from privaudit.data.dataset import Dataset
-from privaudit.games.record_games import RecordRiskPlan, RoundSpec, make_plan
+from privaudit.games.record_games import RecordRiskPlan, make_plan
 from privaudit.games.record_metrics import (
     THRESHOLDS,
     auc_standard_error,
@@ -52,13 +52,11 @@ from privaudit.games.record_metrics import (
     hoeffding_width,
     per_record_auc,
 )
+from privaudit.games.record_risk_worker import _Fitter, _Worker, release
 from privaudit.games.train_many import fits_many, train_many
-from privaudit.generators.base import synthesise
 from privaudit.generators.discrete import DiscreteTable, discretise
 from privaudit.runtime.executor import Executor, LocalExecutor
-from privaudit.runtime.seeds import derive_seed
 from privaudit.runtime.store import ArtifactStore
-from privaudit.signals import model_signals
 
 __all__ = [
     "GAMES",
@@ -70,8 +68,6 @@ __all__ = [
 
 #: Result keys of the games: model-seeded, traditional and their replicates.
 GAMES: tuple[str, ...] = ("model-seeded", "traditional", "model-seeded-2", "traditional-2")
-
-_CLASSIFIER_SIGNALS = ("loss", "logit_confidence")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,135 +193,6 @@ class RecordRiskResult:
             "timings": dict(self.timings),
             "releases": dict(self.releases),
         }
-
-
-# --------------------------------------------------------------------------------------
-# releases and the worker
-# --------------------------------------------------------------------------------------
-
-
-def release(target: Any, kind: str, universe: Any, positions: NDArray[np.int64], seed: int) -> Any:
-    """``A(D; seed)`` for ``D`` = the universe rows at ``positions``.
-
-    A generator's release is its synthetic table (``|D|`` rows of codes); a classifier's
-    is the trained model.
-    """
-    if kind == "generator":
-        table: DiscreteTable = universe
-        return synthesise(target, table.codes[positions], table.cardinalities, seed=seed)
-    data: Dataset = universe
-    kwargs: dict[str, Any] = {}
-    try:
-        import inspect
-
-        if "n_classes" in inspect.signature(target.fit).parameters:
-            kwargs["n_classes"] = data.n_classes
-    except (TypeError, ValueError):  # pragma: no cover
-        pass
-    return target.fit(data.X[positions], data.y[positions], seed=int(seed), **kwargs)
-
-
-def _digest(a: NDArray[Any]) -> int:
-    return int.from_bytes(
-        hashlib.blake2b(np.ascontiguousarray(a).tobytes(), digest_size=8).digest(), "little"
-    )
-
-
-class _Worker:
-    """Makes the releases of a task of rounds and returns summaries or scores."""
-
-    def __init__(
-        self,
-        target: Any,
-        kind: str,
-        universe: Any,
-        plan: RecordRiskPlan,
-        attack: RecordAttack,
-        targets_data: Any,
-        key_base: Mapping[str, Any],
-        fitted: list[Any] | None = None,
-    ) -> None:
-        self.target = target
-        self.kind = kind
-        self.universe = universe
-        self.plan = plan
-        self.attack = attack
-        self.targets_data = targets_data
-        self.key_base = dict(key_base)
-        self.fitted = fitted
-
-    def key(self, task: tuple[tuple[str, int, int, int], ...]) -> dict[str, Any]:
-        return {**self.key_base, "rounds": [list(r) for r in task]}
-
-    def summary(self, rel: Any) -> NDArray[Any]:
-        if self.kind == "generator":
-            return self.attack.summarise(rel)
-        sig = model_signals("release", rel, self.targets_data, _CLASSIFIER_SIGNALS)
-        return np.stack([np.asarray(sig[s], dtype=np.float64) for s in _CLASSIFIER_SIGNALS])
-
-    def features(self, summary: NDArray[Any], which: NDArray[np.int64]) -> NDArray[np.float32]:
-        if self.kind == "generator":
-            return self.attack.features(summary, self.targets_data[which])
-        return self.attack.features(summary, which)
-
-    def releases(self, specs: list[RoundSpec]) -> list[Any]:
-        """The releases of a task's rounds: one batched computation for a batched
-        classifier trainer (:func:`~privaudit.games.train_many.fits_many`), else one :func:`release` each."""
-        if self.kind == "classifier" and len(specs) > 1 and fits_many(self.target):
-            data: Dataset = self.universe
-            return list(
-                self.target.fit_many(
-                    data.X,
-                    data.y,
-                    [s.positions for s in specs],
-                    [int(s.seed) for s in specs],
-                    n_classes=data.n_classes,
-                )
-            )
-        return [release(self.target, self.kind, self.universe, s.positions, s.seed) for s in specs]
-
-    def __call__(self, task: tuple[tuple[str, int, int, int], ...]) -> dict[str, NDArray[Any]]:
-        summaries, digests, members, owners, feats = [], [], [], [], []
-        specs = [self.plan.round(*key) for key in task]
-        for spec, rel in zip(specs, self.releases(specs), strict=True):
-            s = self.summary(rel)
-            digests.append(_digest(s))
-            members.append(spec.member)
-            if self.fitted is None:
-                summaries.append(s)
-            else:
-                owners.append(spec.scored)
-                feats.append(self.features(s, spec.scored))
-        out: dict[str, NDArray[Any]] = {
-            "digest": np.asarray(digests, dtype=np.uint64),
-            "member": np.concatenate(members),
-        }
-        if self.fitted is None:
-            out["summary"] = np.stack(summaries)
-            return out
-        owner = np.concatenate(owners)
-        F = np.concatenate(feats)
-        scores = np.empty(owner.size, dtype=np.float64)
-        for k in np.unique(owner):
-            rows = owner == k
-            scores[rows] = self.attack.score(self.fitted[int(k)], F[rows])
-        out["scores"] = scores
-        return out
-
-
-class _Fitter:
-    """Fits the attack for one target on the shadow summaries."""
-
-    def __init__(self, worker: _Worker, summaries: NDArray[Any], member: NDArray[np.bool_]) -> None:
-        self.worker = worker
-        self.summaries = summaries
-        self.member = member
-
-    def __call__(self, k: int) -> Any:
-        which = np.asarray([k])
-        F = np.concatenate([self.worker.features(s, which) for s in self.summaries])
-        seed = derive_seed(self.worker.plan.seed, purpose=f"record-risk/attack-fit/{k}")
-        return self.worker.attack.fit_target(F, self.member[:, k], seed)
 
 
 def _tasks(
