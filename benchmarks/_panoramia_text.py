@@ -359,6 +359,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description="PANORAMIA on causal-LM targets")
     ap.add_argument("--tiny", action="store_true", help="tiny GPT instead of SmolLM2-135M")
     ap.add_argument("--seeds", type=int, default=1)
+    ap.add_argument(
+        "--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1"
+    )
     ap.add_argument("--steps", type=int, nargs="*", default=None)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--overrides", type=json.loads, default=None, help="JSON: SETTINGS entries")
@@ -368,7 +371,7 @@ def main() -> None:
     torch.set_num_threads(1)  # a loaded 2-core machine: several threads spin (lm_finetune)
     t0 = time.perf_counter()
     rows = bench_text_targets(
-        range(args.seeds),
+        range(args.first_seed, args.first_seed + args.seeds),
         tiny=args.tiny,
         steps=args.steps,
         log=lambda line: print(f"[{time.perf_counter() - t0:7.0f} s] {line}", flush=True),

@@ -246,6 +246,9 @@ def test_panoramia_text_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture
     assert pano["modality"] == "text" and pano["sizes"]["n_known_members"] == 20
     assert pano["comparisons"]["rmrn"] is not None and pano["comparisons"]["o1"] is not None
     assert res["settings"]["model"]["recipe"]["finetune"] == recipe
+    # the default text scorer gives every classifier G's loss too, and the report says so
+    assert pano["classifiers"]["baseline"]["network"]["reference"] == "generator"
+    assert "generator's own language model" in pano["threat_model"]
     assert main(["verify", str(tmp_path / "rep")]) == 0
 
 

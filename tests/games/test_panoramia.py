@@ -378,3 +378,57 @@ def test_mia_and_baseline_share_the_scorer_seed() -> None:
     assert mia.tobytes() == base.tobytes()
     assert res.c_lb == res.c_plus_eps_lb > 0
     assert res.eps_tilde == 0.0
+
+
+class ReferenceModality(FixtureModality):
+    """The fixture with a reference model (the protocol's optional ``reference_model``): a
+    helper-like model keyed on the generator's training ids; records what each scorer saw."""
+
+    def __init__(self, lam: float, *, on: bool = True) -> None:
+        super().__init__(lam)
+        self.on = on
+        self.reference_of: list[tuple[str, ...]] = []
+        self.scorer_losses: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def reference_model(self, generator: Any) -> Any:
+        from privaudit.games.panoramia_fixture import FixtureHelper
+
+        self.reference_of.append(tuple(generator.fitted_on))
+        return FixtureHelper(99, len(generator.fitted_on)) if self.on else None
+
+    def fit_scorer(self, train: Any, val: Any, *, seed: int, criterion: Any) -> Any:
+        self.scorer_losses.append((train.loss, val.loss, train.records.ids))
+        return super().fit_scorer(train, val, seed=seed, criterion=criterion)
+
+    def settings(self) -> dict[str, Any]:
+        return {**super().settings(), "reference": {"model": "fixture"} if self.on else None}
+
+
+def test_reference_features_reach_every_classifier_after_their_own() -> None:
+    from privaudit.games.panoramia_fixture import FixtureHelper
+
+    pop = fixture_population(1200, seed=12)
+    non = fixture_population(600, seed=13, prefix="non")
+    target = FixtureTarget(frozenset(pop.ids), eps=1.0, seed=6)
+    mod = ReferenceModality(0.3)
+    res = run_panoramia(mod, target, pop, non_members=non, seed=5)
+    # G's training ids only (D_G): the reference saw no audit record
+    assert mod.reference_of and all(set(i) == set(res.split.generator) for i in mod.reference_of)
+    ref = FixtureHelper(99, len(res.split.generator))
+    assert len(mod.scorer_losses) == 3  # MIA, baseline, RM;RN
+    for train_loss, val_loss, ids in mod.scorer_losses:
+        assert train_loss.shape[1] == val_loss.shape[1] == 2
+        # the model's own column first, the reference's appended
+        np.testing.assert_array_equal(train_loss[:, 1], ref.losses(ids))
+    mia, base, _ = (t[0] for t in mod.scorer_losses)
+    np.testing.assert_array_equal(mia[:, 0], target.losses(mod.scorer_losses[0][2]))
+    assert not np.array_equal(mia[:, 0], base[:, 0])
+    assert set(mod.scorer_losses[2][2]) & set(non.ids)  # RM;RN's real non-members
+    # O(1) reads the target's own loss only: the same as without a reference
+    off = run_panoramia(ReferenceModality(0.3, on=False), target, pop, non_members=non, seed=5)
+    plain = run_panoramia(FixtureModality(0.3), target, pop, non_members=non, seed=5)
+    assert res.to_dict()["comparisons"]["o1"] == plain.to_dict()["comparisons"]["o1"]
+    # a modality whose reference_model returns None is the plain game, bit for bit
+    for k in plain.scores.scores:
+        assert off.scores.scores[k].tobytes() == plain.scores.scores[k].tobytes()
+    assert off.to_dict()["bounds"] == plain.to_dict()["bounds"]

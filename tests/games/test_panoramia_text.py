@@ -179,6 +179,62 @@ def test_scorer_learns_a_separable_loss_signal(base: CausalLM, records: TextReco
     assert s.shape == (va.sum(),) and auc(s, label[va]) >= 0.9
 
 
+def test_scorer_reads_the_reference_block(base: CausalLM, records: TextRecords) -> None:
+    # two blocks of loss features side by side (the model's, then the reference's): the
+    # signal is in the reference's per-token losses only
+    mod = modality(base, scorer={"epochs": 15, "batch_size": 8, "text_bytes": 64, "lr": 3e-3})
+    rng = np.random.default_rng(1)
+    n, j = len(records), len(SUMMARY_FEATURES)
+    w = j + 2 * K
+    label = np.arange(n) % 2 == 0
+    loss = rng.normal(size=(n, 2 * w))
+    loss[:, j + K : w] = loss[:, w + j + K :] = 1.0  # masks
+    loss[:, w + j : w + j + K] += 3.0 * label[:, None]
+    tr, va = np.arange(n) < 16, np.arange(n) >= 16
+    ids = np.asarray(records.ids)
+
+    def auc(scores: np.ndarray, y: np.ndarray) -> float:
+        return float(np.mean(scores[y][:, None] > scores[~y][None, :]))
+
+    train = ScorerData(mod.take(records, ids[tr].tolist()), loss[tr], label[tr])
+    val = ScorerData(mod.take(records, ids[va].tolist()), loss[va], label[va])
+    scorer = mod.fit_scorer(train, val, seed=0, criterion=auc)
+    assert auc(scorer.score(val.records, val.loss), label[va]) >= 0.9
+    with pytest.raises(InvalidInputError, match="multiple"):
+        mod.fit_scorer(
+            ScorerData(train.records, loss[tr, :-1], label[tr]), val, seed=0, criterion=auc
+        )
+
+
+def test_reference_is_g_and_its_features_are_computed_once_per_text_set(
+    base: CausalLM, records: TextRecords
+) -> None:
+    mod = modality(base)
+    gen = mod.fit_generator(records, seed=1)
+    ref = mod.reference_model(gen)
+    assert ref is gen.lm
+    calls: list[int] = []
+    real = type(ref).token_stats
+
+    def counting(self: CausalLM, texts: list[str], **kw: object) -> object:
+        calls.append(len(texts))
+        return real(self, texts, **kw)  # type: ignore[arg-type]
+
+    type(ref).token_stats = counting  # type: ignore[method-assign]
+    try:
+        first = mod.loss_features(ref, records)
+        again = mod.with_recipe(dataclasses.replace(FAST, steps=6)).loss_features(ref, records)
+        mod.loss_features(base, records)
+        mod.loss_features(base, records)  # any other model: not memoised
+    finally:
+        type(ref).token_stats = real  # type: ignore[method-assign]
+    assert calls == [len(records)] * 3
+    np.testing.assert_array_equal(first, again)
+    assert mod.settings()["reference"] == {"model": "generator", "features": "loss_features"}
+    off = modality(base, scorer={"reference": None})
+    assert off.reference_model(gen) is None and off.settings()["reference"] is None
+
+
 def test_encode_bytes_pads_and_truncates() -> None:
     x = encode_bytes(["ab", "é" * 5], 4)
     np.testing.assert_array_equal(x[0], [97, 98, 256, 256])
@@ -188,6 +244,8 @@ def test_encode_bytes_pads_and_truncates() -> None:
 def test_bad_settings(base: CausalLM) -> None:
     with pytest.raises(InvalidInputError, match="scorer"):
         modality(base, scorer={"depth": 3})
+    with pytest.raises(InvalidInputError, match="reference"):
+        modality(base, scorer={"reference": "target"})
     with pytest.raises(InvalidInputError, match="prompt_fraction"):
         modality(base, prompt_fraction=1.0)
     with pytest.raises(InvalidInputError, match="recipe"):
@@ -225,6 +283,10 @@ def test_run_panoramia_end_to_end_on_the_tiny_gpt(
     gen = d["generator"]
     assert gen["n_train_texts"] + gen["n_prompt_documents"] == d["sizes"]["n_generator_train"]
     assert gen["samples"][0]["n"] == d["sizes"]["n_synthetic"]
+    # both classifiers saw G's loss features after their own (scorer reference)
+    assert {d["classifiers"][r]["network"]["reference"] for r in ("mia", "baseline")} == {
+        "generator"
+    }
     scores = res.scores.scores["panoramia-mia"]
     assert np.unique(scores).size > 2  # continuous scores, not 0/1 predictions
     ids = res.scores.record_ids

@@ -18,8 +18,11 @@ The game (paper Section 3, Definition 2; Algorithm 1), as a composition of steps
    shown is used nowhere. The other records of ``D_in`` and ``D_out`` train the
    classifiers (``val_fraction`` of each held out for model selection).
 5. **Classifiers**: the MIA sees ``(x, loss of f on x)``, the baseline ``(x, loss of h
-   on x)``; each is selected on the validation split by :func:`selection_criterion`
-   (the PANORAMIA bound itself at ``beta/2``, ties broken by the validation AUC). They
+   on x)``; when the modality has a reference model of the real distribution that saw no
+   audit record (``reference_model``: the text generator's LM, trained on ``D_G``), both
+   also see its loss on ``x``, so that the MIA's only extra input is the target's loss.
+   Each is selected on the validation split by :func:`selection_criterion` (the
+   PANORAMIA bound itself at ``beta/2``, ties broken by the validation AUC). They
    differ in nothing else: same training and validation records, same scorer seed
    (:data:`SCORER_PURPOSE`: same initial weights, same batch order; RM;RN's classifier
    too), so that the training noise of ``c_lb`` and ``{c+eps}_lb`` is shared (common
@@ -135,7 +138,11 @@ class Modality(Protocol[R]):
     {...}, ...}``; a fitted generator or helper may carry a JSON-able ``info`` dict (fit
     details), merged into the result's ``generator`` / ``helper`` sections. Optional:
     ``example_loss(features) -> (n,)``, one loss per example for the O(1) comparison's
-    loss threshold (default: column 0 of the loss features).
+    loss threshold (default: column 0 of the loss features); ``reference_model(generator)
+    -> model or None``, a model of the real distribution that saw no audit record (e.g.
+    the text generator's LM, trained on ``D_G`` only): when it returns a model, its loss
+    features are appended to every classifier's (MIA, baseline, RM;RN), see
+    :func:`run_panoramia`.
     """
 
     name: str
@@ -273,6 +280,8 @@ def _labels(n_pos: int, n_neg: int) -> NDArray[np.bool_]:
 
 
 Pair = tuple[Sequence[str], Sequence[str]]
+_PARTS = ("train", "val", "test")
+Labels = tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.bool_]]
 
 
 def _classifier_records(
@@ -343,6 +352,7 @@ def _compare_real(
     beta: float,
     criterion: Callable[[NDArray[np.float64], NDArray[np.bool_]], float],
     scorer_settings: Any,
+    reference: Callable[[Sequence[R], Labels, str], Arrays | None],
 ) -> _RealComparison:
     """RM;RN and O(1) on the same target (Kazmi et al. 2024, Section 5.2).
 
@@ -351,7 +361,8 @@ def _compare_real(
     same quantile thresholds (``panoramia_lb(..., beta_per_test=beta)``). O(1) (Steinke
     et al. 2023): a loss threshold of the target on the same coin-flip slots, two-sided
     guesses, ``one_run_audit(selection="union-bound")`` (the search over guess counts
-    paid by a union bound).
+    paid by a union bound). RM;RN's classifier sees the reference's loss features too, when
+    the MIA does (``reference``, :func:`_reference_losses`); O(1) reads the target's loss only.
     """
     modality = steps.modality
     nm_ids = modality.ids(non_members)
@@ -367,12 +378,12 @@ def _compare_real(
         test_ids=rs.test_ids,
         test_member=rs.test_member,
     )
-    loss_te = _loss(modality, target, te, y_te.size, "rmrn loss (test)")
+    records, labels = (tr, va, te), (y_tr, y_va, y_te)
+    own = _losses(modality, target, records, labels, "rmrn")
+    loss = _with_reference(own, reference(records, labels, "rmrn"))
     sc, classifier = steps.scores(
         "rmrn",
-        ScorerData(tr, _loss(modality, target, tr, y_tr.size, "rmrn loss (train)"), y_tr),
-        ScorerData(va, _loss(modality, target, va, y_va.size, "rmrn loss (validation)"), y_va),
-        ScorerData(te, loss_te, y_te),
+        *(ScorerData(r, loss[p], y) for p, r, y in zip(_PARTS, records, labels, strict=True)),
         seed=derive_seed(seed, purpose=SCORER_PURPOSE),
         criterion=criterion,
         beta=beta,
@@ -389,7 +400,7 @@ def _compare_real(
         "beta_per_threshold": float(info["beta_per_threshold"]),
     }
     o1_res = one_run_audit(
-        -_example_loss(modality, loss_te), y_te, beta=beta, selection="union-bound"
+        -_example_loss(modality, own["test"]), y_te, beta=beta, selection="union-bound"
     )
     o1 = {
         "eps_lb": float(o1_res.epsilon_lower_bound),
@@ -409,10 +420,6 @@ def _compare_real(
         scores=table,
         split=rs,
     )
-
-
-_PARTS = ("train", "val", "test")
-Labels = tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.bool_]]
 
 
 def _samples(
@@ -453,6 +460,58 @@ def _losses(
     return {
         name: _loss(modality, model, rec, lab.size, f"{who} loss ({name})")
         for name, rec, lab in zip(_PARTS, records, labels, strict=True)
+    }
+
+
+def _reference_losses(
+    steps: PanoramiaSteps[R],
+    members: R,
+    d_g: Sequence[str],
+    *,
+    seed: int,
+    settings: Mapping[str, Any],
+) -> Callable[[Sequence[R], Labels, str], Arrays | None]:
+    """The shared side features: ``records, labels, who -> `` the loss features of the
+    modality's ``reference_model(G)`` on those records, or ``None`` when the modality has
+    none. G is fitted on ``D_G`` with the seed of :func:`_samples` (a modality that
+    memoises G, like the text one, fits it once); cached like the helper's features."""
+    modality = steps.modality
+    reference_model = getattr(modality, "reference_model", None)
+    gen_seed = derive_seed(seed, purpose="panoramia/generator")
+    d_g_rec = modality.take(members, d_g)
+
+    def losses(records: Sequence[R], labels: Labels, who: str) -> Arrays | None:
+        if not callable(reference_model):
+            return None
+
+        def make() -> Arrays:
+            model = reference_model(modality.fit_generator(d_g_rec, seed=gen_seed))
+            if model is None:
+                return {}
+            return _losses(modality, model, records, labels, f"{who} reference")
+
+        key = {
+            "step": "panoramia/reference-losses",
+            "modality": modality.name,
+            "generator": settings.get("generator"),
+            "reference": settings.get("reference"),
+            "d_g": steps.fingerprint(d_g_rec),
+            "seed": gen_seed,
+            "records": [steps.fingerprint(r) for r in records],
+        }
+        out = steps.run(key, make)
+        return out if out else None
+
+    return losses
+
+
+def _with_reference(losses: Arrays, reference: Arrays | None) -> Arrays:
+    """``losses`` with the reference's columns appended (the model's own columns first:
+    column 0 stays the per-example loss O(1) reads)."""
+    if reference is None:
+        return losses
+    return {
+        name: np.hstack([np.asarray(losses[name]), np.asarray(reference[name])]) for name in _PARTS
     }
 
 
@@ -529,11 +588,14 @@ def _classifier_scores(
     criterion: Callable[[NDArray[np.float64], NDArray[np.bool_]], float],
     beta: float,
     settings: Mapping[str, Any],
+    reference: Arrays | None,
 ) -> tuple[dict[str, NDArray[np.float64]], dict[str, Any], dict[str, Any]]:
     """Steps 4-5: the helper on the helper pool only (cached as its loss features) and the
     target's loss features; the MIA (target's) and the baseline (helper's), each selected on
     validation by ``criterion`` with the one scorer seed. Returns their test scores, their
-    selection records and the helper's record."""
+    selection records and the helper's record. With ``reference`` (the reference model's
+    loss features on the same records) both classifiers see it after their own features, so
+    the MIA's only extra input is the target's loss."""
     helper_losses, helper_info = _helper_losses(
         steps, helper_pool, records, labels, seed=seed, settings=settings
     )
@@ -542,7 +604,7 @@ def _classifier_scores(
     classifiers: dict[str, Any] = {}
     for role, losses in (("mia", target_losses), ("baseline", helper_losses)):
         test_scores[role], classifiers[role] = _scores(
-            steps, role, records, labels, losses,
+            steps, role, records, labels, _with_reference(losses, reference),
             seed=seed, criterion=criterion, beta=beta, settings=settings,
         )  # fmt: skip
     return test_scores, classifiers, helper_info
@@ -666,10 +728,13 @@ def run_panoramia(
     y_test = labels[2]
     criterion = selection_criterion(beta)
 
-    # 4-5. the helper's and the target's losses; the classifiers (cached as their scores)
+    # 4-5. the helper's, the target's and the reference's losses; the classifiers (cached
+    # as their scores)
+    reference = _reference_losses(steps, members, d_g, seed=seed, settings=settings)
     test_scores, classifiers, helper_info = _classifier_scores(
         steps, target, modality.take(synth, split.helper_pool), records, labels,
         seed=seed, criterion=criterion, beta=beta, settings=settings,
+        reference=reference(records, labels, "classifier"),
     )  # fmt: skip
 
     # 6. measurement, and the comparisons on the same target
@@ -677,6 +742,7 @@ def run_panoramia(
     real = None if non_members is None else _compare_real(
         steps, target, members, non_members, split.members, sizes,
         seed=seed, beta=beta, criterion=criterion, scorer_settings=settings.get("scorer"),
+        reference=reference,
     )  # fmt: skip
     comparisons = {
         "rmrn": None if real is None else real.rmrn,

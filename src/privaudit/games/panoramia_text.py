@@ -22,12 +22,20 @@ text; the auditor knows some of its training texts (the known members), and:
   loss a loss-threshold attack such as O(1) reads), its standard deviation, the mean of the
   20 % lowest log-probabilities (min-k, Shi et al. 2024), the zlib ratio (Carlini et al.
   2021) and the log number of tokens;
+* **reference** (:meth:`TextModality.reference_model`, scorer setting ``reference``,
+  default ``"generator"``): G's own LM, fine-tuned on real known members (D_G) and on no
+  audit record, is a model of the real distribution; its loss features are appended to
+  every classifier's (MIA, baseline, RM;RN). Without it the baseline only has h, trained on
+  synthetic text, while the MIA has f, trained on real text: f tells real from generated
+  text better than h even where it reveals no membership, and PANORAMIA counts that as
+  eps (the paper's caveat on a loose ``c_lb``, Sec. 4.2). With it the MIA's only extra
+  input is the target's loss (measured in ``benchmarks/_panoramia_text.py``);
 * **classifiers** (:meth:`TextModality.fit_scorer`): one network for the MIA (target's loss
   features) and the baseline (helper's): a byte-level 1-D convolutional encoder of the text
-  and a 1-D convolution over the per-token losses with an MLP over the summaries, joined by
-  an MLP into one logit (higher = member), trained by
-  :func:`privaudit.attacks.selected_net.fit_selected_net`, which restores the best
-  validation epoch under the caller's criterion (the bound itself).
+  and a 1-D convolution over the per-token losses (of each model: the target or helper,
+  then the reference) with an MLP over the summaries, joined by an MLP into one logit
+  (higher = member), trained by :func:`privaudit.attacks.selected_net.fit_selected_net`,
+  which restores the best validation epoch under the caller's criterion (the bound itself).
 
 The records are :class:`~privaudit.data.text.TextRecords`; members should be one chunk per
 document (chunks of one document share membership and are alike, so the coin-flip test
@@ -60,7 +68,14 @@ if TYPE_CHECKING:
     from privaudit.models.lm_finetune import FineTuneRecipe
     from privaudit.models.lm_generate import TextGenerator
 
-__all__ = ["SCORER_DEFAULTS", "SUMMARY_FEATURES", "TextModality", "TextScorer", "encode_bytes"]
+__all__ = [
+    "REFERENCES",
+    "SCORER_DEFAULTS",
+    "SUMMARY_FEATURES",
+    "TextModality",
+    "TextScorer",
+    "encode_bytes",
+]
 
 #: Defaults of the ``scorer`` settings (``TextModality(scorer={...})`` overrides any).
 SCORER_DEFAULTS: dict[str, Any] = {
@@ -73,7 +88,12 @@ SCORER_DEFAULTS: dict[str, Any] = {
     "lr": 1e-3,
     "weight_decay": 1e-4,
     "patience": None,
+    # loss features of a reference model every classifier also sees: "generator" (G's LM,
+    # trained on D_G only) or None
+    "reference": "generator",
 }
+#: Values of the scorer's ``reference`` setting.
+REFERENCES: tuple[str | None, ...] = ("generator", None)
 #: Names of the summary columns after the per-token losses and their mask.
 SUMMARY_FEATURES: tuple[str, ...] = (
     "mean_loss",
@@ -122,11 +142,15 @@ def _net_type() -> Any:
 
     class TextLossNet(nn.Module):  # type: ignore[name-defined]
         """Byte-CNN encoder of ``x`` + 1-D conv over the per-token losses + MLP over the
-        summaries -> one logit. Summaries are standardised with the training means."""
+        summaries -> one logit. ``loss`` holds ``blocks`` blocks of
+        :meth:`TextModality.loss_features` columns side by side (one per model: the target
+        or helper, then the reference); the convolution reads each block's losses and mask
+        as channels. Summaries are standardised with the training means."""
 
         def __init__(
             self,
             loss_tokens: int,
+            blocks: int,
             center: NDArray[np.float32],
             scale: NDArray[np.float32],
             cfg: dict[str, Any],
@@ -134,6 +158,7 @@ def _net_type() -> Any:
             super().__init__()
             ch, hid = int(cfg["channels"]), int(cfg["hidden"])
             self.loss_tokens = loss_tokens
+            self.blocks = blocks
             self.embed = nn.Embedding(_PAD_BYTE + 1, int(cfg["embed"]), padding_idx=_PAD_BYTE)
             self.text_conv = nn.Sequential(
                 nn.Conv1d(int(cfg["embed"]), ch, 5, padding=2),
@@ -141,7 +166,7 @@ def _net_type() -> Any:
                 nn.Conv1d(ch, ch, 5, padding=2, stride=2),
                 nn.ReLU(),
             )
-            self.loss_conv = nn.Sequential(nn.Conv1d(2, ch, 5, padding=2), nn.ReLU())
+            self.loss_conv = nn.Sequential(nn.Conv1d(2 * blocks, ch, 5, padding=2), nn.ReLU())
             self.summary = nn.Sequential(nn.Linear(len(center), hid), nn.ReLU())
             self.head = nn.Sequential(nn.Linear(4 * ch + hid, hid), nn.ReLU(), nn.Linear(hid, 1))
             self.register_buffer("center", torch.from_numpy(center))
@@ -155,11 +180,15 @@ def _net_type() -> Any:
             text_mean = (h * real_h[:, None]).sum(2) / real_h.sum(1, keepdim=True).clamp_min(1)
             text_max = h.masked_fill(real_h[:, None] == 0, -1e4).amax(2)
             k, j = self.loss_tokens, len(SUMMARY_FEATURES)
-            seq, mask = loss[:, j : j + k], loss[:, j + k : j + 2 * k]
-            g = self.loss_conv(torch.stack([seq, mask], dim=1))
+            w = j + 2 * k
+            parts = [loss[:, b * w : (b + 1) * w] for b in range(self.blocks)]
+            channels = [c for p in parts for c in (p[:, j : j + k], p[:, j + k :])]
+            mask = parts[0][:, j + k :]  # one tokenizer: every block has the same mask
+            g = self.loss_conv(torch.stack(channels, dim=1))
             loss_mean = (g * mask[:, None]).sum(2) / mask.sum(1, keepdim=True).clamp_min(1)
             loss_max = g.masked_fill(mask[:, None] == 0, -1e4).amax(2)
-            s = self.summary((loss[:, :j] - self.center) / self.scale)
+            summ = torch.cat([p[:, :j] for p in parts], dim=1)
+            s = self.summary((summ - self.center) / self.scale)
             z = torch.cat([text_mean, text_max, loss_mean, loss_max, s], dim=1)
             return self.head(z)[:, 0]
 
@@ -253,6 +282,9 @@ class TextModality:
         unknown = set(scorer or {}) - set(SCORER_DEFAULTS)
         if unknown:
             raise fail("scorer", f"keys among {sorted(SCORER_DEFAULTS)}", sorted(unknown))
+        reference = (scorer or {}).get("reference", SCORER_DEFAULTS["reference"])
+        if reference not in REFERENCES:
+            raise fail("scorer.reference", "'generator' or None", repr(reference))
         self._base = base
         self.recipe = recipe
         self.generator_recipe = generator_recipe or recipe
@@ -395,15 +427,34 @@ class TextModality:
             del self._memo[key]
         return helper
 
+    def reference_model(self, generator: TextGenerator) -> CausalLM | None:
+        """The model whose loss features every classifier also sees (module docstring):
+        G's LM (scorer ``reference = "generator"``) or ``None``. Its loss features are
+        memoised per text set (shared by the targets of one split)."""
+        if self.scorer["reference"] is None:
+            return None
+        self._memo[("reference", id(generator.lm))] = generator.lm
+        return generator.lm
+
     def loss_features(self, model: CausalLM, records: TextRecords) -> NDArray[np.float64]:
         """``(n, 5 + 2 * loss_tokens)``: :data:`SUMMARY_FEATURES` (column 0 = the mean
         token loss, the per-example loss of a loss-threshold attack), then the first
         ``loss_tokens`` per-token losses (zero-padded) and their mask (module docstring)."""
         from privaudit.models.causal_lm import CausalLM
-        from privaudit.signals.text import min_k, zlib_ratio
 
         if not isinstance(model, CausalLM):
             raise fail("model", "a CausalLM", type(model).__name__)
+        if self._memo.get(("reference", id(model))) is not model:
+            return self._loss_features(model, records)
+        key = ("reference-loss", id(model), records.texts_hash())
+        if key not in self._memo:
+            self._memo[key] = self._loss_features(model, records)
+        out: NDArray[np.float64] = self._memo[key].copy()
+        return out
+
+    def _loss_features(self, model: CausalLM, records: TextRecords) -> NDArray[np.float64]:
+        from privaudit.signals.text import min_k, zlib_ratio
+
         stats = model.token_stats(list(records.texts), batch_size=self.batch_size)
         short = [records.ids[i] for i, s in enumerate(stats) if s.logprobs.size == 0]
         if short:
@@ -439,16 +490,18 @@ class TextModality:
         cfg = self.scorer
         width = int(cfg["text_bytes"])
         k, j = self.loss_tokens, len(SUMMARY_FEATURES)
+        w = j + 2 * k
         loss_tr = np.asarray(train.loss, dtype=np.float64)
-        if loss_tr.ndim != 2 or loss_tr.shape[1] != j + 2 * k:
-            raise fail("train.loss", f"loss features of width {j + 2 * k}", loss_tr.shape)
-        summ = loss_tr[:, :j]
+        if loss_tr.ndim != 2 or loss_tr.shape[1] == 0 or loss_tr.shape[1] % w:
+            raise fail("train.loss", f"loss features of width a multiple of {w}", loss_tr.shape)
+        blocks = loss_tr.shape[1] // w
+        summ = np.hstack([loss_tr[:, b * w : b * w + j] for b in range(blocks)])
         center = summ.mean(0).astype(np.float32)
         scale = np.where(summ.std(0) > 0, summ.std(0), 1.0).astype(np.float32)
         net = _net_type()
 
         def build() -> Any:
-            return net(k, center, scale, cfg)
+            return net(k, blocks, center, scale, cfg)
 
         module, info = fit_selected_net(
             build,
@@ -484,5 +537,8 @@ class TextModality:
                 "prompt_fraction": self.prompt_fraction,
             },
             "helper": {"base": base, "recipe": self.recipe.settings()},
+            "reference": None
+            if self.scorer["reference"] is None
+            else {"model": self.scorer["reference"], "features": "loss_features"},
             "scorer": dict(self.scorer),
         }

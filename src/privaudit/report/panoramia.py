@@ -57,6 +57,21 @@ MIA = "panoramia-mia"
 BASELINE = "panoramia-baseline"
 RMRN = "rmrn-mia"
 
+
+def _reference_sentence(section: Mapping[str, Any]) -> str:
+    """The threat model's sentence on the reference model the classifiers also saw (the
+    text scorer's ``reference``), empty when none did."""
+    network = (section.get("classifiers") or {}).get("mia") or {}
+    if (network.get("network") or {}).get("reference") != "generator":
+        return ""
+    return (
+        " Both classifiers (and RM;RN's) also see the per-token loss of the generator's own "
+        "language model, fine-tuned on D_G only (real text, no audit record): the baseline "
+        "then knows the real distribution as well as the target does, and the MIA's only "
+        "extra input is the target's loss."
+    )
+
+
 #: The threat model of the report, in one paragraph (Kazmi et al. 2024, Sec. 3 and 4.2).
 PANORAMIA_THREAT_MODEL = (
     "The auditor holds a known subset of the target model's training data (the known "
@@ -138,7 +153,7 @@ def panoramia_results(
         entry.update(attack_score_fields(table, name))
         entries.append(entry)
     pano = dict(section)
-    pano["threat_model"] = PANORAMIA_THREAT_MODEL
+    pano["threat_model"] = PANORAMIA_THREAT_MODEL + _reference_sentence(section)
     if provenance is not None:
         pano["provenance"] = dict(provenance)
     doc = build_results(
