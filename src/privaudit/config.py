@@ -31,12 +31,9 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
     Field,
     ValidationError,
     ValidationInfo,
@@ -44,6 +41,14 @@ from pydantic import (
     model_validator,
 )
 
+from privaudit.config_io import (
+    ConfigError,
+    NJobs,
+    StrictModel,
+    format_errors,
+    read_yaml,
+    validate_mapping,
+)
 from privaudit.errors import InvalidInputError
 
 __all__ = [
@@ -62,6 +67,7 @@ __all__ = [
     "build_estimator",
     "config_from_dict",
     "load_config",
+    "validate_mapping",
     "with_game",
 ]
 
@@ -86,28 +92,7 @@ MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-M = TypeVar("M", bound=BaseModel)
-
-
-def _check_n_jobs(v: int) -> int:
-    if v == 0 or v < -1:
-        raise ValueError(f"expected a positive number of processes or -1 (all cores), found {v}")
-    return v
-
-
-#: ``n_jobs`` of a command's config: worker processes, a positive number or -1 (all cores).
-NJobs = Annotated[int, AfterValidator(_check_n_jobs)]
-
-
-class ConfigError(InvalidInputError):
-    """An audit configuration is invalid; the message names every bad field."""
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class DatasetConfig(_Strict):
+class DatasetConfig(StrictModel):
     """Which data to audit on: a bundled dataset by name, or a user table by path."""
 
     name: Literal["adult", "digits", "mnist"] | None = Field(
@@ -153,7 +138,7 @@ class DatasetConfig(_Strict):
         }
 
 
-class ModelConfig(_Strict):
+class ModelConfig(StrictModel):
     """The target's learning algorithm (reference/shadow models use the same)."""
 
     kind: Literal["mlp", "logistic", "gradient_boosting", "random_forest", "torch"]
@@ -249,7 +234,7 @@ def build_estimator(model: ModelConfig) -> Any:
     return _estimator_class(model.kind)(**model.estimator_params())
 
 
-class SizeConfig(_Strict):
+class SizeConfig(StrictModel):
     """How the dataset is split (Ye et al. 2022, Sec. 3: target data and population data).
 
     ``n_target_pool`` records are audited: about half of them, chosen at random, train
@@ -263,7 +248,7 @@ class SizeConfig(_Strict):
     n_population: Annotated[int, Field(ge=2)] | None = None
 
 
-class ModelCounts(_Strict):
+class ModelCounts(StrictModel):
     """Numbers of models the attacks learn from (only those the chosen attacks need are trained).
 
     The reference models form a balanced keep matrix over the target pool (every record
@@ -317,7 +302,7 @@ class ModelCounts(_Strict):
 TARGET_KINDS: tuple[str, ...] = ("sklearn", "torch", "precomputed")
 
 
-class TargetConfig(_Strict):
+class TargetConfig(StrictModel):
     """A target trained outside privaudit, and its split (``privaudit.games.provided``).
 
     ``model`` is then the *recipe* the target was trained with, used for every
@@ -419,7 +404,7 @@ GAME_NAMES: dict[str, str] = {
 }
 
 
-class GameConfig(_Strict):
+class GameConfig(StrictModel):
     """Which membership-inference game of Ye et al. (2022, Sec. 3.1) the audit plays.
 
     ``def-3.2`` (default): one fixed target model, every audited record a draw.
@@ -478,7 +463,7 @@ class GameConfig(_Strict):
         return inverse.get(self.name, self.name)
 
 
-class VulnerableConfig(_Strict):
+class VulnerableConfig(StrictModel):
     """The vulnerable-record analysis of Ye et al. (2022, Sec. 5.4) in the report.
 
     ``fprs``: the common FPRs at which attacks are compared (and the agreement matrices
@@ -510,7 +495,7 @@ def _default_attacks() -> tuple[str, ...]:
     return default_attacks()
 
 
-class AuditConfig(_Strict):
+class AuditConfig(StrictModel):
     """One membership-inference audit: data, model, attacks, numbers of models, alpha, seed."""
 
     dataset: DatasetConfig
@@ -638,58 +623,6 @@ class AuditConfig(_Strict):
         return tuple(self.attacks) if self.attacks is not None else _default_attacks()
 
 
-def _loc(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for p in loc:
-        if isinstance(p, int):
-            out += f"[{p}]"
-        elif p.startswith(("function-", "literal[", "constrained-")) or p in {"int", "float"}:
-            continue  # pydantic's union branch tags, not a field name
-        else:
-            out += ("." if out else "") + p
-    return out
-
-
-def _format(
-    exc: ValidationError, source: str, prefix: tuple[str, ...] = (), what: str = "audit config"
-) -> ConfigError:
-    lines = []
-    for err in exc.errors(include_url=False):
-        where = _loc((*prefix, *tuple(err["loc"])))
-        msg = err["msg"]
-        if msg.startswith("Value error, "):
-            msg = msg[len("Value error, ") :]
-        if err["type"] == "extra_forbidden":
-            msg = "unknown field (not part of the audit config)"
-        elif err["type"] == "missing":
-            msg = "required field is missing"
-        found = err.get("input")
-        quiet = err["type"] in ("missing", "extra_forbidden") or "found" in msg
-        suffix = "" if quiet or isinstance(found, dict | list) else f" (found {found!r})"
-        # a model-level check names its field at the start of its message
-        lines.append(f"{where}: {msg}{suffix}" if where else f"{msg}{suffix}")
-    head = f"{source}: invalid {what}" + (f" ({len(lines)} problems)" if len(lines) > 1 else "")
-    return ConfigError(head + "\n  " + "\n  ".join(lines))
-
-
-def validate_mapping(schema: type[M], data: Any, *, source: str, what: str = "audit config") -> M:
-    """Validate a mapping (as read from YAML) into ``schema`` (a pydantic model).
-
-    Raises
-    ------
-    ConfigError
-        Naming every bad field by its dotted path (a non-mapping: what was found).
-    """
-    if not isinstance(data, dict):
-        raise ConfigError(
-            f"{source}: expected a mapping of fields at the top level, found {type(data).__name__}"
-        )
-    try:
-        return schema.model_validate(data)
-    except ValidationError as exc:
-        raise _format(exc, source, what=what) from None
-
-
 def config_from_dict(data: Any, *, source: str = "config") -> AuditConfig:
     """Validate a mapping (as read from YAML) into an :class:`AuditConfig`.
 
@@ -721,67 +654,8 @@ def with_game(
     try:
         game = GameConfig.model_validate(data)
     except ValidationError as exc:
-        raise _format(exc, "command line (--game, --game-trials)", ("game",)) from None
+        raise format_errors(exc, "command line (--game, --game-trials)", ("game",)) from None
     return config.model_copy(update={"game": game})
-
-
-class _DuplicateKeyError(Exception):
-    pass
-
-
-def _unique_key_loader() -> Any:
-    """``yaml.SafeLoader`` that rejects a key given twice in one mapping.
-
-    Plain YAML keeps the last value of a repeated key silently; in an audit config that
-    hides a mistake (two ``alpha:`` lines, say), so it is an error naming the key and
-    both lines.
-    """
-    import yaml
-
-    class UniqueKeyLoader(yaml.SafeLoader):
-        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-            seen: dict[Any, int] = {}
-            for key_node, _ in node.value:
-                key = self.construct_object(key_node, deep=True)
-                try:
-                    first = seen.get(key)
-                except TypeError:  # an unhashable key; SafeLoader reports it
-                    continue
-                line = key_node.start_mark.line + 1
-                if first is not None:
-                    raise _DuplicateKeyError(
-                        f"expected each key once in a mapping, found {key!r} twice "
-                        f"(lines {first} and {line})"
-                    )
-                seen[key] = line
-            return super().construct_mapping(node, deep=deep)
-
-    return UniqueKeyLoader
-
-
-def _read_yaml(p: Path) -> Any:
-    """The YAML document in ``p`` (UTF-8, each mapping key once), or ConfigError."""
-    import yaml
-
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"config: expected an existing YAML file, found no file at {p}") from None
-    except IsADirectoryError:
-        raise ConfigError(f"config: expected a YAML file, found a directory {p}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"config: expected UTF-8 text, found bytes that are not UTF-8 at position "
-            f"{exc.start} of {p} ({exc.object[exc.start : exc.start + 4]!r}); save it as UTF-8"
-        ) from None
-    except OSError as exc:
-        raise ConfigError(f"config: expected a readable YAML file, found {p} ({exc})") from None
-    try:
-        return yaml.load(text, Loader=_unique_key_loader())
-    except _DuplicateKeyError as exc:
-        raise ConfigError(f"{p}: {exc}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: expected valid YAML, found a syntax error: {exc}") from None
 
 
 def load_config(path: str | Path) -> AuditConfig:
@@ -797,7 +671,7 @@ def load_config(path: str | Path) -> AuditConfig:
         invalid (the message names the field).
     """
     p = Path(path)
-    cfg = config_from_dict(_read_yaml(p), source=str(p))
+    cfg = config_from_dict(read_yaml(p), source=str(p))
     base = p.parent
     updates: dict[str, Any] = {}
     if cfg.dataset.path is not None and not cfg.dataset.path.is_absolute():

@@ -32,9 +32,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from privaudit.config import AuditConfig, ConfigError, _read_yaml, load_config, validate_mapping
+from privaudit.config import AuditConfig, load_config
+from privaudit.config_io import ConfigError, StrictModel, read_yaml, validate_mapping
 
 __all__ = [
     "HF_TARGET_KIND",
@@ -52,11 +53,7 @@ _SIGNALS = ("loss", "zlib", "min-k", "min-k++", "reference", "reference-ratio")
 _REFERENCE_SIGNALS = ("reference", "reference-ratio")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class LLMModelConfig(_Strict):
+class LLMModelConfig(StrictModel):
     """A local Hugging Face model directory (optionally one GGUF file inside it)."""
 
     kind: Literal["huggingface"] = Field(
@@ -94,7 +91,7 @@ class LLMModelConfig(_Strict):
         return out
 
 
-class LLMDataConfig(_Strict):
+class LLMDataConfig(StrictModel):
     """The audited texts."""
 
     texts: Path = Field(
@@ -102,7 +99,7 @@ class LLMDataConfig(_Strict):
     )
 
 
-class LLMAuditConfig(_Strict):
+class LLMAuditConfig(StrictModel):
     """A membership audit of a causal language model (``target.kind: huggingface``)."""
 
     target: LLMModelConfig
@@ -222,7 +219,7 @@ def _resolved(cfg: LLMAuditConfig, base: Path) -> LLMAuditConfig:
 def load_llm_config(path: str | Path) -> LLMAuditConfig:
     """Read, validate and check the paths of a language-model audit YAML."""
     p = Path(path)
-    cfg = _resolved(llm_config_from_dict(_read_yaml(p), source=str(p)), p.parent)
+    cfg = _resolved(llm_config_from_dict(read_yaml(p), source=str(p)), p.parent)
     cfg.check_paths()
     return cfg
 
@@ -239,7 +236,7 @@ def load_run_config(path: str | Path) -> AuditConfig | LLMAuditConfig:
     """The config of ``privaudit run``: a language-model audit when ``target.kind`` is
     ``huggingface``, else a classifier audit (:func:`privaudit.config.load_config`)."""
     p = Path(path)
-    data = _read_yaml(p)
+    data = read_yaml(p)
     if _is_llm(data):
         cfg = _resolved(llm_config_from_dict(data, source=str(p)), p.parent)
         cfg.check_paths()

@@ -51,16 +51,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from privaudit.config import (
-    GENERATOR_PARAMS,
-    ConfigError,
-    DatasetConfig,
-    ModelConfig,
-    _read_yaml,
-    _Strict,
-    torch_recipe,
-    validate_mapping,
-)
+from privaudit.config import GENERATOR_PARAMS, DatasetConfig, ModelConfig, torch_recipe
+from privaudit.config_io import ConfigError, StrictModel, read_yaml, validate_mapping
 from privaudit.llm_config import LLMModelConfig
 
 __all__ = [
@@ -104,7 +96,7 @@ TARGET_KINDS: dict[str, tuple[str, ...]] = {
 TINY_SHAKESPEARE = "tiny-shakespeare"
 
 
-class PanoramiaTargetConfig(_Strict):
+class PanoramiaTargetConfig(StrictModel):
     """The released target model, loaded without running its code."""
 
     kind: Literal["sklearn", "torch", "huggingface"] = Field(
@@ -150,7 +142,7 @@ class PanoramiaTargetConfig(_Strict):
         return out
 
 
-class PanoramiaDataConfig(_Strict):
+class PanoramiaDataConfig(StrictModel):
     """The auditor's records: a table (tabular, image) or texts, and who is a known member."""
 
     dataset: DatasetConfig | None = Field(
@@ -216,7 +208,7 @@ class PanoramiaDataConfig(_Strict):
         return out
 
 
-class TabularGeneratorConfig(_Strict):
+class TabularGeneratorConfig(StrictModel):
     """The tabular generator (:mod:`privaudit.generators`), fitted on discretised codes."""
 
     kind: Literal["baynet", "privbayes", "cart"] = Field(
@@ -243,7 +235,7 @@ class TabularGeneratorConfig(_Strict):
         return self
 
 
-class ImageGeneratorConfig(_Strict):
+class ImageGeneratorConfig(StrictModel):
     """The class-conditional convolutional VAE of the image modality."""
 
     vae: dict[str, Any] | None = Field(
@@ -252,7 +244,7 @@ class ImageGeneratorConfig(_Strict):
     )
 
 
-class TextGeneratorConfig(_Strict):
+class TextGeneratorConfig(StrictModel):
     """The text generator: the base LM fine-tuned on D_G, sampled top-k from held-out prompts."""
 
     top_k: Annotated[int, Field(ge=1)] | None = None
@@ -286,7 +278,7 @@ _GENERATOR_CONFIGS: dict[str, type[BaseModel]] = {
 }
 
 
-class PanoramiaSizesConfig(_Strict):
+class PanoramiaSizesConfig(StrictModel):
     """How the known members and the synthetic pool are split
     (:class:`privaudit.games.panoramia.PanoramiaSizes`; an unset field keeps its default)."""
 
@@ -313,7 +305,7 @@ class PanoramiaSizesConfig(_Strict):
         return PanoramiaSizes(**self.model_dump(exclude_none=True))
 
 
-class PanoramiaConfig(_Strict):
+class PanoramiaConfig(StrictModel):
     """A PANORAMIA audit of a released model (module docstring)."""
 
     modality: Literal["tabular", "image", "text"]
@@ -546,7 +538,7 @@ def load_panoramia_config(path: str | Path) -> PanoramiaConfig:
         path does not exist (the message names the field).
     """
     p = Path(path)
-    cfg = _resolved(panoramia_config_from_dict(_read_yaml(p), source=str(p)), p.parent)
+    cfg = _resolved(panoramia_config_from_dict(read_yaml(p), source=str(p)), p.parent)
     cfg.check_paths()
     if cfg.model is not None and cfg.model.kind == "torch":
         try:

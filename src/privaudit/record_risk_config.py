@@ -25,15 +25,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from privaudit.config import (
-    GENERATOR_PARAMS,
-    DatasetConfig,
-    ModelConfig,
-    NJobs,
-    _read_yaml,
-    _Strict,
-    validate_mapping,
-)
+from privaudit.config import GENERATOR_PARAMS, DatasetConfig, ModelConfig
+from privaudit.config_io import NJobs, StrictModel, read_yaml, validate_mapping
 
 __all__ = [
     "RECORD_ATTACKS_BY_KIND",
@@ -49,7 +42,7 @@ RECORD_ATTACKS_BY_KIND: dict[str, tuple[str, ...]] = {
 }
 
 
-class RecordRiskTargetConfig(_Strict):
+class RecordRiskTargetConfig(StrictModel):
     """What is released: a synthetic-data generator, or a classifier."""
 
     kind: Literal["generator", "classifier"]
@@ -81,7 +74,7 @@ class RecordRiskTargetConfig(_Strict):
         return self
 
 
-class RecordRiskFileConfig(_Strict):
+class RecordRiskFileConfig(StrictModel):
     """A ``privaudit record-risk`` run: data, target, attack, sizes, seeds, executor, cache."""
 
     dataset: DatasetConfig
@@ -142,7 +135,7 @@ def load_record_risk_config(path: str | Path) -> RecordRiskFileConfig:
     """
     p = Path(path)
     cfg = validate_mapping(
-        RecordRiskFileConfig, _read_yaml(p), source=str(p), what="record-risk config"
+        RecordRiskFileConfig, read_yaml(p), source=str(p), what="record-risk config"
     )
     updates: dict[str, Any] = {}
     if cfg.dataset.path is not None and not cfg.dataset.path.is_absolute():
