@@ -52,7 +52,7 @@ from privaudit.games.record_metrics import (
     hoeffding_width,
     per_record_auc,
 )
-from privaudit.games.record_risk_worker import _Fitter, _Worker, release
+from privaudit.games.record_risk_worker import AttackFitter, RoundsWorker, release
 from privaudit.games.train_many import fits_many, train_many
 from privaudit.generators.discrete import DiscreteTable, discretise
 from privaudit.runtime.executor import Executor, LocalExecutor
@@ -284,7 +284,7 @@ def run_record_risk(
     # 2-4. shadow releases and the per-target attack -------------------------------------
     fitted: list[Any] = [None] * plan.n_targets
     if att.trained:
-        worker = _Worker(
+        worker = RoundsWorker(
             target,
             kind,
             setup.universe,
@@ -385,7 +385,7 @@ def _play_games(
     fit_key = hashlib.sha256(
         repr((setup.key_base, config.n_shadow, att.trained)).encode()
     ).hexdigest()
-    worker = _Worker(
+    worker = RoundsWorker(
         target,
         kind,
         setup.universe,
@@ -465,7 +465,7 @@ def _count(releases: dict[str, int], tasks: list[Any], created: list[bool]) -> N
 
 
 def _fit_attacks(
-    worker: _Worker,
+    worker: RoundsWorker,
     plan: RecordRiskPlan,
     config: RecordRiskConfig,
     executor: Executor,
@@ -474,7 +474,7 @@ def _fit_attacks(
     releases: dict[str, int],
 ) -> list[Any]:
     """A trained attack's shadow phase: summarise the shadow releases (in tasks through
-    ``train_many``, cached), then fit the attack once per target on them (``_Fitter``).
+    ``train_many``, cached), then fit the attack once per target on them (``AttackFitter``).
 
     Returns the fitted attack of each target, in target order.
     """
@@ -489,7 +489,7 @@ def _fit_attacks(
     timings["shadow"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     fitted = executor.map(
-        _Fitter(worker, summaries, member), list(range(plan.n_targets)), desc="attack fits"
+        AttackFitter(worker, summaries, member), list(range(plan.n_targets)), desc="attack fits"
     )
     timings["attack_fit"] = time.perf_counter() - t0
     return fitted

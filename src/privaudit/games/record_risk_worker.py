@@ -1,8 +1,8 @@
 """The worker side of the record-level games (:mod:`privaudit.games.record_risk`).
 
 What runs in the executor's processes: :func:`release` (``A(D; seed)``: a generator's
-synthetic table or a trained classifier), :class:`_Worker` (the releases of a task of
-rounds, summarised, or scored by the fitted per-target attacks) and :class:`_Fitter` (one
+synthetic table or a trained classifier), :class:`RoundsWorker` (the releases of a task of
+rounds, summarised, or scored by the fitted per-target attacks) and :class:`AttackFitter` (one
 target's attack fitted on the shadow summaries).
 """
 
@@ -24,7 +24,7 @@ from privaudit.generators.discrete import DiscreteTable
 from privaudit.runtime.seeds import derive_seed
 from privaudit.signals import model_signals
 
-__all__ = ["release"]
+__all__ = ["AttackFitter", "RoundsWorker", "release"]
 
 _CLASSIFIER_SIGNALS = ("loss", "logit_confidence")
 
@@ -56,7 +56,7 @@ def _digest(a: NDArray[Any]) -> int:
     )
 
 
-class _Worker:
+class RoundsWorker:
     """Makes the releases of a task of rounds and returns summaries or scores."""
 
     def __init__(
@@ -138,10 +138,12 @@ class _Worker:
         return out
 
 
-class _Fitter:
+class AttackFitter:
     """Fits the attack for one target on the shadow summaries."""
 
-    def __init__(self, worker: _Worker, summaries: NDArray[Any], member: NDArray[np.bool_]) -> None:
+    def __init__(
+        self, worker: RoundsWorker, summaries: NDArray[Any], member: NDArray[np.bool_]
+    ) -> None:
         self.worker = worker
         self.summaries = summaries
         self.member = member
