@@ -227,7 +227,7 @@ def compare_real(
     nm_ids = modality.ids(non_members)
     rs = RealPairSplit.build(d_in, nm_ids, sizes, seed=seed)
 
-    (tr, va, te), (y_tr, y_va, y_te) = classifier_records(
+    records, labels = classifier_records(
         modality,
         members,
         non_members,
@@ -237,7 +237,7 @@ def compare_real(
         test_ids=rs.test_ids,
         test_member=rs.test_member,
     )
-    records, labels = (tr, va, te), (y_tr, y_va, y_te)
+    y_te = labels[2]
     own = _losses(modality, target, records, labels, "rmrn")
     loss = _with_reference(own, reference(records, labels, "rmrn"))
     sc, classifier = steps.scores(
