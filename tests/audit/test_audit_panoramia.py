@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from privaudit.audit import eps_lb_one_run, panoramia_audit, panoramia_hoeffding_lb, panoramia_lb
+from privaudit.audit.panoramia import panoramia_cap
 from privaudit.errors import InvalidInputError
 
 
@@ -108,3 +109,15 @@ def test_input_errors() -> None:
         panoramia_audit([0.1, 0.2], [0.1], [1, 0])
     with pytest.raises(InvalidInputError, match="NaN"):
         panoramia_audit([0.1, 0.2], [np.nan, 0.1], [1, 0])
+
+
+def test_cap_is_the_bound_of_perfect_scores_and_no_scores_pass_it() -> None:
+    rng = np.random.default_rng(3)
+    member = rng.random(300) < 0.5
+    cap = panoramia_cap(member, beta_per_test=0.025)
+    assert cap == pytest.approx(brute(member.astype(float), member, 0.025, "quantiles"))
+    for sep in (0.0, 1.0, 3.0, 30.0):
+        scores = rng.standard_normal(300) + sep * member
+        assert panoramia_lb(scores, member, beta_per_test=0.025)[0] <= cap + 1e-12
+    # more slots, a higher cap (the power of the test grows with m)
+    assert panoramia_cap(rng.random(3000) < 0.5, beta_per_test=0.025) > cap + 0.5

@@ -68,9 +68,12 @@ def test_result_keys_and_json(game: Any) -> None:
     assert set(d) == TOP_KEYS
     assert set(d["sizes"]) == SIZE_KEYS
     assert set(d["bounds"]) == {
-        "c_lb", "c_plus_eps_lb", "eps_tilde", "n_thresholds", "beta_per_threshold", "mia",
-        "baseline",
+        "c_lb", "c_plus_eps_lb", "eps_tilde", "cap", "n_thresholds", "beta_per_threshold",
+        "mia", "baseline",
     }  # fmt: skip
+    b = d["bounds"]
+    # no classifier passes the cap (the bound of perfect scores on these slots)
+    assert max(b["c_lb"], b["c_plus_eps_lb"]) <= b["cap"]
     assert set(d["bounds"]["mia"]) == {"r", "v"} == set(d["bounds"]["baseline"])
     assert d["comparisons"] == {"rmrn": None, "o1": None}
     assert set(d["curves"]) == {"mia", "baseline"}

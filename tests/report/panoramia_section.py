@@ -11,20 +11,26 @@ from typing import Any
 
 import numpy as np
 
-from privaudit.audit.panoramia import panoramia_curve, panoramia_lb
+from privaudit.audit.panoramia import panoramia_cap, panoramia_curve, panoramia_lb
 from privaudit.report.panoramia import BASELINE, MIA, RMRN
 from privaudit.report.results import ScoreTable
 
 
 def panoramia_fixture(
-    m: int = 400, *, seed: int = 0, rmrn: bool = True, confidence: float = 0.95
+    m: int = 400,
+    *,
+    seed: int = 0,
+    rmrn: bool = True,
+    confidence: float = 0.95,
+    baseline_shift: float = 0.4,
 ) -> tuple[dict[str, Any], ScoreTable, ScoreTable | None]:
-    """``(section, test ScoreTable, RM;RN ScoreTable or None)``."""
+    """``(section, test ScoreTable, RM;RN ScoreTable or None)``; ``baseline_shift``: the
+    baseline's separation of members (large: a generator it detects)."""
     rng = np.random.default_rng(seed)
     member = rng.random(m) < 0.5
     ids = np.asarray([f"real-{i:05d}" if member[i] else f"synth-{i:06d}" for i in range(m)])
     mia = 1.2 * member + rng.normal(size=m)
-    base = 0.4 * member + rng.normal(size=m)
+    base = baseline_shift * member + rng.normal(size=m)
     beta = 1 - confidence
     cpe, im = panoramia_lb(mia, member, beta_per_test=beta / 2)
     c, ib = panoramia_lb(base, member, beta_per_test=beta / 2)
@@ -74,6 +80,7 @@ def panoramia_fixture(
             "c_lb": c,
             "c_plus_eps_lb": cpe,
             "eps_tilde": max(0.0, cpe - c),
+            "cap": panoramia_cap(member, beta_per_test=beta / 2),
             "n_thresholds": im["n_thresholds"],
             "beta_per_threshold": im["beta_per_threshold"],
             "mia": {"r": im["r"], "v": im["v"]},

@@ -25,8 +25,10 @@ SETTINGS = {"dataset": {"name": "table"}, "model": {"target": {"kind": "sklearn"
 TARGET = {"train_accuracy": None, "test_accuracy": None}
 
 
-def _results(rmrn: bool = True) -> tuple[dict, ScoreTable, ScoreTable | None]:
-    section, table, rm = panoramia_fixture(rmrn=rmrn)
+def _results(
+    rmrn: bool = True, baseline_shift: float = 0.4
+) -> tuple[dict, ScoreTable, ScoreTable | None]:
+    section, table, rm = panoramia_fixture(rmrn=rmrn, baseline_shift=baseline_shift)
     doc = panoramia_results(section, table, seed=0, settings=SETTINGS, target=TARGET, rmrn=rmrn)
     return doc, table, rm
 
@@ -91,6 +93,35 @@ def test_report_renders_the_section_and_verify_recomputes(tmp_path: Path) -> Non
     assert report.ok, [c for c in report.checks if c.status == "mismatch"]
     names = {c.name for c in report.checks if c.status == "ok"}
     assert "panoramia.bounds.eps_tilde" in names and "panoramia.comparisons.rmrn.eps_lb" in names
+    assert "panoramia.bounds.cap" in names
+    assert "panoramia-cap-warning" not in html  # c_lb far below its cap
+
+
+def test_a_baseline_at_the_cap_is_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from privaudit.cli.panoramia_cmd import render_panoramia_summary
+
+    doc, table, rm = _results(baseline_shift=8.0)  # the baseline separates perfectly
+    b = doc["panoramia"]["bounds"]
+    assert 0.9 * b["cap"] <= b["c_lb"] <= b["cap"]
+    manifest = make_manifest(
+        kind="membership-inference", command="t", config={}, seeds={}, dataset_fingerprint=None
+    )
+    out = write_panoramia_report(tmp_path / "rep", doc, table, rmrn_table=rm, bundle=manifest)
+    html = (out / "report.html").read_text()
+    room = f"cannot exceed {b['cap'] - b['c_lb']:.3f}"
+    assert 'id="panoramia-cap-warning"' in html and room in html
+    render_panoramia_summary(doc, None, width=200)
+    text = capsys.readouterr().out
+    assert "warning" in text and "within 10 % of its cap" in text
+    assert verify_bundle(out).ok
+    # results written before the cap was recorded still verify
+    del doc["panoramia"]["bounds"]["cap"]
+    old = write_panoramia_report(tmp_path / "old", doc, table, rmrn_table=rm, bundle=manifest)
+    assert (
+        verify_bundle(old).ok and "panoramia-cap-warning" not in (old / "report.html").read_text()
+    )
 
 
 def test_verify_catches_an_edited_bound(tmp_path: Path) -> None:

@@ -35,7 +35,13 @@ from privaudit.audit.one_run import certify_pure
 from privaudit.audit.selection import prepare_scores
 from privaudit.records import AuditResult
 
-__all__ = ["panoramia_audit", "panoramia_curve", "panoramia_hoeffding_lb", "panoramia_lb"]
+__all__ = [
+    "panoramia_audit",
+    "panoramia_cap",
+    "panoramia_curve",
+    "panoramia_hoeffding_lb",
+    "panoramia_lb",
+]
 
 THRESHOLD_POLICIES = ("quantiles", "code", "all")
 """Threshold policies: ``"quantiles"`` (default; any real scores), ``"code"`` (the authors'
@@ -174,6 +180,18 @@ def panoramia_lb(
         "beta_per_threshold": beta_t,
     }
     return lb, info
+
+
+def panoramia_cap(member: ArrayLike, *, beta_per_test: float) -> float:
+    """The largest :func:`panoramia_lb` any scores reach on these test slots: the bound of
+    perfect scores tied within each class (1 for members, 0 otherwise), whose guess set at
+    the quantile threshold past the members is exactly the members (the tie block at the
+    boundary is left out), the largest all-correct set any scores can give. ``c_lb`` at the cap means the baseline told the generated records apart
+    perfectly, and ``eps_tilde <= cap - c_lb`` whatever the target leaks (Kazmi et al. 2024,
+    Sec. 5.3: the power of the test is bounded by ``m``; the cap grows like ``log m``)."""
+    m = np.asarray(member, dtype=bool)
+    lb, _ = panoramia_lb(m.astype(np.float64), m, beta_per_test=beta_per_test)
+    return lb
 
 
 def panoramia_curve(

@@ -35,6 +35,8 @@ def render_panoramia_summary(
     from rich.console import Console
     from rich.table import Table
 
+    from privaudit.report.panoramia import cap_warning
+
     if width is None:
         width = 80 if not sys.stdout.isatty() else None
     console = Console(width=width, highlight=False)
@@ -57,6 +59,8 @@ def render_panoramia_summary(
     table.add_row("c_lb", _num(b["c_lb"]), str(s["m"]), "baseline: x + helper loss")
     table.add_row("{c+eps}_lb", _num(b["c_plus_eps_lb"]), str(s["m"]), "MIA: x + target loss")
     table.add_row("eps_tilde", _num(b["eps_tilde"]), str(s["m"]), "max(0, {c+eps}_lb - c_lb)")
+    if "cap" in b:
+        table.add_row("cap", _num(b["cap"]), str(s["m"]), "perfect scores: eps_tilde <= cap - c_lb")
     rm, o1 = p["comparisons"]["rmrn"], p["comparisons"]["o1"]
     none = "not run (needs real non-members: data.non_members)"
     table.add_row(
@@ -72,6 +76,9 @@ def render_panoramia_summary(
         none if o1 is None else "loss threshold, two-sided",
     )
     console.print(table)
+    warning = cap_warning(b, int(s["m"]))
+    if warning is not None:
+        console.print(f"[bold red]warning[/bold red]: {warning}")
     console.print(
         "[yellow]note[/yellow]: eps_tilde is a lower bound on the target's eps only if c_lb is "
         "tight (no detector of generated records beats the baseline; Kazmi et al. 2024, "

@@ -53,7 +53,12 @@ from numpy.typing import NDArray
 
 from privaudit._validation import check_probability, fail
 from privaudit.audit._level import resolve_beta
-from privaudit.audit.panoramia import panoramia_audit, panoramia_curve, panoramia_lb
+from privaudit.audit.panoramia import (
+    panoramia_audit,
+    panoramia_cap,
+    panoramia_curve,
+    panoramia_lb,
+)
 from privaudit.games.metrics import auc
 from privaudit.games.panoramia_cache import (
     PanoramiaSteps,
@@ -216,6 +221,7 @@ def _measure(
         "c_lb": float(audit.extra["c_lower_bound"]),
         "c_plus_eps_lb": float(audit.extra["c_plus_epsilon_lower_bound"]),
         "eps_tilde": float(audit.extra["epsilon_tilde"]),
+        "cap": panoramia_cap(y_test, beta_per_test=beta / 2),
         "n_thresholds": int(info_mia["n_thresholds"]),
         "beta_per_threshold": float(info_mia["beta_per_threshold"]),
         "mia": {"r": int(info_mia["r"]), "v": int(info_mia["v"])},

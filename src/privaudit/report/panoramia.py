@@ -36,11 +36,13 @@ from privaudit.report.writer import write_report
 
 __all__ = [
     "BASELINE",
+    "CAP_SHARE",
     "MIA",
     "PANORAMIA_SCORES_FILE",
     "PANORAMIA_THREAT_MODEL",
     "RMRN",
     "RMRN_SCORES_FILE",
+    "cap_warning",
     "eps_recall_png",
     "implied_precision",
     "panoramia_context",
@@ -56,6 +58,28 @@ RMRN_SCORES_FILE = "rmrn_scores.npz"
 MIA = "panoramia-mia"
 BASELINE = "panoramia-baseline"
 RMRN = "rmrn-mia"
+
+
+#: ``c_lb`` at or above this share of the cap is reported as saturated (:func:`cap_warning`).
+CAP_SHARE = 0.9
+
+
+def cap_warning(bounds: Mapping[str, Any], m: int) -> str | None:
+    """A warning when ``c_lb`` is within 10 % of its cap (``bounds["cap"]``, the bound of
+    perfect scores on these ``m`` slots), else ``None``: the baseline then tells the
+    generated records apart almost perfectly, and ``eps_tilde <= cap - c_lb`` by
+    construction, whatever the target leaks."""
+    cap = bounds.get("cap")
+    if cap is None or cap <= 0 or bounds["c_lb"] < CAP_SHARE * cap:
+        return None
+    room = max(0.0, cap - bounds["c_lb"])
+    return (
+        f"c_lb = {bounds['c_lb']:.3f} is within {100 * (1 - CAP_SHARE):.0f} % of its cap "
+        f"{cap:.3f} (the bound of perfect scores on these m = {m} slots): the baseline tells "
+        f"the generated records apart almost perfectly, so eps_tilde cannot exceed "
+        f"{room:.3f} whatever the target leaks. A generator closer to the data, or more test "
+        "slots (the cap grows like log m), is needed to measure more."
+    )
 
 
 def _reference_sentence(section: Mapping[str, Any]) -> str:
@@ -187,14 +211,14 @@ def recompute_panoramia(
 ) -> dict[str, Any]:
     """The parts of the ``panoramia`` section that follow from the saved test scores.
 
-    ``bounds`` (c_lb, {c+eps}_lb, eps_tilde, the counts at the maximisers, the union-bound
-    size and level) by :func:`privaudit.audit.panoramia.panoramia_lb` at ``beta/2`` per test
+    ``bounds`` (c_lb, {c+eps}_lb, eps_tilde, the cap, the counts at the maximisers, the
+    union-bound size and level) by :func:`privaudit.audit.panoramia.panoramia_lb` at ``beta/2`` per test
     (Corollary 1) over the quantile thresholds, the numbers of test slots, the curves
     (:func:`~privaudit.audit.panoramia.panoramia_curve`), and RM;RN's bound and curve (one
     test at ``beta``, c = 0) from ``rmrn_scores.npz``. Compared leaf by leaf with the
     recorded values by ``privaudit verify``.
     """
-    from privaudit.audit.panoramia import panoramia_curve, panoramia_lb
+    from privaudit.audit.panoramia import panoramia_cap, panoramia_curve, panoramia_lb
 
     pano = results["panoramia"]
     beta = 1.0 - float(pano["confidence"])
@@ -226,6 +250,8 @@ def recompute_panoramia(
             "baseline": panoramia_curve(base, member, beta_per_test=beta / 2),
         },
     }
+    if "cap" in pano["bounds"]:  # results written before the cap was recorded lack it
+        out["bounds"]["cap"] = panoramia_cap(member, beta_per_test=beta / 2)
     rec = (pano.get("comparisons") or {}).get("rmrn")
     if rec is not None and rmrn_table is not None:
         _, s, mem = rmrn_table.scored(RMRN)
@@ -372,7 +398,9 @@ def panoramia_context(results: Mapping[str, Any]) -> dict[str, Any]:
             "implied": {
                 "c_lb": implied_precision(b["c_lb"]),
                 "c_plus_eps_lb": implied_precision(b["c_plus_eps_lb"]),
+                "cap": implied_precision(b["cap"]) if "cap" in b else None,
             },
+            "cap_warning": cap_warning(b, int(pano["sizes"]["m"])),
             "pr_plot": precision_recall_png(pano),
             "eps_plot": eps_recall_png(pano),
             "generator_rows": _settings_rows(pano.get("generator")),
