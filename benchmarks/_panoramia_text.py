@@ -24,18 +24,49 @@ its measured figures below.
 ``epochs`` in the returned dicts is the number of **optimiser steps** of the target's
 fine-tuning (batches of ``recipe.batch_size`` chunks), not passes over the data:
 ``steps * batch_size / n_members`` passes. The log gives per target ``m`` (PANORAMIA's
-coin-flip slots), the **cap** (:func:`bound_cap`: the bound of a perfect classifier on these
-slots; ``{c+eps}_lb`` cannot exceed it, so ``eps_tilde <= cap - c_lb``), the counts at each
+coin-flip slots), the **cap** (``bounds["cap"]``, :func:`privaudit.audit.panoramia.panoramia_cap`:
+the bound of a perfect classifier on these slots; ``{c+eps}_lb`` cannot exceed it, so ``eps_tilde <= cap - c_lb``), the counts at each
 bound's threshold and, for RM;RN, its own ``m``.
 
-Measured (2-core CPU shared with other jobs, load 1.0-3.4, one torch thread). Tiny GPT
-(``m`` = 100), 3 seeds, steps 50 / 300 / 1200, on the final code (shared scorer seed;
+Measured (2-core CPU shared with other jobs, load 1.0-5.4, one torch thread).
+
+**With the reference (the current default, scorer ``reference="generator"``):** every
+classifier (MIA, baseline, RM;RN) also sees G's per-token loss (G = the base fine-tuned on
+D_G, real known members, no audit record), so the baseline knows the real distribution and
+the MIA's only extra input is the target's loss. SmolLM2-135M, ``python
+benchmarks/_panoramia_text.py --seeds 1 --first-seed S --json seedS.json`` for S = 0, 1 side by
+side (same targets as below: O(1) identical), m = 298 (cap 2.91 / 2.83), steps 10 / 30 / 80,
+seed 0 / seed 1: c_lb 1.35 / 0.82, 1.23 / 0.38, 1.00 / 0.44; {c+eps}_lb 1.22 / 0.82, 2.36 /
+2.56, 2.69 / 2.50; eps_tilde 0 / 0, 1.14 / 2.17, 1.69 / 2.06; RM;RN 0 / 0, 1.12 / 1.22, 2.24 /
+2.46; O(1) 0 / 0, 0.47 / 0.37, 1.60 / 1.17. AUCs of the baseline 0.850 / 0.816, 0.836 / 0.783,
+0.811 / 0.792; of the MIA 0.840 / 0.829, 0.984 / 0.978, 0.996 / 0.976; of RM;RN's classifier
+0.590 / 0.521, 0.834 / 0.847, 0.969 / 0.987. At 10 steps, where the target leaks nothing
+(RM;RN 0), the MIA no longer beats the baseline (it did without the reference, below), and
+eps_tilde is 0. ``bench_panoramia.py --combine seed0.json seed1.json``: ({c+eps}_lb - c_lb) -
+RM;RN = -0.021 +- 0.215 over 6 targets, lower limit -0.455: **at or below RM;RN within
+noise**; eps_tilde(80) - eps_tilde(10) = +1.874 +- 0.183 over 2 seeds, lower limit +0.718:
+**grows**. c_lb itself is noisy (0.38-1.35 for baselines of AUC 0.78-0.85: the bound is set by
+the few highest scores), and that noise passes into eps_tilde. Wall ~4900 s per seed with three
+runs side by side (targets ~900 s); each run held up to 9.9 GB (``ps``), so three runs do not
+fit in 24 GB (the third was killed for memory).
+
+Tiny GPT with the reference (``--tiny --seeds 3 --json tiny.json``, 2668 s at load 3-5):
+tiny G's text is told apart almost perfectly once the baseline sees G's loss (baseline AUC
+0.984-1.000): c_lb 1.71 / 1.81 / 1.70 (mean over seeds at 50 / 300 / 1200 steps) against caps
+of 1.67-1.98 at m = 100, so eps_tilde cannot grow: 0 / 0 / 0.10 (RM;RN 0 / 0.52 / 1.71, O(1)
+0.02 / 0.69 / 1.89); gap -0.913 +- 0.206 over 9 targets (within noise), growth +0.103 +-
+0.058, lower limit -0.068: not established. ``run_panoramia`` now records this ``cap`` and
+warns when c_lb is within 10 % of it; measuring the tiny GPT needs a better tiny G or more
+slots (the cap grows like log m).
+
+**Before the reference** (scorer ``reference=None``, the code of the previous sessions): tiny
+GPT (``m`` = 100), 3 seeds, steps 50 / 300 / 1200 (shared scorer seed;
 ``--tiny --seeds 3``, 952 s at load ~1.2): mean eps_tilde 0.02 / 0.17 / 0.51, RM;RN 0 / 0.19 /
 1.48, O(1) 0.02 / 0.69 / 1.89, c_lb 1.20 / 1.42 / 1.29; ``paired_claims``: ({c+eps}_lb - c_lb) -
 RM;RN -0.386 +- 0.162 over 9 targets, at or below RM;RN within noise; eps_tilde(1200) -
 eps_tilde(50) +0.488 +- 0.081, lower limit +0.251: grows.
 
-SmolLM2-135M, on the current code (shared scorer seed) with the current G (SETTINGS["smollm2"]:
+SmolLM2-135M without the reference, with the current G (SETTINGS["smollm2"]:
 G's recipe unchanged, sampled from the full distribution, ``top_k`` = the vocabulary, each text
 starting at a speech, ``start_after="\\n\\n"``, 96 new tokens), ``python
 benchmarks/_panoramia_text.py --seeds 1`` (seed 0, helper) and seed 1 (lead, the same code,
@@ -53,11 +84,8 @@ useful t limit: -1.54, "not established"). So eps_tilde now grows, but it is abo
 0.52-0.54, RM;RN 0) and yet the MIA (AUC 0.77-0.78) beats the baseline (0.71-0.75): the target,
 fine-tuned on real Shakespeare, tells real text from G's better than the helper h (fine-tuned
 on G's text) does, and PANORAMIA counts that as eps (the paper's caveat, Sec. 4.2: eps_tilde is
-a lower bound only when no detector of generated text beats the baseline). What should close
-the gap (not measured yet): give the baseline and the MIA the same side feature from a model of
-the REAL distribution that saw no test slot, e.g. G's own per-token loss (G is the base
-fine-tuned on D_G, real known members), so that the MIA's only extra input is the target's
-loss. Wall 2726 s (seed 0) and 2747 s (seed 1) at load 1.2-3.0, the two runs side by side
+a lower bound only when no detector of generated text beats the baseline). Hence the
+reference (G's per-token loss for every classifier, measured above). Wall 2726 s (seed 0) and 2747 s (seed 1) at load 1.2-3.0, the two runs side by side
 (targets 550 s; G, 597 samples of 96 tokens, the helper run and the first audit ~1850 s; each
 further audit ~155 s); each run holds ~6.3 GB of memory.
 Why the generator: a probe on seed 0's split (150 samples of G against
@@ -212,27 +240,13 @@ def _figures(result: Any) -> dict[str, Any]:
     }
 
 
-def bound_cap(m: int, n_members: int, confidence: float = 0.95) -> float:
-    """The largest PANORAMIA bound (``c_lb`` or ``{c+eps}_lb``) any classifier can reach on
-    ``m`` test slots of which ``n_members`` show members: the bound of perfect scores (every
-    member above every non-member) at ``beta/2`` per test. ``c_lb`` at this cap leaves
-    ``eps_tilde = 0`` by construction, whatever the target leaks."""
-    import numpy as np
-
-    from privaudit.audit.panoramia import panoramia_lb
-
-    member = np.arange(m) < n_members
-    lb, _ = panoramia_lb(member.astype(float), member, beta_per_test=(1 - confidence) / 2)
-    return float(lb)
-
-
 def _sizes_line(result: Any) -> str:
     """m, test members, the cap of the bounds, and per classifier the counts at its bound's
     threshold (correct / guessed members) and its AUC on the test slots."""
     from privaudit.games.metrics import auc
 
     sz, b = result.sizes, result.bounds
-    cap = bound_cap(sz["m"], sz["n_test_members"], result.confidence)
+    cap = b["cap"]
     t = result.scores
     aucs = {k: auc(t.scores[f"panoramia-{k}"], t.member) for k in ("baseline", "mia")}
     line = (
