@@ -46,9 +46,16 @@ eps_tilde is 0. ``bench_panoramia.py --combine seed0.json seed1.json``: ({c+eps}
 RM;RN = -0.021 +- 0.215 over 6 targets, lower limit -0.455: **at or below RM;RN within
 noise**; eps_tilde(80) - eps_tilde(10) = +1.874 +- 0.183 over 2 seeds, lower limit +0.718:
 **grows**. c_lb itself is noisy (0.38-1.35 for baselines of AUC 0.78-0.85: the bound is set by
-the few highest scores), and that noise passes into eps_tilde. Wall ~4900 s per seed with three
+the few highest scores), and that noise passes into eps_tilde. Seed 2 (the same command, run
+after the two, alone, 3869 s at load ~1; m = 298, cap 2.96): c_lb 0.61 / 0.72 / 1.04,
+{c+eps}_lb 1.44 / 2.76 / 2.92, eps_tilde 0.83 / 2.03 / 1.88, RM;RN 0 / 0.90 / 2.16, O(1) 0.09 /
+0.53 / 1.60; AUCs baseline 0.743 / 0.704 / 0.728, MIA 0.819 / 0.988 / 0.999: at 10 steps its MIA
+still beats its baseline (the reference narrows the gap, it does not close it on every split).
+Over the 3 seeds (``--combine seed0.json seed1.json seed2.json``): gap +0.174 +- 0.210 over 9
+targets, lower limit -0.216: **at or below RM;RN within noise**; growth +1.601 +- 0.292, lower
+limit +0.747: **grows**. Wall ~4900 s per seed with three
 runs side by side (targets ~900 s); each run held up to 9.9 GB (``ps``), so three runs do not
-fit in 24 GB (the third was killed for memory).
+fit in 24 GB (the third was killed for memory and rerun alone).
 
 Tiny GPT with the reference (``--tiny --seeds 3 --json tiny.json``, 2668 s at load 3-5):
 tiny G's text is told apart almost perfectly once the baseline sees G's loss (baseline AUC
