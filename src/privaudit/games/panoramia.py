@@ -78,6 +78,7 @@ from privaudit.games.panoramia_steps import (
     SCORER_PURPOSE,
     Labels,
     Modality,
+    RealComparison,
     Scorer,
     ScorerData,
     classifier_records,
@@ -253,6 +254,17 @@ def _result_sizes(n_known: int, split: PanoramiaSplit, labels: Labels) -> dict[s
     }
 
 
+def _add_real(
+    real: RealComparison | None, classifiers: dict[str, Any], curves: dict[str, Any]
+) -> dict[str, Any]:
+    """The ``comparisons`` section (RM;RN and O(1), ``None`` when not run); RM;RN's
+    classifier record and curve go into ``classifiers`` and ``curves``."""
+    classifiers["rmrn"] = None if real is None else real.classifier
+    if real is not None:
+        curves["rmrn"] = real.curve
+    return {"rmrn": None if real is None else real.rmrn, "o1": None if real is None else real.o1}
+
+
 def _section(
     settings: Mapping[str, Any], name: str, info: Mapping[str, Any], **counts: int
 ) -> dict[str, Any]:
@@ -347,13 +359,7 @@ def run_panoramia(
         seed=seed, beta=beta, criterion=criterion, scorer_settings=settings.get("scorer"),
         reference=reference,
     )  # fmt: skip
-    comparisons = {
-        "rmrn": None if real is None else real.rmrn,
-        "o1": None if real is None else real.o1,
-    }
-    classifiers["rmrn"] = None if real is None else real.classifier
-    if real is not None:
-        curves["rmrn"] = real.curve
+    comparisons = _add_real(real, classifiers, curves)
     table = ScoreTable(
         record_ids=np.asarray(split.test_ids),
         member=y_test,
