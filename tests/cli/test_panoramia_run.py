@@ -204,9 +204,19 @@ def test_panoramia_image_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main(["verify", str(tmp_path / "rep")]) == 0
 
 
-def test_panoramia_text_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("reference", "words"),
+    [
+        (None, "the generator's own language model, fine-tuned on D_G only"),
+        ("generator+target-recipe", "a model fine-tuned with the target's recipe, both on D_G"),
+    ],
+)
+def test_panoramia_text_end_to_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], reference: str | None, words: str
+) -> None:
     """A tiny GPT fine-tuned on 20 Tiny Shakespeare chunks, audited through the text modality
-    from a JSONL (member true = known member, false = real non-member: RM;RN and O(1) run)."""
+    from a JSONL (member true = known member, false = real non-member: RM;RN and O(1) run);
+    with the default reference and with both reference models."""
     pytest.importorskip("transformers")
     from privaudit.data.text import write_text_records
     from privaudit.games.llm import audited_records, shakespeare_split
@@ -237,6 +247,8 @@ def test_panoramia_text_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture
         "device": "cpu",
         "output_dir": "rep",
     }
+    if reference is not None:
+        cfg["scorer"]["reference"] = reference  # type: ignore[index]
     p = tmp_path / "text.yaml"
     p.write_text(yaml.safe_dump(cfg))
     assert main(["panoramia", str(p), "--no-progress"]) == 0
@@ -246,9 +258,11 @@ def test_panoramia_text_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture
     assert pano["modality"] == "text" and pano["sizes"]["n_known_members"] == 20
     assert pano["comparisons"]["rmrn"] is not None and pano["comparisons"]["o1"] is not None
     assert res["settings"]["model"]["recipe"]["finetune"] == recipe
-    # the default text scorer gives every classifier G's loss too, and the report says so
-    assert pano["classifiers"]["baseline"]["network"]["reference"] == "generator"
-    assert "generator's own language model" in pano["threat_model"]
+    # every classifier sees the reference's loss too (default: G's), and the report says so
+    want = reference or "generator"
+    assert pano["classifiers"]["baseline"]["network"]["reference"] == want
+    assert pano["classifiers"]["mia"]["network"]["reference"] == want
+    assert words in pano["threat_model"]
     assert main(["verify", str(tmp_path / "rep")]) == 0
 
 

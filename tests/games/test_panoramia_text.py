@@ -24,6 +24,7 @@ from privaudit.games.panoramia_text import (  # noqa: E402
 from privaudit.models.causal_lm import CausalLM  # noqa: E402
 from privaudit.models.lm_builders import tiny_gpt  # noqa: E402
 from privaudit.models.lm_finetune import FineTuneRecipe, finetune  # noqa: E402
+from privaudit.runtime.seeds import derive_seed  # noqa: E402
 from privaudit.signals.text import mean_nll  # noqa: E402
 
 FAST = FineTuneRecipe(steps=12, batch_size=8, learning_rate=3e-3, warmup_steps=2, max_length=128)
@@ -235,6 +236,67 @@ def test_reference_is_g_and_its_features_are_computed_once_per_text_set(
     assert off.reference_model(gen) is None and off.settings()["reference"] is None
 
 
+def test_target_recipe_reference_is_the_targets_recipe_on_all_of_d_g(
+    base: CausalLM, records: TextRecords
+) -> None:
+    # G trains on D_G minus its prompt documents; the target-recipe reference on all of D_G,
+    # with the target's recipe and a seed of its own (not the helper's)
+    mod = modality(base, scorer={"reference": "target-recipe"})
+    gen = mod.fit_generator(records, seed=3)
+    ref = mod.reference_model(gen)
+    assert isinstance(ref, CausalLM) and ref is not gen.lm
+    want = finetune(
+        base,
+        list(records.texts),
+        dataclasses.replace(FAST, seed=derive_seed(3, purpose="panoramia-text-reference")),
+    )
+    np.testing.assert_array_equal(mod.loss_features(ref, records), mod.loss_features(want, records))
+    assert mod.reference_model(gen) is ref  # kept for RM;RN's records: not retrained
+    helper = mod.fit_helper(records, seed=3)
+    assert not np.array_equal(mod.loss_features(ref, records), mod.loss_features(helper, records))
+    # keyed on the target's recipe: another target's copy has other settings
+    s = mod.settings()["reference"]
+    assert s["model"] == "target-recipe" and s["target_recipe"]["recipe"] == FAST.settings()
+    other = mod.with_recipe(dataclasses.replace(FAST, steps=6))
+    assert other.settings()["reference"]["target_recipe"] != s["target_recipe"]
+    # another target's reference replaces this one, whose memoised features go with it
+    assert other.reference_model(gen) is not ref
+    assert not [k for k in mod._memo if k[0].startswith("reference") and k[1] == id(ref)]
+    assert modality(base).settings()["reference"] == {
+        "model": "generator",
+        "features": "loss_features",
+    }
+
+
+def test_both_references_read_side_by_side_and_snapshots_are_kept_for_rmrn(
+    base: CausalLM, records: TextRecords
+) -> None:
+    steps = (3, 6)
+    mod = modality(base, scorer={"reference": "generator+target-recipe"}, snapshot_steps=steps)
+    gen = mod.fit_generator(records, seed=4)
+    at = [mod.with_recipe(dataclasses.replace(FAST, steps=6, stop_after=k)) for k in steps]
+    refs = at[0].reference_model(gen)
+    assert isinstance(refs, tuple) and len(refs) == 2 and refs[0] is gen.lm
+    w = len(SUMMARY_FEATURES) + 2 * K
+    both = at[0].loss_features(refs, records)
+    assert both.shape == (len(records), 2 * w)
+    np.testing.assert_array_equal(both[:, :w], at[0].loss_features(gen.lm, records))
+    # the snapshot after 3 steps of the 6-step run, seeded for the reference
+    seed = derive_seed(4, purpose="panoramia-text-reference")
+    want = finetune(
+        base, list(records.texts), dataclasses.replace(FAST, steps=6, stop_after=3, seed=seed)
+    )
+    np.testing.assert_array_equal(both[:, w:], at[0].loss_features(want, records))
+    # the same target's RM;RN records get the same model again (kept, not retrained)...
+    again = at[0].reference_model(gen)
+    assert isinstance(again, tuple) and again[1] is refs[1]
+    # ... and the next target's snapshot drops the earlier one and its features
+    later = at[1].reference_model(gen)
+    assert isinstance(later, tuple) and later[1] is not refs[1]
+    assert not [k for k in mod._memo if k[0] == "reference-loss" and k[1] == id(refs[1])]
+    assert ("reference", id(later[1])) in mod._memo
+
+
 def test_encode_bytes_pads_and_truncates() -> None:
     x = encode_bytes(["ab", "é" * 5], 4)
     np.testing.assert_array_equal(x[0], [97, 98, 256, 256])
@@ -244,8 +306,9 @@ def test_encode_bytes_pads_and_truncates() -> None:
 def test_bad_settings(base: CausalLM) -> None:
     with pytest.raises(InvalidInputError, match="scorer"):
         modality(base, scorer={"depth": 3})
-    with pytest.raises(InvalidInputError, match="reference"):
-        modality(base, scorer={"reference": "target"})
+    for bad in ("target", "target-recipe+generator", ["generator"]):
+        with pytest.raises(InvalidInputError, match="reference"):
+            modality(base, scorer={"reference": bad})
     with pytest.raises(InvalidInputError, match="prompt_fraction"):
         modality(base, prompt_fraction=1.0)
     with pytest.raises(InvalidInputError, match="recipe"):

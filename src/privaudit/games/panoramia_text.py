@@ -23,12 +23,18 @@ text; the auditor knows some of its training texts (the known members), and:
   20 % lowest log-probabilities (min-k, Shi et al. 2024), the zlib ratio (Carlini et al.
   2021) and the log number of tokens;
 * **reference** (:meth:`TextModality.reference_model`, scorer setting ``reference``,
-  default ``"generator"``): G's own LM, fine-tuned on real known members (D_G) and on no
-  audit record, is a model of the real distribution; its loss features are appended to
-  every classifier's (MIA, baseline, RM;RN). Without it the baseline only has h, trained on
-  synthetic text, while the MIA has f, trained on real text: f tells real from generated
-  text better than h even where it reveals no membership, and PANORAMIA counts that as
-  eps (the paper's caveat on a loose ``c_lb``, Sec. 4.2). With it the MIA's only extra
+  default ``"generator"``): models of the real distribution that saw no audit record, whose
+  loss features are appended to every classifier's (MIA, baseline, RM;RN). ``"generator"``:
+  G's own LM, fine-tuned on real known members (D_G). ``"target-recipe"``: the base
+  fine-tuned with the *target's* recipe on all of D_G (G's prompt documents included; a
+  snapshot of one run per step count, like h) -- a model that learnt the real distribution
+  the way the target did, minus the audit's members, and not the model G sampled from (G's
+  LM finds its own samples likelier than any other model does). ``"generator+target-recipe"``:
+  both, in that order. Without a reference the baseline only has h, trained on synthetic
+  text, while the MIA has f, trained on real text: f tells real from generated text better
+  than h even where it reveals no membership, and PANORAMIA counts that as eps (the paper's
+  caveat on a loose ``c_lb``, Sec. 4.2). The baseline may be any function of x alone (Prop. 1),
+  and "the stronger this baseline, the better" (Sec. 3): with a reference the MIA's only extra
   input is the target's loss (measured in ``benchmarks/_panoramia_text.py``);
 * **classifiers** (:meth:`TextModality.fit_scorer`): one network for the MIA (target's loss
   features) and the baseline (helper's): a byte-level 1-D convolutional encoder of the text
@@ -88,12 +94,18 @@ SCORER_DEFAULTS: dict[str, Any] = {
     "lr": 1e-3,
     "weight_decay": 1e-4,
     "patience": None,
-    # loss features of a reference model every classifier also sees: "generator" (G's LM,
-    # trained on D_G only) or None
+    # loss features of reference models every classifier also sees: "generator" (G's LM,
+    # trained on D_G only), "target-recipe" (the target's recipe on D_G), both joined by
+    # "+", or None
     "reference": "generator",
 }
-#: Values of the scorer's ``reference`` setting.
-REFERENCES: tuple[str | None, ...] = ("generator", None)
+#: Values of the scorer's ``reference`` setting (module docstring).
+REFERENCES: tuple[str | None, ...] = (
+    "generator",
+    "target-recipe",
+    "generator+target-recipe",
+    None,
+)
 #: Names of the summary columns after the per-token losses and their mask.
 SUMMARY_FEATURES: tuple[str, ...] = (
     "mean_loss",
@@ -284,7 +296,7 @@ class TextModality:
             raise fail("scorer", f"keys among {sorted(SCORER_DEFAULTS)}", sorted(unknown))
         reference = (scorer or {}).get("reference", SCORER_DEFAULTS["reference"])
         if reference not in REFERENCES:
-            raise fail("scorer.reference", "'generator' or None", repr(reference))
+            raise fail("scorer.reference", f"one of {list(REFERENCES)}", repr(reference))
         self._base = base
         self.recipe = recipe
         self.generator_recipe = generator_recipe or recipe
@@ -389,6 +401,8 @@ class TextModality:
         gen.info["n_prompt_documents"] = n_prompt
         gen.info["prompt_ids_sha256"] = hashlib.sha256("\n".join(prompt_ids).encode()).hexdigest()
         self._memo[key] = gen
+        # D_G and the seed, for the target-recipe reference (reference_model)
+        self._memo[("generator-records", id(gen))] = (records, int(seed))
         return gen
 
     def sample(self, generator: TextGenerator, n: int, *, seed: int) -> TextRecords:
@@ -407,41 +421,88 @@ class TextModality:
     def fit_helper(self, records: TextRecords, *, seed: int) -> CausalLM:
         """h: the base LM fine-tuned with the target's recipe on the helper pool only (a
         snapshot of one memoised run when ``recipe.stop_after`` is in ``snapshot_steps``)."""
+        return self._fit_target_recipe(
+            records, derive_seed(seed, purpose="panoramia-text-helper"), keep=False
+        )
+
+    def _fit_target_recipe(self, records: TextRecords, seed: int, *, keep: bool) -> CausalLM:
+        """The base fine-tuned with the target's recipe (seed ``seed``) on ``records``. With
+        ``recipe.stop_after`` in ``snapshot_steps``: a snapshot of ONE run taking every
+        snapshot (:func:`~privaudit.models.lm_finetune.finetune_snapshots`), memoised. The
+        helper's (``keep=False``) is handed out once (memory: one model each; a repeat
+        retrains). The reference's (``keep=True``) is kept for the target's other record
+        sets (RM;RN's): one run at a time, whose snapshots of fewer steps are dropped, with
+        their memoised features, when a later one is asked for."""
         from privaudit.models.lm_finetune import finetune, finetune_snapshots
 
-        recipe = dataclasses.replace(
-            self.recipe, seed=derive_seed(seed, purpose="panoramia-text-helper")
-        )
+        recipe = dataclasses.replace(self.recipe, seed=seed)
         k = recipe.stop_after
-        if k is None or k not in self.snapshot_steps:
+        snapshot = k is not None and k in self.snapshot_steps
+        if not (snapshot or keep):
             return finetune(self.base, list(records.texts), recipe)
-        full = dataclasses.replace(recipe, stop_after=None)
-        key = ("helper", records.texts_hash(), records.documents, full)
-        snaps: dict[int, CausalLM] | None = self._memo.get(key)
-        if snaps is None or k not in snaps:
-            at = [j for j in self.snapshot_steps if j <= full.steps]
-            snaps = finetune_snapshots(self.base, list(records.texts), full, at)
-            self._memo[key] = snaps
-        helper = snaps.pop(k)  # handed out once (memory: one model each); a repeat retrains
-        if not snaps:
+        run = dataclasses.replace(recipe, stop_after=None) if snapshot else recipe
+        tag = "reference-run" if keep else "helper"
+        key = (tag, records.texts_hash(), records.documents, run)
+        want = k if snapshot else None
+        models: dict[int | None, CausalLM] | None = self._memo.get(key)
+        if models is None or want not in models:
+            for old in [o for o in self._memo if keep and o[0] == tag]:
+                for m in self._memo.pop(old).values():
+                    self._forget_reference(m)
+            if snapshot:
+                at = [j for j in self.snapshot_steps if j <= run.steps]
+                snaps = finetune_snapshots(self.base, list(records.texts), run, at)
+                models = {j: m for j, m in snaps.items()}
+            else:
+                models = {None: finetune(self.base, list(records.texts), recipe)}
+            self._memo[key] = models
+        if keep:
+            for j in [j for j in models if j is not None and want is not None and j < want]:
+                self._forget_reference(models.pop(j))
+            return models[want]
+        model = models.pop(want)
+        if not models:
             del self._memo[key]
-        return helper
+        return model
 
-    def reference_model(self, generator: TextGenerator) -> CausalLM | None:
-        """The model whose loss features every classifier also sees (module docstring):
-        G's LM (scorer ``reference = "generator"``) or ``None``. Its loss features are
-        memoised per text set (shared by the targets of one split)."""
-        if self.scorer["reference"] is None:
+    def _forget_reference(self, model: CausalLM) -> None:
+        """Drop a reference model and its memoised loss features (an earlier snapshot)."""
+        for key in [key for key in self._memo if key[0] in ("reference", "reference-loss")]:
+            if key[1] == id(model):
+                del self._memo[key]
+
+    def reference_model(self, generator: TextGenerator) -> CausalLM | tuple[CausalLM, ...] | None:
+        """The models whose loss features every classifier also sees (module docstring), by
+        the scorer's ``reference``: G's LM, the target's recipe on G's training records
+        (D_G: the records :meth:`fit_generator` was given), both (a tuple, read side by
+        side), or ``None``. Their loss features are memoised per text set (shared by the
+        classifier's and RM;RN's records of one target, and G's by every target of a split)."""
+        choice = self.scorer["reference"]
+        if choice is None:
             return None
-        self._memo[("reference", id(generator.lm))] = generator.lm
-        return generator.lm
+        models: list[CausalLM] = []
+        for part in choice.split("+"):
+            if part == "generator":
+                models.append(generator.lm)
+            else:
+                d_g, g_seed = self._memo[("generator-records", id(generator))]
+                seed = derive_seed(g_seed, purpose="panoramia-text-reference")
+                models.append(self._fit_target_recipe(d_g, seed, keep=True))
+        for m in models:
+            self._memo[("reference", id(m))] = m
+        return models[0] if len(models) == 1 else tuple(models)
 
-    def loss_features(self, model: CausalLM, records: TextRecords) -> NDArray[np.float64]:
+    def loss_features(
+        self, model: CausalLM | tuple[CausalLM, ...], records: TextRecords
+    ) -> NDArray[np.float64]:
         """``(n, 5 + 2 * loss_tokens)``: :data:`SUMMARY_FEATURES` (column 0 = the mean
         token loss, the per-example loss of a loss-threshold attack), then the first
-        ``loss_tokens`` per-token losses (zero-padded) and their mask (module docstring)."""
+        ``loss_tokens`` per-token losses (zero-padded) and their mask (module docstring).
+        A tuple of models (:meth:`reference_model`): their blocks side by side."""
         from privaudit.models.causal_lm import CausalLM
 
+        if isinstance(model, tuple):
+            return np.hstack([self.loss_features(m, records) for m in model])
         if not isinstance(model, CausalLM):
             raise fail("model", "a CausalLM", type(model).__name__)
         if self._memo.get(("reference", id(model))) is not model:
@@ -537,8 +598,15 @@ class TextModality:
                 "prompt_fraction": self.prompt_fraction,
             },
             "helper": {"base": base, "recipe": self.recipe.settings()},
-            "reference": None
-            if self.scorer["reference"] is None
-            else {"model": self.scorer["reference"], "features": "loss_features"},
+            "reference": self._reference_settings(base),
             "scorer": dict(self.scorer),
         }
+
+    def _reference_settings(self, base: Mapping[str, Any]) -> dict[str, Any] | None:
+        choice = self.scorer["reference"]
+        if choice is None:
+            return None
+        out: dict[str, Any] = {"model": choice, "features": "loss_features"}
+        if "target-recipe" in choice:  # trained with the target's recipe: keyed on it
+            out["target_recipe"] = {"base": dict(base), "recipe": self.recipe.settings()}
+        return out

@@ -82,17 +82,28 @@ def cap_warning(bounds: Mapping[str, Any], m: int) -> str | None:
     )
 
 
+_REFERENCE_WORDS = {
+    "generator": "of the generator's own language model, fine-tuned on D_G only",
+    "target-recipe": "of a model fine-tuned with the target's recipe on D_G only",
+    "generator+target-recipe": (
+        "of the generator's own language model and of a model fine-tuned with the target's "
+        "recipe, both on D_G only"
+    ),
+}
+
+
 def _reference_sentence(section: Mapping[str, Any]) -> str:
-    """The threat model's sentence on the reference model the classifiers also saw (the
+    """The threat model's sentence on the reference models the classifiers also saw (the
     text scorer's ``reference``), empty when none did."""
     network = (section.get("classifiers") or {}).get("mia") or {}
-    if (network.get("network") or {}).get("reference") != "generator":
+    reference = (network.get("network") or {}).get("reference")
+    words = _REFERENCE_WORDS.get(reference) if isinstance(reference, str) else None
+    if words is None:
         return ""
     return (
-        " Both classifiers (and RM;RN's) also see the per-token loss of the generator's own "
-        "language model, fine-tuned on D_G only (real text, no audit record): the baseline "
-        "then knows the real distribution as well as the target does, and the MIA's only "
-        "extra input is the target's loss."
+        f" Both classifiers (and RM;RN's) also see the per-token loss {words} (real text, no "
+        "audit record): the baseline then knows the real distribution as well as the target "
+        "does, and the MIA's only extra input is the target's loss."
     )
 
 
