@@ -279,6 +279,7 @@ def bench_text_targets(
     log: Callable[[str], None] | None = None,
     results: list[Any] | None = None,
     overrides: dict[str, Any] | None = None,
+    reference: str | None = "generator",
 ) -> list[dict[str, Any]]:
     """One dict per (seed, steps) target with exactly :data:`KEYS` (module docstring).
 
@@ -296,6 +297,9 @@ def bench_text_targets(
         When given, each target's full ``PanoramiaResult`` is appended to it.
     overrides : dict, optional
         Replaces entries of ``SETTINGS[...]`` (e.g. ``{"sizes": {...}}`` for a smoke run).
+    reference : str or None
+        The scorers' ``reference`` (:data:`~privaudit.games.panoramia_text.REFERENCES`;
+        default G's LM, the library's default).
     """
     from privaudit.games.llm import shakespeare_split
     from privaudit.games.panoramia import PanoramiaSizes, run_panoramia
@@ -330,7 +334,7 @@ def bench_text_targets(
             first,
             generator_recipe=FineTuneRecipe(**cfg["generator_recipe"]),
             snapshot_steps=steps if snapshots else (),
-            **cfg["modality"],
+            **{"scorer": {"reference": reference}, **cfg["modality"]},
         )
         game_sizes = PanoramiaSizes(**cfg.get("panoramia_sizes", {}))
         targets: dict[int, Any] = {}
@@ -377,6 +381,8 @@ def bench_text_targets(
 
 
 def main() -> None:
+    from privaudit.games.panoramia_text import REFERENCES
+
     ap = argparse.ArgumentParser(description="PANORAMIA on causal-LM targets")
     ap.add_argument("--tiny", action="store_true", help="tiny GPT instead of SmolLM2-135M")
     ap.add_argument("--seeds", type=int, default=1)
@@ -386,6 +392,12 @@ def main() -> None:
     ap.add_argument("--steps", type=int, nargs="*", default=None)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--overrides", type=json.loads, default=None, help="JSON: SETTINGS entries")
+    ap.add_argument(
+        "--reference",
+        default="generator",
+        choices=[r or "none" for r in REFERENCES],
+        help="the scorers' reference models (default: G's LM)",
+    )
     args = ap.parse_args()
     import torch
 
@@ -397,6 +409,7 @@ def main() -> None:
         steps=args.steps,
         log=lambda line: print(f"[{time.perf_counter() - t0:7.0f} s] {line}", flush=True),
         overrides=args.overrides,
+        reference=None if args.reference == "none" else args.reference,
     )
     for r in rows:
         print(json.dumps(r))
