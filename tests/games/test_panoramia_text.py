@@ -252,6 +252,8 @@ def test_target_recipe_reference_is_the_targets_recipe_on_all_of_d_g(
     )
     np.testing.assert_array_equal(mod.loss_features(ref, records), mod.loss_features(want, records))
     assert mod.reference_model(gen) is ref  # kept for RM;RN's records: not retrained
+    with pytest.raises(InvalidInputError, match="fit_generator"):
+        mod.reference_model(dataclasses.replace(gen))  # a generator it did not fit
     helper = mod.fit_helper(records, seed=3)
     assert not np.array_equal(mod.loss_features(ref, records), mod.loss_features(helper, records))
     # keyed on the target's recipe: another target's copy has other settings

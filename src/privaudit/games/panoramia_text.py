@@ -485,7 +485,13 @@ class TextModality:
             if part == "generator":
                 models.append(generator.lm)
             else:
-                d_g, g_seed = self._memo[("generator-records", id(generator))]
+                fitted = self._memo.get(("generator-records", id(generator)))
+                if fitted is None:
+                    raise fail(
+                        "generator", "a generator fitted by this modality's fit_generator "
+                        "(the target-recipe reference trains on its records)", "another",
+                    )  # fmt: skip
+                d_g, g_seed = fitted
                 seed = derive_seed(g_seed, purpose="panoramia-text-reference")
                 models.append(self._fit_target_recipe(d_g, seed, keep=True))
         for m in models:
