@@ -57,6 +57,31 @@ limit +0.747: **grows**. Wall ~4900 s per seed with three
 runs side by side (targets ~900 s); each run held up to 9.9 GB (``ps``), so three runs do not
 fit in 24 GB (the third was killed for memory and rerun alone).
 
+Seed 3 (the same command, next session, 2814 s at load ~2; m = 298, cap 2.80), steps 10 / 30 /
+80: c_lb 0.80 / 1.00 / 1.44, {c+eps}_lb 1.67 / 2.56 / 2.47, eps_tilde 0.87 / 1.56 / 1.03, RM;RN
+0 / 1.17 / 2.28, O(1) 0 / 0.38 / 1.37; AUCs baseline 0.830 / 0.805 / 0.795, MIA 0.892 / 0.995 /
+0.998: like seed 2, its 10-step MIA beats its baseline where RM;RN is 0. Over seeds 0-3
+(``--combine`` of the four): gap +0.132 +- 0.208 over 12 targets, lower limit -0.242, within
+noise; growth +1.240 +- 0.416, lower limit +0.262, grows; but by step count the mean eps_tilde
+is 0.42 / 1.73 / 1.67 against RM;RN 0 / 1.10 / 2.28: above it at 10 and 30 steps, below at
+80 -- G's LM does not make c_lb tight on every split.
+
+**Reference ``generator+target-recipe``** (``--reference generator+target-recipe``; G's LM and
+the base fine-tuned with the target's recipe on all of D_G, a snapshot per step count): a
+model of the real distribution that learnt it the way the target did, minus the audit's
+members, and that is not the model G sampled from. On the SAME targets as above (same seed:
+O(1) identical), seed 2 (3478 s alone, load ~1.5): c_lb 1.13 / 1.50 / 1.44 (G's LM alone: 0.61
+/ 0.72 / 1.04), {c+eps}_lb 1.16 / 2.76 / 2.78, **eps_tilde 0.03 / 1.26 / 1.34** (0.83 / 2.03 /
+1.88), RM;RN 0 / 0.85 / 1.85 (0 / 0.90 / 2.16); AUCs baseline 0.797 / 0.853 / 0.846, MIA 0.807 /
+0.987 / 0.998, RM;RN 0.548 / 0.799 / 0.949. The 10-step MIA no longer beats its baseline.
+SEED3_GTR
+Tiny GPT (``--tiny --seeds 3 --reference generator+target-recipe``, 1177 s at load ~2): c_lb
+at its cap as with G's LM alone (1.81 / 1.80 / 1.77 at 50 / 300 / 1200 steps), eps_tilde 0 on
+every target, RM;RN 0 / 0.82 / 1.55. There the MIA is the weaker classifier even at 1200 steps
+(AUC 0.98-0.99 against the baseline's 0.99-1.00, {c+eps}_lb 1.58 < c_lb 1.77): it lacks the
+helper's loss, which the baseline reads -- the next variant to compare is an MIA that reads
+the baseline's inputs as well as the target's loss.
+
 Tiny GPT with the reference (``--tiny --seeds 3 --json tiny.json``, 2668 s at load 3-5):
 tiny G's text is told apart almost perfectly once the baseline sees G's loss (baseline AUC
 0.984-1.000): c_lb 1.71 / 1.81 / 1.70 (mean over seeds at 50 / 300 / 1200 steps) against caps
@@ -280,6 +305,7 @@ def bench_text_targets(
     results: list[Any] | None = None,
     overrides: dict[str, Any] | None = None,
     reference: str | None = "generator",
+    mia_reads_helper: bool = False,
 ) -> list[dict[str, Any]]:
     """One dict per (seed, steps) target with exactly :data:`KEYS` (module docstring).
 
@@ -300,6 +326,8 @@ def bench_text_targets(
     reference : str or None
         The scorers' ``reference`` (:data:`~privaudit.games.panoramia_text.REFERENCES`;
         default G's LM, the library's default).
+    mia_reads_helper : bool
+        ``run_panoramia(mia_reads_helper=...)``: the MIA also reads the helper's loss.
     """
     from privaudit.games.llm import shakespeare_split
     from privaudit.games.panoramia import PanoramiaSizes, run_panoramia
@@ -364,6 +392,7 @@ def bench_text_targets(
                 non_members=non_members,
                 sizes=game_sizes,
                 seed=seed,
+                mia_reads_helper=mia_reads_helper,
             )
             if results is not None:
                 results.append(res)
@@ -398,6 +427,9 @@ def main() -> None:
         choices=[r or "none" for r in REFERENCES],
         help="the scorers' reference models (default: G's LM)",
     )
+    ap.add_argument(
+        "--mia-reads-helper", action="store_true", help="the MIA also reads the helper's loss"
+    )
     args = ap.parse_args()
     import torch
 
@@ -410,6 +442,7 @@ def main() -> None:
         log=lambda line: print(f"[{time.perf_counter() - t0:7.0f} s] {line}", flush=True),
         overrides=args.overrides,
         reference=None if args.reference == "none" else args.reference,
+        mia_reads_helper=args.mia_reads_helper,
     )
     for r in rows:
         print(json.dumps(r))

@@ -435,3 +435,26 @@ def test_reference_features_reach_every_classifier_after_their_own() -> None:
     for k in plain.scores.scores:
         assert off.scores.scores[k].tobytes() == plain.scores.scores[k].tobytes()
     assert off.to_dict()["bounds"] == plain.to_dict()["bounds"]
+
+
+def test_mia_reading_the_helper_gets_the_targets_then_the_helpers_then_the_reference() -> None:
+    pop = fixture_population(1200, seed=12)
+    non = fixture_population(600, seed=13, prefix="non")
+    target = FixtureTarget(frozenset(pop.ids), eps=1.0, seed=6)
+    mod = ReferenceModality(0.3)
+    res = run_panoramia(mod, target, pop, non_members=non, seed=5, mia_reads_helper=True)
+    (mia, _, mia_ids), (base, _, base_ids), (rmrn, _, _) = mod.scorer_losses
+    assert mia_ids == base_ids and mia.shape[1] == 3 and base.shape[1] == rmrn.shape[1] == 2
+    np.testing.assert_array_equal(mia[:, 0], target.losses(mia_ids))
+    np.testing.assert_array_equal(mia[:, 1:], base)  # the baseline's inputs, in its order
+    d = res.to_dict()
+    assert d["classifiers"]["mia"]["reads_helper"] is True
+    assert "reads_helper" not in d["classifiers"]["baseline"]
+    # off (the default): the paper's MIA, and nothing recorded
+    plain = run_panoramia(ReferenceModality(0.3), target, pop, non_members=non, seed=5)
+    assert "reads_helper" not in plain.to_dict()["classifiers"]["mia"]
+    assert d["comparisons"]["rmrn"] == plain.to_dict()["comparisons"]["rmrn"]
+    assert (
+        res.scores.scores["panoramia-baseline"].tobytes()
+        == plain.scores.scores["panoramia-baseline"].tobytes()
+    )

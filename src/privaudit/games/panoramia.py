@@ -283,6 +283,7 @@ def run_panoramia(
     seed: int,
     confidence: float = 0.95,
     store: ArtifactStore | None = None,
+    mia_reads_helper: bool = False,
 ) -> PanoramiaResult:
     """Run the PANORAMIA game on ``target`` (Kazmi et al. 2024, Algorithm 1; module docstring).
 
@@ -308,6 +309,11 @@ def run_panoramia(
         Cache the samples, the helper's loss features and the scorers' outputs by
         content (:class:`PanoramiaSteps`), so a killed run resumes; the modality must then have
         ``records_to_arrays`` / ``records_from_arrays``.
+    mia_reads_helper : bool
+        The MIA also reads the helper's loss features (after the target's; recorded as
+        ``classifiers["mia"]["reads_helper"]``): its inputs then hold all of the baseline's.
+        Off by default, the paper's MIA (x and the target's loss). RM;RN's classifier keeps
+        the paper's inputs (the helper has no bearing on real against real records).
     """
     steps = PanoramiaSteps(modality, store)
     beta = resolve_beta(None, confidence)
@@ -349,7 +355,7 @@ def run_panoramia(
     test_scores, classifiers, helper_info = classifier_scores(
         steps, target, modality.take(synth, split.helper_pool), records, labels,
         seed=seed, criterion=criterion, beta=beta, settings=settings,
-        reference=reference(records, labels, "classifier"),
+        reference=reference(records, labels, "classifier"), mia_reads_helper=mia_reads_helper,
     )  # fmt: skip
 
     # 6. measurement, and the comparisons on the same target

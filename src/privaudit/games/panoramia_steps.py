@@ -448,17 +448,26 @@ def classifier_scores(
     beta: float,
     settings: Mapping[str, Any],
     reference: Arrays | None,
+    mia_reads_helper: bool = False,
 ) -> tuple[dict[str, NDArray[np.float64]], dict[str, Any], dict[str, Any]]:
     """Steps 4-5: the helper on the helper pool only (cached as its loss features) and the
     target's loss features; the MIA (target's) and the baseline (helper's), each selected on
     validation by ``criterion`` with the one scorer seed. Returns their test scores, their
     selection records and the helper's record. With ``reference`` (the reference model's
     loss features on the same records) both classifiers see it after their own features, so
-    the MIA's only extra input is the target's loss."""
+    the MIA's only extra input is the target's loss. With ``mia_reads_helper`` the MIA also
+    reads the helper's features (after the target's): its inputs then hold all of the
+    baseline's, so it is at least as strong a detector of generated records and eps_tilde
+    measures what the target's loss adds to them."""
     helper_losses, helper_info = _helper_losses(
         steps, helper_pool, records, labels, seed=seed, settings=settings
     )
     target_losses = _losses(steps.modality, target, records, labels, "mia")
+    if mia_reads_helper:
+        target_losses = {
+            name: np.hstack([target_losses[name], np.asarray(helper_losses[name])])
+            for name in PARTS
+        }
     test_scores: dict[str, NDArray[np.float64]] = {}
     classifiers: dict[str, Any] = {}
     for role, losses in (("mia", target_losses), ("baseline", helper_losses)):
@@ -466,4 +475,6 @@ def classifier_scores(
             steps, role, records, labels, _with_reference(losses, reference),
             seed=seed, criterion=criterion, beta=beta, settings=settings,
         )  # fmt: skip
+    if mia_reads_helper:
+        classifiers["mia"] = {**classifiers["mia"], "reads_helper": True}
     return test_scores, classifiers, helper_info
