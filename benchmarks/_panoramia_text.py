@@ -74,7 +74,15 @@ O(1) identical), seed 2 (3478 s alone, load ~1.5): c_lb 1.13 / 1.50 / 1.44 (G's 
 / 0.72 / 1.04), {c+eps}_lb 1.16 / 2.76 / 2.78, **eps_tilde 0.03 / 1.26 / 1.34** (0.83 / 2.03 /
 1.88), RM;RN 0 / 0.85 / 1.85 (0 / 0.90 / 2.16); AUCs baseline 0.797 / 0.853 / 0.846, MIA 0.807 /
 0.987 / 0.998, RM;RN 0.548 / 0.799 / 0.949. The 10-step MIA no longer beats its baseline.
-SEED3_GTR
+Seed 3 (3903 s, the first 50 min beside other runs): c_lb 1.30 / 2.01 / 2.23 (G's LM alone: 0.80
+/ 1.00 / 1.44), {c+eps}_lb 1.67 / 2.71 / 2.76, eps_tilde 0.37 / 0.70 / 0.53 (0.87 / 1.56 / 1.03),
+RM;RN 0 / 1.15 / 2.70 (0 / 1.17 / 2.28); AUCs baseline 0.838 / 0.902 / 0.889, MIA 0.875 / 0.990 /
+0.999. The 10-step gap narrows (0.37 where RM;RN is 0), but the baseline grows stronger with
+the steps and c_lb nears the cap (2.23 of 2.80 at 80 steps): eps_tilde cannot exceed 0.57
+there, against RM;RN 2.70. Over seeds 2-3 (``--combine``): gap -0.389 +- 0.390 (within noise),
+growth +0.742 +- 0.577, lower limit -2.90: not established (the default on the same two seeds:
++0.284 +- 0.367 and +0.607 +- 0.449). Not a better default as it stands: it trades the
+10-step overstatement for a cap-limited understatement at 80 steps (m = 298).
 Tiny GPT (``--tiny --seeds 3 --reference generator+target-recipe``, 1177 s at load ~2): c_lb
 at its cap as with G's LM alone (1.81 / 1.80 / 1.77 at 50 / 300 / 1200 steps), eps_tilde 0 on
 every target, RM;RN 0 / 0.82 / 1.55. There the MIA is the weaker classifier even at 1200 steps
