@@ -45,7 +45,7 @@ helper trained on the audit's own non-members, an unseeded generator split overl
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -254,6 +254,32 @@ def _result_sizes(n_known: int, split: PanoramiaSplit, labels: Labels) -> dict[s
     }
 
 
+def _split_and_sample(
+    steps: PanoramiaSteps[R],
+    members: R,
+    member_ids: Sequence[str],
+    nm_ids: Sequence[str],
+    sizes: PanoramiaSizes,
+    *,
+    seed: int,
+    settings: Mapping[str, Any],
+) -> tuple[PanoramiaSplit, Sequence[str], R, dict[str, Any]]:
+    """Steps 1-2: ``D_G`` / ``D_in``; the generator on ``D_G`` only and its synthetic pool
+    (ids checked against every real one); the game's split. Returns the split, ``D_G``,
+    the synthetic records and the generator's fit record."""
+    d_g, d_in = split_members(member_ids, sizes, seed=seed)
+    n_synth = round(sizes.synthetic_per_member * len(d_in))
+    synth, generator_info = generated_samples(
+        steps, members, d_g, n_synth, seed=seed, settings=settings
+    )
+    synth_ids = steps.modality.ids(synth)
+    check_synthetic_ids(synth_ids, n_synth, set(member_ids) | set(nm_ids))
+    split = PanoramiaSplit.build(
+        member_ids, d_g, d_in, synth_ids, sizes, seed=seed, non_members=nm_ids
+    )
+    return split, d_g, synth, generator_info
+
+
 def _add_real(
     real: RealComparison | None, classifiers: dict[str, Any], curves: dict[str, Any]
 ) -> dict[str, Any]:
@@ -324,15 +350,8 @@ def run_panoramia(
     settings = modality.settings()
 
     # 1-2. D_G / D_in; the generator on D_G only and the synthetic pool; the split
-    d_g, d_in = split_members(member_ids, sizes, seed=seed)
-    n_synth = round(sizes.synthetic_per_member * len(d_in))
-    synth, generator_info = generated_samples(
-        steps, members, d_g, n_synth, seed=seed, settings=settings
-    )
-    synth_ids = modality.ids(synth)
-    check_synthetic_ids(synth_ids, n_synth, set(member_ids) | set(nm_ids))
-    split = PanoramiaSplit.build(
-        member_ids, d_g, d_in, synth_ids, sizes, seed=seed, non_members=nm_ids
+    split, d_g, synth, generator_info = _split_and_sample(
+        steps, members, member_ids, nm_ids, sizes, seed=seed, settings=settings
     )
 
     # 3. classifier data
