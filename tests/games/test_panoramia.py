@@ -437,24 +437,52 @@ def test_reference_features_reach_every_classifier_after_their_own() -> None:
     assert off.to_dict()["bounds"] == plain.to_dict()["bounds"]
 
 
+class CountingHelperModality(ReferenceModality):
+    """The reference fixture that keeps the helpers it fits."""
+
+    def __init__(self, lam: float) -> None:
+        super().__init__(lam)
+        self.helpers: list[Any] = []
+
+    def fit_helper(self, records: Any, *, seed: int) -> Any:
+        self.helpers.append(super().fit_helper(records, seed=seed))
+        return self.helpers[-1]
+
+
 def test_mia_reading_the_helper_gets_the_targets_then_the_helpers_then_the_reference() -> None:
+    from privaudit.games.panoramia_fixture import FixtureHelper
+
     pop = fixture_population(1200, seed=12)
     non = fixture_population(600, seed=13, prefix="non")
     target = FixtureTarget(frozenset(pop.ids), eps=1.0, seed=6)
-    mod = ReferenceModality(0.3)
+    mod = CountingHelperModality(0.3)
     res = run_panoramia(mod, target, pop, non_members=non, seed=5, mia_reads_helper=True)
-    (mia, _, mia_ids), (base, _, base_ids), (rmrn, _, _) = mod.scorer_losses
-    assert mia_ids == base_ids and mia.shape[1] == 3 and base.shape[1] == rmrn.shape[1] == 2
+    (mia, _, mia_ids), (base, _, base_ids), (rmrn, _, rmrn_ids) = mod.scorer_losses
+    assert mia_ids == base_ids and mia.shape[1] == rmrn.shape[1] == 3 and base.shape[1] == 2
     np.testing.assert_array_equal(mia[:, 0], target.losses(mia_ids))
     np.testing.assert_array_equal(mia[:, 1:], base)  # the baseline's inputs, in its order
+    # RM;RN, the same MIA pipeline: the target's, then the SAME helper's on its records, then
+    # the reference's; one helper fit serves both record sets
+    assert len(mod.helpers) == 1
+    ref = FixtureHelper(99, len(res.split.generator))
+    np.testing.assert_array_equal(rmrn[:, 0], target.losses(rmrn_ids))
+    np.testing.assert_array_equal(rmrn[:, 1], mod.helpers[0].losses(rmrn_ids))
+    np.testing.assert_array_equal(rmrn[:, 2], ref.losses(rmrn_ids))
     d = res.to_dict()
     assert d["classifiers"]["mia"]["reads_helper"] is True
+    assert d["classifiers"]["rmrn"]["reads_helper"] is True
     assert "reads_helper" not in d["classifiers"]["baseline"]
-    # off (the default): the paper's MIA, and nothing recorded
-    plain = run_panoramia(ReferenceModality(0.3), target, pop, non_members=non, seed=5)
+    # off (the default): the paper's MIA and RM;RN, and nothing recorded
+    off = CountingHelperModality(0.3)
+    plain = run_panoramia(off, target, pop, non_members=non, seed=5)
+    assert len(off.helpers) == 1 and off.scorer_losses[2][0].shape[1] == 2
     assert "reads_helper" not in plain.to_dict()["classifiers"]["mia"]
-    assert d["comparisons"]["rmrn"] == plain.to_dict()["comparisons"]["rmrn"]
+    assert "reads_helper" not in plain.to_dict()["classifiers"]["rmrn"]
     assert (
         res.scores.scores["panoramia-baseline"].tobytes()
         == plain.scores.scores["panoramia-baseline"].tobytes()
     )
+    # without real non-members there is no RM;RN, and the helper is not kept for it
+    alone = CountingHelperModality(0.3)
+    run_panoramia(alone, target, pop, seed=5, mia_reads_helper=True)
+    assert len(alone.helpers) == 1 and len(alone.scorer_losses) == 2

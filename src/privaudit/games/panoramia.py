@@ -85,6 +85,7 @@ from privaudit.games.panoramia_steps import (
     classifier_scores,
     compare_real,
     generated_samples,
+    helper_losses,
     reference_losses,
 )
 from privaudit.records import AuditResult, ScoreTable
@@ -338,8 +339,9 @@ def run_panoramia(
     mia_reads_helper : bool
         The MIA also reads the helper's loss features (after the target's; recorded as
         ``classifiers["mia"]["reads_helper"]``): its inputs then hold all of the baseline's.
-        Off by default, the paper's MIA (x and the target's loss). RM;RN's classifier keeps
-        the paper's inputs (the helper has no bearing on real against real records).
+        Off by default, the paper's MIA (x and the target's loss). RM;RN, the same MIA
+        pipeline with real non-members (Sec. 5.2), then reads them too (the same h on its
+        records; ``classifiers["rmrn"]["reads_helper"]``).
     """
     steps = PanoramiaSteps(modality, store)
     beta = resolve_beta(None, confidence)
@@ -371,10 +373,15 @@ def run_panoramia(
     # 4-5. the helper's, the target's and the reference's losses; the classifiers (cached
     # as their scores)
     reference = reference_losses(steps, members, d_g, seed=seed, settings=settings)
+    helper = helper_losses(
+        steps, modality.take(synth, split.helper_pool), seed=seed, settings=settings
+    )
+    rmrn_reads_helper = mia_reads_helper and non_members is not None
     test_scores, classifiers, helper_info = classifier_scores(
-        steps, target, modality.take(synth, split.helper_pool), records, labels,
+        steps, target, helper, records, labels,
         seed=seed, criterion=criterion, beta=beta, settings=settings,
         reference=reference(records, labels, "classifier"), mia_reads_helper=mia_reads_helper,
+        keep_helper=rmrn_reads_helper,
     )  # fmt: skip
 
     # 6. measurement, and the comparisons on the same target
@@ -382,7 +389,7 @@ def run_panoramia(
     real = None if non_members is None else compare_real(
         steps, target, members, non_members, split.members, sizes,
         seed=seed, beta=beta, criterion=criterion, scorer_settings=settings.get("scorer"),
-        reference=reference,
+        reference=reference, helper=helper if rmrn_reads_helper else None,
     )  # fmt: skip
     comparisons = _add_real(real, classifiers, curves)
     table = ScoreTable(

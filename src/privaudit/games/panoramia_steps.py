@@ -10,8 +10,9 @@
   :func:`classifier_records` (train / validation / test records and labels),
   :func:`reference_losses` (the loss features of a reference model of the real
   distribution that saw no audit record, appended to every classifier's),
-  :func:`classifier_scores` (the helper, the target's and the helper's loss features, the
-  MIA and the baseline with one scorer seed), :func:`compare_real` (RM;RN and O(1) on the
+  :func:`helper_losses` (h on the helper pool only, its loss features on any record set),
+  :func:`classifier_scores` (the target's and the helper's loss features, the MIA and the
+  baseline with one scorer seed), :func:`compare_real` (RM;RN and O(1) on the
   same target, with real non-members).
 
 The game, its result and the measurement are in :mod:`privaudit.games.panoramia`.
@@ -43,6 +44,7 @@ from privaudit.runtime.seeds import derive_seed
 __all__ = [
     "PARTS",
     "SCORER_PURPOSE",
+    "HelperLosses",
     "Labels",
     "Modality",
     "RealComparison",
@@ -53,6 +55,7 @@ __all__ = [
     "compare_real",
     "dict_info",
     "generated_samples",
+    "helper_losses",
     "reference_losses",
 ]
 
@@ -212,6 +215,7 @@ def compare_real(
     criterion: Callable[[NDArray[np.float64], NDArray[np.bool_]], float],
     scorer_settings: Any,
     reference: Callable[[Sequence[R], Labels, str], Arrays | None],
+    helper: HelperLosses | None = None,
 ) -> RealComparison:
     """RM;RN and O(1) on the same target (Kazmi et al. 2024, Section 5.2).
 
@@ -220,8 +224,10 @@ def compare_real(
     same quantile thresholds (``panoramia_lb(..., beta_per_test=beta)``). O(1) (Steinke
     et al. 2023): a loss threshold of the target on the same coin-flip slots, two-sided
     guesses, ``one_run_audit(selection="union-bound")`` (the search over guess counts
-    paid by a union bound). RM;RN's classifier sees the reference's loss features too, when
-    the MIA does (``reference``, :func:`reference_losses`); O(1) reads the target's loss only.
+    paid by a union bound). RM;RN's classifier reads what the MIA reads, in its order: the
+    helper's loss features when ``helper`` is given (the MIA reads the helper,
+    :func:`classifier_scores`), then the reference's (:func:`reference_losses`); O(1)
+    reads the target's loss only.
     """
     modality = steps.modality
     nm_ids = modality.ids(non_members)
@@ -239,7 +245,8 @@ def compare_real(
     )
     y_te = labels[2]
     own = _losses(modality, target, records, labels, "rmrn")
-    loss = _with_reference(own, reference(records, labels, "rmrn"))
+    loss = own if helper is None else _appended(own, helper(records, labels, "rmrn helper")[0])
+    loss = _appended(loss, reference(records, labels, "rmrn"))
     sc, classifier = steps.scores(
         "rmrn",
         *(ScorerData(r, loss[p], y) for p, r, y in zip(PARTS, records, labels, strict=True)),
@@ -275,7 +282,7 @@ def compare_real(
         rmrn=rmrn,
         o1=o1,
         curve=panoramia_curve(sc, y_te, beta_per_test=beta),
-        classifier=classifier,
+        classifier=classifier if helper is None else {**classifier, "reads_helper": True},
         scores=table,
         split=rs,
     )
@@ -364,45 +371,58 @@ def reference_losses(
     return losses
 
 
-def _with_reference(losses: Arrays, reference: Arrays | None) -> Arrays:
-    """``losses`` with the reference's columns appended (the model's own columns first:
-    column 0 stays the per-example loss O(1) reads)."""
-    if reference is None:
+def _appended(losses: Arrays, extra: Arrays | None) -> Arrays:
+    """``losses`` with ``extra``'s columns (another model's loss features on the same
+    records) appended: the model's own columns first, so column 0 stays the per-example loss
+    O(1) reads."""
+    if extra is None:
         return losses
-    return {
-        name: np.hstack([np.asarray(losses[name]), np.asarray(reference[name])]) for name in PARTS
-    }
+    return {name: np.hstack([np.asarray(losses[name]), np.asarray(extra[name])]) for name in PARTS}
 
 
-def _helper_losses(
+#: ``helper(records, labels, who, keep=False) -> (loss features, the helper's record)``
+HelperLosses = Callable[..., tuple[Arrays, dict[str, Any]]]
+
+
+def helper_losses(
     steps: PanoramiaSteps[R],
     helper_rec: R,
-    records: Sequence[R],
-    labels: Labels,
     *,
     seed: int,
     settings: Mapping[str, Any],
-) -> tuple[Arrays, dict[str, Any]]:
-    """The helper (the target's recipe on the helper pool only) and its loss features on
-    the classifier records, cached as those features (the helper's only use)."""
+) -> HelperLosses:
+    """The helper h (the target's recipe on the helper pool only) as ``records, labels,
+    who, keep=False -> `` its loss features on those records and its record, cached as
+    those features (the helper's only use). h is fitted at the first call that misses the
+    cache and dropped after it unless ``keep`` (a later call needs it: RM;RN's records when
+    the MIA reads the helper), so one h serves every record set of a run."""
     modality = steps.modality
     helper_seed = derive_seed(seed, purpose="panoramia/helper")
+    fitted: list[Any] = []
 
-    def make() -> Arrays:
-        helper = modality.fit_helper(helper_rec, seed=helper_seed)
-        out = _losses(modality, helper, records, labels, "baseline")
-        return {**out, INFO: info_array(dict_info(helper))}
+    def losses(
+        records: Sequence[R], labels: Labels, who: str, *, keep: bool = False
+    ) -> tuple[Arrays, dict[str, Any]]:
+        def make() -> Arrays:
+            if not fitted:
+                fitted.append(modality.fit_helper(helper_rec, seed=helper_seed))
+            out = _losses(modality, fitted[0], records, labels, who)
+            return {**out, INFO: info_array(dict_info(fitted[0]))}
 
-    key = {
-        "step": "panoramia/helper-losses",
-        "modality": modality.name,
-        "helper": settings.get("helper"),
-        "helper_pool": steps.fingerprint(helper_rec),
-        "seed": helper_seed,
-        "records": [steps.fingerprint(r) for r in records],
-    }
-    out = steps.run(key, make)
-    return out, read_info(out)
+        key = {
+            "step": "panoramia/helper-losses",
+            "modality": modality.name,
+            "helper": settings.get("helper"),
+            "helper_pool": steps.fingerprint(helper_rec),
+            "seed": helper_seed,
+            "records": [steps.fingerprint(r) for r in records],
+        }
+        out = steps.run(key, make)
+        if not keep:
+            fitted.clear()
+        return out, read_info(out)
+
+    return losses
 
 
 def _scores(
@@ -439,7 +459,7 @@ def _scores(
 def classifier_scores(
     steps: PanoramiaSteps[R],
     target: Any,
-    helper_pool: R,
+    helper: HelperLosses,
     records: Sequence[R],
     labels: Labels,
     *,
@@ -449,9 +469,10 @@ def classifier_scores(
     settings: Mapping[str, Any],
     reference: Arrays | None,
     mia_reads_helper: bool = False,
+    keep_helper: bool = False,
 ) -> tuple[dict[str, NDArray[np.float64]], dict[str, Any], dict[str, Any]]:
-    """Steps 4-5: the helper on the helper pool only (cached as its loss features) and the
-    target's loss features; the MIA (target's) and the baseline (helper's), each selected on
+    """Steps 4-5: the helper's loss features (:func:`helper_losses`; ``keep_helper``: h is
+    kept for a later record set) and the target's; the MIA (target's) and the baseline (helper's), each selected on
     validation by ``criterion`` with the one scorer seed. Returns their test scores, their
     selection records and the helper's record. With ``reference`` (the reference model's
     loss features on the same records) both classifiers see it after their own features, so
@@ -459,20 +480,15 @@ def classifier_scores(
     reads the helper's features (after the target's): its inputs then hold all of the
     baseline's, so it is at least as strong a detector of generated records and eps_tilde
     measures what the target's loss adds to them."""
-    helper_losses, helper_info = _helper_losses(
-        steps, helper_pool, records, labels, seed=seed, settings=settings
-    )
+    helper_losses, helper_info = helper(records, labels, "baseline", keep=keep_helper)
     target_losses = _losses(steps.modality, target, records, labels, "mia")
     if mia_reads_helper:
-        target_losses = {
-            name: np.hstack([target_losses[name], np.asarray(helper_losses[name])])
-            for name in PARTS
-        }
+        target_losses = _appended(target_losses, helper_losses)
     test_scores: dict[str, NDArray[np.float64]] = {}
     classifiers: dict[str, Any] = {}
     for role, losses in (("mia", target_losses), ("baseline", helper_losses)):
         test_scores[role], classifiers[role] = _scores(
-            steps, role, records, labels, _with_reference(losses, reference),
+            steps, role, records, labels, _appended(losses, reference),
             seed=seed, criterion=criterion, beta=beta, settings=settings,
         )  # fmt: skip
     if mia_reads_helper:
