@@ -88,7 +88,8 @@ at its cap as with G's LM alone (1.81 / 1.80 / 1.77 at 50 / 300 / 1200 steps), e
 every target, RM;RN 0 / 0.82 / 1.55. There the MIA is the weaker classifier even at 1200 steps
 (AUC 0.98-0.99 against the baseline's 0.99-1.00, {c+eps}_lb 1.58 < c_lb 1.77): it lacks the
 helper's loss, which the baseline reads. With ``--mia-reads-helper`` (the MIA reads the
-baseline's inputs and the target's loss; seed 0 of each reference and seed 1's 50-step
+baseline's inputs and the target's loss; RM;RN, then, the paper's inputs -- it reads h too
+since c7e30f2; seed 0 of each reference and seed 1's 50-step
 target before the runs were stopped for CPU) the MIA matches the baseline (AUC 0.992-1.000
 against 0.987-1.000), but both sit at the cap (seed 0: c_lb 1.60-1.67, cap 1.67): eps_tilde
 0 / 0 / 0 (both references) and 0.05 / 0.02 / 0 (G's LM), 0.21 on seed 1 at 50 steps, where

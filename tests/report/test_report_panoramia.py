@@ -150,3 +150,28 @@ def test_implied_precision() -> None:
     assert implied_precision(np.log(3.0)) == pytest.approx(0.75)
     doc, _, _ = _results()
     json.dumps(doc, allow_nan=False)
+
+
+@pytest.mark.parametrize("rmrn_reads", [True, False])
+def test_an_mia_reading_the_helper_is_said_in_the_threat_model_and_legends(
+    rmrn_reads: bool,
+) -> None:
+    from privaudit.report.panoramia import _label
+
+    section, table, _ = panoramia_fixture(rmrn=True)
+    plain = panoramia_results(section, table, seed=0, settings=SETTINGS, target=TARGET)
+    section["classifiers"] = {
+        "mia": {"best_iteration": 40, "reads_helper": True},
+        "baseline": {"best_iteration": 12},
+        "rmrn": {"best_iteration": 9, "reads_helper": True} if rmrn_reads else None,
+    }
+    doc = panoramia_results(section, table, seed=0, settings=SETTINGS, target=TARGET)
+    validate_results(doc)
+    tm, tm0 = doc["panoramia"]["threat_model"], plain["panoramia"]["threat_model"]
+    assert "also reads the helper's loss" in tm and "helper's loss" not in tm0
+    assert ("so does RM;RN's classifier" in tm) is rmrn_reads
+    pano = doc["panoramia"]
+    assert _label(pano, "mia") == "MIA (x + target and helper loss)"
+    assert _label(pano, "baseline") == "baseline (x + helper loss)"
+    assert ("helper" in _label(pano, "rmrn")) is rmrn_reads
+    assert _label(plain["panoramia"], "mia") == "MIA (x + target loss)"

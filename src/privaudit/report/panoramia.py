@@ -92,6 +92,18 @@ _REFERENCE_WORDS = {
 }
 
 
+def _helper_sentence(section: Mapping[str, Any]) -> str:
+    """The threat model's sentence when the MIA also read the helper's loss (opt-in
+    ``mia_reads_helper``), empty otherwise."""
+    if not _reads_helper(section, "mia"):
+        return ""
+    return (
+        " Here the MIA also reads the helper's loss (its inputs hold all of the baseline's, "
+        "so eps_tilde measures what the target's loss adds to them)"
+        + (", and so does RM;RN's classifier." if _reads_helper(section, "rmrn") else ".")
+    )
+
+
 def _reference_sentence(section: Mapping[str, Any]) -> str:
     """The threat model's sentence on the reference models the classifiers also saw (the
     text scorer's ``reference``), empty when none did."""
@@ -134,6 +146,23 @@ _LABELS = {
     "baseline": "baseline (x + helper loss)",
     "rmrn": "RM;RN (real non-members)",
 }
+#: the labels of the classifiers that also read the helper's loss (``reads_helper``)
+_LABELS_READING_HELPER = {
+    "mia": "MIA (x + target and helper loss)",
+    "rmrn": "RM;RN (real non-members, + helper loss)",
+}
+
+
+def _reads_helper(pano: Mapping[str, Any], name: str) -> bool:
+    """Whether classifier ``name`` also read the helper's loss (``mia_reads_helper``)."""
+    return bool(((pano.get("classifiers") or {}).get(name) or {}).get("reads_helper"))
+
+
+def _label(pano: Mapping[str, Any], name: str) -> str:
+    """The legend's name of classifier ``name``: what it read."""
+    if _reads_helper(pano, name):
+        return _LABELS_READING_HELPER[name]
+    return _LABELS[name]
 
 
 def implied_precision(bound: float) -> float:
@@ -188,7 +217,9 @@ def panoramia_results(
         entry.update(attack_score_fields(table, name))
         entries.append(entry)
     pano = dict(section)
-    pano["threat_model"] = PANORAMIA_THREAT_MODEL + _reference_sentence(section)
+    pano["threat_model"] = (
+        PANORAMIA_THREAT_MODEL + _helper_sentence(section) + _reference_sentence(section)
+    )
     if provenance is not None:
         pano["provenance"] = dict(provenance)
     doc = build_results(
@@ -355,7 +386,9 @@ def precision_recall_png(pano: Mapping[str, Any]) -> str | None:
 
     def draw(ax: Any, name: str, c: Mapping[str, Any], bound: float | None, m: int) -> None:
         col = _COLOURS[name]
-        ax.plot(c["recall"], c["precision"], color=col, lw=1.4, label=f"{_LABELS[name]}, m = {m}")
+        ax.plot(
+            c["recall"], c["precision"], color=col, lw=1.4, label=f"{_label(pano, name)}, m = {m}"
+        )
         if bound is not None:
             p = implied_precision(bound)
             label = f"precision implied by {_bound_name(name)} = {bound:.3f}: {p:.3f}"
@@ -373,7 +406,7 @@ def eps_recall_png(pano: Mapping[str, Any]) -> str | None:
 
     def draw(ax: Any, name: str, c: Mapping[str, Any], bound: float | None, m: int) -> None:
         col = _COLOURS[name]
-        label = f"{_LABELS[name]}: lb_t of {_bound_name(name)}, m = {m}"
+        label = f"{_label(pano, name)}: lb_t of {_bound_name(name)}, m = {m}"
         ax.plot(c["recall"], c["lb"], color=col, lw=1.4, label=label)
         if bound is not None:
             ax.axhline(bound, color=col, ls="--", lw=0.9)
