@@ -334,6 +334,12 @@ class PanoramiaConfig(StrictModel):
         "HistGradientBoostingClassifier arguments; image / text: the networks'); default: the "
         "modality's.",
     )
+    mia_reads_helper: bool = Field(
+        default=False,
+        description="The MIA also reads the helper's loss (after the target's), and so does "
+        "RM;RN's classifier: its inputs then hold all of the baseline's. Default: the paper's "
+        "MIA (x and the target's loss).",
+    )
     sizes: PanoramiaSizesConfig = Field(default_factory=PanoramiaSizesConfig)
     seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
     confidence: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.95

@@ -374,6 +374,7 @@ def run_panoramia_audit(
             seed=config.seed,
             confidence=config.confidence,
             store=store,
+            mia_reads_helper=config.mia_reads_helper,
         )
     results = panoramia_results(  # step 5: the results document and the report
         result.to_dict(),

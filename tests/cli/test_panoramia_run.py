@@ -135,6 +135,34 @@ def test_panoramia_end_to_end(
     assert now == stored
 
 
+def test_panoramia_mia_reading_the_helper(
+    owner: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:  # type: ignore[type-arg]
+    """config ``mia_reads_helper``: the MIA and RM;RN's classifier read h's loss too; recorded,
+    said in the threat model, verified; a resumed run recomputes nothing (h's features on
+    both record sets come from the store)."""
+    rep = tmp_path / "rep"
+    cfg = _config(owner["root"], output_dir=str(rep), mia_reads_helper=True)
+    assert main(["panoramia", str(cfg), "--no-progress"]) == 0
+    capsys.readouterr()
+    pano = load_results(rep)["panoramia"]
+    assert pano["classifiers"]["mia"]["reads_helper"] is True
+    assert pano["classifiers"]["rmrn"]["reads_helper"] is True
+    assert "reads_helper" not in pano["classifiers"]["baseline"]
+    assert "so does RM;RN's classifier" in pano["threat_model"]
+    assert main(["verify", str(rep)]) == 0
+    stored = {
+        p: p.stat().st_mtime_ns for p in (rep / "cache" / "objects").rglob("*") if p.is_file()
+    }
+    for p in rep.iterdir():
+        if p.name != "cache":
+            p.unlink()
+    assert main(["panoramia", str(cfg), "--no-progress"]) == 0
+    assert load_results(rep)["panoramia"]["bounds"] == pano["bounds"]
+    now = {p: p.stat().st_mtime_ns for p in (rep / "cache" / "objects").rglob("*") if p.is_file()}
+    assert now == stored
+
+
 def test_bad_inputs_exit_2_before_any_work(
     owner: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:  # type: ignore[type-arg]
