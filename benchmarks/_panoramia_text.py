@@ -96,6 +96,19 @@ against 0.987-1.000), but both sit at the cap (seed 0: c_lb 1.60-1.67, cap 1.67)
 RM;RN is 0 / 0.27-0.77 / 1.64-1.81. The tiny GPT cannot tell the variants apart: its G must
 improve, or m grow, first.
 
+**The MIA reading the helper** (``--mia-reads-helper``, G's LM as reference; RM;RN reads the
+same h on its records, c7e30f2) on SmolLM2, the SAME targets as the default (O(1) identical),
+seeds 2 and 3 side by side (2380 s each, 10.1-10.3 GB): c_lb unchanged (0.61 / 0.72 / 1.04,
+0.80 / 1.00 / 1.44), {c+eps}_lb 1.79 / 2.58 / 2.76 and 1.90 / 2.56 / 2.78, **eps_tilde 1.17 /
+1.86 / 1.72 and 1.11 / 1.56 / 1.34** (default: 0.83 / 2.03 / 1.88, 0.87 / 1.56 / 1.03), RM;RN
+0 / 0.71 / 2.03 and 0 / 0.89 / 2.43 (default: 0 / 0.90 / 2.16, 0 / 1.17 / 2.28); AUCs MIA
+0.863 / 0.983 / 0.994, 0.908 / 0.992 / 1.000, RM;RN 0.541 / 0.788 / 0.965, 0.556 / 0.815 /
+0.983. The helper's loss makes the 10-step MIA stronger where RM;RN stays 0 (the
+overstatement grows by 0.24-0.34), and it adds noise more than signal to RM;RN at 30 steps.
+``--combine`` of the two: gap +0.450 +- 0.385 (default +0.284 +- 0.367), growth +0.392 +-
+0.156, lower limit -0.596. Not a better default: it stays opt-in (config
+``mia_reads_helper``).
+
 Tiny GPT with the reference (``--tiny --seeds 3 --json tiny.json``, 2668 s at load 3-5):
 tiny G's text is told apart almost perfectly once the baseline sees G's loss (baseline AUC
 0.984-1.000): c_lb 1.71 / 1.81 / 1.70 (mean over seeds at 50 / 300 / 1200 steps) against caps
