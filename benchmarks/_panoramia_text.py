@@ -93,8 +93,12 @@ since c7e30f2; seed 0 of each reference and seed 1's 50-step
 target before the runs were stopped for CPU) the MIA matches the baseline (AUC 0.992-1.000
 against 0.987-1.000), but both sit at the cap (seed 0: c_lb 1.60-1.67, cap 1.67): eps_tilde
 0 / 0 / 0 (both references) and 0.05 / 0.02 / 0 (G's LM), 0.21 on seed 1 at 50 steps, where
-RM;RN is 0 / 0.27-0.77 / 1.64-1.81. The tiny GPT cannot tell the variants apart: its G must
-improve, or m grow, first.
+RM;RN is 0 / 0.27-0.77 / 1.64-1.81. The whole run, G's LM, RM;RN reading h too (c7e30f2;
+``--tiny --seeds 3 --mia-reads-helper``, 736 s at load ~2, 0.8 GB): c_lb 1.71 / 1.81 / 1.70,
+{c+eps}_lb 1.81 / 1.83 / 1.82 (caps 1.67-1.98), eps_tilde 0.10 / 0.01 / 0.11, RM;RN 0 / 0.74 /
+1.68 (paper's inputs, stop 22: 0 / 0.52 / 1.71); ``--combine``: gap -0.730 +- 0.253 (within
+noise), growth +0.006 +- 0.027 (not established). The tiny GPT cannot tell the variants
+apart: its G must improve, or m grow, first.
 
 **The MIA reading the helper** (``--mia-reads-helper``, G's LM as reference; RM;RN reads the
 same h on its records, c7e30f2) on SmolLM2, the SAME targets as the default (O(1) identical),

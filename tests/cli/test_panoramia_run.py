@@ -81,6 +81,7 @@ def test_panoramia_end_to_end(
     assert main(["panoramia", str(cfg), "--no-progress", "--json", str(figs)]) == 0
     shown = capsys.readouterr().out
     assert "eps_tilde" in shown and "only if c_lb is" in shown and "m = " in shown
+    assert "MIA: x + target loss " in shown and "baseline: x + helper loss" in shown
     rep = tmp_path / "rep"
     res = load_results(rep)  # validates against the schema
     pano = res["panoramia"]
@@ -144,7 +145,8 @@ def test_panoramia_mia_reading_the_helper(
     rep = tmp_path / "rep"
     cfg = _config(owner["root"], output_dir=str(rep), mia_reads_helper=True)
     assert main(["panoramia", str(cfg), "--no-progress"]) == 0
-    capsys.readouterr()
+    shown = capsys.readouterr().out
+    assert "MIA: x + target loss + helper loss" in shown and "baseline: x + helper loss" in shown
     pano = load_results(rep)["panoramia"]
     assert pano["classifiers"]["mia"]["reads_helper"] is True
     assert pano["classifiers"]["rmrn"]["reads_helper"] is True

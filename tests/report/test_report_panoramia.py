@@ -89,6 +89,7 @@ def test_report_renders_the_section_and_verify_recomputes(tmp_path: Path) -> Non
     assert f"{implied_precision(b['c_plus_eps_lb']):.3f}" in html
     assert html.count("data:image/png;base64,") >= 4  # ROC x2, precision-recall, lb vs recall
     assert "RM;RN" in html and "O(1)" in html
+    assert "MIA (x + target loss)" in html and "baseline (x + helper loss)" in html
     report = verify_bundle(out)
     assert report.ok, [c for c in report.checks if c.status == "mismatch"]
     names = {c.name for c in report.checks if c.status == "ok"}
@@ -171,7 +172,20 @@ def test_an_mia_reading_the_helper_is_said_in_the_threat_model_and_legends(
     assert "also reads the helper's loss" in tm and "helper's loss" not in tm0
     assert ("so does RM;RN's classifier" in tm) is rmrn_reads
     pano = doc["panoramia"]
-    assert _label(pano, "mia") == "MIA (x + target and helper loss)"
+    assert _label(pano, "mia") == "MIA (x + target loss + helper loss)"
     assert _label(pano, "baseline") == "baseline (x + helper loss)"
     assert ("helper" in _label(pano, "rmrn")) is rmrn_reads
     assert _label(plain["panoramia"], "mia") == "MIA (x + target loss)"
+    assert _label(plain["panoramia"], "rmrn") == "RM;RN (real non-members; x + target loss)"
+
+
+def test_classifier_inputs_name_the_reference_when_there_is_one() -> None:
+    from privaudit.report.panoramia import classifier_inputs
+
+    net = {"network": {"reference": "generator"}}
+    pano = {"classifiers": {"mia": {**net, "reads_helper": True}, "baseline": net, "rmrn": None}}
+    assert classifier_inputs(pano, "mia") == "x + target loss + helper loss + reference loss"
+    assert classifier_inputs(pano, "baseline") == "x + helper loss + reference loss"
+    assert classifier_inputs(pano, "rmrn") == "x + target loss"
+    off = {"classifiers": {"baseline": {"network": {"reference": None}}}}
+    assert classifier_inputs(off, "baseline") == "x + helper loss"

@@ -35,7 +35,7 @@ def render_panoramia_summary(
     from rich.console import Console
     from rich.table import Table
 
-    from privaudit.report.panoramia import cap_warning
+    from privaudit.report.panoramia import cap_warning, classifier_inputs
 
     if width is None:
         width = 80 if not sys.stdout.isatty() else None
@@ -56,8 +56,9 @@ def render_panoramia_summary(
     )
     for col in ("quantity", "value", "m", "from"):
         table.add_column(col, justify="left" if col in ("quantity", "from") else "right")
-    table.add_row("c_lb", _num(b["c_lb"]), str(s["m"]), "baseline: x + helper loss")
-    table.add_row("{c+eps}_lb", _num(b["c_plus_eps_lb"]), str(s["m"]), "MIA: x + target loss")
+    for name, bound, role in (("c_lb", "c_lb", "baseline"), ("{c+eps}_lb", "c_plus_eps_lb", "mia")):
+        inputs = f"{'MIA' if role == 'mia' else role}: {classifier_inputs(p, role)}"
+        table.add_row(name, _num(b[bound]), str(s["m"]), inputs)
     table.add_row("eps_tilde", _num(b["eps_tilde"]), str(s["m"]), "max(0, {c+eps}_lb - c_lb)")
     if "cap" in b:
         table.add_row("cap", _num(b["cap"]), str(s["m"]), "perfect scores: eps_tilde <= cap - c_lb")

@@ -43,6 +43,7 @@ __all__ = [
     "RMRN",
     "RMRN_SCORES_FILE",
     "cap_warning",
+    "classifier_inputs",
     "eps_recall_png",
     "implied_precision",
     "panoramia_context",
@@ -141,16 +142,6 @@ PANORAMIA_THREAT_MODEL = (
 )
 
 _COLOURS = {"mia": "tab:red", "baseline": "tab:blue", "rmrn": "tab:green"}
-_LABELS = {
-    "mia": "MIA (x + target loss)",
-    "baseline": "baseline (x + helper loss)",
-    "rmrn": "RM;RN (real non-members)",
-}
-#: the labels of the classifiers that also read the helper's loss (``reads_helper``)
-_LABELS_READING_HELPER = {
-    "mia": "MIA (x + target and helper loss)",
-    "rmrn": "RM;RN (real non-members, + helper loss)",
-}
 
 
 def _reads_helper(pano: Mapping[str, Any], name: str) -> bool:
@@ -158,11 +149,27 @@ def _reads_helper(pano: Mapping[str, Any], name: str) -> bool:
     return bool(((pano.get("classifiers") or {}).get(name) or {}).get("reads_helper"))
 
 
+def classifier_inputs(pano: Mapping[str, Any], name: str) -> str:
+    """What classifier ``name`` (``"mia"``, ``"baseline"``, ``"rmrn"``) of a PANORAMIA
+    section read: ``x`` and the losses of the target (MIA, RM;RN), the helper (baseline,
+    and the MIA and RM;RN with ``mia_reads_helper``) and the reference model, when the
+    modality had one (text)."""
+    parts = ["x"]
+    if name in ("mia", "rmrn"):
+        parts.append("target loss")
+    if name == "baseline" or _reads_helper(pano, name):
+        parts.append("helper loss")
+    network = ((pano.get("classifiers") or {}).get(name) or {}).get("network") or {}
+    if network.get("reference"):
+        parts.append("reference loss")
+    return " + ".join(parts)
+
+
 def _label(pano: Mapping[str, Any], name: str) -> str:
     """The legend's name of classifier ``name``: what it read."""
-    if _reads_helper(pano, name):
-        return _LABELS_READING_HELPER[name]
-    return _LABELS[name]
+    if name == "rmrn":
+        return f"RM;RN (real non-members; {classifier_inputs(pano, name)})"
+    return f"{'MIA' if name == 'mia' else 'baseline'} ({classifier_inputs(pano, name)})"
 
 
 def implied_precision(bound: float) -> float:
@@ -444,6 +451,7 @@ def panoramia_context(results: Mapping[str, Any]) -> dict[str, Any]:
                 "c_plus_eps_lb": implied_precision(b["c_plus_eps_lb"]),
                 "cap": implied_precision(b["cap"]) if "cap" in b else None,
             },
+            "inputs": {role: classifier_inputs(pano, role) for role in ("mia", "baseline")},
             "cap_warning": cap_warning(b, int(pano["sizes"]["m"])),
             "pr_plot": precision_recall_png(pano),
             "eps_plot": eps_recall_png(pano),
