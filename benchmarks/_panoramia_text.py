@@ -83,6 +83,15 @@ there, against RM;RN 2.70. Over seeds 2-3 (``--combine``): gap -0.389 +- 0.390 (
 growth +0.742 +- 0.577, lower limit -2.90: not established (the default on the same two seeds:
 +0.284 +- 0.367 and +0.607 +- 0.449). Not a better default as it stands: it trades the
 10-step overstatement for a cap-limited understatement at 80 steps (m = 298).
+Seed 0 (next session, 3640 s beside other runs, 12.4 GB; same targets as stop 22's seed 0):
+c_lb 1.33 / 1.74 / 1.52 (G's LM alone: 1.35 / 1.23 / 1.00), {c+eps}_lb 1.09 / 2.71 / 2.85,
+eps_tilde 0 / 0.97 / 1.33 (1.14 at 30, 1.69 at 80), RM;RN 0 / 1.17 / 2.46 (0 / 1.12 / 2.24);
+AUCs baseline 0.871 / 0.914 / 0.881, MIA 0.844 / 0.991 / 0.999. Over seeds 0, 2, 3 the mean
+eps_tilde is 0.13 / 0.98 / 1.07 against RM;RN 0 / 1.06 / 2.34: at or below RM;RN at every step
+count (G's LM alone on the same targets: 0.57 / 1.58 / 1.53 against 0 / 1.06 / 2.22);
+``--combine``: gap -0.434 +- 0.268, lower limit -0.932 (within noise; G's LM alone +0.115 +-
+0.256); growth +0.937 +- 0.386, lower limit -0.190 (G's LM alone +0.968 +- 0.444, -0.330):
+neither establishes growth on three seeds.
 Tiny GPT (``--tiny --seeds 3 --reference generator+target-recipe``, 1177 s at load ~2): c_lb
 at its cap as with G's LM alone (1.81 / 1.80 / 1.77 at 50 / 300 / 1200 steps), eps_tilde 0 on
 every target, RM;RN 0 / 0.82 / 1.55. There the MIA is the weaker classifier even at 1200 steps
