@@ -66,6 +66,7 @@ SCORER_PURPOSE = "panoramia/scorer"
 
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
+R_contra = TypeVar("R_contra", contravariant=True)
 
 
 # --------------------------------------------------------------------------------------
@@ -215,7 +216,7 @@ def compare_real(
     criterion: Callable[[NDArray[np.float64], NDArray[np.bool_]], float],
     scorer_settings: Any,
     reference: Callable[[Sequence[R], Labels, str], Arrays | None],
-    helper: HelperLosses | None = None,
+    helper: HelperLosses[R] | None = None,
 ) -> RealComparison:
     """RM;RN and O(1) on the same target (Kazmi et al. 2024, Section 5.2).
 
@@ -380,8 +381,13 @@ def _appended(losses: Arrays, extra: Arrays | None) -> Arrays:
     return {name: np.hstack([np.asarray(losses[name]), np.asarray(extra[name])]) for name in PARTS}
 
 
-#: ``helper(records, labels, who, keep=False) -> (loss features, the helper's record)``
-HelperLosses = Callable[..., tuple[Arrays, dict[str, Any]]]
+class HelperLosses(Protocol[R_contra]):
+    """What :func:`helper_losses` returns: ``helper(records, labels, who, keep=False)`` ->
+    the helper's loss features on ``records`` and its record."""
+
+    def __call__(
+        self, records: Sequence[R_contra], labels: Labels, who: str, *, keep: bool = False
+    ) -> tuple[Arrays, dict[str, Any]]: ...
 
 
 def helper_losses(
@@ -390,7 +396,7 @@ def helper_losses(
     *,
     seed: int,
     settings: Mapping[str, Any],
-) -> HelperLosses:
+) -> HelperLosses[R]:
     """The helper h (the target's recipe on the helper pool only) as ``records, labels,
     who, keep=False -> `` its loss features on those records and its record, cached as
     those features (the helper's only use). h is fitted at the first call that misses the
@@ -459,7 +465,7 @@ def _scores(
 def classifier_scores(
     steps: PanoramiaSteps[R],
     target: Any,
-    helper: HelperLosses,
+    helper: HelperLosses[R],
     records: Sequence[R],
     labels: Labels,
     *,
