@@ -91,7 +91,11 @@ eps_tilde is 0.13 / 0.98 / 1.07 against RM;RN 0 / 1.06 / 2.34: at or below RM;RN
 count (G's LM alone on the same targets: 0.57 / 1.58 / 1.53 against 0 / 1.06 / 2.22);
 ``--combine``: gap -0.434 +- 0.268, lower limit -0.932 (within noise; G's LM alone +0.115 +-
 0.256); growth +0.937 +- 0.386, lower limit -0.190 (G's LM alone +0.968 +- 0.444, -0.330):
-neither establishes growth on three seeds.
+neither establishes growth on three seeds. Seed 1 (3262 s, mostly alone): c_lb 0.82 / 1.80 /
+1.52 (G's LM alone: 0.82 / 0.38 / 0.44), eps_tilde 0 / 0.58 / 1.24 (0 / 2.17 / 2.06), RM;RN 0 /
+1.35 / 2.33. Over seeds 0-3: eps_tilde 0.10 / 0.88 / 1.11 against RM;RN 0 / 1.13 / 2.34; gap
+-0.485 +- 0.210, lower limit -0.862 (within noise); growth +1.012 +- 0.283, lower limit +0.346:
+**grows** -- both claims on four seeds, never above RM;RN on average at any step count.
 Tiny GPT (``--tiny --seeds 3 --reference generator+target-recipe``, 1177 s at load ~2): c_lb
 at its cap as with G's LM alone (1.81 / 1.80 / 1.77 at 50 / 300 / 1200 steps), eps_tilde 0 on
 every target, RM;RN 0 / 0.82 / 1.55. There the MIA is the weaker classifier even at 1200 steps
