@@ -337,11 +337,10 @@ def run_panoramia(
         content (:class:`PanoramiaSteps`), so a killed run resumes; the modality must then have
         ``records_to_arrays`` / ``records_from_arrays``.
     mia_reads_helper : bool
-        The MIA also reads the helper's loss features (after the target's; recorded as
-        ``classifiers["mia"]["reads_helper"]``): its inputs then hold all of the baseline's.
-        Off by default, the paper's MIA (x and the target's loss). RM;RN, the same MIA
-        pipeline with real non-members (Sec. 5.2), then reads them too (the same h on its
-        records; ``classifiers["rmrn"]["reads_helper"]``).
+        The MIA also reads the helper's loss features (after the target's), so its inputs
+        hold all of the baseline's, and RM;RN (the same MIA pipeline with real non-members,
+        Sec. 5.2) reads h's on its records; recorded as ``classifiers[role]["reads_helper"]``.
+        Off by default: the paper's MIA (x and the target's loss).
     """
     steps = PanoramiaSteps(modality, store)
     beta = resolve_beta(None, confidence)
@@ -376,12 +375,11 @@ def run_panoramia(
     helper = helper_losses(
         steps, modality.take(synth, split.helper_pool), seed=seed, settings=settings
     )
-    rmrn_reads_helper = mia_reads_helper and non_members is not None
     test_scores, classifiers, helper_info = classifier_scores(
         steps, target, helper, records, labels,
         seed=seed, criterion=criterion, beta=beta, settings=settings,
         reference=reference(records, labels, "classifier"), mia_reads_helper=mia_reads_helper,
-        keep_helper=rmrn_reads_helper,
+        keep_helper=mia_reads_helper and non_members is not None,
     )  # fmt: skip
 
     # 6. measurement, and the comparisons on the same target
@@ -389,7 +387,7 @@ def run_panoramia(
     real = None if non_members is None else compare_real(
         steps, target, members, non_members, split.members, sizes,
         seed=seed, beta=beta, criterion=criterion, scorer_settings=settings.get("scorer"),
-        reference=reference, helper=helper if rmrn_reads_helper else None,
+        reference=reference, helper=helper if mia_reads_helper else None,
     )  # fmt: skip
     comparisons = _add_real(real, classifiers, curves)
     table = ScoreTable(
