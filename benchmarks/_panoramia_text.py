@@ -30,11 +30,13 @@ bound's threshold and, for RM;RN, its own ``m``.
 
 Measured (2-core CPU shared with other jobs, load 1.0-5.4, one torch thread).
 
-**With the reference (the current default, scorer ``reference="generator"``):** every
+**With G's LM as the reference (scorer ``reference="generator"``, the default until the
+``generator+target-recipe`` figures below made that one the default):** every
 classifier (MIA, baseline, RM;RN) also sees G's per-token loss (G = the base fine-tuned on
 D_G, real known members, no audit record), so the baseline knows the real distribution and
 the MIA's only extra input is the target's loss. SmolLM2-135M, ``python
-benchmarks/_panoramia_text.py --seeds 1 --first-seed S --json seedS.json`` for S = 0, 1 side by
+benchmarks/_panoramia_text.py --reference generator --seeds 1 --first-seed S --json
+seedS.json`` (the command had no ``--reference`` then) for S = 0, 1 side by
 side (same targets as below: O(1) identical), m = 298 (cap 2.91 / 2.83), steps 10 / 30 / 80,
 seed 0 / seed 1: c_lb 1.35 / 0.82, 1.23 / 0.38, 1.00 / 0.44; {c+eps}_lb 1.22 / 0.82, 2.36 /
 2.56, 2.69 / 2.50; eps_tilde 0 / 0, 1.14 / 2.17, 1.69 / 2.06; RM;RN 0 / 0, 1.12 / 1.22, 2.24 /
@@ -66,7 +68,8 @@ noise; growth +1.240 +- 0.416, lower limit +0.262, grows; but by step count the 
 is 0.42 / 1.73 / 1.67 against RM;RN 0 / 1.10 / 2.28: above it at 10 and 30 steps, below at
 80 -- G's LM does not make c_lb tight on every split.
 
-**Reference ``generator+target-recipe``** (``--reference generator+target-recipe``; G's LM and
+**Reference ``generator+target-recipe``, the default** (``--reference generator+target-recipe``,
+the command's default now; G's LM and
 the base fine-tuned with the target's recipe on all of D_G, a snapshot per step count): a
 model of the real distribution that learnt it the way the target did, minus the audit's
 members, and that is not the model G sampled from. On the SAME targets as above (same seed:
@@ -81,8 +84,8 @@ RM;RN 0 / 1.15 / 2.70 (0 / 1.17 / 2.28); AUCs baseline 0.838 / 0.902 / 0.889, MI
 the steps and c_lb nears the cap (2.23 of 2.80 at 80 steps): eps_tilde cannot exceed 0.57
 there, against RM;RN 2.70. Over seeds 2-3 (``--combine``): gap -0.389 +- 0.390 (within noise),
 growth +0.742 +- 0.577, lower limit -2.90: not established (the default on the same two seeds:
-+0.284 +- 0.367 and +0.607 +- 0.449). Not a better default as it stands: it trades the
-10-step overstatement for a cap-limited understatement at 80 steps (m = 298).
++0.284 +- 0.367 and +0.607 +- 0.449). On these two seeds it traded the 10-step
+overstatement for a cap-limited understatement at 80 steps (m = 298); two more seeds decided.
 Seed 0 (next session, 3640 s beside other runs, 12.4 GB; same targets as stop 22's seed 0):
 c_lb 1.33 / 1.74 / 1.52 (G's LM alone: 1.35 / 1.23 / 1.00), {c+eps}_lb 1.09 / 2.71 / 2.85,
 eps_tilde 0 / 0.97 / 1.33 (1.14 at 30, 1.69 at 80), RM;RN 0 / 1.17 / 2.46 (0 / 1.12 / 2.24);
@@ -95,7 +98,11 @@ neither establishes growth on three seeds. Seed 1 (3262 s, mostly alone): c_lb 0
 1.52 (G's LM alone: 0.82 / 0.38 / 0.44), eps_tilde 0 / 0.58 / 1.24 (0 / 2.17 / 2.06), RM;RN 0 /
 1.35 / 2.33. Over seeds 0-3: eps_tilde 0.10 / 0.88 / 1.11 against RM;RN 0 / 1.13 / 2.34; gap
 -0.485 +- 0.210, lower limit -0.862 (within noise); growth +1.012 +- 0.283, lower limit +0.346:
-**grows** -- both claims on four seeds, never above RM;RN on average at any step count.
+**grows** -- both claims on four seeds, never above RM;RN on average at any step count: the
+default since. Its cost: one more fine-tuning run per target (3262-3903 s per seed above against
+2814 s for G's LM alone on seed 3) and 12.4 GB peak RSS against 9.9 GB (one such run at a time on a 24 GB machine);
+at 80 steps c_lb nears the cap (eps_tilde 1.11 against RM;RN 2.34, below it as G's LM alone
+also is), which more slots m would lift.
 Tiny GPT (``--tiny --seeds 3 --reference generator+target-recipe``, 1177 s at load ~2): c_lb
 at its cap as with G's LM alone (1.81 / 1.80 / 1.77 at 50 / 300 / 1200 steps), eps_tilde 0 on
 every target, RM;RN 0 / 0.82 / 1.55. There the MIA is the weaker classifier even at 1200 steps
@@ -348,7 +355,7 @@ def bench_text_targets(
     log: Callable[[str], None] | None = None,
     results: list[Any] | None = None,
     overrides: dict[str, Any] | None = None,
-    reference: str | None = "generator",
+    reference: str | None = "generator+target-recipe",
     mia_reads_helper: bool = False,
 ) -> list[dict[str, Any]]:
     """One dict per (seed, steps) target with exactly :data:`KEYS` (module docstring).
@@ -369,7 +376,7 @@ def bench_text_targets(
         Replaces entries of ``SETTINGS[...]`` (e.g. ``{"sizes": {...}}`` for a smoke run).
     reference : str or None
         The scorers' ``reference`` (:data:`~privaudit.games.panoramia_text.REFERENCES`;
-        default G's LM, the library's default).
+        default both G's LM and the target's recipe on D_G, the library's default).
     mia_reads_helper : bool
         ``run_panoramia(mia_reads_helper=...)``: the MIA also reads the helper's loss.
     """
@@ -454,7 +461,7 @@ def bench_text_targets(
 
 
 def main() -> None:
-    from privaudit.games.panoramia_text import REFERENCES
+    from privaudit.games.panoramia_text import REFERENCES, SCORER_DEFAULTS
 
     ap = argparse.ArgumentParser(description="PANORAMIA on causal-LM targets")
     ap.add_argument("--tiny", action="store_true", help="tiny GPT instead of SmolLM2-135M")
@@ -467,9 +474,10 @@ def main() -> None:
     ap.add_argument("--overrides", type=json.loads, default=None, help="JSON: SETTINGS entries")
     ap.add_argument(
         "--reference",
-        default="generator",
+        default=SCORER_DEFAULTS["reference"],
         choices=[r or "none" for r in REFERENCES],
-        help="the scorers' reference models (default: G's LM)",
+        help="the scorers' reference models (default: the library's, G's LM and the target's "
+        "recipe on D_G)",
     )
     ap.add_argument(
         "--mia-reads-helper", action="store_true", help="the MIA also reads the helper's loss"

@@ -237,8 +237,8 @@ def test_panoramia_image_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixtur
 @pytest.mark.parametrize(
     ("reference", "words"),
     [
-        (None, "the generator's own language model, fine-tuned on D_G only"),
-        ("generator+target-recipe", "a model fine-tuned with the target's recipe, both on D_G"),
+        (None, "a model fine-tuned with the target's recipe, both on D_G"),
+        ("generator", "the generator's own language model, fine-tuned on D_G only"),
     ],
 )
 def test_panoramia_text_end_to_end(
@@ -246,7 +246,7 @@ def test_panoramia_text_end_to_end(
 ) -> None:
     """A tiny GPT fine-tuned on 20 Tiny Shakespeare chunks, audited through the text modality
     from a JSONL (member true = known member, false = real non-member: RM;RN and O(1) run);
-    with the default reference and with both reference models."""
+    with the default references (both) and with G's LM alone."""
     pytest.importorskip("transformers")
     from privaudit.data.text import write_text_records
     from privaudit.games.llm import audited_records, shakespeare_split
@@ -288,8 +288,9 @@ def test_panoramia_text_end_to_end(
     assert pano["modality"] == "text" and pano["sizes"]["n_known_members"] == 20
     assert pano["comparisons"]["rmrn"] is not None and pano["comparisons"]["o1"] is not None
     assert res["settings"]["model"]["recipe"]["finetune"] == recipe
-    # every classifier sees the reference's loss too (default: G's), and the report says so
-    want = reference or "generator"
+    # every classifier sees the references' loss too (default: G's LM and the target's
+    # recipe on D_G), and the report says so
+    want = reference or "generator+target-recipe"
     assert pano["classifiers"]["baseline"]["network"]["reference"] == want
     assert pano["classifiers"]["mia"]["network"]["reference"] == want
     assert words in pano["threat_model"]

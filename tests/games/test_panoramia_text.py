@@ -210,7 +210,7 @@ def test_scorer_reads_the_reference_block(base: CausalLM, records: TextRecords) 
 def test_reference_is_g_and_its_features_are_computed_once_per_text_set(
     base: CausalLM, records: TextRecords
 ) -> None:
-    mod = modality(base)
+    mod = modality(base, scorer={"reference": "generator"})
     gen = mod.fit_generator(records, seed=1)
     ref = mod.reference_model(gen)
     assert ref is gen.lm
@@ -264,10 +264,10 @@ def test_target_recipe_reference_is_the_targets_recipe_on_all_of_d_g(
     # another target's reference replaces this one, whose memoised features go with it
     assert other.reference_model(gen) is not ref
     assert not [k for k in mod._memo if k[0].startswith("reference") and k[1] == id(ref)]
-    assert modality(base).settings()["reference"] == {
-        "model": "generator",
-        "features": "loss_features",
-    }
+    # the default reads both (G's LM, then the target's recipe on D_G), keyed on the recipe
+    default = modality(base).settings()["reference"]
+    assert default["model"] == "generator+target-recipe"
+    assert default["target_recipe"]["recipe"] == FAST.settings()
 
 
 def test_both_references_read_side_by_side_and_snapshots_are_kept_for_rmrn(
@@ -348,9 +348,10 @@ def test_run_panoramia_end_to_end_on_the_tiny_gpt(
     gen = d["generator"]
     assert gen["n_train_texts"] + gen["n_prompt_documents"] == d["sizes"]["n_generator_train"]
     assert gen["samples"][0]["n"] == d["sizes"]["n_synthetic"]
-    # both classifiers saw G's loss features after their own (scorer reference)
+    # both classifiers saw the references' loss features after their own (scorer reference,
+    # default: G's LM and the target's recipe on D_G)
     assert {d["classifiers"][r]["network"]["reference"] for r in ("mia", "baseline")} == {
-        "generator"
+        "generator+target-recipe"
     }
     scores = res.scores.scores["panoramia-mia"]
     assert np.unique(scores).size > 2  # continuous scores, not 0/1 predictions
