@@ -235,14 +235,22 @@ def test_panoramia_image_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 @pytest.mark.parametrize(
-    ("reference", "words"),
+    ("reference", "words", "mia_reads"),
     [
-        (None, "a model fine-tuned with the target's recipe, both on D_G"),
-        ("generator", "the generator's own language model, fine-tuned on D_G only"),
+        (None, "a model fine-tuned with the target's recipe, both on D_G", "2 reference losses"),
+        (
+            "generator",
+            "the generator's own language model, fine-tuned on D_G only",
+            "reference loss",
+        ),
     ],
 )
 def test_panoramia_text_end_to_end(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], reference: str | None, words: str
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    reference: str | None,
+    words: str,
+    mia_reads: str,
 ) -> None:
     """A tiny GPT fine-tuned on 20 Tiny Shakespeare chunks, audited through the text modality
     from a JSONL (member true = known member, false = real non-member: RM;RN and O(1) run);
@@ -282,7 +290,9 @@ def test_panoramia_text_end_to_end(
     p = tmp_path / "text.yaml"
     p.write_text(yaml.safe_dump(cfg))
     assert main(["panoramia", str(p), "--no-progress"]) == 0
-    assert "PANORAMIA (text)" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert "PANORAMIA (text)" in shown
+    assert f"MIA: x + target loss + {mia_reads}" in " ".join(shown.split())
     res = load_results(tmp_path / "rep")
     pano = res["panoramia"]
     assert pano["modality"] == "text" and pano["sizes"]["n_known_members"] == 20

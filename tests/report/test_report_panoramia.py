@@ -189,3 +189,5 @@ def test_classifier_inputs_name_the_reference_when_there_is_one() -> None:
     assert classifier_inputs(pano, "rmrn") == "x + target loss"
     off = {"classifiers": {"baseline": {"network": {"reference": None}}}}
     assert classifier_inputs(off, "baseline") == "x + helper loss"
+    both = {"classifiers": {"mia": {"network": {"reference": "generator+target-recipe"}}}}
+    assert classifier_inputs(both, "mia") == "x + target loss + 2 reference losses"

@@ -152,16 +152,18 @@ def _reads_helper(pano: Mapping[str, Any], name: str) -> bool:
 def classifier_inputs(pano: Mapping[str, Any], name: str) -> str:
     """What classifier ``name`` (``"mia"``, ``"baseline"``, ``"rmrn"``) of a PANORAMIA
     section read: ``x`` and the losses of the target (MIA, RM;RN), the helper (baseline,
-    and the MIA and RM;RN with ``mia_reads_helper``) and the reference model, when the
-    modality had one (text)."""
+    and the MIA and RM;RN with ``mia_reads_helper``) and the reference models, when the
+    modality had them (text: one, or two joined by ``+``)."""
     parts = ["x"]
     if name in ("mia", "rmrn"):
         parts.append("target loss")
     if name == "baseline" or _reads_helper(pano, name):
         parts.append("helper loss")
     network = ((pano.get("classifiers") or {}).get(name) or {}).get("network") or {}
-    if network.get("reference"):
-        parts.append("reference loss")
+    reference = network.get("reference")
+    if reference:
+        n = str(reference).count("+") + 1
+        parts.append("reference loss" if n == 1 else f"{n} reference losses")
     return " + ".join(parts)
 
 
