@@ -96,6 +96,36 @@ def test_report_renders_the_section_and_verify_recomputes(tmp_path: Path) -> Non
     assert "panoramia.bounds.eps_tilde" in names and "panoramia.comparisons.rmrn.eps_lb" in names
     assert "panoramia.bounds.cap" in names
     assert "panoramia-cap-warning" not in html  # c_lb far below its cap
+    assert "panoramia-size-warning" not in html  # m = 400 test slots
+
+
+@pytest.mark.parametrize(
+    ("m", "rmrn", "words"),
+    [
+        (60, True, "(PANORAMIA m = 60, RM;RN m = 60, O(1) m = 60; fewer than 100)"),
+        (60, False, "(PANORAMIA m = 60; fewer than 100)"),
+        (12, True, "On m = 12 slots perfect scores give a bound of 0.000 at confidence 0.95"),
+    ],
+)
+def test_few_test_slots_are_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], m: int, rmrn: bool, words: str
+) -> None:
+    """Bounds on a few slots are a warning, not a result; on too few (cap 0) every bound
+    is 0 by construction, and the report says so in the HTML and the CLI's summary."""
+    from privaudit.cli.panoramia_cmd import render_panoramia_summary
+
+    section, table, rm = panoramia_fixture(m, rmrn=rmrn)
+    assert (section["bounds"]["cap"] == 0) == (m == 12)
+    doc = panoramia_results(section, table, seed=0, settings=SETTINGS, target=TARGET, rmrn=rmrn)
+    manifest = make_manifest(
+        kind="membership-inference", command="t", config={}, seeds={}, dataset_fingerprint=None
+    )
+    out = write_panoramia_report(tmp_path / "rep", doc, table, rmrn_table=rm, bundle=manifest)
+    html = (out / "report.html").read_text()
+    assert 'id="panoramia-size-warning"' in html and words in html
+    render_panoramia_summary(doc, None, width=400)
+    assert words in " ".join(capsys.readouterr().out.split())
+    assert verify_bundle(out).ok
 
 
 def test_a_baseline_at_the_cap_is_a_warning(
@@ -191,3 +221,30 @@ def test_classifier_inputs_name_the_reference_when_there_is_one() -> None:
     assert classifier_inputs(off, "baseline") == "x + helper loss"
     both = {"classifiers": {"mia": {"network": {"reference": "generator+target-recipe"}}}}
     assert classifier_inputs(both, "mia") == "x + target loss + 2 reference losses"
+
+
+def test_figure_titles_say_what_ran_for_every_modality() -> None:
+    """The figures' titles name the generator, helper and classifiers also where a modality
+    records no ``kind`` (text: the fine-tuned base LM; image and text classifiers)."""
+    from privaudit.report.panoramia import _what_ran
+
+    text = {
+        "modality": "text",
+        "generator": {"base": "SmolLM2", "sampling": {"top_k": 50}, "n_train": 30},
+        "helper": {"base": {"name": "SmolLM2"}, "recipe": {"steps": 10}},
+        "classifiers": {"mia": {"network": {"reference": "generator"}}},
+    }
+    assert _what_ran(text) == (
+        "generator SmolLM2 fine-tuned, top-50 sampling on 30 members; helper the target's "
+        "recipe; classifiers byte CNN of the text + CNN of the per-token losses"
+    )
+    image = {
+        "modality": "image",
+        "generator": {"kind": "conditional-conv-vae", "n_train": 750},
+        "helper": {"recipe": {}},
+        "classifiers": {"mia": {"best_epoch": 3}},
+    }
+    assert "classifiers CNN of the image + MLP of the losses" in _what_ran(image)
+    tabular = panoramia_fixture()[0]
+    assert _what_ran(tabular).startswith("generator baynet on ")
+    assert "n/a" not in _what_ran(text) + _what_ran(image)

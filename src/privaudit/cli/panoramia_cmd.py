@@ -35,7 +35,7 @@ def render_panoramia_summary(
     from rich.console import Console
     from rich.table import Table
 
-    from privaudit.report.panoramia import cap_warning, classifier_inputs
+    from privaudit.report.panoramia import cap_warning, classifier_inputs, size_warning
 
     if width is None:
         width = 80 if not sys.stdout.isatty() else None
@@ -77,9 +77,9 @@ def render_panoramia_summary(
         none if o1 is None else "loss threshold, two-sided",
     )
     console.print(table)
-    warning = cap_warning(b, int(s["m"]))
-    if warning is not None:
-        console.print(f"[bold red]warning[/bold red]: {warning}")
+    for warning in (size_warning(p), cap_warning(b, int(s["m"]))):
+        if warning is not None:
+            console.print(f"[bold red]warning[/bold red]: {warning}")
     console.print(
         "[yellow]note[/yellow]: eps_tilde is a lower bound on the target's eps only if c_lb is "
         "tight (no detector of generated records beats the baseline; Kazmi et al. 2024, "

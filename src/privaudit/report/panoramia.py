@@ -50,6 +50,7 @@ __all__ = [
     "panoramia_results",
     "precision_recall_png",
     "recompute_panoramia",
+    "size_warning",
     "write_panoramia_report",
 ]
 
@@ -81,6 +82,40 @@ def cap_warning(bounds: Mapping[str, Any], m: int) -> str | None:
         f"{room:.3f} whatever the target leaks. A generator closer to the data, or more test "
         "slots (the cap grows like log m), is needed to measure more."
     )
+
+
+def size_warning(pano: Mapping[str, Any]) -> str | None:
+    """A warning when the bounds rest on too few test slots, else ``None``: PANORAMIA's,
+    RM;RN's or O(1)'s ``m`` below :data:`~privaudit.games.metrics.MIN_RECORDS_FOR_A_RESULT`
+    (a figure on a few records is a warning, not a result), and, when ``bounds["cap"]`` is
+    0, that no PANORAMIA bound can exceed 0 on these slots, whatever the target leaks."""
+    from privaudit.games.metrics import MIN_RECORDS_FOR_A_RESULT
+
+    m = int(pano["sizes"]["m"])
+    counts = [("PANORAMIA", m)] + [
+        (label, int(c["m"]))
+        for label, c in (
+            ("RM;RN", pano["comparisons"].get("rmrn")),
+            ("O(1)", pano["comparisons"].get("o1")),
+        )
+        if c is not None
+    ]
+    few = [f"{label} m = {n}" for label, n in counts if n < MIN_RECORDS_FOR_A_RESULT]
+    if not few:
+        return None
+    out = (
+        f"the bounds rest on few test slots ({', '.join(few)}; fewer than "
+        f"{MIN_RECORDS_FOR_A_RESULT}): read them as a warning, not a result."
+    )
+    cap = pano["bounds"].get("cap")
+    if cap is not None and cap <= 0:
+        out += (
+            f" On m = {m} slots perfect scores give a bound of {cap:.3f} at confidence "
+            f"{pano.get('confidence', 0.95):g} (the cap): c_lb, {{c+eps}}_lb and eps_tilde are "
+            "0 by construction, whatever the target leaks; more known members (m grows with "
+            "them) are needed to measure anything."
+        )
+    return out
 
 
 _REFERENCE_WORDS = {
@@ -322,15 +357,35 @@ def recompute_panoramia(
     return out
 
 
+#: The MIA / baseline classifier of each modality, for a run whose classifiers did not
+#: record their kind (:meth:`~privaudit.games.panoramia_text.TextModality.fit_scorer`,
+#: the image modality's).
+_CLASSIFIER_WORDS = {
+    "tabular": "gradient boosting",
+    "image": "CNN of the image + MLP of the losses",
+    "text": "byte CNN of the text + CNN of the per-token losses",
+}
+
+
 def _what_ran(pano: Mapping[str, Any]) -> str:
     """Generator, helper and classifiers of the run, in a few words (for the figure titles)."""
     gen = pano.get("generator") or {}
     helper = pano.get("helper") or {}
     clf = ((pano.get("classifiers") or {}).get("mia")) or {}
+    gen_name = gen.get("kind") or gen.get("name")
+    base = gen.get("base")  # text: the base LM (its name, or settings naming it) fine-tuned
+    if gen_name is None and base:
+        top_k = (gen.get("sampling") or {}).get("top_k")
+        name = base.get("name", "base LM") if isinstance(base, Mapping) else base
+        gen_name = f"{name} fine-tuned" + (f", top-{top_k} sampling" if top_k else "")
+    helper_name = helper.get("trainer") or helper.get("kind")
+    if helper_name is None and "recipe" in helper:
+        helper_name = "the target's recipe"
+    clf_name = clf.get("kind") or _CLASSIFIER_WORDS.get(str(pano.get("modality")))
     parts = [
-        f"generator {gen.get('kind') or gen.get('name') or 'n/a'} on {gen.get('n_train', '?')} members",
-        f"helper {helper.get('trainer') or helper.get('kind') or 'n/a'}",
-        f"classifiers {clf.get('kind') or 'n/a'}",
+        f"generator {gen_name or 'n/a'} on {gen.get('n_train', '?')} members",
+        f"helper {helper_name or 'n/a'}",
+        f"classifiers {clf_name or 'n/a'}",
     ]
     return "; ".join(parts)
 
@@ -455,6 +510,7 @@ def panoramia_context(results: Mapping[str, Any]) -> dict[str, Any]:
             },
             "inputs": {role: classifier_inputs(pano, role) for role in ("mia", "baseline")},
             "cap_warning": cap_warning(b, int(pano["sizes"]["m"])),
+            "size_warning": size_warning(pano),
             "pr_plot": precision_recall_png(pano),
             "eps_plot": eps_recall_png(pano),
             "generator_rows": _settings_rows(pano.get("generator")),
