@@ -102,7 +102,14 @@ neither establishes growth on three seeds. Seed 1 (3262 s, mostly alone): c_lb 0
 default since. Its cost: one more fine-tuning run per target (3262-3903 s per seed above against
 2814 s for G's LM alone on seed 3) and 12.4 GB peak RSS against 9.9 GB (one such run at a time on a 24 GB machine);
 at 80 steps c_lb nears the cap (eps_tilde 1.11 against RM;RN 2.34, below it as G's LM alone
-also is), which more slots m would lift.
+also is), which more slots m would lift. Seed 4, the first run of the new default (``python
+benchmarks/_panoramia_text.py --seeds 1 --first-seed 4 --json seed4.json``, no ``--reference``;
+3767 s, mostly alone, peak RSS 12.4 GB; m = 298, cap 2.92): c_lb 1.15 / 1.35 / 1.24,
+{c+eps}_lb 1.38 / 2.19 / 2.86, eps_tilde 0.23 / 0.84 / 1.62, RM;RN 0 / 0.96 / 2.29, O(1) 0.19 /
+0.41 / 1.48; AUCs baseline 0.814 / 0.886 / 0.859, MIA 0.853 / 0.981 / 0.999, RM;RN 0.572 /
+0.816 / 0.981. Over seeds 0-4 (``--combine`` of the five): eps_tilde 0.12 / 0.87 / 1.21
+against RM;RN 0 / 1.10 / 2.33; gap -0.425 +- 0.175 over 15 targets, lower limit -0.734 (at
+or below RM;RN within noise); growth +1.087 +- 0.232, lower limit +0.593 (grows).
 Tiny GPT (``--tiny --seeds 3 --reference generator+target-recipe``, 1177 s at load ~2): c_lb
 at its cap as with G's LM alone (1.81 / 1.80 / 1.77 at 50 / 300 / 1200 steps), eps_tilde 0 on
 every target, RM;RN 0 / 0.82 / 1.55. There the MIA is the weaker classifier even at 1200 steps
