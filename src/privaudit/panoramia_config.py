@@ -51,8 +51,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from privaudit.config import GENERATOR_PARAMS, DatasetConfig, ModelConfig, torch_recipe
 from privaudit.config_io import ConfigError, StrictModel, read_yaml, validate_mapping
+from privaudit.config_shared import GENERATOR_PARAMS, DatasetConfig, ModelConfig, torch_recipe
 from privaudit.llm_config import LLMModelConfig
 
 __all__ = [

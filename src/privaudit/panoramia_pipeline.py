@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from privaudit._validation import fail
-from privaudit.config import torch_recipe
+from privaudit.config_shared import torch_recipe
 from privaudit.data import Dataset
 from privaudit.errors import InvalidInputError
 from privaudit.games.provided import (

@@ -25,8 +25,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from privaudit.config import GENERATOR_PARAMS, DatasetConfig, ModelConfig
 from privaudit.config_io import NJobs, StrictModel, read_yaml, validate_mapping
+from privaudit.config_shared import GENERATOR_PARAMS, DatasetConfig, ModelConfig
 
 __all__ = [
     "RECORD_ATTACKS_BY_KIND",
