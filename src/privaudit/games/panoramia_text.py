@@ -31,7 +31,7 @@ text; the auditor knows some of its training texts (the known members), and:
   distribution the way the target did, minus the audit's members, and not the model G
   sampled from (G's LM finds its own samples likelier than any other model does).
   ``"generator+target-recipe"``: both, in that order: the default, because on SmolLM2
-  targets (four seeds, 10 / 30 / 80 steps) its eps_tilde never reads above RM;RN on average
+  targets (five seeds, 10 / 30 / 80 steps) its eps_tilde never reads above RM;RN on average
   at any step count and still grows with the steps, where G's LM alone reads above RM;RN at
   10 and 30 steps (it costs one more fine-tuning run per target and its memory). Without a
   reference the baseline only has h, trained on synthetic text, while the MIA has f, trained

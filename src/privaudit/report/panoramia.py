@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from privaudit._validation import fail
+from privaudit.games.metrics import MIN_RECORDS_FOR_A_RESULT
 from privaudit.report.results import ScoreTable, build_results, validate_results
 from privaudit.report.writer import write_report
 
@@ -89,8 +90,6 @@ def size_warning(pano: Mapping[str, Any]) -> str | None:
     RM;RN's or O(1)'s ``m`` below :data:`~privaudit.games.metrics.MIN_RECORDS_FOR_A_RESULT`
     (a figure on a few records is a warning, not a result), and, when ``bounds["cap"]`` is
     0, that no PANORAMIA bound can exceed 0 on these slots, whatever the target leaks."""
-    from privaudit.games.metrics import MIN_RECORDS_FOR_A_RESULT
-
     m = int(pano["sizes"]["m"])
     counts = [("PANORAMIA", m)] + [
         (label, int(c["m"]))
