@@ -9,6 +9,8 @@ that train tabular generators. :mod:`privaudit.config` re-exports them.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,6 +27,7 @@ __all__ = [
     "DatasetConfig",
     "ModelConfig",
     "build_estimator",
+    "check_recipe_fields",
     "torch_recipe",
 ]
 
@@ -158,22 +161,28 @@ def _estimator_class(kind: str) -> Any:
     raise InvalidInputError(f"model.kind: expected one of {', '.join(MODEL_KINDS)}, found {kind!r}")
 
 
+def check_recipe_fields(
+    recipe: type, params: Mapping[str, Any], what: str, *, set_elsewhere: Sequence[str] = ()
+) -> None:
+    """Raise ``ValueError`` naming the keys of ``params`` that are not fields of the
+    dataclass ``recipe`` (those in ``set_elsewhere`` come from the audit, not the user)."""
+    fields = {f.name for f in dataclasses.fields(recipe)} - set(set_elsewhere)
+    bad = sorted(set(params) - fields)
+    if bad:
+        raise ValueError(
+            f"expected {what} fields ({', '.join(sorted(fields))}); found unknown "
+            f"{', '.join(map(repr, bad))}"
+        )
+
+
 def torch_recipe(params: dict[str, Any], base_dir: str | Path | None = None) -> Any:
     """The :class:`~privaudit.models.torch_models.TorchRecipe` of a ``torch`` model's params.
 
     Validated without importing torch; raises ``ValueError`` naming the bad field.
     """
-    import dataclasses
-
     from privaudit.models.torch_models import TorchRecipe
 
-    fields = {f.name for f in dataclasses.fields(TorchRecipe)} - {"base_dir"}
-    bad = sorted(set(params) - fields)
-    if bad:
-        raise ValueError(
-            f"expected torch recipe fields ({', '.join(sorted(fields))}); found unknown "
-            f"{', '.join(map(repr, bad))}"
-        )
+    check_recipe_fields(TorchRecipe, params, "torch recipe", set_elsewhere=("base_dir",))
     if "factory" not in params:
         raise ValueError("expected 'factory' ('package.module:function' or 'file.py:function')")
     kw = dict(params)

@@ -45,14 +45,19 @@ Relative paths resolve against the YAML file's folder.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from privaudit.config_io import ConfigError, StrictModel, read_yaml, validate_mapping
-from privaudit.config_shared import GENERATOR_PARAMS, DatasetConfig, ModelConfig, torch_recipe
+from privaudit.config_shared import (
+    GENERATOR_PARAMS,
+    DatasetConfig,
+    ModelConfig,
+    check_recipe_fields,
+    torch_recipe,
+)
 from privaudit.llm_config import LLMModelConfig
 
 __all__ = [
@@ -481,13 +486,7 @@ def finetune_recipe(params: dict[str, Any], *, seed: int) -> Any:
     from privaudit.errors import InvalidInputError
     from privaudit.models.lm_finetune import FineTuneRecipe
 
-    fields = {f.name for f in dataclasses.fields(FineTuneRecipe)} - {"seed"}
-    bad = sorted(set(params) - fields)
-    if bad:
-        raise ValueError(
-            f"expected fine-tuning recipe fields ({', '.join(sorted(fields))}); found unknown "
-            f"{', '.join(map(repr, bad))}"
-        )
+    check_recipe_fields(FineTuneRecipe, params, "fine-tuning recipe", set_elsewhere=("seed",))
     try:
         return FineTuneRecipe(**params, seed=seed)
     except (InvalidInputError, TypeError) as exc:
