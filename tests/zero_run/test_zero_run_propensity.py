@@ -176,10 +176,11 @@ def test_model_structure() -> None:
     fm = prepare_features(np.zeros((10, 3)))
     for name in ESTIMATORS:
         m = make_propensity_model(name, fm, n_inner=4, pca_components=2, seed=3)
-        if name == "logistic":  # the uncalibrated MLE: the pipeline itself
+        if name in ("logistic", "logistic-quadratic"):  # uncalibrated MLEs: the pipeline
             assert isinstance(m, Pipeline)
             assert m.steps[-1][1].get_params()["C"] == 100.0
             pipe, plain = m, make_propensity_model(name, fm)
+            assert ("quadratic" in dict(m.steps)) == (name == "logistic-quadratic")
         else:
             assert isinstance(m, CalibratedClassifierCV)
             assert m.ensemble is True
@@ -188,7 +189,13 @@ def test_model_structure() -> None:
             pipe, plain = m.estimator, make_propensity_model(name, fm).estimator
         steps = dict(pipe.steps)
         assert isinstance(steps["pca"], PCA) and steps["pca"].n_components == 2
-        linear = name in ("logistic-sigmoid", "logistic-isotonic", "linear-svm", "logistic")
+        linear = name in (
+            "logistic-sigmoid",
+            "logistic-isotonic",
+            "linear-svm",
+            "logistic",
+            "logistic-quadratic",
+        )
         # with PCA: raw features into the PCA, standardised components for linear models
         assert steps["preprocess"].transformers[0][1] == "passthrough"
         assert isinstance(steps.get("scale"), StandardScaler) == linear

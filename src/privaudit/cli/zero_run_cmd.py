@@ -278,10 +278,23 @@ def zero_run_command(
     estimators: str | None = typer.Option(
         None,
         "--estimators",
-        help="Comma-separated propensity estimators (default: logistic,hist-gb). "
-        "Choices: logistic-sigmoid, logistic-isotonic, linear-svm, random-forest, "
-        "extra-trees, hist-gb (the paper's six), logistic (uncalibrated MLE, split "
-        "correction); or all.",
+        help="Comma-separated propensity estimators whose bounds may make the headline "
+        "(default: logistic,logistic-quadratic). Choices: logistic-sigmoid, "
+        "logistic-isotonic, linear-svm, random-forest, extra-trees, hist-gb (the paper's "
+        "six), logistic, logistic-quadratic (uncalibrated MLEs, linear and quadratic logit, "
+        "split correction); or all.",
+    ),
+    challengers: str | None = typer.Option(
+        None,
+        "--challengers",
+        help="Comma-separated estimators fitted only to challenge the estimators in the "
+        "falsification test, never in the headline (default: hist-gb; 'none' for none).",
+    ),
+    placebo: bool = typer.Option(
+        True,
+        "--placebo/--no-placebo",
+        help="Placebo check: re-run each estimator's pointwise audit on the score projected "
+        "on the features (which leaks nothing); an estimator above 0 leaves the headline.",
     ),
     bootstrap: int = typer.Option(
         0, "--bootstrap", help="Bootstrap refits of the propensity models (paper: 600)."
@@ -348,6 +361,8 @@ def zero_run_command(
             check_output_dir(out, overwrite=overwrite)  # fail before any work
         settings = _AuditSettings(
             estimators=_estimator_names(estimators, features, propensity_col),
+            challengers=_challenger_names(challengers, propensity_col),
+            placebo=placebo and propensity_col is None,
             confidence=confidence,
             beta=beta,
             margin_z=margin_z,
@@ -392,6 +407,8 @@ class _AuditSettings:
     """
 
     estimators: list[str]
+    challengers: list[str]
+    placebo: bool
     confidence: float | None
     beta: float | None
     margin_z: float
@@ -476,6 +493,8 @@ def _run_audit(
         features=inputs.features,
         propensity=inputs.given,
         estimators=tuple(settings.estimators),
+        challengers=tuple(settings.challengers),
+        placebo=settings.placebo,
         beta=settings.beta,
         confidence=settings.confidence,
         margin_z=settings.margin_z,
@@ -526,6 +545,26 @@ def _estimator_names(
     unknown = [n for n in names if n not in ESTIMATORS]
     if unknown:
         raise fail("--estimators", "names from " + ", ".join(ESTIMATORS), ", ".join(unknown))
+    return names
+
+
+def _challenger_names(challengers: str | None, propensity_col: str | None) -> list[str]:
+    """The ``--challengers`` names (default :data:`DEFAULT_CHALLENGERS`; ``none``: none),
+    checked; none with ``--propensity-col`` (nothing is fitted then)."""
+    from privaudit.audit.zero_run import DEFAULT_CHALLENGERS, ESTIMATORS
+
+    if propensity_col is not None:
+        if challengers is not None:
+            raise fail(
+                "--propensity-col", "no --challengers with given propensities", "--challengers"
+            )
+        return []
+    names = _split_list(challengers, "--challengers") or list(DEFAULT_CHALLENGERS)
+    if names == ["none"]:
+        return []
+    unknown = [n for n in names if n not in ESTIMATORS]
+    if unknown:
+        raise fail("--challengers", "names from " + ", ".join(ESTIMATORS), ", ".join(unknown))
     return names
 
 

@@ -53,14 +53,17 @@ def render_zero_run_summary(
 ) -> None:
     """Print a readable summary of a :class:`~privaudit.audit.zero_run.ZeroRunResult`.
 
-    The headline bound, one row per propensity estimator with the uncorrected, global and
-    pointwise mu and eps bounds side by side (plus the bootstrap lower quantile when
-    present), the diagnostics, the falsification tests, then warnings (bold) and notes.
+    The headline bound (or that it was refused), one row per propensity estimator with the
+    uncorrected, global and pointwise mu and eps bounds side by side (plus the bootstrap lower
+    quantile when present), the diagnostics, the falsification tests, the placebo checks,
+    then warnings (bold) and notes.
     """
     _print_header(result, console, features)
     console.print(_bounds_table(result))
     console.print(_diagnostics_table(result))
     console.print(_falsification_table(result))
+    if any(e.get("placebo") for e in result.estimators):
+        console.print(_placebo_table(result))
     for w in result.warnings:
         console.print(f"[bold]warning: {escape(w)}[/bold]", highlight=False)
     for n in result.notes:
@@ -88,6 +91,12 @@ def _print_header(result: Any, console: Console, features: Sequence[str] | None)
         highlight=False,
     )
     h = result.headline
+    if h.get("refused"):
+        console.print(
+            "[bold]headline: REFUSED[/bold] -- no bound is printed: " + escape(str(h.get("basis"))),
+            highlight=False,
+        )
+        return
     console.print(
         f"[bold]headline[/bold]: mu >= [bold]{_fmt(h.get('mu_lower_bound'))}[/bold] (mu-GDP), "
         f"eps >= [bold]{_fmt(h.get('epsilon_lower_bound'))}[/bold] (pure eps-DP); "
@@ -177,6 +186,25 @@ def _diagnostics_table(result: Any) -> Table:
             "n/a" if poor is None else ("[red]poor[/red]" if poor else "[green]ok[/green]"),
         )
     return diag
+
+
+def _placebo_table(result: Any) -> Table:
+    """One row per estimator: its pointwise audit of the placebo score (truth 0) and verdict."""
+    table = Table(title="Placebo check (the same audit of a features-only score: truth 0)")
+    for col in ("propensity model", "mu placebo", "eps placebo", "beta", "verdict"):
+        table.add_column(col, justify="left" if col in ("propensity model", "verdict") else "right")
+    for e in result.estimators:
+        p = e.get("placebo")
+        if not p:
+            continue
+        table.add_row(
+            escape(str(e["name"])),
+            _fmt(p.get("mu_lower_bound")),
+            _fmt(p.get("epsilon_lower_bound")),
+            _fmt(p.get("beta"), 4),
+            "[red]failed (left out of the headline)[/red]" if p.get("failed") else "passed",
+        )
+    return table
 
 
 def _falsification_table(result: Any) -> Table:

@@ -425,6 +425,9 @@ def _verify_zero_run(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
             features=None if col else features,
             propensity=given,
             estimators=tuple(cfg["estimators"]),
+            # bundles written before the validity checks existed had neither
+            challengers=tuple(cfg.get("challengers", ())),
+            placebo=cfg.get("placebo", False),
             confidence=cfg["confidence"],
             beta=cfg.get("beta"),
             margin_z=cfg.get("margin_z", 2.0),

@@ -31,6 +31,7 @@ import numpy as np
 
 from privaudit import __version__
 from privaudit._validation import fail
+from privaudit.audit.zero_run.placebo import PLACEBO_SCORE
 from privaudit.audit.zero_run.result import ZeroRunResult
 from privaudit.records import json_number
 from privaudit.report.html import fig_to_base64, jinja_environment
@@ -236,6 +237,7 @@ def _estimator_view(e: Mapping[str, Any]) -> dict[str, Any]:
             }
             for f in e.get("falsification") or []
         ],
+        "placebo": e.get("placebo"),
         "histogram_png": (
             propensity_histogram_png(diag, title=str(e["name"])) if "histogram" in diag else None
         ),
@@ -307,6 +309,7 @@ def render_zero_run_html(result: ZeroRunResult) -> str:
             estimators=[_estimator_view(e) for e in r.estimators],
             settings_rows=[(str(k), _setting_text(v)) for k, v in r.settings.items()],
             method_notes=_method_notes(r),
+            placebo_score=PLACEBO_SCORE,
         )
     )
 

@@ -10,7 +10,10 @@ Entry point: :func:`zero_run_audit`. Building blocks, bottom up:
 * :mod:`.bounds` -- uncorrected / global / pointwise bounds of one attack and one
   propensity vector;
 * :mod:`.features` / :mod:`.estimators` / :mod:`.propensity` -- feature validation, the
-  six estimator families (+ ``logistic``), cross-fitting and bootstrap fits;
+  six estimator families (+ ``logistic`` and ``logistic-quadratic``), cross-fitting and
+  bootstrap fits;
+* :mod:`.placebo` -- the placebo check (the pointwise audit of a features-only score);
+* :mod:`.null_battery` -- shifts of every kind for the headline's null battery;
 * :mod:`.diagnostics` -- calibration and overlap diagnostics with warnings;
 * :mod:`.bootstrap` -- the bootstrap over propensity fits (Section 6);
 * :mod:`.audit` / :mod:`.result` -- the orchestration and the :class:`ZeroRunResult`.
@@ -18,7 +21,11 @@ Entry point: :func:`zero_run_audit`. Building blocks, bottom up:
 
 from __future__ import annotations
 
-from privaudit.audit.zero_run.audit import DEFAULT_ESTIMATORS, zero_run_audit
+from privaudit.audit.zero_run.audit import (
+    DEFAULT_CHALLENGERS,
+    DEFAULT_ESTIMATORS,
+    zero_run_audit,
+)
 from privaudit.audit.zero_run.bounds import CORRECTIONS, default_guess_counts, zero_run_bounds
 from privaudit.audit.zero_run.diagnostics import propensity_diagnostics
 from privaudit.audit.zero_run.global_correction import (
@@ -54,6 +61,7 @@ from privaudit.audit.zero_run.tampering import (
 
 __all__ = [
     "CORRECTIONS",
+    "DEFAULT_CHALLENGERS",
     "DEFAULT_ESTIMATORS",
     "ESTIMATORS",
     "ConditionalBound",

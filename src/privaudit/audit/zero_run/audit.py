@@ -41,6 +41,7 @@ from privaudit.audit.selection import prepare_scores
 from privaudit.audit.zero_run.bootstrap import bootstrap_pointwise, bound_args
 from privaudit.audit.zero_run.bounds import DEFAULT_MARGIN_Z, zero_run_bounds
 from privaudit.audit.zero_run.diagnostics import propensity_diagnostics
+from privaudit.audit.zero_run.placebo import PLACEBO_SCORE, placebo_check, placebo_scores
 from privaudit.audit.zero_run.propensity import (
     ESTIMATORS,
     FeatureMatrix,
@@ -60,11 +61,24 @@ from privaudit.runtime.mapping import InlineMapper, Mapper
 from privaudit.runtime.seeds import derive_rng, derive_seed
 from privaudit.runtime.store import ArtifactStore
 
-__all__ = ["DEFAULT_ESTIMATORS", "HEADLINE_RULES", "POINTWISE_REFUSED", "zero_run_audit"]
+__all__ = [
+    "DEFAULT_CHALLENGERS",
+    "DEFAULT_ESTIMATORS",
+    "HEADLINE_RULES",
+    "POINTWISE_REFUSED",
+    "zero_run_audit",
+]
 
-DEFAULT_ESTIMATORS = ("logistic", "hist-gb")
-"""The uncalibrated logistic MLE (split correction: the power of the headline when the
-logit is close to linear in the features) and hist-gb (margin correction: flexible)."""
+DEFAULT_ESTIMATORS = ("logistic", "logistic-quadratic")
+"""The uncalibrated maximum-likelihood logits, linear and quadratic in the features (split
+correction): the linear one has the power when the logit is close to linear (a mean shift),
+the quadratic one is well specified under shifts in spread and correlation too
+(docs/zero_run_validity.md, the null battery)."""
+
+DEFAULT_CHALLENGERS = ("hist-gb",)
+"""Features-only propensity models that only challenge the estimators (the falsification
+test, Remark C.1), never enter the headline and cost no share of ``beta``: a flexible
+model catches a misspecified parametric one."""
 
 HEADLINE_RULES = ("max", "min")
 """How the headline combines the estimators: ``"max"`` (Bonferroni over the admitted
@@ -108,6 +122,8 @@ def zero_run_audit(
     features: Any = None,
     propensity: ArrayLike | Mapping[str, ArrayLike] | None = None,
     estimators: Sequence[str] = DEFAULT_ESTIMATORS,
+    challengers: Sequence[str] = DEFAULT_CHALLENGERS,
+    placebo: bool = True,
     confidence: float | None = None,
     beta: float | None = None,
     margin_z: float = DEFAULT_MARGIN_Z,
@@ -141,7 +157,17 @@ def zero_run_audit(
         Precomputed propensities (e.g. an oracle, or a released model's scores); then no
         estimation, bootstrap or cross-fitting happens.
     estimators : sequence of str
-        Propensity estimator families (:data:`.propensity.ESTIMATORS`).
+        Propensity estimator families (:data:`.propensity.ESTIMATORS`) whose pointwise
+        bounds may make the headline.
+    challengers : sequence of str
+        Further estimator families fitted only as features-only challengers of the
+        falsification test (default :data:`DEFAULT_CHALLENGERS`); they never enter the
+        headline and are not counted in ``J``. Ignored when propensities are given.
+    placebo : bool
+        Run the placebo check (:mod:`.placebo`, estimated propensities only): every
+        estimator's pointwise audit is re-run on the attack's score projected on the
+        features, which leaks nothing; an estimator whose placebo bound is above 0 leaves
+        the headline.
     beta : float, optional
         Failure probability of every bound and of the falsification test (default 0.05),
         used exactly.
@@ -159,7 +185,10 @@ def zero_run_audit(
         ``"max"`` (default): every bound of every estimator (global, pointwise, bootstrap
         replicates) is computed at ``beta / J``, ``J`` the number of estimators not refused
         (:data:`POINTWISE_REFUSED`), and the headline is the largest pointwise bound among
-        those not falsified by the Remark C.1 test. By the union bound
+        those that pass both validity checks: not falsified by the Remark C.1 test (every
+        estimator and challenger as a challenger, each test at ``beta`` divided by their
+        number) and not failed by the placebo check. When none passes, the headline is
+        **refused** (``headline["refused"]``, bound 0 with the reason). By the union bound
         ``P(max_j B_j > truth) <= sum_j P(B_j > truth) <= J beta / J = beta`` whatever the
         dependence between the estimators' bounds, so picking the largest after seeing the
         data is valid; leaving out falsified estimators (a data-dependent choice) can only
@@ -202,8 +231,8 @@ def zero_run_audit(
     )
     fit_kw = {"n_folds": n_folds, "n_inner": n_inner, "pca_components": pca_components}
     # Step 2: the propensities, given or cross-fitted on the features.
-    feats, fits, pis = _propensities(
-        s, mem, features, propensity, estimators, n_bootstrap, seed, fit_kw
+    feats, fits, pis, challenger_pis = _propensities(
+        s, mem, features, propensity, (estimators, challengers), n_bootstrap, seed, fit_kw
     )
     # Step 3: every estimator's bounds (at beta / J), diagnostics, bootstrap, falsification.
     n_tests = _n_tests(pis, fits, headline_rule)
@@ -215,7 +244,11 @@ def zero_run_audit(
         feats=feats,
         fits=fits,
         pis=pis,
+        challenger_pis=challenger_pis,
         args=_bound_arguments(pis, fits, bound_kw),
+        placebo=placebo_scores(feats, s, seed=derive_seed(seed, purpose="zero-run-placebo"))
+        if placebo and feats is not None
+        else None,
         beta=beta,
         bound_kw=bound_kw,
         fit_kw=fit_kw,
@@ -234,6 +267,7 @@ def zero_run_audit(
     entries, warnings = _estimator_entries(run, all_bounds)
     # Step 4: the headline, and a warning when the shift explains the uncorrected bound.
     headline = _headline(entries, headline_rule, q, n_bootstrap, beta / n_tests)
+    warnings.extend(_refusal_warning(headline))
     warnings.extend(_shift_warning(uncorrected, headline))
     return ZeroRunResult(
         confidence=1.0 - beta,
@@ -260,6 +294,8 @@ class _AuditRun:
     """The paired cross-fits (empty when the propensities are given)."""
     pis: Mapping[str, NDArray[np.float64]]
     """Every estimator's propensities, in the order requested."""
+    challenger_pis: Mapping[str, NDArray[np.float64]]
+    """The falsification test's challengers: every estimator's and challenger's propensities."""
     args: Mapping[str, Mapping[str, Any]]
     """Per estimator, the arguments of :func:`.bounds.zero_run_bounds` (:func:`_bound_arguments`)."""
     beta: float
@@ -268,6 +304,8 @@ class _AuditRun:
     """beta (``beta / J`` under rule ``"max"``), delta, delta_ds and margin_z of every bound."""
     fit_kw: Mapping[str, Any]
     """n_folds, n_inner and pca_components of every propensity fit."""
+    placebo: NDArray[np.float64] | None
+    """The placebo score (:func:`.placebo.placebo_scores`), or None when the check is off."""
     uniforms: NDArray[np.float64]
     """The tampering coins, one per audit example, shared by every estimator and replicate."""
     test_uniforms: NDArray[np.float64]
@@ -316,13 +354,25 @@ def _estimator_entry(
     warnings = [f"[{name}] {w}" for w in diag.get("warnings", [])]
     boot = _bootstrap(run, name)
     falsification = _falsification(
-        name, run.args[name], run.pis, run.member, run.beta, run.test_uniforms, warnings
+        name, run.args[name], run.challenger_pis, run.member, run.beta, run.test_uniforms, warnings
     )
     refused = POINTWISE_REFUSED.get(name) if name in run.fits else None
     pointwise = bounds["pointwise"]
     if refused is not None:
         pointwise = _refuse(pointwise, refused)
         warnings.append(f"[{name}] pointwise bound refused: {refused}.")
+    placebo = None
+    if run.placebo is not None and refused is None:
+        placebo = placebo_check(
+            run.placebo, run.member, uniforms=run.uniforms, bound_args=run.args[name]
+        )
+        if placebo["failed"]:
+            warnings.append(
+                f"[{name}] placebo check failed: the same pointwise audit of a features-only "
+                f"score ({PLACEBO_SCORE}) gave mu >= {placebo['mu_lower_bound']:.3g}, "
+                f"eps >= {placebo['epsilon_lower_bound']:.3g} where the truth is 0: this "
+                "estimator's correction is too weak for this shift; left out of the headline."
+            )
     entry = {
         "name": name,
         "global": bounds["global"].to_dict(),
@@ -331,6 +381,7 @@ def _estimator_entry(
         "diagnostics": diag,
         "bootstrap": boot,
         "falsification": falsification,
+        "placebo": placebo,
     }
     return entry, warnings
 
@@ -356,6 +407,8 @@ def _settings(run: _AuditRun, headline_rule: str, *, given: bool) -> dict[str, A
     return {
         "seed": run.seed,
         "estimators": list(run.pis),
+        "challengers": [c for c in run.challenger_pis if c not in run.pis],
+        "placebo": run.placebo is not None,
         "confidence": 1.0 - run.beta,
         "beta": run.beta,
         "margin_z": run.bound_kw["margin_z"],
@@ -403,46 +456,64 @@ def _bound_arguments(
     }
 
 
+def _check_names(names: Sequence[str], name: str, *, allow_empty: bool) -> list[str]:
+    """A list of estimator family names from :data:`.propensity.ESTIMATORS`, duplicates removed."""
+    if isinstance(names, str) or (not names and not allow_empty):
+        raise fail(name, f"a non-empty list of names from {ESTIMATORS}", names)
+    bad = [e for e in names if e not in ESTIMATORS]
+    if bad:
+        raise fail(name, f"names from {ESTIMATORS}", bad)
+    return list(dict.fromkeys(names))
+
+
 def _propensities(
     s: NDArray[np.float64],
     mem: NDArray[np.bool_],
     features: Any,
     propensity: ArrayLike | Mapping[str, ArrayLike] | None,
-    estimators: Sequence[str],
+    families: tuple[Sequence[str], Sequence[str]],
     n_bootstrap: int,
     seed: int,
     fit_kw: Mapping[str, Any],
-) -> tuple[FeatureMatrix | None, dict[str, PairedPropensity], dict[str, NDArray[np.float64]]]:
+) -> tuple[
+    FeatureMatrix | None,
+    dict[str, PairedPropensity],
+    dict[str, NDArray[np.float64]],
+    dict[str, NDArray[np.float64]],
+]:
     """Step 2 of the audit: the propensities of every estimator, given or cross-fitted.
 
-    Given propensities are checked and used as they are (no features, fits or bootstrap).
-    Otherwise every requested estimator family gets one paired cross-fit on the features
+    Given propensities are checked and used as they are (no features, fits, challengers or
+    bootstrap). Otherwise every requested estimator family and every challenger family
+    (``families = (estimators, challengers)``) gets one paired cross-fit on the features
     (seeded by ``"zero-run-propensity"``, the same seed for every family). Returns the
-    prepared features (None when given), the paired fits (empty when given) and
-    ``{name: pi}`` in the order requested, duplicates removed.
+    prepared features (None when given), the estimators' paired fits (empty when given),
+    ``{name: pi}`` of the estimators in the order requested, and ``{name: pi}`` of every
+    falsification challenger (the estimators, then the other challengers).
     """
+    estimators, challengers = families
     if propensity is not None:
         pis = _given_propensities(propensity, s.size)
         if n_bootstrap:
             raise fail(
                 "n_bootstrap", "0 when propensities are given (nothing to refit)", n_bootstrap
             )
-        return None, {}, pis
+        return None, {}, pis, dict(pis)
     if features is None:
         raise fail("features", "a feature table (or precomputed propensity scores)", None)
     feats = prepare_features(features)
     check_same_length(features=np.empty(feats.n_rows), scores=s)
-    if isinstance(estimators, str) or not estimators:
-        raise fail("estimators", f"a non-empty list of names from {ESTIMATORS}", estimators)
-    bad = [e for e in estimators if e not in ESTIMATORS]
-    if bad:
-        raise fail("estimators", f"names from {ESTIMATORS}", bad)
+    names = _check_names(estimators, "estimators", allow_empty=False)
+    extra = [
+        c for c in _check_names(challengers, "challengers", allow_empty=True) if c not in names
+    ]
     fit_seed = derive_seed(seed, purpose="zero-run-propensity")
-    fits = {
+    fitted = {
         name: cross_fit_propensity_pair(feats, mem, estimator=name, seed=fit_seed, **fit_kw)
-        for name in dict.fromkeys(estimators)
+        for name in [*names, *extra]
     }
-    return feats, fits, {name: f.pi for name, f in fits.items()}
+    fits = {name: fitted[name] for name in names}
+    return feats, fits, {n: f.pi for n, f in fits.items()}, {n: f.pi for n, f in fitted.items()}
 
 
 def _n_tests(
@@ -493,12 +564,14 @@ def _falsification(
     test_uniforms: NDArray[np.float64],
     warnings: list[str],
 ) -> list[dict[str, Any]]:
-    """Remark C.1's falsification test of one estimator against every estimator's scores.
+    """Remark C.1's falsification test of one estimator against every challenger's scores.
 
     What is tested is the propensity the pointwise correction tampers with (the margin- or
     split-corrected one, ``args`` of :func:`.bounds.zero_run_bounds`); each estimator
-    (itself included) serves as a features-only challenger. A rejection appends a warning
-    to ``warnings``. Returns one record per challenger.
+    (itself included) and each challenger family serves as a features-only challenger,
+    each test at ``beta`` divided by their number (Bonferroni: a conservative model is
+    falsified by some challenger with probability at most ``beta``). A rejection appends a
+    warning to ``warnings``. Returns one record per challenger.
     """
     used = (
         conservative_propensity(args["propensity"], args["propensity_se"], args["margin_z"])
@@ -506,14 +579,15 @@ def _falsification(
         else args["propensity"]
     )
     falsification = []
+    level = beta / len(pis)
     for challenger, cpi in pis.items():
-        res = propensity_model_test(cpi, mem, used, beta=beta, uniforms=test_uniforms)
+        res = propensity_model_test(cpi, mem, used, beta=level, uniforms=test_uniforms)
         falsification.append({"challenger": challenger, **res})
         if res["rejected"]:
             warnings.append(
                 f"[{name}] falsification test rejected: the features-only challenger "
                 f"'{challenger}' predicts membership better than '{name}' allows "
-                f"(p = {res['p_value']:.3g} <= {beta:g}); its correction is too weak."
+                f"(p = {res['p_value']:.3g} <= {level:.3g}); its correction is too weak."
             )
     return falsification
 
@@ -561,16 +635,21 @@ def _headline(
 ) -> dict[str, Any]:
     """Step 4: combine the estimators' pointwise bounds into the headline (``headline_rule``).
 
-    ``"max"``: the largest over the admitted (not refused), not falsified estimators (each
-    computed at ``beta / J``; valid by the union bound). ``"min"``: the smallest over the
-    admitted ones (falsified kept: removing them could only raise it). No estimator left:
-    the trivial bound 0, and ``basis`` says why.
+    ``"max"``: the largest over the admitted (not refused) estimators that pass both
+    validity checks -- not falsified (Remark C.1) and not failed by the placebo check
+    (:mod:`.placebo`) -- each computed at ``beta / J``; valid by the union bound, and
+    leaving estimators out can only lower the maximum. ``"min"``: the smallest over the
+    admitted ones (the failed ones kept: removing them could only raise it). When no
+    estimator is left, the headline is **refused**: the trivial bound 0, ``refused`` true
+    and ``basis`` says why -- a correct result, where a positive number would not be.
     """
     falsified = [e["name"] for e in entries if any(f["rejected"] for f in e["falsification"])]
+    placebo_failed = [e["name"] for e in entries if (e.get("placebo") or {}).get("failed")]
     admitted = [e for e in entries if e["pointwise_refused"] is None]
     if headline_rule == "max":
         # Union bound: any subset of the admitted estimators may be maximised over.
-        pool = [e for e in admitted if e["name"] not in falsified]
+        failed = set(falsified) | set(placebo_failed)
+        pool = [e for e in admitted if e["name"] not in failed]
         chosen = max(pool, key=_headline_mu) if pool else None
         head_mu = _headline_mu(chosen) if chosen is not None else 0.0
         head_eps = max((_headline_eps(e) for e in pool), default=0.0)
@@ -581,9 +660,11 @@ def _headline(
         head_eps = min((_headline_eps(e) for e in pool), default=0.0)
     if chosen is None:
         basis = (
-            "every estimator refused for the pointwise bound (trivial bound 0)"
+            "refused: every estimator refused for the pointwise bound (trivial bound 0)"
             if not admitted
-            else "every admitted estimator falsified (trivial bound 0)"
+            else "refused: every admitted estimator failed a validity check (falsification "
+            "test or placebo check), so no propensity model is trusted for this shift "
+            "(trivial bound 0)"
         )
     elif chosen["bootstrap"] is not None:
         basis = f"bootstrap {q:g}-quantile over {n_bootstrap} propensity fits"
@@ -598,17 +679,33 @@ def _headline(
         "rule": headline_rule,
         "beta_per_estimator": beta_per_estimator,
         "basis": basis,
+        "refused": chosen is None,
         "refused_estimators": [e["name"] for e in entries if e["pointwise_refused"]],
         # Estimators whose correction a features-only challenger showed to be too weak:
         # left out of the maximum (rule "max"); kept in the minimum (rule "min", where
         # removing them could only raise it).
         "falsified_estimators": falsified,
+        # Estimators whose pointwise audit of a features-only score (the placebo) was
+        # above 0: left out of the maximum as the falsified ones are.
+        "placebo_failed_estimators": placebo_failed,
         # The spread across estimator families (paper Appendix I.3: report it).
         "mu_range_across_estimators": [
             min(_headline_mu(e) for e in ranged),
             max(_headline_mu(e) for e in ranged),
         ],
     }
+
+
+def _refusal_warning(headline: Mapping[str, Any]) -> list[str]:
+    """The warning of a refused headline: no bound is printed, and why."""
+    if not headline["refused"]:
+        return []
+    return [
+        f"No headline bound: {headline['basis']}. A refused headline is a correct result; the "
+        "uncorrected bound is not valid under the shift. The audit could not separate the "
+        "model's leakage from the difference between members and non-members: give "
+        "features that explain the shift, or propensities known to be conservative."
+    ]
 
 
 def _shift_warning(uncorrected: Mapping[str, Any], headline: Mapping[str, Any]) -> list[str]:
@@ -636,9 +733,11 @@ def _notes(
 ) -> tuple[str, ...]:
     """The result's notes: how the headline was chosen and what the corrections assume."""
     rule_note = (
-        f"Headline: the largest pointwise-corrected bound over {n_tests} admitted, not "
-        f"falsified propensity estimator(s), each computed at beta/{n_tests} = "
-        f"{beta / n_tests:.3g} (Bonferroni: beta-valid by the union bound)."
+        f"Headline: the largest pointwise-corrected bound over {n_tests} admitted "
+        f"propensity estimator(s) that pass the validity checks (not falsified by a "
+        "features-only challenger, placebo audit of a features-only score at 0), each "
+        f"computed at beta/{n_tests} = {beta / n_tests:.3g} (Bonferroni: beta-valid by the "
+        "union bound; leaving estimators out can only lower the maximum)."
         if headline_rule == "max"
         else "Headline: pointwise-corrected mu-GDP bound of the most conservative propensity "
         "estimator (Zero-Run paper, Section 5 and Appendix I.3)."
@@ -647,9 +746,10 @@ def _notes(
         rule_note,
         "Estimated propensities are cross-fitted on the audit data in pairs of independent "
         f"fits; the pointwise correction raises |logit pi_hat| by {margin_z:g} standard errors "
-        "of that estimate (margin rule), or, for the uncalibrated 'logistic' MLE, ranks with "
-        "one fit and tampers with the other, its |logit| raised by half its variance (split "
-        "rule, which assumes a well-specified logit-linear model); both are asymptotically "
+        "of that estimate (margin rule), or, for the uncalibrated MLEs ('logistic', "
+        "'logistic-quadratic'), ranks with one fit and tampers with the other, its |logit| "
+        "raised by half its variance (split rule, which assumes a well-specified logit: the "
+        "falsification test and the placebo check are its checks); both are asymptotically "
         "valid under estimation error, not exactly (docs/zero_run_validity.md). Bounds are "
         "exact for oracle or conservative given propensities (Corollary 6.1).",
     ]

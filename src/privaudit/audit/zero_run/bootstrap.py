@@ -38,7 +38,11 @@ def _replicate(item: tuple[Any, ...]) -> tuple[float, float]:
         features, member, estimator=estimator, seed=seed, bootstrap=True, **kw
     )
     res = zero_run_bounds(
-        scores, member, uniforms=uniforms, **bound_args(estimator, fit, bound_kw)
+        scores,
+        member,
+        uniforms=uniforms,
+        corrections=("pointwise",),
+        **bound_args(estimator, fit, bound_kw),
     )["pointwise"]
     mu = res.mu_lower_bound
     return (float(mu) if mu is not None else 0.0), float(res.epsilon_lower_bound)

@@ -65,7 +65,7 @@ DEFAULT_MARGIN_Z = 2.0
 propensities (docs/zero_run_validity.md: the null simulation needs about 2 for hist-gb)."""
 
 
-SPLIT_ESTIMATORS = frozenset({"logistic"})
+SPLIT_ESTIMATORS = frozenset({"logistic", "logistic-quadratic"})
 """Estimators whose pointwise correction is the *split* one (:func:`pointwise_inputs`)."""
 
 
@@ -80,7 +80,8 @@ def pointwise_inputs(
       estimate ``l_bar = (l_a + l_b) / 2`` ranks and tampers, with ``|l_bar|`` raised by
       ``margin_z`` standard errors (:func:`.tampering.conservative_propensity`);
       returns ``propensity=pi, propensity_se=se, margin_z=margin_z``.
-    * **split** (``"logistic"``, the uncalibrated MLE): estimate *a* ranks the guesses,
+    * **split** (``"logistic"`` and ``"logistic-quadratic"``, the uncalibrated MLEs):
+      estimate *a* ranks the guesses,
       the independent estimate *b* tampers them, with ``|l_b|`` raised by
       ``s_b^2 / 2 = se^2`` (``s_b^2 = 2 se^2`` is the variance of one fit when ``se`` is
       that of the mean of two). Exact step: if ``l_b = l + e`` with ``e ~ N(0, s^2)``
@@ -151,6 +152,7 @@ def zero_run_bounds(
     global_method: str = "tensor",
     guess_counts: Sequence[int] | None = None,
     threshold: float | None = None,
+    corrections: Sequence[str] = CORRECTIONS,
 ) -> dict[str, AuditResult]:
     r"""The three Zero-Run bounds of one attack under one propensity model.
 
@@ -206,12 +208,15 @@ def zero_run_bounds(
         Candidate numbers of guesses; default :func:`default_guess_counts`.
     threshold : float, optional
         The attack's decision threshold (default: the median score).
+    corrections : sequence of str
+        Which of :data:`CORRECTIONS` to compute (default all three).
 
     Returns
     -------
     dict
         ``{"uncorrected": ..., "global": ..., "pointwise": ...}`` of
-        :class:`~privaudit.records.AuditResult` (``procedure`` ``"zero-run-<name>"``).
+        :class:`~privaudit.records.AuditResult` (``procedure`` ``"zero-run-<name>"``),
+        the keys of ``corrections`` only.
     """
     s, mem = prepare_scores(scores, member)
     pi = check_propensity(propensity)
@@ -221,6 +226,9 @@ def zero_run_bounds(
         raise fail("delta", "a value in [0, 1)", delta)
     if global_method not in GLOBAL_GDP_METHODS:
         raise fail("global_method", f"one of {GLOBAL_GDP_METHODS}", global_method)
+    wanted = set(corrections)
+    if isinstance(corrections, str) or not wanted or not wanted <= set(CORRECTIONS):
+        raise fail("corrections", f"a non-empty list from {CORRECTIONS}", corrections)
     m = s.size
     cands = default_guess_counts(m) if guess_counts is None else [int(r) for r in guess_counts]
     if not cands or any(not 1 <= r <= m for r in cands):
@@ -229,21 +237,26 @@ def zero_run_bounds(
         eta = overlap_eta(pi, mem, delta_ds)
     ctx = _Selection(beta, cands, m, int(mem.sum()))
 
-    # Uncorrected: the most confident guesses, plain one-run audits.
-    plain = [propensity_aware_guesses(s, np.ones(m), r, threshold=threshold) for r in cands]
-    rv = [_counts(t, mem) for t in plain]
-    uncorrected = _uncorrected_bound(rv, ctx, delta)
-    # Global: same guesses, composition penalty.
-    glob = _global_bound(rv, ctx, delta, eta, delta_ds, global_method)
-    # Pointwise: propensity-aware guesses, tampered.
-    pointwise = _pointwise_bound(
-        s, mem, pi, ctx, uniforms=uniforms, propensity_se=propensity_se, margin_z=margin_z,
-        ranking_propensity=ranking_propensity, split=split, threshold=threshold,
-    )  # fmt: skip
-    for res in (uncorrected, glob, pointwise):
+    out: dict[str, AuditResult] = {}
+    if wanted & {"uncorrected", "global"}:
+        # Uncorrected: the most confident guesses, plain one-run audits.
+        plain = [propensity_aware_guesses(s, np.ones(m), r, threshold=threshold) for r in cands]
+        rv = [_counts(t, mem) for t in plain]
+        if "uncorrected" in wanted:
+            out["uncorrected"] = _uncorrected_bound(rv, ctx, delta)
+        if "global" in wanted:
+            # Global: same guesses, composition penalty.
+            out["global"] = _global_bound(rv, ctx, delta, eta, delta_ds, global_method)
+    if "pointwise" in wanted:
+        # Pointwise: propensity-aware guesses, tampered.
+        out["pointwise"] = _pointwise_bound(
+            s, mem, pi, ctx, uniforms=uniforms, propensity_se=propensity_se, margin_z=margin_z,
+            ranking_propensity=ranking_propensity, split=split, threshold=threshold,
+        )  # fmt: skip
+    for res in out.values():
         if res.mu_lower_bound is not None and math.isnan(res.mu_lower_bound):  # pragma: no cover
             raise fail("bounds", "finite numbers", "NaN")
-    return {"uncorrected": uncorrected, "global": glob, "pointwise": pointwise}
+    return {c: out[c] for c in CORRECTIONS if c in out}
 
 
 @dataclass(frozen=True)
@@ -429,7 +442,8 @@ def _validity_note(split: bool, estimated: bool, margin_z: float) -> str:
             "Estimated propensities, split correction: one independent estimate ranks the "
             "guesses, the other tampers them with |logit| raised by half its variance "
             "(Jensen); valid asymptotically for a well-specified, asymptotically normal "
-            "estimator (docs/zero_run_validity.md)."
+            "estimator (docs/zero_run_validity.md; the falsification test and the placebo "
+            "check test the specification)."
         )
     if estimated:
         return (

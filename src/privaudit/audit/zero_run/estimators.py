@@ -24,13 +24,18 @@ from sklearn.ensemble import (
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from sklearn.preprocessing import (
+    FunctionTransformer,
+    OneHotEncoder,
+    PolynomialFeatures,
+    StandardScaler,
+)
 from sklearn.svm import LinearSVC
 
 from privaudit._validation import check_choice, check_positive_int, fail
 from privaudit.audit.zero_run.features import FeatureMatrix
 
-__all__ = ["ESTIMATORS", "as_seed", "make_propensity_model"]
+__all__ = ["ESTIMATORS", "as_seed", "encode_features", "make_propensity_model"]
 
 ESTIMATORS: tuple[str, ...] = (
     "logistic-sigmoid",
@@ -40,18 +45,22 @@ ESTIMATORS: tuple[str, ...] = (
     "extra-trees",
     "hist-gb",
     "logistic",
+    "logistic-quadratic",
 )
 """Names of the propensity pipelines: the paper's six (Sec. 7, App. F.2) and privaudit's
 uncalibrated maximum-likelihood ``"logistic"`` (see :func:`make_propensity_model`)."""
 
-_LINEAR = frozenset({"logistic-sigmoid", "logistic-isotonic", "linear-svm", "logistic"})
+_LINEAR = frozenset(
+    {"logistic-sigmoid", "logistic-isotonic", "linear-svm", "logistic", "logistic-quadratic"}
+)
+_UNCALIBRATED = frozenset({"logistic", "logistic-quadratic"})
 
 
 def _classifier(estimator: str, seed: int) -> BaseEstimator:
     """The uncalibrated classifier of one family (see :func:`make_propensity_model`)."""
     if estimator in ("logistic-sigmoid", "logistic-isotonic"):
         return LogisticRegression(C=1.0, max_iter=2000)
-    if estimator == "logistic":
+    if estimator in _UNCALIBRATED:
         return LogisticRegression(C=100.0, max_iter=5000)
     if estimator == "linear-svm":
         return LinearSVC(C=1.0, dual="auto", max_iter=10_000, random_state=seed)
@@ -114,7 +123,19 @@ def make_propensity_model(
     ``logistic`` (not the paper)  ``LogisticRegression(C=100)`` on standardised
                                   features, **no calibration** (the pipeline itself
                                   is returned; ``n_inner`` is ignored)
+    ``logistic-quadratic`` (not   the same on the standardised numeric columns, their
+    the paper)                    squares and pairwise products (standardised again;
+                                  squares only beyond :data:`QUADRATIC_PAIRS_MAX`
+                                  columns) and the one-hot columns; no calibration
     ============================  =================================================
+
+    ``"logistic-quadratic"`` is the maximum-likelihood fit of a logit that is quadratic in
+    the numeric features. It is **well specified whenever the numeric features are Gaussian in
+    each class and independent of the categorical ones** (the log ratio of two Gaussian
+    densities is a quadratic form; the categories then enter additively): a shift in
+    the mean, the spread or the correlation of the features, where the logit-linear
+    ``"logistic"`` is misspecified as soon as the spreads differ (issue 28: members
+    ``x ~ N(0, 1.6^2)``, non-members ``N(0, 1)``: true logit ``-log 1.6 + 0.305 x^2``).
 
     ``"logistic"`` is a (nearly unpenalised) maximum-likelihood fit of a logit-linear
     model. When that model is well specified, the MLE is asymptotically normal and
@@ -187,14 +208,46 @@ def make_propensity_model(
         steps.append(("pca", PCA(n_components=pca_components, random_state=seed)))
         if linear:
             steps.append(("scale", StandardScaler()))
+    if estimator == "logistic-quadratic":
+        steps.append(("quadratic", _quadratic(features, pca_components)))
     steps.append(("classifier", _classifier(estimator, seed)))
-    if estimator == "logistic":
+    if estimator in _UNCALIBRATED:
         return Pipeline(steps)
     return CalibratedClassifierCV(
         Pipeline(steps),
         method="isotonic" if estimator == "logistic-isotonic" else "sigmoid",
         cv=StratifiedKFold(n_splits=n_inner, shuffle=True, random_state=seed),
         ensemble=True,
+    )
+
+
+QUADRATIC_PAIRS_MAX = 16
+"""Up to this many numeric (or PCA) columns, ``"logistic-quadratic"`` has every pairwise
+product; beyond it only the squares (the products would outnumber the records of a fit)."""
+
+
+def _with_squares(x: np.ndarray) -> np.ndarray:
+    """The columns and their squares (the quadratic terms when pairwise products are too many)."""
+    return np.c_[x, x**2]
+
+
+def _quadratic(features: FeatureMatrix, pca_components: int | None) -> ColumnTransformer:
+    """Degree-2 terms of the numeric columns (or PCA components), standardised.
+
+    It follows the preprocessing step, whose output starts with the numeric columns (or is
+    the ``pca_components`` principal components); the one-hot columns pass through. Up to
+    :data:`QUADRATIC_PAIRS_MAX` columns: the columns, their squares and pairwise products
+    (``PolynomialFeatures(2)``); beyond, the columns and their squares only.
+    """
+    n_num = pca_components if pca_components is not None else len(features.numeric)
+    expand = (
+        PolynomialFeatures(2, include_bias=False)
+        if n_num <= QUADRATIC_PAIRS_MAX
+        else FunctionTransformer(_with_squares)
+    )
+    poly = Pipeline([("expand", expand), ("scale", StandardScaler())])
+    return ColumnTransformer(
+        [("numeric", poly, list(range(n_num)))], remainder="passthrough", sparse_threshold=0.0
     )
 
 
@@ -228,6 +281,18 @@ def _preprocess(features: FeatureMatrix, *, scale: bool) -> ColumnTransformer:
             )
         )
     return ColumnTransformer(transformers, remainder="drop", sparse_threshold=0.0)
+
+
+def encode_features(features: FeatureMatrix) -> np.ndarray:
+    """All rows, numeric columns as they are and categorical ones one-hot encoded.
+
+    The encoding of the tree families (:func:`_preprocess` without scaling), fitted on every
+    row: it reads no membership, so nothing is learned from the audit's labels.
+    """
+    rows = np.arange(features.n_rows)
+    return np.asarray(
+        _preprocess(features, scale=False).fit_transform(features.take(rows)), dtype=np.float64
+    )
 
 
 def as_seed(seed: int | np.random.Generator) -> int:

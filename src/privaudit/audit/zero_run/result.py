@@ -23,20 +23,25 @@ class ZeroRunResult(Record):
         Sizes of the two known populations.
     headline : dict
         The number to quote: ``{"mu_lower_bound", "epsilon_lower_bound", "estimator",
-        "correction", "rule", "beta_per_estimator", "basis", "refused_estimators",
-        "falsified_estimators", "mu_range_across_estimators"}`` -- the pointwise-corrected
-        bound combined over the propensity estimators by ``rule``: ``"max"`` (each
-        estimator at ``beta / J``, the largest over the admitted, not falsified ones; valid
-        by the union bound) or ``"min"`` (each at ``beta``, the most conservative, the
-        paper's advice in Appendix I.3). ``basis`` says whether it is the bootstrap lower
-        quantile or the point estimate.
+        "correction", "rule", "beta_per_estimator", "basis", "refused",
+        "refused_estimators", "falsified_estimators", "placebo_failed_estimators",
+        "mu_range_across_estimators"}`` -- the pointwise-corrected bound combined over the
+        propensity estimators by ``rule``: ``"max"`` (each estimator at ``beta / J``, the
+        largest over the admitted ones that pass the falsification test and the placebo
+        check; valid by the union bound) or ``"min"`` (each at ``beta``, the most
+        conservative, the paper's advice in Appendix I.3). ``basis`` says whether it is the
+        bootstrap lower quantile or the point estimate, or why the headline was
+        **refused** (``refused`` true: no estimator passed; the bounds are then the trivial
+        0, and no bound should be quoted).
     uncorrected : dict
         ``AuditResult.to_dict()`` of the audit that ignores the shift (not a valid bound
         under shift; shown for comparison).
     estimators : list of dict
         One entry per propensity estimator: ``{"name", "global": AuditResult dict,
         "pointwise": AuditResult dict, "diagnostics": dict, "bootstrap": dict | None,
-        "falsification": list of dict}``.
+        "falsification": list of dict, "placebo": dict | None}`` (``placebo``: the
+        estimator's pointwise audit of the placebo score, :func:`.placebo.placebo_check`;
+        None when the check did not run).
     warnings : tuple of str
         Problems an auditor must read (poor overlap, failed falsification test, ...).
     notes : tuple of str
