@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from privaudit.cli import app
+from privaudit.cli import app, error_line
 from privaudit.errors import PrivauditError
 
 
@@ -210,7 +210,7 @@ def quiet_warnings() -> Iterator[None]:
 
 def fail_exit(exc: PrivauditError) -> typer.Exit:
     """Print an error to stderr and return the exit (code 2: usage or input error)."""
-    print(f"error: {exc}", file=sys.stderr)
+    print(error_line(exc), file=sys.stderr)
     return typer.Exit(2)
 
 

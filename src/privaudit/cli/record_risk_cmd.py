@@ -19,14 +19,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from privaudit.cli import app
+from privaudit.cli import app, error_line
 from privaudit.errors import PrivauditError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["build_record_risk", "record_risk_command"]
 
@@ -99,6 +100,8 @@ def _fmt(v: Any) -> str:
 
 def render_record_risk_summary(result: Any, console: Console) -> None:
     """The terminal summary of a :class:`RecordRiskResult`."""
+    from rich.table import Table
+
     s = result.summary()
     c = result.comparison
     console.print(
@@ -140,6 +143,8 @@ def record_risk_command(
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
 ) -> None:
     """Record-level risk: traditional vs model-seeded game (generators and classifiers)."""
+    from rich.console import Console
+
     from privaudit.games.record_risk import run_record_risk
     from privaudit.record_risk_config import load_record_risk_config
     from privaudit.report.record_risk import record_risk_payload, write_record_risk_report
@@ -163,10 +168,10 @@ def record_risk_command(
         settings = json.loads(cfg.model_dump_json())
         write_record_risk_report(result, out_dir, settings=settings, overwrite=overwrite)
     except PrivauditError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(error_line(exc), err=True)
         raise typer.Exit(2) from None
     except OSError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(error_line(exc), err=True)
         raise typer.Exit(2) from None
     if as_json:
         typer.echo(json.dumps(record_risk_payload(result, settings), indent=2))

@@ -25,23 +25,38 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import typer
-from rich.console import Console
 
-from privaudit._validation import fail
-from privaudit.cli import app
+from privaudit.cli import app, error_line
 from privaudit.cli.audit_cmd import membership_values, read_table, score_values, table_column
-from privaudit.cli.zero_run_summary import render_zero_run_summary
 from privaudit.errors import PrivauditError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from privaudit.cli.zero_run_summary import render_zero_run_summary
+
+# NumPy, pandas, rich and the audit layer are imported inside the functions: `privaudit
+# --help` imports this module (start-up time, tests/cli/test_startup.py).
 
 __all__ = ["load_zero_run_table", "render_zero_run_summary", "zero_run_command"]
 
 
+def __getattr__(name: str) -> Any:
+    # ``render_zero_run_summary`` (re-exported for the examples) imports rich: on demand.
+    if name == "render_zero_run_summary":
+        from privaudit.cli.zero_run_summary import render_zero_run_summary
+
+        return render_zero_run_summary
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _split_list(text: str | None, option: str) -> list[str]:
     """The names of a comma-separated option (none when not given): non-empty, no repeats."""
+    from privaudit._validation import fail
+
     if text is None:
         return []
     items = [t.strip() for t in text.split(",")]
@@ -61,6 +76,8 @@ def _feature_columns(
 ) -> list[str]:
     """The propensity feature columns: ``features`` when given (checked), else every column
     except the ``reserved`` (score, membership) and ``exclude`` ones."""
+    from privaudit._validation import fail
+
     for name in exclude:
         if name not in columns:
             raise fail(
@@ -132,6 +149,8 @@ def load_zero_run_table(
         Missing or unreadable files, an unknown column, non-numeric or missing scores,
         unreadable membership values, or both/neither of ``file`` and the two-file mode.
     """
+    from privaudit._validation import fail
+
     feats = _split_list(features, "--features")
     excl = _split_list(exclude, "--exclude")
     two_files = members_file is not None or non_members_file is not None
@@ -155,6 +174,8 @@ def _load_one_table(
     """One table with feature, score and membership columns (column names as strings)."""
     import pandas as pd
 
+    from privaudit._validation import fail
+
     df = read_table(file)
     if len(df) == 0:
         raise fail("FILE", "at least one row", "an empty table")
@@ -172,6 +193,8 @@ def _read_part(path: Path, option: str, is_member: bool, score_col: str, member_
     """One of the two tables of the two-file mode, its membership column (if any) checked
     against the membership the file implies."""
     import pandas as pd
+
+    from privaudit._validation import fail
 
     df = read_table(path)
     if len(df) == 0:
@@ -199,7 +222,10 @@ def _load_two_tables(
     excl: list[str],
 ) -> tuple[np.ndarray, np.ndarray, Any, list[str]]:
     """The two-file mode: members then non-members, with the same columns."""
+    import numpy as np
     import pandas as pd
+
+    from privaudit._validation import fail
 
     parts = [
         _read_part(members_file, "--members", True, score_col, member_col),
@@ -232,7 +258,10 @@ def _payload(result: Any) -> str:
 
 def _propensity_values(col: Any, name: str) -> np.ndarray:
     """The given propensities: numeric, finite and strictly inside (0, 1)."""
+    import numpy as np
     import pandas as pd
+
+    from privaudit._validation import fail
 
     values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64)
     bad = ~np.isfinite(values) | (values <= 0.0) | (values >= 1.0)
@@ -376,7 +405,7 @@ def zero_run_command(
         if out is not None:
             _write_report(result, out, settings, inputs, [file, members, non_members], overwrite)
     except PrivauditError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(error_line(exc), err=True)
         raise typer.Exit(2) from None
     except OSError as exc:
         typer.echo(f"error: cannot write the report to {out} ({exc})", err=True)
@@ -512,6 +541,7 @@ def _estimator_names(
 ) -> list[str]:
     """The ``--estimators`` names (default :data:`DEFAULT_ESTIMATORS`; ``all``: every family),
     checked; none may be asked for together with ``--propensity-col``."""
+    from privaudit._validation import fail
     from privaudit.audit.zero_run import DEFAULT_ESTIMATORS, ESTIMATORS
 
     if propensity_col is not None and (features is not None or estimators is not None):
@@ -559,6 +589,10 @@ def _manifest(config: dict[str, Any], seed: int, sources: list[Path | None]) -> 
 
 def _print_result(result: Any, payload: str | None, columns: list[str], out: Path | None) -> None:
     """The JSON (``--json``) or the readable summary, and where the report went."""
+    from rich.console import Console
+
+    from privaudit.cli.zero_run_summary import render_zero_run_summary
+
     if payload is not None:
         typer.echo(payload)
         return
