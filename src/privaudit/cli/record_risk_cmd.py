@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from privaudit.cli import app, error_line
+from privaudit.cli.progress_option import no_progress_option, progress_mode, progress_option
 from privaudit.errors import PrivauditError
 
 if TYPE_CHECKING:
@@ -141,6 +142,8 @@ def record_risk_command(
     out: Path | None = typer.Option(None, "--out", help="Report directory (default: output_dir)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing report."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+    progress: str = progress_option(" With --json: none unless plain or rich."),
+    no_progress: bool = no_progress_option(),
 ) -> None:
     """Record-level risk: traditional vs model-seeded game (generators and classifiers)."""
     from rich.console import Console
@@ -151,6 +154,7 @@ def record_risk_command(
     from privaudit.report.writer import check_output_dir
     from privaudit.runtime.executor import LocalExecutor
 
+    shown = progress_mode(progress, no_progress, quiet_default=as_json)
     try:
         cfg = load_record_risk_config(config)
         out_dir = out if out is not None else cfg.output_dir
@@ -163,7 +167,7 @@ def record_risk_command(
             parts["config"],
             table=parts["table"],
             store=cfg.cache_dir,
-            executor=LocalExecutor(cfg.n_jobs, progress=False if as_json else None),
+            executor=LocalExecutor(cfg.n_jobs, progress=shown),
         )
         settings = json.loads(cfg.model_dump_json())
         write_record_risk_report(result, out_dir, settings=settings, overwrite=overwrite)

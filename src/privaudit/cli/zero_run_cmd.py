@@ -31,6 +31,7 @@ import typer
 
 from privaudit.cli import app, error_line
 from privaudit.cli.audit_cmd import membership_values, read_table, score_values, table_column
+from privaudit.cli.progress_option import no_progress_option, progress_mode, progress_option
 from privaudit.errors import PrivauditError
 
 if TYPE_CHECKING:
@@ -368,6 +369,8 @@ def zero_run_command(
         False, "--json", help="Print the result as JSON to stdout instead of the summary."
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out."),
+    progress: str = progress_option(" With --json: none unless plain or rich."),
+    no_progress: bool = no_progress_option(),
 ) -> None:
     """Zero-Run audit: DP lower bounds from known members vs shifted known non-members."""
     from privaudit.report.writer import check_output_dir
@@ -398,9 +401,9 @@ def zero_run_command(
             exclude=exclude,
             propensity_col=propensity_col,
         )
-        progress = False if as_json else None
-        executor = _bootstrap_executor(bootstrap, ray_address, jobs, progress)
-        result = _run_audit(inputs, settings, executor, cache_dir, progress)
+        shown = progress_mode(progress, no_progress, quiet_default=as_json)
+        executor = _bootstrap_executor(bootstrap, ray_address, jobs, shown)
+        result = _run_audit(inputs, settings, executor, cache_dir, shown)
         payload = _payload(result) if as_json else None
         if out is not None:
             _write_report(result, out, settings, inputs, [file, members, non_members], overwrite)
@@ -489,7 +492,7 @@ def _run_audit(
     settings: _AuditSettings,
     executor: Any,
     cache_dir: Path | None,
-    progress: bool | None,
+    progress: str,
 ) -> Any:
     """:func:`privaudit.audit.zero_run.zero_run_audit` on the inputs with the settings.
 
@@ -559,9 +562,7 @@ def _estimator_names(
     return names
 
 
-def _bootstrap_executor(
-    bootstrap: int, ray_address: str | None, jobs: int, progress: bool | None
-) -> Any:
+def _bootstrap_executor(bootstrap: int, ray_address: str | None, jobs: int, progress: str) -> Any:
     """Where the bootstrap replicates run: Ray (``--ray``), local processes, or inline
     (None) when there is no bootstrap."""
     from privaudit.runtime.executor import LocalExecutor, RayExecutor
