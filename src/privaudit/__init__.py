@@ -8,11 +8,9 @@ and every layer imports only the layers to its left, plus the shared bottom modu
 ``records``, ``errors`` and ``_validation``.
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("privaudit")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0"
+# The one place the version is written: pyproject.toml reads it (``[tool.setuptools.dynamic]``),
+# so the installed metadata agrees; a literal keeps ``import privaudit`` (and the command
+# line's start-up) free of importlib.metadata's cost (benchmarks/bench_startup.py).
+__version__ = "0.1.0"
 
 __all__ = ["__version__"]

@@ -49,6 +49,7 @@ from privaudit.records import AttackScores
 from privaudit.report import check_output_dir, write_report
 from privaudit.report.bundle import make_manifest
 from privaudit.report.results import ScoreTable, attack_entry, build_results
+from privaudit.runtime.progress import ProgressOption, check_progress, progress_phase
 
 __all__ = [
     "LLM_GAME",
@@ -308,7 +309,7 @@ def run_llm_audit(
     config: LLMAuditConfig,
     *,
     overwrite: bool = False,
-    progress: bool | None = None,
+    progress: ProgressOption = None,
     write: bool = True,
     provenance: Mapping[str, Any] | None = None,
 ) -> LLMAuditReport:
@@ -320,14 +321,17 @@ def run_llm_audit(
         From :func:`privaudit.llm_config.load_llm_config` (or built in code).
     overwrite : bool
         Replace an existing report directory.
-    progress : bool, optional
-        Progress bars of the scoring passes (None: on a terminal).
+    progress : progress option, optional
+        Progress of the fine-tuning and scoring passes (:mod:`privaudit.runtime.progress`:
+        None = a bar on a terminal only; ``"auto"`` = plain lines off a terminal, as the
+        command line does; ``"plain"``; a callback ``fn(event)``; a tqdm-style class).
     write : bool
         Write the report directory (``config.output_dir``).
     provenance : mapping, optional
         How privaudit made the target and reference (the example's split and recipes),
         recorded as ``results["llm"]["provenance"]``.
     """
+    progress = check_progress(progress)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     out_dir = check_output_dir(config.output_dir, overwrite=overwrite) if write else None
@@ -345,17 +349,18 @@ def run_llm_audit(
     )
     timings["data"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    target = load_lm(
-        config.target, device=config.device, max_length=config.max_length, field="target"
-    )
-    reference = None
-    if config.reference is not None:
-        reference = load_lm(
-            config.reference,
-            device=config.device,
-            max_length=config.max_length,
-            field="reference",
+    with progress_phase("loading the models", enabled=progress):
+        target = load_lm(
+            config.target, device=config.device, max_length=config.max_length, field="target"
         )
+        reference = None
+        if config.reference is not None:
+            reference = load_lm(
+                config.reference,
+                device=config.device,
+                max_length=config.max_length,
+                field="reference",
+            )
     timings["models"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     result = audit_language_model(
@@ -390,7 +395,8 @@ def run_llm_audit(
             seeds={"root": config.seed},
             dataset_fingerprint=results["settings"]["dataset"]["sha256"],
         )
-        write_report(out_dir, results, table, overwrite=overwrite, bundle=manifest)
+        with progress_phase("writing the report", enabled=progress):
+            write_report(out_dir, results, table, overwrite=overwrite, bundle=manifest)
     return LLMAuditReport(results=results, scores=table, audit=result, out_dir=out_dir)
 
 

@@ -54,6 +54,7 @@ from privaudit.panoramia_config import PanoramiaConfig
 from privaudit.report import RESULTS_FILE, check_output_dir
 from privaudit.report.bundle import make_manifest
 from privaudit.report.panoramia import panoramia_results, write_panoramia_report
+from privaudit.runtime.progress import ProgressOption, check_progress, progress_phase
 
 __all__ = [
     "CACHE_NAME",
@@ -338,6 +339,7 @@ def run_panoramia_audit(
     provenance: Mapping[str, Any] | None = None,
     overwrite: bool = False,
     write: bool = True,
+    progress: ProgressOption = None,
 ) -> dict[str, Any]:
     """Run the PANORAMIA audit of ``config`` (module docstring); return ``results.json``.
 
@@ -352,15 +354,20 @@ def run_panoramia_audit(
         Replace an existing finished report in ``config.output_dir``.
     write : bool
         Write the report folder.
+    progress : progress option
+        One report per step (:mod:`privaudit.runtime.progress`: None = nothing off a
+        terminal; ``"auto"`` / ``"plain"`` = lines in a log, as the command line does; a
+        callback ``fn(event)``; a tqdm-style class).
     """
     from privaudit.games.panoramia import run_panoramia
 
+    progress = check_progress(progress)
     timings: dict[str, float] = {}
-    with _timed(timings, "data"):  # steps 1-2 of the module docstring
+    with _timed(timings, "data"), progress_phase("loading the data", enabled=progress):
         out_dir = _report_dir(config, overwrite=overwrite, write=write)
         config.check_paths()
         known = load_known(config)
-    with _timed(timings, "target"):  # steps 3-4: the target and the modality
+    with _timed(timings, "target"), progress_phase("target and modality", enabled=progress):
         target, fingerprint = load_panoramia_target(config, n_classes=known.n_classes)
         modality = build_modality(config, known.n_classes)
     with _timed(timings, "game"):  # step 4: the game
@@ -375,6 +382,7 @@ def run_panoramia_audit(
             confidence=config.confidence,
             store=store,
             mia_reads_helper=config.mia_reads_helper,
+            progress=progress,
         )
     results = panoramia_results(  # step 5: the results document and the report
         result.to_dict(),
@@ -387,7 +395,8 @@ def run_panoramia_audit(
         rmrn=result.rmrn_scores is not None,
     )
     if write and out_dir is not None:
-        _write_report(config, out_dir, results, result, known, overwrite=overwrite)
+        with progress_phase("writing the report", enabled=progress):
+            _write_report(config, out_dir, results, result, known, overwrite=overwrite)
     return results
 
 

@@ -80,6 +80,7 @@ from privaudit.report import (
 )
 from privaudit.report.bundle import make_manifest
 from privaudit.runtime.executor import Executor, LocalExecutor, RayExecutor, resolve_n_jobs
+from privaudit.runtime.progress import ProgressOption, check_progress, progress_phase
 
 __all__ = [
     "AuditReport",
@@ -123,7 +124,9 @@ class AuditReport:
     game: GameResult | None = None
 
 
-def build_executor(config: AuditConfig, n_jobs: int, *, progress: bool | None = True) -> Executor:
+def build_executor(
+    config: AuditConfig, n_jobs: int, *, progress: ProgressOption = True
+) -> Executor:
     """The executor the config asks for: local processes, or Ray (imported lazily).
 
     With ``executor: ray`` every model trains as one Ray task (1 CPU each) on the cluster
@@ -139,7 +142,7 @@ def run_audit(
     config: AuditConfig,
     *,
     overwrite: bool = False,
-    progress: bool | None = True,
+    progress: ProgressOption = True,
     write: bool = True,
 ) -> AuditReport:
     """Run a membership-inference audit end to end and write its report directory.
@@ -151,8 +154,12 @@ def run_audit(
     overwrite : bool
         Replace an existing ``config.output_dir``; without it an existing directory
         raises :class:`~privaudit.report.ReportExistsError` before any work is done.
-    progress : bool or None
-        Progress bars while models train (None: only on a terminal).
+    progress : progress option
+        Progress of every phase (:mod:`privaudit.runtime.progress`): True or None = a
+        bar on a terminal only; ``"auto"`` = plain lines off a terminal, as the command
+        line does; ``"plain"``, ``"rich"``, ``"none"``/False; a callback ``fn(event)``
+        receiving :class:`~privaudit.runtime.progress.ProgressEvent` s; a tqdm-style
+        class (``tqdm.tqdm``).
     write : bool
         Write the report directory (``results.json``, ``scores.npz``, ``report.html``).
 
@@ -168,6 +175,7 @@ def run_audit(
     """
     if not isinstance(config, AuditConfig):
         raise fail("config", "an AuditConfig", type(config).__name__)
+    progress = check_progress(progress)
     out_dir = Path(config.output_dir)
     if write:
         check_output_dir(out_dir, overwrite=overwrite)
@@ -182,7 +190,7 @@ def run_audit(
         raise
 
 
-def _early_executor(config: AuditConfig, progress: bool | None) -> Executor | None:
+def _early_executor(config: AuditConfig, progress: ProgressOption) -> Executor | None:
     """Local worker processes started before the data loads, when the attacks train
     attacker models through the executor (None otherwise).
 
@@ -215,20 +223,22 @@ def _run_audit(
     config: AuditConfig,
     *,
     overwrite: bool,
-    progress: bool | None,
+    progress: ProgressOption,
     write: bool,
     early: Executor | None,
 ) -> AuditReport:
     out_dir = Path(config.output_dir)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    dataset, provided, data_warnings = _load_inputs(config)
+    with progress_phase("loading the data", enabled=progress):
+        dataset, provided, data_warnings = _load_inputs(config)
     timings["data"] = time.perf_counter() - t0
 
     exp_cfg = experiment_config(config, dataset.n_records, provided)
     trainer = build_trainer(config.model, dataset.n_classes, config_dir=config.config_dir)
     t0 = time.perf_counter()
-    checks = preflight(config, dataset, exp_cfg, trainer, overwrite=overwrite, write=write)
+    with progress_phase("checks before training", enabled=progress):
+        checks = preflight(config, dataset, exp_cfg, trainer, overwrite=overwrite, write=write)
     timings["preflight"] = time.perf_counter() - t0
     executor = (
         early if early is not None else build_executor(config, exp_cfg.n_jobs, progress=progress)
@@ -243,7 +253,8 @@ def _run_audit(
         timings[f"experiment.{phase}"] = float(sec)
 
     t0 = time.perf_counter()
-    m = metrics_step(exp, game_result, exp_cfg)
+    with progress_phase("metrics", enabled=progress):
+        m = metrics_step(exp, game_result, exp_cfg)
     timings["metrics"] = time.perf_counter() - t0
 
     settings = audit_settings(config, exp, dataset, trainer, game_result)
@@ -254,7 +265,8 @@ def _run_audit(
         settings["agreement_excludes"] = m.excluded
     game_doc = game_section(exp, game_result, m.scored.metrics)
     t0 = time.perf_counter()
-    sections = analysis_sections(config, exp, game_result, dataset, m, game_doc, n_aimed)
+    with progress_phase("analysis", enabled=progress):
+        sections = analysis_sections(config, exp, game_result, dataset, m, game_doc, n_aimed)
     timings["analysis"] = time.perf_counter() - t0
     results = build_results(
         seed=config.seed,
@@ -276,7 +288,8 @@ def _run_audit(
             seeds=settings["seeds"],
             dataset_fingerprint=exp.dataset_fingerprint,
         )
-        write_report(out_dir, results, m.table, overwrite=overwrite, bundle=manifest)
+        with progress_phase("writing the report", enabled=progress):
+            write_report(out_dir, results, m.table, overwrite=overwrite, bundle=manifest)
     return AuditReport(
         results=results,
         metrics=m.scored.metrics,
@@ -308,7 +321,7 @@ def _train_and_attack(
     trainer: SklearnTrainer | TorchTrainer,
     exp_cfg: ExperimentConfig,
     executor: Executor,
-    progress: bool | None,
+    progress: ProgressOption,
 ) -> tuple[ExperimentResult, GameResult | None, int]:
     """The experiment of the config's game: the fixed-model experiment (with the
     vulnerable-record leave-one-out pass when asked) or the game's trials. Returns the
@@ -372,7 +385,7 @@ def _play_game(
     trainer: SklearnTrainer | TorchTrainer,
     exp_cfg: ExperimentConfig,
     executor: Executor,
-    progress: bool | None,
+    progress: ProgressOption,
 ) -> GameResult:
     """Play Def. 3.1, 3.3 or 3.4 (:func:`privaudit.games.games.run_game`).
 

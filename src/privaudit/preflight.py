@@ -147,7 +147,7 @@ def check_paths(config: AuditConfig, *, overwrite: bool) -> None:
         if cache.expanduser().resolve() == out.expanduser().resolve():
             raise ConfigError(
                 f"cache_dir: expected a folder other than the report folder, found {cache} "
-                "(--overwrite would delete the cache)"
+                "(replacing the report would delete the cache)"
             )
 
 

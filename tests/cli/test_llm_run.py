@@ -130,3 +130,15 @@ def test_game_options_refused_for_a_language_model(
     cfg = _config(tmp_path, lm_dirs)
     assert main(["run", str(cfg), "--game", "def-3.1", "--no-progress"]) == 2
     assert "--game/--game-trials" in capsys.readouterr().err
+
+
+def test_run_huggingface_shows_plain_progress(
+    tmp_path: Path, lm_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The language-model path of ``run`` reports its phases as plain lines (issue 29)."""
+    cfg = _config(tmp_path, lm_dirs, signals=["loss"])
+    assert main(["run", str(cfg), "--progress", "plain"]) == 0
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("privaudit: ")]
+    assert lines[0] == "privaudit: loading the models..."
+    assert any(x.startswith("privaudit: scoring (") for x in lines), lines
+    assert lines[-1].startswith("privaudit: writing the report")

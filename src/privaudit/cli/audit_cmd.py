@@ -16,18 +16,21 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from privaudit._validation import fail
-from privaudit.cli import app, ci_output
+from privaudit.cli import app, ci_output, cli_text, error_line
 from privaudit.errors import PrivauditError
-from privaudit.records import AuditResult
-from privaudit.report.writer import check_output_dir, write_audit_bundle
+
+if TYPE_CHECKING:
+    import numpy as np
+    from rich.console import Console
+
+    from privaudit.records import AuditResult
+
+# NumPy, pandas, rich and the audit and report layers are imported inside the functions:
+# `privaudit --help` imports this module (start-up time, tests/cli/test_startup.py).
 
 _TRUE = {"1", "true", "t", "yes", "y", "1.0"}
 _FALSE = {"0", "false", "f", "no", "n", "0.0"}
@@ -40,6 +43,8 @@ def read_table(path: Path) -> Any:
     missing, unreadable or of another type.
     """
     import pandas as pd
+
+    from privaudit._validation import fail
 
     if not path.is_file():
         raise fail("FILE", "an existing CSV or Parquet file", str(path))
@@ -56,6 +61,8 @@ def read_table(path: Path) -> Any:
 
 def table_column(df: Any, name: str, option: str) -> Any:
     """Column ``name`` of ``df``; an unknown name is an error naming ``option`` and the columns."""
+    from privaudit._validation import fail
+
     if name not in df.columns:
         cols = ", ".join(map(str, df.columns))
         raise fail(option, f"a column of the file (one of: {cols})", repr(name))
@@ -64,7 +71,10 @@ def table_column(df: Any, name: str, option: str) -> Any:
 
 def score_values(col: Any, name: str) -> np.ndarray:
     """A column as float64 scores: every value numeric, none missing or NaN."""
+    import numpy as np
     import pandas as pd
+
+    from privaudit._validation import fail
 
     values = pd.to_numeric(col, errors="coerce")
     bad = values.isna() & col.notna()
@@ -82,6 +92,10 @@ def score_values(col: Any, name: str) -> np.ndarray:
 
 def membership_values(col: Any, name: str) -> np.ndarray:
     """A column of 1/0, true/false, yes/no (any case) or booleans as a bool array."""
+    import numpy as np
+
+    from privaudit._validation import fail
+
     out = np.empty(len(col), dtype=bool)
     for i, x in enumerate(col.tolist()):
         key = str(x).strip().lower()
@@ -105,6 +119,8 @@ def _fmt(x: Any) -> str:
 
 
 def _render(result: AuditResult, claimed: float | None, console: Console) -> None:
+    from rich.table import Table
+
     table = Table(title=f"privaudit audit: {result.procedure}", show_header=True)
     table.add_column("quantity")
     table.add_column("value", justify="right")
@@ -154,6 +170,7 @@ def _compute(
     parametric: str | None = None,
 ) -> tuple[AuditResult, dict[str, Any]]:
     """The audit of FILE and what a bundle needs to recompute it (arrays and parameters)."""
+    from privaudit._validation import fail
     from privaudit.audit.procedures import PROCEDURES, ProcedureParams, run_procedure
 
     if procedure not in PROCEDURES:
@@ -252,8 +269,11 @@ def audit_command(
     format_file: Path | None = typer.Option(None, "--format-file", help=ci_output.FORMAT_FILE_HELP),
 ) -> None:
     """Compute a DP lower bound from scores and membership in FILE."""
+    from rich.console import Console
+
     from privaudit.report.bundle import audit_payload
     from privaudit.report.ci_formats import gates_from_audit
+    from privaudit.report.writer import check_output_dir, write_audit_bundle
 
     try:
         fmt = ci_output.check_options(fmt, claimed_epsilon, format_file)
@@ -279,7 +299,7 @@ def audit_command(
         doc = audit_payload(result)
         payload = json.dumps(doc, indent=2)
     except PrivauditError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(error_line(exc), err=True)
         raise typer.Exit(2) from None
     if json_path is not None:
         tmp = json_path.with_name(json_path.name + ".tmp")
@@ -294,7 +314,9 @@ def audit_command(
         try:
             write_audit_bundle(bundle_dir, doc, inputs, overwrite=overwrite)
         except (OSError, PrivauditError) as exc:
-            typer.echo(f"error: --out: cannot write the bundle to {bundle_dir} ({exc})", err=True)
+            typer.echo(
+                f"error: --out: cannot write the bundle to {bundle_dir} ({cli_text(exc)})", err=True
+            )
             raise typer.Exit(2) from None
     if ci_output.human_output_wanted(fmt, format_file):
         _render(result, claimed_epsilon, Console(file=sys.stdout, soft_wrap=True))

@@ -11,12 +11,15 @@ import math
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from privaudit._validation import fail
-from privaudit.report.ci_formats import FORMATS, Gate, any_violation, render
+if TYPE_CHECKING:
+    from privaudit.report.ci_formats import Gate
+
+# The report layer (and NumPy behind it) is imported inside the functions: this module is
+# imported by the commands' modules, which `privaudit --help` imports (start-up time).
 
 FORMAT_HELP = (
     "Output format: text (the human table) | json | junit | sarif. A machine format goes "
@@ -28,6 +31,9 @@ FORMAT_FILE_HELP = "Write the --format document to this file instead of stdout."
 
 def check_options(fmt: str, claimed: float | None, format_file: Path | None) -> str:
     """Validate ``--format``, ``--claimed-epsilon`` and ``--format-file`` (before any work)."""
+    from privaudit._validation import fail
+    from privaudit.report.ci_formats import FORMATS
+
     f = fmt.strip().lower()
     if f not in FORMATS:
         raise fail("--format", "one of " + ", ".join(FORMATS), repr(fmt))
@@ -59,6 +65,8 @@ def emit(
     format_file: Path | None,
 ) -> int:
     """Write the machine document (if any), report a violation on stderr; return the exit code."""
+    from privaudit.report.ci_formats import any_violation, render
+
     if fmt != "text":
         doc = render(fmt, command, gates, claimed, result, artifact_uri=artifact.as_posix())
         if format_file is None:

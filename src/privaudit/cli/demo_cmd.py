@@ -13,7 +13,8 @@ from typing import Any
 
 import typer
 
-from privaudit.cli import app
+from privaudit.cli import app, error_line
+from privaudit.cli.progress_option import no_progress_option, progress_mode, progress_option
 from privaudit.errors import PrivauditError
 
 
@@ -210,7 +211,7 @@ def quiet_warnings() -> Iterator[None]:
 
 def fail_exit(exc: PrivauditError) -> typer.Exit:
     """Print an error to stderr and return the exit (code 2: usage or input error)."""
-    print(f"error: {exc}", file=sys.stderr)
+    print(error_line(exc), file=sys.stderr)
     return typer.Exit(2)
 
 
@@ -231,7 +232,8 @@ def demo(
     quick: bool = typer.Option(
         False, "--quick", help="A smaller, faster demo (fewer records and models)."
     ),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
+    progress: str = progress_option(),
+    no_progress: bool = no_progress_option(),
     cache_dir: Path | None = typer.Option(
         Path(".privaudit-cache"),
         "--cache-dir",
@@ -254,7 +256,9 @@ def demo(
             cache_dir=None if no_cache else cache_dir,
         )
         with quiet_warnings():  # the summary prints them (results.json records them)
-            report = run_audit(cfg, overwrite=overwrite, progress=progress)
+            report = run_audit(
+                cfg, overwrite=overwrite, progress=progress_mode(progress, no_progress)
+            )
     except PrivauditError as exc:
         raise fail_exit(exc) from None
     render_summary(report.results, report.out_dir)

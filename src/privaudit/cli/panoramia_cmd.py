@@ -18,6 +18,7 @@ import typer
 
 from privaudit.cli import app
 from privaudit.cli.demo_cmd import fail_exit, quiet_warnings
+from privaudit.cli.progress_option import no_progress_option, progress_mode, progress_option
 from privaudit.errors import PrivauditError
 
 __all__ = ["render_panoramia_summary"]
@@ -100,9 +101,8 @@ def panoramia(
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Replace an existing report directory."
     ),
-    progress: bool = typer.Option(
-        True, "--progress/--no-progress", help="Show what runs (on a terminal)."
-    ),
+    progress: str = progress_option(),
+    no_progress: bool = no_progress_option(),
     json_out: Path | None = typer.Option(
         None, "--json", help="Also write the headline figures as JSON to this file."
     ),
@@ -119,22 +119,25 @@ def panoramia(
 
     from privaudit.panoramia_config import load_panoramia_config
     from privaudit.panoramia_pipeline import panoramia_summary, run_panoramia_audit
+    from privaudit.runtime.progress import progress_style
 
-    err = Console(stderr=True, highlight=False)
+    shown = progress_mode(progress, no_progress)
+    err = Console(stderr=True, highlight=False, force_terminal=True if shown == "rich" else None)
     try:
         cfg = load_panoramia_config(config)
         if out is not None:
             cfg = cfg.model_copy(update={"output_dir": out})
+        # rich: a spinner (the steps have no counted bars); plain: a line per step
         status = (
             err.status(
                 f"PANORAMIA ({cfg.modality}): training the generator, the helper model and "
                 "the classifiers"
             )
-            if progress and err.is_terminal
+            if progress_style(shown) == "rich"
             else nullcontext()
         )
         with quiet_warnings(), status:
-            results = run_panoramia_audit(cfg, overwrite=overwrite)
+            results = run_panoramia_audit(cfg, overwrite=overwrite, progress=shown)
     except PrivauditError as exc:
         raise fail_exit(exc) from None
     render_panoramia_summary(results, Path(cfg.output_dir))

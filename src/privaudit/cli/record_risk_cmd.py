@@ -19,14 +19,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from privaudit.cli import app
+from privaudit.cli import app, error_line
+from privaudit.cli.progress_option import no_progress_option, progress_mode, progress_option
 from privaudit.errors import PrivauditError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["build_record_risk", "record_risk_command"]
 
@@ -99,6 +101,8 @@ def _fmt(v: Any) -> str:
 
 def render_record_risk_summary(result: Any, console: Console) -> None:
     """The terminal summary of a :class:`RecordRiskResult`."""
+    from rich.table import Table
+
     s = result.summary()
     c = result.comparison
     console.print(
@@ -138,14 +142,19 @@ def record_risk_command(
     out: Path | None = typer.Option(None, "--out", help="Report directory (default: output_dir)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing report."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+    progress: str = progress_option(" With --json: none unless plain or rich."),
+    no_progress: bool = no_progress_option(),
 ) -> None:
     """Record-level risk: traditional vs model-seeded game (generators and classifiers)."""
+    from rich.console import Console
+
     from privaudit.games.record_risk import run_record_risk
     from privaudit.record_risk_config import load_record_risk_config
     from privaudit.report.record_risk import record_risk_payload, write_record_risk_report
     from privaudit.report.writer import check_output_dir
     from privaudit.runtime.executor import LocalExecutor
 
+    shown = progress_mode(progress, no_progress, quiet_default=as_json)
     try:
         cfg = load_record_risk_config(config)
         out_dir = out if out is not None else cfg.output_dir
@@ -158,15 +167,15 @@ def record_risk_command(
             parts["config"],
             table=parts["table"],
             store=cfg.cache_dir,
-            executor=LocalExecutor(cfg.n_jobs, progress=False if as_json else None),
+            executor=LocalExecutor(cfg.n_jobs, progress=shown),
         )
         settings = json.loads(cfg.model_dump_json())
         write_record_risk_report(result, out_dir, settings=settings, overwrite=overwrite)
     except PrivauditError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(error_line(exc), err=True)
         raise typer.Exit(2) from None
     except OSError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(error_line(exc), err=True)
         raise typer.Exit(2) from None
     if as_json:
         typer.echo(json.dumps(record_risk_payload(result, settings), indent=2))

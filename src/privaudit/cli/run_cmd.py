@@ -12,6 +12,7 @@ import typer
 
 from privaudit.cli import app, ci_output
 from privaudit.cli.demo_cmd import fail_exit, quiet_warnings, render_summary
+from privaudit.cli.progress_option import no_progress_option, progress_mode, progress_option
 from privaudit.errors import PrivauditError
 
 
@@ -22,7 +23,8 @@ def run(
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Replace an existing report directory."
     ),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
+    progress: str = progress_option(),
+    no_progress: bool = no_progress_option(),
     game: str | None = typer.Option(
         None,
         "--game",
@@ -51,6 +53,7 @@ def run(
     from privaudit.llm_config import LLMAuditConfig, load_run_config
     from privaudit.report.ci_formats import gates_from_results
 
+    shown = progress_mode(progress, no_progress)
     try:
         fmt = ci_output.check_options(fmt, claimed_epsilon, format_file)
         cfg = load_run_config(config)
@@ -65,7 +68,7 @@ def run(
                         "--game/--game-trials: a language-model audit (target.kind: "
                         "huggingface) plays one fixed-model game only"
                     )
-                llm_report = run_llm_audit(cfg, overwrite=overwrite, progress=progress)
+                llm_report = run_llm_audit(cfg, overwrite=overwrite, progress=shown)
                 results, out_dir, render = (
                     llm_report.results,
                     llm_report.out_dir,
@@ -76,7 +79,7 @@ def run(
 
                 if game is not None or game_trials is not None:
                     cfg = with_game(cfg, game, n_trials=game_trials)
-                report = run_audit(cfg, overwrite=overwrite, progress=progress)
+                report = run_audit(cfg, overwrite=overwrite, progress=shown)
                 results, out_dir, render = report.results, report.out_dir, render_summary
     except PrivauditError as exc:
         raise fail_exit(exc) from None

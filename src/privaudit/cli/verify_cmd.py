@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-from privaudit.cli import app
+from privaudit.cli import app, error_line
 from privaudit.errors import PrivauditError
 
 
@@ -35,7 +35,7 @@ def verify(
     try:
         report = verify_bundle(bundle)
     except PrivauditError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(error_line(exc), file=sys.stderr)
         raise typer.Exit(2) from None
     out = sys.stdout
     for c in report.checks:

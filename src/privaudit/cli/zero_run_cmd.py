@@ -25,23 +25,39 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import typer
-from rich.console import Console
 
-from privaudit._validation import fail
-from privaudit.cli import app
+from privaudit.cli import app, error_line
 from privaudit.cli.audit_cmd import membership_values, read_table, score_values, table_column
-from privaudit.cli.zero_run_summary import render_zero_run_summary
+from privaudit.cli.progress_option import no_progress_option, progress_mode, progress_option
 from privaudit.errors import PrivauditError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from privaudit.cli.zero_run_summary import render_zero_run_summary
+
+# NumPy, pandas, rich and the audit layer are imported inside the functions: `privaudit
+# --help` imports this module (start-up time, tests/cli/test_startup.py).
 
 __all__ = ["load_zero_run_table", "render_zero_run_summary", "zero_run_command"]
 
 
+def __getattr__(name: str) -> Any:
+    # ``render_zero_run_summary`` (re-exported for the examples) imports rich: on demand.
+    if name == "render_zero_run_summary":
+        from privaudit.cli.zero_run_summary import render_zero_run_summary
+
+        return render_zero_run_summary
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _split_list(text: str | None, option: str) -> list[str]:
     """The names of a comma-separated option (none when not given): non-empty, no repeats."""
+    from privaudit._validation import fail
+
     if text is None:
         return []
     items = [t.strip() for t in text.split(",")]
@@ -61,6 +77,8 @@ def _feature_columns(
 ) -> list[str]:
     """The propensity feature columns: ``features`` when given (checked), else every column
     except the ``reserved`` (score, membership) and ``exclude`` ones."""
+    from privaudit._validation import fail
+
     for name in exclude:
         if name not in columns:
             raise fail(
@@ -132,6 +150,8 @@ def load_zero_run_table(
         Missing or unreadable files, an unknown column, non-numeric or missing scores,
         unreadable membership values, or both/neither of ``file`` and the two-file mode.
     """
+    from privaudit._validation import fail
+
     feats = _split_list(features, "--features")
     excl = _split_list(exclude, "--exclude")
     two_files = members_file is not None or non_members_file is not None
@@ -155,6 +175,8 @@ def _load_one_table(
     """One table with feature, score and membership columns (column names as strings)."""
     import pandas as pd
 
+    from privaudit._validation import fail
+
     df = read_table(file)
     if len(df) == 0:
         raise fail("FILE", "at least one row", "an empty table")
@@ -172,6 +194,8 @@ def _read_part(path: Path, option: str, is_member: bool, score_col: str, member_
     """One of the two tables of the two-file mode, its membership column (if any) checked
     against the membership the file implies."""
     import pandas as pd
+
+    from privaudit._validation import fail
 
     df = read_table(path)
     if len(df) == 0:
@@ -199,7 +223,10 @@ def _load_two_tables(
     excl: list[str],
 ) -> tuple[np.ndarray, np.ndarray, Any, list[str]]:
     """The two-file mode: members then non-members, with the same columns."""
+    import numpy as np
     import pandas as pd
+
+    from privaudit._validation import fail
 
     parts = [
         _read_part(members_file, "--members", True, score_col, member_col),
@@ -232,7 +259,10 @@ def _payload(result: Any) -> str:
 
 def _propensity_values(col: Any, name: str) -> np.ndarray:
     """The given propensities: numeric, finite and strictly inside (0, 1)."""
+    import numpy as np
     import pandas as pd
+
+    from privaudit._validation import fail
 
     values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64)
     bad = ~np.isfinite(values) | (values <= 0.0) | (values >= 1.0)
@@ -352,6 +382,8 @@ def zero_run_command(
         False, "--json", help="Print the result as JSON to stdout instead of the summary."
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out."),
+    progress: str = progress_option(" With --json: none unless plain or rich."),
+    no_progress: bool = no_progress_option(),
 ) -> None:
     """Zero-Run audit: DP lower bounds from known members vs shifted known non-members."""
     from privaudit.report.writer import check_output_dir
@@ -384,14 +416,14 @@ def zero_run_command(
             exclude=exclude,
             propensity_col=propensity_col,
         )
-        progress = False if as_json else None
-        executor = _bootstrap_executor(bootstrap, ray_address, jobs, progress)
-        result = _run_audit(inputs, settings, executor, cache_dir, progress)
+        shown = progress_mode(progress, no_progress, quiet_default=as_json)
+        executor = _bootstrap_executor(bootstrap, ray_address, jobs, shown)
+        result = _run_audit(inputs, settings, executor, cache_dir, shown)
         payload = _payload(result) if as_json else None
         if out is not None:
             _write_report(result, out, settings, inputs, [file, members, non_members], overwrite)
     except PrivauditError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(error_line(exc), err=True)
         raise typer.Exit(2) from None
     except OSError as exc:
         typer.echo(f"error: cannot write the report to {out} ({exc})", err=True)
@@ -477,7 +509,7 @@ def _run_audit(
     settings: _AuditSettings,
     executor: Any,
     cache_dir: Path | None,
-    progress: bool | None,
+    progress: str,
 ) -> Any:
     """:func:`privaudit.audit.zero_run.zero_run_audit` on the inputs with the settings.
 
@@ -531,6 +563,7 @@ def _estimator_names(
 ) -> list[str]:
     """The ``--estimators`` names (default :data:`DEFAULT_ESTIMATORS`; ``all``: every family),
     checked; none may be asked for together with ``--propensity-col``."""
+    from privaudit._validation import fail
     from privaudit.audit.zero_run import DEFAULT_ESTIMATORS, ESTIMATORS
 
     if propensity_col is not None and (features is not None or estimators is not None):
@@ -551,6 +584,7 @@ def _estimator_names(
 def _challenger_names(challengers: str | None, propensity_col: str | None) -> list[str]:
     """The ``--challengers`` names (default :data:`DEFAULT_CHALLENGERS`; ``none``: none),
     checked; none with ``--propensity-col`` (nothing is fitted then)."""
+    from privaudit._validation import fail
     from privaudit.audit.zero_run import DEFAULT_CHALLENGERS, ESTIMATORS
 
     if propensity_col is not None:
@@ -568,9 +602,7 @@ def _challenger_names(challengers: str | None, propensity_col: str | None) -> li
     return names
 
 
-def _bootstrap_executor(
-    bootstrap: int, ray_address: str | None, jobs: int, progress: bool | None
-) -> Any:
+def _bootstrap_executor(bootstrap: int, ray_address: str | None, jobs: int, progress: str) -> Any:
     """Where the bootstrap replicates run: Ray (``--ray``), local processes, or inline
     (None) when there is no bootstrap."""
     from privaudit.runtime.executor import LocalExecutor, RayExecutor
@@ -598,6 +630,10 @@ def _manifest(config: dict[str, Any], seed: int, sources: list[Path | None]) -> 
 
 def _print_result(result: Any, payload: str | None, columns: list[str], out: Path | None) -> None:
     """The JSON (``--json``) or the readable summary, and where the report went."""
+    from rich.console import Console
+
+    from privaudit.cli.zero_run_summary import render_zero_run_summary
+
     if payload is not None:
         typer.echo(payload)
         return

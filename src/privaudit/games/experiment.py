@@ -102,6 +102,7 @@ from privaudit.games.ye_steps import accuracy, needs
 from privaudit.models.base import Trainer
 from privaudit.records import AttackScores, MembershipMatrix
 from privaudit.runtime.executor import Executor, LocalExecutor
+from privaudit.runtime.progress import ProgressOption, progress_bar, progress_phase
 from privaudit.runtime.seeds import derive_seed
 from privaudit.runtime.store import ArtifactStore
 from privaudit.signals import ALL_SIGNALS
@@ -446,20 +447,26 @@ def target_pool_ids(dataset: Dataset, config: ExperimentConfig) -> NDArray[Any]:
 
 
 def _run_attacks(
-    config: ExperimentConfig, data: AttackData, attacker_seed: int
+    config: ExperimentConfig,
+    data: AttackData,
+    attacker_seed: int,
+    *,
+    progress: ProgressOption = None,
 ) -> dict[str, AttackScores]:
     """The attacks step: every configured attack on the signal tables, in order."""
     scores: dict[str, AttackScores] = {}
-    for i, name in enumerate(config.attacks):
-        params = dict(config.attack_params.get(name, {}))
-        alpha = config.alpha if _ATTACKS[name].alpha_threshold else None
-        scores[name] = run_attack(
-            name,
-            data,
-            alpha=alpha,
-            seed=derive_seed(attacker_seed, purpose=f"attack/{i}/{name}"),
-            **params,
-        )
+    with progress_bar("attacks", len(config.attacks), enabled=progress) as bar:
+        for i, name in enumerate(config.attacks):
+            params = dict(config.attack_params.get(name, {}))
+            alpha = config.alpha if _ATTACKS[name].alpha_threshold else None
+            scores[name] = run_attack(
+                name,
+                data,
+                alpha=alpha,
+                seed=derive_seed(attacker_seed, purpose=f"attack/{i}/{name}"),
+                **params,
+            )
+            bar.advance()
     return scores
 
 
@@ -470,7 +477,7 @@ def run_experiment(
     *,
     store: ArtifactStore | str | Path | None = None,
     executor: Executor | None = None,
-    progress: bool | None = None,
+    progress: ProgressOption = None,
     game: GameDescription | None = None,
     provided: ProvidedTarget | None = None,
 ) -> ExperimentResult:
@@ -488,8 +495,9 @@ def run_experiment(
         Cache of trained models and signals (resumable runs); None trains everything.
     executor : Executor or None
         Runs the model trainings; default ``LocalExecutor(config.n_jobs)``.
-    progress : bool or None
-        Progress bars of the default executor (None: only on a terminal).
+    progress : progress option
+        Progress of the default executor (:mod:`privaudit.runtime.progress`; None = a bar
+        on a terminal only).
     game : GameDescription or None
         Description recorded in the result (default: the fixed-model game, Def. 3.2).
     provided : ProvidedTarget or None
@@ -538,13 +546,17 @@ def run_experiment(
     models = YeModels(
         dataset, trainer, split, needs(config), seeds, store=store, executor=executor, views=views
     )
-    target = _target_step(models, split, provided)
+    shown = executor.progress
+    with progress_phase(
+        "target model" if provided is None else "target model (given)", enabled=shown
+    ):
+        target = _target_step(models, split, provided)
     data_kw, loo_ids = _attacker_models_step(models, config, target.signals)
 
     # 4. attacks
     t0 = time.perf_counter()
     data = AttackData(**data_kw)
-    scores = _run_attacks(config, data, seeds["attacker"])
+    scores = _run_attacks(config, data, seeds["attacker"], progress=shown)
     timings.update(models.timings)
     timings["attacks"] = time.perf_counter() - t0
 

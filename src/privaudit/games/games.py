@@ -62,6 +62,7 @@ from privaudit.games.metrics import AttackMetrics, attack_metrics
 from privaudit.models.base import Trainer
 from privaudit.records import AttackScores
 from privaudit.runtime.executor import Executor, LocalExecutor
+from privaudit.runtime.progress import ProgressOption
 from privaudit.runtime.seeds import derive_rng, derive_seed
 from privaudit.runtime.store import ArtifactStore
 
@@ -315,7 +316,7 @@ def run_game(
     n_fixed_records: int = 1,
     store: ArtifactStore | str | Path | None = None,
     executor: Executor | None = None,
-    progress: bool | None = None,
+    progress: ProgressOption = None,
 ) -> GameResult:
     """Play one of the inference games of Ye et al. (2022), Def. 3.1-3.4.
 

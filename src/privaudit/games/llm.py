@@ -58,6 +58,7 @@ from privaudit.data.text import (
 from privaudit.games.auc_ci import auc_ci_fields
 from privaudit.games.metrics import AttackMetrics, attack_metrics
 from privaudit.records import AttackScores
+from privaudit.runtime.progress import ProgressOption
 from privaudit.runtime.store import ArtifactStore
 
 if TYPE_CHECKING:
@@ -215,7 +216,7 @@ def token_stats_cached(
     batch_size: int = 8,
     stride: int | None = None,
     store: ArtifactStore | str | Path | None = None,
-    progress: bool | None = None,
+    progress: ProgressOption = None,
 ) -> list[TokenStats]:
     """Per-token statistics of every record's text under ``model`` (one forward pass each).
 
@@ -344,7 +345,7 @@ def audit_language_model(
     *,
     reference: CausalLM | None = None,
     store: ArtifactStore | str | Path | None = None,
-    progress: bool | None = None,
+    progress: ProgressOption = None,
 ) -> LLMAuditResult:
     """Audit ``target`` on member and non-member ``records`` (module docstring).
 
@@ -362,8 +363,8 @@ def audit_language_model(
         the target's, the reference signals are per byte.
     store : ArtifactStore or path, optional
         Cache of token statistics (resume).
-    progress : bool, optional
-        Progress bars of the scoring passes.
+    progress : progress option, optional
+        Progress of the scoring passes (:mod:`privaudit.runtime.progress`).
     """
     from privaudit._validation import check_both_classes
 
@@ -478,7 +479,7 @@ def finetuned_model_dir(
     *,
     store: ArtifactStore | str | Path,
     purpose: str,
-    progress: bool | None = None,
+    progress: ProgressOption = None,
 ) -> Path:
     """The Hugging Face directory of ``finetune(base(), texts, recipe)`` (llm-core's recipe,
     :mod:`privaudit.models.lm_finetune`), cached in the artifact store.

@@ -89,6 +89,7 @@ from privaudit.games.panoramia_steps import (
     reference_losses,
 )
 from privaudit.records import AuditResult, ScoreTable
+from privaudit.runtime.progress import ProgressOption, progress_phase
 
 if TYPE_CHECKING:
     from privaudit.runtime.store import ArtifactStore
@@ -311,6 +312,7 @@ def run_panoramia(
     confidence: float = 0.95,
     store: ArtifactStore | None = None,
     mia_reads_helper: bool = False,
+    progress: ProgressOption = None,
 ) -> PanoramiaResult:
     """Run the PANORAMIA game on ``target`` (Kazmi et al. 2024, Algorithm 1; module docstring).
 
@@ -341,6 +343,9 @@ def run_panoramia(
         hold all of the baseline's, and RM;RN (the same MIA pipeline with real non-members,
         Sec. 5.2) reads h's on its records; recorded as ``classifiers[role]["reads_helper"]``.
         Off by default: the paper's MIA (x and the target's loss).
+    progress : progress option
+        One report per step (:func:`privaudit.runtime.progress.progress_phase`: None = none
+        off a terminal; ``"plain"`` or ``"auto"`` = lines in a log; a callback).
     """
     steps = PanoramiaSteps(modality, store)
     beta = resolve_beta(None, confidence)
@@ -351,9 +356,10 @@ def run_panoramia(
     settings = modality.settings()
 
     # 1-2. D_G / D_in; the generator on D_G only and the synthetic pool; the split
-    split, d_g, synth, generator_info = _split_and_sample(
-        steps, members, member_ids, nm_ids, sizes, seed=seed, settings=settings
-    )
+    with progress_phase("generator and generated records", enabled=progress):
+        split, d_g, synth, generator_info = _split_and_sample(
+            steps, members, member_ids, nm_ids, sizes, seed=seed, settings=settings
+        )
 
     # 3. classifier data
     records, labels = classifier_records(
@@ -371,24 +377,29 @@ def run_panoramia(
 
     # 4-5. the helper's, the target's and the reference's losses; the classifiers (cached
     # as their scores)
-    reference = reference_losses(steps, members, d_g, seed=seed, settings=settings)
-    helper = helper_losses(
-        steps, modality.take(synth, split.helper_pool), seed=seed, settings=settings
-    )
-    test_scores, classifiers, helper_info = classifier_scores(
-        steps, target, helper, records, labels,
-        seed=seed, criterion=criterion, beta=beta, settings=settings,
-        reference=reference(records, labels, "classifier"), mia_reads_helper=mia_reads_helper,
-        keep_helper=mia_reads_helper and non_members is not None,
-    )  # fmt: skip
+    with progress_phase("helper model and loss features", enabled=progress):
+        reference = reference_losses(steps, members, d_g, seed=seed, settings=settings)
+        helper = helper_losses(
+            steps, modality.take(synth, split.helper_pool), seed=seed, settings=settings
+        )
+    with progress_phase("MIA and baseline classifiers", enabled=progress):
+        test_scores, classifiers, helper_info = classifier_scores(
+            steps, target, helper, records, labels,
+            seed=seed, criterion=criterion, beta=beta, settings=settings,
+            reference=reference(records, labels, "classifier"), mia_reads_helper=mia_reads_helper,
+            keep_helper=mia_reads_helper and non_members is not None,
+        )  # fmt: skip
 
     # 6. measurement, and the comparisons on the same target
     audit, bounds, curves = _measure(test_scores, y_test, beta)
-    real = None if non_members is None else compare_real(
-        steps, target, members, non_members, split.members, sizes,
-        seed=seed, beta=beta, criterion=criterion, scorer_settings=settings.get("scorer"),
-        reference=reference, helper=helper if mia_reads_helper else None,
-    )  # fmt: skip
+    real = None
+    if non_members is not None:
+        with progress_phase("RM;RN and O(1) on the real non-members", enabled=progress):
+            real = compare_real(
+                steps, target, members, non_members, split.members, sizes,
+                seed=seed, beta=beta, criterion=criterion, scorer_settings=settings.get("scorer"),
+                reference=reference, helper=helper if mia_reads_helper else None,
+            )  # fmt: skip
     comparisons = _add_real(real, classifiers, curves)
     table = ScoreTable(
         record_ids=np.asarray(split.test_ids),

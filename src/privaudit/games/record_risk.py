@@ -56,6 +56,7 @@ from privaudit.games.record_risk_worker import AttackFitter, RoundsWorker, relea
 from privaudit.games.train_many import fits_many, train_many
 from privaudit.generators.discrete import DiscreteTable, discretise
 from privaudit.runtime.executor import Executor, LocalExecutor
+from privaudit.runtime.progress import ProgressOption
 from privaudit.runtime.store import ArtifactStore
 
 __all__ = [
@@ -234,7 +235,7 @@ def run_record_risk(
     table: DiscreteTable | None = None,
     store: ArtifactStore | str | Path | None = None,
     executor: Executor | None = None,
-    progress: bool | None = None,
+    progress: ProgressOption = None,
 ) -> RecordRiskResult:
     """Play the traditional and the model-seeded game for ``config.n_targets`` records.
 

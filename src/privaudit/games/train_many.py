@@ -40,6 +40,7 @@ from privaudit.models.persistence import load_model, save_model
 from privaudit.models.precomputed import PrecomputedModel
 from privaudit.models.sklearn import SklearnModel
 from privaudit.runtime.executor import Executor
+from privaudit.runtime.progress import progress_bar
 from privaudit.runtime.store import ArtifactStore, hash_key
 
 __all__ = [
@@ -365,11 +366,14 @@ def train_models(
     if batched and len(jobs) > 1:
         step = len(jobs) if batch_size is None else max(1, int(batch_size))
         out: list[ModelOutputs] = []
-        for start in range(0, len(jobs), step):
-            chunk = jobs[start : start + step]
-            res = task.run_batched(chunk) if len(chunk) > 1 else None
-            if res is None:
-                res = executor.map(task, chunk, desc=desc, label=lambda j: j.label)
-            out += res
+        # a batched chunk trains in this process: its progress is counted in models
+        with progress_bar(f"{desc} (batched)", len(jobs), enabled=executor.progress) as bar:
+            for start in range(0, len(jobs), step):
+                chunk = jobs[start : start + step]
+                res = task.run_batched(chunk) if len(chunk) > 1 else None
+                if res is None:
+                    res = executor.map(task, chunk, desc=desc, label=lambda j: j.label)
+                out += res
+                bar.advance(len(chunk))
         return out
     return executor.map(task, jobs, desc=desc, label=lambda j: j.label)

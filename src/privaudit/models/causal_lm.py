@@ -56,7 +56,7 @@ from numpy.typing import NDArray
 
 from privaudit._validation import check_positive_int, fail
 from privaudit.errors import InvalidInputError
-from privaudit.runtime.progress import progress_bar
+from privaudit.runtime.progress import ProgressOption, progress_bar
 
 __all__ = [
     "DTYPES",
@@ -409,7 +409,7 @@ class CausalLM:
         batch_size: int = 8,
         distribution: bool = False,
         stride: int | None = None,
-        progress: bool | None = None,
+        progress: ProgressOption = None,
     ) -> list[TokenStats]:
         """Per-token log-probabilities of each text (one batched forward pass per batch).
 
@@ -423,8 +423,9 @@ class CausalLM:
         stride : int, optional
             Sliding-window stride for texts longer than :attr:`max_length`, in
             ``[1, max_length - 1]``; default ``max_length // 2``.
-        progress : bool, optional
-            Progress bar over the batches (``runtime.progress``; None = on a terminal).
+        progress : progress option, optional
+            Progress over the batches (:mod:`privaudit.runtime.progress`; None = a bar on
+            a terminal only).
 
         Returns
         -------
@@ -507,7 +508,7 @@ class CausalLM:
         segs: list[_Segment],
         batch_size: int,
         take: Callable[[_Segment, Any, Any], None],
-        progress: bool | None,
+        progress: ProgressOption,
     ) -> None:
         """Forward passes over right-padded batches of windows (longest first); ``take``
         receives each window's logits rows of its scored labels, and the labels."""

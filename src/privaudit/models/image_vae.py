@@ -63,7 +63,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from privaudit._validation import as_float_array, as_label_array, check_positive_int, fail
 from privaudit.models.torch_models import read_state_dict, require_torch, resolve_device
-from privaudit.runtime.progress import progress_bar
+from privaudit.runtime.progress import ProgressOption, progress_bar
 
 __all__ = [
     "DECODES",
@@ -476,7 +476,7 @@ def fit_conditional_vae(
     input_shape: Sequence[int] = (1, 28, 28),
     n_classes: int | None = None,
     settings: VAESettings | Mapping[str, Any] | None = None,
-    progress: bool | None = None,
+    progress: ProgressOption = None,
 ) -> ConditionalVAE:
     """Train a :class:`ConditionalVAE` on flattened images ``X`` in [0, 1] with labels ``y``.
 
@@ -492,8 +492,9 @@ def fit_conditional_vae(
     n_classes : int, optional
         Default ``max(y) + 1`` (at least 2).
     settings : VAESettings or mapping, optional
-    progress : bool, optional
-        Progress bar over epochs (``privaudit.runtime.progress``; only on a terminal).
+    progress : progress option, optional
+        Progress over epochs (:mod:`privaudit.runtime.progress`; None = a bar on a
+        terminal only).
 
     Returns
     -------

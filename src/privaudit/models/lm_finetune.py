@@ -60,7 +60,7 @@ import numpy as np
 from privaudit._validation import check_positive_int, fail
 from privaudit.errors import InsufficientDataError
 from privaudit.models.causal_lm import CausalLM, _all_cuda_devices, _check_texts, _torch
-from privaudit.runtime.progress import progress_bar
+from privaudit.runtime.progress import ProgressOption, progress_bar
 
 __all__ = [
     "FineTuneRecipe",
@@ -280,7 +280,7 @@ def finetune(
     texts: Sequence[str],
     recipe: FineTuneRecipe,
     *,
-    progress: bool | None = None,
+    progress: ProgressOption = None,
     on_step: Callable[[int, float], None] | None = None,
 ) -> CausalLM:
     """Train a copy of ``base`` on ``texts`` with ``recipe``; ``base`` is untouched.
@@ -292,8 +292,9 @@ def finetune(
     texts : sequence of str
         The training texts (the members of an audit).
     recipe : FineTuneRecipe
-    progress : bool, optional
-        Progress bar over the steps (``runtime.progress``; None = on a terminal).
+    progress : progress option, optional
+        Progress over the steps (:mod:`privaudit.runtime.progress`; None = a bar on a
+        terminal only).
     on_step : callable, optional
         Called after every optimiser step with ``(step, training loss of the batch)``
         (a loss curve, progress in logs).
@@ -321,7 +322,7 @@ def finetune_snapshots(
     recipe: FineTuneRecipe,
     at: Sequence[int],
     *,
-    progress: bool | None = None,
+    progress: ProgressOption = None,
     on_step: Callable[[int, float], None] | None = None,
 ) -> dict[int, CausalLM]:
     """Snapshots of ONE run of ``recipe`` after each number of optimiser steps in ``at``.
@@ -365,7 +366,7 @@ def _run(
     texts: Sequence[str],
     recipe: FineTuneRecipe,
     at: tuple[int, ...],
-    progress: bool | None,
+    progress: ProgressOption,
     on_step: Callable[[int, float], None] | None,
 ) -> dict[int, CausalLM]:
     """Train ``max(at)`` steps of ``recipe``'s schedule; the model after each step in ``at``."""

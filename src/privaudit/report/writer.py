@@ -33,7 +33,29 @@ HTML_FILE = "report.html"
 
 
 class ReportExistsError(InvalidInputError):
-    """The report directory already exists and ``overwrite`` was not set."""
+    """The report directory already exists and ``overwrite`` was not set.
+
+    The message speaks the Python API (``overwrite=True``); :attr:`cli_message` says the
+    same in the command line's words (``--overwrite``, ``--out``), and the CLI prints that.
+
+    Attributes
+    ----------
+    path : Path
+        The existing report directory.
+    cli_message : str
+        The message for the command line.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        found = f"expected a new report directory, found an existing one at {self.path}"
+        self.cli_message = f"--out: {found}; add --overwrite to replace it, or choose another --out"
+        super().__init__(
+            f"out_dir: {found}; pass overwrite=True to replace it, or choose another out_dir"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ReportExistsError, (self.path,))
 
 
 def check_output_dir(out_dir: str | Path, *, overwrite: bool = False) -> Path:
@@ -51,10 +73,7 @@ def check_output_dir(out_dir: str | Path, *, overwrite: bool = False) -> Path:
         if not out.is_dir():
             raise InvalidInputError(f"out: expected a directory path, found an existing file {out}")
         if not overwrite:
-            raise ReportExistsError(
-                f"out: expected a new report directory, found an existing one at {out}; "
-                "pass overwrite=True (CLI: --overwrite) to replace it, or choose another --out"
-            )
+            raise ReportExistsError(out)
     return out
 
 

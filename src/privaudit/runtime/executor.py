@@ -59,7 +59,7 @@ from privaudit.runtime.process_pool import (
     run_limited,
     worker_call,
 )
-from privaudit.runtime.progress import progress_bar
+from privaudit.runtime.progress import ProgressOption, progress_bar
 from privaudit.runtime.ray_executor import RayExecutor
 
 __all__ = [
@@ -96,7 +96,7 @@ class LocalExecutor(Executor):
     ----------
     n_jobs : int
         Number of worker processes; 1 runs inline, -1 uses every core.
-    progress : bool or None
+    progress : progress option
         See :class:`Executor`.
     start_method : {"spawn", "forkserver", "fork"}
         How worker processes start. ``"spawn"`` (default) is safe with threaded
@@ -125,7 +125,7 @@ class LocalExecutor(Executor):
         self,
         n_jobs: int = 1,
         *,
-        progress: bool | None = None,
+        progress: ProgressOption = None,
         start_method: str = "spawn",
         threads_per_worker: int | None = None,
         use_main_process: bool = True,

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from privaudit._validation import fail
 from privaudit.errors import PrivauditError
-from privaudit.runtime.progress import progress_bar
+from privaudit.runtime.progress import ProgressOption, check_progress, progress_bar
 
 __all__ = ["Executor", "TaskError", "available_cores", "resolve_n_jobs", "run_inline"]
 
@@ -78,13 +78,14 @@ class Executor(abc.ABC):
 
     Parameters
     ----------
-    progress : bool or None
-        Draw a progress bar per map (see :func:`privaudit.runtime.progress.progress_bar`;
-        None = automatic, only on a terminal).
+    progress : progress option
+        Progress of every map (:func:`privaudit.runtime.progress.progress_bar`: None = a
+        bar on a terminal only; ``"auto"``, ``"plain"``, ``"rich"``, ``"none"``, a callback
+        or a tqdm-style class).
     """
 
-    def __init__(self, *, progress: bool | None = None) -> None:
-        self.progress = progress
+    def __init__(self, *, progress: ProgressOption = None) -> None:
+        self.progress = check_progress(progress)
         #: Tasks this executor was given so far (what ``results.json`` records as run by it).
         self.tasks_run = 0
 
@@ -144,7 +145,7 @@ def run_inline(
     items: Sequence[T],
     desc: str,
     label: Callable[[T], str],
-    progress: bool | None,
+    progress: ProgressOption,
 ) -> list[R]:
     out: list[R] = []
     with progress_bar(desc, len(items), enabled=progress) as bar:

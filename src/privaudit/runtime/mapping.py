@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
-from privaudit.runtime.progress import progress_bar
+from privaudit.runtime.progress import ProgressOption, check_progress, progress_bar
 
 __all__ = ["InlineMapper", "Mapper"]
 
@@ -43,8 +43,8 @@ class InlineMapper:
     [1, 2]
     """
 
-    def __init__(self, *, progress: bool | None = None) -> None:
-        self.progress = progress
+    def __init__(self, *, progress: ProgressOption = None) -> None:
+        self.progress = check_progress(progress)
 
     def map(
         self,

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 from privaudit._validation import fail
 from privaudit.runtime.executor_base import Executor, TaskError, _default_label
-from privaudit.runtime.progress import progress_bar
+from privaudit.runtime.progress import ProgressOption, progress_bar
 
 __all__ = ["RayExecutor"]
 
@@ -35,7 +35,7 @@ class RayExecutor(Executor):
         Resources each task requests.
     init_kwargs : dict, optional
         Extra arguments to ``ray.init``.
-    progress : bool or None
+    progress : progress option
         See :class:`Executor`.
     """
 
@@ -46,7 +46,7 @@ class RayExecutor(Executor):
         num_cpus: float = 1.0,
         num_gpus: float = 0.0,
         init_kwargs: dict[str, Any] | None = None,
-        progress: bool | None = None,
+        progress: ProgressOption = None,
     ) -> None:
         super().__init__(progress=progress)
         if not num_cpus >= 0 or not num_gpus >= 0:

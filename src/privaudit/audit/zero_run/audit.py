@@ -58,6 +58,7 @@ from privaudit.audit.zero_run.tampering import (
 )
 from privaudit.records import AuditResult, json_number
 from privaudit.runtime.mapping import InlineMapper, Mapper
+from privaudit.runtime.progress import ProgressOption, progress_phase
 from privaudit.runtime.seeds import derive_rng, derive_seed
 from privaudit.runtime.store import ArtifactStore
 
@@ -138,7 +139,7 @@ def zero_run_audit(
     seed: int = 0,
     executor: Mapper | None = None,
     store: ArtifactStore | None = None,
-    progress: bool | None = None,
+    progress: ProgressOption = None,
 ) -> ZeroRunResult:
     r"""Zero-Run audit of one attack on known members vs known (shifted) non-members.
 
@@ -216,8 +217,9 @@ def zero_run_audit(
     store : ArtifactStore, optional
         Caches every finished bootstrap replicate, so that a long bootstrap that was
         interrupted resumes instead of starting again.
-    progress : bool, optional
-        Progress bars (None = only on a terminal).
+    progress : progress option, optional
+        Progress of the bootstrap (:mod:`privaudit.runtime.progress`; None = a bar on a
+        terminal only).
 
     Returns
     -------
@@ -231,9 +233,17 @@ def zero_run_audit(
     )
     fit_kw = {"n_folds": n_folds, "n_inner": n_inner, "pca_components": pca_components}
     # Step 2: the propensities, given or cross-fitted on the features.
-    feats, fits, pis, challenger_pis = _propensities(
-        s, mem, features, propensity, (estimators, challengers), n_bootstrap, seed, fit_kw
-    )
+    with progress_phase(
+        "propensity models" if propensity is None else "given propensities", enabled=progress
+    ):
+        feats, fits, pis, challenger_pis = _propensities(
+            s, mem, features, propensity, (estimators, challengers), n_bootstrap, seed, fit_kw
+        )
+        placebo_score = (
+            placebo_scores(feats, s, seed=derive_seed(seed, purpose="zero-run-placebo"))
+            if placebo and feats is not None
+            else None
+        )
     # Step 3: every estimator's bounds (at beta / J), diagnostics, bootstrap, falsification.
     n_tests = _n_tests(pis, fits, headline_rule)
     bound_kw = {"beta": beta / n_tests, "delta": delta, "delta_ds": delta_ds, "margin_z": margin_z}
@@ -246,9 +256,7 @@ def zero_run_audit(
         pis=pis,
         challenger_pis=challenger_pis,
         args=_bound_arguments(pis, fits, bound_kw),
-        placebo=placebo_scores(feats, s, seed=derive_seed(seed, purpose="zero-run-placebo"))
-        if placebo and feats is not None
-        else None,
+        placebo=placebo_score,
         beta=beta,
         bound_kw=bound_kw,
         fit_kw=fit_kw,
@@ -260,11 +268,12 @@ def zero_run_audit(
         store=store,
         executor=executor if executor is not None else InlineMapper(progress=progress),
     )
-    all_bounds = {
-        name: zero_run_bounds(s, mem, uniforms=uniforms, **run.args[name]) for name in pis
-    }
-    uncorrected = _uncorrected(s, mem, pis, all_bounds, uniforms, n_tests, beta, delta)
-    entries, warnings = _estimator_entries(run, all_bounds)
+    with progress_phase("bounds, diagnostics and tests", enabled=progress):
+        all_bounds = {
+            name: zero_run_bounds(s, mem, uniforms=uniforms, **run.args[name]) for name in pis
+        }
+        uncorrected = _uncorrected(s, mem, pis, all_bounds, uniforms, n_tests, beta, delta)
+        entries, warnings = _estimator_entries(run, all_bounds)
     # Step 4: the headline, and a warning when the shift explains the uncorrected bound.
     headline = _headline(entries, headline_rule, q, n_bootstrap, beta / n_tests)
     warnings.extend(_refusal_warning(headline))
