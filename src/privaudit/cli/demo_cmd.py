@@ -29,22 +29,48 @@ def _pct1(x: Any) -> str:
 _TPR_COLUMNS: tuple[tuple[str, str], ...] = (("0.001", "TPR@0.1%"), ("0.01", "TPR@1%"))
 
 
-def _models_line(settings: dict[str, Any]) -> str:
+#: The demo's cache folder when no --cache-dir is given (in the working directory).
+DEMO_CACHE_DIR = Path(".privaudit-cache")
+
+
+def _models_line(
+    settings: dict[str, Any],
+    target: dict[str, Any] | None = None,
+    *,
+    cache_note: str | None = None,
+) -> str:
+    """Which models were trained and which loaded, and from where: the cache's folder
+    (with ``cache_note``, e.g. that it is the demo's default one), or that there is none;
+    a provided target is read from its own file, not from the cache."""
     trained = {k: int(v) for k, v in settings.get("models_trained", {}).items()}
     loaded = {k: int(v) for k, v in settings.get("models_loaded", {}).items()}
+    own = ""
+    if target is not None and target.get("origin") == "provided":
+        loaded.pop("target", None)
+        own = f"the target read from {Path(str(target.get('path', '?'))).name}; "
     n_trained, n_loaded = sum(trained.values()), sum(loaded.values())
     cache = settings.get("cache_dir")
-    where = f"the cache at {cache}" if cache else "the cache"
+    where = f"the cache at {cache}" + (f" ({cache_note})" if cache_note else "")
     executor = settings.get("executor", "local")
     if settings.get("ray_address"):
         executor += f" ({settings['ray_address']})"
-    if n_loaded and not n_trained:
+    if not cache:
+        head = f"{n_trained} trained (no cache: cache_dir keeps models for a rerun)"
+    elif n_loaded and not n_trained:
         head = f"all {n_loaded} models loaded from {where} (nothing retrained)"
     elif n_loaded:
         head = f"{n_trained} trained, {n_loaded} loaded from {where}"
     else:
-        head = f"{n_trained} trained" + ("" if cache else " (no cache)")
-    return f"Models: {head}; executor {executor}"
+        head = f"{n_trained} trained, stored in {where}"
+    return f"Models: {own}{head}; executor {executor}"
+
+
+def _off_alpha(attack: dict[str, Any], alpha: float) -> str:
+    """``^`` / ``v`` after an achieved FPR above / below alpha beyond sampling error (the
+    report's red cell), so that a plain-text summary marks it too; ``""`` otherwise."""
+    if attack.get("achieved_fpr") is None or attack.get("alpha_within_error", True):
+        return ""
+    return "^" if float(attack["achieved_fpr"]) > alpha else "v"
 
 
 def _ci(x: float) -> str:
@@ -77,6 +103,18 @@ def summary_lines(results: dict[str, Any]) -> tuple[list[str], list[str]]:
             "FPR@alpha n/a for " + ", ".join(no_alpha) + ": no threshold calibrated at "
             "alpha (the score only ranks records)"
         )
+    off = [
+        a
+        for a in attacks
+        if a["achieved_fpr"] is not None and not a.get("alpha_within_error", True)
+    ]
+    if off:
+        alpha = float(results["settings"]["alpha"])
+        notes.append(
+            "^ / v: achieved FPR above / below alpha = "
+            f"{100 * alpha:g}% beyond sampling error (its 95% interval excludes alpha; red "
+            "in report.html): " + ", ".join(a["name"] for a in off)
+        )
     guarantees = {a.get("alpha_guarantee") for a in attacks}
     if "average-over-targets" in guarantees:
         notes.append(
@@ -91,13 +129,19 @@ def summary_lines(results: dict[str, Any]) -> tuple[list[str], list[str]]:
 
 
 def render_summary(
-    results: dict[str, Any], out_dir: Path | None, *, width: int | None = None
+    results: dict[str, Any],
+    out_dir: Path | None,
+    *,
+    width: int | None = None,
+    cache_note: str | None = None,
 ) -> None:
     """Print the summary of a ``results.json`` document with rich, readable at 80 columns.
 
     One row per attack: AUC, TPR at 0.1% and 1% FPR, the achieved FPR of the alpha
     threshold with its 95% Clopper-Pearson interval (green when within sampling error
-    of alpha, the calibration sample's error included; ``*`` when the threshold holds
+    of alpha, the calibration sample's error included; red and marked ``^`` / ``v``
+    when above / below it beyond that error, so that the mark survives plain text;
+    ``*`` when the threshold holds
     alpha only on average over target models, as attack S's; ``~`` when it is smoothed,
     not calibrated), the records the figures rest on
     (members + non-members scored) and the models the attack learned from. Under the
@@ -156,7 +200,9 @@ def render_summary(
                 a.get("alpha_guarantee") or "", ""
             )
             ach = Text.assemble(
-                (_pct1(a["achieved_fpr"]), colour), mark, f" [{_ci(lo)}, {_ci(hi)}]"
+                (_pct1(a["achieved_fpr"]) + _off_alpha(a, alpha), colour),
+                mark,
+                f" [{_ci(lo)}, {_ci(hi)}]",
             )
         table.add_row(
             a["name"] + ("!" if a.get("warnings") else ""),
@@ -171,7 +217,7 @@ def render_summary(
     console.print("records: members + non-members scored; models: attacker models used")
     for line in notes:
         console.print(line)
-    console.print(_models_line(s))
+    console.print(_models_line(s, t, cache_note=cache_note))
     for w in warns:
         console.print(f"[yellow]warning[/yellow]: {w}")
     if out_dir is not None:
@@ -233,10 +279,11 @@ def demo(
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
     cache_dir: Path | None = typer.Option(
-        Path(".privaudit-cache"),
+        DEMO_CACHE_DIR,
         "--cache-dir",
         help="Artifact store for trained models and signals: a killed or repeated run "
-        "resumes from it without retraining.",
+        f"resumes from it without retraining (default: the folder {DEMO_CACHE_DIR} in the "
+        "working directory).",
     ),
     no_cache: bool = typer.Option(False, "--no-cache", help="Train everything afresh."),
 ) -> None:
@@ -257,4 +304,9 @@ def demo(
             report = run_audit(cfg, overwrite=overwrite, progress=progress)
     except PrivauditError as exc:
         raise fail_exit(exc) from None
-    render_summary(report.results, report.out_dir)
+    default = not no_cache and cache_dir == DEMO_CACHE_DIR
+    render_summary(
+        report.results,
+        report.out_dir,
+        cache_note="the demo's default folder, in the working directory" if default else None,
+    )
