@@ -55,9 +55,12 @@ def main(argv: list[str] | None = None) -> int:
     classes). A :class:`~privaudit.errors.PrivauditError` that a command did not handle
     is printed as one ``error:`` line (exit code 2), never as a traceback.
     """
+    from privaudit.cli.mlflow_cli import with_bare_values
+
     _register()
+    args = with_bare_values(list(sys.argv[1:] if argv is None else argv))
     try:
-        app(args=argv, prog_name="privaudit", standalone_mode=True)
+        app(args=args, prog_name="privaudit", standalone_mode=True)
     except SystemExit as exc:
         return _exit_code(exc.code)
     except PrivauditError as exc:

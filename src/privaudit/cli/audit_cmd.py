@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 from privaudit._validation import fail
-from privaudit.cli import app, ci_output
+from privaudit.cli import app, ci_output, mlflow_cli
 from privaudit.errors import PrivauditError
 from privaudit.records import AuditResult
 from privaudit.report.writer import check_output_dir, write_audit_bundle
@@ -250,6 +250,7 @@ def audit_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out folder."),
     fmt: str = typer.Option("text", "--format", help=ci_output.FORMAT_HELP),
     format_file: Path | None = typer.Option(None, "--format-file", help=ci_output.FORMAT_FILE_HELP),
+    mlflow: str | None = mlflow_cli.option(),
 ) -> None:
     """Compute a DP lower bound from scores and membership in FILE."""
     from privaudit.report.bundle import audit_payload
@@ -257,6 +258,7 @@ def audit_command(
 
     try:
         fmt = ci_output.check_options(fmt, claimed_epsilon, format_file)
+        mlflow_cli.check(mlflow)
         if bundle_dir is not None:
             check_output_dir(bundle_dir, overwrite=overwrite)
         result, inputs = _compute(
@@ -298,6 +300,7 @@ def audit_command(
             raise typer.Exit(2) from None
     if ci_output.human_output_wanted(fmt, format_file):
         _render(result, claimed_epsilon, Console(file=sys.stdout, soft_wrap=True))
+    mlflow_cli.log(mlflow, doc, command="audit", artifact_dir=bundle_dir)
     code = ci_output.emit(
         fmt,
         "audit",

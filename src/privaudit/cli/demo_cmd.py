@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from privaudit.cli import app
+from privaudit.cli import app, mlflow_cli
 from privaudit.errors import PrivauditError
 
 
@@ -286,6 +286,7 @@ def demo(
         "working directory).",
     ),
     no_cache: bool = typer.Option(False, "--no-cache", help="Train everything afresh."),
+    mlflow: str | None = mlflow_cli.option(),
 ) -> None:
     """Audit an overfit MLP trained on UCI Adult with every attack, and write a report."""
     from privaudit.pipeline import demo_config, run_audit
@@ -293,6 +294,7 @@ def demo(
     if out is None:
         out = new_results_dir(Path("privaudit-results"), "demo")
     try:
+        mlflow_cli.check(mlflow)
         cfg = demo_config(
             seed=seed,
             n_jobs=n_jobs,
@@ -310,3 +312,4 @@ def demo(
         report.out_dir,
         cache_note="the demo's default folder, in the working directory" if default else None,
     )
+    mlflow_cli.log(mlflow, report.out_dir, command="demo")

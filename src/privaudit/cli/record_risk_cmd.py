@@ -25,7 +25,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from privaudit.cli import app
+from privaudit.cli import app, mlflow_cli
 from privaudit.errors import PrivauditError
 
 __all__ = ["build_record_risk", "record_risk_command"]
@@ -138,6 +138,7 @@ def record_risk_command(
     out: Path | None = typer.Option(None, "--out", help="Report directory (default: output_dir)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing report."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+    mlflow: str | None = mlflow_cli.option(),
 ) -> None:
     """Record-level risk: traditional vs model-seeded game (generators and classifiers)."""
     from privaudit.games.record_risk import run_record_risk
@@ -147,6 +148,7 @@ def record_risk_command(
     from privaudit.runtime.executor import LocalExecutor
 
     try:
+        mlflow_cli.check(mlflow)
         cfg = load_record_risk_config(config)
         out_dir = out if out is not None else cfg.output_dir
         check_output_dir(out_dir, overwrite=overwrite)  # fail before any work
@@ -168,6 +170,7 @@ def record_risk_command(
     except OSError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    mlflow_cli.log(mlflow, Path(out_dir), command="record-risk")
     if as_json:
         typer.echo(json.dumps(record_risk_payload(result, settings), indent=2))
         return

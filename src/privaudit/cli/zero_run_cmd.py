@@ -32,7 +32,7 @@ import typer
 from rich.console import Console
 
 from privaudit._validation import fail
-from privaudit.cli import app
+from privaudit.cli import app, mlflow_cli
 from privaudit.cli.audit_cmd import membership_values, read_table, score_values, table_column
 from privaudit.cli.zero_run_summary import render_zero_run_summary
 from privaudit.errors import PrivauditError
@@ -339,11 +339,13 @@ def zero_run_command(
         False, "--json", help="Print the result as JSON to stdout instead of the summary."
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out."),
+    mlflow: str | None = mlflow_cli.option(),
 ) -> None:
     """Zero-Run audit: DP lower bounds from known members vs shifted known non-members."""
     from privaudit.report.writer import check_output_dir
 
     try:
+        mlflow_cli.check(mlflow)
         if out is not None:
             check_output_dir(out, overwrite=overwrite)  # fail before any work
         settings = _AuditSettings(
@@ -382,6 +384,7 @@ def zero_run_command(
         typer.echo(f"error: cannot write the report to {out} ({exc})", err=True)
         raise typer.Exit(2) from None
     _print_result(result, payload, inputs.columns, out)
+    mlflow_cli.log(mlflow, out if out is not None else result.to_dict(), command="zero-run")
 
 
 @dataclasses.dataclass(frozen=True)
