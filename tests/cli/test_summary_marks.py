@@ -65,7 +65,8 @@ def test_an_achieved_fpr_off_alpha_is_marked_in_plain_text(
 
 def test_models_line_names_the_cache_or_its_absence() -> None:
     s = dict(RESULTS["settings"])
-    assert "9 trained (no cache" in _models_line(s)
+    assert "9 trained (no cache: set cache_dir to keep models for a rerun)" in _models_line(s)
+    assert "9 trained (no cache: --no-cache)" in _models_line(s, cache_note="--no-cache")
     s.update(cache_dir=".privaudit-cache", models_loaded={"target": 1, "reference": 8})
     s["models_trained"] = {"target": 0, "reference": 0}
     line = _models_line(s, cache_note="the demo's default folder, in the working directory")

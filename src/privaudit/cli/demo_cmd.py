@@ -40,8 +40,9 @@ def _models_line(
     cache_note: str | None = None,
 ) -> str:
     """Which models were trained and which loaded, and from where: the cache's folder
-    (with ``cache_note``, e.g. that it is the demo's default one), or that there is none;
-    a provided target is read from its own file, not from the cache."""
+    (with ``cache_note``, e.g. that it is the demo's default one), or that there is none
+    (and why: ``cache_note``, else how to keep one); a provided target is read from its
+    own file, not from the cache."""
     trained = {k: int(v) for k, v in settings.get("models_trained", {}).items()}
     loaded = {k: int(v) for k, v in settings.get("models_loaded", {}).items()}
     own = ""
@@ -55,7 +56,8 @@ def _models_line(
     if settings.get("ray_address"):
         executor += f" ({settings['ray_address']})"
     if not cache:
-        head = f"{n_trained} trained (no cache: cache_dir keeps models for a rerun)"
+        why = cache_note or "set cache_dir to keep models for a rerun"
+        head = f"{n_trained} trained (no cache: {why})"
     elif n_loaded and not n_trained:
         head = f"all {n_loaded} models loaded from {where} (nothing retrained)"
     elif n_loaded:
@@ -306,10 +308,10 @@ def demo(
             report = run_audit(cfg, overwrite=overwrite, progress=progress)
     except PrivauditError as exc:
         raise fail_exit(exc) from None
-    default = not no_cache and cache_dir == DEMO_CACHE_DIR
-    render_summary(
-        report.results,
-        report.out_dir,
-        cache_note="the demo's default folder, in the working directory" if default else None,
-    )
+    note = None
+    if no_cache or cache_dir is None:
+        note = "--no-cache"
+    elif cache_dir == DEMO_CACHE_DIR:
+        note = "the demo's default folder, in the working directory; --cache-dir moves it"
+    render_summary(report.results, report.out_dir, cache_note=note)
     mlflow_cli.log(mlflow, report.out_dir, command="demo")

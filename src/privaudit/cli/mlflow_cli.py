@@ -20,7 +20,7 @@ FLAG = "--mlflow"
 
 HELP = (
     "Log the audit to MLflow: its figures as metrics, its settings as params, its files "
-    "as artifacts (pip install 'privaudit[mlflow]'). URI: a tracking server "
+    "as artifacts (needs privaudit's mlflow extra). URI: a tracking server "
     "(http://host:5000) or a folder (file:///path/mlruns); --mlflow alone: "
     "MLFLOW_TRACKING_URI or MLflow's default."
 )
