@@ -37,6 +37,7 @@ from privaudit.data.mnist import load_mnist
 from privaudit.data.tables import read_frame
 from privaudit.errors import InvalidInputError
 from privaudit.games.provided import (
+    ProvidedSplit,
     ProvidedTarget,
     file_sha256,
     load_target_model,
@@ -50,9 +51,12 @@ from privaudit.runtime.seeds import derive_rng
 
 __all__ = [
     "build_trainer",
+    "check_feature_names",
     "load_dataset",
     "load_dataset_and_target",
+    "load_provided_target",
     "provided_torch_recipe",
+    "read_provided_split",
     "table_with_member_column",
 ]
 
@@ -139,15 +143,27 @@ def table_with_member_column(
 def load_dataset_and_target(config: AuditConfig) -> tuple[Dataset, ProvidedTarget | None]:
     """The dataset and, with a ``target`` section, the provided target and its split.
 
+    :func:`read_provided_split` then :func:`load_provided_target` (the membership
+    pipeline checks the split's sizes between the two, before the model file is opened).
+    """
+    if config.target is None:
+        return load_dataset(config), None
+    dataset, split = read_provided_split(config)
+    return dataset, load_provided_target(config, dataset, split)
+
+
+def read_provided_split(config: AuditConfig) -> tuple[Dataset, ProvidedSplit]:
+    """The dataset and a provided target's split, read from the user's files (no model).
+
     Steps: the audited ids (id files, or ``target.member_column`` read from the dataset
     table and removed from the features); the population (an id file and/or
     ``target.population_table`` appended to the dataset); every id checked against the
-    dataset; the population drawn down to ``sizes.n_population``; the model loaded
-    safely (:func:`~privaudit.games.provided.load_target_model`).
+    dataset; the population drawn down to ``sizes.n_population``. Reading ids and rows
+    only, it takes about as long as reading the table.
     """
     t = config.target
     if t is None:
-        return load_dataset(config), None
+        raise InvalidInputError("target: expected a target section (a provided model)")
     dataset, members, non_members = _audited_ids(config, t)
     dataset, population = _population_ids(dataset, t, np.concatenate([members, non_members]))
     for what, ids in (
@@ -160,6 +176,26 @@ def load_dataset_and_target(config: AuditConfig) -> tuple[Dataset, ProvidedTarge
                 dataset.positions(ids)
             except InvalidInputError as exc:
                 raise InvalidInputError(f"target.{what}: {exc}") from None
+    try:
+        split = ProvidedSplit(
+            members,
+            non_members,
+            _sized_population(config, dataset, population, members, non_members),
+        )
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"target ({_membership_source(t)}): {exc}") from None
+    return dataset, split
+
+
+def load_provided_target(
+    config: AuditConfig, dataset: Dataset, split: ProvidedSplit
+) -> ProvidedTarget:
+    """The provided target of ``config.target``: its model loaded safely
+    (:func:`~privaudit.games.provided.load_target_model`) with the split of
+    :func:`read_provided_split`."""
+    t = config.target
+    if t is None:
+        raise InvalidInputError("target: expected a target section (a provided model)")
     recipe = (
         provided_torch_recipe(t, config.model, config.config_dir) if t.kind == "torch" else None
     )
@@ -171,17 +207,59 @@ def load_dataset_and_target(config: AuditConfig) -> tuple[Dataset, ProvidedTarge
         trusted_types=t.trusted_types,
         precomputed_n_classes=t.n_classes,
     )
-    provided = ProvidedTarget(
+    check_feature_names(model, dataset, field="target.path")
+    return ProvidedTarget(
         model=model,
-        member_ids=members,
-        non_member_ids=non_members,
-        population_ids=_sized_population(config, dataset, population, members, non_members),
+        member_ids=split.member_ids,
+        non_member_ids=split.non_member_ids,
+        population_ids=split.population_ids,
         references=t.references,
         accuracy_tolerance=t.accuracy_tolerance,
         fingerprint=file_sha256(t.path),
         description=t.describe(),
     )
-    return dataset, provided
+
+
+def check_feature_names(model: Any, dataset: Dataset, *, field: str) -> None:
+    """A model fitted on a DataFrame (``feature_names_in_``) was fitted on the dataset's
+    features, in the dataset's order: privaudit queries it with those columns
+    (:class:`~privaudit.models.SklearnModel`), so a model fitted on other columns, or on
+    the same in another order, would read the wrong values.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming ``field``, the first differing column and both counts.
+    """
+    names = getattr(model, "feature_names", None)
+    if names is None:
+        return
+    want = tuple(dataset.feature_names)
+    if tuple(names) == want:
+        return
+    if sorted(names) == sorted(want):
+        k = next(i for i, (a, b) in enumerate(zip(names, want, strict=True)) if a != b)
+        raise InvalidInputError(
+            f"{field}: expected a model fitted on the dataset's columns in the dataset's "
+            f"order, found the same {len(want)} columns in another order (column {k + 1}: "
+            f"{names[k]!r} in the model, {want[k]!r} in the dataset); refit it on the "
+            "columns in the table's order"
+        )
+    missing = [c for c in want if c not in names]
+    extra = [c for c in names if c not in want]
+    raise InvalidInputError(
+        f"{field}: expected a model fitted on the dataset's {len(want)} feature columns "
+        f"(as privaudit encodes the table: numeric columns as they are, categorical ones "
+        f"one-hot as 'column=value'), found a model fitted on {len(names)} columns"
+        + (f"; not in the model: {missing[:5]}" if missing else "")
+        + (f"; not in the dataset: {extra[:5]}" if extra else "")
+    )
+
+
+def _membership_source(t: TargetConfig) -> str:
+    if t.member_column is not None:
+        return f"member_column {t.member_column!r}"
+    return f"members {Path(str(t.members)).name}, non_members {Path(str(t.non_members)).name}"
 
 
 def _audited_ids(

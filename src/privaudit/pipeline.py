@@ -3,7 +3,10 @@
 Steps (each timed; the times go to ``results.json["timings"]``):
 
 1. check that the report directory can be written (before any work);
-2. load the dataset (bundled Adult or digits, or a user table);
+2. load the dataset (bundled Adult or digits, or a user table); with a provided target,
+   read its split from the user's files and check its sizes
+   (:func:`privaudit.preflight.check_provided_split`) before any worker starts, then load
+   its model;
 3. build the trainer (a scikit-learn classifier through
    :class:`~privaudit.models.SklearnTrainer`) and run :func:`privaudit.preflight.preflight`:
    every check that would otherwise fail after training (paths, executor, sizes, memory,
@@ -52,9 +55,15 @@ from privaudit.games.metrics import (
     AttackMetrics,
 )
 from privaudit.games.provided import (
+    ProvidedSplit,
     ProvidedTarget,
 )
-from privaudit.inputs import build_trainer, load_dataset_and_target
+from privaudit.inputs import (
+    build_trainer,
+    load_dataset,
+    load_provided_target,
+    read_provided_split,
+)
 from privaudit.models import SklearnTrainer
 from privaudit.models.torch_models import TorchTrainer
 from privaudit.pipeline_config import demo_config, experiment_config, n_models_behind
@@ -71,7 +80,7 @@ from privaudit.pipeline_sections import (
     target_entry,
     target_summary,
 )
-from privaudit.preflight import preflight
+from privaudit.preflight import check_provided_split, preflight
 from privaudit.report import (
     ScoreTable,
     build_results,
@@ -179,11 +188,14 @@ def run_audit(
     out_dir = Path(config.output_dir)
     if write:
         check_output_dir(out_dir, overwrite=overwrite)
+    split = _read_split(config)
 
     # worker processes start now: their start-up overlaps loading, checks and the target
     early = _early_executor(config, progress)
     try:
-        return _run_audit(config, overwrite=overwrite, progress=progress, write=write, early=early)
+        return _run_audit(
+            config, overwrite=overwrite, progress=progress, write=write, early=early, split=split
+        )
     except BaseException:
         if early is not None:
             early.close()
@@ -226,13 +238,14 @@ def _run_audit(
     progress: ProgressOption,
     write: bool,
     early: Executor | None,
+    split: _Split | None,
 ) -> AuditReport:
     out_dir = Path(config.output_dir)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     with progress_phase("loading the data", enabled=progress):
-        dataset, provided, data_warnings = _load_inputs(config)
-    timings["data"] = time.perf_counter() - t0
+        dataset, provided, data_warnings = _load_inputs(config, split)
+    timings["data"] = time.perf_counter() - t0 + (0.0 if split is None else split.seconds)
 
     exp_cfg = experiment_config(config, dataset.n_records, provided)
     trainer = build_trainer(config.model, dataset.n_classes, config_dir=config.config_dir)
@@ -301,17 +314,55 @@ def _run_audit(
     )
 
 
-def _load_inputs(config: AuditConfig) -> tuple[Dataset, ProvidedTarget | None, list[str]]:
-    """Step 2: the dataset and a provided target (:func:`~privaudit.inputs.load_dataset_and_target`),
-    with the warnings (:class:`PrivauditWarning`) loading raised: passed on, and returned
-    to be recorded in ``results.json``."""
+@dataclasses.dataclass(frozen=True)
+class _Split:
+    """A provided target's split, read and checked before the model file is opened."""
+
+    dataset: Dataset
+    split: ProvidedSplit
+    warnings: list[str]
+    seconds: float
+
+
+def _recording(fn: Any) -> tuple[Any, list[str]]:
+    """``fn()`` and the :class:`PrivauditWarning` messages it raised: passed on, and
+    returned to be recorded in ``results.json``."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PrivauditWarning)
-        dataset, provided = load_dataset_and_target(config)
-    data_warnings = [str(w.message) for w in caught if issubclass(w.category, PrivauditWarning)]
+        value = fn()
+    found = [str(w.message) for w in caught if issubclass(w.category, PrivauditWarning)]
     for w in caught:  # pass the warnings on (they are recorded in results.json too)
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return dataset, provided, data_warnings
+    return value, found
+
+
+def _read_split(config: AuditConfig) -> _Split | None:
+    """Step 2a, a provided target only: the dataset and the split from the user's files
+    (:func:`~privaudit.inputs.read_provided_split`), their sizes checked
+    (:func:`~privaudit.preflight.check_provided_split`) before the model file is opened
+    (importing its loader alone takes seconds) and before any worker starts."""
+    if config.target is None:
+        return None
+    t0 = time.perf_counter()
+    (dataset, split), found = _recording(lambda: read_provided_split(config))
+    check_provided_split(config, dataset, split)
+    return _Split(dataset, split, found, time.perf_counter() - t0)
+
+
+def _load_inputs(
+    config: AuditConfig, split: _Split | None
+) -> tuple[Dataset, ProvidedTarget | None, list[str]]:
+    """Step 2b: the dataset, and a provided target's model
+    (:func:`~privaudit.inputs.load_provided_target`) with the split of step 2a; with the
+    warnings (:class:`PrivauditWarning`) loading raised."""
+    if split is None and config.target is not None:  # pragma: no cover - read by run_audit
+        split = _read_split(config)
+    if split is None:
+        dataset, found = _recording(lambda: load_dataset(config))
+        return dataset, None, found
+    read = split
+    provided, found = _recording(lambda: load_provided_target(config, read.dataset, read.split))
+    return read.dataset, provided, [*read.warnings, *found]
 
 
 def _train_and_attack(

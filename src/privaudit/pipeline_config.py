@@ -14,7 +14,7 @@ from typing import Any
 from privaudit.config import AuditConfig, config_from_dict
 from privaudit.errors import InvalidInputError
 from privaudit.games.experiment import ExperimentConfig
-from privaudit.games.provided import ProvidedTarget
+from privaudit.games.provided import ProvidedSplit, ProvidedTarget
 
 __all__ = ["demo_config", "experiment_config", "n_models_behind"]
 
@@ -111,10 +111,10 @@ def _sizes(config: AuditConfig, n_records: int) -> tuple[int, int]:
 
 
 def experiment_config(
-    config: AuditConfig, n_records: int, provided: ProvidedTarget | None = None
+    config: AuditConfig, n_records: int, provided: ProvidedTarget | ProvidedSplit | None = None
 ) -> ExperimentConfig:
     """The :class:`ExperimentConfig` of an audit config on a dataset of ``n_records`` records
-    (with a provided target: its audited set and population sizes)."""
+    (with a provided target, or its split alone: its audited set and population sizes)."""
     if provided is None:
         pool, pop = _sizes(config, n_records)
     else:

@@ -15,10 +15,15 @@ anything that would otherwise fail after an hour of training:
   objective fits the model kind (``logits`` needs a regressor counterpart, soft labels
   an estimator whose ``fit`` takes ``sample_weight``);
 * **game**: the fixed records of Def. 3.3/3.4 are records of the target pool;
+* **labels**: every class has at least 2 records (a class of one record cannot be split
+  between a model's training records and the records it is tested on);
 * **sizes**: shadow models need more population records than the target's training
   set; Attack D's population calibration needs ``ceil(1/alpha - 1)`` records no
   distilled model saw; the leave-one-out sample fits in the pool (half members, half
-  non-members) instead of being clipped silently;
+  non-members) instead of being clipped silently. A provided target's split (the
+  user's member and non-member files, the population) is checked by
+  :func:`check_provided_split` from the files' row counts, before its model file is
+  opened, with messages that name those files;
 * **memory**: the signals of every model fit in the memory available;
 * **attacks**: attack parameter names are checked against each attack's signature,
   and the values by a *dry run*: the whole experiment engine runs with the same attacks,
@@ -50,15 +55,18 @@ from privaudit.config import AuditConfig, ConfigError
 from privaudit.data import Dataset
 from privaudit.errors import PrivauditError, PrivauditWarning
 from privaudit.games.experiment import ExperimentConfig, run_experiment
+from privaudit.games.provided import ProvidedSplit
 from privaudit.runtime.executor import LocalExecutor, available_cores
 
 __all__ = [
     "check_attack_params",
     "check_executor",
     "check_game",
+    "check_labels",
     "check_memory",
     "check_model",
     "check_paths",
+    "check_provided_split",
     "check_query_views",
     "check_sizes",
     "dry_run_attacks",
@@ -96,7 +104,9 @@ def preflight(
     elif config.cache_dir is not None:
         _check_creatable(Path(config.cache_dir), "cache_dir", existing_dir_ok=True)
     check_executor(config)
-    check_sizes(config, experiment)
+    check_labels(config, dataset)
+    if config.target is None:  # a provided split: check_provided_split, before its model loads
+        check_sizes(config, experiment)
     check_game(config, dataset, experiment)
     check_memory(experiment, trials=_trials(config))
     check_attack_params(experiment)
@@ -251,6 +261,176 @@ def check_sizes(config: AuditConfig, exp: ExperimentConfig) -> None:
                 f"models.leave_one_out_sample: expected at most {min(2 * members, 2 * non_members)} "
                 f"records (half members, half non-members of a pool with {members} members "
                 f"and {non_members} non-members), found {s}"
+            )
+
+
+#: Fewest records of one label class the audit can split.
+MIN_RECORDS_PER_CLASS = 2
+
+
+def _dataset_name(config: AuditConfig) -> str:
+    ds = config.dataset
+    return str(ds.name) if ds.name is not None else Path(str(ds.path)).name
+
+
+def check_labels(config: AuditConfig, dataset: Dataset) -> None:
+    """Every label class has at least :data:`MIN_RECORDS_PER_CLASS` records.
+
+    One record of a class cannot be both among a model's training records and among the
+    records it is tested on: every model the audit trains either has seen all of that
+    class or none of it, and its one score decides the class's figures. Refused with the
+    count before training (it would otherwise run silently).
+    """
+    counts = np.bincount(np.asarray(dataset.y, dtype=np.int64), minlength=dataset.n_classes)
+    small = [(dataset.class_names[c], int(counts[c])) for c in np.flatnonzero(counts < 2)]
+    if not small:
+        return
+    label = config.dataset.label_column
+    where = f"label column {label!r} of {_dataset_name(config)}" if label else "the labels"
+    listed = ", ".join(f"{name!r} ({n} record{'s' if n != 1 else ''})" for name, n in small)
+    raise ConfigError(
+        f"dataset: expected at least {MIN_RECORDS_PER_CLASS} records of every class in the "
+        f"{where} (a class must be split between the records a model trains on and those it "
+        f"is tested on), found {listed} of {dataset.n_records} records; drop or relabel "
+        f"{'that record' if len(small) == 1 and small[0][1] == 1 else 'those records'}, "
+        "or merge the class with another"
+    )
+
+
+def _described(n: int, what: str) -> str:
+    return f"{n:,} {what}{'' if n == 1 else 's'}"
+
+
+def _split_names(
+    config: AuditConfig, dataset: Dataset, split: ProvidedSplit
+) -> tuple[str, str, str]:
+    """How the user gave the members, the non-members and the population, in their words."""
+    t = config.target
+    n_m, n_n = split.member_ids.size, split.non_member_ids.size
+    data = _dataset_name(config)
+    if t is None or t.member_column is not None:
+        col = None if t is None else t.member_column
+        members = f"{_described(n_m, 'member')} (rows of {data} marked 1 in column {col!r})"
+        non_members = f"{_described(n_n, 'non-member')} (rows of {data} marked 0 in column {col!r})"
+        audited = f"the rows marked 0 or 1 in column {col!r}"
+    else:
+        mf, nf = Path(str(t.members)).name, Path(str(t.non_members)).name
+        members = f"{_described(n_m, 'member')} (the members file {mf})"
+        non_members = f"{_described(n_n, 'non-member')} (the non-members file {nf})"
+        audited = f"neither {mf} nor {nf}"
+    n_p = (
+        dataset.n_records - n_m - n_n
+        if split.population_ids is None
+        else int(split.population_ids.size)
+    )
+    if t is not None and t.population is not None:
+        source = f"the population file {Path(str(t.population)).name}"
+    elif t is not None and t.population_table is not None:
+        source = f"the population table {Path(str(t.population_table)).name}"
+    else:
+        source = f"the rest of {data}: the records in {audited}"
+    drawn = config.sizes.n_population
+    if (
+        drawn is not None
+        and split.population_ids is not None
+        and (t is None or t.population is None)
+    ):
+        source += f", drawn down to sizes.n_population = {drawn}"
+    population = f"{_described(n_p, 'population record')} ({source})"
+    return members, non_members, population
+
+
+def check_provided_split(config: AuditConfig, dataset: Dataset, split: ProvidedSplit) -> None:
+    """The sizes a provided target's split needs, from the counts of the user's files.
+
+    Run by :func:`privaudit.pipeline.run_audit` as soon as the dataset table and the id
+    files are read, before the model file is opened and before any worker starts, so a
+    split too small for the chosen attacks fails in the time it takes to read the files.
+    Each message names what the user gave (the members file, the non-members file, the
+    population: a file, a table, or the rest of the dataset table), what is needed and why.
+
+    Raises
+    ------
+    ConfigError
+        The first requirement the split does not meet.
+    """
+    check_labels(config, dataset)
+    members, non_members, population = _split_names(config, dataset, split)
+    n_m, n_n = int(split.member_ids.size), int(split.non_member_ids.size)
+    n_p = (
+        dataset.n_records - n_m - n_n
+        if split.population_ids is None
+        else int(split.population_ids.size)
+    )
+    more = "add records to the dataset table or give a population table (target.population_table)"
+    if n_p < 2:
+        raise ConfigError(
+            f"target: expected at least 2 population records (the attacker's records, "
+            f"outside the audited ones: every attack calibrates or trains on them), found "
+            f"{population}; {more}"
+        )
+    from privaudit.pipeline_config import experiment_config
+
+    exp = experiment_config(config, dataset.n_records, split)
+    attacks = set(exp.attacks)
+    if "shadow" in attacks and n_m >= n_p:
+        raise ConfigError(
+            f"target: expected more population records than members for attack 'shadow' "
+            f"(each shadow model trains on as many population records as the target's "
+            f"training set and needs population records it did not train on), found "
+            f"{population} for {members}; {more}, list fewer members, or leave 'shadow' "
+            "out of attacks"
+        )
+    need = math.ceil(1.0 / exp.alpha - 1.0 - 1e-9)
+    for attack, size, trained in (
+        ("reference", n_m, "shadow"),
+        ("distillation", exp.distill_size or min(n_p, n_m), "distilled"),
+    ):
+        if attack not in attacks or _setting(exp, attack, "threshold_calibration") != "population":
+            continue
+        free = n_p - max(size, n_p // 2)
+        if free < need:
+            raise ConfigError(
+                f"target: expected enough population records for attack {attack!r} to "
+                f"calibrate its threshold at alpha = {exp.alpha:g} ({need} records that no "
+                f"{trained} model trains on; those models train on {size} of them, as many "
+                f"as the target's members, drawn from at least half), found {population} "
+                f"for {members}; {more}, raise alpha, or set attack_params.{attack}."
+                "threshold_calibration: smoothed"
+            )
+    if "leave-one-out" in attacks:
+        s = exp.leave_one_out_sample
+        want_m = math.ceil(s / 2)
+        if want_m > n_m or s - want_m > n_n:
+            raise ConfigError(
+                f"models.leave_one_out_sample: expected at most {min(2 * n_m, 2 * n_n + 1)} "
+                f"records (half members, half non-members), found {s} for {members} and "
+                f"{non_members}"
+            )
+    if config.target is not None and config.target.references == "population":
+        n_src = max(n_p // 2, min(n_m, n_p - 2))
+        if n_src < 2 or n_p - n_src < 2:
+            raise ConfigError(
+                f"target.references: 'population' sets part of the population aside for the "
+                f"reference models and keeps the rest for the attacks (at least 2 records "
+                f"each), found {population}; {more} or use references: pool"
+            )
+    if "population" in attacks:
+        y_p = dataset.y[
+            dataset.positions(split.population_ids)
+            if split.population_ids is not None
+            else ~np.isin(dataset.record_ids, split.audited_ids)
+        ]
+        y_a = dataset.y[dataset.positions(split.audited_ids)]
+        per_class = np.bincount(y_p, minlength=dataset.n_classes)
+        short = [int(c) for c in np.unique(y_a) if per_class[c] < 2]
+        if short:
+            listed = ", ".join(f"{dataset.class_names[c]!r} ({int(per_class[c])})" for c in short)
+            raise ConfigError(
+                f"target: expected at least 2 population records of every class of the "
+                f"audited records (attack 'population' compares a record's loss with those "
+                f"of population records of its class), found {listed} among {population}; "
+                f"{more}, or leave 'population' out of attacks"
             )
 
 

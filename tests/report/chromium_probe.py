@@ -39,7 +39,7 @@ window.addEventListener("load", function () {
   p.images = Array.prototype.map.call(document.images, function (im) {
     var r = im.getBoundingClientRect();
     return {alt: im.alt, complete: im.complete, naturalWidth: im.naturalWidth, naturalHeight: im.naturalHeight,
-            width: r.width, height: r.height, visible: getComputedStyle(im).visibility !== "hidden" && getComputedStyle(im).display !== "none"};
+            width: r.width, height: r.height, top: r.top + window.scrollY, left: r.left + window.scrollX, visible: getComputedStyle(im).visibility !== "hidden" && getComputedStyle(im).display !== "none"};
   });
   p.resources = performance.getEntriesByType("resource").map(function (e) { return e.name; });
   var t = document.querySelector("table.sortable");
@@ -90,12 +90,19 @@ def _base_args(binary: str, profile: Path) -> list[str]:
 
 
 def probe_page(
-    binary: str, page: Path, *, screenshot: Path | None = None, timeout: float = 180
+    binary: str,
+    page: Path,
+    *,
+    screenshot: Path | None = None,
+    timeout: float = 180,
+    window: tuple[int, int] = (1280, 2600),
 ) -> dict[str, Any]:
     """Load ``page`` in headless Chromium; return the probe's findings (and take a screenshot).
 
     Keys: ``errors``, ``console`` (from the page), ``chromium_console`` (Chromium's log
-    lines of console messages), ``images``, ``resources``, ``sorts``, ``n_rows``.
+    lines of console messages), ``images`` (each with its ``top`` / ``left`` in the page),
+    ``resources``, ``sorts``, ``n_rows``. The screenshot is ``window`` pixels (width,
+    height) of the page's top.
     """
     text = page.read_text(encoding="utf-8")
     head = re.search(r"<head[^>]*>", text)
@@ -108,6 +115,8 @@ def probe_page(
         args = [
             *_base_args(binary, tmpdir / "profile"),
             "--virtual-time-budget=15000",
+            "--hide-scrollbars",
+            f"--window-size={window[0]},{window[1]}",  # the screenshot's layout
             "--dump-dom",
             probed.as_uri(),
         ]
@@ -123,7 +132,7 @@ def probe_page(
             shot = [
                 *_base_args(binary, tmpdir / "profile2"),
                 "--hide-scrollbars",
-                "--window-size=1280,2600",
+                f"--window-size={window[0]},{window[1]}",
                 f"--screenshot={screenshot}",
                 page.as_uri(),
             ]

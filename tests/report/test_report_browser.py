@@ -7,6 +7,10 @@ is taken (and is not blank). Without Chromium these tests are skipped with the r
 printed (``-ra``); the checks that need no browser (no external URL, the CSV download)
 always run.
 
+The ROC plot (issue 29, item 5) is read off the screenshot itself: every attack's colour
+is on screen inside the plot's image, and the legend lies right of the plotting area, not
+over its low-FPR corner; with the demo's 14 attacks (slow) and with 14 synthetic ones.
+
 Set ``PRIVAUDIT_SCREENSHOT_DIR`` to keep the screenshots (e.g. as CI artifacts).
 """
 
@@ -30,6 +34,7 @@ from chromium_probe import find_chromium, probe_page
 from privaudit.audit.zero_run import zero_run_audit
 from privaudit.cli import main
 from privaudit.report import ScoreTable
+from privaudit.report.html import roc_plot_png, roc_styles
 from privaudit.report.zero_run import write_zero_run_report
 
 CHROMIUM = find_chromium()
@@ -192,3 +197,87 @@ def test_probe_sees_what_breaks_a_page(tmp_path: Path) -> None:
     assert found["console"] == ["boom"] and len(found["chromium_console"]) == 2
     by_alt = {im["alt"]: im for im in found["images"]}
     assert by_alt["broken"]["naturalWidth"] == 0 and not by_alt["hidden"]["visible"]
+
+
+# ------------------------------------------------------------------ the ROC plot
+
+
+def _colour_columns(pixels: np.ndarray, colour: str, tol: float) -> np.ndarray:
+    """x positions (columns) of the screenshot's pixels of ``colour`` (hex), as drawn."""
+    from matplotlib.colors import to_rgb
+
+    rgb = np.asarray(to_rgb(colour))
+    hit = np.all(np.abs(pixels[..., :3] - rgb) <= tol, axis=-1)
+    return np.nonzero(hit)[1]
+
+
+def _check_roc_on_screen(shot: Path, image: dict[str, Any], names: list[str]) -> dict[str, int]:
+    """Each attack's colour is on screen inside the ROC image: on its curve, left of the
+    axes' right spine, and on its legend line, right of it (the legend is outside the
+    plotting area). Returns the curve pixels counted per attack."""
+    from matplotlib.image import imread
+
+    pixels = imread(shot)
+    top, left = int(image["top"]), int(image["left"])
+    h, w = int(image["height"]), int(image["width"])
+    assert top + h <= pixels.shape[0], "the ROC plot is below the screenshot"
+    crop = pixels[top : top + h, left : left + w, :3]
+    # shown at its own size the colours are exact; scaled, lines blend with the white
+    scaled = int(image["naturalWidth"]) != w
+    tol = 0.16 if scaled else 10 / 255
+    dark = np.all(crop < (0.55 if scaled else 0.25), axis=-1).sum(axis=0)  # the axes' frame
+    spines = np.nonzero(dark > 0.6 * h)[0]
+    assert spines.size >= 2, "no axes frame found in the ROC image"
+    right = int(spines.max())
+    assert right < 0.85 * w  # room for the legend beside the axes
+    seen: dict[str, int] = {}
+    styles = roc_styles(names)
+    for name in names:
+        cols = _colour_columns(crop, styles[name][0], tol)
+        curve, legend = cols[cols < right - 1], cols[cols > right + 4]
+        assert curve.size > 20, (name, "curve not on screen")
+        assert legend.size > 5, (name, "legend line not on screen")
+        seen[name] = int(curve.size)
+    return seen
+
+
+@needs_chromium
+def test_roc_of_fourteen_attacks_reads_in_chromium(tmp_path: Path) -> None:
+    """14 synthetic attacks: 14 colours on screen, legend outside the plotting area."""
+    assert CHROMIUM is not None
+    names = [f"attack-{k:02d}" for k in range(14)]
+    rng = np.random.default_rng(1)
+    member = np.arange(600) % 2 == 0
+    scores = {n: rng.standard_normal(600) + 0.08 * (k + 1) * member for k, n in enumerate(names)}
+    png = roc_plot_png(ScoreTable(np.arange(600), member, scores), log_scale=True)
+    page = tmp_path / "roc.html"
+    page.write_text(
+        '<!DOCTYPE html><html><head><meta charset="utf-8"></head><body style="margin:0">'
+        f'<img alt="ROC" src="data:image/png;base64,{png}"></body></html>'
+    )
+    shot = tmp_path / "roc.png"
+    found = probe_page(CHROMIUM, page, screenshot=shot, window=(1280, 800))
+    _keep(shot, "roc-14-attacks.png")
+    assert found["errors"] == [] and len(found["images"]) == 1
+    (im,) = found["images"]
+    assert im["width"] == im["naturalWidth"]  # shown at its own size: colours exact
+    seen = _check_roc_on_screen(shot, im, names)
+    assert len(seen) == 14
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_demo_report_roc_has_fourteen_distinguishable_curves(
+    quick_demo: Path, tmp_path: Path
+) -> None:
+    """``privaudit demo --quick``'s report, as a person sees it: every one of its 14
+    attacks has a colour of its own on screen in the log-log ROC plot."""
+    assert CHROMIUM is not None
+    shot = tmp_path / "demo-report.png"
+    found = probe_page(CHROMIUM, quick_demo / "report.html", screenshot=shot, window=(1280, 4200))
+    _keep(shot, "demo-report.png")
+    _check_page(found, shot, min_images=2)
+    roc = next(im for im in found["images"] if im["alt"] == "ROC curves, log-log axes")
+    names = list(ScoreTable.load(quick_demo).attacks)
+    assert len(names) == 14
+    assert len(_check_roc_on_screen(shot, roc, names)) == 14

@@ -126,11 +126,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     """:func:`main` without its Ctrl-C guard: import, register, run, map the exit status."""
+    from privaudit.cli.mlflow_cli import with_bare_values
     from privaudit.errors import PrivauditError
 
     _register()
+    args = with_bare_values(list(sys.argv[1:] if argv is None else argv))
     try:
-        _app()(args=argv, prog_name="privaudit", standalone_mode=True)
+        _app()(args=args, prog_name="privaudit", standalone_mode=True)
     except SystemExit as exc:
         if _interrupt_caused(exc):  # typer turns KeyboardInterrupt into Exit(130)
             return interrupted()

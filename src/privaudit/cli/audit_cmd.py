@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from privaudit.cli import app, ci_output, cli_text, error_line
+from privaudit.cli import app, ci_output, cli_text, error_line, mlflow_cli
 from privaudit.errors import PrivauditError
 
 if TYPE_CHECKING:
@@ -267,6 +267,7 @@ def audit_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out folder."),
     fmt: str = typer.Option("text", "--format", help=ci_output.FORMAT_HELP),
     format_file: Path | None = typer.Option(None, "--format-file", help=ci_output.FORMAT_FILE_HELP),
+    mlflow: str | None = mlflow_cli.option(),
 ) -> None:
     """Compute a DP lower bound from scores and membership in FILE."""
     from rich.console import Console
@@ -277,6 +278,7 @@ def audit_command(
 
     try:
         fmt = ci_output.check_options(fmt, claimed_epsilon, format_file)
+        mlflow_cli.check(mlflow)
         if bundle_dir is not None:
             check_output_dir(bundle_dir, overwrite=overwrite)
         result, inputs = _compute(
@@ -320,6 +322,7 @@ def audit_command(
             raise typer.Exit(2) from None
     if ci_output.human_output_wanted(fmt, format_file):
         _render(result, claimed_epsilon, Console(file=sys.stdout, soft_wrap=True))
+    mlflow_cli.log(mlflow, doc, command="audit", artifact_dir=bundle_dir)
     code = ci_output.emit(
         fmt,
         "audit",

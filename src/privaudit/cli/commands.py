@@ -8,6 +8,7 @@ from __future__ import annotations
 from privaudit.cli import (
     audit_cmd,  # noqa: F401
     demo_cmd,  # noqa: F401
+    model_card_cmd,  # noqa: F401
     panoramia_cmd,  # noqa: F401
     record_risk_cmd,  # noqa: F401
     run_cmd,  # noqa: F401

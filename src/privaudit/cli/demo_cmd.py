@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from privaudit.cli import app, error_line
+from privaudit.cli import app, error_line, mlflow_cli
 from privaudit.cli.progress_option import no_progress_option, progress_mode, progress_option
 from privaudit.errors import PrivauditError
 
@@ -30,22 +30,50 @@ def _pct1(x: Any) -> str:
 _TPR_COLUMNS: tuple[tuple[str, str], ...] = (("0.001", "TPR@0.1%"), ("0.01", "TPR@1%"))
 
 
-def _models_line(settings: dict[str, Any]) -> str:
+#: The demo's cache folder when no --cache-dir is given (in the working directory).
+DEMO_CACHE_DIR = Path(".privaudit-cache")
+
+
+def _models_line(
+    settings: dict[str, Any],
+    target: dict[str, Any] | None = None,
+    *,
+    cache_note: str | None = None,
+) -> str:
+    """Which models were trained and which loaded, and from where: the cache's folder
+    (with ``cache_note``, e.g. that it is the demo's default one), or that there is none
+    (and why: ``cache_note``, else how to keep one); a provided target is read from its
+    own file, not from the cache."""
     trained = {k: int(v) for k, v in settings.get("models_trained", {}).items()}
     loaded = {k: int(v) for k, v in settings.get("models_loaded", {}).items()}
+    own = ""
+    if target is not None and target.get("origin") == "provided":
+        loaded.pop("target", None)
+        own = f"the target read from {Path(str(target.get('path', '?'))).name}; "
     n_trained, n_loaded = sum(trained.values()), sum(loaded.values())
     cache = settings.get("cache_dir")
-    where = f"the cache at {cache}" if cache else "the cache"
+    where = f"the cache at {cache}" + (f" ({cache_note})" if cache_note else "")
     executor = settings.get("executor", "local")
     if settings.get("ray_address"):
         executor += f" ({settings['ray_address']})"
-    if n_loaded and not n_trained:
+    if not cache:
+        why = cache_note or "set cache_dir to keep models for a rerun"
+        head = f"{n_trained} trained (no cache: {why})"
+    elif n_loaded and not n_trained:
         head = f"all {n_loaded} models loaded from {where} (nothing retrained)"
     elif n_loaded:
         head = f"{n_trained} trained, {n_loaded} loaded from {where}"
     else:
-        head = f"{n_trained} trained" + ("" if cache else " (no cache)")
-    return f"Models: {head}; executor {executor}"
+        head = f"{n_trained} trained, stored in {where}"
+    return f"Models: {own}{head}; executor {executor}"
+
+
+def _off_alpha(attack: dict[str, Any], alpha: float) -> str:
+    """``^`` / ``v`` after an achieved FPR above / below alpha beyond sampling error (the
+    report's red cell), so that a plain-text summary marks it too; ``""`` otherwise."""
+    if attack.get("achieved_fpr") is None or attack.get("alpha_within_error", True):
+        return ""
+    return "^" if float(attack["achieved_fpr"]) > alpha else "v"
 
 
 def _ci(x: float) -> str:
@@ -78,6 +106,18 @@ def summary_lines(results: dict[str, Any]) -> tuple[list[str], list[str]]:
             "FPR@alpha n/a for " + ", ".join(no_alpha) + ": no threshold calibrated at "
             "alpha (the score only ranks records)"
         )
+    off = [
+        a
+        for a in attacks
+        if a["achieved_fpr"] is not None and not a.get("alpha_within_error", True)
+    ]
+    if off:
+        alpha = float(results["settings"]["alpha"])
+        notes.append(
+            "^ / v: achieved FPR above / below alpha = "
+            f"{100 * alpha:g}% beyond sampling error (its 95% interval excludes alpha; red "
+            "in report.html): " + ", ".join(a["name"] for a in off)
+        )
     guarantees = {a.get("alpha_guarantee") for a in attacks}
     if "average-over-targets" in guarantees:
         notes.append(
@@ -92,13 +132,19 @@ def summary_lines(results: dict[str, Any]) -> tuple[list[str], list[str]]:
 
 
 def render_summary(
-    results: dict[str, Any], out_dir: Path | None, *, width: int | None = None
+    results: dict[str, Any],
+    out_dir: Path | None,
+    *,
+    width: int | None = None,
+    cache_note: str | None = None,
 ) -> None:
     """Print the summary of a ``results.json`` document with rich, readable at 80 columns.
 
     One row per attack: AUC, TPR at 0.1% and 1% FPR, the achieved FPR of the alpha
     threshold with its 95% Clopper-Pearson interval (green when within sampling error
-    of alpha, the calibration sample's error included; ``*`` when the threshold holds
+    of alpha, the calibration sample's error included; red and marked ``^`` / ``v``
+    when above / below it beyond that error, so that the mark survives plain text;
+    ``*`` when the threshold holds
     alpha only on average over target models, as attack S's; ``~`` when it is smoothed,
     not calibrated), the records the figures rest on
     (members + non-members scored) and the models the attack learned from. Under the
@@ -157,7 +203,9 @@ def render_summary(
                 a.get("alpha_guarantee") or "", ""
             )
             ach = Text.assemble(
-                (_pct1(a["achieved_fpr"]), colour), mark, f" [{_ci(lo)}, {_ci(hi)}]"
+                (_pct1(a["achieved_fpr"]) + _off_alpha(a, alpha), colour),
+                mark,
+                f" [{_ci(lo)}, {_ci(hi)}]",
             )
         table.add_row(
             a["name"] + ("!" if a.get("warnings") else ""),
@@ -172,7 +220,7 @@ def render_summary(
     console.print("records: members + non-members scored; models: attacker models used")
     for line in notes:
         console.print(line)
-    console.print(_models_line(s))
+    console.print(_models_line(s, t, cache_note=cache_note))
     for w in warns:
         console.print(f"[yellow]warning[/yellow]: {w}")
     if out_dir is not None:
@@ -235,12 +283,14 @@ def demo(
     progress: str = progress_option(),
     no_progress: bool = no_progress_option(),
     cache_dir: Path | None = typer.Option(
-        Path(".privaudit-cache"),
+        DEMO_CACHE_DIR,
         "--cache-dir",
         help="Artifact store for trained models and signals: a killed or repeated run "
-        "resumes from it without retraining.",
+        f"resumes from it without retraining (default: the folder {DEMO_CACHE_DIR} in the "
+        "working directory).",
     ),
     no_cache: bool = typer.Option(False, "--no-cache", help="Train everything afresh."),
+    mlflow: str | None = mlflow_cli.option(),
 ) -> None:
     """Audit an overfit MLP trained on UCI Adult with every attack, and write a report."""
     from privaudit.pipeline import demo_config, run_audit
@@ -248,6 +298,7 @@ def demo(
     if out is None:
         out = new_results_dir(Path("privaudit-results"), "demo")
     try:
+        mlflow_cli.check(mlflow)
         cfg = demo_config(
             seed=seed,
             n_jobs=n_jobs,
@@ -261,4 +312,10 @@ def demo(
             )
     except PrivauditError as exc:
         raise fail_exit(exc) from None
-    render_summary(report.results, report.out_dir)
+    note = None
+    if no_cache or cache_dir is None:
+        note = "--no-cache"
+    elif cache_dir == DEMO_CACHE_DIR:
+        note = "the demo's default folder, in the working directory; --cache-dir moves it"
+    render_summary(report.results, report.out_dir, cache_note=note)
+    mlflow_cli.log(mlflow, report.out_dir, command="demo")

@@ -16,7 +16,7 @@ from typing import Any
 
 import typer
 
-from privaudit.cli import app
+from privaudit.cli import app, mlflow_cli
 from privaudit.cli.demo_cmd import fail_exit, quiet_warnings
 from privaudit.cli.progress_option import no_progress_option, progress_mode, progress_option
 from privaudit.errors import PrivauditError
@@ -106,6 +106,7 @@ def panoramia(
     json_out: Path | None = typer.Option(
         None, "--json", help="Also write the headline figures as JSON to this file."
     ),
+    mlflow: str | None = mlflow_cli.option(),
 ) -> None:
     """Audit the released model of CONFIG without retraining it (PANORAMIA, Kazmi et al. 2024).
 
@@ -124,6 +125,7 @@ def panoramia(
     shown = progress_mode(progress, no_progress)
     err = Console(stderr=True, highlight=False, force_terminal=True if shown == "rich" else None)
     try:
+        mlflow_cli.check(mlflow)
         cfg = load_panoramia_config(config)
         if out is not None:
             cfg = cfg.model_copy(update={"output_dir": out})
@@ -141,5 +143,6 @@ def panoramia(
     except PrivauditError as exc:
         raise fail_exit(exc) from None
     render_panoramia_summary(results, Path(cfg.output_dir))
+    mlflow_cli.log(mlflow, Path(cfg.output_dir), command="panoramia")
     if json_out is not None:
         json_out.write_text(json.dumps(panoramia_summary(results), indent=2) + "\n")

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from privaudit.cli import app, error_line
+from privaudit.cli import app, error_line, mlflow_cli
 from privaudit.cli.progress_option import no_progress_option, progress_mode, progress_option
 from privaudit.errors import PrivauditError
 
@@ -144,6 +144,7 @@ def record_risk_command(
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
     progress: str = progress_option(" With --json: none unless plain or rich."),
     no_progress: bool = no_progress_option(),
+    mlflow: str | None = mlflow_cli.option(),
 ) -> None:
     """Record-level risk: traditional vs model-seeded game (generators and classifiers)."""
     from rich.console import Console
@@ -156,6 +157,7 @@ def record_risk_command(
 
     shown = progress_mode(progress, no_progress, quiet_default=as_json)
     try:
+        mlflow_cli.check(mlflow)
         cfg = load_record_risk_config(config)
         out_dir = out if out is not None else cfg.output_dir
         check_output_dir(out_dir, overwrite=overwrite)  # fail before any work
@@ -177,6 +179,7 @@ def record_risk_command(
     except OSError as exc:
         typer.echo(error_line(exc), err=True)
         raise typer.Exit(2) from None
+    mlflow_cli.log(mlflow, Path(out_dir), command="record-risk")
     if as_json:
         typer.echo(json.dumps(record_risk_payload(result, settings), indent=2))
         return

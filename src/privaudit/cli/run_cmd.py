@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from privaudit.cli import app, ci_output
+from privaudit.cli import app, ci_output, mlflow_cli
 from privaudit.cli.demo_cmd import fail_exit, quiet_warnings, render_summary
 from privaudit.cli.progress_option import no_progress_option, progress_mode, progress_option
 from privaudit.errors import PrivauditError
@@ -42,6 +42,7 @@ def run(
     ),
     fmt: str = typer.Option("text", "--format", help=ci_output.FORMAT_HELP),
     format_file: Path | None = typer.Option(None, "--format-file", help=ci_output.FORMAT_FILE_HELP),
+    mlflow: str | None = mlflow_cli.option(),
 ) -> None:
     """Run the audit described by CONFIG; write report.html, results.json, scores.npz, bundle.json.
 
@@ -56,6 +57,7 @@ def run(
     shown = progress_mode(progress, no_progress)
     try:
         fmt = ci_output.check_options(fmt, claimed_epsilon, format_file)
+        mlflow_cli.check(mlflow)
         cfg = load_run_config(config)
         if out is not None:
             cfg = cfg.model_copy(update={"output_dir": out})
@@ -85,6 +87,7 @@ def run(
         raise fail_exit(exc) from None
     if ci_output.human_output_wanted(fmt, format_file):
         render(results, out_dir)
+    mlflow_cli.log(mlflow, out_dir, command="run")
     if claimed_epsilon is None:
         # a DP-SGD target claims its accountant's epsilon: a lower bound above it is a
         # violation (exit code 1), as with --claimed-epsilon

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from privaudit.cli import app, error_line
+from privaudit.cli import app, error_line, mlflow_cli
 from privaudit.cli.audit_cmd import membership_values, read_table, score_values, table_column
 from privaudit.cli.progress_option import no_progress_option, progress_mode, progress_option
 from privaudit.errors import PrivauditError
@@ -384,11 +384,13 @@ def zero_run_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out."),
     progress: str = progress_option(" With --json: none unless plain or rich."),
     no_progress: bool = no_progress_option(),
+    mlflow: str | None = mlflow_cli.option(),
 ) -> None:
     """Zero-Run audit: DP lower bounds from known members vs shifted known non-members."""
     from privaudit.report.writer import check_output_dir
 
     try:
+        mlflow_cli.check(mlflow)
         if out is not None:
             check_output_dir(out, overwrite=overwrite)  # fail before any work
         settings = _AuditSettings(
@@ -429,6 +431,7 @@ def zero_run_command(
         typer.echo(f"error: cannot write the report to {out} ({exc})", err=True)
         raise typer.Exit(2) from None
     _print_result(result, payload, inputs.columns, out)
+    mlflow_cli.log(mlflow, out if out is not None else result.to_dict(), command="zero-run")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -41,7 +41,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from privaudit._validation import check_probability, check_unique_ids, fail
 
-__all__ = ["REFERENCE_LAYOUTS", "ProvidedTarget", "RecipeMismatchWarning"]
+__all__ = ["REFERENCE_LAYOUTS", "ProvidedSplit", "ProvidedTarget", "RecipeMismatchWarning"]
 
 REFERENCE_LAYOUTS: tuple[str, ...] = ("pool", "population")
 
@@ -90,39 +90,75 @@ class ProvidedTarget:
                 "a trained model (n_classes, logits) or per-record outputs",
                 type(self.model).__name__,
             )
-        m = check_unique_ids(self.member_ids)
-        n = check_unique_ids(self.non_member_ids)
-        if m.size < 2 or n.size < 2:
-            raise fail(
-                "member_ids/non_member_ids",
-                "at least 2 members and 2 non-members",
-                (m.size, n.size),
-            )
-        both = np.intersect1d(m.astype(str), n.astype(str))
-        if both.size:
-            raise fail(
-                "member_ids/non_member_ids",
-                "disjoint sets of ids",
-                f"{both.size} in both, e.g. {both[:5].tolist()}",
-            )
+        m, n, pop = _checked_split(self.member_ids, self.non_member_ids, self.population_ids)
         object.__setattr__(self, "member_ids", m)
         object.__setattr__(self, "non_member_ids", n)
-        if self.population_ids is not None:
-            p = check_unique_ids(self.population_ids)
-            clash = np.intersect1d(p.astype(str), np.concatenate([m.astype(str), n.astype(str)]))
-            if clash.size:
-                raise fail(
-                    "population_ids",
-                    "ids outside the audited records",
-                    f"{clash.size} audited, e.g. {clash[:5].tolist()}",
-                )
-            object.__setattr__(self, "population_ids", p)
+        object.__setattr__(self, "population_ids", pop)
         if self.references not in REFERENCE_LAYOUTS:
             raise fail(
                 "references", " or ".join(map(repr, REFERENCE_LAYOUTS)), repr(self.references)
             )
         check_probability(self.accuracy_tolerance, "accuracy_tolerance")
         object.__setattr__(self, "description", dict(self.description))
+
+    @property
+    def audited_ids(self) -> NDArray[Any]:
+        """Members then non-members."""
+        return np.concatenate([self.member_ids, self.non_member_ids])
+
+
+def _checked_split(
+    member_ids: ArrayLike, non_member_ids: ArrayLike, population_ids: ArrayLike | None
+) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any] | None]:
+    """Unique ids, at least 2 members and 2 non-members, the three sets disjoint."""
+    m = check_unique_ids(member_ids)
+    n = check_unique_ids(non_member_ids)
+    if m.size < 2 or n.size < 2:
+        raise fail(
+            "member_ids/non_member_ids",
+            "at least 2 members and 2 non-members",
+            (m.size, n.size),
+        )
+    both = np.intersect1d(m.astype(str), n.astype(str))
+    if both.size:
+        raise fail(
+            "member_ids/non_member_ids",
+            "disjoint sets of ids",
+            f"{both.size} in both, e.g. {both[:5].tolist()}",
+        )
+    if population_ids is None:
+        return m, n, None
+    p = check_unique_ids(population_ids)
+    clash = np.intersect1d(p.astype(str), np.concatenate([m.astype(str), n.astype(str)]))
+    if clash.size:
+        raise fail(
+            "population_ids",
+            "ids outside the audited records",
+            f"{clash.size} audited, e.g. {clash[:5].tolist()}",
+        )
+    return m, n, p
+
+
+@dataclasses.dataclass(frozen=True)
+class ProvidedSplit:
+    """A provided target's split by record id, before its model is loaded.
+
+    What :func:`privaudit.inputs.read_provided_split` reads from the user's files (member
+    and non-member ids, the population ids, None for "every other record"), so that the
+    split's sizes can be checked (:func:`privaudit.preflight.check_provided_split`)
+    before the model file is opened or anything trains. Validated as
+    :class:`ProvidedTarget`'s split is.
+    """
+
+    member_ids: NDArray[Any]
+    non_member_ids: NDArray[Any]
+    population_ids: NDArray[Any] | None = None
+
+    def __post_init__(self) -> None:
+        m, n, pop = _checked_split(self.member_ids, self.non_member_ids, self.population_ids)
+        object.__setattr__(self, "member_ids", m)
+        object.__setattr__(self, "non_member_ids", n)
+        object.__setattr__(self, "population_ids", pop)
 
     @property
     def audited_ids(self) -> NDArray[Any]:

@@ -31,6 +31,13 @@ Classes absent from the training set: ``classes_`` is mapped into the full label
 ``0 .. n_classes - 1``; an absent class gets the logit ``min_j z_j - ABSENT_CLASS_MARGIN``
 (row-wise, ``ABSENT_CLASS_MARGIN = 100``), i.e. a probability below ``e^-100`` times the
 least likely seen class: very small, but finite.
+
+Feature names: an estimator fitted on a pandas DataFrame (``feature_names_in_``, also
+the first step's of a Pipeline) is queried with a DataFrame of those columns, as it was
+fitted, so scikit-learn does not warn that ``X does not have valid feature names``; the
+columns must be the records' features in that order
+(:func:`privaudit.inputs.check_feature_names` checks them against the dataset before
+anything trains).
 """
 
 from __future__ import annotations
@@ -55,6 +62,7 @@ __all__ = [
     "SklearnModel",
     "SklearnTrainer",
     "TrainingError",
+    "feature_names_in",
 ]
 
 PROBA_FLOOR = 1e-12
@@ -77,7 +85,19 @@ def _final_estimator(est: Any) -> Any:
     return est
 
 
-def _transform_head(est: Any, X: NDArray[np.float64]) -> NDArray[np.float64]:
+def feature_names_in(estimator: Any) -> tuple[str, ...] | None:
+    """The column names ``estimator`` was fitted with (a DataFrame's ``feature_names_in_``;
+    a Pipeline's first step's), or None when it was fitted on an array."""
+    try:
+        names = getattr(estimator, "feature_names_in_", None)
+    except AttributeError:  # pragma: no cover - a Pipeline whose first step has none
+        names = None
+    if names is None:
+        return None
+    return tuple(str(n) for n in np.asarray(names).tolist())
+
+
+def _transform_head(est: Any, X: Any) -> NDArray[np.float64]:
     """Apply all but the last step of a Pipeline (identity for a bare estimator)."""
     steps = getattr(est, "steps", None)
     if isinstance(steps, list) and steps:
@@ -87,7 +107,7 @@ def _transform_head(est: Any, X: NDArray[np.float64]) -> NDArray[np.float64]:
                 continue
             Xt = step.transform(Xt)
         return np.asarray(Xt, dtype=np.float64)
-    return X
+    return np.asarray(X, dtype=np.float64)
 
 
 def _mlp_preactivation(mlp: Any, X: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -177,6 +197,8 @@ class SklearnModel:
         self.estimator = estimator
         self.classes_ = cls_int
         self._n_classes = C
+        #: the columns the estimator was fitted with (a DataFrame's), or None
+        self.feature_names = feature_names_in(estimator)
         self.fit_info: dict[str, Any] = dict(fit_info or {})
         self._verified = False
         if logit_source == "auto":
@@ -218,23 +240,33 @@ class SklearnModel:
         return f"SklearnModel({type(self.estimator).__name__}, n_classes={self._n_classes}, logit_source={self.logit_source!r})"
 
     # ------------------------------------------------------------------ internals
+    def _as_fitted(self, X: NDArray[np.float64]) -> Any:
+        """``X`` as the estimator was fitted: a DataFrame with its feature names, if any."""
+        names = self.feature_names
+        if names is None or X.shape[1] != len(names):
+            return X  # an array-fitted estimator, or a width scikit-learn itself refuses
+        import pandas as pd
+
+        return pd.DataFrame(X, columns=list(names), copy=False)
+
     def _local_logits(self, X: NDArray[np.float64], source: str) -> NDArray[np.float64]:
         """Logits over ``classes_`` (columns in the order of ``classes_``)."""
         est = self.estimator
         k = self.classes_.size
+        Xf = self._as_fitted(X)
         if source == "mlp-preactivation":
-            z = _mlp_preactivation(_final_estimator(est), _transform_head(est, X))
+            z = _mlp_preactivation(_final_estimator(est), _transform_head(est, Xf))
             if z.shape[1] == 1 and k == 2:
                 return np.hstack([np.zeros_like(z), z])
             return z
         if source in ("decision_function", "decision-margins"):
-            d = np.asarray(est.decision_function(X), dtype=np.float64)
+            d = np.asarray(est.decision_function(Xf), dtype=np.float64)
             if d.ndim == 1:
                 d = d[:, None]
             if d.shape[1] == 1 and k == 2:
                 return np.hstack([np.zeros_like(d), d])
             return d
-        p = np.asarray(est.predict_proba(X), dtype=np.float64)
+        p = np.asarray(est.predict_proba(Xf), dtype=np.float64)
         return np.log(np.maximum(p, PROBA_FLOOR))
 
     def _verify(self, X: NDArray[np.float64]) -> None:
@@ -244,7 +276,7 @@ class SklearnModel:
             return
         rows = X[:_CHECK_ROWS]
         z = self._local_logits(rows, "decision_function")
-        p = np.asarray(self.estimator.predict_proba(rows), dtype=np.float64)
+        p = np.asarray(self.estimator.predict_proba(self._as_fitted(rows)), dtype=np.float64)
         if z.shape != p.shape:
             self.logit_source = "log-proba"
             return
