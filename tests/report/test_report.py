@@ -270,5 +270,5 @@ def test_html_names_rmia_score_form(tmp_path: Path) -> None:
     (rmia,) = [a for a in results["attacks"] if a["name"] == "rmia-offline"]
     rmia["params"] = {**rmia["params"], "score": "ratio", "score_name": "log likelihood ratio"}
     html = (write_report(tmp_path / "rep", results, table) / HTML_FILE).read_text()
-    assert "rmia-offline <span class=\"ci\">(log likelihood ratio)</span>" in html
+    assert 'rmia-offline <span class="ci">(log likelihood ratio)</span>' in html
     assert "pairwise-comparison score" in html  # the note names the paper's score beside it
