@@ -29,8 +29,14 @@ def timed(name: str, fn: Callable[[], AuditResult]) -> None:
     mu = "" if res.mu_lower_bound is None else f" mu_lb={res.mu_lower_bound:.4f}"
     c = res.counts
     short = {k: c[k] for k in ("m", "r", "v", "tp", "fp", "mia_r", "mia_v") if k in c}
+    # PANORAMIA's figure is eps_tilde, not an eps lower bound (issue 28)
+    eps = (
+        f"eps_tilde={res.extra['epsilon_tilde']:.4f}"
+        if "epsilon_tilde" in res.extra
+        else f"eps_lb={res.epsilon_lower_bound:.4f}"
+    )
     print(
-        f"{name:<42s} {dt:8.2f} s  eps_lb={res.epsilon_lower_bound:.4f}{mu}  "
+        f"{name:<42s} {dt:8.2f} s  {eps}{mu}  "
         f"[{res.threshold_selection}] {short}",
         flush=True,
     )

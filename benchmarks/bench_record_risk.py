@@ -17,6 +17,20 @@ generator fits/s, attack queries/s and the time of each run.
 ``miss_rate_0.8``, ``rmsd``, ``rmsd_noise_ms``, ``rmsd_noise_t``, ``mean_auc_ms``,
 ``mean_auc_t``, ``n_targets``, ``n_rounds``, ``seconds`` (rewritten after each target).
 ``--cache DIR`` makes an interrupted run resume.
+
+``--traditional amortised|per-target|both`` (issue 28): how the traditional game draws its
+datasets (``RecordRiskConfig.traditional``). The default, ``amortised``, is one release per
+round for every target, each IN with probability 1/2, so each dataset holds about half the
+K targets (half of them the most isolated records of D0): not plain draws from the data
+distribution. ``per-target`` plays Krčo et al.'s Def. 2 (one target per round, the rest a
+plain draw; K times the traditional releases). ``both`` runs the two on one cache (the
+shadow and model-seeded releases are shared) and prints, per target, RMSD and the mean of
+R_T(amortised) - R_T(per-target) beside the noise floor RMSD(T, T') of each, so the effect
+of the amortisation on R_T is read against the games' own noise (JSON keys
+``<target>/amortised``, ``<target>/per-target`` and ``<target>/traditional-shift``).
+
+    python benchmarks/bench_record_risk.py --only baynet --n-targets 16 --n-rounds 200 \
+        --n-shadow 100 --traditional both --cache rr-cache
 """
 
 from __future__ import annotations
@@ -34,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from privaudit.data import load_adult
+from privaudit.games.record_metrics import rmsd_gap_test
 from privaudit.games.record_risk import RecordRiskConfig, run_record_risk
 from privaudit.generators import BayesianNetworkGenerator, CartGenerator, discretise, synthesise
 from privaudit.runtime.executor import LocalExecutor
@@ -129,6 +144,46 @@ def cpu_seconds() -> float:
     return total
 
 
+def traditional_shift(name: str, by_mode: dict[str, Any]) -> dict[str, float]:
+    """R_T(amortised) vs R_T(per-target) per record, beside each mode's noise floor
+    RMSD(T, T'): printed, and returned for ``--json``."""
+    risks_a, risks_p = by_mode["amortised"].risks, by_mode["per-target"].risks
+    t_a = np.asarray(risks_a["traditional"]["auc"])
+    t_p = np.asarray(risks_p["traditional"]["auc"])
+    vul = np.asarray(by_mode["amortised"].vulnerable)
+    diff = t_a - t_p
+    # the games' own test: RMSD(T_a, T_p)^2 against the noise their replicates predict
+    gap = rmsd_gap_test(t_a, t_p, risks_a["traditional-2"]["auc"], risks_p["traditional-2"]["auc"])
+    z_mean = float(diff.mean() / (diff.std(ddof=1) / np.sqrt(diff.size)))
+    shift = {
+        "rmsd_amortised_vs_per_target": float(np.sqrt(np.mean(diff**2))),
+        "gap_excess_rmsd": gap["excess_rmsd"],
+        "gap_p": gap["p"],
+        "mean_shift": float(diff.mean()),
+        "mean_shift_z": z_mean,
+        "mean_shift_vulnerable": float(diff[vul].mean()) if vul.any() else float("nan"),
+        "mean_shift_random": float(diff[~vul].mean()) if (~vul).any() else float("nan"),
+        "rmsd_noise_t_amortised": by_mode["amortised"].comparison["rmsd_noise_t"],
+        "rmsd_noise_t_per_target": by_mode["per-target"].comparison["rmsd_noise_t"],
+    }
+    print(
+        f"[{name}] R_T amortised vs per-target: RMSD {shift['rmsd_amortised_vs_per_target']:.3f}, "
+        f"mean shift {shift['mean_shift']:+.3f} (most vulnerable {shift['mean_shift_vulnerable']:+.3f}, "
+        f"random {shift['mean_shift_random']:+.3f}); noise floors RMSD(T, T') = "
+        f"{fmt(shift['rmsd_noise_t_amortised'])} (amortised), "
+        f"{fmt(shift['rmsd_noise_t_per_target'])} (per-target)",
+        flush=True,
+    )
+    print(
+        f"[{name}] R_T amortised vs per-target beyond replicate noise: excess RMSD "
+        f"{gap['excess_rmsd']:.3f} (z = {gap['z']:.2f}, one-sided p = {gap['p']:.3g}); mean shift "
+        f"z = {z_mean:.2f} (paired over the {diff.size} targets) -> "
+        + ("R_T differs" if gap["p"] < 0.05 or abs(z_mean) > 2 else "within noise"),
+        flush=True,
+    )
+    return shift
+
+
 def fmt(v: Any) -> str:
     return "n/a" if v is None else f"{v:.3f}"
 
@@ -152,6 +207,12 @@ def main() -> None:
         default=64,
         help="rounds per executor task of the MLP (trained as one batched computation); "
         "the generators keep the library default",
+    )
+    ap.add_argument(
+        "--traditional",
+        choices=("amortised", "per-target", "both"),
+        default="amortised",
+        help="how the traditional game draws its datasets (module docstring)",
     )
     ap.add_argument("--cache", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None)
@@ -218,71 +279,84 @@ def main() -> None:
                 f"(gap {acc_tr - acc_te:.3f}); models/s (batched fit of 64, one core): {rate:.1f}",
                 flush=True,
             )
-        t0, c0 = time.perf_counter(), cpu_seconds()
-        res = run_record_risk(
-            ds,
-            target,
-            attack,
-            dataclasses.replace(cfg, rounds_per_task=args.rounds_per_task)
-            if name == "mlp"
-            else cfg,
-            table=table,
-            store=args.cache,
-            executor=LocalExecutor(args.n_jobs, progress=False),
-        )
-        secs = time.perf_counter() - t0
-        cpu = cpu_seconds() - c0
-        s = res.summary()
-        s["seconds"] = secs
-        out[name] = {k: s[k] for k in KEYS}
-        rel = res.releases
-        print(
-            f"[{name}] {rel['trained']} releases trained, {rel['loaded']} loaded in {secs:.0f} s "
-            f"({rel['trained'] / max(secs, 1e-9):.1f} releases/s overall)"
-        )
-        print(
-            f"[{name}] CPU time {cpu:.0f} s over {args.n_jobs} worker processes: about "
-            f"{cpu / max(args.n_jobs, 1) / 60:.1f} min of wall time on {args.n_jobs} idle cores "
-            "(the wall time above includes waiting for a shared CPU)"
-        )
-        print(
-            f"[{name}] mean AUC: model-seeded {s['mean_auc_ms']:.3f}, traditional {s['mean_auc_t']:.3f}"
-        )
-        print(
-            f"[{name}] RMSD(MS, T) = {s['rmsd']:.3f}; noise floors RMSD(MS, MS') = "
-            f"{fmt(s['rmsd_noise_ms'])}, RMSD(T, T') = {fmt(s['rmsd_noise_t'])}"
-        )
-        for t, row in res.comparison["thresholds"].items():
-            print(
-                f"[{name}] MR({t}) = {fmt(row['miss_rate'])} over {row['n_high_ms']} MS-high records; "
-                f"noise floors MR(MS, MS') = {fmt(row['miss_rate_noise_ms'])}, "
-                f"MR(T, T') = {fmt(row['miss_rate_noise_t'])}"
+        modes = ("amortised", "per-target") if args.traditional == "both" else (args.traditional,)
+        by_mode: dict[str, Any] = {}
+        for mode in modes:
+            label = name if args.traditional == "amortised" else f"{name}/{mode}"
+            run_cfg = dataclasses.replace(cfg, traditional=mode)
+            if args.traditional != "amortised":
+                print(f"\n[{label}] traditional game: {mode}", flush=True)
+            t0, c0 = time.perf_counter(), cpu_seconds()
+            res = run_record_risk(
+                ds,
+                target,
+                attack,
+                dataclasses.replace(run_cfg, rounds_per_task=args.rounds_per_task)
+                if name == "mlp"
+                else run_cfg,
+                table=table,
+                store=args.cache,
+                executor=LocalExecutor(args.n_jobs, progress=False),
             )
-        for w in res.warnings:
-            print(f"[{name}] warning: {w}")
-        above = s["rmsd"] > max(s["rmsd_noise_ms"], s["rmsd_noise_t"])
-        print(f"[{name}] RMSD(MS, T) exceeds both noise floors: {above}")
-        g = res.comparison["gap_test"]
-        real_gap = g["p"] < 0.05
-        print(
-            f"[{name}] gap test (RMSD(MS, T)^2 vs the replicates' noise, record by record): "
-            f"excess RMSD {g['excess_rmsd']:.3f}, z = {g['z']:.2f}, one-sided p = {g['p']:.3g} -> "
-            + ("a real gap" if real_gap else "within noise")
-        )
-        if name == "privbayes-eps1":
-            aucs = np.concatenate([res.risks[g]["auc"] for g in ("model-seeded", "traditional")])
+            secs = time.perf_counter() - t0
+            cpu = cpu_seconds() - c0
+            s = res.summary()
+            s["seconds"] = secs
+            out[label] = {k: s[k] for k in KEYS}
+            rel = res.releases
             print(
-                f"[{name}] AUCs in [{aucs.min():.3f}, {aucs.max():.3f}], mean {aucs.mean():.3f}; "
-                f"gap within noise (gap test p >= 0.05): {not real_gap}"
+                f"[{label}] {rel['trained']} releases trained, {rel['loaded']} loaded in {secs:.0f} s "
+                f"({rel['trained'] / max(secs, 1e-9):.1f} releases/s overall)"
             )
-        if name == "baynet":
             print(
-                f"[{name}] total time of the BayNet run: {secs / 60:.1f} min (target: under 15 min)"
+                f"[{label}] CPU time {cpu:.0f} s over {args.n_jobs} worker processes: about "
+                f"{cpu / max(args.n_jobs, 1) / 60:.1f} min of wall time on {args.n_jobs} idle cores "
+                "(the wall time above includes waiting for a shared CPU)"
             )
-        print(
-            f"[{name}] timings: " + ", ".join(f"{k} {v:.0f} s" for k, v in res.timings.items()),
-            flush=True,
-        )
+            print(
+                f"[{label}] mean AUC: model-seeded {s['mean_auc_ms']:.3f}, traditional {s['mean_auc_t']:.3f}"
+            )
+            print(
+                f"[{label}] RMSD(MS, T) = {s['rmsd']:.3f}; noise floors RMSD(MS, MS') = "
+                f"{fmt(s['rmsd_noise_ms'])}, RMSD(T, T') = {fmt(s['rmsd_noise_t'])}"
+            )
+            for t, row in res.comparison["thresholds"].items():
+                print(
+                    f"[{label}] MR({t}) = {fmt(row['miss_rate'])} over {row['n_high_ms']} MS-high records; "
+                    f"noise floors MR(MS, MS') = {fmt(row['miss_rate_noise_ms'])}, "
+                    f"MR(T, T') = {fmt(row['miss_rate_noise_t'])}"
+                )
+            for w in res.warnings:
+                print(f"[{label}] warning: {w}")
+            above = s["rmsd"] > max(s["rmsd_noise_ms"], s["rmsd_noise_t"])
+            print(f"[{label}] RMSD(MS, T) exceeds both noise floors: {above}")
+            g = res.comparison["gap_test"]
+            real_gap = g["p"] < 0.05
+            print(
+                f"[{label}] gap test (RMSD(MS, T)^2 vs the replicates' noise, record by record): "
+                f"excess RMSD {g['excess_rmsd']:.3f}, z = {g['z']:.2f}, one-sided p = {g['p']:.3g} -> "
+                + ("a real gap" if real_gap else "within noise")
+            )
+            if name == "privbayes-eps1":
+                aucs = np.concatenate(
+                    [res.risks[g]["auc"] for g in ("model-seeded", "traditional")]
+                )
+                print(
+                    f"[{label}] AUCs in [{aucs.min():.3f}, {aucs.max():.3f}], mean {aucs.mean():.3f}; "
+                    f"gap within noise (gap test p >= 0.05): {not real_gap}"
+                )
+            if name == "baynet":
+                print(
+                    f"[{label}] total time of the BayNet run: {secs / 60:.1f} min (target: under 15 min)"
+                )
+            print(
+                f"[{label}] timings: "
+                + ", ".join(f"{k} {v:.0f} s" for k, v in res.timings.items()),
+                flush=True,
+            )
+            by_mode[mode] = res
+        if len(by_mode) == 2:
+            out[f"{name}/traditional-shift"] = traditional_shift(name, by_mode)
         if args.json:
             args.json.write_text(json.dumps(out, indent=2))
 

@@ -394,3 +394,16 @@ def test_augmented_queries_need_an_augmented_image_model(tmp_path: Path) -> None
     data, exp, trainer = _prepared(cfg)
     check_query_views(exp, data, trainer)
     dry_run_attacks(exp, 10)  # the dry run queries views of its own 2 x 2 "images"
+
+
+def test_summary_names_rmia_score_form(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 28: the terminal summary says RMIA's score is the log likelihood ratio."""
+    res = _results()
+    (rmia,) = [a for a in res["attacks"] if a["name"] == "rmia-online"]
+    rmia["params"] = {"score": "ratio", "score_name": "log likelihood ratio"}
+    notes, _ = summary_lines(res)
+    (line,) = [n for n in notes if n.startswith("score:")]
+    assert "rmia-online = log likelihood ratio" in line and "pairwise-comparison" in line
+    render_summary(res, None, width=80)
+    raw = capsys.readouterr().out
+    assert max(len(x) for x in raw.splitlines()) <= 80

@@ -90,6 +90,12 @@ class RecordRiskFileConfig(StrictModel):
     n_aux: Annotated[int, Field(ge=8)] = 10_000
     vulnerable_fraction: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5
     replicates: bool = True
+    traditional: Literal["amortised", "per-target"] = Field(
+        default="amortised",
+        description="How the traditional game draws its datasets: amortised (one release "
+        "serves every target, each IN with probability 1/2) or per-target (the paper's plain "
+        "draws, K times the traditional releases).",
+    )
     n_bins: Annotated[int, Field(ge=2)] = 8
     seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
     n_jobs: NJobs = 1

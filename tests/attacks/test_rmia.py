@@ -299,3 +299,18 @@ def test_offline_a_is_tuned_on_reference_models_only() -> None:
     for a in (0.0, 0.5, 1.0):
         sx = -lx[0] - np.log(0.5 * ((1 + a) * p_out + (1 - a)))
         assert abs(one[f"{a:.1f}"] - pair_auc(sx, keep[0])) < 1e-12
+
+
+def test_score_form_is_named_beside_its_figures() -> None:
+    """Issue 28: the default score is the log likelihood ratio, not the paper's pairwise
+    comparison; each result names which one it is."""
+    from privaudit.attacks.rmia import SCORE_NAMES
+
+    w = make_world(25, n=200, n_pop=300)
+    for name in ("rmia-online", "rmia-offline"):
+        kw = {"a": 0.3} if name == "rmia-offline" else {}
+        default = run_attack(name, w.data, **kw)
+        assert default.params["score"] == "ratio"
+        assert default.params["score_name"] == "log likelihood ratio" == SCORE_NAMES["ratio"]
+        paper = run_attack(name, w.data, score="fraction", **kw)
+        assert paper.params["score_name"] == "pairwise-comparison score"

@@ -95,7 +95,8 @@ def test_parquet_and_other_procedures(table: tuple[Path, pd.DataFrame], tmp_path
         if proc == "panoramia":
             for key in ("c_lower_bound", "c_plus_epsilon_lower_bound", "epsilon_tilde"):
                 assert key in d
-            assert d["epsilon_tilde"] == d["epsilon_lower_bound"]
+            assert d["epsilon_lower_bound"] == 0.0 and d["gated"] is False
+            assert "only if c_lb is tight" in d["epsilon_tilde_caveat"]
 
 
 @pytest.mark.parametrize(

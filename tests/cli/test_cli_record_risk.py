@@ -50,6 +50,13 @@ def test_record_risk_end_to_end_and_resume(
     assert [r["record_id"] for r in rows] == [r["record_id"] for r in rr["records"]]
     html = (out / "report.html").read_text()
     assert "data:image/png;base64," in html and 'download="records.csv"' in html
+    # issue 28: how each game drew its datasets, where R_MS and R_T are shown
+    how = rr["constructions"]
+    assert "D0 - x + z with a fresh reference record z" in how["model-seeded"]
+    assert "Def. 3 trains OUT rounds on D0 - x" in how["model-seeded"]
+    assert how["traditional"].startswith("amortised") and "not plain draws" in how["traditional"]
+    for shown in (html, " ".join(text.split())):
+        assert "D0 - x + z" in shown and "not plain draws" in shown
     # resumable: a second run (new report) trains nothing
     assert main(["record-risk", str(path), "--out", str(tmp_path / "again"), "--json"]) == 0
     again = json.loads(capsys.readouterr().out)["record_risk"]
@@ -67,6 +74,7 @@ def test_record_risk_end_to_end_and_resume(
         ({"n_rounds": 1}, "n_rounds"),
         ({"bogus": 1}, "bogus"),
         ({"n_aux": 50000}, "records"),
+        ({"traditional": "paired"}, "traditional"),
     ],
 )
 def test_bad_config_exits_2_and_writes_nothing(

@@ -28,3 +28,18 @@ def test_document_states_game_knowledge_and_bounds() -> None:
     assert any("training set D" in k for k in by["leave-one-out"]["knows"])
     (b,) = tm["bounds"]
     assert b["attack"] == "shadow" and "6 trials" in b["assumption"]
+
+
+def test_rmia_assumptions_name_the_score_form() -> None:
+    """Issue 28: the threat model says which RMIA score produced the numbers."""
+    game = describe_game("fixed-record-and-dataset", n_trials=1).to_dict()
+    attacks = [
+        {"name": "rmia-online", "params": {"score": "ratio"}},
+        {"name": "rmia-offline", "params": {"score": "fraction"}},
+    ]
+    by = {a["name"]: a for a in threat_model(game, attacks)["attacks"]}
+    online = " ".join(by["rmia-online"]["assumptions"])
+    assert "log likelihood ratio log Pr(x|theta) - log Pr(x)" in online
+    assert "not the paper's pairwise-comparison score" in online
+    offline = " ".join(by["rmia-offline"]["assumptions"])
+    assert "the paper's pairwise-comparison score Pr_z[LR(x, z) >= gamma]" in offline

@@ -281,3 +281,86 @@ def test_batched_torch_classifier_trains_tasks_as_one_fit_and_matches_one_by_one
     for game in ("model-seeded", "traditional"):
         assert np.allclose(batched.risks[game]["auc"], single.risks[game]["auc"])
     assert batched.summary()["rmsd"] == pytest.approx(single.summary()["rmsd"])
+
+
+def test_per_target_traditional_rounds_are_plain_draws() -> None:
+    """Issue 28: traditional: per-target plays Def. 2 (one target per round, the rest a plain
+    draw from the evaluation pool minus x); the amortised rounds hold about half the targets."""
+    ds, _ = universe()
+    plan = small_plan(ds, n_targets=6, n_rounds=40)
+    evaluation = np.union1d(plan.d0, plan.reference)
+    keys = plan.rounds("traditional-target", 0)
+    assert len(keys) == plan.n_targets * plan.n_rounds
+    others_amortised, others_plain, bits = [], [], []
+    for key in keys:
+        spec = plan.round(*key)
+        k = spec.target
+        x = plan.targets[k]
+        assert spec.positions.size == plan.n and np.unique(spec.positions).size == plan.n
+        assert spec.scored.tolist() == [k] and (x in spec.positions) == bool(spec.member[0])
+        assert np.all(np.isin(spec.positions, evaluation))
+        bits.append(bool(spec.member[0]))
+        others_plain.append(np.isin(np.delete(plan.targets, k), spec.positions).mean())
+    for key in plan.rounds("traditional", 0):
+        spec = plan.round(*key)
+        others_amortised.append(spec.member.mean())
+    # a plain draw holds another target about as often as any record: n / |evaluation|
+    share = plan.n / evaluation.size
+    assert abs(np.mean(others_plain) - share) < 0.05 < abs(np.mean(others_amortised) - share)
+    assert abs(np.mean(others_amortised) - 0.5) < 0.1 and abs(np.mean(bits) - 0.5) < 0.1
+    again = small_plan(ds, n_targets=6, n_rounds=40)
+    a, b = plan.round("traditional-target", 1, 7, 2), again.round("traditional-target", 1, 7, 2)
+    assert np.array_equal(a.positions, b.positions) and a.seed == b.seed
+    assert not np.array_equal(a.positions, plan.round("traditional-target", 0, 7, 2).positions)
+
+
+class PairGenerator:
+    """Uniform random rows; copies x into its release when trained on both x and y."""
+
+    randomised = True
+    name = "pair"
+
+    def __init__(self, x: np.ndarray, y: np.ndarray) -> None:
+        self.x, self.y = x, y
+
+    def settings(self) -> dict[str, Any]:
+        return {"x": self.x.tolist(), "y": self.y.tolist()}
+
+    def fit(self, codes: np.ndarray, cardinalities: tuple[int, ...], *, seed: int) -> Any:
+        both = all(bool(np.any(np.all(codes == r, axis=1))) for r in (self.x, self.y))
+        return _Sampler(both, self.x)
+
+
+def test_amortised_traditional_rounds_change_r_t_where_targets_interact(tmp_path: Any) -> None:
+    """Issue 28: x leaks only when another target y is in the training set. The amortised
+    traditional game holds y with probability 1/2, so R_T(x) = 1/2 + 1/4 = 0.75; the
+    paper's plain draws hold it with probability (n - 1)/(|evaluation| - 1) ~ 0.1, so
+    R_T(x) ~ 0.55. The model-seeded game (D0 holds y) gives R_MS(x) = 1 either way."""
+    ds, table = universe()
+    base = {"n": 60, "n_targets": 4, "n_rounds": 400, "n_shadow": 8, "n_aux": 300, "seed": 3}
+    plan = small_plan(ds, n_targets=4, n_rounds=400)
+    gen = PairGenerator(table.codes[plan.targets[0]], table.codes[plan.targets[1]])
+    amortised = run_record_risk(
+        ds, gen, "dcr", RecordRiskConfig(**base, replicates=False), table=table, store=tmp_path
+    )
+    plain = run_record_risk(
+        ds,
+        gen,
+        "dcr",
+        RecordRiskConfig(**base, replicates=False, traditional="per-target"),
+        table=table,
+        store=tmp_path,
+    )
+    n_eval = ds.n_records - base["n_aux"]
+    q_plain = (base["n"] - 1) / (n_eval - 1)
+    for res, q in ((amortised, 0.5), (plain, q_plain)):
+        t = res.risks["traditional"]
+        assert abs(t["auc"][0] - (0.5 + q / 2)) < 4 * float(t["se"][0]) + 0.01
+        assert t["n_in"][0] + t["n_out"][0] == base["n_rounds"]
+        assert res.risks["model-seeded"]["auc"][0] == pytest.approx(1.0)
+    assert plain.risks["traditional"]["auc"][0] < amortised.risks["traditional"]["auc"][0] - 0.1
+    # the model-seeded rounds came from the store; only the K n_rounds plain rounds trained
+    assert plain.releases["trained"] == base["n_targets"] * base["n_rounds"]
+    assert plain.to_dict()["constructions"]["traditional"].startswith("per-target")
+    with pytest.raises(InvalidInputError, match="traditional"):
+        RecordRiskConfig(**base, traditional="plain")

@@ -262,3 +262,13 @@ def test_roc_is_drawn_through_its_exact_points_with_tie_diagonals() -> None:
     assert abs(area - roc.auc) < 1e-12
     staircase = float(np.sum(np.diff(x) * y[:-1]))  # step(where="post")
     assert staircase < roc.auc - 0.01
+
+
+def test_html_names_rmia_score_form(tmp_path: Path) -> None:
+    """Issue 28: the attack table names RMIA's score (the default is not the paper's)."""
+    results, table = _fixture(n=300)
+    (rmia,) = [a for a in results["attacks"] if a["name"] == "rmia-offline"]
+    rmia["params"] = {**rmia["params"], "score": "ratio", "score_name": "log likelihood ratio"}
+    html = (write_report(tmp_path / "rep", results, table) / HTML_FILE).read_text()
+    assert 'rmia-offline <span class="ci">(log likelihood ratio)</span>' in html
+    assert "pairwise-comparison score" in html  # the note names the paper's score beside it

@@ -25,10 +25,17 @@ saturates: it rounds to exactly 1 once the logit margin exceeds about 37, and on
 overfit target hundreds of records then share one ratio (measured on the demo target
 before this change: 1,169 of 2,400 records tied at gamma = 2).
 
-Score forms (``score=``):
+Score forms (``score=``; their names, :data:`SCORE_NAMES`, are shown beside the figures in
+``results.json`` (``params["score_name"]``) and the report's attack table, and
+:data:`SCORE_DESCRIPTIONS` in its threat model):
 
-``"ratio"`` (default)
-    :math:`\log r_x`. With one query per record (no augmentations),
+``"ratio"`` (default): the **log likelihood ratio**
+    :math:`\log r_x = \log\Pr(x|\theta) - \log\Pr(x)`, the log of the ratio of the
+    target's likelihood of ``x`` to its likelihood under the reference models (the
+    paper's "relative likelihood" of ``x``, Sec. 3, before any comparison with population
+    records). This is **not** the paper's score, which compares ``x`` with each population
+    record ``z`` (the pairwise-comparison score, ``"fraction"`` below); population records
+    do not enter this form. With one query per record (no augmentations),
     :math:`\mathrm{Score}(x) = \hat F_Z(\log r_x - \log\gamma)`, with :math:`\hat F_Z`
     the empirical CDF of :math:`\log r_z`: a non-decreasing *step* function of
     :math:`\log r_x`. Sweeping the threshold of the fraction at a fixed gamma only
@@ -38,8 +45,8 @@ Score forms (``score=``):
     have. (The fraction ties by construction: all records between two consecutive
     :math:`\log r_z + \log\gamma` share a score. On the demo target FPR at 50% TPR read
     74% with the fraction and 27% with the ratio.) Gamma does not enter this form.
-``"fraction"``
-    The paper's :math:`\Pr_z[LR(x, z) \ge \gamma]`, computed on the log scale as
+``"fraction"``: the paper's **pairwise-comparison score** (Zarifzadeh et al. 2024, Eq. 4-5)
+    :math:`\Pr_z[LR(x, z) \ge \gamma]`, computed on the log scale as
     ``searchsorted(sort(log r_z), log r_x - log gamma, side="right") / |Z|``: exact (ties
     included), :math:`O((N+Z)\log Z)` time and :math:`O(N+Z)` memory; the
     :math:`N \times Z` matrix is never formed. When a population record is also an
@@ -71,7 +78,9 @@ from privaudit.errors import DesignError
 
 __all__ = [
     "A_GRID",
+    "SCORE_DESCRIPTIONS",
     "SCORE_FORMS",
+    "SCORE_NAMES",
     "rmia_log_scores",
     "rmia_offline",
     "rmia_online",
@@ -201,6 +210,19 @@ def _log_offline_prior(log_p_out: NDArray[np.float64], a: float) -> NDArray[np.f
 A_GRID: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(11))
 #: Score forms (see the module docstring).
 SCORE_FORMS: tuple[str, ...] = ("ratio", "fraction")
+#: The name of each score form, shown beside its figures (``params["score_name"]``, the
+#: report's attack table; issue 28): the default is not the paper's score.
+SCORE_NAMES: dict[str, str] = {
+    "ratio": "log likelihood ratio",
+    "fraction": "pairwise-comparison score",
+}
+#: What each score form computes (the report's threat model).
+SCORE_DESCRIPTIONS: dict[str, str] = {
+    "ratio": "the log likelihood ratio log Pr(x|theta) - log Pr(x) (privaudit's default; not "
+    "the paper's pairwise-comparison score, which is score: fraction)",
+    "fraction": "the paper's pairwise-comparison score Pr_z[LR(x, z) >= gamma] over population "
+    "records z (Zarifzadeh et al. 2024, Eq. 4-5)",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -345,6 +367,7 @@ def _rmia(data: AttackData, *, offline: bool, a: float | str, gamma: float, scor
     n_models = membership.n_models
     info: dict[str, Any] = {
         "score": score,
+        "score_name": SCORE_NAMES[score],
         "n_models": n_models,
         "n_population": int(inp.log_pz.size),
         "log_space": True,
@@ -408,7 +431,7 @@ _FIELDS = (
     default_signal="loss",
     signal_choices=("loss",),
     alpha_threshold=False,
-    description="RMIA online (Zarifzadeh et al. 2024): likelihood ratio against the reference average, relative to the population",
+    description="RMIA online (Zarifzadeh et al. 2024): log likelihood ratio against the reference average by default; the paper's pairwise comparison with population records with score=fraction",
 )
 def rmia_online(
     data: AttackData,
@@ -418,7 +441,12 @@ def rmia_online(
     gamma: float = 2.0,
     score: str = "ratio",
 ) -> Result:
-    r"""Online RMIA: :math:`\Pr(x)` = mean of :math:`\Pr(x|\theta')` over all reference models."""
+    r"""Online RMIA: :math:`\Pr(x)` = mean of :math:`\Pr(x|\theta')` over all reference models.
+
+    ``score="ratio"`` (default): the log likelihood ratio :math:`\log\Pr(x|\theta) -
+    \log\Pr(x)`; ``score="fraction"``: the paper's pairwise-comparison score
+    :math:`\Pr_z[LR(x, z) \ge \gamma]` (module docstring, :data:`SCORE_NAMES`).
+    """
     return _rmia(data, offline=False, a=1.0, gamma=gamma, score=score)
 
 
@@ -429,7 +457,7 @@ def rmia_online(
     default_signal="loss",
     signal_choices=("loss",),
     alpha_threshold=False,
-    description="RMIA offline (Zarifzadeh et al. 2024): OUT reference models with the a-correction",
+    description="RMIA offline (Zarifzadeh et al. 2024): OUT reference models with the a-correction; log likelihood ratio by default, the paper's pairwise comparison with score=fraction",
 )
 def rmia_offline(
     data: AttackData,
@@ -440,5 +468,10 @@ def rmia_offline(
     gamma: float = 2.0,
     score: str = "ratio",
 ) -> Result:
-    r"""Offline RMIA: :math:`\Pr(x) = \tfrac12[(1+a)\Pr_{OUT}(x) + (1-a)]`, ``a`` tuned by default."""
+    r"""Offline RMIA: :math:`\Pr(x) = \tfrac12[(1+a)\Pr_{OUT}(x) + (1-a)]`, ``a`` tuned by default.
+
+    ``score="ratio"`` (default): the log likelihood ratio :math:`\log\Pr(x|\theta) -
+    \log\Pr(x)`; ``score="fraction"``: the paper's pairwise-comparison score
+    (module docstring, :data:`SCORE_NAMES`).
+    """
     return _rmia(data, offline=True, a=a, gamma=gamma, score=score)

@@ -13,6 +13,10 @@ so each bound is ``max_t eps_lb_one_run(m, r_t, v_t, 0, beta_t)`` with ``beta/2`
 test (Corollary 1) and a union bound over the recall levels (thresholds) tried
 (audit-math.md section 4). ``eps_tilde = max(0, {c+eps}_lb - c_lb)``. The sign is the
 paper's: the authors' plotting code prints ``c_lb - {c+eps}_lb``; privaudit does not.
+
+``eps_tilde`` is a lower bound on eps only if ``c_lb`` is tight (Sec. 4.2): it is a
+measurement reported under its own name with that caveat, never as an eps lower bound and
+never checked against a claimed eps (:func:`panoramia_audit`).
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ from privaudit.audit.selection import prepare_scores
 from privaudit.records import AuditResult
 
 __all__ = [
+    "EPSILON_TILDE_CAVEAT",
+    "NOT_GATED_REASON",
     "panoramia_audit",
     "panoramia_cap",
     "panoramia_curve",
@@ -48,6 +54,23 @@ THRESHOLD_POLICIES = ("quantiles", "code", "all")
 100-point grid of [0, 1]), ``"all"`` (every distinct score, the paper's text)."""
 
 N_QUANTILES = 100
+
+#: What eps_tilde is (Kazmi et al. 2024, Sec. 4.2, "Measurement semantics"): printed with it
+#: wherever it is shown.
+EPSILON_TILDE_CAVEAT = (
+    "epsilon_tilde = max(0, {c+eps}_lb - c_lb) is a lower bound on the target's eps only if "
+    "c_lb is tight (no detector of generated records beats the baseline); otherwise it is a "
+    "measurement, not a bound (Kazmi et al. 2024, Section 4.2)"
+)
+
+#: Why a PANORAMIA audit gates no claimed epsilon (``AuditResult.extra["not_gated_reason"]``).
+NOT_GATED_REASON = (
+    "PANORAMIA certifies no lower bound on eps alone: c_lb bounds the generator's closeness c "
+    "from below and {c+eps}_lb bounds c + eps from below, so eps >= {c+eps}_lb - c holds for "
+    "the true c, which the test slots never bound from above; epsilon_lower_bound is 0 and no "
+    "claimed epsilon is checked (a valid eps lower bound needs real non-members: RM;RN in "
+    "privaudit panoramia, or audit --procedure one-run on real members and non-members)"
+)
 
 
 def _quantile_thresholds(scores: NDArray[np.float64], n: int) -> NDArray[np.float64]:
@@ -286,10 +309,27 @@ def panoramia_audit(
     advance). Only "member" guesses count (c-closeness bounds the generator's density
     from one side only).
 
-    ``epsilon_lower_bound`` is ``eps_tilde``. It is a lower bound on the target's eps
-    only if ``c_lb`` is tight (paper Section 4.2); ``extra`` holds ``c_lower_bound``,
-    ``c_plus_epsilon_lower_bound`` and ``epsilon_tilde``. The pure-DP (delta = 0) tests
-    only; the (c, gamma) relaxation of Appendix E is not implemented.
+    What is a bound and what is not (Kazmi et al. 2024, Sec. 4.2, "Measurement
+    semantics": eps_tilde "does not imply a lower-bound on eps"):
+
+    * ``c_lb`` is a lower confidence bound on the generator's closeness ``c``
+      (Prop. 1) and ``{c+eps}_lb`` one on ``c + eps`` (Prop. 2), jointly at ``1 - beta``;
+    * ``eps_tilde`` is a lower bound on the target's eps only if ``c_lb`` is tight (the
+      true ``c`` equals it): ``eps >= {c+eps}_lb - c`` for the true ``c``, which the
+      test slots bound from below only. It is reported as ``extra["epsilon_tilde"]``
+      with :data:`EPSILON_TILDE_CAVEAT` (``extra["epsilon_tilde_caveat"]``), **never**
+      as ``epsilon_lower_bound``;
+    * the valid lower bound on eps alone that these slots certify is the trivial one:
+      ``epsilon_lower_bound`` is ``0.0``, and ``extra["gated"]`` is ``False`` with
+      :data:`NOT_GATED_REASON`: no figure of this audit is checked against a claimed
+      eps (``--claimed-epsilon`` of ``privaudit audit`` exits 0 on it, and the CI
+      formats skip it). ``{c+eps}_lb`` is valid but bounds ``c + eps``, so a claim on
+      eps cannot be refuted by it. A valid eps lower bound without retraining needs
+      real non-members (RM;RN of ``privaudit panoramia``: ``c = 0``).
+
+    Before issue 28, ``epsilon_lower_bound`` held ``eps_tilde`` and ``privaudit audit``
+    gated ``--claimed-epsilon`` on it. The pure-DP (delta = 0) tests only; the
+    (c, gamma) relaxation of Appendix E is not implemented.
     """
     beta = resolve_beta(beta, confidence)
     a = as_float_array(mia_scores, "mia_scores", ndim=1)
@@ -319,7 +359,7 @@ def panoramia_audit(
         procedure="panoramia",
         confidence=1.0 - beta,
         delta=0.0,
-        epsilon_lower_bound=eps_tilde,
+        epsilon_lower_bound=0.0,
         mu_lower_bound=None,
         counts=counts,
         threshold_selection=desc,
@@ -327,12 +367,15 @@ def panoramia_audit(
             "c_lower_bound": c,
             "c_plus_epsilon_lower_bound": cpe,
             "epsilon_tilde": eps_tilde,
+            "epsilon_tilde_caveat": EPSILON_TILDE_CAVEAT + ".",
+            "gated": False,
+            "not_gated_reason": NOT_GATED_REASON + ".",
             "beta": beta,
             "beta_per_threshold": info_mia["beta_per_threshold"],
         },
         notes=(
-            "epsilon_tilde = max(0, {c+eps}_lb - c_lb) is a lower bound on eps only if c_lb "
-            "is tight (Kazmi et al. 2024, Section 4.2).",
+            EPSILON_TILDE_CAVEAT + ".",
+            NOT_GATED_REASON + ".",
             "Member guesses only; beta/2 per test (Corollary 1), then a union bound over the "
             "thresholds.",
             "Valid only if each test slot independently holds a member or a generated "

@@ -7,6 +7,12 @@ trial (the score of the challenge record and whether it was included).
 
 Exit codes: 0 done, 1 the bound exceeds ``--claimed-epsilon``, 2 bad input (nothing
 written).
+
+PANORAMIA (``--procedure panoramia``) prints ``c_lb``, ``{c+eps}_lb`` and ``eps_tilde``
+with its caveat: eps_tilde is a lower bound on eps only if c_lb is tight (Kazmi et al.
+2024, Sec. 4.2). The audit certifies no lower bound on eps alone, so its
+``epsilon_lower_bound`` is 0 and ``--claimed-epsilon`` gates nothing (exit 0, the claim is
+named as not checked); see :func:`privaudit.audit.panoramia.panoramia_audit`.
 """
 
 from __future__ import annotations
@@ -124,10 +130,14 @@ def _render(result: AuditResult, claimed: float | None, console: Console) -> Non
     table = Table(title=f"privaudit audit: {result.procedure}", show_header=True)
     table.add_column("quantity")
     table.add_column("value", justify="right")
+    gated = result.extra.get("gated", True) is not False
     rows: list[tuple[str, Any]] = [
         ("confidence", result.confidence),
         ("delta", result.delta),
-        ("epsilon lower bound", result.epsilon_lower_bound),
+        (
+            "epsilon lower bound",
+            result.epsilon_lower_bound if gated else "none certified (0; see the notes)",
+        ),
     ]
     if result.mu_lower_bound is not None:
         rows.append(("mu lower bound (GDP)", result.mu_lower_bound))
@@ -139,9 +149,12 @@ def _render(result: AuditResult, claimed: float | None, console: Console) -> Non
         "epsilon_if_gaussian",
     ):
         if key in result.extra:
-            rows.append((key.replace("_", " "), result.extra[key]))
+            label = key.replace("_", " ")
+            if key == "epsilon_tilde":
+                label = "epsilon tilde (see the caveat)"
+            rows.append((label, result.extra[key]))
     if claimed is not None:
-        rows.append(("claimed epsilon", claimed))
+        rows.append(("claimed epsilon", claimed if gated else f"{_fmt(claimed)} (not checked)"))
     rows.append(("threshold selection", result.threshold_selection))
     for k, v in result.counts.items():
         rows.append((f"count {k}", v))
@@ -234,7 +247,11 @@ def audit_command(
         None, "--k-neg", help="One-run: number of 'non-member' guesses (bottom scores)."
     ),
     claimed_epsilon: float | None = typer.Option(
-        None, "--claimed-epsilon", help="Exit 1 when the epsilon lower bound exceeds it."
+        None,
+        "--claimed-epsilon",
+        help="Exit 1 when the epsilon lower bound exceeds it. panoramia: not checked (exit 0): "
+        "eps_tilde is a lower bound only if c_lb is tight, and no figure of PANORAMIA bounds "
+        "eps alone.",
     ),
     json_path: Path | None = typer.Option(None, "--json", help="Write the result as JSON."),
     score_col: str = typer.Option("score", "--score-col"),

@@ -2,7 +2,9 @@
 
 The documents come from :mod:`privaudit.report.ci_formats`; this module checks the
 options before any work, writes the document (stdout, or ``--format-file``) and turns
-the verdict into the exit code (1 when a bound exceeds the claim).
+the verdict into the exit code (1 when a bound exceeds the claim). An entry that holds no
+valid eps lower bound (PANORAMIA's eps_tilde) is never a violation: with a claim it is
+named on stderr as not checked.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ if TYPE_CHECKING:
 FORMAT_HELP = (
     "Output format: text (the human table) | json | junit | sarif. A machine format goes "
     "to stdout (or --format-file) and the exit code is 1 when a bound exceeds "
-    "--claimed-epsilon."
+    "--claimed-epsilon (never on a figure that is not an eps lower bound, such as "
+    "PANORAMIA's eps_tilde)."
 )
 FORMAT_FILE_HELP = "Write the --format document to this file instead of stdout."
 
@@ -81,6 +84,10 @@ def emit(
                 tmp.unlink(missing_ok=True)
                 typer.echo(f"error: --format-file: cannot write {format_file} ({exc})", err=True)
                 return 2
+    if claimed is not None:
+        for g in gates:
+            if not g.gated:
+                typer.echo(f"not checked: {g.describe(claimed)}", err=True)
     if any_violation(gates, claimed):
         for g in gates:
             if g.violated(claimed):

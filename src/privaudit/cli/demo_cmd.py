@@ -126,6 +126,14 @@ def summary_lines(results: dict[str, Any]) -> tuple[list[str], list[str]]:
         )
     if "approximate" in guarantees:
         notes.append("~: smoothed threshold, not calibrated on population records")
+    named = [a for a in attacks if (a.get("params") or {}).get("score_name")]
+    if named:  # RMIA's score form (issue 28): the default is not the paper's score
+        notes.append(
+            "score: "
+            + ", ".join(f"{a['name']} = {a['params']['score_name']}" for a in named)
+            + " (log likelihood ratio: log Pr(x|theta) - log Pr(x), privaudit's default; "
+            "the paper's pairwise-comparison score is score: fraction)"
+        )
     warns = [str(w) for w in results["settings"].get("warnings", [])]
     warns += [f"{a['name']}: {w}" for a in attacks for w in a.get("warnings") or []]
     return notes, warns

@@ -69,6 +69,7 @@ def build_record_risk(cfg: Any) -> dict[str, Any]:
         n_aux=cfg.n_aux,
         vulnerable_fraction=cfg.vulnerable_fraction,
         replicates=cfg.replicates,
+        traditional=cfg.traditional,
         seed=cfg.seed,
         rounds_per_task=cfg.rounds_per_task,
     )
@@ -113,6 +114,10 @@ def render_record_risk_summary(result: Any, console: Console) -> None:
     console.print(
         f"mean AUC: model-seeded {s['mean_auc_ms']:.3f}, traditional {s['mean_auc_t']:.3f}"
     )
+    how = result.to_dict().get("constructions") or {}
+    for game in ("model-seeded", "traditional"):
+        if game in how:
+            console.print(f"{game} datasets: {how[game]}", highlight=False)
     tab = Table("statistic", "MS vs T", "floor MS vs MS'", "floor T vs T'", "R_MS >= t")
     tab.add_row("RMSD", _fmt(c["rmsd"]), _fmt(c["rmsd_noise_ms"]), _fmt(c["rmsd_noise_t"]), "")
     for t, row in c["thresholds"].items():

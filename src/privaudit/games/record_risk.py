@@ -9,7 +9,10 @@ synthetic-data generator (:mod:`privaudit.generators`) or a classifier
 (:mod:`privaudit.attacks.record_level`), as a composition of the shared steps:
 
 1. **split** -- :func:`privaudit.games.record_games.make_plan` (auxiliary / evaluation
-   pools, ``D0``, targets: half most vulnerable by distance, half random);
+   pools, ``D0``, targets: half most vulnerable by distance, half random; how each game's
+   datasets differ from the paper's Def. 2-3 -- the model-seeded OUT dataset
+   ``D0 - x + z`` with a fresh ``z``, the amortised traditional rounds that hold about
+   half of the targets -- is stated there);
 2. **train many** -- :func:`privaudit.games.train_many.train_many` runs the releases in
    tasks of a few rounds each through the executor and the artifact store (resumable); a
    release is ``A(D; s)``, re-created from the plan and the round's seed in the worker
@@ -26,7 +29,9 @@ synthetic-data generator (:mod:`privaudit.generators`) or a classifier
    independent replicate of each game (:mod:`privaudit.games.record_metrics`).
 
 Cost: ``n_shadow + 2 (n_rounds + n_rounds/2 + K n_rounds/2)`` releases with replicates
-(``K`` targets); with K = 64 and 400 rounds about 27,000 generator fits.
+(``K`` targets); with K = 64 and 400 rounds about 27,000 generator fits. With
+``traditional="per-target"`` (the paper's plain draws) the traditional term is
+``K n_rounds``: about 77,000 fits.
 """
 
 from __future__ import annotations
@@ -41,10 +46,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from privaudit._validation import check_positive_int, check_probability, fail
+from privaudit._validation import check_choice, check_positive_int, check_probability, fail
 from privaudit.attacks.record_level import RecordAttack, make_record_attack
 from privaudit.data.dataset import Dataset
-from privaudit.games.record_games import RecordRiskPlan, make_plan
+from privaudit.games.record_games import (
+    PER_TARGET_KINDS,
+    RecordRiskPlan,
+    game_constructions,
+    make_plan,
+)
 from privaudit.games.record_metrics import (
     THRESHOLDS,
     auc_standard_error,
@@ -61,11 +71,15 @@ from privaudit.runtime.store import ArtifactStore
 
 __all__ = [
     "GAMES",
+    "TRADITIONAL_MODES",
     "RecordRiskConfig",
     "RecordRiskResult",
     "release",
     "run_record_risk",
 ]
+
+#: How the traditional game's datasets are drawn (``RecordRiskConfig.traditional``).
+TRADITIONAL_MODES: tuple[str, ...] = ("amortised", "per-target")
 
 #: Result keys of the games: model-seeded, traditional and their replicates.
 GAMES: tuple[str, ...] = ("model-seeded", "traditional", "model-seeded-2", "traditional-2")
@@ -95,6 +109,14 @@ class RecordRiskConfig:
         computation, so larger tasks (e.g. 64) amortise its per-step overhead.
     rho : float
         Confidence ``1 - rho`` of the Hoeffding width.
+    traditional : {"amortised", "per-target"}
+        How the traditional game's datasets are drawn (:mod:`~privaudit.games.record_games`):
+        ``"amortised"`` (default), one release per round serving every target, each target
+        IN with probability 1/2 (so a dataset holds about half of the K targets, half of
+        which are the most vulnerable records: not plain draws); ``"per-target"``, the
+        paper's Def. 2, one target per round in a plain draw from the evaluation pool
+        (``K`` times the traditional releases). The attacker's shadow releases are
+        amortised either way.
     """
 
     n: int = 1000
@@ -108,8 +130,10 @@ class RecordRiskConfig:
     rounds_per_task: int = 16
     rho: float = 0.05
     thresholds: tuple[float, ...] = THRESHOLDS
+    traditional: str = "amortised"
 
     def __post_init__(self) -> None:
+        check_choice(self.traditional, "traditional", TRADITIONAL_MODES)
         check_positive_int(self.n, "n", minimum=8)
         check_positive_int(self.n_targets, "n_targets")
         check_positive_int(self.n_rounds, "n_rounds", minimum=4)
@@ -186,6 +210,7 @@ class RecordRiskResult:
             "attack": dict(self.attack),
             "config": self.config.to_dict(),
             "plan": dict(self.plan),
+            "constructions": game_constructions(self.config.traditional),
             "summary": self.summary(),
             "comparison": dict(self.comparison),
             "hoeffding_width": {g: r["hoeffding_width"] for g, r in self.risks.items()},
@@ -508,10 +533,11 @@ def _game_tasks(
     in that list.
     """
     games: list[tuple[str, str, int]] = []
+    trad = "traditional" if config.traditional == "amortised" else "traditional-target"
     for rep in (0, 1) if config.replicates else (0,):
         suffix = "" if rep == 0 else "-2"
         games += [
-            (f"traditional{suffix}", "traditional", rep),
+            (f"traditional{suffix}", trad, rep),
             (f"model-seeded{suffix}", "ms-in", rep),
         ]
         games += [(f"model-seeded{suffix}", "ms-out", rep)]
@@ -524,7 +550,7 @@ def _game_tasks(
     spans: list[tuple[str, str, int, int]] = []
     for name, kind_g, rep in games:
         keys = plan.rounds(kind_g, rep)
-        per = config.rounds_per_task if kind_g == "ms-out" else per_task_k
+        per = config.rounds_per_task if kind_g in PER_TARGET_KINDS else per_task_k
         tasks_g = _tasks(keys, per, by_target=not batched)
         spans.append((name, kind_g, len(all_tasks), len(all_tasks) + len(tasks_g)))
         all_tasks += tasks_g
@@ -540,8 +566,8 @@ def _game_scores(
 ) -> tuple[dict[str, list[NDArray[np.float64]]], dict[str, list[NDArray[np.bool_]]]]:
     """The tasks' scores and memberships as (target x round) blocks per game.
 
-    Model-seeded OUT tasks run per target (already K rows); the others score all K targets
-    per round (transposed). Identical releases in every model-seeded IN round reveal a
+    Model-seeded OUT and per-target traditional tasks run per target (already K rows); the
+    others score all K targets per round (transposed). Identical releases in every model-seeded IN round reveal a
     deterministic target: warned about once.
     """
     scores: dict[str, list[NDArray[np.float64]]] = {}
@@ -550,7 +576,7 @@ def _game_scores(
         part = res[a:b]
         s = np.concatenate([r["scores"] for r in part])
         m = np.concatenate([r["member"] for r in part]).astype(bool)
-        if kind_g == "ms-out":
+        if kind_g in PER_TARGET_KINDS:
             s, m = s.reshape(K, -1), m.reshape(K, -1)
         else:
             s, m = s.reshape(-1, K).T, m.reshape(-1, K).T

@@ -397,7 +397,11 @@ def _verify_audit(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
         )
     except (KeyError, TypeError) as exc:
         raise BundleError(f"BUNDLE: incomplete audit config in the manifest ({exc})") from None
-    checks, skipped = compare(recorded, audit_payload(result), "result", TOLERANCES["bounds"])
+    want = audit_payload(result)
+    if cfg["procedure"] == "panoramia" and "gated" not in recorded:
+        # written before issue 28 (eps_tilde in epsilon_lower_bound): the same figures
+        want = _as_written_before_issue_28(want)
+    checks, skipped = compare(recorded, want, "result", TOLERANCES["bounds"])
     return checks + skipped
 
 
@@ -447,14 +451,38 @@ def _verify_zero_run(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
     return checks + skipped
 
 
+#: ``AuditResult.extra`` keys that ``audit_payload`` lifts to the top level (PANORAMIA's).
+_LIFTED = (
+    "c_lower_bound",
+    "c_plus_epsilon_lower_bound",
+    "epsilon_tilde",
+    "epsilon_tilde_caveat",
+    "gated",
+    "not_gated_reason",
+)
+#: What issue 28 added to PANORAMIA's audit document (absent from older bundles).
+_PANORAMIA_ADDED = ("epsilon_tilde_caveat", "gated", "not_gated_reason")
+
+
+def _as_written_before_issue_28(recomputed: dict[str, Any]) -> dict[str, Any]:
+    """A recomputed PANORAMIA document in the shape bundles had before issue 28:
+    ``epsilon_lower_bound`` held eps_tilde, without the caveat and gate keys; the notes
+    (reworded since) are left out and so reported as not recomputed."""
+    out = {k: v for k, v in recomputed.items() if k not in _PANORAMIA_ADDED and k != "notes"}
+    out["epsilon_lower_bound"] = recomputed["epsilon_tilde"]
+    out["extra"] = {k: v for k, v in recomputed["extra"].items() if k not in _PANORAMIA_ADDED}
+    return out
+
+
 def audit_payload(result: AuditResult) -> dict[str, Any]:
     """The JSON document of one ``privaudit audit`` bound (``--json`` and ``result.json``).
 
     :meth:`AuditResult.to_dict` with PANORAMIA's ``c_lower_bound``,
-    ``c_plus_epsilon_lower_bound`` and ``epsilon_tilde`` lifted to the top level.
+    ``c_plus_epsilon_lower_bound``, ``epsilon_tilde``, ``epsilon_tilde_caveat``, ``gated``
+    (False: no claimed eps is checked) and ``not_gated_reason`` lifted to the top level.
     """
     d = result.to_dict()
-    for key in ("c_lower_bound", "c_plus_epsilon_lower_bound", "epsilon_tilde"):
+    for key in _LIFTED:
         if key in result.extra:
             d[key] = result.extra[key]
     return dict(plain(d))

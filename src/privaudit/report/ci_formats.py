@@ -12,6 +12,15 @@ then exits 1). The same gates render as
 * ``sarif``: SARIF 2.1.0 (OASIS), one ``run`` whose tool is privaudit, with one rule
   (:data:`SARIF_RULE_ID`) and one ``error`` result per failing gate, located at the
   audited input (the scores file of ``audit``, the config of ``run``).
+
+A figure that is not a valid eps lower bound is never a gate (issue 28): PANORAMIA's
+``eps_tilde`` is a lower bound only if ``c_lb`` is tight (Kazmi et al. 2024, Sec. 4.2),
+and its audit certifies no lower bound on eps alone. Such an entry (``"gated": false`` in
+the audit's document, with ``not_gated_reason``) becomes a :class:`Gate` with
+``gated = False`` that never fails: ``json`` lists it with ``"gated": false``, the reason
+and the figure reported instead (``eps_tilde`` and its caveat); ``junit`` skips its test
+case with the reason; ``sarif`` gives it a ``note`` result (rule
+:data:`SARIF_NOT_GATED_RULE_ID`), never an ``error``.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ from privaudit.report.results import plain
 
 __all__ = [
     "FORMATS",
+    "SARIF_NOT_GATED_RULE_ID",
     "SARIF_RULE_ID",
     "SARIF_SCHEMA_URI",
     "Gate",
@@ -44,6 +54,9 @@ __all__ = [
 #: ``--format`` values; ``text`` is the human table (rendered by the CLI).
 FORMATS = ("text", "json", "junit", "sarif")
 SARIF_RULE_ID = "privaudit/epsilon-lower-bound-exceeds-claim"
+SARIF_NOT_GATED_RULE_ID = "privaudit/measurement-not-a-lower-bound"
+#: Figures an ungated entry reports in place of a bound, with the key of their caveat.
+_REPORTED = (("epsilon_tilde", "epsilon_tilde_caveat"),)
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 _INFO_URI = "https://privaudit.invalid/docs/ci-formats"
 
@@ -53,6 +66,9 @@ class Gate:
     """One eps lower bound checked against a claimed eps.
 
     ``name`` identifies the bound (the procedure, and the attack for ``run``).
+    ``not_gated_reason`` set (``gated`` False): the entry holds no valid eps lower bound
+    to check (PANORAMIA); it is reported, never violated. ``reported`` names the figures
+    shown in its place (``eps_tilde``) and ``caveat`` says what they are.
     """
 
     name: str
@@ -60,13 +76,30 @@ class Gate:
     epsilon_lower_bound: float
     confidence: float
     delta: float
+    not_gated_reason: str | None = None
+    reported: tuple[tuple[str, float], ...] = ()
+    caveat: str | None = None
+
+    @property
+    def gated(self) -> bool:
+        """Whether the entry's eps lower bound is checked against a claim."""
+        return self.not_gated_reason is None
 
     def violated(self, claimed: float | None) -> bool:
-        """True when ``claimed`` is given and the bound exceeds it."""
-        return claimed is not None and self.epsilon_lower_bound > claimed
+        """True when the entry is gated, ``claimed`` is given and the bound exceeds it."""
+        return self.gated and claimed is not None and self.epsilon_lower_bound > claimed
 
     def describe(self, claimed: float | None) -> str:
         """One sentence: the bound, its confidence and the verdict."""
+        if not self.gated:
+            figures = ", ".join(f"{k} {_num(v)}" for k, v in self.reported) or "its figures"
+            text = (
+                f"{self.name}: {figures} at confidence {self.confidence:g} is not an epsilon "
+                f"lower bound and is not gated ({self.caveat or self.not_gated_reason})"
+            )
+            if claimed is None:
+                return text + "; no claimed epsilon given"
+            return f"{text}; the claimed epsilon {claimed:g} is not checked against it"
         text = (
             f"{self.name}: epsilon lower bound {_num(self.epsilon_lower_bound)} at "
             f"confidence {self.confidence:g} (delta {self.delta:g})"
@@ -87,17 +120,38 @@ def _float(x: Any) -> float:
     return float(x)
 
 
+def _gate(entry: Mapping[str, Any], name: str) -> Gate:
+    """The gate of one audit entry: its ``gated``/``not_gated_reason`` (top level, as
+    ``audit_payload`` lifts them, or in ``extra``) decide whether it is checked."""
+    extra = entry.get("extra") or {}
+
+    def get(key: str) -> Any:
+        return entry[key] if key in entry else extra.get(key)
+
+    reason: str | None = None
+    reported: tuple[tuple[str, float], ...] = ()
+    caveat: str | None = None
+    if get("gated") is False:
+        reason = str(get("not_gated_reason") or "not a lower bound on epsilon").rstrip(".")
+        reported = tuple((k, _float(get(k))) for k, _ in _REPORTED if get(k) is not None)
+        caveats = [str(get(c)).rstrip(".") for k, c in _REPORTED if get(c) is not None]
+        caveat = "; ".join(caveats) or None
+    return Gate(
+        name=name,
+        procedure=str(entry["procedure"]),
+        epsilon_lower_bound=_float(entry["epsilon_lower_bound"]),
+        confidence=float(entry["confidence"]),
+        delta=float(entry["delta"]),
+        not_gated_reason=reason,
+        reported=reported,
+        caveat=caveat,
+    )
+
+
 def gates_from_audit(result: Mapping[str, Any]) -> list[Gate]:
-    """The one gate of a ``privaudit audit`` result (an ``AuditResult`` dict)."""
-    return [
-        Gate(
-            name=str(result["procedure"]),
-            procedure=str(result["procedure"]),
-            epsilon_lower_bound=_float(result["epsilon_lower_bound"]),
-            confidence=float(result["confidence"]),
-            delta=float(result["delta"]),
-        )
-    ]
+    """The one gate of a ``privaudit audit`` result (an ``AuditResult`` dict); a
+    PANORAMIA result's is not gated (see the module docstring)."""
+    return [_gate(result, str(result["procedure"]))]
 
 
 def gates_from_results(results: Mapping[str, Any]) -> list[Gate]:
@@ -107,15 +161,7 @@ def gates_from_results(results: Mapping[str, Any]) -> list[Gate]:
         name = str(a["procedure"])
         if a.get("attack"):
             name = f"{name}:{a['attack']}"
-        gates.append(
-            Gate(
-                name=name,
-                procedure=str(a["procedure"]),
-                epsilon_lower_bound=_float(a["epsilon_lower_bound"]),
-                confidence=float(a["confidence"]),
-                delta=float(a["delta"]),
-            )
-        )
+        gates.append(_gate(a, name))
     return gates
 
 
@@ -134,20 +180,27 @@ def render_json(
         "command": command,
         "claimed_epsilon": claimed,
         "violation": any_violation(gates, claimed),
-        "gates": [
-            {
-                "name": g.name,
-                "procedure": g.procedure,
-                "epsilon_lower_bound": _json_float(g.epsilon_lower_bound),
-                "confidence": g.confidence,
-                "delta": g.delta,
-                "violated": g.violated(claimed),
-            }
-            for g in gates
-        ],
+        "gates": [_json_gate(g, claimed) for g in gates],
         "result": plain(result),
     }
     return json.dumps(doc, indent=2, allow_nan=False)
+
+
+def _json_gate(g: Gate, claimed: float | None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": g.name,
+        "procedure": g.procedure,
+        "epsilon_lower_bound": _json_float(g.epsilon_lower_bound),
+        "confidence": g.confidence,
+        "delta": g.delta,
+        "violated": g.violated(claimed),
+        "gated": g.gated,
+    }
+    if not g.gated:
+        out["not_gated_reason"] = g.not_gated_reason
+        out["reported"] = {k: _json_float(v) for k, v in g.reported}
+        out["caveat"] = g.caveat
+    return out
 
 
 def _json_float(x: float) -> float | str:
@@ -157,7 +210,7 @@ def _json_float(x: float) -> float | str:
 def render_junit(command: str, gates: Sequence[Gate], claimed: float | None) -> str:
     """JUnit XML: one test case per gate; ``<failure>`` when its bound exceeds the claim."""
     n_fail = sum(g.violated(claimed) for g in gates)
-    n_skip = len(gates) if claimed is None else 0
+    n_skip = sum(claimed is None or not g.gated for g in gates)
     counts = {
         "tests": str(len(gates)),
         "failures": str(n_fail),
@@ -174,16 +227,17 @@ def render_junit(command: str, gates: Sequence[Gate], claimed: float | None) -> 
         {"name": "claimed_epsilon", "value": "none" if claimed is None else repr(claimed)},
     )
     for g in gates:
-        case = ET.SubElement(
-            suite,
-            "testcase",
-            {
-                "classname": f"privaudit.{command}",
-                "name": f"{g.name}: epsilon lower bound <= claimed epsilon",
-                "time": "0",
-            },
+        title = (
+            f"{g.name}: epsilon lower bound <= claimed epsilon"
+            if g.gated
+            else f"{g.name}: no epsilon lower bound to check (not gated)"
         )
-        if claimed is None:
+        case = ET.SubElement(
+            suite, "testcase", {"classname": f"privaudit.{command}", "name": title, "time": "0"}
+        )
+        if not g.gated:
+            ET.SubElement(case, "skipped", {"message": f"not gated: {g.not_gated_reason}"})
+        elif claimed is None:
             ET.SubElement(case, "skipped", {"message": "no --claimed-epsilon given"})
         elif g.violated(claimed):
             failure = ET.SubElement(
@@ -210,7 +264,7 @@ def render_sarif(
     exit_code: int,
 ) -> str:
     """SARIF 2.1.0: an ``error`` result per gate whose bound exceeds the claim."""
-    results = [
+    results: list[dict[str, Any]] = [
         {
             "ruleId": SARIF_RULE_ID,
             "ruleIndex": 0,
@@ -230,6 +284,59 @@ def render_sarif(
         for g in gates
         if g.violated(claimed)
     ]
+    ungated = [g for g in gates if not g.gated]
+    results += [
+        {
+            "ruleId": SARIF_NOT_GATED_RULE_ID,
+            "ruleIndex": 1,
+            "level": "note",
+            "kind": "informational",
+            "message": {"text": g.describe(claimed)},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": artifact_uri}}}],
+            "properties": {
+                "gate": g.name,
+                "procedure": g.procedure,
+                "gated": False,
+                "notGatedReason": g.not_gated_reason,
+                "reported": {k: _json_float(v) for k, v in g.reported},
+                "claimedEpsilon": claimed,
+                "confidence": g.confidence,
+            },
+        }
+        for g in ungated
+    ]
+    rules: list[dict[str, Any]] = [
+        {
+            "id": SARIF_RULE_ID,
+            "name": "EpsilonLowerBoundExceedsClaim",
+            "shortDescription": {
+                "text": "The audited epsilon lower bound exceeds the claimed epsilon."
+            },
+            "fullDescription": {
+                "text": "A differential-privacy lower bound computed by privaudit, at the "
+                "stated confidence, is larger than the epsilon the model is claimed to "
+                "satisfy: the claim is refuted at that confidence."
+            },
+            "defaultConfiguration": {"level": "error"},
+        }
+    ]
+    if ungated:
+        rules.append(
+            {
+                "id": SARIF_NOT_GATED_RULE_ID,
+                "name": "MeasurementNotALowerBound",
+                "shortDescription": {
+                    "text": "A privacy measurement that is not an epsilon lower bound; not gated."
+                },
+                "fullDescription": {
+                    "text": "The audit reports a figure (PANORAMIA's eps_tilde) that is a "
+                    "lower bound on epsilon only under an assumption the audit cannot check "
+                    "(c_lb tight, Kazmi et al. 2024, Sec. 4.2), so no claimed epsilon is "
+                    "checked against it."
+                },
+                "defaultConfiguration": {"level": "note"},
+            }
+        )
     doc = {
         "$schema": SARIF_SCHEMA_URI,
         "version": "2.1.0",
@@ -240,23 +347,7 @@ def render_sarif(
                         "name": "privaudit",
                         "version": __version__,
                         "informationUri": _INFO_URI,
-                        "rules": [
-                            {
-                                "id": SARIF_RULE_ID,
-                                "name": "EpsilonLowerBoundExceedsClaim",
-                                "shortDescription": {
-                                    "text": "The audited epsilon lower bound exceeds the "
-                                    "claimed epsilon."
-                                },
-                                "fullDescription": {
-                                    "text": "A differential-privacy lower bound computed by "
-                                    "privaudit, at the stated confidence, is larger than the "
-                                    "epsilon the model is claimed to satisfy: the claim is "
-                                    "refuted at that confidence."
-                                },
-                                "defaultConfiguration": {"level": "error"},
-                            }
-                        ],
+                        "rules": rules,
                     }
                 },
                 "invocations": [
@@ -276,6 +367,7 @@ def render_sarif(
                             "epsilonLowerBound": _json_float(g.epsilon_lower_bound),
                             "confidence": g.confidence,
                             "delta": g.delta,
+                            "gated": g.gated,
                         }
                         for g in gates
                     ],
