@@ -39,6 +39,7 @@ from privaudit.models.distill import LogitRegressionModel
 from privaudit.models.persistence import load_model, save_model
 from privaudit.models.precomputed import PrecomputedModel
 from privaudit.models.sklearn import SklearnModel
+from privaudit.runtime import interrupts
 from privaudit.runtime.executor import Executor
 from privaudit.runtime.store import ArtifactStore, hash_key
 
@@ -157,8 +158,15 @@ def cached(
     key_parts: Mapping[str, Any],
     create: Callable[[], V],
     codec: Codec[V],
+    *,
+    since: int | None = None,
 ) -> tuple[V, bool]:
-    """``create()`` through the store (when given): the value and whether it was created."""
+    """``create()`` through the store (when given): the value and whether it was created.
+
+    ``since``: :func:`privaudit.runtime.interrupts.mark` when the work behind ``create``
+    began, if earlier than the call (a model of a batched fit): a signal since then
+    keeps it out of the store.
+    """
     if store is None:
         return create(), True
     created: list[bool] = []
@@ -167,7 +175,9 @@ def cached(
         created.append(True)
         return create()
 
-    value = store.get_or_create(key_parts, make, codec.save, codec.load, suffix=codec.suffix)
+    value = store.get_or_create(
+        key_parts, make, codec.save, codec.load, suffix=codec.suffix, since=since
+    )
     return value, bool(created)
 
 
@@ -291,9 +301,12 @@ class ModelTask:
         self.codec = codec
         self.store = store
 
-    def model(self, job: ModelJob, fitted: Model | None = None) -> tuple[Model, bool]:
+    def model(
+        self, job: ModelJob, fitted: Model | None = None, since: int | None = None
+    ) -> tuple[Model, bool]:
         """``job``'s model: from the store, else ``fitted`` (already trained, e.g. by a
-        batched fit) or a fresh fit; stored when a store is given."""
+        batched fit that began at ``interrupts.mark() == since``) or a fresh fit; stored
+        when a store is given and no signal arrived while it trained."""
 
         def create() -> Model:
             return self.steps.fit(job) if fitted is None else fitted
@@ -301,7 +314,7 @@ class ModelTask:
         codec = self.codec
         if isinstance(codec.save, _ModelSaver):  # name the job in a refusal to save
             codec = dataclasses.replace(codec, save=_ModelSaver(codec.save.trainer_save, job.label))
-        return cached(self.store, job.key_parts, create, codec)
+        return cached(self.store, job.key_parts, create, codec, since=since)
 
     def __call__(self, job: ModelJob) -> ModelOutputs:
         return self.run(job)
@@ -333,15 +346,18 @@ class ModelTask:
         store = self.store
         todo = [j for j in jobs if store is None or not store.contains(j.key_parts)]
         fitted: dict[str, Model] = {}
-        if todo:
-            models = self.steps.fit_many(todo)
-            if models is None:
-                return None
-            fitted = {j.model_id: m for j, m in zip(todo, models, strict=True)}
-        return [
-            self.run(j, self.model(j, fitted[j.model_id]) if j.model_id in fitted else None)
-            for j in jobs
-        ]
+        with interrupts.watching() as since:  # a signal during fit_many: none is stored
+            if todo:
+                models = self.steps.fit_many(todo)
+                if models is None:
+                    return None
+                fitted = {j.model_id: m for j, m in zip(todo, models, strict=True)}
+            return [
+                self.run(
+                    j, self.model(j, fitted[j.model_id], since) if j.model_id in fitted else None
+                )
+                for j in jobs
+            ]
 
 
 def train_models(
