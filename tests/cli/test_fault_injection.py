@@ -8,10 +8,12 @@ line on the same cache. Every rerun's ``results.json`` must equal the baseline's
 what differs between any two runs is masked (timestamps, timings, how many models were
 trained or loaded); the interrupted run must exit 130 (SIGINT) or 143 (SIGTERM) with the
 one line that says what the cache kept and how to resume, and never a traceback. Moments
-are fractions of the baseline's wall time (drawn from ``numpy.random.default_rng`` seeded
-by the scenario's name), so they land at comparable stages on a fast or a loaded
-machine. A moment that lands before the handlers are installed (while Python imports
-the package, before ``privaudit.cli.main`` runs) is recorded as ``start-up``.
+are drawn from ``numpy.random.default_rng`` seeded by the scenario's name, as positions
+along the run that are anchored on the run's own progress (a share of the baseline's
+time to its first cache entry, or a number of finished cache entries plus a jitter), so
+that they land at the same stages on a fast or a loaded machine (see :class:`Moment`). A
+moment that lands before the handlers are installed (while Python imports the package,
+before ``privaudit.cli.main`` runs) is recorded as ``start-up``.
 
 Run with ``-s`` to see one line per moment (what was sent when, the exit status, the
 cache census after the interrupt, the rerun's trained/loaded models, the comparison).
@@ -136,7 +138,7 @@ def _torch_run(folder: Path) -> list[str]:
             "kind": "torch",
             "params": {
                 "factory": "privaudit.models.torch_nets:mlp",
-                "factory_kwargs": {"n_features": 64, "hidden": 16, "n_classes": 10},
+                "factory_kwargs": {"n_features": 105, "hidden": 16, "n_classes": 2},
                 "epochs": 30,
                 "batch_size": 50,
                 "device": "cpu",
@@ -275,6 +277,9 @@ class Baseline:
     args: list[str]
     results: dict[str, Any]
     wall_s: float
+    first_entry_s: float  # when the cache's first entry appeared
+    entries: int  # entries in the cache at the end
+    gap_s: float  # mean time between two entries
 
 
 def fresh_folder(folder: Path, scenario: Scenario) -> list[str]:
@@ -284,39 +289,85 @@ def fresh_folder(folder: Path, scenario: Scenario) -> list[str]:
     return scenario.write(folder)
 
 
+def _start(args: list[str], folder: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*PRIVAUDIT, *args],
+        cwd=folder,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
 def baseline(root: Path, name: str) -> Baseline:
+    """The uninterrupted run on a fresh cache, watched: when its cache entries appear."""
     scenario = SCENARIOS[name]
     folder = root / name / "work"
     args = fresh_folder(folder, scenario)
-    rc, _out, err, wall = run_cli(args, folder)
-    assert rc == 0, err[-3000:]
+    t0 = time.monotonic()
+    proc = _start(args, folder)
+    first = last = None
+    while proc.poll() is None:
+        if census(folder / scenario.cache):
+            last = time.monotonic() - t0
+            first = last if first is None else first
+        time.sleep(0.05)
+    _, err = proc.communicate()
+    wall = time.monotonic() - t0
+    assert proc.returncode == 0, err[-3000:]
     results = json.loads((folder / scenario.results).read_text())
+    entries = census(folder / scenario.cache)
+    assert entries > 0 and first is not None and last is not None
     shutil.copytree(folder, root / name / "baseline")
-    return Baseline(scenario, folder, args, masked(results), wall)
+    gap = (last - first) / max(entries - 1, 1)
+    return Baseline(scenario, folder, args, masked(results), wall, first, entries, gap)
+
+
+#: The share of moments drawn in start-up, before the cache's first entry (imports,
+#: data, the checks before training, the target's fit); the rest are spread over the
+#: training by the number of finished entries.
+START_UP = 0.2
 
 
 @dataclass(frozen=True)
 class Moment:
-    fraction: float  # of the baseline's wall time
+    """Where a signal is sent: ``position`` in [0, 1) along the run (below
+    :data:`START_UP`: that share of the baseline's time to its first cache entry; above:
+    once the cache holds that share of the baseline's entries, plus ``jitter`` times the
+    baseline's mean gap between entries), the signal, and whether it goes to the
+    process group (a terminal's Ctrl-C) or to the process only (``kill PID``)."""
+
+    position: float
+    jitter: float
     signum: int
-    group: bool  # to the whole process group (a terminal's Ctrl-C) or the process only
+    group: bool
 
     def label(self) -> str:
         to = "group" if self.group else "pid"
-        return f"{signal.Signals(self.signum).name}@{self.fraction:.2f}({to})"
+        return f"{signal.Signals(self.signum).name}@{self.position:.2f}({to})"
+
+    def anchor(self, base: Baseline) -> tuple[int, float]:
+        """(entries to wait for, then seconds to wait) for this moment in ``base``'s run."""
+        if self.position < START_UP:
+            return 0, self.position / START_UP * base.first_entry_s
+        share = (self.position - START_UP) / (1.0 - START_UP)
+        k = min(base.entries, 1 + int(share * base.entries))
+        return k, self.jitter * base.gap_s
 
 
 def schedule(name: str, n: int) -> list[Moment]:
-    """``n`` seeded moments for scenario ``name``: a fraction of the baseline's wall time
-    (uniform on [0.03, 0.97]) and a signal, half of them SIGINT (to the group, as a
-    Ctrl-C), half SIGTERM (to the process or to its group), in a random order."""
+    """``n`` seeded moments for scenario ``name``: positions uniform on [0, 1), half of
+    them SIGINT (to the group, as a Ctrl-C), half SIGTERM (to the process or to its
+    group), in a random order."""
     rng = np.random.default_rng([29, zlib.crc32(name.encode())])
     signums = rng.permutation([signal.SIGINT, signal.SIGTERM] * ((n + 1) // 2))[:n]
     out = []
     for signum in signums:
-        fraction = float(rng.uniform(0.03, 0.97))
+        position, jitter = (round(float(x), 3) for x in rng.uniform(0.0, 1.0, size=2))
         group = True if signum == signal.SIGINT else bool(rng.random() < 0.5)
-        out.append(Moment(round(fraction, 3), int(signum), group))
+        out.append(Moment(position, jitter, int(signum), group))
     return out
 
 
@@ -330,19 +381,13 @@ def interrupt_then_rerun(base: Baseline, moment: Moment) -> dict[str, Any]:
     """One moment: the interrupted run, its checks, the rerun and the comparison."""
     scenario, folder = base.scenario, base.folder
     args = fresh_folder(folder, scenario)
-    t = moment.fraction * base.wall_s
-    proc = subprocess.Popen(
-        [*PRIVAUDIT, *args],
-        cwd=folder,
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    time.sleep(t)
-    sent = proc.poll() is None
-    if sent:
+    k, delay = moment.anchor(base)
+    t0 = time.monotonic()
+    proc = _start(args, folder)
+    while k and proc.poll() is None and census(folder / scenario.cache) < k:
+        time.sleep(0.02)
+    time.sleep(delay)
+    if proc.poll() is None:
         if moment.group:
             os.killpg(proc.pid, moment.signum)
         else:
@@ -354,7 +399,9 @@ def interrupt_then_rerun(base: Baseline, moment: Moment) -> dict[str, Any]:
     record: dict[str, Any] = {
         "scenario": scenario.name,
         "moment": moment.label(),
-        "t_s": round(t, 2),
+        "after_entries": k,
+        "delay_s": round(delay, 2),
+        "t_s": round(t_sent - t0, 2),
         "rc": rc,
         "exit_s": round(exit_s, 2),
         "kept": census(folder / scenario.cache),
@@ -477,45 +524,45 @@ def _worker_pids(pid: int) -> list[int]:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
-@pytest.mark.parametrize("fraction", [0.5, 0.75])
-def test_kill_9_of_a_worker_then_rerun(root: Path, fraction: float) -> None:
-    """SIGKILL of a worker process (n_jobs=2) while the attacker models train: the run
-    fails naming the task (exit 2, no traceback), the rerun resumes and matches."""
+@pytest.mark.parametrize("share", [0.3, 0.7])
+def test_kill_9_of_a_worker_then_rerun(root: Path, share: float) -> None:
+    """SIGKILL of a busy worker process (n_jobs=2) once the cache holds ``share`` of the
+    baseline's entries: the run fails naming the task (exit 2, no traceback), the rerun
+    resumes and matches the uninterrupted run."""
     base = _baseline(root, "mlp-run")
     folder = base.folder
     args = fresh_folder(folder, base.scenario)
-    proc = subprocess.Popen(
-        [*PRIVAUDIT, *args],
-        cwd=folder,
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    t_end = time.monotonic() + fraction * base.wall_s
+    proc = _start(args, folder)
+    k = max(1, int(share * base.entries))
     killed: int | None = None
+    pool_files = Path(tempfile.gettempdir())
     while proc.poll() is None and killed is None:
-        workers = _worker_pids(proc.pid)
-        # a worker that has run a task (its run-PID file exists) is busy training
-        busy = [
-            w
-            for w in workers
-            if list(Path(tempfile.gettempdir()).glob(f"privaudit-pool-*/run-{w}"))
-        ]
-        if busy and time.monotonic() >= t_end:
-            os.kill(busy[0], signal.SIGKILL)
-            killed = busy[0]
-        time.sleep(0.05)
-    _out, err = proc.communicate(timeout=600)
-    record: dict[str, Any] = {"scenario": "mlp-run", "moment": f"kill-9-worker@{fraction}"}
-    record.update(killed=killed is not None, rc=proc.returncode, kept=census(folder / "cache"))
+        if census(folder / "cache") >= k:
+            # a worker that has started a task (its run-PID file exists) is training
+            workers = _worker_pids(proc.pid)
+            busy = [w for w in workers if list(pool_files.glob(f"privaudit-pool-*/run-{w}"))]
+            if busy:
+                os.kill(busy[0], signal.SIGKILL)
+                killed = busy[0]
+        time.sleep(0.02)
+    _, err = proc.communicate(timeout=600)
+    record: dict[str, Any] = {"scenario": "mlp-run", "moment": f"kill-9-worker@{share}"}
+    record.update(
+        after_entries=k,
+        killed=killed is not None,
+        rc=proc.returncode,
+        kept=census(folder / "cache"),
+    )
     if killed is not None and proc.returncode != 0:
         assert proc.returncode == 2, err[-3000:]
         assert "Traceback" not in err, err[-3000:]
         assert "worker process died" in err, err[-3000:]
+        record["line"] = err.strip().splitlines()[-1]
     rc2, _, err2, _ = run_cli(args + (["--overwrite"] if proc.returncode == 0 else []), folder)
     assert rc2 == 0, err2[-3000:]
     results = json.loads((folder / base.scenario.results).read_text())
+    for key in ("models_trained", "models_loaded"):
+        record[key.split("_")[1]] = sum(results["settings"][key].values())
     diff = first_difference(masked(results), base.results)
     record["equal"] = diff is None
     print("fault-injection", json.dumps(record, sort_keys=True), flush=True)

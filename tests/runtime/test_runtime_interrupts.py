@@ -195,7 +195,9 @@ def test_sigterm_behaves_as_sigint(tmp_path: Path) -> None:
     assert ArtifactStore(tmp_path).keys() == []
 
 
-def test_interrupt_line_counts_what_the_caches_kept(tmp_path: Path) -> None:
+def test_the_line_after_an_interrupt_counts_what_the_caches_kept(tmp_path: Path) -> None:
+    from privaudit.cli.interrupted import interrupt_line
+
     store = ArtifactStore(tmp_path / "cache")
     store.put({"m": 1}, {"epochs": 1}, _save, suffix=".skops")
     store.put({"signals": 1}, {"x": 1}, _save, suffix=".npy")
@@ -206,10 +208,11 @@ def test_interrupt_line_counts_what_the_caches_kept(tmp_path: Path) -> None:
     import shutil
 
     shutil.rmtree(gone)  # a temporary store is gone by the time the line is written
-    line = interrupts.interrupt_line(interrupts.Session(signal.SIGINT), ["run", "a b.yaml"])
-    assert line.startswith("interrupted (SIGINT): nothing half-done was stored; ")
-    assert f"the cache at {store.root} holds 2 finished artifacts (1 model)" in line
-    assert str(gone) not in line
+    kept = interrupts.kept_summary()
+    assert f"the cache at {store.root} holds 2 finished artifacts (1 model)" in kept
+    assert str(gone) not in kept
+    line = interrupt_line(signal.SIGTERM, ["run", "a b.yaml"], kept)
+    assert line.startswith("interrupted (SIGTERM): nothing half-done was stored; the cache at ")
     assert line.endswith("resume with: privaudit run 'a b.yaml'") and "\n" not in line
 
 
@@ -248,3 +251,28 @@ def test_census_skips_damaged_entries(tmp_path: Path) -> None:
     (store.entry_dir(key) / "manifest.json").write_text("{trunc")
     assert store.census() == (0, 0)
     assert json.loads((store.entry_dir(key) / "payload.skops").read_text()) == {"epochs": 1}
+
+
+class _SignalsInDel:
+    def __del__(self) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)  # the handler runs here, where Python cannot raise
+
+
+def test_an_interrupt_that_lands_in_a_finalizer_is_raised_again(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Python prints "Exception ignored in ..." with a traceback for an exception raised
+    in a __del__ or a weakref callback (a pool's finalizer, an import lock's callback),
+    and goes on; inside a command the interrupt is raised again in the normal flow."""
+    reached = False
+    hook = sys.unraisablehook
+    with interrupts.handled() as session:
+        obj = _SignalsInDel()
+        del obj
+        time.sleep(1.0)
+        reached = True  # pragma: no cover - the interrupt comes first
+    assert session.signum == signal.SIGINT and not reached
+    err = capsys.readouterr().err
+    assert "Exception ignored" not in err and "Traceback" not in err, err
+    assert sys.unraisablehook is hook

@@ -16,10 +16,11 @@ granularities share that machinery (:func:`cached`):
   trainer's own format (:func:`model_codec`: safetensors for torch, skops for
   scikit-learn), and beside it each of its per-record outputs (e.g. a signal table on an
   evaluation set) as a ``.npy`` entry keyed by the model's key; a model whose outputs are
-  all stored is never loaded. A trainer with ``batched = True`` and ``fit_many`` fits the
-  models missing from the store together (one batched computation, e.g.
-  :func:`privaudit.models.torch_batched.fit_many`); otherwise the executor fits them one
-  by one. What a model is trained on, and what its outputs are, is the experiment's
+  all stored is never loaded. A trainer with ``batched = True`` and ``fit_many`` fits a
+  chunk of models with one missing from the store together (one batched computation, e.g.
+  :func:`privaudit.models.torch_batched.fit_many`; the whole chunk, so that a resumed run
+  gives an uninterrupted run's numbers: see :meth:`ModelTask.run_batched`); otherwise the
+  executor fits them one by one. What a model is trained on, and what its outputs are, is the experiment's
   business (a :class:`ModelSteps` object); seeds travel inside the jobs.
 """
 
@@ -340,11 +341,19 @@ class ModelTask:
         return ModelOutputs(out, memo[0][1] if memo else False, key)
 
     def run_batched(self, jobs: Sequence[ModelJob]) -> list[ModelOutputs] | None:
-        """Fit the jobs' models not in the store as one computation
-        (:meth:`ModelSteps.fit_many`), store them, then compute every job's outputs in
-        this process; None when the steps cannot fit them together."""
+        """Fit the jobs' models as one computation (:meth:`ModelSteps.fit_many`) when
+        any of them is not in the store, store the missing ones, then compute every
+        job's outputs in this process; None when the steps cannot fit them together.
+
+        The whole chunk is fitted, not only its missing models: a batched fit's weights
+        depend in their last bits on which models share the batch (the stacked matrix
+        products round differently), so a run resumed after an interrupt, or one asking
+        for more models, refits the chunk an uninterrupted run fitted and gives its
+        numbers exactly; the models already stored are still read from the store.
+        """
         store = self.store
-        todo = [j for j in jobs if store is None or not store.contains(j.key_parts)]
+        missing = any(store is None or not store.contains(j.key_parts) for j in jobs)
+        todo = list(jobs) if missing else []
         fitted: dict[str, Model] = {}
         with interrupts.watching() as since:  # a signal during fit_many: none is stored
             if todo:

@@ -26,21 +26,19 @@ Ctrl-C on a terminal reaches the whole process group): the driver cancels them, 
 task that a worker finishes is a complete one. The task the driver runs in a thread is
 cancelled with :func:`raise_in_thread` after :func:`note` (its check then fails).
 
-Library code never prints; the CLI renders :func:`interrupt_line`.
+Library code never prints; the CLI's line (``privaudit.cli.interrupted``) says what
+:func:`kept_summary` finds in the caches.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
-import shlex
-import shutil
 import signal
 import sys
 import threading
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
@@ -49,7 +47,7 @@ __all__ = [
     "Session",
     "check",
     "handled",
-    "interrupt_line",
+    "kept_summary",
     "mark",
     "note",
     "raise_in_thread",
@@ -178,9 +176,11 @@ def handled(*, last: bool = False) -> Iterator[Session]:
     outer = (_state.session, _state.session_signal)
     _state.session, _state.session_signal = _state.count, None
     previous: dict[int, Any] = {}
+    hook = sys.unraisablehook
     if _in_main_thread():
         for s in SIGNALS:
             previous[s] = signal.signal(s, _raise_interrupted)
+        sys.unraisablehook = _Rearm(hook)
     try:
         yield session
     except KeyboardInterrupt as exc:
@@ -190,7 +190,36 @@ def handled(*, last: bool = False) -> Iterator[Session]:
         session.signum = _state.session_signal
         for s, h in previous.items():
             signal.signal(s, signal.SIG_IGN if last else h)
+        if previous:
+            sys.unraisablehook = hook
         _state.session, _state.session_signal = outer
+
+
+class _Rearm:
+    """``sys.unraisablehook`` inside :func:`handled`: an :class:`Interrupted` that the
+    handler raised where Python cannot propagate it (a finalizer, a weakref callback, a
+    ``__del__``; Python would print "Exception ignored in ..." with a traceback and go
+    on) is raised again in the main thread's normal flow instead: the signal is sent
+    again (``_thread.interrupt_main``) a moment later, from another thread, once this
+    hook and the callback have returned (should it land in such a place again, this
+    repeats). Anything else goes to the previous hook."""
+
+    #: seconds before the signal is sent again (the callback ends well within it)
+    DELAY = 0.05
+
+    def __init__(self, previous: Any) -> None:
+        self.previous = previous
+
+    def __call__(self, unraisable: Any) -> None:
+        exc = getattr(unraisable, "exc_value", None)
+        if isinstance(exc, Interrupted):
+            import _thread
+
+            timer = threading.Timer(self.DELAY, _thread.interrupt_main, args=(exc.signum,))
+            timer.daemon = True
+            timer.start()
+            return
+        self.previous(unraisable)
 
 
 @contextlib.contextmanager
@@ -248,29 +277,13 @@ def raise_in_thread(thread: threading.Thread) -> bool:
     return n == 1
 
 
-def resume_command(args: Sequence[str]) -> str:
-    """The command line that reruns this one: the program as it was called, then ``args``."""
-    argv0 = sys.argv[0] if sys.argv else ""
-    base = os.path.basename(argv0)
-    if base == "privaudit":
-        found = shutil.which("privaudit")
-        prog = "privaudit" if found and os.path.samefile(found, argv0) else argv0
-    elif base == "__main__.py" and os.path.basename(os.path.dirname(argv0)) == "privaudit":
-        prog = "python -m privaudit"
-    else:  # called in-process (tests, a script)
-        prog = "privaudit"
-    return " ".join([prog, shlex.join(list(args))]) if args else prog
-
-
-def interrupt_line(session: Session, args: Sequence[str]) -> str:
-    """The one line the CLI prints after an interrupt: what the cache kept, how to resume.
-
-    Counts the finished entries of every artifact store this process opened that still
-    exists (a temporary store is gone by now).
-    """
+def kept_summary() -> str:
+    """What the artifact stores this process opened hold now (the CLI's line after an
+    interrupt says it): ``"the cache at X holds N finished artifacts (M models)"`` per
+    store that still exists (a temporary store is gone by then), else
+    ``"nothing was cached yet"``."""
     from privaudit.runtime.store import ArtifactStore, opened_stores
 
-    name = signal_name(session.signum if session.signum is not None else signal.SIGINT)
     kept: list[str] = []
     for root in opened_stores():
         if not (root / "objects").is_dir():
@@ -280,8 +293,4 @@ def interrupt_line(session: Session, args: Sequence[str]) -> str:
             f"the cache at {root} holds {n} finished artifact{'s' * (n != 1)} "
             f"({models} model{'s' * (models != 1)})"
         )
-    what = "; ".join(kept) if kept else "nothing was cached yet"
-    return (
-        f"interrupted ({name}): nothing half-done was stored; {what}; "
-        f"resume with: {resume_command(args)}"
-    )
+    return "; ".join(kept) if kept else "nothing was cached yet"
