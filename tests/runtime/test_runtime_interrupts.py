@@ -276,3 +276,15 @@ def test_an_interrupt_that_lands_in_a_finalizer_is_raised_again(
     err = capsys.readouterr().err
     assert "Exception ignored" not in err and "Traceback" not in err, err
     assert sys.unraisablehook is hook
+
+
+def test_a_signal_the_process_ignores_stays_ignored() -> None:
+    """A job a shell started in the background ignores SIGINT; a command keeps it so."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with interrupts.handled() as session:
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+        assert session.signum is None and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)

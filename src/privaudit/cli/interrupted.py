@@ -73,7 +73,8 @@ def interruptible(main: Main) -> Main:
         first = _FirstSignal()
         saved: dict[int, Any] = {}
         if threading.current_thread() is threading.main_thread():
-            saved = {s: signal.signal(s, first) for s in _SIGNALS}
+            ignored = {s for s in _SIGNALS if signal.getsignal(s) is signal.SIG_IGN}
+            saved = {s: signal.signal(s, first) for s in _SIGNALS if s not in ignored}
         try:
             try:
                 from privaudit.runtime import interrupts

@@ -166,11 +166,12 @@ def handled(*, last: bool = False) -> Iterator[Session]:
     behaves as Ctrl-C) after :func:`note`, and the state is sticky: nothing is stored
     after a signal, whatever the code that received it did with it. The block's
     :class:`KeyboardInterrupt` is absorbed; the yielded :class:`Session` says which
-    signal arrived. The previous handlers are restored on exit; with ``last`` (the
-    process ends after the block: the ``privaudit`` script) both signals are ignored
-    from then on instead, so that one arriving while the interpreter exits prints no
-    traceback. Outside the main thread (where Python cannot install handlers) only the
-    stickiness applies.
+    signal arrived. A signal the process ignores (SIGINT of a job a shell started in the
+    background) stays ignored. The previous handlers are restored on exit; with ``last``
+    (the process ends after the block: the ``privaudit`` script) both signals are
+    ignored from then on instead, so that one arriving while the interpreter exits
+    prints no traceback. Outside the main thread (where Python cannot install handlers)
+    only the stickiness applies.
     """
     session = Session()
     outer = (_state.session, _state.session_signal)
@@ -179,7 +180,8 @@ def handled(*, last: bool = False) -> Iterator[Session]:
     hook = sys.unraisablehook
     if _in_main_thread():
         for s in SIGNALS:
-            previous[s] = signal.signal(s, _raise_interrupted)
+            if signal.getsignal(s) is not signal.SIG_IGN:  # e.g. a background job's SIGINT
+                previous[s] = signal.signal(s, _raise_interrupted)
         sys.unraisablehook = _Rearm(hook)
     try:
         yield session
@@ -190,7 +192,7 @@ def handled(*, last: bool = False) -> Iterator[Session]:
         session.signum = _state.session_signal
         for s, h in previous.items():
             signal.signal(s, signal.SIG_IGN if last else h)
-        if previous:
+        if _in_main_thread():
             sys.unraisablehook = hook
         _state.session, _state.session_signal = outer
 
