@@ -387,7 +387,8 @@ def interrupt_then_rerun(base: Baseline, moment: Moment) -> dict[str, Any]:
     while k and proc.poll() is None and census(folder / scenario.cache) < k:
         time.sleep(0.02)
     time.sleep(delay)
-    if proc.poll() is None:
+    sent = proc.poll() is None
+    if sent:
         if moment.group:
             os.killpg(proc.pid, moment.signum)
         else:
@@ -406,8 +407,8 @@ def interrupt_then_rerun(base: Baseline, moment: Moment) -> dict[str, Any]:
         "exit_s": round(exit_s, 2),
         "kept": census(folder / scenario.cache),
     }
-    if rc == 0:
-        record["stage"] = "finished before the signal"
+    if rc == 0:  # it ended before the signal, or went on after it (then it must match)
+        record["stage"] = "exit 0 after the signal" if sent else "finished before the signal"
         assert "Traceback" not in err, err[-3000:]
     elif rc in (-signal.SIGINT, -signal.SIGTERM) or (rc == 1 and _startup_traceback(err)):
         # before main(): Python's own handling (the import of the package is not ours)
@@ -417,6 +418,7 @@ def interrupt_then_rerun(base: Baseline, moment: Moment) -> dict[str, Any]:
         record["stage"] = "interrupted"
         assert rc == 128 + moment.signum, (rc, err[-3000:])
         assert "Traceback" not in err and "Traceback" not in out, err[-3000:]
+        assert err.strip(), "no line on stderr after the interrupt"
         last = err.strip().splitlines()[-1]
         assert last.startswith(f"interrupted ({signal.Signals(moment.signum).name})"), err
         assert "resume with: " in last and " ".join(args[:2]) in last, last
