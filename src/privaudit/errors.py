@@ -46,3 +46,11 @@ class PrivauditWarning(UserWarning):
     target pool too small for any TPR at a low FPR. The pipeline also records these
     warnings in ``results.json["settings"]["warnings"]`` and the CLI prints them.
     """
+
+
+class CacheWarning(UserWarning):
+    """An artifact-store entry failed to load (truncated, damaged) and is recomputed.
+
+    Not a :class:`PrivauditWarning` (those are about the inputs, and the CLI gathers them
+    into its summary): this one is shown as it happens.
+    """

@@ -99,7 +99,7 @@ def test_models_and_outputs_are_cached_and_resumable(tmp_path: Path) -> None:
     np.testing.assert_array_equal(fourth[3].values["a"], first[3].values["a"])
 
 
-def test_batched_fits_only_missing_models_together(tmp_path: Path) -> None:
+def test_batched_fits_refit_the_whole_chunk_of_a_missing_model(tmp_path: Path) -> None:
     store = ArtifactStore(tmp_path)
     ex = LocalExecutor(1, progress=False)
     one = train_models(
@@ -113,7 +113,9 @@ def test_batched_fits_only_missing_models_together(tmp_path: Path) -> None:
     train_models(task, _jobs()[:1], executor=ex, desc="toy", batched=True)  # one job: no batch
     assert steps.batches == [] and steps.fits == ["m0"]
     res = train_models(task, _jobs(), executor=ex, desc="toy", batched=True, batch_size=2)
-    assert steps.batches == [["m1"], ["m2", "m3"]]
+    # m1 is missing: its chunk is fitted whole, as an uninterrupted run fitted it; m0 is
+    # still read from the store
+    assert steps.batches == [["m0", "m1"], ["m2", "m3"]]
     assert [r.created for r in res] == [False, True, True, True]
     for a, b in zip(one, res, strict=True):
         np.testing.assert_array_equal(a.values["a"], b.values["a"])
@@ -128,6 +130,62 @@ def test_batched_fits_only_missing_models_together(tmp_path: Path) -> None:
     )
     assert fallback.fits == ["m0", "m1", "m2", "m3"]
     np.testing.assert_array_equal(res2[3].values["b"], one[3].values["b"])
+
+
+class TorchSteps(Steps):
+    """Batched torch MLPs (:func:`privaudit.models.torch_batched.fit_many`)."""
+
+    def __init__(self) -> None:
+        super().__init__(batched=True)
+        from privaudit.models.torch_models import TorchRecipe, TorchTrainer
+
+        recipe = TorchRecipe(
+            factory="privaudit.models.torch_nets:mlp",
+            factory_kwargs={"n_features": 3, "n_classes": 2, "hidden": 16},
+            epochs=5,
+            batch_size=8,
+            device="cpu",
+        )
+        self.trainer = TorchTrainer(recipe, n_classes=2)
+
+    def fit(self, job: ModelJob) -> Model:  # pragma: no cover - only batches here
+        raise AssertionError("batched steps fit one model alone")
+
+    def fit_many(self, jobs: Sequence[ModelJob]) -> list[Model] | None:
+        from privaudit.models.torch_batched import fit_many
+
+        self.batches.append([j.model_id for j in jobs])
+        subsets = [np.asarray(j.train_ids) for j in jobs]
+        return list(fit_many(self.trainer, X, Y, subsets, [j.seed for j in jobs], n_classes=2))
+
+
+def test_a_resumed_batched_torch_phase_gives_the_uninterrupted_numbers(tmp_path: Path) -> None:
+    """An interrupt stored three of four batched models: the resumed run refits the
+    batch of four (a model's last bits depend on its batch mates) and every output
+    equals the uninterrupted run's bit for bit."""
+    pytest.importorskip("torch")
+    ex = LocalExecutor(1, progress=False)
+    steps = TorchSteps()
+    clean = train_models(
+        ModelTask(steps, model_codec(steps.trainer), ArtifactStore(tmp_path / "clean")),
+        _jobs(),
+        executor=ex,
+        desc="toy",
+        batched=True,
+    )
+    store = ArtifactStore(tmp_path / "resumed")
+    task = ModelTask(steps, model_codec(steps.trainer), store)
+    first = train_models(task, _jobs(), executor=ex, desc="toy", batched=True)
+    lost = first[2].key  # the model the interrupt kept out, and its outputs
+    for k in (lost, *(store.key({"artifact": "out", "name": n, "model": lost}) for n in "ab")):
+        shutil.rmtree(store.entry_dir(k))
+    steps.batches.clear()
+    resumed = train_models(task, _jobs(), executor=ex, desc="toy", batched=True)
+    assert steps.batches == [["m0", "m1", "m2", "m3"]]
+    assert [r.created for r in resumed] == [False, False, True, False]
+    for a, b in zip(clean, resumed, strict=True):
+        for name in ("a", "b"):
+            np.testing.assert_array_equal(a.values[name], b.values[name])
 
 
 # --------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from privaudit.errors import CacheError, InvalidInputError
+from privaudit.errors import CacheError, CacheWarning, InvalidInputError
 from privaudit.runtime.store import ArtifactStore, canonical_json, hash_key
 
 HERE = Path(__file__).parent
@@ -119,7 +119,8 @@ def test_corrupt_payload_is_recomputed(tmp_path: Path) -> None:
     payload.write_text(json.dumps([9, 9, 9]))  # silently changed on disk
     again = Counter([1, 2, 3])
     fresh = ArtifactStore(tmp_path)
-    assert fresh.get_or_create(parts, again, _save, _load) == [1, 2, 3]
+    with pytest.warns(CacheWarning, match="does not match its checksum"):
+        assert fresh.get_or_create(parts, again, _save, _load) == [1, 2, 3]
     assert again.calls == 1 and fresh.stats.corrupt == 1
     # the replacement is a valid entry again
     assert fresh.get_or_create(parts, again, _save, _load) == [1, 2, 3] and again.calls == 1
@@ -146,7 +147,8 @@ def test_partial_entries_never_read(tmp_path: Path, damage: str) -> None:
         (entry / "payload.bin").write_text(json.dumps("stale"))
     assert not store.contains(parts)
     again = Counter("good")
-    assert store.get_or_create(parts, again, _save, _load) == "good"
+    with pytest.warns(CacheWarning, match="treated as missing"):
+        assert store.get_or_create(parts, again, _save, _load) == "good"
     assert again.calls == 1 and store.contains(parts)
 
 
@@ -158,8 +160,43 @@ def test_load_failure_is_recomputed(tmp_path: Path) -> None:
         raise ValueError("cannot parse")
 
     again = Counter(1)
-    assert store.get_or_create({"k": 1}, again, _save, broken_load) == 1
+    with pytest.warns(CacheWarning, match="payload does not load: ValueError: cannot parse"):
+        assert store.get_or_create({"k": 1}, again, _save, broken_load) == 1
     assert again.calls == 1 and store.stats.corrupt == 1
+
+
+@pytest.mark.parametrize("keep", [0, 0.5])
+def test_truncated_entry_warns_and_is_recomputed(tmp_path: Path, keep: float) -> None:
+    """What a power cut can leave (a payload truncated to nothing or half): a warning,
+    then the artifact is computed again and the entry replaced; never a crash."""
+    store = ArtifactStore(tmp_path)
+    parts = {"k": "truncated"}
+    store.get_or_create(parts, Counter(list(range(100))), _save, _load)
+    payload = store.entry_dir(store.key(parts)) / "payload.bin"
+    data = payload.read_bytes()
+    payload.write_bytes(data[: int(len(data) * keep)])
+    again = Counter(list(range(100)))
+    with pytest.warns(CacheWarning, match=r"entry [0-9a-f]{12} failed to load .*checksum"):
+        assert store.get_or_create(parts, again, _save, _load) == list(range(100))
+    assert again.calls == 1 and store.contains(parts)
+    assert json.loads(payload.read_text()) == list(range(100))
+
+
+def test_writes_are_a_rename_of_a_complete_temp_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The entry appears by one os.replace of a folder of fsynced files and a manifest."""
+    store = ArtifactStore(tmp_path)
+    seen: list[tuple[str, str, list[str]]] = []
+    real = os.replace
+
+    def spy(src: str | Path, dst: str | Path) -> None:
+        seen.append((Path(src).parent.name, Path(dst).parent.parent.name, sorted(os.listdir(src))))
+        real(src, dst)
+
+    monkeypatch.setattr(os, "replace", spy)
+    store.put({"k": 1}, [1], _save)
+    assert seen == [("tmp", "objects", ["manifest.json", "payload.bin"])]
 
 
 def test_failed_save_leaves_nothing(tmp_path: Path) -> None:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
+from privaudit.cli.interrupted import interruptible
+
 if TYPE_CHECKING:
     import typer
 
@@ -105,6 +107,7 @@ def _register() -> None:
     from privaudit.cli import commands  # noqa: F401
 
 
+@interruptible  # SIGINT/SIGTERM: nothing half-done stored, one line, exit 130/143
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``privaudit`` script; returns the exit code.
 

@@ -58,6 +58,7 @@ from privaudit.data.text import (
 from privaudit.games.auc_ci import auc_ci_fields
 from privaudit.games.metrics import AttackMetrics, attack_metrics
 from privaudit.records import AttackScores
+from privaudit.runtime import interrupts
 from privaudit.runtime.progress import ProgressOption
 from privaudit.runtime.store import ArtifactStore
 
@@ -506,5 +507,7 @@ def finetuned_model_dir(
         path.write_text(str(model.name), encoding="utf-8")
 
     if not st.contains(key):
-        st.put(key, finetune(base(), texts, recipe, progress=progress), save, suffix=".name")
+        with interrupts.watching() as since:  # a fine-tune a signal cut short is not kept
+            model = finetune(base(), texts, recipe, progress=progress)
+            st.put(key, model, save, suffix=".name", since=since)
     return st.entry_dir(st.key(key))

@@ -16,10 +16,11 @@ granularities share that machinery (:func:`cached`):
   trainer's own format (:func:`model_codec`: safetensors for torch, skops for
   scikit-learn), and beside it each of its per-record outputs (e.g. a signal table on an
   evaluation set) as a ``.npy`` entry keyed by the model's key; a model whose outputs are
-  all stored is never loaded. A trainer with ``batched = True`` and ``fit_many`` fits the
-  models missing from the store together (one batched computation, e.g.
-  :func:`privaudit.models.torch_batched.fit_many`); otherwise the executor fits them one
-  by one. What a model is trained on, and what its outputs are, is the experiment's
+  all stored is never loaded. A trainer with ``batched = True`` and ``fit_many`` fits a
+  chunk of models with one missing from the store together (one batched computation, e.g.
+  :func:`privaudit.models.torch_batched.fit_many`; the whole chunk, so that a resumed run
+  gives an uninterrupted run's numbers: see :meth:`ModelTask.run_batched`); otherwise the
+  executor fits them one by one. What a model is trained on, and what its outputs are, is the experiment's
   business (a :class:`ModelSteps` object); seeds travel inside the jobs.
 """
 
@@ -39,6 +40,7 @@ from privaudit.models.distill import LogitRegressionModel
 from privaudit.models.persistence import load_model, save_model
 from privaudit.models.precomputed import PrecomputedModel
 from privaudit.models.sklearn import SklearnModel
+from privaudit.runtime import interrupts
 from privaudit.runtime.executor import Executor
 from privaudit.runtime.progress import progress_bar
 from privaudit.runtime.store import ArtifactStore, hash_key
@@ -158,8 +160,15 @@ def cached(
     key_parts: Mapping[str, Any],
     create: Callable[[], V],
     codec: Codec[V],
+    *,
+    since: int | None = None,
 ) -> tuple[V, bool]:
-    """``create()`` through the store (when given): the value and whether it was created."""
+    """``create()`` through the store (when given): the value and whether it was created.
+
+    ``since``: :func:`privaudit.runtime.interrupts.mark` when the work behind ``create``
+    began, if earlier than the call (a model of a batched fit): a signal since then
+    keeps it out of the store.
+    """
     if store is None:
         return create(), True
     created: list[bool] = []
@@ -168,7 +177,9 @@ def cached(
         created.append(True)
         return create()
 
-    value = store.get_or_create(key_parts, make, codec.save, codec.load, suffix=codec.suffix)
+    value = store.get_or_create(
+        key_parts, make, codec.save, codec.load, suffix=codec.suffix, since=since
+    )
     return value, bool(created)
 
 
@@ -292,9 +303,12 @@ class ModelTask:
         self.codec = codec
         self.store = store
 
-    def model(self, job: ModelJob, fitted: Model | None = None) -> tuple[Model, bool]:
+    def model(
+        self, job: ModelJob, fitted: Model | None = None, since: int | None = None
+    ) -> tuple[Model, bool]:
         """``job``'s model: from the store, else ``fitted`` (already trained, e.g. by a
-        batched fit) or a fresh fit; stored when a store is given."""
+        batched fit that began at ``interrupts.mark() == since``) or a fresh fit; stored
+        when a store is given and no signal arrived while it trained."""
 
         def create() -> Model:
             return self.steps.fit(job) if fitted is None else fitted
@@ -302,7 +316,7 @@ class ModelTask:
         codec = self.codec
         if isinstance(codec.save, _ModelSaver):  # name the job in a refusal to save
             codec = dataclasses.replace(codec, save=_ModelSaver(codec.save.trainer_save, job.label))
-        return cached(self.store, job.key_parts, create, codec)
+        return cached(self.store, job.key_parts, create, codec, since=since)
 
     def __call__(self, job: ModelJob) -> ModelOutputs:
         return self.run(job)
@@ -328,21 +342,32 @@ class ModelTask:
         return ModelOutputs(out, memo[0][1] if memo else False, key)
 
     def run_batched(self, jobs: Sequence[ModelJob]) -> list[ModelOutputs] | None:
-        """Fit the jobs' models not in the store as one computation
-        (:meth:`ModelSteps.fit_many`), store them, then compute every job's outputs in
-        this process; None when the steps cannot fit them together."""
+        """Fit the jobs' models as one computation (:meth:`ModelSteps.fit_many`) when
+        any of them is not in the store, store the missing ones, then compute every
+        job's outputs in this process; None when the steps cannot fit them together.
+
+        The whole chunk is fitted, not only its missing models: a batched fit's weights
+        depend in their last bits on which models share the batch (the stacked matrix
+        products round differently), so a run resumed after an interrupt, or one asking
+        for more models, refits the chunk an uninterrupted run fitted and gives its
+        numbers exactly; the models already stored are still read from the store.
+        """
         store = self.store
-        todo = [j for j in jobs if store is None or not store.contains(j.key_parts)]
+        missing = any(store is None or not store.contains(j.key_parts) for j in jobs)
+        todo = list(jobs) if missing else []
         fitted: dict[str, Model] = {}
-        if todo:
-            models = self.steps.fit_many(todo)
-            if models is None:
-                return None
-            fitted = {j.model_id: m for j, m in zip(todo, models, strict=True)}
-        return [
-            self.run(j, self.model(j, fitted[j.model_id]) if j.model_id in fitted else None)
-            for j in jobs
-        ]
+        with interrupts.watching() as since:  # a signal during fit_many: none is stored
+            if todo:
+                models = self.steps.fit_many(todo)
+                if models is None:
+                    return None
+                fitted = {j.model_id: m for j, m in zip(todo, models, strict=True)}
+            return [
+                self.run(
+                    j, self.model(j, fitted[j.model_id], since) if j.model_id in fitted else None
+                )
+                for j in jobs
+            ]
 
 
 def train_models(

@@ -18,6 +18,7 @@ from typing import Any
 
 from privaudit.errors import InvalidInputError
 from privaudit.report.results import RESULTS_FILE, SCORES_FILE, ScoreTable, validate_results
+from privaudit.runtime import interrupts
 
 __all__ = [
     "HTML_FILE",
@@ -152,14 +153,18 @@ def write_report(
             if (out / name).exists():
                 os.rename(out / name, tmp / name)
 
-    write_atomically(out, fill, overwrite=overwrite)
+    write_atomically(out, fill, overwrite=overwrite, carry=carry)
     return out
 
 
-def write_atomically(out: Path, fill: Callable[[Path], None], *, overwrite: bool) -> None:
+def write_atomically(
+    out: Path, fill: Callable[[Path], None], *, overwrite: bool, carry: Sequence[str] = ()
+) -> None:
     """Fill a temporary folder beside ``out`` with ``fill(tmp)``, then rename it to ``out``.
 
-    On any failure the temporary folder is removed and an earlier ``out`` is kept.
+    On any failure (an interrupt included) the temporary folder is removed and an earlier
+    ``out`` is kept; the entries ``carry`` that ``fill`` moved from ``out`` into it (the
+    artifact store) are moved back first, never deleted with it.
     """
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
@@ -168,6 +173,10 @@ def write_atomically(out: Path, fill: Callable[[Path], None], *, overwrite: bool
         os.chmod(tmp, 0o755)
         move_into_place(tmp, out, overwrite=overwrite)
     except BaseException:
+        for name in carry:
+            if (tmp / name).exists() and not (out / name).exists():
+                out.mkdir(parents=True, exist_ok=True)
+                os.rename(tmp / name, out / name)
         shutil.rmtree(tmp, ignore_errors=True)
         raise
 
@@ -240,8 +249,12 @@ def move_into_place(tmp: Path, out: Path, *, overwrite: bool) -> None:
     """Rename the finished directory ``tmp`` to ``out``.
 
     An existing ``out`` is replaced only with ``overwrite`` (re-checked here, since it may
-    have appeared meanwhile) and is restored if the final rename fails.
+    have appeared meanwhile) and is restored if the final rename fails. Inside a CLI
+    command that received SIGINT or SIGTERM nothing is moved
+    (:class:`~privaudit.runtime.interrupts.Interrupted`): the figures may rest on a
+    model whose trainer swallowed the signal.
     """
+    interrupts.check(None, "the report")
     if not (out.exists() or out.is_symlink()):
         os.rename(tmp, out)
         return

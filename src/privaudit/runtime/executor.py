@@ -36,6 +36,7 @@ check), :mod:`.ray_executor`; everything is re-exported here.
 from __future__ import annotations
 
 import pickle
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -43,6 +44,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 from privaudit._validation import check_choice, check_positive_int, fail
+from privaudit.runtime import interrupts
 from privaudit.runtime.executor_base import (
     Executor,
     TaskError,
@@ -78,6 +80,49 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
+class _ThisProcess:
+    """The task slot in this process (``use_main_process``): one task at a time, each in
+    a daemon thread, so that an interrupt can cancel it (:meth:`cancel`) and never waits
+    for it at exit."""
+
+    def __init__(self) -> None:
+        self.thread: threading.Thread | None = None
+
+    def submit(self, fn: Callable[[Any], Any], item: Any, n_threads: int) -> Future[Any]:
+        fut: Future[Any] = Future()
+        fut.set_running_or_notify_cancel()
+        self.thread = threading.Thread(
+            target=_run_here, args=(fut, fn, item, n_threads), name="privaudit-task", daemon=True
+        )
+        self.thread.start()
+        return fut
+
+    def wait(self) -> None:
+        """Wait for the running task (a map that failed otherwise: its task completes)."""
+        if self.thread is not None:
+            self.thread.join()
+
+    def cancel(self, timeout: float = 5.0) -> None:
+        """Interrupt the running task (its result cannot be stored: :func:`interrupts.note`
+        was called) and wait a little for it; a task stuck in native code is left to
+        end with the process."""
+        t = self.thread
+        if t is not None and interrupts.raise_in_thread(t):
+            t.join(timeout)
+
+
+def _run_here(fut: Future[Any], fn: Callable[[Any], Any], item: Any, n_threads: int) -> None:
+    try:
+        try:
+            value = run_limited(fn, item, n_threads)
+        except BaseException as exc:  # the driver reads it from the future
+            fut.set_exception(exc)
+        else:
+            fut.set_result(value)
+    except BaseException:  # a cancellation that arrived after the task: nothing to do
+        pass
+
+
 class LocalExecutor(Executor):
     """Run tasks on this machine: inline (``n_jobs=1``) or in a pool of processes.
 
@@ -90,7 +135,9 @@ class LocalExecutor(Executor):
     files in a private temporary folder, its large NumPy buffers (the dataset) once per
     pool whatever the number of maps and tasks (see :class:`ProcessPool`); each task
     then carries only its item. A task that fails, or a worker that dies, closes the
-    pool (after the running tasks finish); the next map starts a new one.
+    pool (after the running tasks finish); a SIGINT or SIGTERM stops the workers at once
+    and cancels the task in this process (workers ignore SIGINT: the driver cancels them;
+    nothing of a cancelled task is stored); the next map starts a new one.
 
     Parameters
     ----------
@@ -140,6 +187,7 @@ class LocalExecutor(Executor):
             threads_per_worker = max(1, available_cores() // self.n_jobs)
         self.threads_per_worker = check_positive_int(threads_per_worker, "threads_per_worker")
         self._pool: ProcessPool | None = None
+        self._pool_mark = 0  # interrupts.mark() when the pool started
         self._finalizer: weakref.finalize | None = None
 
     @property
@@ -158,6 +206,7 @@ class LocalExecutor(Executor):
             n_processes = self.n_jobs - 1 if self.use_main_process else self.n_jobs
             pool = ProcessPool(n_processes, self.start_method, self.threads_per_worker, preload)
             self._pool = pool
+            self._pool_mark = interrupts.mark()
             # the pool, not the executor, is what the finalizer holds
             self._finalizer = weakref.finalize(self, pool.close)
         return self._pool
@@ -190,10 +239,22 @@ class LocalExecutor(Executor):
     def close(self) -> None:
         """Stop the worker processes (waits for running tasks) and delete their files.
 
-        The executor stays usable: a later parallel map starts new workers.
+        After a SIGINT or SIGTERM (since the pool started) the workers are stopped at
+        once instead, their running tasks with them (nothing of those is stored). The
+        executor stays usable: a later parallel map starts new workers.
         """
-        finalizer, self._finalizer, self._pool = self._finalizer, None, None
-        if finalizer is not None:
+        pool = self._pool
+        self._close(terminate=pool is not None and interrupts.received(self._pool_mark))
+
+    def _close(self, *, terminate: bool) -> None:
+        pool, finalizer = self._pool, self._finalizer
+        self._finalizer, self._pool = None, None
+        if finalizer is None:
+            return
+        if terminate and pool is not None:
+            finalizer.detach()
+            pool.terminate()
+        else:
             finalizer()
 
     def map(
@@ -214,13 +275,9 @@ class LocalExecutor(Executor):
         check_main_guard(self.start_method)
         head, buffers = pickle_out_of_band(fn)
         pool = self._ensure_pool()
-        here = None
-        if self.use_main_process:  # one task at a time in a thread of this process
-            from concurrent.futures import ThreadPoolExecutor
-
-            here = ThreadPoolExecutor(max_workers=1, thread_name_prefix="privaudit-task")
+        here = _ThisProcess() if self.use_main_process else None
         results: list[Any] = [None] * len(items)
-        finished = False
+        finished = cancelled = False
         try:
             key = pool.ship(head, buffers)
             with progress_bar(desc, len(items), enabled=self.progress) as bar:
@@ -235,12 +292,13 @@ class LocalExecutor(Executor):
                     while nxt < len(items) and (
                         busy_pool < pool.n_workers or (here is not None and not busy_here)
                     ):
+                        interrupts.check(None, desc)  # a CLI command after a swallowed signal
                         if busy_pool < pool.n_workers:
-                            fut = pool.pool.submit(worker_call, key, nxt, items[nxt])
+                            fut = pool.submit(worker_call, key, nxt, items[nxt])
                             running[fut] = (nxt, False)
                             busy_pool += 1
                         elif here is not None:
-                            fut = here.submit(run_limited, fn, items[nxt], self.threads_per_worker)
+                            fut = here.submit(fn, items[nxt], self.threads_per_worker)
                             running[fut] = (nxt, True)
                             busy_here = True
                         nxt += 1
@@ -252,6 +310,8 @@ class LocalExecutor(Executor):
                         if error is not None:
                             for other in running:
                                 other.cancel()
+                            if not isinstance(error, Exception):  # an interrupt in the task
+                                raise error
                             if isinstance(error, BrokenProcessPool):
                                 # every pending task fails; name the one whose worker died
                                 dead = pool.died_running(processes)
@@ -264,9 +324,18 @@ class LocalExecutor(Executor):
                         bar.advance()
             pool.prune()
             finished = True
+        except BaseException as exc:
+            if not isinstance(exc, Exception):  # Ctrl-C, SIGTERM, exit: cancel every task
+                cancelled = True
+                if not isinstance(exc, interrupts.Interrupted):
+                    interrupts.note()  # not counted by a handler: the running tasks fail
+            raise
         finally:
             if here is not None:
-                here.shutdown(wait=True, cancel_futures=True)
+                if cancelled:
+                    here.cancel()
+                else:
+                    here.wait()
             if not finished:  # a failed task, a dead worker or an interrupt: a fresh pool next time
-                self.close()
+                self._close(terminate=cancelled)
         return results

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from privaudit._validation import fail
 from privaudit.errors import PrivauditError
+from privaudit.runtime import interrupts
 from privaudit.runtime.progress import ProgressOption, check_progress, progress_bar
 
 __all__ = ["Executor", "TaskError", "available_cores", "resolve_n_jobs", "run_inline"]
@@ -150,6 +151,7 @@ def run_inline(
     out: list[R] = []
     with progress_bar(desc, len(items), enabled=progress) as bar:
         for i, item in enumerate(items):
+            interrupts.check(None, desc)  # in a CLI command after a swallowed signal: stop
             try:
                 out.append(fn(item))
             except Exception as exc:

@@ -9,11 +9,13 @@ by content hash) so that a task carries only its item.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import pickle
-from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+import signal
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
 from privaudit._validation import fail
@@ -64,8 +66,17 @@ def _worker_init(workdir: str, n_threads: int, preload: bytes | None) -> None:
     the initializer ran); it is applied again after each function is installed.
     ``preload`` is a pickle that is loaded and dropped: its only effect is importing
     the modules it references (e.g. the trainer's) while the worker waits for work.
+
+    A worker ignores SIGINT: a Ctrl-C on a terminal reaches every process of the group,
+    and a trainer in a worker that swallowed it (scikit-learn's MLP stops early and
+    returns) would store a half-trained model. The driver cancels the workers instead
+    (:meth:`ProcessPool.terminate`); a task a worker finishes is complete. The worker
+    was started with SIGINT blocked (:func:`sigint_blocked`), so none reached it while
+    it started; it is unblocked once ignored.
     """
     global _WORKER_DIR, _WORKER_THREADS
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _WORKER_DIR = workdir
     _WORKER_THREADS = n_threads
     for var in THREAD_ENV_VARS:
@@ -123,6 +134,18 @@ def run_limited(fn: Callable[[Any], Any], item: Any, n_threads: int) -> Any:
 
 def _worker_ping() -> int:
     return os.getpid()
+
+
+@contextlib.contextmanager
+def sigint_blocked() -> Iterator[None]:
+    """Block SIGINT in this thread for the block (a worker started inside inherits the
+    mask, so a Ctrl-C during its start-up, its imports included, cannot print a
+    traceback from it); a SIGINT that arrives meanwhile is delivered when it ends."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 #: Buffers (NumPy arrays' data) of at least this many bytes travel out of band: written
@@ -194,7 +217,12 @@ class ProcessPool:
     def spawn_all(self) -> None:
         """Start every worker now (the pool otherwise starts them as tasks arrive)."""
         for _ in range(self.n_workers):
-            self.pool.submit(_worker_ping)
+            self.submit(_worker_ping)
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        """``fn(*args)`` in a worker; a worker this starts starts with SIGINT blocked."""
+        with sigint_blocked():
+            return self.pool.submit(fn, *args)
 
     def ship(self, head: bytes, buffers: Sequence[memoryview]) -> str:
         """Write a function's files (those not written yet); its key."""
@@ -249,5 +277,25 @@ class ProcessPool:
 
         try:
             self.pool.shutdown(wait=True, cancel_futures=True)
+        finally:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def terminate(self, timeout: float = 10.0) -> None:
+        """Stop the workers now (SIGTERM), their running tasks with them, and delete the
+        folder: what an interrupt does. A task killed mid-way stores nothing (the store
+        renames a finished entry into place, or nothing)."""
+        import shutil
+
+        procs = list(self.processes().values())
+        try:
+            for proc in procs:
+                if proc.exitcode is None:
+                    proc.terminate()
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            for proc in procs:
+                proc.join(timeout)
+                if proc.exitcode is None:  # pragma: no cover - a worker stuck in the kernel
+                    proc.kill()
+                    proc.join(timeout)
         finally:
             shutil.rmtree(self.workdir, ignore_errors=True)

@@ -28,7 +28,14 @@ each flushed and ``fsync``-ed), then renamed into ``objects/`` with one ``os.rep
 of the directory, and the parent directory is ``fsync``-ed. A process killed at any
 point leaves either no entry or a complete one. An entry is returned only after its
 manifest parses, names the same key and every file's SHA-256 matches; otherwise it is
-treated as missing (counted in :attr:`ArtifactStore.stats`), recomputed and replaced.
+treated as missing (counted in :attr:`ArtifactStore.stats`, with a
+:class:`~privaudit.errors.CacheWarning`), recomputed and replaced.
+
+Only a task that completed normally enters the store: :meth:`ArtifactStore.get_or_create`
+marks the interrupt counter of :mod:`privaudit.runtime.interrupts` before ``create_fn``
+and refuses the write (raising :class:`~privaudit.runtime.interrupts.Interrupted`) when
+a SIGINT or SIGTERM arrived meanwhile, so a trainer that swallows the signal and returns
+a half-trained model (scikit-learn's ``MLPClassifier`` does) never gets it cached.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ import shutil
 import socket
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -49,9 +57,17 @@ from typing import Any, TypeVar
 import numpy as np
 
 from privaudit._validation import fail
-from privaudit.errors import CacheError
+from privaudit.errors import CacheError, CacheWarning
+from privaudit.runtime import interrupts
 
-__all__ = ["STORE_FORMAT_VERSION", "ArtifactStore", "StoreStats", "canonical_json", "hash_key"]
+__all__ = [
+    "STORE_FORMAT_VERSION",
+    "ArtifactStore",
+    "StoreStats",
+    "canonical_json",
+    "hash_key",
+    "opened_stores",
+]
 
 STORE_FORMAT_VERSION = "1"
 _MANIFEST = "manifest.json"
@@ -59,6 +75,19 @@ _PAYLOAD = "payload"
 _SEP = "__"
 
 T = TypeVar("T")
+
+#: Suffixes of payloads that hold arrays (signal tables, task results); any other payload
+#: is a model or generator (skops, safetensors, ...), as :meth:`ArtifactStore.census` counts.
+_ARRAY_SUFFIXES = frozenset({".npy", ".npz", ".json"})
+
+# roots of the stores opened in this process (not in workers: unpickling does not add)
+_OPENED: dict[Path, None] = {}
+
+
+def opened_stores() -> list[Path]:
+    """Roots of the artifact stores this process opened, in order (for the CLI's summary
+    after an interrupt)."""
+    return list(_OPENED)
 
 
 def _package_version() -> str:
@@ -204,6 +233,7 @@ class ArtifactStore:
         except OSError as exc:
             raise CacheError(f"artifact store {self.root}: cannot create it ({exc})") from exc
         self.stats = StoreStats()
+        _OPENED[self.root] = None
 
     def __repr__(self) -> str:
         return f"ArtifactStore({str(self.root)!r})"
@@ -231,24 +261,53 @@ class ArtifactStore:
     # --- reading -----------------------------------------------------------------
 
     def _verify(self, key: str) -> dict[str, Any] | None:
+        return self._inspect(key)[0]
+
+    def _inspect(self, key: str) -> tuple[dict[str, Any] | None, str]:
+        """The entry's manifest when it is complete and intact, else None and why."""
         entry = self.entry_dir(key)
         manifest_path = entry / _MANIFEST
         if not manifest_path.is_file():
-            return None
+            return None, "no manifest"
         try:
             manifest = json.loads(manifest_path.read_text())
             if manifest.get("key") != key or manifest.get("format") != STORE_FORMAT_VERSION:
-                return None
+                return None, "its manifest names another key or format"
             files = manifest["files"]
             if not isinstance(files, dict) or manifest.get("payload") not in files:
-                return None
+                return None, "its manifest lists no payload"
             for name, digest in files.items():
                 p = entry / name
-                if Path(name).name != name or not p.is_file() or _sha256_file(p) != digest:
-                    return None
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return None
-        return dict(manifest)
+                if Path(name).name != name or not p.is_file():
+                    return None, f"file {name} is missing"
+                if _sha256_file(p) != digest:
+                    return None, f"file {name} does not match its checksum (truncated or changed)"
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            return None, f"its manifest is unreadable ({type(exc).__name__})"
+        return dict(manifest), ""
+
+    def _damaged(self, key: str, why: str) -> None:
+        self.stats.corrupt += 1
+        warnings.warn(
+            f"artifact store {self.root}: entry {key[:12]} failed to load ({why}); "
+            "it is treated as missing and computed again",
+            CacheWarning,
+            stacklevel=3,
+        )
+
+    def census(self) -> tuple[int, int]:
+        """How many entries the store holds, and how many of them are models or generators
+        (a payload that is not an array file). Reads the manifests only (no checksums)."""
+        n = models = 0
+        for entry in self._entry_dirs():
+            try:
+                manifest = json.loads((entry / _MANIFEST).read_text())
+                payload = str(manifest["payload"])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            n += 1
+            models += Path(payload).suffix not in _ARRAY_SUFFIXES
+        return n, models
 
     def contains(self, key_parts: Mapping[str, Any]) -> bool:
         """Whether a complete, verified entry exists for ``key_parts``."""
@@ -296,13 +355,19 @@ class ArtifactStore:
         save_fn: Callable[[T, Path], object],
         *,
         suffix: str = ".bin",
+        since: int | None = None,
     ) -> str:
         """Write ``obj`` atomically under the key of ``key_parts``; return the key.
 
         ``save_fn(obj, path)`` must write the payload to ``path`` (it may add sidecar
         files in ``path.parent``). An existing valid entry is kept (first writer wins).
+        ``since``: the :func:`privaudit.runtime.interrupts.mark` taken when the task that
+        made ``obj`` started; if a signal arrived since then, nothing is written and
+        :class:`~privaudit.runtime.interrupts.Interrupted` is raised (checked just
+        before the entry is renamed into place).
         """
         key = self.key(key_parts)
+        interrupts.check(since, f"the artifact {key[:12]}")
         entry = self.entry_dir(key)
         tmp = (
             self.root
@@ -340,6 +405,8 @@ class ArtifactStore:
             entry.parent.mkdir(parents=True, exist_ok=True)
             if entry.exists() and self._verify(key) is None:
                 self._quarantine(entry)
+            # the last moment to refuse a task that a signal interrupted
+            interrupts.check(since, f"the artifact {key[:12]}")
             try:
                 os.replace(tmp, entry)
             except OSError:
@@ -361,6 +428,7 @@ class ArtifactStore:
         load_fn: Callable[[Path], T],
         *,
         suffix: str = ".bin",
+        since: int | None = None,
     ) -> T:
         """Return the cached artifact for ``key_parts``, or create, store and return it.
 
@@ -376,30 +444,48 @@ class ArtifactStore:
             ``load_fn(path)`` reads it back.
         suffix : str
             File suffix of the payload (e.g. ``".skops"``, ``".npz"``).
+        since : int, optional
+            :func:`privaudit.runtime.interrupts.mark` at the start of the task, when
+            ``create_fn`` only hands over work done earlier (a model of a batched fit);
+            default: the mark just before ``create_fn`` runs.
 
         Returns
         -------
         The artifact: loaded from a verified entry (``stats.hits``), or freshly created
         (``stats.created``). A corrupt or partial entry is never loaded: it is counted
-        in ``stats.corrupt``, recomputed and replaced. The freshly created object is
-        returned as created (not re-read), so a cached and a fresh run agree only if
-        ``load_fn(save_fn(obj))`` reproduces ``obj``.
+        in ``stats.corrupt`` with a :class:`~privaudit.errors.CacheWarning`, recomputed
+        and replaced. The freshly created object is returned as created (not re-read),
+        so a cached and a fresh run agree only if ``load_fn(save_fn(obj))`` reproduces
+        ``obj``.
+
+        Raises
+        ------
+        Interrupted
+            A SIGINT or SIGTERM arrived while ``create_fn`` ran (whatever ``create_fn``
+            did with it: a trainer that catches :class:`KeyboardInterrupt` and returns
+            early is caught here): nothing is stored. Inside
+            :func:`privaudit.runtime.interrupts.handled` (a CLI command), also any
+            later call after such a signal.
         """
+        interrupts.check(None, "the run")  # sticky in a CLI command: stop at the next step
         key = self.key(key_parts)
         entry = self.entry_dir(key)
-        manifest = self._verify(key)
+        manifest, why = self._inspect(key)
         if manifest is not None:
             try:
                 obj = load_fn(entry / manifest["payload"])
-            except Exception:
-                self.stats.corrupt += 1
+            except Exception as exc:
+                self._damaged(key, f"its payload does not load: {type(exc).__name__}: {exc}")
             else:
                 self.stats.hits += 1
                 return obj
         elif entry.exists():
-            self.stats.corrupt += 1
-        obj = create_fn()
-        self.put(key_parts, obj, save_fn, suffix=suffix)
+            self._damaged(key, why)
+        with interrupts.watching() as start:
+            obj = create_fn()
+            self.put(
+                key_parts, obj, save_fn, suffix=suffix, since=start if since is None else since
+            )
         self.stats.created += 1
         return obj
 
