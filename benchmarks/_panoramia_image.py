@@ -3,8 +3,8 @@
 :func:`bench_image_targets` trains, for each seed, a small CNN
 (``privaudit.models.torch_nets:small_cnn``, Adam, no augmentation, no weight decay: it
 overfits more the longer it trains) on a seeded half of the bundled 6,000-image MNIST
-subset for each number of epochs, and runs :func:`privaudit.games.panoramia.run_panoramia`
-with the :class:`~privaudit.games.panoramia_image.ImageModality`: the known members are
+subset for each number of epochs, and runs :func:`privaudit.panoramia.game.run_panoramia`
+with the :class:`~privaudit.panoramia.image.ImageModality`: the known members are
 the target's whole training set (half to the VAE, half to the audit), the real
 non-members (RM;RN and O(1) comparisons) the other half of the images. One dict per
 target with exactly the keys of the issue.
@@ -48,9 +48,9 @@ import numpy as np
 
 from privaudit.data import MNIST_SHAPE, load_mnist
 from privaudit.data.dataset import Dataset
-from privaudit.games.panoramia import PanoramiaSizes, run_panoramia
-from privaudit.games.panoramia_image import ImageModality
 from privaudit.models.torch_models import TorchRecipe, TorchTrainer
+from privaudit.panoramia.game import PanoramiaSizes, run_panoramia
+from privaudit.panoramia.image import ImageModality
 
 __all__ = ["IMAGE_KEYS", "bench_image_targets", "mnist_cnn_recipe"]
 

@@ -1,7 +1,7 @@
 """PANORAMIA on causal LMs: the text targets of ``benchmarks/bench_panoramia.py`` (issue 14).
 
 Per seed: Tiny Shakespeare documents are split into disjoint roles by document
-(:func:`privaudit.games.llm.shakespeare_split`), one chunk per document for the members and
+(:func:`privaudit.llm.audit.shakespeare_split`), one chunk per document for the members and
 the real non-members (chunks of one document share membership and are alike, so one chunk
 per document keeps the coin-flip slots independent; SmolLM2 cuts the text into 300-character
 documents, 2277 of them, to have enough). The base LM is SmolLM2-135M-Instruct
@@ -9,7 +9,7 @@ documents, 2277 of them, to have enough). The base LM is SmolLM2-135M-Instruct
 disjoint set of documents. Each **target** is the base fine-tuned on the member chunks for
 ``steps`` optimiser steps (more steps = more overfitting); its known members are all its
 training chunks, its real non-members the held-out documents' chunks. PANORAMIA
-(``run_panoramia`` with :class:`~privaudit.games.panoramia_text.TextModality`) then audits
+(``run_panoramia`` with :class:`~privaudit.panoramia.text.TextModality`) then audits
 each target; the generator G (trained on D_G, which depends only on the members and the
 seed) is fitted once per seed and shared by the targets of that seed.
 
@@ -24,7 +24,7 @@ its measured figures below.
 ``epochs`` in the returned dicts is the number of **optimiser steps** of the target's
 fine-tuning (batches of ``recipe.batch_size`` chunks), not passes over the data:
 ``steps * batch_size / n_members`` passes. The log gives per target ``m`` (PANORAMIA's
-coin-flip slots), the **cap** (``bounds["cap"]``, :func:`privaudit.audit.panoramia.panoramia_cap`:
+coin-flip slots), the **cap** (``bounds["cap"]``, :func:`privaudit.stats.panoramia.panoramia_cap`:
 the bound of a perfect classifier on these slots; ``{c+eps}_lb`` cannot exceed it, so ``eps_tilde <= cap - c_lb``), the counts at each
 bound's threshold and, for RM;RN, its own ``m``.
 
@@ -333,7 +333,7 @@ def _figures(result: Any) -> dict[str, Any]:
 def _sizes_line(result: Any) -> str:
     """m, test members, the cap of the bounds, and per classifier the counts at its bound's
     threshold (correct / guessed members) and its AUC on the test slots."""
-    from privaudit.games.metrics import auc
+    from privaudit.metrics.roc import auc
 
     sz, b = result.sizes, result.bounds
     cap = b["cap"]
@@ -382,15 +382,15 @@ def bench_text_targets(
     overrides : dict, optional
         Replaces entries of ``SETTINGS[...]`` (e.g. ``{"sizes": {...}}`` for a smoke run).
     reference : str or None
-        The scorers' ``reference`` (:data:`~privaudit.games.panoramia_text.REFERENCES`;
+        The scorers' ``reference`` (:data:`~privaudit.panoramia.text.REFERENCES`;
         default both G's LM and the target's recipe on D_G, the library's default).
     mia_reads_helper : bool
         ``run_panoramia(mia_reads_helper=...)``: the MIA also reads the helper's loss.
     """
-    from privaudit.games.llm import shakespeare_split
-    from privaudit.games.panoramia import PanoramiaSizes, run_panoramia
-    from privaudit.games.panoramia_text import TextModality
+    from privaudit.llm.audit import shakespeare_split
     from privaudit.models.lm_finetune import FineTuneRecipe, finetune, finetune_snapshots
+    from privaudit.panoramia.game import PanoramiaSizes, run_panoramia
+    from privaudit.panoramia.text import TextModality
     from privaudit.runtime.seeds import derive_seed
 
     cfg = {**SETTINGS["tiny" if tiny else "smollm2"], **(overrides or {})}
@@ -468,7 +468,7 @@ def bench_text_targets(
 
 
 def main() -> None:
-    from privaudit.games.panoramia_text import REFERENCES, SCORER_DEFAULTS
+    from privaudit.panoramia.text import REFERENCES, SCORER_DEFAULTS
 
     ap = argparse.ArgumentParser(description="PANORAMIA on causal-LM targets")
     ap.add_argument("--tiny", action="store_true", help="tiny GPT instead of SmolLM2-135M")

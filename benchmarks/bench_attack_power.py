@@ -87,9 +87,9 @@ def _mnist(n: int, seed: int) -> Any:
 def _setup(target: str, seed: int, n_jobs: int, cache: Path) -> tuple[Any, Any, Any]:
     """(dataset, trainer, ExperimentConfig) of one target, every attack listed."""
     from privaudit.attacks import attack_names
-    from privaudit.config import config_from_dict
-    from privaudit.inputs import build_trainer, load_dataset
-    from privaudit.pipeline import demo_config, experiment_config
+    from privaudit.config.build import build_trainer, load_dataset
+    from privaudit.membership.config import config_from_dict
+    from privaudit.membership.pipeline import demo_config, experiment_config
 
     if target == "demo":
         cfg = demo_config(seed=seed, n_jobs=n_jobs, output_dir=cache / "unused", cache_dir=cache)
@@ -137,7 +137,7 @@ def _setup(target: str, seed: int, n_jobs: int, cache: Path) -> tuple[Any, Any, 
 
 
 def _row(scores: Any, member: np.ndarray) -> dict[str, Any]:
-    from privaudit.games.metrics import roc_curve, tpr_at_fpr
+    from privaudit.metrics.roc import roc_curve, tpr_at_fpr
 
     roc = roc_curve(scores, member)
     out: dict[str, Any] = {"auc": roc.auc}
@@ -160,7 +160,7 @@ def _gain(t: float | None, base: float | None) -> float | None:
 
 
 def run_target(target: str, args: argparse.Namespace, cache: Path) -> dict[str, Any]:
-    from privaudit.games.experiment import run_experiment
+    from privaudit.membership.experiment import run_experiment
 
     ds, trainer, ec = _setup(target, args.seed, args.n_jobs, cache / target)
     t0 = time.perf_counter()

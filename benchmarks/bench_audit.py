@@ -13,13 +13,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from privaudit.audit import (
+from privaudit.records import AuditResult
+from privaudit.stats import (
     fdp_one_run_audit,
     multi_run_audit,
     one_run_audit,
     panoramia_audit,
 )
-from privaudit.records import AuditResult
 
 
 def timed(name: str, fn: Callable[[], AuditResult]) -> None:
@@ -36,8 +36,7 @@ def timed(name: str, fn: Callable[[], AuditResult]) -> None:
         else f"eps_lb={res.epsilon_lower_bound:.4f}"
     )
     print(
-        f"{name:<42s} {dt:8.2f} s  {eps}{mu}  "
-        f"[{res.threshold_selection}] {short}",
+        f"{name:<42s} {dt:8.2f} s  {eps}{mu}  [{res.threshold_selection}] {short}",
         flush=True,
     )
 

@@ -26,9 +26,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    from privaudit.games.experiment import run_experiment
-    from privaudit.inputs import build_trainer, load_dataset
-    from privaudit.pipeline import demo_config, experiment_config, run_audit
+    from privaudit.config.build import build_trainer, load_dataset
+    from privaudit.membership.experiment import run_experiment
+    from privaudit.membership.pipeline import demo_config, experiment_config, run_audit
     from privaudit.report import write_report
 
     with tempfile.TemporaryDirectory() as tmp:

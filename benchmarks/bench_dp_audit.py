@@ -10,11 +10,11 @@ RDP accountant) and for a non-private model of the same recipe:
 * **one-run audit** (Steinke, Nasr & Jagielski 2023, Algorithm 1): ``m`` canary records
   of Adult, each included in the training set independently with probability 1/2
   beside ``n_base`` other records; one model; score of a canary = minus its loss;
-  :func:`privaudit.audit.one_run_audit` (union bound over the guess counts, 95%);
+  :func:`privaudit.stats.one_run_audit` (union bound over the guess counts, 95%);
 * **multi-run audit** (Jagielski et al. 2020; Nasr et al. 2021): ``trials`` models, each
   on the same ``n_base`` records plus, with probability 1/2, one canary (an Adult
   record with its label flipped, the hardest case for a black-box audit); score = minus
-  the canary's loss; :func:`privaudit.audit.multi_run_audit` (union bound over
+  the canary's loss; :func:`privaudit.stats.multi_run_audit` (union bound over
   thresholds, 95%).
 
 Each bound is printed beside the accountant's epsilon of the models it came from; a
@@ -32,9 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-from privaudit.audit import multi_run_audit, one_run_audit
 from privaudit.data import load_adult
 from privaudit.models.torch_models import TorchRecipe, TorchTrainer
+from privaudit.stats import multi_run_audit, one_run_audit
 
 FACTORY = """
 from torch import nn

@@ -8,7 +8,7 @@ augmented versions of each record (in eval mode), fitting one Gaussian per view 
 averaging the per-view log likelihood ratios makes LiRA stronger at low FPR. Here: a
 small CNN (``privaudit.models.torch_nets:small_cnn``) trained with random shifts of up to
 ``max_shift`` pixels on the bundled MNIST subset, audited by the experiment engine of
-``privaudit run`` (:func:`privaudit.games.experiment.run_experiment`): a target on a
+``privaudit run`` (:func:`privaudit.membership.experiment.run_experiment`): a target on a
 random half of ``n_pool`` audited records and ``n_reference`` reference CNNs on LiRA's
 balanced keep layout, trained as one batched computation. The registered
 ``lira-online`` attack (fixed variance) runs twice on the same models (the second run
@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 
 from privaudit.data import MNIST_SHAPE, load_mnist
-from privaudit.games.experiment import ExperimentConfig, run_experiment
-from privaudit.games.metrics import auc, roc_curve, tpr_at_fpr
+from privaudit.membership.experiment import ExperimentConfig, run_experiment
+from privaudit.metrics.roc import auc, roc_curve, tpr_at_fpr
 from privaudit.models.torch_models import TorchRecipe, TorchTrainer
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privaudit.games.metrics import auc
+from privaudit.metrics.roc import auc
 from privaudit.models.causal_lm import CausalLM
 from privaudit.models.lm_builders import smollm2_gguf, tiny_gpt
 from privaudit.models.lm_finetune import FineTuneRecipe, finetune

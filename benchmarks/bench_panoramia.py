@@ -11,7 +11,7 @@ size). Not a test: it prints figures.
 on a seeded random half, for each of ``--epochs``; plus one DP-SGD target per seed (Opacus,
 ``dp: {target_epsilon: 1.0}``, 10 epochs; ``dp_epsilon`` = the accountant's epsilon). The
 known members are its whole training set, the real non-members the other half. PANORAMIA
-(:func:`privaudit.games.panoramia.run_panoramia`, :class:`TabularModality`: ``--generator``
+(:func:`privaudit.panoramia.game.run_panoramia`, :class:`TabularModality`: ``--generator``
 ``cart`` (default; Synthpop-style sequential CART) or ``baynet`` (degree 2) on 8-bin codes of D_G,
 helper = the same recipe on the helper pool, gradient-boosting scorers)
 with the default :class:`PanoramiaSizes`: |D_G| = |D_in| = pool/4, m = pool/8 test slots
@@ -82,9 +82,9 @@ import numpy as np
 
 from privaudit.data import load_adult
 from privaudit.data.dataset import Dataset
-from privaudit.games.panoramia import run_panoramia
-from privaudit.games.panoramia_tabular import TabularModality
 from privaudit.models.torch_models import TorchRecipe, TorchTrainer
+from privaudit.panoramia.game import run_panoramia
+from privaudit.panoramia.tabular import TabularModality
 
 KEYS = (
     "modality", "epochs", "dp_epsilon", "seed", "c_lb", "c_plus_eps_lb", "eps_tilde",

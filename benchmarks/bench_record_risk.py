@@ -48,9 +48,9 @@ from typing import Any
 import numpy as np
 
 from privaudit.data import load_adult
-from privaudit.games.record_metrics import rmsd_gap_test
-from privaudit.games.record_risk import RecordRiskConfig, run_record_risk
 from privaudit.generators import BayesianNetworkGenerator, CartGenerator, discretise, synthesise
+from privaudit.record_risk.metrics import rmsd_gap_test
+from privaudit.record_risk.risk import RecordRiskConfig, run_record_risk
 from privaudit.runtime.executor import LocalExecutor
 from privaudit.signals.queries import query_counts
 

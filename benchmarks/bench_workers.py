@@ -63,7 +63,7 @@ RUNS = ("first", "next")
 
 
 def _config(model: str, n_reference: int, n_jobs: int, seed: int) -> Any:
-    from privaudit.config import config_from_dict
+    from privaudit.membership.config import config_from_dict
 
     return config_from_dict(
         {
@@ -84,7 +84,7 @@ def audit_run(model: str, n_reference: int, n_jobs: int, threads: int, seed: int
     does: its own executor, workers started before the data loads, closed at the end)."""
     from threadpoolctl import threadpool_limits
 
-    from privaudit.pipeline import run_audit
+    from privaudit.membership.pipeline import run_audit
 
     cfg = _config(model, n_reference, n_jobs, seed)
     t0 = time.perf_counter()
@@ -103,9 +103,9 @@ def two_runs(
     the other with one new executor of ``n_jobs`` workers (seeds ``seed``, ``seed + 1``)."""
     from threadpoolctl import threadpool_limits
 
-    from privaudit.games.experiment import run_experiment
-    from privaudit.inputs import build_trainer, load_dataset
-    from privaudit.pipeline import experiment_config
+    from privaudit.config.build import build_trainer, load_dataset
+    from privaudit.membership.experiment import run_experiment
+    from privaudit.membership.pipeline import experiment_config
     from privaudit.runtime.executor import LocalExecutor
 
     out: dict[str, Any] = {}

@@ -1,7 +1,7 @@
 """Zero-Run under estimated propensities: the null battery of the headline, and per-estimator cells.
 
-**Battery** (the default; :mod:`privaudit.audit.zero_run.null_battery`): the audit's headline
-(:func:`~privaudit.audit.zero_run.zero_run_audit` at its defaults, every validity check on) on
+**Battery** (the default; :mod:`privaudit.zero_run.null_battery`): the audit's headline
+(:func:`~privaudit.zero_run.zero_run_audit` at its defaults, every validity check on) on
 0-DP scores under a mean shift (1 and 2), spread shifts (sd ratio 1.3 and 1.6), a shift in the
 correlation of two features, a mixture (a sub-population present only among members) and a
 categorical shift, 1,500 per class; the rate of headline eps > 0 and mu > 0 must be at most
@@ -17,7 +17,7 @@ Run::
 **Per-estimator cells** (``--estimators ...``, issue 9): a 0-DP mechanism whose attack score is the shifted feature itself (1,500 members vs
 1,500 non-members, shift gamma = 1 and 2, features-only AUC 0.92 and 0.998): any pointwise
 eps or mu bound above 0 is a violation. Power: a Gaussian mechanism with mu = 1 under shift
-0.3. Design: :mod:`privaudit.audit.zero_run.null_check`. Each replicate refits the
+0.3. Design: :mod:`privaudit.zero_run.null_check`. Each replicate refits the
 propensity model (paired cross-fitting), so the run is dominated by model fitting;
 replicates run in separate processes (``--jobs``).
 
@@ -47,9 +47,9 @@ from typing import Any
 
 import numpy as np
 
-from privaudit.audit.zero_run.audit import DEFAULT_ESTIMATORS
-from privaudit.audit.zero_run.null_battery import NULL_CASES, POWER_CASES, battery_replicate
-from privaudit.audit.zero_run.null_check import (
+from privaudit.zero_run.audit import DEFAULT_ESTIMATORS
+from privaudit.zero_run.null_battery import NULL_CASES, POWER_CASES, battery_replicate
+from privaudit.zero_run.null_check import (
     gaussian_power_headline_replicate,
     gaussian_power_replicate,
     null_headline_replicate,

@@ -3,7 +3,7 @@
 A per-example Gaussian mechanism with mu = 2/3 is audited while an auxiliary feature's
 correlation with membership grows (shift level gamma; features-only AUC Phi(sqrt(2) gamma)),
 with the membership, the release and the noise fixed per seed across levels. Design:
-:mod:`privaudit.audit.zero_run.simulate`.
+:mod:`privaudit.zero_run.simulate`.
 
 Run::
 
@@ -28,13 +28,13 @@ from collections import defaultdict
 
 import numpy as np
 
-from privaudit.audit.zero_run.simulate import (
+from privaudit.runtime.executor import LocalExecutor
+from privaudit.zero_run.simulate import (
     DEFAULT_SHIFT_LEVELS,
     figure2_checks,
     gaussian_shift_experiment,
     summarize_shift_experiment,
 )
-from privaudit.runtime.executor import LocalExecutor
 
 MU_TRUE = 2.0 / 3.0
 

@@ -35,13 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from privaudit.data.text import write_text_records
-from privaudit.games.llm import audited_records, finetuned_model_dir, shakespeare_split
-from privaudit.games.provided import file_sha256
-from privaudit.llm_config import LLMAuditConfig
-from privaudit.llm_pipeline import llm_summary, run_llm_audit
+from privaudit.llm.audit import audited_records, finetuned_model_dir, shakespeare_split
+from privaudit.llm.config import LLMAuditConfig
+from privaudit.llm.pipeline import llm_summary, run_llm_audit
 from privaudit.models.causal_lm import CausalLM
 from privaudit.models.lm_builders import smollm2_gguf, tiny_gpt
 from privaudit.models.lm_finetune import FineTuneRecipe
+from privaudit.models.provided import file_sha256
 
 #: Members and non-members take one chunk (the first) of each of their documents: each
 #: audited chunk is then its own unit of randomisation, as the one-run bound needs, and no

@@ -63,10 +63,9 @@ def main(argv: list[str] | None = None) -> None:
         sio.dump(clf, args.out / "target.skops")  # a plain estimator file (no privaudit needed)
         acc = float(np.mean(clf.predict(data.subset(non_members).X) == data.subset(non_members).y))
     else:
+        import own_model_nets
         import torch
         from safetensors.torch import save_file
-
-        import own_model_nets  # noqa: I001 - the factory module beside this script
 
         torch.manual_seed(args.seed)
         net = own_model_nets.adult_mlp(n_features=train.X.shape[1], hidden=128, n_classes=2)

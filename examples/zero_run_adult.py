@@ -46,19 +46,19 @@ import numpy as np
 import pandas as pd
 from rich.console import Console
 
-from privaudit.audit.zero_run import (
+from privaudit.data import Dataset, load_adult
+from privaudit.metrics.roc import auc as roc_auc
+from privaudit.models import SklearnTrainer
+from privaudit.signals import cross_entropy_loss
+from privaudit.zero_run import (
     DEFAULT_ESTIMATORS,
     ZeroRunResult,
     draw_uniforms,
     zero_run_audit,
     zero_run_bounds,
 )
-from privaudit.cli.zero_run_cmd import render_zero_run_summary
-from privaudit.data import Dataset, load_adult
-from privaudit.games.metrics import auc as roc_auc
-from privaudit.models import SklearnTrainer
-from privaudit.report.zero_run import write_zero_run_report
-from privaudit.signals import cross_entropy_loss
+from privaudit.zero_run.cli import render_zero_run_summary
+from privaudit.zero_run.report import write_zero_run_report
 
 TABLE_FILE = "adult_zero_run.csv"
 REPORT_DIR = "report"

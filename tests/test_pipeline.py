@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from privaudit.config import AuditConfig, config_from_dict
 from privaudit.errors import InvalidInputError
-from privaudit.pipeline import (
+from privaudit.membership.config import AuditConfig, config_from_dict
+from privaudit.membership.pipeline import (
     AuditReport,
     demo_config,
     experiment_config,
@@ -122,7 +122,7 @@ def test_existing_report_refused_before_any_work(
     def must_not_run(*_: Any, **__: Any) -> None:
         raise AssertionError("the experiment ran although the report directory exists")
 
-    monkeypatch.setattr("privaudit.pipeline.run_experiment", must_not_run)
+    monkeypatch.setattr("privaudit.membership.pipeline.run_experiment", must_not_run)
     assert audit.out_dir is not None
     with pytest.raises(ReportExistsError, match="overwrite"):
         run_audit(small_config(audit.out_dir), progress=False)

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from privaudit.config import ConfigError, config_from_dict
-from privaudit.pipeline import build_executor, run_audit
+from privaudit.membership.config import ConfigError, config_from_dict
+from privaudit.membership.pipeline import build_executor, run_audit
 from privaudit.runtime.executor import LocalExecutor, RayExecutor
 
 SMALL = {
@@ -59,7 +59,7 @@ def test_ray_audit_matches_local(tmp_path: Path) -> None:
 def test_early_workers_only_when_attacker_models_train_locally() -> None:
     """run_audit starts its worker processes before the data loads only when they will
     train attacker models (local executor, several jobs, a non-torch model)."""
-    from privaudit.pipeline import _early_executor
+    from privaudit.membership.pipeline import _early_executor
 
     assert _early_executor(config_from_dict(SMALL), progress=False) is None  # n_jobs 1
     loss_only = config_from_dict({**SMALL, "n_jobs": 2, "attacks": ["population"]})
@@ -74,7 +74,7 @@ def test_early_workers_only_when_attacker_models_train_locally() -> None:
 
 
 def test_early_workers_are_closed_when_the_audit_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    import privaudit.pipeline as pipeline
+    import privaudit.membership.pipeline as pipeline
 
     started: list[LocalExecutor] = []
     original = pipeline._early_executor

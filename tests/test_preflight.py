@@ -14,13 +14,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from privaudit import inputs, pipeline
+from privaudit.membership import inputs, pipeline
 from privaudit.cli import main
-from privaudit.cli.demo_cmd import render_summary, summary_lines
-from privaudit.config import ConfigError, config_from_dict, load_config
 from privaudit.data import table_from_frame
 from privaudit.errors import InvalidInputError, PrivauditWarning
-from privaudit.preflight import check_executor, check_memory, dry_run_attacks, preflight
+from privaudit.membership.cli import render_summary, summary_lines
+from privaudit.membership.config import ConfigError, config_from_dict, load_config
+from privaudit.membership.preflight import check_executor, check_memory, dry_run_attacks, preflight
 from privaudit.runtime.executor import LocalExecutor, RayExecutor
 
 SMALL: dict[str, Any] = {
@@ -328,7 +328,7 @@ def test_summary_says_when_everything_came_from_the_cache() -> None:
     res["settings"]["models_trained"] = {"target": 0, "reference": 0}
     _notes, warns = summary_lines(res)
     assert warns == ["sizes.n_target_pool: something suspicious"]
-    from privaudit.cli.demo_cmd import _models_line
+    from privaudit.membership.cli import _models_line
 
     assert "all 15 models loaded from the cache" in _models_line(res["settings"])
 
@@ -366,7 +366,7 @@ def test_augmented_queries_need_an_augmented_image_model(tmp_path: Path) -> None
         pipeline.run_audit(cfg, progress=False)
     assert list(tmp_path.iterdir()) == []
     pytest.importorskip("torch")
-    from privaudit.preflight import check_query_views
+    from privaudit.membership.preflight import check_query_views
 
     recipe = {"factory": "privaudit.models.torch_nets:mlp", "epochs": 1}
     for params, match in (

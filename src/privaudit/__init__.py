@@ -10,10 +10,7 @@ and every layer imports only the layers to its left, plus the shared bottom modu
 
 from typing import Any
 
-# The one place the version is written: pyproject.toml reads it (``[tool.setuptools.dynamic]``),
-# so the installed metadata agrees; a literal keeps ``import privaudit`` (and the command
-# line's start-up) free of importlib.metadata's cost (benchmarks/bench_startup.py).
-__version__ = "0.1.0"
+from privaudit._version import __version__
 
 __all__ = ["__version__", "log_to_mlflow", "model_card", "write_model_card"]
 

@@ -92,7 +92,7 @@ def scalar_or_array(out: NDArray[np.float64], *inputs: ArrayLike) -> NDArray[np.
 def mann_whitney_auc(scores: ArrayLike, member: ArrayLike) -> float:
     """AUC by the Mann-Whitney statistic from mid-ranks (ties count one half); NaN without
     both classes. Unchecked: finite scores, boolean membership of the same length
-    (``privaudit.games.metrics.auc`` is the checked public version)."""
+    (``privaudit.metrics.roc.auc`` is the checked public version)."""
     s = np.asarray(scores, dtype=np.float64)
     m = np.asarray(member, dtype=bool)
     n_pos = int(m.sum())

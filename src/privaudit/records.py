@@ -356,7 +356,7 @@ class ScoreTable:
     the audited records only); :meth:`scored` gives the scored subset.
     ``groups[i]``, when given, names the unit of randomisation of record ``i`` (records of
     one group were members or non-members together, e.g. the chunks of one document); the
-    one-run bounds audit the groups (:func:`privaudit.audit.attack_bounds.grouped_one_run_bounds`).
+    one-run bounds audit the groups (:func:`privaudit.stats.attack_bounds.grouped_one_run_bounds`).
     Saved as ``scores.npz`` (no pickle): keys ``record_ids``, ``member``, ``attacks``
     (names, in order), ``thresholds`` (NaN where none), ``score:<name>`` per attack and
     ``groups`` when given.

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privaudit.attacks.blind import BLIND_BASELINE, blind_baseline, blind_shift_test
 from privaudit.errors import InsufficientDataError, InvalidInputError
-from privaudit.games.metrics import auc
+from privaudit.llm.blind import BLIND_BASELINE, blind_baseline, blind_shift_test
+from privaudit.metrics.roc import auc
 
 WORDS = "the of and to in a is that for it as was with be by on not he this are or his".split()
 

@@ -11,7 +11,7 @@ from privaudit.attacks import AttackData, run_attack
 from privaudit.attacks.calibration import conformal_threshold, random_out_subsets
 from privaudit.attacks.rmia import _self_index
 from privaudit.errors import InsufficientDataError
-from privaudit.games.metrics import auc
+from privaudit.metrics.roc import auc
 from privaudit.records import MembershipMatrix, SignalTable
 from privaudit.signals import compute_signal
 
@@ -72,7 +72,7 @@ def test_population_calibration_holds_alpha_on_fresh_non_members(name: str) -> N
     although the smoothed per-record rule need not be. The error counts both samples:
     the audited records and the calibration records the threshold came from (with 117
     calibration records, as attack D has here, the threshold's own FPR has sd ~ 2%)."""
-    from privaudit.games.metrics import alpha_acceptance_region
+    from privaudit.metrics.roc import alpha_acceptance_region
 
     w = make_world(7, n=3000, n_pop=3000, k=8, n_loo=4, delta=0.0)
     res = run_attack(name, w.data, alpha=0.05, seed=0)

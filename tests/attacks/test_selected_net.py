@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 
 from privaudit.attacks.selected_net import fit_selected_net, predict_net  # noqa: E402
 from privaudit.errors import InvalidInputError  # noqa: E402
-from privaudit.games.metrics import auc  # noqa: E402
+from privaudit.metrics.roc import auc  # noqa: E402
 
 
 class _Net(torch.nn.Module):  # type: ignore[misc]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privaudit.audit import one_run_audit
-from privaudit.audit.attack_bounds import SAMPLING_NOTE, attack_one_run_bounds
 from privaudit.errors import InvalidInputError
+from privaudit.stats import one_run_audit
+from privaudit.stats.attack_bounds import SAMPLING_NOTE, attack_one_run_bounds
 
 
 def test_each_attack_is_the_one_run_audit_at_the_bonferroni_level() -> None:
@@ -62,7 +62,7 @@ def test_sampling_assumption_is_recorded() -> None:
 
 
 def test_group_scores_mean_membership_sizes_in_first_appearance_order() -> None:
-    from privaudit.audit.attack_bounds import group_scores
+    from privaudit.stats.attack_bounds import group_scores
 
     s, m, k = group_scores([1.0, 3.0, 5.0, 0.0, 2.0], [1, 1, 0, 1, 0], ["b", "b", "a", "c", "a"])
     np.testing.assert_allclose(s, [2.0, 3.5, 0.0])
@@ -71,14 +71,14 @@ def test_group_scores_mean_membership_sizes_in_first_appearance_order() -> None:
 
 
 def test_group_scores_refuses_a_group_mixing_members_and_non_members() -> None:
-    from privaudit.audit.attack_bounds import group_scores
+    from privaudit.stats.attack_bounds import group_scores
 
     with pytest.raises(InvalidInputError, match="mixed group"):
         group_scores([1.0, 2.0], [1, 0], ["d0", "d0"])
 
 
 def test_one_record_per_group_is_the_ungrouped_bound() -> None:
-    from privaudit.audit.attack_bounds import grouped_one_run_bounds
+    from privaudit.stats.attack_bounds import grouped_one_run_bounds
 
     rng = np.random.default_rng(3)
     member = rng.random(400) < 0.5
@@ -94,7 +94,7 @@ def test_one_record_per_group_is_the_ungrouped_bound() -> None:
 def test_groups_are_audited_as_units_and_divided_by_the_largest_group() -> None:
     """k copies of each document's score: the group audit sees the documents once (not
     k times, which would overstate the evidence) and divides by k (group privacy)."""
-    from privaudit.audit.attack_bounds import grouped_one_run_bounds
+    from privaudit.stats.attack_bounds import grouped_one_run_bounds
 
     rng = np.random.default_rng(4)
     n_docs, k = 300, 3
@@ -117,7 +117,7 @@ def test_grouped_bound_coverage_when_the_model_ignores_the_data() -> None:
     """A mechanism with eps = 0 (scores independent of membership) but strongly correlated
     chunk scores within a document: the chunk-as-example bound is positive far more often
     than beta; the grouped bound is not."""
-    from privaudit.audit.attack_bounds import grouped_one_run_bounds
+    from privaudit.stats.attack_bounds import grouped_one_run_bounds
 
     rng = np.random.default_rng(5)
     n_docs, k, reps = 60, 5, 60

@@ -12,10 +12,10 @@ import mpmath
 import numpy as np
 import pytest
 
-from privaudit.audit import fdp_one_run_audit, multi_run_audit, one_run_audit, panoramia_audit
-from privaudit.audit._level import resolve_beta
-from privaudit.audit.multi_run import multi_run_eps_lb, multi_run_mu_lb
 from privaudit.errors import InvalidInputError
+from privaudit.stats import fdp_one_run_audit, multi_run_audit, one_run_audit, panoramia_audit
+from privaudit.stats._level import resolve_beta
+from privaudit.stats.multi_run import multi_run_eps_lb, multi_run_mu_lb
 
 BETA = 7.06e-13
 

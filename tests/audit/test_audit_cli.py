@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privaudit.audit import one_run_audit
 from privaudit.cli import main
+from privaudit.stats import one_run_audit
 
 
 @pytest.fixture

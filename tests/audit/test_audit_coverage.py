@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 from scipy.special import expit
 
-from privaudit.audit import (
+from privaudit.stats import (
     clopper_pearson_lower,
     clopper_pearson_upper,
     eps_lb_one_run,

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from privaudit.audit import (
+from privaudit.errors import InvalidInputError
+from privaudit.stats import (
     eps_delta_fbar_inverse,
     eps_lb_one_run,
     fdp_eps_lb_one_run,
@@ -22,7 +23,6 @@ from privaudit.audit import (
     make_guesses,
     mu_to_epsilon,
 )
-from privaudit.errors import InvalidInputError
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from scipy import stats
 from scipy.special import expit
 
-from privaudit.audit import multi_run as mr
-from privaudit.audit import multi_run_audit, multi_run_eps_lb, multi_run_mu_lb
 from privaudit.errors import InvalidInputError
+from privaudit.stats import multi_run as mr
+from privaudit.stats import multi_run_audit, multi_run_eps_lb, multi_run_mu_lb
 
 
 def slow_eps(tp: int, fn: int, fp: int, tn: int, alpha: float, delta: float) -> float:

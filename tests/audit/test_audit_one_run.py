@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from scipy import stats
 from scipy.special import expit, logit
 
-from privaudit.audit import eps_lb_one_run, make_guesses, one_run_audit, one_run_log_p_value
 from privaudit.errors import InvalidInputError
+from privaudit.stats import eps_lb_one_run, make_guesses, one_run_audit, one_run_log_p_value
 
 
 def slow_p_value(eps: float | np.ndarray, m: int, r: int, v: int, delta: float) -> np.ndarray:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privaudit.audit import eps_lb_one_run, panoramia_audit, panoramia_hoeffding_lb, panoramia_lb
-from privaudit.audit.panoramia import panoramia_cap
 from privaudit.errors import InvalidInputError
+from privaudit.stats import eps_lb_one_run, panoramia_audit, panoramia_hoeffding_lb, panoramia_lb
+from privaudit.stats.panoramia import panoramia_cap
 
 
 def brute(scores: np.ndarray, member: np.ndarray, beta_test: float, policy: str) -> float:

@@ -7,14 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from privaudit.audit.fdp import gdp_mu_lb_one_run
-from privaudit.audit.one_run import eps_lb_one_run
-from privaudit.audit.parametric import (
+from privaudit.errors import InvalidInputError
+from privaudit.stats.fdp import gdp_mu_lb_one_run
+from privaudit.stats.one_run import eps_lb_one_run
+from privaudit.stats.parametric import (
     guess_success_probabilities,
     parametric_one_run,
     plan_one_run_audit,
 )
-from privaudit.errors import InvalidInputError
 
 
 def _top_accuracy(mu: float, m: int, k: int, n: int, seed: int) -> float:
@@ -107,7 +107,7 @@ def test_misspecified_family_breaks() -> None:
 
 
 def test_audits_carry_the_labelled_parametric_estimate_beside_the_bound() -> None:
-    from privaudit.audit import fdp_one_run_audit, one_run_audit
+    from privaudit.stats import fdp_one_run_audit, one_run_audit
 
     rng = np.random.default_rng(3)
     m = 1000

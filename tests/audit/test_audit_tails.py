@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from privaudit.audit import (
+from privaudit.errors import InvalidInputError
+from privaudit.stats import (
     binom_log_sf,
     clopper_pearson_lower,
     clopper_pearson_upper,
@@ -18,7 +19,6 @@ from privaudit.audit import (
     gdp_epsilon,
     log_q,
 )
-from privaudit.errors import InvalidInputError
 
 
 def exact_sf(v: int, r: int, q: Fraction) -> Fraction:

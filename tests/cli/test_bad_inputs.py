@@ -10,7 +10,7 @@ with that folder as the working directory, and checks that
 * nothing was written: the folder holds exactly the files the case wrote (no report,
   no cache directory, no temporary file), byte for byte.
 
-``run`` cases that get past the config schema fail in :mod:`privaudit.preflight`, before
+``run`` cases that get past the config schema fail in :mod:`privaudit.membership.preflight`, before
 any model trains (the corpus would take minutes otherwise).
 """
 

@@ -14,9 +14,9 @@ import pytest
 import yaml
 from test_cli import SMALL as CLI_SMALL
 
-from privaudit.audit import one_run_audit
 from privaudit.cli import main
 from privaudit.report.ci_formats import SARIF_RULE_ID
+from privaudit.stats import one_run_audit
 
 # The part of the SARIF 2.1.0 schema (OASIS, sarif-schema-2.1.0.json) that privaudit's
 # output uses: every property the standard marks required on these objects, with types.

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from privaudit.cli import main
-from privaudit.config import ConfigError, config_from_dict, with_game
+from privaudit.membership.config import ConfigError, config_from_dict, with_game
 from privaudit.report import ScoreTable
 
 SMALL = {

@@ -48,7 +48,7 @@ def _progress_lines(text: str) -> list[str]:
 _GATED_RUN = """
     import sys, time
     from pathlib import Path
-    import privaudit.pipeline as pipeline
+    import privaudit.membership.pipeline as pipeline
 
     gate = Path(sys.argv[1])
     metrics_step = pipeline.metrics_step
@@ -123,8 +123,8 @@ def test_progress_modes_of_run(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 
 def test_progress_from_the_python_api(tmp_path: Path) -> None:
-    from privaudit.config import load_config
-    from privaudit.pipeline import run_audit
+    from privaudit.membership.config import load_config
+    from privaudit.membership.pipeline import run_audit
     from privaudit.runtime.progress import ProgressEvent
 
     events: list[ProgressEvent] = []
@@ -166,7 +166,7 @@ def test_zero_run_and_record_risk_take_progress(
 
 
 def test_progress_mode_of_the_options() -> None:
-    from privaudit.cli.progress_option import progress_mode
+    from privaudit.cli_common.progress_option import progress_mode
 
     assert progress_mode("auto", False) == "auto"
     assert progress_mode(" Plain ", False) == "plain"

@@ -87,7 +87,7 @@ def test_bad_config_exits_2_and_writes_nothing(
 
 
 def test_example_record_risk_config_is_valid() -> None:
-    from privaudit.record_risk_config import load_record_risk_config
+    from privaudit.record_risk.config import load_record_risk_config
 
     cfg = load_record_risk_config(
         Path(__file__).resolve().parents[2] / "examples" / "record_risk.yaml"

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from privaudit.audit.zero_run import ZeroRunResult, zero_run_audit
-from privaudit.audit.zero_run import propensity as propensity_module
 from privaudit.cli import main
+from privaudit.zero_run import ZeroRunResult, zero_run_audit
+from privaudit.zero_run import propensity as propensity_module
 
 FAST = ["--estimators", "logistic-sigmoid"]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from privaudit.config import (
+from privaudit.membership.config import (
     AuditConfig,
     ConfigError,
     build_estimator,

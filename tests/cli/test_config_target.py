@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from privaudit.config import ConfigError, config_from_dict, load_config
+from privaudit.membership.config import ConfigError, config_from_dict, load_config
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 BASE = {"dataset": "adult", "model": {"kind": "mlp"}}
@@ -71,7 +71,7 @@ def test_mnist_example_config_is_valid() -> None:
 @pytest.mark.slow
 def test_mnist_example_runs_every_attack(tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    from privaudit.pipeline import run_audit
+    from privaudit.membership.pipeline import run_audit
 
     cfg = load_config(EXAMPLES / "mnist_cnn.yaml")
     params = {**cfg.model.params, "epochs": 2}

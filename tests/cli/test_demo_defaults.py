@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from privaudit.cli import main
-from privaudit.cli.demo_cmd import new_results_dir
+from privaudit.membership.cli import new_results_dir
 
 
 def test_new_results_dir_never_reuses_an_existing_folder(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from privaudit.config import load_config
+from privaudit.membership.config import load_config
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -12,7 +12,7 @@ import yaml
 
 from privaudit.cli import main
 from privaudit.data.text import write_text_records
-from privaudit.games.llm import audited_records, shakespeare_split
+from privaudit.llm.audit import audited_records, shakespeare_split
 
 pytest.importorskip("transformers")
 

@@ -20,12 +20,12 @@ import pytest
 import yaml
 
 from privaudit.cli import main
-from privaudit.config import ConfigError, config_from_dict, load_config
 from privaudit.data import load_table
-from privaudit.games.provided import ProvidedSplit
-from privaudit.inputs import check_feature_names, read_provided_split
+from privaudit.membership.config import ConfigError, config_from_dict, load_config
+from privaudit.membership.inputs import check_feature_names, read_provided_split
+from privaudit.membership.preflight import check_labels, check_provided_split
 from privaudit.models import SklearnModel
-from privaudit.preflight import check_labels, check_provided_split
+from privaudit.models.provided import ProvidedSplit
 
 
 def _table() -> pd.DataFrame:

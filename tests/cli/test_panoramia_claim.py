@@ -17,15 +17,16 @@ import pandas as pd
 import pytest
 from test_ci_formats import check_sarif
 
-from privaudit.audit import panoramia_audit
 from privaudit.cli import main
-from privaudit.report.bundle import BUNDLE_FILE, file_digest, verify_bundle
+from privaudit.cli.verify_cmd import verify_bundle
+from privaudit.report.bundle import BUNDLE_FILE, file_digest
 from privaudit.report.ci_formats import (
     SARIF_NOT_GATED_RULE_ID,
     SARIF_RULE_ID,
     gates_from_audit,
     gates_from_results,
 )
+from privaudit.stats import panoramia_audit
 
 CLAIM = "0.1"
 

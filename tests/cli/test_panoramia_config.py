@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from privaudit.cli import main
-from privaudit.config import ConfigError
-from privaudit.panoramia_config import (
+from privaudit.membership.config import ConfigError
+from privaudit.panoramia.config import (
     MODALITY_MODULES,
     TabularGeneratorConfig,
     available_modalities,
@@ -116,7 +116,7 @@ def test_errors_name_the_field(over: dict[str, Any], expected: str) -> None:
 def test_modalities_not_installed_are_refused(
     modality: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(MODALITY_MODULES, modality, "privaudit.games.no_such_module")
+    monkeypatch.setitem(MODALITY_MODULES, modality, "privaudit.panoramia.no_such_module")
     assert modality not in available_modalities()
     msg = _error(_base(modality=modality))
     assert f"modality: {modality!r} is not available in this version of privaudit" in msg
@@ -160,7 +160,7 @@ def test_cli_exits_2_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFi
 
 def test_text_generator_start_after_is_passed_on_and_checked(tmp_path: Path) -> None:
     """generator.start_after reaches the text modality's sampling; an empty string is refused."""
-    from privaudit.panoramia_config import panoramia_config_from_dict
+    from privaudit.panoramia.config import panoramia_config_from_dict
 
     text = {
         "modality": "text",

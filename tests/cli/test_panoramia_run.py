@@ -257,7 +257,7 @@ def test_panoramia_text_end_to_end(
     with the default references (both) and with G's LM alone."""
     pytest.importorskip("transformers")
     from privaudit.data.text import write_text_records
-    from privaudit.games.llm import audited_records, shakespeare_split
+    from privaudit.llm.audit import audited_records, shakespeare_split
     from privaudit.models.lm_builders import tiny_gpt
     from privaudit.models.lm_finetune import FineTuneRecipe, finetune
 
@@ -310,8 +310,8 @@ def test_panoramia_text_end_to_end(
 def test_known_texts_from_the_bundled_corpus(tmp_path: Path) -> None:
     """data.texts: tiny-shakespeare takes members and non-members from id files, disjoint."""
     from privaudit.data.text import chunk_documents, shakespeare_documents
-    from privaudit.panoramia_config import panoramia_config_from_dict
-    from privaudit.panoramia_pipeline import load_known
+    from privaudit.panoramia.config import panoramia_config_from_dict
+    from privaudit.panoramia.pipeline import load_known
 
     ids = chunk_documents(shakespeare_documents()).ids
     (tmp_path / "m.txt").write_text("\n".join(ids[:5]) + "\n")
@@ -345,8 +345,8 @@ def test_member_column_of_a_user_table(tmp_path: Path, capsys: pytest.CaptureFix
     import skops.io as sio
     from sklearn.neural_network import MLPClassifier
 
-    from privaudit.config import DatasetConfig
-    from privaudit.inputs import table_with_member_column
+    from privaudit.config.build import table_with_member_column
+    from privaudit.membership.config import DatasetConfig
 
     rng = np.random.default_rng(0)
     n = 700
@@ -391,8 +391,8 @@ def test_member_column_of_a_user_table(tmp_path: Path, capsys: pytest.CaptureFix
 def test_no_write_and_an_explicit_store(owner: dict, tmp_path: Path) -> None:  # type: ignore[type-arg]
     """write=False: the results come back and nothing is written (no report, no store);
     an explicit cache_dir holds the store outside the report folder, which stays without one."""
-    from privaudit.panoramia_config import load_panoramia_config
-    from privaudit.panoramia_pipeline import run_panoramia_audit
+    from privaudit.panoramia.config import load_panoramia_config
+    from privaudit.panoramia.pipeline import run_panoramia_audit
 
     root = owner["root"]
     cfg = load_panoramia_config(_config(root, output_dir=str(tmp_path / "rep")))

@@ -14,8 +14,8 @@ import yaml
 from sklearn.linear_model import LogisticRegression
 
 from privaudit.cli import main
-from privaudit.config import config_from_dict
 from privaudit.data import encode_like, table_from_frame
+from privaudit.membership.config import config_from_dict
 
 
 def _frame(n: int, rng: np.random.Generator, start: int) -> pd.DataFrame:

@@ -79,7 +79,7 @@ _SIGINT_DURING_IMPORT = """
 """
 
 
-@pytest.mark.parametrize("module", ["typer", "privaudit.cli.zero_run_cmd"])
+@pytest.mark.parametrize("module", ["typer", "privaudit.zero_run.cli"])
 def test_ctrl_c_during_import_is_exit_130_without_traceback(module: str) -> None:
     done = _python(_SIGINT_DURING_IMPORT, module, "--help")
     assert done.returncode == EXIT_INTERRUPTED == 130, (done.returncode, done.stderr)
@@ -90,12 +90,12 @@ def test_ctrl_c_during_import_is_exit_130_without_traceback(module: str) -> None
 def test_ctrl_c_during_a_command_is_exit_130_without_traceback(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import privaudit.pipeline
+    import privaudit.membership.pipeline
 
     def interrupted(*args: Any, **kwargs: Any) -> Any:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(privaudit.pipeline, "run_audit", interrupted)
+    monkeypatch.setattr(privaudit.membership.pipeline, "run_audit", interrupted)
     code = main(["demo", "--quick", "--out", str(tmp_path / "rep"), "--no-progress"])
     err = capsys.readouterr().err
     assert code == 130
@@ -107,7 +107,7 @@ def test_interrupted_is_the_one_exit(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     """Both routes (a KeyboardInterrupt reaching ``main``, typer's ``Exit(130)``) go through
     ``privaudit.cli.interrupted``, where a message about what was kept can be added."""
     import privaudit.cli
-    import privaudit.pipeline
+    import privaudit.membership.pipeline
 
     calls: list[int] = []
 
@@ -120,7 +120,7 @@ def test_interrupted_is_the_one_exit(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     def interrupted(*args: Any, **kwargs: Any) -> Any:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(privaudit.pipeline, "run_audit", interrupted)
+    monkeypatch.setattr(privaudit.membership.pipeline, "run_audit", interrupted)
     assert main(["demo", "--quick", "--out", str(tmp_path / "r"), "--no-progress"]) == 130
     monkeypatch.setattr(privaudit.cli, "_register", interrupted)
     assert main(["--help"]) == 130

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from privaudit.cli import main
-from privaudit.cli.demo_cmd import DEMO_CACHE_DIR, _models_line, render_summary, summary_lines
+from privaudit.membership.cli import DEMO_CACHE_DIR, _models_line, render_summary, summary_lines
 
 ATTACK: dict[str, Any] = {
     "name": "population",

@@ -13,13 +13,13 @@ import yaml
 from test_cli import SMALL
 
 from privaudit.cli import main
+from privaudit.cli.verify_cmd import verify_bundle
 from privaudit.report import ScoreTable
 from privaudit.report.bundle import (
     BUNDLE_FILE,
     TOLERANCES,
     compare,
     file_digest,
-    verify_bundle,
 )
 
 

@@ -13,14 +13,14 @@ from sklearn.linear_model import LogisticRegression
 from privaudit.attacks import ATTACKS
 from privaudit.data import load_digits
 from privaudit.errors import InvalidInputError
-from privaudit.games.experiment import (
+from privaudit.membership.experiment import (
     DEFAULT_ATTACKS,
     ExperimentConfig,
     ExperimentResult,
     run_experiment,
     target_pool_ids,
 )
-from privaudit.games.metrics import auc
+from privaudit.metrics.roc import auc
 from privaudit.models import SklearnTrainer
 from privaudit.runtime.store import ArtifactStore, canonical_json
 

@@ -12,8 +12,8 @@ from sklearn.linear_model import LogisticRegression
 
 from privaudit.data import load_digits
 from privaudit.errors import InvalidInputError
-from privaudit.games.experiment import ExperimentConfig
-from privaudit.games.games import GAMES, describe_game, run_game
+from privaudit.membership.experiment import ExperimentConfig
+from privaudit.membership.games import GAMES, describe_game, run_game
 from privaudit.models import SklearnTrainer
 from privaudit.runtime.store import ArtifactStore
 

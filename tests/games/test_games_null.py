@@ -19,8 +19,8 @@ from numpy.typing import NDArray
 
 from privaudit.attacks import ATTACKS
 from privaudit.data.dataset import Dataset
-from privaudit.games.experiment import ExperimentConfig, run_experiment
-from privaudit.games.metrics import auc
+from privaudit.membership.experiment import ExperimentConfig, run_experiment
+from privaudit.metrics.roc import auc
 
 
 class _NullModel:

@@ -19,8 +19,8 @@ from sklearn.neural_network import MLPClassifier
 
 from privaudit.attacks import ATTACKS, attack_names
 from privaudit.data import load_digits
-from privaudit.games.experiment import ExperimentConfig, run_experiment
-from privaudit.games.metrics import attack_metrics
+from privaudit.membership.experiment import ExperimentConfig, run_experiment
+from privaudit.metrics.roc import attack_metrics
 from privaudit.models import SklearnTrainer
 from privaudit.models.sklearn import SklearnModel
 

@@ -12,14 +12,14 @@ from sklearn.linear_model import LogisticRegression
 
 from privaudit.data import load_digits
 from privaudit.errors import InvalidInputError
-from privaudit.games.experiment import ExperimentConfig, run_experiment
-from privaudit.games.provided import (
+from privaudit.membership.experiment import ExperimentConfig, run_experiment
+from privaudit.models import PrecomputedModel, SklearnTrainer
+from privaudit.models.provided import (
     ProvidedTarget,
     RecipeMismatchWarning,
     membership_from_column,
     read_id_file,
 )
-from privaudit.models import PrecomputedModel, SklearnTrainer
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +67,7 @@ def test_provided_split_is_used_as_given(setup) -> None:  # type: ignore[no-unty
     assert res.train_accuracy == pytest.approx(acc)
     # a leaky target (C=100 logistic regression on 80 digits) is detected
     assert res.recipe_check is not None and res.recipe_check["ok"] is True
-    from privaudit.games.metrics import auc
+    from privaudit.metrics.roc import auc
 
     assert auc(res.scores["lira-online"].scores, res.membership) > 0.6
 

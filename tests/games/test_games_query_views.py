@@ -12,7 +12,7 @@ from sklearn.linear_model import LogisticRegression
 from privaudit.attacks import AttackData, run_attack
 from privaudit.data import load_digits
 from privaudit.errors import DesignError
-from privaudit.games.experiment import ExperimentConfig, run_experiment
+from privaudit.membership.experiment import ExperimentConfig, run_experiment
 from privaudit.models import SklearnTrainer
 from privaudit.records import MembershipMatrix, SignalTable
 

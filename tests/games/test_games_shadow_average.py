@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privaudit.config import config_from_dict
-from privaudit.games import run_game
-from privaudit.inputs import build_trainer, load_dataset
-from privaudit.pipeline import experiment_config
+from privaudit.config.build import build_trainer, load_dataset
+from privaudit.membership.config import config_from_dict
+from privaudit.membership.games import run_game
+from privaudit.membership.pipeline import experiment_config
 
 ALPHA = 0.05
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from privaudit.attacks import attack_names
-from privaudit.games.games import describe_game
-from privaudit.games.threat_model import ATTACK_ASSUMPTIONS, threat_model
+from privaudit.membership.games import describe_game
+from privaudit.membership.threat_model import ATTACK_ASSUMPTIONS, threat_model
 
 
 def test_every_builtin_attack_is_described() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privaudit.games.vulnerable import (
+from privaudit.membership.vulnerable import (
     ScoredTarget,
     agreement_at_fpr,
     decisions_at_fpr,

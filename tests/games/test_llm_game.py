@@ -9,18 +9,19 @@ import numpy as np
 import pytest
 from fake_lm import BigramLM
 
+from privaudit.cli.verify_cmd import verify_bundle
 from privaudit.data.text import TextRecords
 from privaudit.errors import InvalidInputError
-from privaudit.games.llm import (
+from privaudit.llm.audit import (
     LLMAuditSettings,
     audit_language_model,
     audited_records,
     shakespeare_split,
     token_stats_cached,
 )
-from privaudit.llm_pipeline import llm_results, llm_summary
+from privaudit.llm.pipeline import llm_results, llm_summary
 from privaudit.report import validate_results, write_report
-from privaudit.report.bundle import make_manifest, verify_bundle
+from privaudit.report.bundle import make_manifest
 
 
 @pytest.fixture(scope="module")

@@ -10,22 +10,22 @@ from typing import Any
 import numpy as np
 import pytest
 
-from privaudit.audit.panoramia import panoramia_audit
 from privaudit.errors import DesignError, InvalidInputError
-from privaudit.games.panoramia import (
-    PanoramiaSizes,
-    PanoramiaSplit,
-    run_panoramia,
-    selection_criterion,
-    split_members,
-)
-from privaudit.games.panoramia_fixture import (
+from privaudit.panoramia.fixture import (
     FixtureModality,
     FixtureRecords,
     FixtureTarget,
     fixture_population,
     fixture_truth,
 )
+from privaudit.panoramia.game import (
+    PanoramiaSizes,
+    PanoramiaSplit,
+    run_panoramia,
+    selection_criterion,
+    split_members,
+)
+from privaudit.stats.panoramia import panoramia_audit
 
 TOP_KEYS = {
     "modality", "seed", "confidence", "sizes", "bounds", "comparisons", "curves",
@@ -394,7 +394,7 @@ class ReferenceModality(FixtureModality):
         self.scorer_losses: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
     def reference_model(self, generator: Any) -> Any:
-        from privaudit.games.panoramia_fixture import FixtureHelper
+        from privaudit.panoramia.fixture import FixtureHelper
 
         self.reference_of.append(tuple(generator.fitted_on))
         return FixtureHelper(99, len(generator.fitted_on)) if self.on else None
@@ -408,7 +408,7 @@ class ReferenceModality(FixtureModality):
 
 
 def test_reference_features_reach_every_classifier_after_their_own() -> None:
-    from privaudit.games.panoramia_fixture import FixtureHelper
+    from privaudit.panoramia.fixture import FixtureHelper
 
     pop = fixture_population(1200, seed=12)
     non = fixture_population(600, seed=13, prefix="non")
@@ -450,7 +450,7 @@ class CountingHelperModality(ReferenceModality):
 
 
 def test_mia_reading_the_helper_gets_the_targets_then_the_helpers_then_the_reference() -> None:
-    from privaudit.games.panoramia_fixture import FixtureHelper
+    from privaudit.panoramia.fixture import FixtureHelper
 
     pop = fixture_population(1200, seed=12)
     non = fixture_population(600, seed=13, prefix="non")

@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privaudit.audit.panoramia import panoramia_audit, panoramia_curve, panoramia_lb
-from privaudit.games.panoramia import run_panoramia
-from privaudit.games.panoramia_fixture import (
+from privaudit.panoramia.fixture import (
     FixtureModality,
     FixtureTarget,
     fixture_population,
     fixture_slots,
     fixture_truth,
 )
+from privaudit.panoramia.game import run_panoramia
+from privaudit.stats.panoramia import panoramia_audit, panoramia_curve, panoramia_lb
 
 
 @pytest.mark.parametrize("thresholds", ["quantiles", "all"])

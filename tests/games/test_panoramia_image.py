@@ -11,13 +11,13 @@ from privaudit.errors import InvalidInputError
 
 torch = pytest.importorskip("torch")
 
-from privaudit.games.panoramia_image import (  # noqa: E402
+from privaudit.models.torch_models import TorchModel, TorchRecipe  # noqa: E402
+from privaudit.panoramia.image import (  # noqa: E402
     ImageGenerator,
     ImageModality,
     ImageScorer,
     image_loss_features,
 )
-from privaudit.models.torch_models import TorchModel, TorchRecipe  # noqa: E402
 
 TINY_VAE = {"epochs": 1, "channels": 4, "hidden": 32, "latent_dim": 4}
 TINY_SCORER = {"epochs": 3, "channels": 4, "hidden": 16, "loss_hidden": 8, "patience": None}
@@ -153,8 +153,8 @@ def test_inputs_are_validated(modality, mnist):
 
 
 def test_run_panoramia_end_to_end_on_a_small_mnist_cnn(mnist, tmp_path):
-    from privaudit.games.panoramia import run_panoramia
     from privaudit.models.torch_models import TorchTrainer
+    from privaudit.panoramia.game import run_panoramia
     from privaudit.runtime.store import ArtifactStore
 
     ids = np.array(mnist.record_ids)

@@ -10,9 +10,9 @@ from sklearn.linear_model import LogisticRegression
 
 from privaudit.data import load_adult
 from privaudit.data.dataset import Dataset
-from privaudit.games.panoramia import ScorerData, run_panoramia
-from privaudit.games.panoramia_tabular import TabularCodec, TabularModality
 from privaudit.models.sklearn import SklearnTrainer
+from privaudit.panoramia.game import ScorerData, run_panoramia
+from privaudit.panoramia.tabular import TabularCodec, TabularModality
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +106,7 @@ def test_tabular_game_end_to_end(adult_pool: Any) -> None:
 
 
 def test_dataset_arrays_round_trip(adult_pool: Any) -> None:
-    from privaudit.games.panoramia import dataset_from_arrays, dataset_to_arrays
+    from privaudit.panoramia.game import dataset_from_arrays, dataset_to_arrays
 
     members, _ = adult_pool
     back = dataset_from_arrays(dataset_to_arrays(members))

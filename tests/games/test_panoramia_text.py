@@ -14,16 +14,16 @@ pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
 from privaudit.data.text import TextRecords  # noqa: E402
-from privaudit.games.llm import shakespeare_split  # noqa: E402
-from privaudit.games.panoramia import ScorerData, run_panoramia  # noqa: E402
-from privaudit.games.panoramia_text import (  # noqa: E402
+from privaudit.llm.audit import shakespeare_split  # noqa: E402
+from privaudit.models.causal_lm import CausalLM  # noqa: E402
+from privaudit.models.lm_builders import tiny_gpt  # noqa: E402
+from privaudit.models.lm_finetune import FineTuneRecipe, finetune  # noqa: E402
+from privaudit.panoramia.game import ScorerData, run_panoramia  # noqa: E402
+from privaudit.panoramia.text import (  # noqa: E402
     SUMMARY_FEATURES,
     TextModality,
     encode_bytes,
 )
-from privaudit.models.causal_lm import CausalLM  # noqa: E402
-from privaudit.models.lm_builders import tiny_gpt  # noqa: E402
-from privaudit.models.lm_finetune import FineTuneRecipe, finetune  # noqa: E402
 from privaudit.runtime.seeds import derive_seed  # noqa: E402
 from privaudit.signals.text import mean_nll  # noqa: E402
 

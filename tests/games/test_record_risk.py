@@ -10,9 +10,9 @@ import pytest
 
 from privaudit.data.dataset import Dataset
 from privaudit.errors import InvalidInputError
-from privaudit.games.metrics import auc
-from privaudit.games.record_games import distance_vulnerability, make_plan
-from privaudit.games.record_metrics import (
+from privaudit.generators import DiscreteTable
+from privaudit.metrics.roc import auc
+from privaudit.record_risk.metrics import (
     auc_standard_error,
     compare_risks,
     hoeffding_width,
@@ -21,8 +21,8 @@ from privaudit.games.record_metrics import (
     rmsd,
     rmsd_gap_test,
 )
-from privaudit.games.record_risk import RecordRiskConfig, run_record_risk
-from privaudit.generators import DiscreteTable
+from privaudit.record_risk.risk import RecordRiskConfig, run_record_risk
+from privaudit.record_risk.rounds import distance_vulnerability, make_plan
 from privaudit.runtime.executor import LocalExecutor
 
 D_ATTR, CARD = 8, 10

@@ -15,10 +15,10 @@ from sklearn.linear_model import LogisticRegression
 
 from privaudit.data import load_digits
 from privaudit.errors import DesignError
-from privaudit.games.experiment import ExperimentConfig, run_experiment
-from privaudit.games.train_many import ModelJob, ModelTask, model_codec, train_models
+from privaudit.membership.experiment import ExperimentConfig, run_experiment
 from privaudit.models import SklearnTrainer
 from privaudit.models.base import Model
+from privaudit.models.train_many import ModelJob, ModelTask, model_codec, train_models
 from privaudit.runtime.executor import LocalExecutor
 from privaudit.runtime.store import ArtifactStore, hash_key
 

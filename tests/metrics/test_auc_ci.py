@@ -9,8 +9,8 @@ import pytest
 from scipy import stats
 
 from privaudit.errors import InvalidInputError
-from privaudit.games.auc_ci import auc_ci_fields, auc_confidence_interval, delong_placements
-from privaudit.games.metrics import auc
+from privaudit.metrics.auc_ci import auc_ci_fields, auc_confidence_interval, delong_placements
+from privaudit.metrics.roc import auc
 
 
 def slow_placements(s: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from privaudit.errors import InvalidInputError
-from privaudit.games.metrics import (
+from privaudit.metrics.roc import (
     achieved_fpr,
     achieved_rates,
     agreement_matrix,

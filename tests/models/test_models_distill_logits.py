@@ -15,7 +15,7 @@ from sklearn.preprocessing import StandardScaler
 
 from privaudit.data import load_digits
 from privaudit.errors import InvalidInputError
-from privaudit.games.experiment import ExperimentConfig, run_experiment
+from privaudit.membership.experiment import ExperimentConfig, run_experiment
 from privaudit.models import (
     LogitRegressionModel,
     SklearnModel,

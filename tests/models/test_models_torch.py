@@ -229,7 +229,7 @@ def test_batched_training_falls_back_for_modules_with_buffers() -> None:
 def test_experiment_trains_torch_references_batched_and_caches_them(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     from privaudit.data import load_digits
-    from privaudit.games.experiment import ExperimentConfig, run_experiment
+    from privaudit.membership.experiment import ExperimentConfig, run_experiment
 
     ds = load_digits()
     rec = _recipe(factory_kwargs={"n_features": 64, "hidden": 16, "n_classes": 10}, epochs=3)

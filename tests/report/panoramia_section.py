@@ -1,6 +1,6 @@
 """A hand-made PANORAMIA result (the keys of pano_api.md section 2) on simulated test scores.
 
-The bounds are computed from the scores with :func:`privaudit.audit.panoramia.panoramia_lb`
+The bounds are computed from the scores with :func:`privaudit.stats.panoramia.panoramia_lb`
 (beta/2 per test over the quantile thresholds), so ``privaudit verify`` must recompute them
 exactly; the curves are ``panoramia_curve`` of the same scores.
 """
@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from privaudit.audit.panoramia import panoramia_cap, panoramia_curve, panoramia_lb
-from privaudit.report.panoramia import BASELINE, MIA, RMRN
+from privaudit.panoramia.report import BASELINE, MIA, RMRN
 from privaudit.report.results import ScoreTable
+from privaudit.stats.panoramia import panoramia_cap, panoramia_curve, panoramia_lb
 
 
 def panoramia_fixture(

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from privaudit.cli import main
-from privaudit.cli.mlflow_cli import with_bare_values
+from privaudit.cli_common.mlflow_cli import with_bare_values
 from privaudit.report.mlflow_run import mlflow_metrics, mlflow_params
 
 

@@ -14,7 +14,7 @@ import pytest
 from scipy import stats
 
 from privaudit.errors import InvalidInputError
-from privaudit.games.metrics import agreement_matrix, attack_metrics
+from privaudit.metrics.roc import agreement_matrix, attack_metrics
 from privaudit.records import AttackScores, AuditResult
 from privaudit.report import (
     HTML_FILE,
@@ -247,7 +247,7 @@ def test_report_layer_never_imports_torch() -> None:
 
 def test_roc_is_drawn_through_its_exact_points_with_tie_diagonals() -> None:
     """Issue 10 item 7: a staircase under-draws ties; the drawn curve's area is the AUC."""
-    from privaudit.games.metrics import roc_curve
+    from privaudit.metrics.roc import roc_curve
     from privaudit.report.html import roc_polyline
 
     rng = np.random.default_rng(3)

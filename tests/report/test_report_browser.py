@@ -31,11 +31,11 @@ import pytest
 import yaml
 from chromium_probe import find_chromium, probe_page
 
-from privaudit.audit.zero_run import zero_run_audit
 from privaudit.cli import main
 from privaudit.report import ScoreTable
 from privaudit.report.html import roc_plot_png, roc_styles
-from privaudit.report.zero_run import write_zero_run_report
+from privaudit.zero_run import zero_run_audit
+from privaudit.zero_run.report import write_zero_run_report
 
 CHROMIUM = find_chromium()
 needs_chromium = pytest.mark.skipif(

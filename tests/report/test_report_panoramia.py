@@ -9,16 +9,17 @@ import numpy as np
 import pytest
 from panoramia_section import panoramia_fixture
 
+from privaudit.cli.verify_cmd import verify_bundle
 from privaudit.errors import InvalidInputError
-from privaudit.report import validate_results
-from privaudit.report.bundle import make_manifest, verify_bundle
-from privaudit.report.panoramia import (
+from privaudit.panoramia.report import (
     PANORAMIA_SCORES_FILE,
     RMRN_SCORES_FILE,
     implied_precision,
     panoramia_results,
     write_panoramia_report,
 )
+from privaudit.report import validate_results
+from privaudit.report.bundle import make_manifest
 from privaudit.report.results import ScoreTable
 
 SETTINGS = {"dataset": {"name": "table"}, "model": {"target": {"kind": "sklearn"}}}
@@ -112,7 +113,7 @@ def test_few_test_slots_are_a_warning(
 ) -> None:
     """Bounds on a few slots are a warning, not a result; on too few (cap 0) every bound
     is 0 by construction, and the report says so in the HTML and the CLI's summary."""
-    from privaudit.cli.panoramia_cmd import render_panoramia_summary
+    from privaudit.panoramia.cli import render_panoramia_summary
 
     section, table, rm = panoramia_fixture(m, rmrn=rmrn)
     assert (section["bounds"]["cap"] == 0) == (m == 12)
@@ -131,7 +132,7 @@ def test_few_test_slots_are_a_warning(
 def test_a_baseline_at_the_cap_is_a_warning(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from privaudit.cli.panoramia_cmd import render_panoramia_summary
+    from privaudit.panoramia.cli import render_panoramia_summary
 
     doc, table, rm = _results(baseline_shift=8.0)  # the baseline separates perfectly
     b = doc["panoramia"]["bounds"]
@@ -187,7 +188,7 @@ def test_implied_precision() -> None:
 def test_an_mia_reading_the_helper_is_said_in_the_threat_model_and_legends(
     rmrn_reads: bool,
 ) -> None:
-    from privaudit.report.panoramia import _label
+    from privaudit.panoramia.report import _label
 
     section, table, _ = panoramia_fixture(rmrn=True)
     plain = panoramia_results(section, table, seed=0, settings=SETTINGS, target=TARGET)
@@ -210,7 +211,7 @@ def test_an_mia_reading_the_helper_is_said_in_the_threat_model_and_legends(
 
 
 def test_classifier_inputs_name_the_reference_when_there_is_one() -> None:
-    from privaudit.report.panoramia import classifier_inputs
+    from privaudit.panoramia.report import classifier_inputs
 
     net = {"network": {"reference": "generator"}}
     pano = {"classifiers": {"mia": {**net, "reads_helper": True}, "baseline": net, "rmrn": None}}
@@ -226,7 +227,7 @@ def test_classifier_inputs_name_the_reference_when_there_is_one() -> None:
 def test_figure_titles_say_what_ran_for_every_modality() -> None:
     """The figures' titles name the generator, helper and classifiers also where a modality
     records no ``kind`` (text: the fine-tuned base LM; image and text classifiers)."""
-    from privaudit.report.panoramia import _what_ran
+    from privaudit.panoramia.report import _what_ran
 
     text = {
         "modality": "text",

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from markupsafe import escape
 
-from privaudit.audit.zero_run import ZeroRunResult, zero_run_audit
 from privaudit.errors import InvalidInputError
 from privaudit.report import ReportExistsError
 from privaudit.report.html import format_num
-from privaudit.report.zero_run import (
+from privaudit.zero_run import ZeroRunResult, zero_run_audit
+from privaudit.zero_run.report import (
     load_zero_run_results,
     render_zero_run_html,
     write_zero_run_report,
@@ -124,7 +124,7 @@ def test_existing_directory_is_kept_without_overwrite(
 def test_failed_render_leaves_nothing(
     result: ZeroRunResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import privaudit.report.zero_run as zr
+    import privaudit.zero_run.report as zr
 
     def boom(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("rename failed")

@@ -18,7 +18,7 @@ from sklearn.linear_model import LogisticRegression
 from threadpoolctl import threadpool_limits
 
 from privaudit.data import load_digits
-from privaudit.games.experiment import ExperimentConfig, run_experiment
+from privaudit.membership.experiment import ExperimentConfig, run_experiment
 from privaudit.models import SklearnTrainer
 from privaudit.runtime.executor import LocalExecutor, TaskError
 

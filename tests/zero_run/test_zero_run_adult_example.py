@@ -13,7 +13,7 @@ import pytest
 
 from privaudit.data import load_adult
 from privaudit.data.adult import COLUMNS
-from privaudit.report.zero_run import load_zero_run_results
+from privaudit.zero_run.report import load_zero_run_results
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "zero_run_adult.py"
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from scipy import special
 
-from privaudit.audit.zero_run import ZeroRunResult, draw_uniforms, zero_run_audit, zero_run_bounds
 from privaudit.errors import EstimationError, InvalidInputError
 from privaudit.runtime.seeds import derive_rng
 from privaudit.runtime.store import ArtifactStore
+from privaudit.zero_run import ZeroRunResult, draw_uniforms, zero_run_audit, zero_run_bounds
 
 
 def _shifted(m: int, gamma: float, seed: int = 0):  # type: ignore[no-untyped-def]
@@ -127,7 +127,7 @@ def test_bad_input_gives_clear_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(InvalidInputError, match="propensity"):
         zero_run_audit(scores, member, propensity=np.r_[oracle[:-1], 1.5])
 
-    import privaudit.audit.zero_run.propensity as prop
+    import privaudit.zero_run.propensity as prop
 
     class Broken:
         def __init__(self, *args: object, **kwargs: object) -> None:
@@ -142,8 +142,8 @@ def test_bad_input_gives_clear_errors(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_absorbed_overlap_failure_is_paid_once_across_candidates() -> None:
-    from privaudit.audit import gdp_mu_lb_one_run
-    from privaudit.audit.zero_run import default_guess_counts, propensity_aware_guesses
+    from privaudit.stats import gdp_mu_lb_one_run
+    from privaudit.zero_run import default_guess_counts, propensity_aware_guesses
 
     member, scores, _, _ = _shifted(2000, 0.0, seed=4)
     m, beta, dds = member.size, 0.05, 0.005

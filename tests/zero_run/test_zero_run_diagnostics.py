@@ -10,7 +10,8 @@ from scipy.optimize import minimize
 from scipy.special import expit, logit
 from sklearn.metrics import brier_score_loss, log_loss, roc_auc_score
 
-from privaudit.audit.zero_run.diagnostics import (
+from privaudit.errors import InvalidInputError
+from privaudit.zero_run.diagnostics import (
     QUANTILE_LEVELS,
     calibration_intercept,
     calibration_slope,
@@ -20,8 +21,7 @@ from privaudit.audit.zero_run.diagnostics import (
     propensity_diagnostics,
     roc_auc,
 )
-from privaudit.audit.zero_run.propensity import cross_fit_propensity
-from privaudit.errors import InvalidInputError
+from privaudit.zero_run.propensity import cross_fit_propensity
 
 
 def calibrated(n: int, seed: int, scale: float = 1.5) -> tuple[np.ndarray, np.ndarray]:

@@ -1,6 +1,6 @@
 """Pointwise Zero-Run bounds under estimated propensities (issue 9, item 1).
 
-The null mechanism of :mod:`privaudit.audit.zero_run.null_check` leaks nothing; the
+The null mechanism of :mod:`privaudit.zero_run.null_check` leaks nothing; the
 attack score is the shifted feature. The paper's plug-in correction (``margin_z = 0``)
 reports eps > 0 for hist-gb in nearly every run; the conservative correction (paired
 cross-fitting, ``|logit|`` raised by ``margin_z`` standard errors) must stay at 0 within
@@ -16,15 +16,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from privaudit.audit.zero_run import propensity as propensity_module
-from privaudit.audit.zero_run.null_check import (
+from privaudit.errors import InvalidInputError
+from privaudit.zero_run import propensity as propensity_module
+from privaudit.zero_run.null_check import (
     gaussian_power_replicate,
     null_headline_replicate,
     null_replicate,
 )
-from privaudit.audit.zero_run.propensity import cross_fit_propensity_pair, logit_standard_error
-from privaudit.audit.zero_run.tampering import conservative_propensity, eps_ds
-from privaudit.errors import InvalidInputError
+from privaudit.zero_run.propensity import cross_fit_propensity_pair, logit_standard_error
+from privaudit.zero_run.tampering import conservative_propensity, eps_ds
 
 BETA = 0.05
 
@@ -156,8 +156,8 @@ def test_power_gaussian_mu1_shift_03() -> None:
 
 def test_random_forest_is_refused_for_the_pointwise_bound() -> None:
     """Measured invalid (eps > 0 in 7/20 null runs at margin 2): refused, not faked."""
-    from privaudit.audit.zero_run import zero_run_audit
-    from privaudit.audit.zero_run.audit import POINTWISE_REFUSED
+    from privaudit.zero_run import zero_run_audit
+    from privaudit.zero_run.audit import POINTWISE_REFUSED
 
     assert "random-forest" in POINTWISE_REFUSED
     rng = np.random.default_rng(0)

@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privaudit.audit.zero_run.bounds import default_guess_counts
-from privaudit.audit.zero_run.simulate import (
+from privaudit.errors import InvalidInputError
+from privaudit.runtime.executor import LocalExecutor
+from privaudit.zero_run.bounds import default_guess_counts
+from privaudit.zero_run.simulate import (
     draw_gaussian_shift_data,
     figure2_checks,
     gaussian_shift_experiment,
@@ -24,8 +26,6 @@ from privaudit.audit.zero_run.simulate import (
     shift_feature_auc,
     summarize_shift_experiment,
 )
-from privaudit.errors import InvalidInputError
-from privaudit.runtime.executor import LocalExecutor
 
 MU = 2.0 / 3.0
 LEVELS = (0.0, 0.25, 1.5)

@@ -16,21 +16,21 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from privaudit.audit.zero_run import (
+from privaudit.errors import InvalidInputError
+from privaudit.zero_run import (
     DEFAULT_CHALLENGERS,
     DEFAULT_ESTIMATORS,
     cross_fit_propensity,
     prepare_features,
     zero_run_audit,
 )
-from privaudit.audit.zero_run.bounds import pointwise_inputs
-from privaudit.audit.zero_run.null_battery import NULL_CASES, battery_replicate, draw_case
-from privaudit.audit.zero_run.placebo import placebo_check, placebo_scores
-from privaudit.audit.zero_run.propensity import cross_fit_propensity_pair
-from privaudit.audit.zero_run.tampering import draw_uniforms
-from privaudit.cli.zero_run_summary import render_zero_run_summary
-from privaudit.errors import InvalidInputError
-from privaudit.report.zero_run import render_zero_run_html
+from privaudit.zero_run.bounds import pointwise_inputs
+from privaudit.zero_run.null_battery import NULL_CASES, battery_replicate, draw_case
+from privaudit.zero_run.placebo import placebo_check, placebo_scores
+from privaudit.zero_run.propensity import cross_fit_propensity_pair
+from privaudit.zero_run.report import render_zero_run_html
+from privaudit.zero_run.summary import render_zero_run_summary
+from privaudit.zero_run.tampering import draw_uniforms
 
 
 def _spread(seed: int, sd: float = 1.6, n: int = 1500) -> tuple[np.ndarray, np.ndarray]:
@@ -59,7 +59,7 @@ def test_quadratic_logit_recovers_the_spread_shift_and_the_linear_one_cannot() -
 
 def test_quadratic_estimator_handles_categories_and_wide_inputs() -> None:
     """One-hot columns pass through; beyond 16 numeric columns only squares are added."""
-    from privaudit.audit.zero_run.estimators import QUADRATIC_PAIRS_MAX, make_propensity_model
+    from privaudit.zero_run.estimators import QUADRATIC_PAIRS_MAX, make_propensity_model
 
     drawn = draw_case("categorical", 0, n_per_class=200)
     pi = cross_fit_propensity(drawn.features, drawn.member, estimator="logistic-quadratic")

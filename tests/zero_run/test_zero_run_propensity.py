@@ -15,16 +15,16 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
-from privaudit.audit.zero_run import propensity as prop
-from privaudit.audit.zero_run.diagnostics import calibration_slope
-from privaudit.audit.zero_run.propensity import (
+from privaudit.errors import EstimationError, InsufficientDataError, InvalidInputError
+from privaudit.zero_run import propensity as prop
+from privaudit.zero_run.diagnostics import calibration_slope
+from privaudit.zero_run.propensity import (
     ESTIMATORS,
     FeatureMatrix,
     cross_fit_propensity,
     make_propensity_model,
     prepare_features,
 )
-from privaudit.errors import EstimationError, InsufficientDataError, InvalidInputError
 
 
 def logistic_shift(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from privaudit.audit import eps_lb_one_run, gdp_mu_lb_one_run, make_guesses
-from privaudit.audit.zero_run import (
+from privaudit.errors import InvalidInputError
+from privaudit.stats import eps_lb_one_run, gdp_mu_lb_one_run, make_guesses
+from privaudit.zero_run import (
     conditional_eps_audit,
     conditional_gdp_audit,
     draw_uniforms,
@@ -24,8 +25,7 @@ from privaudit.audit.zero_run import (
     propensity_aware_guesses,
     propensity_model_test,
 )
-from privaudit.audit.zero_run.tampering import retention_thresholds
-from privaudit.errors import InvalidInputError
+from privaudit.zero_run.tampering import retention_thresholds
 
 
 def test_retention_identities() -> None:

@@ -86,7 +86,7 @@ def _build_app() -> typer.Typer:
 
     def version_callback(value: bool) -> None:
         if value:
-            from privaudit import __version__
+            from privaudit._version import __version__
 
             typer.echo(f"privaudit {__version__}")
             raise typer.Exit(0)
@@ -129,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     """:func:`main` without its Ctrl-C guard: import, register, run, map the exit status."""
-    from privaudit.cli.mlflow_cli import with_bare_values
+    from privaudit.cli_common.errors import error_line
+    from privaudit.cli_common.mlflow_cli import with_bare_values
     from privaudit.errors import PrivauditError
 
     _register()
@@ -144,22 +145,6 @@ def _main(argv: list[str] | None) -> int:
         print(error_line(exc), file=sys.stderr)
         return 2
     return 0  # pragma: no cover - standalone mode always ends in SystemExit
-
-
-def error_line(exc: BaseException) -> str:
-    """The ``error: ...`` line of a failed command: ``"error: " +`` :func:`cli_text`."""
-    return f"error: {cli_text(exc)}"
-
-
-def cli_text(exc: BaseException) -> str:
-    """The message of ``exc`` in the command line's words.
-
-    An error whose message speaks the Python API (``overwrite=True``) carries the same in
-    CLI words as ``cli_message`` (``--overwrite``; e.g.
-    :class:`~privaudit.report.ReportExistsError`): that one is used.
-    """
-    message = getattr(exc, "cli_message", None)
-    return message if isinstance(message, str) and message else str(exc)
 
 
 def interrupted() -> int:

@@ -12,7 +12,7 @@ PANORAMIA (``--procedure panoramia``) prints ``c_lb``, ``{c+eps}_lb`` and ``eps_
 with its caveat: eps_tilde is a lower bound on eps only if c_lb is tight (Kazmi et al.
 2024, Sec. 4.2). The audit certifies no lower bound on eps alone, so its
 ``epsilon_lower_bound`` is 0 and ``--claimed-epsilon`` gates nothing (exit 0, the claim is
-named as not checked); see :func:`privaudit.audit.panoramia.panoramia_audit`.
+named as not checked); see :func:`privaudit.stats.panoramia.panoramia_audit`.
 """
 
 from __future__ import annotations
@@ -26,94 +26,18 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from privaudit.cli import app, ci_output, cli_text, error_line, mlflow_cli
+from privaudit.cli_common import ci_output, mlflow_cli
+from privaudit.cli_common.errors import cli_text, error_line
+from privaudit.cli_common.tables import membership_values, read_table, score_values, table_column
 from privaudit.errors import PrivauditError
 
 if TYPE_CHECKING:
-    import numpy as np
     from rich.console import Console
 
     from privaudit.records import AuditResult
 
 # NumPy, pandas, rich and the audit and report layers are imported inside the functions:
 # `privaudit --help` imports this module (start-up time, tests/cli/test_startup.py).
-
-_TRUE = {"1", "true", "t", "yes", "y", "1.0"}
-_FALSE = {"0", "false", "f", "no", "n", "0.0"}
-
-
-def read_table(path: Path) -> Any:
-    """Read a CSV (``.csv``/``.txt``, ``.tsv``) or Parquet (``.parquet``/``.pq``) table.
-
-    Raises :class:`~privaudit.errors.InvalidInputError` (named ``FILE``) when the file is
-    missing, unreadable or of another type.
-    """
-    import pandas as pd
-
-    from privaudit._validation import fail
-
-    if not path.is_file():
-        raise fail("FILE", "an existing CSV or Parquet file", str(path))
-    suffix = path.suffix.lower()
-    try:
-        if suffix in (".parquet", ".pq"):
-            return pd.read_parquet(path)
-        if suffix in (".csv", ".txt", ".tsv"):
-            return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",")
-    except Exception as exc:
-        raise fail("FILE", "a readable CSV or Parquet file", f"{path} ({exc})") from None
-    raise fail("FILE", "a .csv or .parquet file", path.name)
-
-
-def table_column(df: Any, name: str, option: str) -> Any:
-    """Column ``name`` of ``df``; an unknown name is an error naming ``option`` and the columns."""
-    from privaudit._validation import fail
-
-    if name not in df.columns:
-        cols = ", ".join(map(str, df.columns))
-        raise fail(option, f"a column of the file (one of: {cols})", repr(name))
-    return df[name]
-
-
-def score_values(col: Any, name: str) -> np.ndarray:
-    """A column as float64 scores: every value numeric, none missing or NaN."""
-    import numpy as np
-    import pandas as pd
-
-    from privaudit._validation import fail
-
-    values = pd.to_numeric(col, errors="coerce")
-    bad = values.isna() & col.notna()
-    if bad.any():
-        first = col[bad].iloc[0]
-        raise fail(
-            f"column {name!r}", "numeric scores", f"{int(bad.sum())} non-numeric, e.g. {first!r}"
-        )
-    arr = values.to_numpy(dtype=np.float64)
-    n_nan = int(np.isnan(arr).sum())
-    if n_nan:
-        raise fail(f"column {name!r}", "no missing or NaN scores", f"{n_nan} missing/NaN value(s)")
-    return arr
-
-
-def membership_values(col: Any, name: str) -> np.ndarray:
-    """A column of 1/0, true/false, yes/no (any case) or booleans as a bool array."""
-    import numpy as np
-
-    from privaudit._validation import fail
-
-    out = np.empty(len(col), dtype=bool)
-    for i, x in enumerate(col.tolist()):
-        key = str(x).strip().lower()
-        if isinstance(x, bool | np.bool_):
-            out[i] = bool(x)
-        elif key in _TRUE:
-            out[i] = True
-        elif key in _FALSE:
-            out[i] = False
-        else:
-            raise fail(f"column {name!r}", "1/0 or true/false membership", f"{x!r} in row {i + 1}")
-    return out
 
 
 def _fmt(x: Any) -> str:
@@ -184,7 +108,7 @@ def _compute(
 ) -> tuple[AuditResult, dict[str, Any]]:
     """The audit of FILE and what a bundle needs to recompute it (arrays and parameters)."""
     from privaudit._validation import fail
-    from privaudit.audit.procedures import PROCEDURES, ProcedureParams, run_procedure
+    from privaudit.stats.procedures import PROCEDURES, ProcedureParams, run_procedure
 
     if procedure not in PROCEDURES:
         raise fail("--procedure", "one of " + ", ".join(PROCEDURES), repr(procedure))
@@ -221,7 +145,6 @@ def _compute(
     return result, inputs
 
 
-@app.command("audit")
 def audit_command(
     file: Path = typer.Argument(..., help="CSV or Parquet table of scores and membership."),
     procedure: str = typer.Option(

@@ -6,11 +6,9 @@ from pathlib import Path
 
 import typer
 
-from privaudit.cli import app
 from privaudit.errors import PrivauditError
 
 
-@app.command("model-card")
 def model_card_command(
     results: Path = typer.Argument(
         ..., help="An audit's results.json (or its report folder).", show_default=False

@@ -1,22 +1,23 @@
 """``privaudit run audit.yaml``: the audit pipeline driven by a config file.
 
 A config whose ``target.kind`` is ``huggingface`` is a language-model audit
-(:mod:`privaudit.llm_config`, :func:`privaudit.llm_pipeline.run_llm_audit`); any other is
-a classifier audit (:func:`privaudit.pipeline.run_audit`)."""
+(:mod:`privaudit.llm.config`, :func:`privaudit.llm.pipeline.run_llm_audit`); any other is
+a classifier audit (:func:`privaudit.membership.pipeline.run_audit`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
-from privaudit.cli import app, ci_output, mlflow_cli
-from privaudit.cli.demo_cmd import fail_exit, quiet_warnings, render_summary
-from privaudit.cli.progress_option import no_progress_option, progress_mode, progress_option
+from privaudit.cli_common import ci_output, mlflow_cli
+from privaudit.cli_common.errors import fail_exit, quiet_warnings
+from privaudit.cli_common.progress_option import no_progress_option, progress_mode, progress_option
 from privaudit.errors import PrivauditError
+from privaudit.membership.cli import render_summary
 
 
-@app.command("run")
 def run(
     config: Path = typer.Argument(..., help="The audit config (YAML).", show_default=False),
     out: Path | None = typer.Option(None, "--out", help="Report directory (overrides output_dir)."),
@@ -49,9 +50,9 @@ def run(
     An invalid config is reported with the name of the bad field (exit code 2) and
     nothing is written.
     """
-    from privaudit.cli.llm_summary import render_llm_summary
-    from privaudit.config import ConfigError, with_game
-    from privaudit.llm_config import LLMAuditConfig, load_run_config
+    from privaudit.llm.config import LLMAuditConfig
+    from privaudit.llm.summary import render_llm_summary
+    from privaudit.membership.config import ConfigError, with_game
     from privaudit.report.ci_formats import gates_from_results
 
     shown = progress_mode(progress, no_progress)
@@ -63,7 +64,7 @@ def run(
             cfg = cfg.model_copy(update={"output_dir": out})
         with quiet_warnings():  # the summary prints them (results.json records them)
             if isinstance(cfg, LLMAuditConfig):  # target.kind: huggingface
-                from privaudit.llm_pipeline import run_llm_audit
+                from privaudit.llm.pipeline import run_llm_audit
 
                 if game is not None or game_trials is not None:
                     raise ConfigError(
@@ -77,7 +78,7 @@ def run(
                     render_llm_summary,
                 )
             else:
-                from privaudit.pipeline import run_audit
+                from privaudit.membership.pipeline import run_audit
 
                 if game is not None or game_trials is not None:
                     cfg = with_game(cfg, game, n_trials=game_trials)
@@ -103,3 +104,15 @@ def run(
     )
     if code:
         raise typer.Exit(code)
+
+
+def load_run_config(path: str | Path) -> Any:
+    """The config of ``privaudit run``: a language-model audit
+    (:class:`~privaudit.llm.config.LLMAuditConfig`) when ``target.kind`` is ``huggingface``,
+    else a classifier audit (:class:`~privaudit.membership.config.AuditConfig`)."""
+    from privaudit.config.base import read_yaml
+    from privaudit.llm.config import is_llm_config, load_llm_config
+    from privaudit.membership.config import load_config
+
+    p = Path(path)
+    return load_llm_config(p) if is_llm_config(read_yaml(p)) else load_config(p)

@@ -8,14 +8,35 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from privaudit.cli import app, error_line
+from privaudit.cli_common.errors import error_line
 from privaudit.errors import PrivauditError
 
+if TYPE_CHECKING:
+    from privaudit.report.bundle import VerifyReport
 
-@app.command("verify")
+__all__ = ["verify", "verify_bundle"]
+
+
+def verify_bundle(path: str | Path) -> VerifyReport:
+    """Recompute every metric and bound of a bundle written by any privaudit command.
+
+    :func:`privaudit.report.bundle.verify_bundle` with every procedure's verifiers:
+    Zero-Run's bundles (:func:`privaudit.zero_run.verify.verify_zero_run`) and PANORAMIA's
+    section of a results.json (:func:`privaudit.panoramia.verify.verify_panoramia`).
+    """
+    from privaudit.panoramia.verify import verify_panoramia
+    from privaudit.report.bundle import verify_bundle as verify_with
+    from privaudit.zero_run.verify import verify_zero_run
+
+    return verify_with(
+        path, kinds={"zero-run": verify_zero_run}, sections={"panoramia": verify_panoramia}
+    )
+
+
 def verify(
     bundle: Path = typer.Argument(
         ...,
@@ -30,8 +51,6 @@ def verify(
     Needs neither the model nor the data: the scores, membership, seeds and settings in the
     bundle suffice. Exit 1 on any mismatch (a tampered score file, an edited result).
     """
-    from privaudit.report.bundle import verify_bundle
-
     try:
         report = verify_bundle(bundle)
     except PrivauditError as exc:

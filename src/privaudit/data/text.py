@@ -328,7 +328,7 @@ def split_by_document(
     ``chunks_per_document[role]`` caps how many chunks (the first ones) that role takes
     from each of its documents; the rest of the document goes to no role. With 1 for the
     audited roles, each audited chunk is its own unit of randomisation (the one-run bound
-    then needs no group-privacy division, :func:`privaudit.audit.attack_bounds.grouped_one_run_bounds`)
+    then needs no group-privacy division, :func:`privaudit.stats.attack_bounds.grouped_one_run_bounds`)
     while members and non-members still never share a document.
 
     Raises

@@ -36,7 +36,7 @@ Feature names: an estimator fitted on a pandas DataFrame (``feature_names_in_``,
 the first step's of a Pipeline) is queried with a DataFrame of those columns, as it was
 fitted, so scikit-learn does not warn that ``X does not have valid feature names``; the
 columns must be the records' features in that order
-(:func:`privaudit.inputs.check_feature_names` checks them against the dataset before
+(:func:`privaudit.membership.inputs.check_feature_names` checks them against the dataset before
 anything trains).
 """
 

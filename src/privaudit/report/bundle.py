@@ -15,9 +15,9 @@ Python and of the numerical packages, the sha256 of every file, and the toleranc
 :func:`verify_bundle` applies. Verification needs neither the model nor the data: it
 reloads the scores and recomputes every metric and bound with the same library functions
 that produced them (:func:`~privaudit.report.results.recompute_attack_metrics`,
-:func:`~privaudit.audit.attack_bounds.attack_one_run_bounds`,
-:func:`~privaudit.games.metrics.agreement_matrix`,
-:func:`~privaudit.audit.procedures.run_procedure`), then compares each recorded value
+:func:`~privaudit.stats.attack_bounds.attack_one_run_bounds`,
+:func:`~privaudit.metrics.roc.agreement_matrix`,
+:func:`~privaudit.stats.procedures.run_procedure`), then compares each recorded value
 with its recomputation. What cannot be recomputed without the model (train and test
 accuracy) is listed as such, never passed silently.
 """
@@ -30,14 +30,14 @@ import hashlib
 import json
 import math
 import platform
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from privaudit import __version__
+from privaudit._version import __version__
 from privaudit.errors import InvalidInputError
 from privaudit.records import AuditResult
 from privaudit.report.results import plain
@@ -339,13 +339,37 @@ def _verify_files(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
     return out
 
 
-def verify_bundle(path: str | Path) -> VerifyReport:
+KindVerifier = Callable[[Path, Mapping[str, Any]], list["Check"]]
+"""Recomputes a bundle of one procedure's own kind: ``(folder, manifest) -> checks``."""
+
+SectionVerifier = Callable[[Path, Mapping[str, Any], Any], tuple[list["Check"], list["Check"]]]
+"""Recomputes one procedure's section of a results.json: ``(folder, results, scores table) ->
+(checks, not recomputable)``."""
+
+
+def verify_bundle(
+    path: str | Path,
+    *,
+    kinds: Mapping[str, KindVerifier] | None = None,
+    sections: Mapping[str, SectionVerifier] | None = None,
+) -> VerifyReport:
     """Recompute every metric and bound of a bundle from its saved scores.
+
+    The report core recomputes what it defines: the file digests, a score-level audit
+    (kind ``audit``) and a results.json's attacks, target counts, one-run bounds and
+    agreement (kind ``membership-inference``). A procedure's own parts come from the
+    verifiers it registers (the command line's :func:`privaudit.cli.verify_cmd.verify_bundle`
+    passes every procedure's): ``kinds`` for a bundle of its own kind (``zero-run``),
+    ``sections`` for its section of a results.json (``panoramia``).
 
     Parameters
     ----------
     path : path
         The bundle folder or its ``bundle.json``.
+    kinds : mapping, optional
+        ``{kind: verifier}`` for the bundle kinds the core does not know.
+    sections : mapping, optional
+        ``{results.json section: verifier}``, run when the section is present.
 
     Returns
     -------
@@ -361,16 +385,20 @@ def verify_bundle(path: str | Path) -> VerifyReport:
     """
     folder, manifest = read_manifest(path)
     checks = _verify_files(folder, manifest)
-    if manifest["kind"] == "audit":
+    kind = manifest["kind"]
+    if kind == "audit":
         checks += _verify_audit(folder, manifest)
-    elif manifest["kind"] == "zero-run":
-        checks += _verify_zero_run(folder, manifest)
+    elif kind == "membership-inference":
+        checks += _verify_membership(folder, manifest, sections or {})
+    elif kinds is not None and kind in kinds:
+        checks += kinds[kind](folder, manifest)
     else:
-        checks += _verify_membership(folder, manifest)
+        raise BundleError(f"BUNDLE: no verifier for a bundle of kind {kind!r}")
     return VerifyReport(folder=folder, kind=str(manifest["kind"]), checks=tuple(checks))
 
 
-def _load_json(p: Path) -> Any:
+def load_json(p: Path) -> Any:
+    """A bundle's JSON file, or :class:`BundleError` naming it."""
     try:
         return json.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -378,9 +406,9 @@ def _load_json(p: Path) -> Any:
 
 
 def _verify_audit(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
-    from privaudit.audit.procedures import ProcedureParams, run_procedure
+    from privaudit.stats.procedures import ProcedureParams, run_procedure
 
-    recorded = _load_json(folder / AUDIT_RESULT_FILE)
+    recorded = load_json(folder / AUDIT_RESULT_FILE)
     try:
         with np.load(folder / AUDIT_INPUTS_FILE, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
@@ -402,52 +430,6 @@ def _verify_audit(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
         # written before issue 28 (eps_tilde in epsilon_lower_bound): the same figures
         want = _as_written_before_issue_28(want)
     checks, skipped = compare(recorded, want, "result", TOLERANCES["bounds"])
-    return checks + skipped
-
-
-def _verify_zero_run(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
-    """Re-run the Zero-Run audit (propensity fits, bootstrap, tests) from the saved inputs."""
-    import pandas as pd
-
-    from privaudit.audit.zero_run import zero_run_audit
-    from privaudit.report.zero_run import ZERO_RUN_RESULTS_FILE, zero_run_payload
-
-    recorded = _load_json(folder / ZERO_RUN_RESULTS_FILE)
-    try:
-        with np.load(folder / AUDIT_INPUTS_FILE, allow_pickle=False) as z:
-            scores, member = z["scores"], z["member"]
-        features = pd.read_parquet(folder / FEATURES_FILE)
-    except Exception as exc:
-        raise BundleError(f"BUNDLE: cannot read the Zero-Run inputs ({exc})") from None
-    cfg = manifest["config"]
-    try:
-        col = cfg.get("propensity_col")
-        given = {col: features[col].to_numpy(dtype=np.float64)} if col else None
-        result = zero_run_audit(
-            scores,
-            member,
-            features=None if col else features,
-            propensity=given,
-            estimators=tuple(cfg["estimators"]),
-            # bundles written before the validity checks existed had neither
-            challengers=tuple(cfg.get("challengers", ())),
-            placebo=cfg.get("placebo", False),
-            confidence=cfg["confidence"],
-            beta=cfg.get("beta"),
-            margin_z=cfg.get("margin_z", 2.0),
-            # bundles written before the rule existed used the minimum over estimators
-            headline_rule=cfg.get("headline_rule", "min"),
-            delta=cfg["delta"],
-            delta_ds=cfg["delta_ds"],
-            n_bootstrap=cfg["n_bootstrap"],
-            pca_components=cfg["pca_components"],
-            seed=cfg["seed"],
-        )
-    except (KeyError, TypeError) as exc:
-        raise BundleError(f"BUNDLE: incomplete Zero-Run config in the manifest ({exc})") from None
-    want = zero_run_payload(result)
-    want.pop("privaudit_version", None)
-    checks, skipped = compare(recorded, want, "results", TOLERANCES["bounds"])
     return checks + skipped
 
 
@@ -488,14 +470,16 @@ def audit_payload(result: AuditResult) -> dict[str, Any]:
     return dict(plain(d))
 
 
-def _verify_membership(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
+def _verify_membership(
+    folder: Path, manifest: Mapping[str, Any], sections: Mapping[str, SectionVerifier]
+) -> list[Check]:
     """A membership audit's results.json recomputed from its scores table, step by step:
     the schema, the attacks' names, the target's counts, each attack's metrics, the
     per-attack one-run bounds, the agreement matrix, PANORAMIA's bounds and the data
     fingerprint. Checks in that order, then everything not recomputable."""
     from privaudit.report.results import RESULTS_FILE, SCORES_FILE, ScoreTable, validate_results
 
-    results = _load_json(folder / RESULTS_FILE)
+    results = load_json(folder / RESULTS_FILE)
     try:
         validate_results(results)
     except InvalidInputError as exc:
@@ -519,10 +503,11 @@ def _verify_membership(folder: Path, manifest: Mapping[str, Any]) -> list[Check]
         c, s = _verify_agreement(results["agreement"], table)
         out += c
         skipped += s
-    if results.get("panoramia"):
-        c, s = _verify_panoramia(folder, results, table)
-        out += c
-        skipped += s
+    for section, verifier in sections.items():
+        if results.get(section):
+            c, s = verifier(folder, results, table)
+            out += c
+            skipped += s
     out += _verify_fingerprint(manifest, results)
     return out + skipped
 
@@ -581,7 +566,7 @@ def _verify_attack_audits(
 ) -> tuple[list[Check], list[Check]]:
     """The one-run bounds of the attacks' scores (grouped when membership was randomised
     by groups, e.g. documents); audits without per-attack scores are not recomputable."""
-    from privaudit.audit.attack_bounds import attack_one_run_bounds, grouped_one_run_bounds
+    from privaudit.stats.attack_bounds import attack_one_run_bounds, grouped_one_run_bounds
 
     out: list[Check] = []
     skipped: list[Check] = []
@@ -621,7 +606,7 @@ def _verify_agreement(ag: Mapping[str, Any], table: Any) -> tuple[list[Check], l
     """The attacks' agreement matrix at their thresholds. An attack that scored some
     records (L) is compared on the records both scored, as the pipeline does (NaN in
     scores.npz = not scored)."""
-    from privaudit.games.metrics import agreement_matrix
+    from privaudit.metrics.roc import agreement_matrix
 
     try:
         decisions, scored = {}, {}
@@ -637,45 +622,6 @@ def _verify_agreement(ag: Mapping[str, Any], table: Any) -> tuple[list[Check], l
         return compare(ag, plain(got), "agreement", TOLERANCES["metrics"])
     except InvalidInputError as exc:
         return [Check("agreement", "mismatch", f"cannot recompute: {exc}")], []
-
-
-def _verify_panoramia(
-    folder: Path, results: Mapping[str, Any], table: Any
-) -> tuple[list[Check], list[Check]]:
-    """PANORAMIA's bounds (and RM;RN's) recomputed from the saved test scores."""
-    from privaudit.report.panoramia import recompute_panoramia
-    from privaudit.report.results import ScoreTable
-
-    rmrn_file = results.get("files", {}).get("rmrn_scores")
-    rmrn = None
-    if rmrn_file is not None:
-        try:
-            rmrn = ScoreTable.load(folder / str(rmrn_file))
-        except Exception as exc:
-            raise BundleError(f"BUNDLE: cannot read {rmrn_file} ({exc})") from None
-    try:
-        want = recompute_panoramia(results, table, rmrn)
-    except InvalidInputError as exc:
-        return [Check("panoramia", "mismatch", f"cannot recompute: {exc}")], []
-    recorded = results["panoramia"]
-    checks: list[Check] = []
-    for key, value in want.items():
-        c, _ = compare(recorded.get(key), plain(value), f"panoramia.{key}", TOLERANCES["bounds"])
-        checks += c
-    skipped = [
-        Check(f"panoramia.{key}", "not-recomputable", "needs the models and the data")
-        for key in ("generator", "helper", "classifiers")
-        if recorded.get(key)
-    ]
-    if (recorded.get("comparisons") or {}).get("o1") is not None:
-        skipped.append(
-            Check(
-                "panoramia.comparisons.o1",
-                "not-recomputable",
-                "needs the target's losses on the members and real non-members",
-            )
-        )
-    return checks, skipped
 
 
 def _verify_fingerprint(manifest: Mapping[str, Any], results: Mapping[str, Any]) -> list[Check]:

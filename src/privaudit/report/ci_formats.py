@@ -32,8 +32,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from privaudit import __version__
 from privaudit._validation import fail
+from privaudit._version import __version__
 from privaudit.report.results import plain
 
 __all__ = [

@@ -18,10 +18,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from privaudit.games.metrics import roc_curve
+from privaudit.metrics.roc import roc_curve
 from privaudit.records import RocCurve
 from privaudit.report.analysis_html import analysis_context
-from privaudit.report.panoramia import panoramia_context
 from privaudit.report.per_record import record_risk, record_risk_csv
 from privaudit.report.results import ScoreTable
 
@@ -54,7 +53,7 @@ def fig_to_base64(fig: Any) -> str:
 def roc_polyline(roc: RocCurve) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The points to draw for a ROC curve: its exact points, joined by straight segments.
 
-    Consecutive points of :func:`~privaudit.games.metrics.roc_curve` differ by one block
+    Consecutive points of :func:`~privaudit.metrics.roc.roc_curve` differ by one block
     of tied scores: only members (a vertical segment), only non-members (horizontal),
     or both (a diagonal: the tied records enter together, and the segment's area is
     the Mann-Whitney one half of the AUC). Joining the points by straight lines draws
@@ -234,7 +233,9 @@ def jinja_environment() -> Any:
     return env
 
 
-def render_html(results: Mapping[str, Any], table: ScoreTable) -> str:
+def render_html(
+    results: Mapping[str, Any], table: ScoreTable, *, context: Mapping[str, Any] | None = None
+) -> str:
     """Render the report page for one audit.
 
     Parameters
@@ -243,6 +244,10 @@ def render_html(results: Mapping[str, Any], table: ScoreTable) -> str:
         A validated ``results.json`` document.
     table : ScoreTable
         The per-record scores it was computed from (for the ROC curves).
+    context : mapping, optional
+        Template variables of a procedure's own section (PANORAMIA's ``panoramia``, from
+        :func:`privaudit.panoramia.report.panoramia_context`); a section without its
+        variables is not shown.
     """
     env = jinja_environment()
     env.filters["rate_label"] = _rate_label
@@ -288,5 +293,5 @@ def render_html(results: Mapping[str, Any], table: ScoreTable) -> str:
         game=results.get("game"),
         timings=results.get("timings") or {},
         **analysis_context(results),
-        **panoramia_context(results),
+        **(context or {}),
     )

@@ -288,7 +288,7 @@ def log_to_mlflow(
     ----------
     result
         What the audit produced: its result object (e.g. the
-        :class:`~privaudit.pipeline.AuditReport` of ``run_audit``: ``.results`` and
+        :class:`~privaudit.membership.pipeline.AuditReport` of ``run_audit``: ``.results`` and
         ``.out_dir``), the ``results.json`` document, the path of that file, or the
         report folder. The folder's files are logged as artifacts.
     tracking_uri : str, optional

@@ -1,7 +1,7 @@
 """What the saved per-record scores say beyond the ROC: AUC intervals and per-record risk.
 
 * :func:`attack_score_fields`: the fields of an attack's ``results.json`` entry computed
-  from its scores (the DeLong AUC interval, :mod:`privaudit.games.auc_ci`); ``run``
+  from its scores (the DeLong AUC interval, :mod:`privaudit.metrics.auc_ci`); ``run``
   writes them and ``verify`` recomputes them with the same function.
 * :func:`record_risk`: one row per audited record: its score under each attack, the
   *flagging FPR* of that score (the fraction of audited non-members scoring at least as
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from privaudit.games.auc_ci import auc_ci_fields
+from privaudit.metrics.auc_ci import auc_ci_fields
 from privaudit.report.results import ScoreTable
 
 __all__ = ["RecordRisk", "attack_score_fields", "flagging_fpr", "record_risk", "record_risk_csv"]

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from privaudit import __version__
 from privaudit._validation import fail
-from privaudit.games.metrics import AgreementMatrix, AttackMetrics, attack_metrics
+from privaudit._version import __version__
+from privaudit.metrics.roc import AgreementMatrix, AttackMetrics, attack_metrics
 from privaudit.records import SCORES_FILE, AttackScores, AuditResult, ScoreTable
 
 __all__ = [

@@ -89,6 +89,7 @@ def write_report(
     scores_file: str = SCORES_FILE,
     extra_tables: Mapping[str, ScoreTable] | None = None,
     carry: Sequence[str] = (),
+    html_context: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write ``results.json``, ``scores.npz`` and ``report.html`` into ``out_dir``, atomically.
 
@@ -118,6 +119,9 @@ def write_report(
     carry : sequence of str
         Entries of an existing ``out_dir`` moved into the new one (PANORAMIA's artifact
         store, kept for the next run); not part of the bundle.
+    html_context : mapping, optional
+        Template variables of a procedure's own section of ``report.html`` (PANORAMIA's
+        ``panoramia``), passed to :func:`privaudit.report.html.render_html`.
 
     Returns
     -------
@@ -142,7 +146,9 @@ def write_report(
         if html:
             from privaudit.report.html import render_html
 
-            (tmp / HTML_FILE).write_text(render_html(results, table), encoding="utf-8")
+            (tmp / HTML_FILE).write_text(
+                render_html(results, table, context=html_context), encoding="utf-8"
+            )
         if bundle is not None:
             from privaudit.report.bundle import write_manifest
 
@@ -191,7 +197,7 @@ def write_audit_bundle(
     """Write the bundle of one ``privaudit audit`` bound into ``out_dir``, atomically.
 
     ``result`` is the bound's JSON document; ``inputs`` holds ``procedure``, ``params``
-    (``dataclasses.asdict`` of :class:`privaudit.audit.procedures.ProcedureParams`),
+    (``dataclasses.asdict`` of :class:`privaudit.stats.procedures.ProcedureParams`),
     ``scores``, ``member``, for PANORAMIA ``baseline``, and optionally ``source`` (the
     table read: its sha256 is the bundle's dataset fingerprint).
     """

@@ -11,7 +11,7 @@ SHA-256 of a canonical JSON rendering of *everything that produced it*:
 
 ``key_parts`` is given by the caller and must name the dataset fingerprint, the ids of
 the training records, the trainer's ``settings()``, the seed and the role of the model
-(see :mod:`privaudit.games.experiment`). Canonical JSON means sorted keys, no spaces,
+(see :mod:`privaudit.membership.experiment`). Canonical JSON means sorted keys, no spaces,
 numpy scalars as Python numbers, tuples as lists, and numpy arrays replaced by the
 SHA-256 of their bytes together with dtype and shape. Hence a changed dataset, training
 set, setting, seed, store format or package version gives a different key, and a stale
@@ -91,7 +91,7 @@ def opened_stores() -> list[Path]:
 
 
 def _package_version() -> str:
-    from privaudit import __version__
+    from privaudit._version import __version__
 
     return str(__version__)
 

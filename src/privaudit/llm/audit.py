@@ -1,0 +1,513 @@
+"""The language-model membership audit as a composition of named steps (DESIGN 2.1).
+
+::
+
+    records (ids, texts, documents, member)
+      -> token stats per model (target; optional reference LM)      token_stats_cached
+      -> text signals (loss, zlib, min-k, min-k++, reference, ...)  score_signals
+      -> attack metrics per signal (ROC, AUC, TPR at low FPR)        signal_metrics
+         + the blind baseline (text only, cross-fitted)              blind_metrics
+
+:func:`audit_language_model` runs them in that order and returns an
+:class:`LLMAuditResult`; the pipeline layer (:mod:`privaudit.llm.pipeline`, above
+``audit/`` in the layering) adds the one-run eps lower bounds from the signals' scores
+and turns it into ``results.json``, ``scores.npz`` and ``report.html``. For the bundled corpus the steps before it are
+:func:`shakespeare_split` (documents -> split by document -> chunks, see
+:mod:`privaudit.data.text`) and :func:`finetuned_model_dir` (a fine-tuned target or reference
+model, cached in the artifact store as a Hugging Face directory).
+
+Signals follow ``../shared/notes/attacks.md`` section 4.2 (higher = member); their
+definitions are in :mod:`privaudit.signals.text`. Token statistics (one forward pass per
+text and model) are cached in the artifact store keyed by the model's fingerprint, the
+hash of the texts and the scoring settings, so a killed run resumes with the models
+already scored.
+
+Threat model. The attacker queries the target for token log-probabilities of a text (and,
+for min-k%++, the full next-token distribution), and for the reference signals holds a
+reference model trained on text of the same source that excludes the target's training
+text. Members are the target's fine-tuning chunks; non-members are held-out chunks of
+the same source, split by document. Since members and non-members are not drawn by
+privaudit from one population record by record, a shift between the two text samples can
+inflate every signal: the blind baseline measures it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from privaudit._validation import fail
+from privaudit.data.text import (
+    TextRecords,
+    TextSplit,
+    chunk_documents,
+    shakespeare_documents,
+    split_by_document,
+    strings_sha256,
+)
+from privaudit.llm.blind import (
+    BLIND_BASELINE,
+    BlindShiftTest,
+    blind_baseline_and_test,
+)
+from privaudit.metrics.auc_ci import auc_ci_fields
+from privaudit.metrics.roc import AttackMetrics, attack_metrics
+from privaudit.records import AttackScores
+from privaudit.runtime import interrupts
+from privaudit.runtime.progress import ProgressOption
+from privaudit.runtime.store import ArtifactStore
+
+if TYPE_CHECKING:
+    from privaudit.models.causal_lm import CausalLM, TokenStats
+    from privaudit.models.lm_finetune import FineTuneRecipe
+
+__all__ = [
+    "REFERENCE_SIGNALS",
+    "LLMAuditResult",
+    "LLMAuditSettings",
+    "audit_language_model",
+    "audited_records",
+    "blind_metrics",
+    "blind_warning",
+    "finetuned_model_dir",
+    "model_info",
+    "score_signals",
+    "shakespeare_split",
+    "signal_metrics",
+    "token_stats_cached",
+]
+
+#: Signals that need a reference model.
+REFERENCE_SIGNALS = ("reference", "reference-ratio")
+
+
+@dataclasses.dataclass(frozen=True)
+class LLMAuditSettings:
+    """What the audit computes.
+
+    ``signals``: names from :data:`privaudit.signals.text.TEXT_SIGNALS` (the reference
+    signals need a reference model); ``k``: the fraction of min-k% and min-k%++;
+    ``batch_size``, ``stride``: scoring (texts longer than the model's context are scored
+    with a sliding window of this stride); ``blind_folds``: cross-fitting folds of the
+    blind baseline (0 = no baseline); ``blind_permutations``: document-label permutations
+    of its shift test (:func:`privaudit.llm.blind.blind_shift_test`; 0 = no test);
+    ``confidence``: of the one-run bounds (jointly, over the signals); ``seed``: the blind
+    baseline's folds and permutations.
+    """
+
+    signals: tuple[str, ...] = ("loss", "zlib", "min-k", "min-k++", "reference", "reference-ratio")
+    k: float = 0.2
+    batch_size: int = 8
+    stride: int | None = None
+    blind_folds: int = 5
+    blind_permutations: int = 100
+    confidence: float = 0.95
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        from privaudit.signals.text import TEXT_SIGNALS
+
+        if not self.signals:
+            raise fail("signals", "at least one signal", "none")
+        unknown = [s for s in self.signals if s not in TEXT_SIGNALS]
+        if unknown:
+            raise fail("signals", "names among " + ", ".join(TEXT_SIGNALS), unknown)
+        if len(set(self.signals)) != len(self.signals):
+            raise fail("signals", "each signal once", list(self.signals))
+        if not 0.0 < self.k <= 1.0:
+            raise fail("k", "a fraction in (0, 1]", self.k)
+        if self.batch_size < 1:
+            raise fail("batch_size", "a positive integer", self.batch_size)
+        if self.blind_folds == 1 or self.blind_folds < 0:
+            raise fail("blind_folds", "0 (no baseline) or at least 2 folds", self.blind_folds)
+        if self.blind_permutations < 0:
+            raise fail("blind_permutations", "0 (no test) or more", self.blind_permutations)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class LLMAuditResult:
+    """What :func:`audit_language_model` computed (everything the results document holds)."""
+
+    records: TextRecords
+    scores: tuple[AttackScores, ...]  # one per signal, then the blind baseline (if any)
+    metrics: dict[str, AttackMetrics]
+    auc_ci: dict[str, dict[str, Any]]
+    models: dict[str, dict[str, Any]]
+    settings: LLMAuditSettings
+    same_tokenizer: bool
+    blind_warning: str | None
+    token_counts: dict[str, int]
+    blind_test: BlindShiftTest | None = None
+
+    @property
+    def member(self) -> NDArray[np.bool_]:
+        assert self.records.member is not None  # checked by audit_language_model
+        return self.records.member
+
+    @property
+    def signal_names(self) -> tuple[str, ...]:
+        return tuple(s.attack for s in self.scores if s.attack != BLIND_BASELINE)
+
+
+# --------------------------------------------------------------------------------------
+# step: token statistics (cached)
+# --------------------------------------------------------------------------------------
+
+
+def model_info(model: CausalLM) -> dict[str, Any]:
+    """The model's identity for ``results.json`` and cache keys."""
+    return {
+        "name": str(model.name),
+        "fingerprint": str(model.fingerprint),
+        "tokenizer_id": str(model.tokenizer_id),
+        "device": str(model.device),
+        "max_length": int(model.max_length),
+    }
+
+
+def _save_stats(stats: Sequence[TokenStats], path: Path) -> None:
+    lengths = np.asarray([s.logprobs.size for s in stats], dtype=np.int64)
+    has_dist = all(s.dist_mean is not None and s.dist_std is not None for s in stats)
+    arrays: dict[str, Any] = {
+        "lengths": lengths,
+        "n_tokens": np.asarray([s.n_tokens for s in stats], dtype=np.int64),
+        "n_bytes": np.asarray([s.n_bytes for s in stats], dtype=np.int64),
+        "logprobs": np.concatenate([s.logprobs for s in stats]) if stats else np.zeros(0),
+    }
+    if has_dist and stats:
+        arrays["dist_mean"] = np.concatenate([s.dist_mean for s in stats])
+        arrays["dist_std"] = np.concatenate([s.dist_std for s in stats])
+    with path.open("wb") as fh:
+        np.savez(fh, **arrays)
+
+
+def _load_stats(path: Path) -> list[TokenStats]:
+    from privaudit.models.causal_lm import TokenStats
+
+    with np.load(path, allow_pickle=False) as z:
+        cuts = np.cumsum(z["lengths"])[:-1]
+        lp = np.split(z["logprobs"], cuts)
+        dm = np.split(z["dist_mean"], cuts) if "dist_mean" in z.files else [None] * len(lp)
+        ds = np.split(z["dist_std"], cuts) if "dist_std" in z.files else [None] * len(lp)
+        return [
+            TokenStats(
+                logprobs=lp[i],
+                dist_mean=dm[i],
+                dist_std=ds[i],
+                n_tokens=int(z["n_tokens"][i]),
+                n_bytes=int(z["n_bytes"][i]),
+            )
+            for i in range(len(lp))
+        ]
+
+
+def token_stats_cached(
+    model: CausalLM,
+    records: TextRecords,
+    *,
+    distribution: bool,
+    batch_size: int = 8,
+    stride: int | None = None,
+    store: ArtifactStore | str | Path | None = None,
+    progress: ProgressOption = None,
+) -> list[TokenStats]:
+    """Per-token statistics of every record's text under ``model`` (one forward pass each).
+
+    With a ``store`` the result is cached under the model's fingerprint, the hash of the
+    records' ids and texts, ``distribution`` and the scoring window, so a killed run
+    resumes without scoring again.
+    """
+    texts = list(records.texts)
+
+    def create() -> list[TokenStats]:
+        return model.token_stats(
+            texts,
+            batch_size=batch_size,
+            distribution=distribution,
+            stride=stride,
+            progress=progress,
+        )
+
+    if store is None:
+        return create()
+    st = store if isinstance(store, ArtifactStore) else ArtifactStore(store)
+    key = {
+        "kind": "llm-token-stats",
+        "model": str(model.fingerprint),
+        "texts": records.texts_hash(),
+        "distribution": bool(distribution),
+        "max_length": int(model.max_length),
+        "stride": stride,
+        "device": str(model.device).split(":")[0],
+    }
+    out: list[TokenStats] = st.get_or_create(key, create, _save_stats, _load_stats, suffix=".npz")
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# step: signals, metrics, blind baseline, bounds
+# --------------------------------------------------------------------------------------
+
+
+def score_signals(
+    target_stats: Sequence[TokenStats],
+    records: TextRecords,
+    settings: LLMAuditSettings,
+    *,
+    reference_stats: Sequence[TokenStats] | None = None,
+    same_tokenizer: bool = True,
+) -> dict[str, NDArray[np.float64]]:
+    """The configured signals of every record (higher = member), :mod:`privaudit.signals.text`."""
+    from privaudit.signals.text import text_signals
+
+    names = tuple(settings.signals)
+    missing_ref = [n for n in names if n in REFERENCE_SIGNALS] if reference_stats is None else []
+    if missing_ref:
+        raise fail("reference", f"a reference model for the signals {missing_ref}", "none")
+    return text_signals(
+        target_stats,
+        list(records.texts),
+        names=names,
+        reference=reference_stats,
+        same_tokenizer=same_tokenizer,
+        k=settings.k,
+    )
+
+
+def signal_metrics(
+    scores: Mapping[str, NDArray[np.float64]], records: TextRecords
+) -> tuple[list[AttackScores], dict[str, AttackMetrics]]:
+    """One attack per signal: its scores and metrics (ROC, AUC, TPR at low FPR with the
+    support rule of :func:`privaudit.metrics.roc.tpr_at_fpr`)."""
+    if records.member is None:
+        raise fail("records.member", "known membership", "None")
+    ids = np.asarray(records.ids)
+    out: list[AttackScores] = []
+    metrics: dict[str, AttackMetrics] = {}
+    for name, s in scores.items():
+        a = AttackScores(name, ids, np.asarray(s, dtype=np.float64), {"signal": name})
+        out.append(a)
+        metrics[name] = attack_metrics(a, records.member)
+    return out, metrics
+
+
+def blind_metrics(
+    records: TextRecords, settings: LLMAuditSettings
+) -> tuple[AttackScores, AttackMetrics, BlindShiftTest | None]:
+    """The blind baseline (:mod:`privaudit.llm.blind`), its metrics and its
+    document-level permutation test (None when ``blind_permutations`` is 0)."""
+    if records.member is None:
+        raise fail("records.member", "known membership", "None")
+    a, test = blind_baseline_and_test(
+        np.asarray(records.ids),
+        records.texts,
+        records.member,
+        documents=records.documents,
+        n_permutations=settings.blind_permutations,
+        n_folds=settings.blind_folds,
+        seed=settings.seed,
+    )
+    return a, attack_metrics(a, records.member), test
+
+
+#: Level of the blind baseline's shift test.
+SHIFT_TEST_LEVEL = 0.05
+
+
+def blind_warning(test: BlindShiftTest | None) -> str | None:
+    """The warning when the blind baseline's AUC is significantly above what member and
+    non-member texts drawn from one source give: its document-permutation p-value below
+    :data:`SHIFT_TEST_LEVEL`. None without a test."""
+    if test is None or not test.p_value < SHIFT_TEST_LEVEL:
+        return None
+    return (
+        f"The blind baseline (a text-only classifier, no access to the model) separates "
+        f"member from non-member texts: AUC {test.auc:.3f}, above what random assignment of "
+        f"the {test.unit}s gives (permutation p = {test.p_value:.3f}, {test.n_permutations} "
+        f"permutations; 95% of permuted AUCs below {test.null_auc_95:.3f}). The two text "
+        "samples differ in distribution, so the attacks' figures are not evidence of "
+        "membership leakage on their own; the Zero-Run audit (privaudit zero-run) corrects "
+        "the bounds for such a shift."
+    )
+
+
+def audit_language_model(
+    target: CausalLM,
+    records: TextRecords,
+    settings: LLMAuditSettings | None = None,
+    *,
+    reference: CausalLM | None = None,
+    store: ArtifactStore | str | Path | None = None,
+    progress: ProgressOption = None,
+) -> LLMAuditResult:
+    """Audit ``target`` on member and non-member ``records`` (module docstring).
+
+    Parameters
+    ----------
+    target : CausalLM
+        The audited model (:mod:`privaudit.models.causal_lm`).
+    records : TextRecords
+        Texts with ids, documents and the true membership (both classes).
+    settings : LLMAuditSettings, optional
+        Signals and scoring; default all signals (the reference ones only with a
+        ``reference`` model).
+    reference : CausalLM, optional
+        The reference model of the calibrated signals; when its tokenizer differs from
+        the target's, the reference signals are per byte.
+    store : ArtifactStore or path, optional
+        Cache of token statistics (resume).
+    progress : progress option, optional
+        Progress of the scoring passes (:mod:`privaudit.runtime.progress`).
+    """
+    from privaudit._validation import check_both_classes
+
+    if settings is None:
+        names = tuple(
+            n
+            for n in LLMAuditSettings().signals
+            if reference is not None or n not in REFERENCE_SIGNALS
+        )
+        settings = LLMAuditSettings(signals=names)
+    if records.member is None:
+        raise fail("records.member", "known membership (members and non-members)", "None")
+    check_both_classes(records.member, "records.member")
+    need_dist = "min-k++" in settings.signals
+    t_stats = token_stats_cached(
+        target,
+        records,
+        distribution=need_dist,
+        batch_size=settings.batch_size,
+        stride=settings.stride,
+        store=store,
+        progress=progress,
+    )
+    r_stats = None
+    same_tok = True
+    models = {"target": model_info(target)}
+    if reference is not None and any(n in REFERENCE_SIGNALS for n in settings.signals):
+        r_stats = token_stats_cached(
+            reference,
+            records,
+            distribution=False,
+            batch_size=settings.batch_size,
+            stride=settings.stride,
+            store=store,
+            progress=progress,
+        )
+        same_tok = str(reference.tokenizer_id) == str(target.tokenizer_id)
+    if reference is not None:
+        models["reference"] = model_info(reference)
+    signals = score_signals(
+        t_stats, records, settings, reference_stats=r_stats, same_tokenizer=same_tok
+    )
+    scores, metrics = signal_metrics(signals, records)
+    warning = None
+    test = None
+    if settings.blind_folds:
+        b, bm, test = blind_metrics(records, settings)
+        scores.append(b)
+        metrics[BLIND_BASELINE] = bm
+        warning = blind_warning(test)
+    cis = {
+        s.attack: auc_ci_fields(s.scores, records.member, groups=records.documents) for s in scores
+    }
+    counts = {
+        "target_tokens": int(sum(s.n_tokens for s in t_stats)),
+        "reference_tokens": int(sum(s.n_tokens for s in r_stats)) if r_stats else 0,
+    }
+    return LLMAuditResult(
+        records=records,
+        scores=tuple(scores),
+        metrics=metrics,
+        auc_ci=cis,
+        models=models,
+        settings=settings,
+        same_tokenizer=same_tok,
+        blind_warning=warning,
+        token_counts=counts,
+        blind_test=test,
+    )
+
+
+# --------------------------------------------------------------------------------------
+# steps before the audit: the bundled corpus split by document, cached fine-tuning
+# --------------------------------------------------------------------------------------
+
+
+def shakespeare_split(
+    sizes: Mapping[str, int | None],
+    *,
+    seed: int,
+    doc_chars: int = 1200,
+    chunk_chars: int = 256,
+    chunks_per_document: Mapping[str, int] | None = None,
+) -> tuple[TextRecords, TextSplit]:
+    """Tiny Shakespeare -> documents -> chunks -> disjoint roles by document.
+
+    ``sizes`` maps a role (``members``, ``non_members``, ``reference``, ``base``, ...) to
+    its number of chunks (``None``: every document left); ``chunks_per_document`` caps
+    the chunks a role takes from each document (e.g. 1 for the audited roles); see
+    :func:`privaudit.data.text.split_by_document`. Returns all chunks and the split.
+    """
+    chunks = chunk_documents(shakespeare_documents(doc_chars=doc_chars), chunk_chars=chunk_chars)
+    split = split_by_document(chunks, sizes, seed=seed, chunks_per_document=chunks_per_document)
+    return chunks, split
+
+
+def audited_records(chunks: TextRecords, split: TextSplit) -> TextRecords:
+    """The audited records of a split: its ``members`` then its ``non_members``."""
+    ids = [*split.chunks["members"], *split.chunks["non_members"]]
+    member = np.r_[
+        np.ones(len(split.chunks["members"]), bool),
+        np.zeros(len(split.chunks["non_members"]), bool),
+    ]
+    return chunks.subset(ids).with_member(member)
+
+
+def finetuned_model_dir(
+    base: Callable[[], CausalLM],
+    base_id: str,
+    texts: Sequence[str],
+    recipe: FineTuneRecipe,
+    *,
+    store: ArtifactStore | str | Path,
+    purpose: str,
+    progress: ProgressOption = None,
+) -> Path:
+    """The Hugging Face directory of ``finetune(base(), texts, recipe)`` (llm-core's recipe,
+    :mod:`privaudit.models.lm_finetune`), cached in the artifact store.
+
+    The entry is keyed by ``base_id`` (what identifies the starting weights: a file's
+    sha256, or the key of a pre-training entry), the recipe, the texts and ``purpose``
+    (e.g. ``"target"``, ``"reference"``, ``"pretrain"``); ``base`` is called only when the
+    entry is missing, so a resumed run loads nothing it does not need. The directory
+    loads with :meth:`privaudit.models.causal_lm.CausalLM.from_directory`.
+    """
+    from privaudit.models.lm_finetune import finetune
+
+    st = store if isinstance(store, ArtifactStore) else ArtifactStore(store)
+    key = {
+        "kind": "llm-finetuned",
+        "purpose": str(purpose),
+        "base": str(base_id),
+        "recipe": dataclasses.asdict(recipe),
+        "texts": strings_sha256(texts),
+    }
+
+    def save(model: CausalLM, path: Path) -> None:
+        model.save(path.parent)
+        path.write_text(str(model.name), encoding="utf-8")
+
+    if not st.contains(key):
+        with interrupts.watching() as since:  # a fine-tune a signal cut short is not kept
+            model = finetune(base(), texts, recipe, progress=progress)
+            st.put(key, model, save, suffix=".name", since=since)
+    return st.entry_dir(st.key(key))

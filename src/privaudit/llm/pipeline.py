@@ -1,0 +1,425 @@
+"""The language-model audit facade: :func:`run_llm_audit` turns an
+:class:`~privaudit.llm.config.LLMAuditConfig` into ``results.json``, ``scores.npz``,
+``report.html`` and ``bundle.json`` (``privaudit run`` with ``target.kind: huggingface``).
+
+Steps (each timed; the times go to ``results.json["timings"]``):
+
+1. check that the report directory can be written (before any work);
+2. read the texts (:func:`privaudit.data.text.read_text_records`: JSONL, validated);
+3. load the target and the optional reference model from local directories
+   (:meth:`privaudit.models.causal_lm.CausalLM.from_directory`; nothing downloaded);
+4. the audit (:func:`privaudit.llm.audit.audit_language_model`: token stats, cached ->
+   signals -> metrics + blind baseline -> one-run bounds);
+5. the results document (:func:`llm_results`) and the report, written atomically.
+
+``results.json``: ``attacks`` holds one entry per text signal and the
+``blind-baseline`` (a text-only classifier, :mod:`privaudit.llm.blind`); ``audits``
+the one-run eps lower bound of each signal (Bonferroni over the signals; the blind
+baseline is not audited, it is not an attack on the model); ``llm`` the models and
+tokenizers, numbers of member and non-member chunks and documents, the split (ids and
+fingerprints), the signal settings, the blind baseline's verdict and the threat model in
+words. ``scores.npz`` holds every record's score with its id, so ``privaudit verify``
+recomputes every figure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from privaudit._validation import fail
+from privaudit.data.text import TextRecords, read_text_records
+from privaudit.llm.audit import (
+    REFERENCE_SIGNALS,
+    LLMAuditResult,
+    LLMAuditSettings,
+    audit_language_model,
+)
+from privaudit.llm.blind import BLIND_BASELINE
+from privaudit.llm.config import LLMAuditConfig, LLMModelConfig
+from privaudit.models.provided import file_sha256
+from privaudit.records import AttackScores
+from privaudit.report import check_output_dir, write_report
+from privaudit.report.bundle import make_manifest
+from privaudit.report.results import ScoreTable, attack_entry, build_results
+from privaudit.runtime.progress import ProgressOption, check_progress, progress_phase
+from privaudit.stats.attack_bounds import grouped_one_run_bounds
+
+__all__ = [
+    "LLM_GAME",
+    "LLM_SAMPLING_NOTE",
+    "LLM_THREAT_MODEL",
+    "LLMAuditReport",
+    "llm_one_run_bounds",
+    "llm_results",
+    "llm_score_table",
+    "load_lm",
+    "run_llm_audit",
+]
+
+#: How membership was drawn in a language-model audit, and what the one-run bound assumes.
+LLM_SAMPLING_NOTE = (
+    "Members and non-members were assigned by document (all chunks of a document share "
+    "its role). Steinke et al. need one independent inclusion coin per audited example, so "
+    "the examples are the documents (score: the mean over its chunks); a document of k "
+    "chunks bounds the chunk-level eps by the document bound / k (group privacy). The bound "
+    "assumes the documents were assigned at random (privaudit's split: a seeded uniformly "
+    "random subset, treated as independent coins; for texts supplied by the user, the "
+    "user's split)."
+)
+
+
+#: ``settings.game`` of a language-model audit.
+LLM_GAME = "llm-fixed-model"
+
+#: The threat model of the report, in one paragraph.
+LLM_THREAT_MODEL = (
+    "One fixed language model (the target) was fine-tuned on the member texts. The "
+    "attacker queries it for the log-probability of every token of a text (min-k%++ also "
+    "reads the full next-token distribution) and, for the reference signals, holds a "
+    "reference model trained with the same recipe on text of the same source that excludes "
+    "the target's training text. The attacker does not see the training set: for each "
+    "audited text it outputs a score, higher meaning 'member'. Members are the target's "
+    "fine-tuning chunks, non-members are held-out chunks of the same source, assigned by "
+    "document (all chunks of a document are on the same side). The blind baseline sees the "
+    "texts only, never the model: whatever it achieves comes from differences between the "
+    "two text samples, not from the model."
+)
+
+
+def llm_score_table(result: LLMAuditResult) -> ScoreTable:
+    """``scores.npz``: every record's score under each signal and the blind baseline."""
+    return ScoreTable.from_attack_scores(
+        list(result.scores),
+        np.asarray(result.records.ids),
+        result.member,
+        groups=np.asarray(result.records.documents, dtype=object),
+    )
+
+
+def _split_sha256(ids: tuple[str, ...], member: np.ndarray) -> str:
+    lines = ["members", *sorted(np.asarray(ids, dtype=object)[member].tolist())]
+    lines += ["non_members", *sorted(np.asarray(ids, dtype=object)[~member].tolist())]
+    return hashlib.sha256("\n".join(map(str, lines)).encode()).hexdigest()
+
+
+def llm_one_run_bounds(
+    signal_scores: Sequence[AttackScores], records: TextRecords, *, confidence: float = 0.95
+) -> list[dict[str, Any]]:
+    """Steinke et al.'s one-run eps lower bound from each signal's scores, Bonferroni over
+    the signals, with the documents as the audited examples
+    (:func:`privaudit.stats.attack_bounds.grouped_one_run_bounds`: a document is scored by
+    the mean of its chunks' scores; with several chunks per document the chunk-level bound
+    is the document bound divided by the most chunks in one document), under
+    :data:`LLM_SAMPLING_NOTE`. The blind baseline is not a privacy attack on the model and
+    is not audited."""
+    if records.member is None:
+        raise fail("records.member", "known membership", "None")
+    cols = {s.attack: (s.scores, records.member) for s in signal_scores}
+    return grouped_one_run_bounds(
+        cols,
+        np.asarray(records.documents, dtype=object),
+        unit="document",
+        confidence=confidence,
+        sampling_assumption=LLM_SAMPLING_NOTE,
+    )
+
+
+def llm_results(
+    result: LLMAuditResult,
+    *,
+    seed: int,
+    data: Mapping[str, Any],
+    models_config: Mapping[str, Any],
+    provenance: Mapping[str, Any] | None = None,
+    timings: Mapping[str, float] | None = None,
+) -> tuple[dict[str, Any], ScoreTable]:
+    """The results document and the score table of a language-model audit.
+
+    Parameters
+    ----------
+    result : LLMAuditResult
+        From :func:`privaudit.llm.audit.audit_language_model`.
+    seed : int
+        The audit's root seed.
+    data : mapping
+        Where the texts came from (``settings.dataset``), e.g. ``{"name": "texts",
+        "path": ...}``.
+    models_config : mapping
+        The models as configured (``settings.model``: target and reference paths).
+    provenance : mapping, optional
+        How the target and reference were made, when privaudit made them (the example's
+        split of Tiny Shakespeare by role, the fine-tuning recipes): ``llm.provenance``.
+    timings : mapping, optional
+        Seconds per step.
+    """
+    table = llm_score_table(result)
+    entries = _attack_entries(result)
+    counts = result.records.counts()
+    settings = _llm_settings(result, data, models_config)
+    target = _llm_target(result, counts)
+    llm = _llm_section(result, counts, provenance)
+    doc = build_results(
+        seed=seed,
+        settings=settings,
+        target=target,
+        attacks=entries,
+        audits=llm_one_run_bounds(
+            [s for s in result.scores if s.attack != BLIND_BASELINE],
+            result.records,
+            confidence=result.settings.confidence,
+        ),
+        timings=timings,
+        sections={"llm": llm},
+    )
+    return doc, table
+
+
+def _attack_entries(result: LLMAuditResult) -> list[dict[str, Any]]:
+    """``results["attacks"]``: each signal's and the blind baseline's metrics with its AUC
+    confidence interval (the reference signals learned from one reference model)."""
+    entries = []
+    for s in result.scores:
+        n_ref = 1 if s.attack in REFERENCE_SIGNALS else 0
+        entry = attack_entry(result.metrics[s.attack], n_reference_models=n_ref)
+        entry.update(result.auc_ci[s.attack])
+        entries.append(entry)
+    return entries
+
+
+def _llm_settings(
+    result: LLMAuditResult, data: Mapping[str, Any], models_config: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``results["settings"]``: the game, where the texts came from, the models as
+    configured, the attacks in order and the signal settings."""
+    return {
+        "game": LLM_GAME,
+        "alpha": None,
+        "dataset": dict(data),
+        "model": dict(models_config),
+        "attacks": [s.attack for s in result.scores],
+        "signals": result.settings.to_dict(),
+    }
+
+
+def _llm_target(result: LLMAuditResult, counts: Mapping[str, int]) -> dict[str, Any]:
+    """``results["target"]``: a provided model (no accuracy), the numbers of member and
+    non-member chunks, the model's fingerprint and the split's."""
+    return {
+        "train_accuracy": None,
+        "test_accuracy": None,
+        "n_members": counts["n_member_chunks"],
+        "n_non_members": counts["n_non_member_chunks"],
+        "origin": "provided",
+        "model_sha256": result.models["target"]["fingerprint"],
+        "split_sha256": _split_sha256(result.records.ids, result.member),
+    }
+
+
+def _llm_section(
+    result: LLMAuditResult,
+    counts: Mapping[str, int],
+    provenance: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """``results["llm"]``: models and tokenizers, counts, the split by document, the signals
+    and their settings, the blind baseline's verdict, the sampling assumption and threat
+    model, and the provenance when given."""
+    llm: dict[str, Any] = {
+        "models": result.models,
+        "same_tokenizer": result.same_tokenizer,
+        "counts": counts,
+        "token_counts": result.token_counts,
+        "split": _split_section(result.records, result.member),
+        "signals": list(result.signal_names),
+        "signal_settings": {
+            "min_k_fraction": result.settings.k,
+            "batch_size": result.settings.batch_size,
+            "stride": result.settings.stride,
+            "reference_normalisation": "per token" if result.same_tokenizer else "per byte",
+        },
+        "blind_baseline": _blind_baseline_section(result),
+        "sampling_assumption": LLM_SAMPLING_NOTE,
+        "threat_model": LLM_THREAT_MODEL,
+    }
+    if provenance is not None:
+        llm["provenance"] = dict(provenance)
+    return llm
+
+
+def _split_section(records: TextRecords, member: np.ndarray) -> dict[str, Any]:
+    """``llm.split``: by document; the fingerprints of the member and non-member chunk ids
+    and the documents on each side."""
+    documents = np.asarray(records.documents, dtype=object)
+    return {
+        "by": "document",
+        "member_sha256": _ids_sha(records.ids, member),
+        "non_member_sha256": _ids_sha(records.ids, ~member),
+        "member_documents": sorted(set(documents[member].tolist())),
+        "non_member_documents": sorted(set(documents[~member].tolist())),
+    }
+
+
+def _blind_baseline_section(result: LLMAuditResult) -> dict[str, Any] | None:
+    """``llm.blind_baseline`` (None when it did not run): its AUC and interval, whether the
+    two text samples differ (the shift test and its warning) and the corrected alternative."""
+    blind = result.metrics.get(BLIND_BASELINE)
+    if blind is None:
+        return None
+    return {
+        "auc": blind.auc,
+        "auc_ci": result.auc_ci[BLIND_BASELINE]["auc_ci"],
+        "distribution_shift": result.blind_warning is not None,
+        "shift_test": None if result.blind_test is None else result.blind_test.to_dict(),
+        "warning": result.blind_warning,
+        "corrected_alternative": "privaudit zero-run (the Zero-Run audit)",
+    }
+
+
+def _ids_sha(ids: tuple[str, ...], mask: np.ndarray) -> str:
+    chosen = sorted(map(str, np.asarray(ids, dtype=object)[mask].tolist()))
+    return hashlib.sha256("\n".join(chosen).encode()).hexdigest()
+
+
+@dataclasses.dataclass(frozen=True)
+class LLMAuditReport:
+    """What :func:`run_llm_audit` returns: the results document, the scores, the audit."""
+
+    results: dict[str, Any]
+    scores: ScoreTable
+    audit: LLMAuditResult
+    out_dir: Path | None
+
+
+def load_lm(model: LLMModelConfig, *, device: str, max_length: int | None, field: str) -> Any:
+    """A :class:`~privaudit.models.causal_lm.CausalLM` from a local directory (never downloads)."""
+    from privaudit.models.causal_lm import CausalLM
+
+    model.check_exists(field)
+    kw: dict[str, Any] = {} if max_length is None else {"max_length": max_length}
+    return CausalLM.from_directory(model.path, gguf_file=model.gguf_file, device=device, **kw)
+
+
+def run_llm_audit(
+    config: LLMAuditConfig,
+    *,
+    overwrite: bool = False,
+    progress: ProgressOption = None,
+    write: bool = True,
+    provenance: Mapping[str, Any] | None = None,
+) -> LLMAuditReport:
+    """Run the language-model audit of ``config`` (module docstring) and write its report.
+
+    Parameters
+    ----------
+    config : LLMAuditConfig
+        From :func:`privaudit.llm.config.load_llm_config` (or built in code).
+    overwrite : bool
+        Replace an existing report directory.
+    progress : progress option, optional
+        Progress of the fine-tuning and scoring passes (:mod:`privaudit.runtime.progress`:
+        None = a bar on a terminal only; ``"auto"`` = plain lines off a terminal, as the
+        command line does; ``"plain"``; a callback ``fn(event)``; a tqdm-style class).
+    write : bool
+        Write the report directory (``config.output_dir``).
+    provenance : mapping, optional
+        How privaudit made the target and reference (the example's split and recipes),
+        recorded as ``results["llm"]["provenance"]``.
+    """
+    progress = check_progress(progress)
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    out_dir = check_output_dir(config.output_dir, overwrite=overwrite) if write else None
+    config.check_paths()
+    records = read_text_records(config.data.texts, name="data.texts")
+    settings = LLMAuditSettings(
+        signals=config.signal_names(),
+        k=config.min_k_fraction,
+        batch_size=config.batch_size,
+        stride=config.stride,
+        blind_folds=config.blind_folds,
+        blind_permutations=config.blind_permutations,
+        confidence=config.confidence,
+        seed=config.seed,
+    )
+    timings["data"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    with progress_phase("loading the models", enabled=progress):
+        target = load_lm(
+            config.target, device=config.device, max_length=config.max_length, field="target"
+        )
+        reference = None
+        if config.reference is not None:
+            reference = load_lm(
+                config.reference,
+                device=config.device,
+                max_length=config.max_length,
+                field="reference",
+            )
+    timings["models"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    result = audit_language_model(
+        target,
+        records,
+        settings,
+        reference=reference,
+        store=config.cache_dir,
+        progress=progress,
+    )
+    timings["audit"] = time.perf_counter() - t0
+    models_cfg: dict[str, Any] = {"kind": "huggingface", "target": config.target.describe()}
+    if config.reference is not None:
+        models_cfg["reference"] = config.reference.describe()
+    results, table = llm_results(
+        result,
+        seed=config.seed,
+        data={
+            "name": "texts",
+            "path": str(config.data.texts),
+            "sha256": file_sha256(config.data.texts),
+        },
+        models_config=models_cfg,
+        provenance=provenance,
+        timings=timings,
+    )
+    if write and out_dir is not None:
+        manifest = make_manifest(
+            kind="membership-inference",
+            command="run_llm_audit",
+            config=config.model_dump(mode="json"),
+            seeds={"root": config.seed},
+            dataset_fingerprint=results["settings"]["dataset"]["sha256"],
+        )
+        with progress_phase("writing the report", enabled=progress):
+            write_report(out_dir, results, table, overwrite=overwrite, bundle=manifest)
+    return LLMAuditReport(results=results, scores=table, audit=result, out_dir=out_dir)
+
+
+def llm_summary(results: Mapping[str, Any]) -> dict[str, Any]:
+    """The headline figures of a language-model results document.
+
+    ``{"signals": {name: {"auc", "tpr_at_fpr": {"0.01": ...}}}, "blind_baseline": {...} or
+    None, "epsilon_lower_bound": ...}``: AUC and TPR at 1% FPR (None without 100
+    non-members) of every signal and of the blind baseline, and the largest one-run eps
+    lower bound over the signals (each at ``beta / K``, so the largest holds at the
+    family confidence, :func:`privaudit.stats.attack_bounds.attack_one_run_bounds`).
+    """
+    signals: dict[str, Any] = {}
+    blind: dict[str, Any] | None = None
+    for a in results["attacks"]:
+        entry = {"auc": a["auc"], "tpr_at_fpr": {"0.01": a["tpr_at_fpr"].get("0.01")}}
+        if a["name"] == BLIND_BASELINE:
+            blind = entry
+        else:
+            signals[a["name"]] = entry
+    bounds = [a["epsilon_lower_bound"] for a in results["audits"] if "attack" in a]
+    return {
+        "signals": signals,
+        "blind_baseline": blind,
+        "epsilon_lower_bound": max(bounds) if bounds else None,
+    }

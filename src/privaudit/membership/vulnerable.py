@@ -1,0 +1,472 @@
+r"""Which records are vulnerable, and which attacks find them (Ye et al. 2022, Sec. 5.3-5.4).
+
+Ye et al. compare attacks *at the same false-positive rate* and ask which training
+records each one identifies, and how vulnerable those records really are. This module
+computes, from the per-record scores of one or several target models:
+
+* :func:`agreement_at_fpr` -- Table 2 of the paper for every attack, Attack L included:
+  the fraction of training points (members) and of test points (non-members) on which
+  two attacks' decisions agree, each attack deciding at the threshold that gives it
+  empirical FPR ``f`` on the audited non-members it scored (the largest-TPR ROC point
+  with FPR <= f), pairwise on the records both scored (Attack L scores a sample), with
+  the counts of each cell;
+* :func:`vulnerable_records` -- Sec. 5.4: the record types
+
+  - **all-correct**: members flagged by every one of the compared attacks (S, P, R, D);
+  - **R-correct**: members flagged by the stronger attacks (R) and missed by the weaker
+    ones (S and P);
+  - **SP-correct**: members flagged by S and P and missed by R;
+  - **random**: every member (the paper's baseline of random training records);
+
+  at each FPR (default 0.05 and 0.3; the paper's Fig. 4-5 use 0.3). With several
+  target models (a game's trials) a record is "flagged" by an attack when it is flagged
+  on at least ``majority`` (80%) of the targets it is a member of, "missed" when it is
+  missed on at least that fraction, as in the paper. For each set: its **L-based
+  vulnerability** (Sec. 5.4: "the performance of the leave-one-out attack on models
+  trained with and without this record"): Attack L's AUC of the set's members against
+  the non-members L scored, its TPR at each FPR, and its mean score; the histogram of
+  the target's loss on the set (Fig. 5); and the distance of each record to its nearest
+  neighbour in the target's training set (Sec. 5.4, Fig. 7 looks at latent neighbours;
+  here the standardised feature space, since a model need not expose a penultimate
+  layer). Finally a **ranking** of the most vulnerable members by Attack L's score
+  (the smallest leave-one-out p-value first), with their ids, loss, nearest neighbour
+  and which attacks flagged them.
+
+All inputs are per-record arrays keyed by record id; nothing here trains a model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from privaudit._validation import check_probability, fail
+from privaudit.metrics.roc import auc, roc_curve
+
+__all__ = [
+    "VULNERABLE_FPRS",
+    "ScoredTarget",
+    "agreement_at_fpr",
+    "decisions_at_fpr",
+    "vulnerable_records",
+]
+
+#: FPRs of the Sec. 5.4 analysis (the paper's Fig. 4-5 use 0.3; Table 2 also low FPRs).
+VULNERABLE_FPRS: tuple[float, ...] = (0.05, 0.3)
+
+#: The paper's attack groups (Sec. 5.4): weaker S and P, stronger R (and D).
+WEAK_ATTACKS: tuple[str, ...] = ("shadow", "population")
+STRONG_ATTACKS: tuple[str, ...] = ("reference",)
+ALL_CORRECT_ATTACKS: tuple[str, ...] = ("shadow", "population", "reference", "distillation")
+LEAVE_ONE_OUT = "leave-one-out"
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoredTarget:
+    """One target model's attack scores, keyed by record id.
+
+    Attributes
+    ----------
+    scores : dict attack -> (record_ids, scores)
+        Each attack's scores (higher = member) on the records it scored.
+    member : dict record id -> bool
+        The target's true membership of every audited record.
+    loss : dict record id -> float, optional
+        The target's loss on each audited record (for the loss histograms).
+    """
+
+    scores: Mapping[str, tuple[NDArray[Any], NDArray[np.float64]]]
+    member: Mapping[Any, bool]
+    loss: Mapping[Any, float] | None = None
+
+
+def decisions_at_fpr(
+    scores: NDArray[np.float64], member: NDArray[np.bool_], fpr: float
+) -> tuple[NDArray[np.bool_], float]:
+    """Member decisions at the ROC point of largest TPR whose FPR is <= ``fpr``.
+
+    Returns the decisions ``scores >= t`` and ``t`` (``inf`` when no threshold reaches
+    the FPR, i.e. nothing is flagged). The FPR is the empirical one on the non-members
+    among ``scores``, so attacks compared this way share one false-positive rate.
+    """
+    f = check_probability(fpr, "fpr")
+    roc = roc_curve(scores, member)
+    ok = np.flatnonzero(roc.fpr <= f + 1e-12)
+    best = ok[np.argmax(roc.tpr[ok])]
+    t = float(roc.thresholds[best])
+    return np.asarray(scores >= t), t
+
+
+def _decisions(target: ScoredTarget, fpr: float) -> dict[str, dict[Any, bool]]:
+    out: dict[str, dict[Any, bool]] = {}
+    for name, (ids, s) in target.scores.items():
+        m = np.asarray([target.member[r] for r in ids.tolist()], dtype=bool)
+        if not m.any() or m.all():
+            continue
+        d, _ = decisions_at_fpr(np.asarray(s, dtype=np.float64), m, fpr)
+        out[name] = dict(zip(ids.tolist(), d.tolist(), strict=True))
+    return out
+
+
+def agreement_at_fpr(
+    target: ScoredTarget, fprs: Sequence[float] = VULNERABLE_FPRS
+) -> list[dict[str, Any]]:
+    """Ye et al. (2022) Table 2 at each FPR, for every attack (Attack L included).
+
+    Returns one dict per FPR: ``names`` (the attacks, then ``"GT"``), ``train`` and
+    ``test`` (k x k agreement rates on members and on non-members; None where two
+    attacks share no record), ``n_train`` and ``n_test`` (the counts behind each cell),
+    and ``threshold_rule``. Agreement with GT is the attack's TPR (train) and 1 - FPR
+    (test).
+    """
+    out = []
+    all_ids = list(target.member)
+    for f in fprs:
+        dec = _decisions(target, f)
+        dec["GT"] = {r: bool(target.member[r]) for r in all_ids}
+        names = list(dec)
+        k = len(names)
+        tr: list[list[float | None]] = [[None] * k for _ in range(k)]
+        te: list[list[float | None]] = [[None] * k for _ in range(k)]
+        ntr = [[0] * k for _ in range(k)]
+        nte = [[0] * k for _ in range(k)]
+        for i, a in enumerate(names):
+            for j, b in enumerate(names):
+                common = dec[a].keys() & dec[b].keys()
+                for part, rate, count in ((True, tr, ntr), (False, te, nte)):
+                    ids = [r for r in common if bool(target.member[r]) == part]
+                    count[i][j] = len(ids)
+                    if ids:
+                        rate[i][j] = float(np.mean([dec[a][r] == dec[b][r] for r in ids]))
+        out.append(
+            {
+                "fpr": float(f),
+                "names": names,
+                "train": tr,
+                "test": te,
+                "n_train": ntr,
+                "n_test": nte,
+                "threshold_rule": (
+                    "each attack at the threshold of largest TPR whose empirical FPR on the "
+                    "audited non-members it scored is <= fpr"
+                ),
+            }
+        )
+    return out
+
+
+def _flag_fraction(
+    targets: Sequence[ScoredTarget], decs: Sequence[dict[str, dict[Any, bool]]], attack: str
+) -> dict[Any, tuple[int, int]]:
+    """Per member record: (times flagged by ``attack``, times scored as a member)."""
+    out: dict[Any, tuple[int, int]] = {}
+    for t, d in zip(targets, decs, strict=True):
+        for r, flag in d.get(attack, {}).items():
+            if not t.member[r]:
+                continue
+            k, n = out.get(r, (0, 0))
+            out[r] = (k + int(flag), n + 1)
+    return out
+
+
+def _nn_distances(
+    X: NDArray[np.float64], ids: NDArray[Any], train_ids: NDArray[Any]
+) -> tuple[dict[Any, float], dict[Any, Any]]:
+    """Euclidean distance of each record to its nearest other record of ``train_ids``
+    (standardised features)."""
+    pos = {r: i for i, r in enumerate(ids.tolist())}
+    sd = X.std(axis=0)
+    Z = (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+    tr = np.asarray([pos[r] for r in train_ids.tolist() if r in pos], dtype=np.intp)
+    dist: dict[Any, float] = {}
+    nn: dict[Any, Any] = {}
+    if tr.size < 2:
+        return dist, nn
+    T = Z[tr]
+    t_sq = (T**2).sum(axis=1)
+    for start in range(0, Z.shape[0], 512):
+        block = Z[start : start + 512]
+        d2 = (block**2).sum(axis=1)[:, None] + t_sq[None, :] - 2.0 * block @ T.T
+        rows = np.arange(start, start + block.shape[0])
+        d2[rows[:, None] == tr[None, :]] = np.inf  # not itself
+        j = np.argmin(d2, axis=1)
+        for i, jj in zip(rows.tolist(), j.tolist(), strict=True):
+            rid = ids[i].item() if isinstance(ids[i], np.generic) else ids[i]
+            dist[rid] = float(np.sqrt(max(d2[i - start, jj], 0.0)))
+            nid = ids[tr[jj]]
+            nn[rid] = nid.item() if isinstance(nid, np.generic) else nid
+    return dist, nn
+
+
+def _summary(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"mean": None, "median": None}
+    return {"mean": float(np.mean(values)), "median": float(np.median(values))}
+
+
+def vulnerable_records(
+    targets: Sequence[ScoredTarget],
+    *,
+    fprs: Sequence[float] = VULNERABLE_FPRS,
+    majority: float = 0.8,
+    features: tuple[NDArray[Any], NDArray[np.float64]] | None = None,
+    n_bins: int = 20,
+    top: int = 20,
+) -> dict[str, Any]:
+    """The Sec. 5.4 analysis of Ye et al. (2022) over one or several target models.
+
+    Parameters
+    ----------
+    targets : sequence of ScoredTarget
+        One per target model (a game's trials), all on audited records keyed by id.
+    fprs : sequence of float
+        FPRs at which the attacks decide (default 0.05 and 0.3).
+    majority : float
+        A record is flagged (missed) by an attack when it is on at least this fraction
+        of the targets it is a member of (the paper: 80%).
+    features : (record_ids, X), optional
+        Features of the audited records, for nearest-neighbour distances (to the
+        first target's members).
+    n_bins : int
+        Bins of the loss histograms (shared by all sets at one FPR).
+    top : int
+        Length of the ranking of the most vulnerable members.
+
+    Returns
+    -------
+    dict
+        ``fprs``, ``attacks`` (the groups compared, those present), ``sets`` (one entry
+        per set and FPR: size, ids (up to 200), L-based vulnerability, loss summary and
+        histogram, nearest-neighbour summary), ``ranking`` (``ranked_by``, ``records``),
+        ``notes``.
+    """
+    if not targets:
+        raise fail("targets", "at least one scored target", "none")
+    check_probability(majority, "majority")
+    present = set.intersection(*(set(t.scores) for t in targets))
+    weak = [a for a in WEAK_ATTACKS if a in present]
+    strong = [a for a in STRONG_ATTACKS if a in present]
+    every = [a for a in ALL_CORRECT_ATTACKS if a in present]
+    has_l = LEAVE_ONE_OUT in present
+    notes: list[str] = []
+    if not weak or not strong:
+        notes.append(
+            "R-correct and SP-correct need attacks reference and shadow or population; "
+            f"run: {', '.join(sorted(present))}"
+        )
+    if not has_l:
+        notes.append("Attack L was not run: no L-based vulnerability (add 'leave-one-out')")
+
+    l_score, l_nonmembers = _member_mean_scores(targets, LEAVE_ONE_OUT if has_l else None)
+    mean_loss = _mean_member_loss(targets)
+    nn_dist: dict[Any, float] = {}
+    nn_id: dict[Any, Any] = {}
+    if features is not None:
+        f_ids, X = features
+        train = np.asarray([r for r in f_ids.tolist() if targets[0].member.get(r, False)])
+        nn_dist, nn_id = _nn_distances(np.asarray(X, dtype=np.float64), np.asarray(f_ids), train)
+
+    members = _sorted_ids({r for t in targets for r, m in t.member.items() if m})
+    sets: list[dict[str, Any]] = []
+    flagged_by: dict[float, dict[str, dict[Any, tuple[int, int]]]] = {}
+    for f in fprs:
+        decs = [_decisions(t, f) for t in targets]
+        flagged_by[f] = {a: _flag_fraction(targets, decs, a) for a in present}
+        groups = _record_types(members, flagged_by[f], majority, every, weak, strong)
+        l_thr = None
+        if has_l and l_nonmembers.size:
+            l_thr = float(np.quantile(l_nonmembers, 1.0 - f, method="higher"))
+        sets += _set_entries(f, groups, mean_loss, nn_dist, n_bins, l_score, l_nonmembers, l_thr)
+
+    ranked_by, rank_score = _ranking_scores(targets, present, l_score)
+    order = sorted(rank_score, key=lambda r: (-rank_score[r], str(r)))[:top]
+    records = [
+        {
+            "record_id": _plain_id(r),
+            "score": rank_score[r],
+            "loss": mean_loss.get(r),
+            "nn_distance": nn_dist.get(r),
+            "nn_record_id": _plain_id(nn_id[r]) if r in nn_id else None,
+            "flagged_by": {
+                str(f): sorted(a for a, fr in flagged_by[f].items() if fr.get(r, (0, 0))[0] > 0)
+                for f in fprs
+            },
+        }
+        for r in order
+    ]
+    return {
+        "fprs": [float(f) for f in fprs],
+        "majority": float(majority),
+        "n_targets": len(targets),
+        "attacks": {
+            "weak": weak,
+            "strong": strong,
+            "all_correct": every,
+            "vulnerability": LEAVE_ONE_OUT if has_l else None,
+        },
+        "sets": sets,
+        "ranking": {"ranked_by": ranked_by, "records": records},
+        "notes": notes,
+    }
+
+
+def _set_entries(
+    f: float,
+    groups: dict[str, list[Any]],
+    mean_loss: dict[Any, float],
+    nn_dist: dict[Any, float],
+    n_bins: int,
+    l_score: dict[Any, float],
+    l_nonmembers: NDArray[np.float64],
+    l_thr: float | None,
+) -> list[dict[str, Any]]:
+    """The ``sets`` entries of one FPR: per record type its size, ids (up to 200), Attack
+    L's view, the loss summary and histogram (bins shared by the types) and the
+    nearest-neighbour distances."""
+    losses_all = [mean_loss[r] for g in groups.values() for r in g if r in mean_loss]
+    edges = (
+        np.histogram_bin_edges(np.asarray(losses_all), bins=n_bins)
+        if losses_all
+        else np.linspace(0.0, 1.0, n_bins + 1)
+    )
+    out = []
+    for name, recs in groups.items():
+        lv = [mean_loss[r] for r in recs if r in mean_loss]
+        counts, _ = np.histogram(np.asarray(lv), bins=edges) if lv else (np.zeros(n_bins), None)
+        nd = [nn_dist[r] for r in recs if r in nn_dist]
+        out.append(
+            {
+                "name": name,
+                "fpr": float(f),
+                "n_records": len(recs),
+                "record_ids": [_plain_id(r) for r in recs[:200]],
+                "leave_one_out": _l_vulnerability(recs, l_score, l_nonmembers, l_thr),
+                "loss": {
+                    **_summary(lv),
+                    "histogram": {
+                        "edges": [float(e) for e in edges],
+                        "counts": [int(c) for c in counts],
+                    },
+                },
+                "nn_distance": _summary(nd),
+            }
+        )
+    return out
+
+
+def _member_mean_scores(
+    targets: Sequence[ScoredTarget], attack: str | None
+) -> tuple[dict[Any, float], NDArray[np.float64]]:
+    """An attack's score per member, averaged over the targets it is a member of (and the
+    attack scored it), and every non-member score of every target (pooled).
+
+    ``attack=None`` (not run): nothing.
+    """
+    per_member: dict[Any, list[float]] = {}
+    non_members: list[float] = []
+    if attack is None:
+        return {}, np.asarray(non_members, dtype=np.float64)
+    for t in targets:
+        ids, s = t.scores[attack]
+        for r, v in zip(ids.tolist(), np.asarray(s).tolist(), strict=True):
+            if t.member[r]:
+                per_member.setdefault(r, []).append(float(v))
+            else:
+                non_members.append(float(v))
+    means = {r: float(np.mean(v)) for r, v in per_member.items()}
+    return means, np.asarray(non_members, dtype=np.float64)
+
+
+def _mean_member_loss(targets: Sequence[ScoredTarget]) -> dict[Any, float]:
+    """Each member's target loss, averaged over the targets it is a member of."""
+    loss: dict[Any, list[float]] = {}
+    for t in targets:
+        for r, v in (t.loss or {}).items():
+            if t.member[r]:
+                loss.setdefault(r, []).append(float(v))
+    return {r: float(np.mean(v)) for r, v in loss.items()}
+
+
+def _record_types(
+    members: list[Any],
+    frac: dict[str, dict[Any, tuple[int, int]]],
+    majority: float,
+    every: list[str],
+    weak: list[str],
+    strong: list[str],
+) -> dict[str, list[Any]]:
+    """The record types of Sec. 5.4 at one FPR, by the majority rule over targets.
+
+    ``random`` (every member), ``all-correct`` (flagged by every attack), ``R-correct``
+    (flagged by the strong attacks, missed by the weak ones) and ``SP-correct`` (the
+    reverse). ``frac[a][r]`` is (times flagged, times a member) of record r by attack a.
+    """
+
+    def hit(a: str, r: Any) -> bool:
+        k, n = frac[a].get(r, (0, 0))
+        return n > 0 and k / n >= majority
+
+    def miss(a: str, r: Any) -> bool:
+        k, n = frac[a].get(r, (0, 0))
+        return n > 0 and (n - k) / n >= majority
+
+    groups: dict[str, list[Any]] = {"random": list(members)}
+    if every:
+        groups["all-correct"] = [r for r in members if all(hit(a, r) for a in every)]
+    if weak and strong:
+        groups["R-correct"] = [
+            r for r in members if all(hit(a, r) for a in strong) and all(miss(a, r) for a in weak)
+        ]
+        groups["SP-correct"] = [
+            r for r in members if all(hit(a, r) for a in weak) and all(miss(a, r) for a in strong)
+        ]
+    return groups
+
+
+def _l_vulnerability(
+    recs: list[Any],
+    l_score: dict[Any, float],
+    l_nonmembers: NDArray[np.float64],
+    l_thr: float | None,
+) -> dict[str, Any]:
+    """Attack L's view of one record set: its mean score, its AUC against the non-members and
+    its TPR at the FPR's threshold (``l_thr``); None where L did not score the set."""
+    ls = [l_score[r] for r in recs if r in l_score]
+    vuln: dict[str, Any] = {"n_scored_by_l": len(ls), "mean_score": None, "auc": None, "tpr": None}
+    if ls:
+        vuln["mean_score"] = float(np.mean(ls))
+        if l_nonmembers.size:
+            sc = np.concatenate([np.asarray(ls), l_nonmembers])
+            mm = np.concatenate([np.ones(len(ls), bool), np.zeros(l_nonmembers.size, bool)])
+            vuln["auc"] = float(auc(sc, mm))
+            vuln["tpr"] = float(np.mean(np.asarray(ls) > l_thr)) if l_thr is not None else None
+    return vuln
+
+
+def _ranking_scores(
+    targets: Sequence[ScoredTarget], present: set[str], l_score: dict[Any, float]
+) -> tuple[str | None, dict[Any, float]]:
+    """What ranks the most vulnerable members: Attack L's mean member score, else the first
+    present of the strongest attacks (lira-online, rmia-online, reference, learned,
+    lira-offline). Returns (attack name or None, score per member)."""
+    if l_score:
+        return LEAVE_ONE_OUT, dict(l_score)
+    for a in ("lira-online", "rmia-online", "reference", "learned", "lira-offline"):
+        if a in present:
+            return a, _member_mean_scores(targets, a)[0]
+    return None, {}
+
+
+def _sorted_ids(ids: set[Any]) -> list[Any]:
+    try:
+        return sorted(ids)
+    except TypeError:  # mixed id types
+        return sorted(ids, key=str)
+
+
+def _plain_id(r: Any) -> Any:
+    return r.item() if isinstance(r, np.generic) else r

@@ -1,0 +1,368 @@
+"""The report of a Zero-Run audit: ``results.json`` and a self-contained ``report.html``.
+
+``results.json`` is :meth:`ZeroRunResult.to_dict` plus ``"privaudit_version"`` (infinite
+bounds are written as ``{"__float__": "inf"}``, so the file is strict JSON);
+:func:`load_zero_run_results` reads it back. ``report.html`` shows, for each propensity
+estimator, the uncorrected, globally corrected (Zero-Run paper, Section 4, Corollary
+4.4) and pointwise-corrected (Section 5, Theorem 5.1) bounds side by side, the
+propensity-score histograms per class, the bootstrap distribution over propensity fits
+(Section 6), the calibration and overlap diagnostics (Appendix F.2), the falsification
+tests (Remark C.1) and every warning and note. Every number on the page comes from
+``results.json``; the plots are matplotlib PNGs embedded as base64 (no other file, no
+network), drawn as in :mod:`privaudit.report.html`.
+
+Both files are written into a temporary directory and renamed into place, as
+:func:`privaudit.report.write_report` does: a failed run leaves the earlier report or
+nothing, never half of one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from privaudit._validation import fail
+from privaudit._version import __version__
+from privaudit.records import json_number
+from privaudit.report.html import fig_to_base64, jinja_environment
+from privaudit.report.writer import HTML_FILE, check_output_dir, move_into_place
+from privaudit.zero_run.placebo import PLACEBO_SCORE
+from privaudit.zero_run.result import ZeroRunResult
+
+__all__ = [
+    "ZERO_RUN_RESULTS_FILE",
+    "bootstrap_png",
+    "load_zero_run_results",
+    "propensity_histogram_png",
+    "render_zero_run_html",
+    "write_zero_run_report",
+    "zero_run_payload",
+]
+
+ZERO_RUN_RESULTS_FILE = "results.json"
+"""Name of the JSON file in a Zero-Run report directory."""
+
+_TEMPLATE = "zero_run.html.j2"
+
+
+def _check_result(result: Any) -> ZeroRunResult:
+    if not isinstance(result, ZeroRunResult):
+        raise fail("result", "a ZeroRunResult", type(result).__name__)
+    return result
+
+
+def zero_run_payload(result: ZeroRunResult) -> dict[str, Any]:
+    """The ``results.json`` document of ``result``: ``to_dict()`` plus ``privaudit_version``.
+
+    Parameters
+    ----------
+    result : ZeroRunResult
+        What :func:`privaudit.zero_run.zero_run_audit` returned.
+
+    Returns
+    -------
+    dict
+        Strict-JSON-compatible (non-finite floats are encoded as ``{"__float__": ...}``);
+        :meth:`ZeroRunResult.from_dict` reads it back (it ignores ``privaudit_version``).
+    """
+    d = _check_result(result).to_dict()
+    d["privaudit_version"] = __version__
+    return d
+
+
+def load_zero_run_results(path: str | Path) -> ZeroRunResult:
+    """Read a ``results.json`` written by :func:`write_zero_run_report` (or a report directory).
+
+    Raises
+    ------
+    InvalidInputError
+        The file is missing, not JSON, or not a serialised Zero-Run result.
+    """
+    p = Path(path)
+    if p.is_dir():
+        p = p / ZERO_RUN_RESULTS_FILE
+    try:
+        d = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise fail("path", "a readable Zero-Run results.json", f"{p} ({exc})") from None
+    if not isinstance(d, dict):
+        raise fail("path", "a JSON object", type(d).__name__)
+    return ZeroRunResult.from_dict(d)
+
+
+def propensity_histogram_png(diagnostics: Mapping[str, Any], *, title: str = "") -> str:
+    """Per-class histograms of held-out propensity scores, as a base64 PNG.
+
+    Drawn from ``diagnostics["histogram"]`` (``edges`` on ``[0, 1]`` and the member and
+    non-member counts) of :func:`privaudit.zero_run.propensity_diagnostics`. Each
+    class is normalised to a density so that unequal class sizes stay comparable;
+    overlap is the area both share (no overlap: the corrected bound collapses to 0,
+    Zero-Run paper, Prop. A.3). The y axis is logarithmic when the counts span more than
+    two orders of magnitude.
+    """
+    from matplotlib.figure import Figure
+
+    h = diagnostics["histogram"]
+    edges = np.asarray(h["edges"], dtype=float)
+    width = np.diff(edges)
+    fig = Figure(figsize=(5.6, 3.6))
+    ax = fig.add_subplot()
+    peak, low = 0.0, math.inf
+    for key, label, colour in (
+        ("member", "members", "tab:red"),
+        ("non_member", "non-members", "tab:blue"),
+    ):
+        counts = np.asarray(h[key], dtype=float)
+        total = counts.sum()
+        dens = counts / (total * width) if total > 0 else counts
+        ax.stairs(dens, edges, fill=True, alpha=0.35, color=colour, label=f"{label} ({int(total)})")
+        ax.stairs(dens, edges, color=colour, lw=1.2)
+        if (dens > 0).any():
+            peak = max(peak, float(dens.max()))
+            low = min(low, float(dens[dens > 0].min()))
+    if peak > 0 and low < math.inf and peak / low > 100.0:
+        ax.set_yscale("log")
+    ax.set_xlim(0.0, 1.0)
+    ax.axvline(0.5, color="k", lw=0.6, ls=":")
+    ax.set_xlabel("held-out propensity score  P(member | x)")
+    ax.set_ylabel("density")
+    auc = diagnostics.get("auc")
+    head = f"{title}: " if title else ""
+    ax.set_title(f"{head}AUC {auc:.3f}" if auc is not None else head.rstrip(": "), fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(True, alpha=0.25)
+    return fig_to_base64(fig)
+
+
+def bootstrap_png(
+    bootstrap: Mapping[str, Any], *, point_estimate: float | None = None, title: str = ""
+) -> str:
+    """Histogram of the bootstrap pointwise mu bounds over propensity refits, as a base64 PNG.
+
+    Marks the reported lower quantile (Zero-Run paper, Section 6, "Bootstrapped Privacy
+    Lower Bounds": the ``q``-quantile of the bounds over refitted propensity models with
+    the audited model's scores held fixed) and the point estimate.
+    """
+    from matplotlib.figure import Figure
+
+    values = np.asarray(bootstrap["mu_values"], dtype=float)
+    fig = Figure(figsize=(5.6, 3.6))
+    ax = fig.add_subplot()
+    finite = values[np.isfinite(values)]
+    if finite.size:
+        n_bins = int(min(40, max(5, round(math.sqrt(finite.size)))))
+        ax.hist(finite, bins=n_bins, color="tab:gray", alpha=0.7, label=f"{values.size} refits")
+    q = json_number(bootstrap.get("mu_lower_quantile"))
+    if q is not None and math.isfinite(q):
+        ax.axvline(
+            q, color="tab:red", lw=1.5, label=f"{bootstrap.get('quantile', 0):g}-quantile {q:.3f}"
+        )
+    if point_estimate is not None and math.isfinite(point_estimate):
+        ax.axvline(
+            point_estimate, color="k", lw=1.2, ls="--", label=f"point estimate {point_estimate:.3f}"
+        )
+    ax.set_xlabel("pointwise-corrected mu lower bound")
+    ax.set_ylabel("refits")
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(True, alpha=0.25)
+    return fig_to_base64(fig)
+
+
+def _bound_cells(d: Mapping[str, Any]) -> dict[str, Any]:
+    counts = d.get("counts", {}) or {}
+    return {
+        "mu": json_number(d.get("mu_lower_bound")),
+        "eps": json_number(d.get("epsilon_lower_bound")),
+        "delta": json_number(d.get("delta")),
+        "r": counts.get("r"),
+        "v": counts.get("v"),
+        "v_retained": counts.get("v_retained"),
+        "retention_sum": json_number(counts.get("retention_sum")),
+    }
+
+
+def _estimator_view(e: Mapping[str, Any]) -> dict[str, Any]:
+    diag = e.get("diagnostics") or {}
+    boot = e.get("bootstrap")
+    pointwise = _bound_cells(e["pointwise"])
+    glob = _bound_cells(e["global"])
+    extra = e["global"].get("extra", {}) or {}
+    ess = diag.get("ess", {}) or {}
+    support = diag.get("common_support", {}) or {}
+    view: dict[str, Any] = {
+        "name": e["name"],
+        "global": glob,
+        "pointwise": pointwise,
+        "eta": json_number(extra.get("eta")),
+        "eps_bar_ds": json_number(extra.get("eps_bar_ds")),
+        "mu_bar_ds": json_number(extra.get("mu_bar_ds")),
+        "bootstrap": None,
+        "diag": {
+            "auc": json_number(diag.get("auc")),
+            "log_loss": json_number(diag.get("log_loss")),
+            "brier": json_number(diag.get("brier")),
+            "ece": json_number(diag.get("ece")),
+            "calibration_intercept": json_number(diag.get("calibration_intercept")),
+            "calibration_slope": json_number(diag.get("calibration_slope")),
+            "fraction_extreme": json_number(diag.get("fraction_extreme")),
+            "extreme_threshold": json_number(diag.get("extreme_threshold")),
+            "support_low": json_number(support.get("low")),
+            "support_high": json_number(support.get("high")),
+            "support_inside": json_number(support.get("fraction_inside")),
+            "retention_mean": json_number(diag.get("retention_mean")),
+            "retention_sum": json_number(diag.get("retention_sum")),
+            "ess_member": json_number((ess.get("member") or {}).get("ess")),
+            "ess_member_fraction": json_number((ess.get("member") or {}).get("fraction")),
+            "ess_non_member": json_number((ess.get("non_member") or {}).get("ess")),
+            "ess_non_member_fraction": json_number((ess.get("non_member") or {}).get("fraction")),
+            "overlap_poor": diag.get("overlap_poor"),
+        },
+        "falsification": [
+            {
+                "challenger": f.get("challenger"),
+                "p_value": json_number(f.get("p_value")),
+                "rejected": bool(f.get("rejected")),
+                "r": f.get("r"),
+                "v_retained": f.get("v_retained"),
+            }
+            for f in e.get("falsification") or []
+        ],
+        "placebo": e.get("placebo"),
+        "histogram_png": (
+            propensity_histogram_png(diag, title=str(e["name"])) if "histogram" in diag else None
+        ),
+    }
+    if boot:
+        view["bootstrap"] = {
+            "n": boot.get("n"),
+            "quantile": json_number(boot.get("quantile")),
+            "mu_lower_quantile": json_number(boot.get("mu_lower_quantile")),
+            "mu_median": json_number(boot.get("mu_median")),
+            "epsilon_lower_quantile": json_number(boot.get("epsilon_lower_quantile")),
+            "png": bootstrap_png(boot, point_estimate=pointwise["mu"], title=str(e["name"]))
+            if boot.get("mu_values")
+            else None,
+        }
+    return view
+
+
+def _setting_text(v: Any) -> str:
+    if v is None:
+        return "(none)"
+    if isinstance(v, list | tuple):
+        return ", ".join(map(str, v)) if v else "(none)"
+    return str(v)
+
+
+def _method_notes(r: ZeroRunResult) -> list[tuple[str, str]]:
+    """The notes of each correction's :class:`AuditResult`, each note once with its sources."""
+    sources: dict[str, list[str]] = {}
+    entries = [("uncorrected", r.uncorrected)]
+    for e in r.estimators:
+        entries += [
+            (f"{e['name']} global", e["global"]),
+            (f"{e['name']} pointwise", e["pointwise"]),
+        ]
+    for label, d in entries:
+        for note in d.get("notes", ()) or ():
+            sources.setdefault(str(note), []).append(label)
+    return [(", ".join(labels), note) for note, labels in sources.items()]
+
+
+def render_zero_run_html(result: ZeroRunResult) -> str:
+    """Render ``report.html`` of a Zero-Run audit (template ``zero_run.html.j2``).
+
+    Parameters
+    ----------
+    result : ZeroRunResult
+        The audit to show; every number on the page is taken from it.
+
+    Returns
+    -------
+    str
+        A self-contained HTML page.
+    """
+    r = _check_result(result)
+    env = jinja_environment()
+    template = env.get_template(_TEMPLATE)
+    headline = dict(r.headline)
+    return str(
+        template.render(
+            r=r,
+            version=__version__,
+            headline={
+                **headline,
+                "mu_lower_bound": json_number(headline.get("mu_lower_bound")),
+                "epsilon_lower_bound": json_number(headline.get("epsilon_lower_bound")),
+            },
+            uncorrected=_bound_cells(r.uncorrected),
+            estimators=[_estimator_view(e) for e in r.estimators],
+            settings_rows=[(str(k), _setting_text(v)) for k, v in r.settings.items()],
+            method_notes=_method_notes(r),
+            placebo_score=PLACEBO_SCORE,
+        )
+    )
+
+
+def write_zero_run_report(
+    result: ZeroRunResult,
+    out_dir: str | Path,
+    *,
+    overwrite: bool = False,
+    bundle: Mapping[str, Any] | None = None,
+    inputs: Mapping[str, Any] | None = None,
+) -> dict[str, Path]:
+    """Write ``results.json`` and ``report.html`` of a Zero-Run audit into ``out_dir``, atomically.
+
+    Parameters
+    ----------
+    result : ZeroRunResult
+        The audit.
+    out_dir : path
+        The report directory (its parent is created if needed).
+    overwrite : bool
+        Replace an existing ``out_dir``; without it an existing directory raises
+        :class:`~privaudit.report.ReportExistsError` and nothing is touched.
+    bundle, inputs : mapping, optional
+        A manifest (:func:`privaudit.report.bundle.make_manifest`, kind ``zero-run``)
+        and the audit's ``scores``, ``member`` and ``features`` (a DataFrame): also write
+        ``inputs.npz``, ``features.parquet`` and ``bundle.json`` (``privaudit verify``
+        re-runs the audit from them).
+
+    Returns
+    -------
+    dict
+        ``{"dir": out_dir, "results": out_dir/results.json, "html": out_dir/report.html}``.
+    """
+    r = _check_result(result)
+    out = check_output_dir(out_dir, overwrite=overwrite)
+    text = json.dumps(zero_run_payload(r), indent=2, allow_nan=False)
+    page = render_zero_run_html(r)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        (tmp / ZERO_RUN_RESULTS_FILE).write_text(text + "\n", encoding="utf-8")
+        (tmp / HTML_FILE).write_text(page, encoding="utf-8")
+        if bundle is not None:
+            from privaudit.report.bundle import write_manifest, write_zero_run_inputs
+
+            if inputs is None:
+                raise fail("inputs", "the audit's scores, membership and features", "none")
+            files = [ZERO_RUN_RESULTS_FILE, HTML_FILE, *write_zero_run_inputs(tmp, inputs)]
+            write_manifest(tmp, bundle, files)
+        os.chmod(tmp, 0o755)
+        move_into_place(tmp, out, overwrite=overwrite)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return {"dir": out, "results": out / ZERO_RUN_RESULTS_FILE, "html": out / HTML_FILE}
