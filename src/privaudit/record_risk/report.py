@@ -109,7 +109,7 @@ def render_record_risk_html(result: Any) -> str:
     r = _check(result)
     d = r.to_dict()
     return str(
-        jinja_environment()
+        jinja_environment("privaudit.record_risk")
         .get_template("record_risk.html.j2")
         .render(
             r=d,

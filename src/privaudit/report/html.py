@@ -219,12 +219,18 @@ def _flatten(d: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
     return rows
 
 
-def jinja_environment() -> Any:
-    """The Jinja2 environment of the report templates (autoescaped, filters ``pct``, ``num``)."""
-    from jinja2 import Environment, PackageLoader, select_autoescape
+def jinja_environment(*packages: str) -> Any:
+    """The Jinja2 environment of the report templates (autoescaped, filters ``pct``, ``num``).
+
+    Templates are looked up in the ``templates`` folder of each of ``packages`` (a
+    procedure's own pages, e.g. ``"privaudit.zero_run"``), then in the report core's.
+    """
+    from jinja2 import ChoiceLoader, Environment, PackageLoader, select_autoescape
 
     env = Environment(
-        loader=PackageLoader("privaudit.report", "templates"),
+        loader=ChoiceLoader(
+            [PackageLoader(p, "templates") for p in (*packages, "privaudit.report")]
+        ),
         autoescape=select_autoescape(["html", "j2"]),
         keep_trailing_newline=True,
     )

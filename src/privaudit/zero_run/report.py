@@ -293,7 +293,7 @@ def render_zero_run_html(result: ZeroRunResult) -> str:
         A self-contained HTML page.
     """
     r = _check_result(result)
-    env = jinja_environment()
+    env = jinja_environment("privaudit.zero_run")
     template = env.get_template(_TEMPLATE)
     headline = dict(r.headline)
     return str(
