@@ -76,7 +76,7 @@ __all__ = [
 ]
 
 MODALITIES: tuple[str, ...] = ("tabular", "image", "text")
-#: The module of each modality's game (:mod:`privaudit.games`).
+#: The module of each modality's game (:mod:`privaudit.panoramia.tabular`, ``.image``, ``.text``).
 MODALITY_MODULES: dict[str, str] = {
     "tabular": "privaudit.panoramia.tabular",
     "image": "privaudit.panoramia.image",

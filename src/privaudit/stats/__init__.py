@@ -1,6 +1,7 @@
-"""Differential-privacy lower bounds from membership guesses (the ``audit`` layer).
+"""The DP statistics: differential-privacy lower bounds from membership guesses, as plain
+functions on arrays (a foundation every audit procedure uses; NumPy and SciPy only).
 
-Procedures (shared/notes/audit-math.md is the specification):
+Procedures:
 
 * :func:`multi_run_audit` / :func:`multi_run_eps_lb` / :func:`multi_run_mu_lb` -- one
   score per training run (Jagielski, Ullman, Oprea 2020; Nasr et al. 2021, 2023);
