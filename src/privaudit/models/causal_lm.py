@@ -116,7 +116,7 @@ def _quiet() -> Iterator[Any]:
 
 
 def _torch() -> Any:
-    from privaudit.models.torch_models import require_torch
+    from privaudit.models.torch_recipe import require_torch
 
     return require_torch()
 
