@@ -2,7 +2,7 @@
 
 For randomized response (eps = 1) and the Gaussian mechanism (mu = 1) at m = 10^3 and
 10^4 canaries (membership Bernoulli(1/2), independent canaries), the guess counts are fixed
-*before* the audits by the design helper :func:`privaudit.stats.parametric.plan_one_run_audit`
+*before* the audits by the design helper :func:`privaudit.stats.audit_plan.plan_one_run_audit`
 (expected leakage = the truth), then ``--audits`` audits are simulated. Printed per setting:
 the mean assumption-free bound / truth (Steinke et al. eps for randomized response, one-run
 f-DP mu for the Gaussian), the mean parametric estimate / truth and the mean parametric lower
@@ -29,9 +29,10 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from privaudit.stats.audit_plan import plan_one_run_audit
 from privaudit.stats.fdp import gdp_mu_lb_one_run
 from privaudit.stats.one_run import eps_lb_one_run
-from privaudit.stats.parametric import parametric_one_run, plan_one_run_audit
+from privaudit.stats.parametric import parametric_one_run
 
 BETA = 0.05
 

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from privaudit.errors import InvalidInputError
+from privaudit.stats.audit_plan import plan_one_run_audit
 from privaudit.stats.fdp import gdp_mu_lb_one_run
 from privaudit.stats.one_run import eps_lb_one_run
 from privaudit.stats.parametric import (
     guess_success_probabilities,
     parametric_one_run,
-    plan_one_run_audit,
 )
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from privaudit.runtime import interrupts
 from privaudit.runtime.executor import LocalExecutor
-from privaudit.runtime.store import ArtifactStore, opened_stores
+from privaudit.runtime.store import ArtifactStore, kept_summary, opened_stores
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
@@ -208,7 +208,7 @@ def test_the_line_after_an_interrupt_counts_what_the_caches_kept(tmp_path: Path)
     import shutil
 
     shutil.rmtree(gone)  # a temporary store is gone by the time the line is written
-    kept = interrupts.kept_summary()
+    kept = kept_summary()
     assert f"the cache at {store.root} holds 2 finished artifacts (1 model)" in kept
     assert str(gone) not in kept
     line = interrupt_line(signal.SIGTERM, ["run", "a b.yaml"], kept)

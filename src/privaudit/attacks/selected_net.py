@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from privaudit._validation import as_bool_array, check_positive_int, fail
-from privaudit.models.torch_models import require_torch, resolve_device
+from privaudit.models.torch_recipe import require_torch, resolve_device
 from privaudit.runtime.seeds import derive_rng
 
 __all__ = ["fit_selected_net", "predict_net"]

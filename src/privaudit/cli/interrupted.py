@@ -87,7 +87,9 @@ def interruptible(main: Main) -> Main:
                 code = main(argv)
             if session.signum is None:
                 return code
-            line = interrupt_line(session.signum, args, interrupts.kept_summary())
+            from privaudit.runtime.store import kept_summary
+
+            line = interrupt_line(session.signum, args, kept_summary())
             print(line, file=sys.stderr, flush=True)
             return session.exit_code
         finally:

@@ -179,11 +179,11 @@ def check_recipe_fields(
 
 
 def torch_recipe(params: dict[str, Any], base_dir: str | Path | None = None) -> Any:
-    """The :class:`~privaudit.models.torch_models.TorchRecipe` of a ``torch`` model's params.
+    """The :class:`~privaudit.models.torch_recipe.TorchRecipe` of a ``torch`` model's params.
 
     Validated without importing torch; raises ``ValueError`` naming the bad field.
     """
-    from privaudit.models.torch_models import TorchRecipe
+    from privaudit.models.torch_recipe import TorchRecipe
 
     check_recipe_fields(TorchRecipe, params, "torch recipe", set_elsewhere=("base_dir",))
     if "factory" not in params:

@@ -50,7 +50,7 @@ from privaudit.runtime.store import ArtifactStore, hash_key
 from privaudit.signals.views import QueryViews
 
 if TYPE_CHECKING:
-    from privaudit.membership.experiment import ExperimentConfig
+    from privaudit.membership.design import ExperimentConfig
 
 __all__ = ["YeModels"]
 

@@ -26,7 +26,7 @@ from privaudit.records import MembershipMatrix
 from privaudit.runtime.seeds import derive_rng
 
 if TYPE_CHECKING:
-    from privaudit.membership.experiment import ExperimentConfig
+    from privaudit.membership.design import ExperimentConfig
 
 __all__ = [
     "POOL",

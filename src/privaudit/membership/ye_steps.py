@@ -36,7 +36,7 @@ from privaudit.records import SignalTable
 from privaudit.signals import ALL_SIGNALS, QUERY_SIGNALS, model_signals
 
 if TYPE_CHECKING:
-    from privaudit.membership.experiment import ExperimentConfig
+    from privaudit.membership.design import ExperimentConfig
 
 __all__ = [
     "ATTACKER_MODEL_FIELDS",

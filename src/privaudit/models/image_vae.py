@@ -62,7 +62,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from privaudit._validation import as_float_array, as_label_array, check_positive_int, fail
-from privaudit.models.torch_models import read_state_dict, require_torch, resolve_device
+from privaudit.models.torch_models import read_state_dict
+from privaudit.models.torch_recipe import require_torch, resolve_device
 from privaudit.runtime.progress import ProgressOption, progress_bar
 
 __all__ = [

@@ -1,37 +1,22 @@
-"""Text generation from a causal LM: seeded top-k sampling, and the PANORAMIA text generator.
+"""The PANORAMIA text generator: a causal LM fine-tuned on the generator's texts, then sampled.
 
-Two layers (issue 14, item 2; Kazmi et al., "PANORAMIA: privacy auditing of machine learning
-models without retraining", NeurIPS 2024, Sec. 5 and App. C: for language models G is the
-base LM fine-tuned on D_G and sampled with top-k sampling from a held-out prompt set
-D_G^prompt subset of D_G):
+Kazmi et al., "PANORAMIA: privacy auditing of machine learning models without retraining",
+NeurIPS 2024, Sec. 5 and App. C (issue 14, item 2): for language models G is the base LM
+fine-tuned on D_G and sampled with top-k sampling (:meth:`CausalLM.generate
+<privaudit.models.causal_lm.CausalLM.generate>`, :func:`~privaudit.models.causal_lm.generate_ids`,
+re-exported here) from a held-out prompt set D_G^prompt subset of D_G.
 
-* :func:`generate_ids` (behind :meth:`CausalLM.generate
-  <privaudit.models.causal_lm.CausalLM.generate>`): continuations of prompts by **top-k
-  sampling** (Fan et al. 2018; the sampling family studied by Holtzman et al., "The curious
-  case of neural text degeneration", ICLR 2020, Sec. 3-4, cited by the paper): at every step
-  the logits are divided by the temperature, only the ``k`` most likely tokens are kept and
-  renormalised, and one of them is drawn. Prompts are batched with **left padding** (an
-  attention mask hides the padding, position ids count real tokens only, and the key/value
-  cache of the prompt pass is reused at every step), so the last position of every row is a
-  real token. A row stops at the tokenizer's end-of-sequence token (not part of the output)
-  or after ``max_new_tokens``. Randomness: one :class:`numpy.random.Generator` per prompt,
-  derived from ``(seed, prompt index)`` (:func:`privaudit.runtime.seeds.spawn_seeds`), draws
-  one uniform per generated token (inverse-CDF draw over the top-k probabilities), so no
-  global RNG is touched and a prompt's continuation does not depend on the batch it ran in
-  (up to float rounding of padded batches). With ``top_k=1`` the draw is the argmax: greedy
-  decoding.
-* :class:`TextGenerator` (:func:`fit_text_generator`, :func:`sample_texts`): the base LM
-  fine-tuned on the generator's training texts (:func:`~privaudit.models.lm_finetune.finetune`),
-  prompts cut from held-out texts, continuations cut to lengths drawn from the training texts'
-  length distribution (at a line end) and length-filtered; rejected texts are counted and
-  refilled until exactly ``n`` texts are accepted, or an
-  :class:`~privaudit.errors.InsufficientDataError` says how many were rejected and why.
+:class:`TextGenerator` (:func:`fit_text_generator`, :func:`sample_texts`): the base LM
+fine-tuned on the generator's training texts (:func:`~privaudit.models.lm_finetune.finetune`),
+prompts cut from held-out texts, continuations cut to lengths drawn from the training texts'
+length distribution (at a line end) and length-filtered; rejected texts are counted and
+refilled until exactly ``n`` texts are accepted, or an
+:class:`~privaudit.errors.InsufficientDataError` says how many were rejected and why.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -39,10 +24,10 @@ import numpy as np
 
 from privaudit._validation import check_positive_int, fail
 from privaudit.errors import InsufficientDataError
-from privaudit.runtime.seeds import derive_rng, spawn_seeds
+from privaudit.models.causal_lm import CausalLM, _check_temperature, decode_ids, generate_ids
+from privaudit.runtime.seeds import derive_rng
 
 if TYPE_CHECKING:
-    from privaudit.models.causal_lm import CausalLM
     from privaudit.models.lm_finetune import FineTuneRecipe
 
 __all__ = [
@@ -54,129 +39,6 @@ __all__ = [
     "generate_ids",
     "sample_texts",
 ]
-
-
-# ---------------------------------------------------------------------------------------
-# top-k sampling
-
-
-def _check_temperature(temperature: float) -> float:
-    if (
-        isinstance(temperature, bool)
-        or not isinstance(temperature, int | float)
-        or not (math.isfinite(temperature) and temperature > 0)
-    ):
-        raise fail("temperature", "a positive finite number", repr(temperature))
-    return float(temperature)
-
-
-def generate_ids(
-    lm: CausalLM,
-    prompts: Sequence[str],
-    *,
-    max_new_tokens: int,
-    top_k: int,
-    seed: int,
-    batch_size: int = 16,
-    temperature: float = 1.0,
-) -> list[list[int]]:
-    """Token ids of the sampled continuation of each prompt (the prompt not included).
-
-    See the module docstring. Prompts are tokenised without BOS/EOS (as texts are scored);
-    a prompt longer than ``lm.max_length - max_new_tokens`` tokens keeps its last tokens.
-
-    Raises
-    ------
-    InvalidInputError
-        A prompt with no token, ``max_new_tokens >= lm.max_length``, ``top_k < 1``, a
-        non-positive temperature.
-    """
-    from privaudit.models.causal_lm import _check_texts, _torch
-
-    torch = _torch()
-    prompts = _check_texts(prompts)
-    max_new_tokens = check_positive_int(max_new_tokens, "max_new_tokens")
-    top_k = check_positive_int(top_k, "top_k")
-    batch_size = check_positive_int(batch_size, "batch_size")
-    temperature = _check_temperature(temperature)
-    if max_new_tokens >= lm.max_length:
-        raise fail(
-            "max_new_tokens", f"fewer than the model's context ({lm.max_length})", max_new_tokens
-        )
-    if not prompts:
-        return []
-    budget = lm.max_length - max_new_tokens
-    ids = [p[-budget:] for p in lm.tokenize(prompts)]
-    empty = [i for i, p in enumerate(ids) if not p]
-    if empty:
-        raise fail("prompts", "prompts of at least one token", f"none at index {empty[0]}")
-    rngs = [np.random.default_rng(s) for s in spawn_seeds(seed, len(ids), purpose="lm-generate")]
-    eos = lm.tokenizer.eos_token_id
-    eos = None if eos is None else int(eos)
-    pad = eos if eos is not None else 0
-    k = min(top_k, lm.vocab_size)
-    cache_arg = _cache_argument(lm.model)
-    out: list[list[int]] = [[] for _ in ids]
-    order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
-    for b in range(0, len(order), batch_size):
-        rows = order[b : b + batch_size]
-        width = len(ids[rows[0]])
-        x = torch.full((len(rows), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for r, i in enumerate(rows):
-            x[r, width - len(ids[i]) :] = torch.tensor(ids[i], dtype=torch.long)
-            mask[r, width - len(ids[i]) :] = 1
-        pos = (mask.cumsum(1) - 1).clamp_min(0)
-        done = [False] * len(rows)
-        with torch.inference_mode():
-            res = lm.model(
-                input_ids=x.to(lm.device),
-                attention_mask=mask.to(lm.device),
-                position_ids=pos.to(lm.device),
-                use_cache=True,
-            )
-            for step in range(max_new_tokens):
-                logits = res.logits[:, -1].to(torch.float64) / temperature
-                vals, idx = torch.topk(logits, k, dim=-1)
-                cdf = torch.softmax(vals, dim=-1).cumsum(-1).cpu().numpy()
-                idx_np = idx.cpu().numpy()
-                nxt = np.full(len(rows), pad, dtype=np.int64)
-                for r, i in enumerate(rows):
-                    if done[r]:
-                        continue
-                    u = rngs[i].random() * cdf[r, -1]
-                    tok = int(idx_np[r, min(int(np.searchsorted(cdf[r], u, side="right")), k - 1)])
-                    nxt[r] = tok
-                    if tok == eos:
-                        done[r] = True
-                    else:
-                        out[i].append(tok)
-                if all(done) or step == max_new_tokens - 1:
-                    break
-                mask = torch.cat([mask, torch.ones((len(rows), 1), dtype=torch.long)], dim=1)
-                pos = pos[:, -1:] + 1
-                res = lm.model(
-                    input_ids=torch.from_numpy(nxt)[:, None].to(lm.device),
-                    attention_mask=mask.to(lm.device),
-                    position_ids=pos.to(lm.device),
-                    use_cache=True,
-                    **{cache_arg: _cache_of(res)},
-                )
-    return out
-
-
-def _cache_argument(model: Any) -> str:
-    """The forward argument taking the key/value cache: ``cache`` (transformers >= 5.2x)
-    or ``past_key_values`` (earlier versions)."""
-    import inspect
-
-    params = inspect.signature(model.forward).parameters
-    return "cache" if "cache" in params else "past_key_values"
-
-
-def _cache_of(output: Any) -> Any:
-    cache = getattr(output, "cache", None)
-    return cache if cache is not None else output.past_key_values
 
 
 # ---------------------------------------------------------------------------------------
@@ -392,18 +254,3 @@ def sample_texts(
             "raise max_new_tokens or lower min_chars"
         )
     return accepted, counts
-
-
-def decode_ids(lm: CausalLM, rows: Sequence[Sequence[int]]) -> list[str]:
-    """Texts of token ids (special tokens dropped, spacing as generated)."""
-    from privaudit.models.causal_lm import _quiet
-
-    with _quiet():
-        return [
-            str(
-                lm.tokenizer.decode(
-                    list(ids), skip_special_tokens=True, clean_up_tokenization_spaces=False
-                )
-            )
-            for ids in rows
-        ]

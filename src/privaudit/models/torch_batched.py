@@ -14,7 +14,7 @@ update is applied to the stacked tensors.
 Each model keeps its own training subset, seed and mini-batch order, and the same
 recipe as :meth:`~privaudit.models.torch_models.TorchTrainer.fit`: the initial weights
 come from ``recipe.build(seed_k)``, the batches from
-:func:`~privaudit.models.torch_models.batch_order` with ``default_rng(seed_k)``, the
+:func:`~privaudit.models.torch_recipe.batch_order` with ``default_rng(seed_k)``, the
 augmentation from the same generator afterwards. Models whose subsets differ in size
 take different numbers of steps: at a step where model ``k`` has no batch left its
 parameters and optimizer state are left unchanged (masked update), and a partial batch
@@ -43,15 +43,15 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
 from privaudit._validation import as_float_array, as_label_array, check_positive_int, fail
-from privaudit.models.torch_models import (
+from privaudit.models.torch_recipe import (
     TorchModel,
-    TorchTrainer,
+    TorchRecipe,
     _set_worker_threads,
     augment_batch,
     batch_order,
@@ -59,10 +59,31 @@ from privaudit.models.torch_models import (
     resolve_device,
 )
 
-__all__ = ["KERNELS", "batchable", "fit_many", "mlp_layers"]
+__all__ = ["KERNELS", "RecipeTrainer", "batchable", "fit_many", "mlp_layers"]
 
 #: ``fit_many`` kernels: ``"auto"`` (``"mlp"`` where it applies, else ``"vmap"``).
 KERNELS = ("auto", "mlp", "vmap")
+
+
+class RecipeTrainer(Protocol):
+    """What :func:`fit_many` needs of a trainer: the recipe every model follows, the
+    label space, and the one-by-one fit it falls back to where batching does not apply
+    (e.g. :class:`~privaudit.models.torch_models.TorchTrainer`)."""
+
+    @property
+    def recipe(self) -> TorchRecipe: ...
+
+    @property
+    def n_classes(self) -> int | None: ...
+
+    def fit(
+        self,
+        X: NDArray[np.float64],
+        y: NDArray[np.int64],
+        *,
+        seed: int,
+        n_classes: int | None = None,
+    ) -> TorchModel: ...
 
 
 def batchable(module: Any) -> bool:
@@ -93,7 +114,7 @@ def mlp_layers(module: Any) -> list[tuple[str, str]] | None:
 
 
 def fit_many(
-    trainer: TorchTrainer,
+    trainer: RecipeTrainer,
     X: NDArray[np.float64],
     y: NDArray[np.int64],
     subsets: Sequence[NDArray[np.int64]],
@@ -107,8 +128,9 @@ def fit_many(
 
     Parameters
     ----------
-    trainer : TorchTrainer
-        Its recipe is used for every model.
+    trainer : RecipeTrainer
+        E.g. a :class:`~privaudit.models.torch_models.TorchTrainer`; its recipe is used
+        for every model.
     X, y : arrays
         All records; ``subsets[k]`` are the row positions model ``k`` trains on.
     subsets : sequence of int arrays
@@ -159,7 +181,7 @@ def fit_many(
 
 
 def _fit_group(
-    trainer: TorchTrainer,
+    trainer: RecipeTrainer,
     X: NDArray[np.float64],
     y: NDArray[np.int64],
     subs: list[NDArray[np.int64]],

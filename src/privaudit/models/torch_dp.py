@@ -1,4 +1,4 @@
-"""DP-SGD training of a :class:`~privaudit.models.torch_models.TorchRecipe` with Opacus.
+"""DP-SGD training of a :class:`~privaudit.models.torch_recipe.TorchRecipe` with Opacus.
 
 Imported by :meth:`TorchTrainer.fit <privaudit.models.torch_models.TorchTrainer.fit>` only
 when the recipe has a ``dp`` section (Opacus is the optional extra ``dp``:
@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from privaudit.errors import InvalidInputError
-from privaudit.models.torch_models import TorchModel, TorchRecipe, make_optimizer, require_torch
+from privaudit.models.torch_recipe import TorchModel, TorchRecipe, make_optimizer, require_torch
 
 __all__ = ["fit_dp"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from privaudit.models.torch_models import require_torch
+from privaudit.models.torch_recipe import require_torch
 
 __all__ = ["mlp", "small_cnn"]
 

@@ -25,7 +25,7 @@ from privaudit.errors import DesignError
 from privaudit.models.train_many import NPZ, cached
 
 if TYPE_CHECKING:
-    from privaudit.panoramia.game import Modality, ScorerData
+    from privaudit.panoramia.modality import Modality, ScorerData
     from privaudit.runtime.store import ArtifactStore
 
 __all__ = [

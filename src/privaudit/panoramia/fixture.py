@@ -159,7 +159,7 @@ class _PluginScorer:
 
 
 class FixtureModality:
-    """The :class:`~privaudit.panoramia.game.Modality` of the exact fixture (module docstring)."""
+    """The :class:`~privaudit.panoramia.modality.Modality` of the exact fixture (module docstring)."""
 
     name = "fixture"
 

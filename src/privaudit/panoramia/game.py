@@ -58,6 +58,7 @@ from privaudit.panoramia.cache import (
     dataset_from_arrays,
     dataset_to_arrays,
 )
+from privaudit.panoramia.modality import Modality, Scorer, ScorerData
 from privaudit.panoramia.split import (
     SYNTHETIC_PREFIX,
     PanoramiaSizes,
@@ -70,10 +71,7 @@ from privaudit.panoramia.split import (
 from privaudit.panoramia.steps import (
     SCORER_PURPOSE,
     Labels,
-    Modality,
     RealComparison,
-    Scorer,
-    ScorerData,
     classifier_records,
     classifier_scores,
     compare_real,

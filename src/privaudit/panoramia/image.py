@@ -45,8 +45,9 @@ from privaudit._validation import as_float_array, check_positive_int, fail
 from privaudit.attacks.selected_net import fit_selected_net, predict_net
 from privaudit.data.dataset import Dataset
 from privaudit.models.image_vae import ConditionalVAE, VAESettings, fit_conditional_vae
-from privaudit.models.torch_models import TorchModel, TorchRecipe, TorchTrainer, require_torch
+from privaudit.models.torch_models import TorchTrainer
 from privaudit.models.torch_nets import small_cnn
+from privaudit.models.torch_recipe import TorchModel, TorchRecipe, require_torch
 from privaudit.panoramia.game import dataset_from_arrays, dataset_to_arrays
 from privaudit.signals.functions import cross_entropy_loss, logit_confidence
 

@@ -424,7 +424,7 @@ def _plot(pano: Mapping[str, Any], draw: Any, title: str) -> str | None:
     (None without curves). The title says what ran and on how many records."""
     from matplotlib.figure import Figure
 
-    from privaudit.report.html import fig_to_base64
+    from privaudit.report.plots import fig_to_base64
 
     curves = _curves(pano)
     if not curves:

@@ -1,9 +1,6 @@
 """The steps of the PANORAMIA game (Kazmi et al. 2024, Algorithm 1) that
 :func:`privaudit.panoramia.game.run_panoramia` composes, and the interfaces they call.
 
-* what a data kind implements: :class:`Modality` (generator, helper, loss features,
-  scorers; optional ``example_loss`` and ``reference_model``), :class:`Scorer`, and the
-  data a scorer is fitted on, :class:`ScorerData`;
 * the steps, each seeded with ``derive_seed(seed, purpose=...)`` and, where costly, run
   through :class:`~privaudit.panoramia.cache.PanoramiaSteps` (cache and resume):
   :func:`generated_samples` (G on ``D_G`` only, the synthetic pool),
@@ -15,14 +12,18 @@
   baseline with one scorer seed), :func:`compare_real` (RM;RN and O(1) on the
   same target, with real non-members).
 
-The game, its result and the measurement are in :mod:`privaudit.panoramia.game`.
+What a data kind implements (:class:`~privaudit.panoramia.modality.Modality`,
+:class:`~privaudit.panoramia.modality.Scorer`,
+:class:`~privaudit.panoramia.modality.ScorerData`; re-exported here) is in
+:mod:`privaudit.panoramia.modality`. The game, its result and the measurement are in
+:mod:`privaudit.panoramia.game`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -35,6 +36,7 @@ from privaudit.panoramia.cache import (
     info_array,
     read_info,
 )
+from privaudit.panoramia.modality import Modality, Scorer, ScorerData
 from privaudit.panoramia.split import PanoramiaSizes, RealPairSplit
 from privaudit.records import ScoreTable
 from privaudit.runtime.seeds import derive_seed
@@ -65,72 +67,7 @@ __all__ = [
 SCORER_PURPOSE = "panoramia/scorer"
 
 R = TypeVar("R")
-R_co = TypeVar("R_co", covariant=True)
 R_contra = TypeVar("R_contra", contravariant=True)
-
-
-# --------------------------------------------------------------------------------------
-# the data a scorer is fitted on and the modality protocol (pano_api.md section 2)
-# --------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class ScorerData(Generic[R]):
-    """Records, their loss features (of ``f`` for the MIA, of ``h`` for the baseline), labels."""
-
-    records: R
-    loss: NDArray[np.float64]
-    label: NDArray[np.bool_]
-
-
-class Scorer(Protocol[R_co]):
-    """A fitted membership classifier; ``score`` is continuous, higher = member."""
-
-    info: dict[str, Any]
-
-    def score(self, records: Any, loss: NDArray[np.float64]) -> NDArray[np.float64]: ...
-
-
-class Modality(Protocol[R]):
-    """What the game needs from one kind of data (pano_api.md section 2).
-
-    ``settings()`` returns JSON-able ``{"generator": {...}, "helper": {...}, "scorer":
-    {...}, ...}``; a fitted generator or helper may carry a JSON-able ``info`` dict (fit
-    details), merged into the result's ``generator`` / ``helper`` sections. Optional:
-    ``example_loss(features) -> (n,)``, one loss per example for the O(1) comparison's
-    loss threshold (default: column 0 of the loss features); ``reference_model(generator)
-    -> model or None``, a model of the real distribution that saw no audit record (e.g.
-    the text generator's LM, trained on ``D_G`` only): when it returns a model, its loss
-    features are appended to every classifier's (MIA, baseline, RM;RN), see
-    :func:`~privaudit.panoramia.game.run_panoramia`.
-    """
-
-    name: str
-
-    def ids(self, records: R) -> tuple[str, ...]: ...
-
-    def take(self, records: R, ids: Sequence[str]) -> R: ...
-
-    def concat(self, a: R, b: R) -> R: ...
-
-    def fit_generator(self, records: R, *, seed: int) -> Any: ...
-
-    def sample(self, generator: Any, n: int, *, seed: int) -> R: ...
-
-    def fit_helper(self, records: R, *, seed: int) -> Any: ...
-
-    def loss_features(self, model: Any, records: R) -> NDArray[np.float64]: ...
-
-    def fit_scorer(
-        self,
-        train: ScorerData[R],
-        val: ScorerData[R],
-        *,
-        seed: int,
-        criterion: Callable[[NDArray[np.float64], NDArray[np.bool_]], float],
-    ) -> Scorer[R]: ...
-
-    def settings(self) -> dict[str, Any]: ...
 
 
 def dict_info(obj: Any) -> dict[str, Any]:

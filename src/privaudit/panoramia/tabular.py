@@ -158,7 +158,7 @@ class _StagedScorer:
 
 
 class TabularModality:
-    """The tabular :class:`~privaudit.panoramia.game.Modality` (module docstring).
+    """The tabular :class:`~privaudit.panoramia.modality.Modality` (module docstring).
 
     Parameters
     ----------

@@ -151,7 +151,7 @@ def _net_type() -> Any:
     global _NET_TYPE
     if _NET_TYPE is not None:
         return _NET_TYPE
-    from privaudit.models.torch_models import require_torch
+    from privaudit.models.torch_recipe import require_torch
 
     torch = require_torch()
     nn = torch.nn

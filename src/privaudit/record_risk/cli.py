@@ -55,7 +55,7 @@ def build_record_risk(cfg: Any) -> dict[str, Any]:
     else:
         model = t.model
         if model.kind == "torch":
-            from privaudit.models.torch_models import require_torch
+            from privaudit.models.torch_recipe import require_torch
 
             require_torch()  # a clear error (exit 2) before any work when torch is missing
             model = _fill_mlp_shape(model, ds)

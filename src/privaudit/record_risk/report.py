@@ -24,7 +24,8 @@ import numpy as np
 
 from privaudit._validation import fail
 from privaudit._version import __version__
-from privaudit.report.html import fig_to_base64, jinja_environment
+from privaudit.report.html import jinja_environment
+from privaudit.report.plots import fig_to_base64
 from privaudit.report.writer import HTML_FILE, check_output_dir, write_text_files
 
 __all__ = [

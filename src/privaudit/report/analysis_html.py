@@ -54,7 +54,7 @@ def loss_histogram_png(sets: list[Mapping[str, Any]], fpr: float) -> str | None:
     """Loss histograms of the record types at one FPR (Ye et al. Fig. 5), as base64 PNG."""
     from matplotlib.figure import Figure
 
-    from privaudit.report.html import fig_to_base64
+    from privaudit.report.plots import fig_to_base64
 
     chosen = [s for s in sets if s["fpr"] == fpr and s["n_records"] > 0]
     if not chosen:

@@ -27,7 +27,7 @@ task that a worker finishes is a complete one. The task the driver runs in a thr
 cancelled with :func:`raise_in_thread` after :func:`note` (its check then fails).
 
 Library code never prints; the CLI's line (``privaudit.cli.interrupted``) says what
-:func:`kept_summary` finds in the caches.
+:func:`privaudit.runtime.store.kept_summary` finds in the caches.
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ __all__ = [
     "Session",
     "check",
     "handled",
-    "kept_summary",
     "mark",
     "note",
     "raise_in_thread",
@@ -277,22 +276,3 @@ def raise_in_thread(thread: threading.Thread) -> bool:
         set_async(ctypes.c_ulong(ident), None)
         return False
     return n == 1
-
-
-def kept_summary() -> str:
-    """What the artifact stores this process opened hold now (the CLI's line after an
-    interrupt says it): ``"the cache at X holds N finished artifacts (M models)"`` per
-    store that still exists (a temporary store is gone by then), else
-    ``"nothing was cached yet"``."""
-    from privaudit.runtime.store import ArtifactStore, opened_stores
-
-    kept: list[str] = []
-    for root in opened_stores():
-        if not (root / "objects").is_dir():
-            continue
-        n, models = ArtifactStore(root).census()
-        kept.append(
-            f"the cache at {root} holds {n} finished artifact{'s' * (n != 1)} "
-            f"({models} model{'s' * (models != 1)})"
-        )
-    return "; ".join(kept) if kept else "nothing was cached yet"

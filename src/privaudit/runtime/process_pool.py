@@ -81,7 +81,7 @@ def _worker_init(workdir: str, n_threads: int, preload: bytes | None) -> None:
     _WORKER_THREADS = n_threads
     for var in THREAD_ENV_VARS:
         os.environ[var] = str(n_threads)
-    # torch reads this (models/torch_models.py) and calls torch.set_num_threads with it
+    # torch reads this (models/torch_recipe.py) and calls torch.set_num_threads with it
     os.environ["PRIVAUDIT_THREADS_PER_WORKER"] = str(n_threads)
     if preload is not None:
         pickle.loads(preload)

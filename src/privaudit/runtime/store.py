@@ -66,6 +66,7 @@ __all__ = [
     "StoreStats",
     "canonical_json",
     "hash_key",
+    "kept_summary",
     "opened_stores",
 ]
 
@@ -504,3 +505,20 @@ class ArtifactStore:
                     shutil.rmtree(p, ignore_errors=True)
                     removed += 1
         return removed
+
+
+def kept_summary() -> str:
+    """What the artifact stores this process opened hold now (the CLI's line after an
+    interrupt says it): ``"the cache at X holds N finished artifacts (M models)"`` per
+    store that still exists (a temporary store is gone by then), else
+    ``"nothing was cached yet"``."""
+    kept: list[str] = []
+    for root in opened_stores():
+        if not (root / "objects").is_dir():
+            continue
+        n, models = ArtifactStore(root).census()
+        kept.append(
+            f"the cache at {root} holds {n} finished artifact{'s' * (n != 1)} "
+            f"({models} model{'s' * (models != 1)})"
+        )
+    return "; ".join(kept) if kept else "nothing was cached yet"

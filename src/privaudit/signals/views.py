@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from privaudit._validation import as_float_array, check_positive_int, fail
 from privaudit.data import Dataset
-from privaudit.models.torch_models import shift_images
+from privaudit.models.torch_recipe import shift_images
 
 __all__ = ["IDENTITY_VIEW", "QueryViews", "query_views_of", "view_datasets"]
 

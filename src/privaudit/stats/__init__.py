@@ -33,6 +33,7 @@ from privaudit.stats._tails import (
     gdp_epsilon,
     log_q,
 )
+from privaudit.stats.audit_plan import AuditPlan, plan_one_run_audit
 from privaudit.stats.fdp import (
     eps_delta_fbar_inverse,
     fdp_eps_lb_one_run,
@@ -57,10 +58,8 @@ from privaudit.stats.panoramia import (
 )
 from privaudit.stats.parametric import (
     PARAMETRIC_FAMILIES,
-    AuditPlan,
     ParametricEstimate,
     parametric_one_run,
-    plan_one_run_audit,
 )
 from privaudit.stats.procedures import PROCEDURES, run_procedure
 from privaudit.stats.selection import (

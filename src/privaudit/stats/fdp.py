@@ -23,6 +23,7 @@ from privaudit.records import AuditResult
 from privaudit.stats._level import resolve_beta
 from privaudit.stats._tails import first_rejection_boundary, gdp_epsilon
 from privaudit.stats.one_run import check_counts
+from privaudit.stats.parametric import attach_parametric
 from privaudit.stats.selection import (
     GuessCounts,
     GuessSelection,
@@ -344,8 +345,6 @@ def _attach_parametric_estimate(
 ) -> None:
     """``extra["parametric"]``: the assumption-based estimate and bound of ``family`` on the
     selected counts, and the note that it holds only inside that family."""
-    from privaudit.stats.parametric import attach_parametric  # imports this module
-
     attach_parametric(
         extra,
         notes,

@@ -27,6 +27,7 @@ from privaudit.stats._tails import (
     log_q,
     logit_cp_lower,
 )
+from privaudit.stats.parametric import attach_parametric
 from privaudit.stats.selection import (
     GuessCounts,
     GuessSelection,
@@ -277,8 +278,6 @@ def one_run_audit(
     ]
     extra: dict[str, object] = {"beta": beta, "beta_per_test": sel.level, **sel.extra}
     if parametric is not None:
-        from privaudit.stats.parametric import attach_parametric  # imports this module
-
         attach_parametric(
             extra,
             notes,

@@ -32,7 +32,8 @@ import numpy as np
 from privaudit._validation import fail
 from privaudit._version import __version__
 from privaudit.records import json_number
-from privaudit.report.html import fig_to_base64, jinja_environment
+from privaudit.report.html import jinja_environment
+from privaudit.report.plots import fig_to_base64
 from privaudit.report.writer import HTML_FILE, check_output_dir, move_into_place
 from privaudit.zero_run.placebo import PLACEBO_SCORE
 from privaudit.zero_run.result import ZeroRunResult
