@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from privaudit.membership import inputs, pipeline
 from privaudit.cli import main
 from privaudit.data import table_from_frame
 from privaudit.errors import InvalidInputError, PrivauditWarning
+from privaudit.membership import inputs, pipeline
 from privaudit.membership.cli import render_summary, summary_lines
 from privaudit.membership.config import ConfigError, config_from_dict, load_config
 from privaudit.membership.preflight import check_executor, check_memory, dry_run_attacks, preflight
