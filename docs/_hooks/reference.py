@@ -690,7 +690,9 @@ def api_index() -> str:
         elif inspect.ismodule(obj):
             parts += [f"## `{name}`", "", f"::: {obj.__name__}", ""]
         else:
-            constants.append(f"| `{name}` | `{obj!r}` |")
+            shown = repr(obj) if len(repr(obj)) <= 80 else repr(obj)[:77] + "..."
+            shown = shown.replace("|", "\\|")
+            constants.append(f"| `{name}` | `{shown}` |")
     if constants:
         parts += ["## Constants", "", "| name | value |", "|---|---|", *constants, ""]
     return "\n".join(parts)
