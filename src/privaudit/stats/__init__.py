@@ -1,6 +1,6 @@
 """Differential-privacy lower bounds from membership guesses (the ``audit`` layer).
 
-Procedures (docs/statistics.md states what each assumes and how it is tested):
+Procedures (shared/notes/audit-math.md is the specification):
 
 * :func:`multi_run_audit` / :func:`multi_run_eps_lb` / :func:`multi_run_mu_lb` -- one
   score per training run (Jagielski, Ullman, Oprea 2020; Nasr et al. 2021, 2023);
