@@ -16,11 +16,10 @@ and turns it into ``results.json``, ``scores.npz`` and ``report.html``. For the 
 :mod:`privaudit.data.text`) and :func:`finetuned_model_dir` (a fine-tuned target or reference
 model, cached in the artifact store as a Hugging Face directory).
 
-Signals follow ``../shared/notes/attacks.md`` section 4.2 (higher = member); their
-definitions are in :mod:`privaudit.signals.text`. Token statistics (one forward pass per
-text and model) are cached in the artifact store keyed by the model's fingerprint, the
-hash of the texts and the scoring settings, so a killed run resumes with the models
-already scored.
+Signals are higher = member; their definitions and papers are in
+:mod:`privaudit.signals.text`. Token statistics (one forward pass per text and model)
+are cached in the artifact store keyed by the model's fingerprint, the hash of the texts
+and the scoring settings, so a killed run resumes with the models already scored.
 
 Threat model. The attacker queries the target for token log-probabilities of a text (and,
 for min-k%++, the full next-token distribution), and for the reference signals holds a

@@ -13,7 +13,7 @@ then exits 1). The same gates render as
   (:data:`SARIF_RULE_ID`) and one ``error`` result per failing gate, located at the
   audited input (the scores file of ``audit``, the config of ``run``).
 
-A figure that is not a valid eps lower bound is never a gate (issue 28): PANORAMIA's
+A figure that is not a valid eps lower bound is never a gate: PANORAMIA's
 ``eps_tilde`` is a lower bound only if ``c_lb`` is tight (Kazmi et al. 2024, Sec. 4.2),
 and its audit certifies no lower bound on eps alone. Such an entry (``"gated": false`` in
 the audit's document, with ``not_gated_reason``) becomes a :class:`Gate` with

@@ -327,7 +327,7 @@ def panoramia_audit(
       eps cannot be refuted by it. A valid eps lower bound without retraining needs
       real non-members (RM;RN of ``privaudit panoramia``: ``c = 0``).
 
-    Before issue 28, ``epsilon_lower_bound`` held ``eps_tilde`` and ``privaudit audit``
+    Earlier versions put ``eps_tilde`` in ``epsilon_lower_bound`` and ``privaudit audit``
     gated ``--claimed-epsilon`` on it. The pure-DP (delta = 0) tests only; the
     (c, gamma) relaxation of Appendix E is not implemented.
     """

@@ -1,6 +1,6 @@
 """Zero-Run auditing: DP lower bounds from known members and known non-members under a
 distribution shift, corrected with propensity scores ("Privacy Auditing with Zero (0)
-Training Run", 2026; shared/notes/audit-math.md section 5).
+Training Run", 2026; docs/zero_run_validity.md).
 
 Entry point: :func:`zero_run_audit`. Building blocks, bottom up:
 

@@ -134,7 +134,7 @@ def make_propensity_model(
     each class and independent of the categorical ones** (the log ratio of two Gaussian
     densities is a quadratic form; the categories then enter additively): a shift in
     the mean, the spread or the correlation of the features, where the logit-linear
-    ``"logistic"`` is misspecified as soon as the spreads differ (issue 28: members
+    ``"logistic"`` is misspecified as soon as the spreads differ (e.g. members
     ``x ~ N(0, 1.6^2)``, non-members ``N(0, 1)``: true logit ``-log 1.6 + 0.305 x^2``).
 
     ``"logistic"`` is a (nearly unpenalised) maximum-likelihood fit of a logit-linear
