@@ -53,7 +53,6 @@ def run(
     from privaudit.llm.config import LLMAuditConfig
     from privaudit.llm.summary import render_llm_summary
     from privaudit.membership.config import ConfigError, with_game
-    from privaudit.report.ci_formats import gates_from_results
 
     shown = progress_mode(progress, no_progress)
     try:
@@ -93,6 +92,8 @@ def run(
         # a DP-SGD target claims its accountant's epsilon: a lower bound above it is a
         # violation (exit code 1), as with --claimed-epsilon
         claimed_epsilon = results.get("target", {}).get("accountant_epsilon")
+    from privaudit.report.ci_formats import gates_from_results  # after the work: start-up
+
     code = ci_output.emit(
         fmt,
         "run",

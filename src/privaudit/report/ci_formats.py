@@ -34,7 +34,6 @@ from typing import Any
 
 from privaudit._validation import fail
 from privaudit._version import __version__
-from privaudit.report.results import plain
 
 __all__ = [
     "FORMATS",
@@ -181,7 +180,7 @@ def render_json(
         "claimed_epsilon": claimed,
         "violation": any_violation(gates, claimed),
         "gates": [_json_gate(g, claimed) for g in gates],
-        "result": plain(result),
+        "result": _plain(result),
     }
     return json.dumps(doc, indent=2, allow_nan=False)
 
@@ -396,3 +395,11 @@ def render(
         code = 1 if any_violation(gates, claimed) else 0
         return render_sarif(command, gates, claimed, artifact_uri=artifact_uri, exit_code=code)
     raise fail("--format", "one of " + ", ".join(FORMATS), repr(fmt))
+
+
+def _plain(obj: Any) -> Any:
+    """:func:`privaudit.report.results.plain` (imported here, not at start-up: ``--format``
+    is checked against :data:`FORMATS` before any work)."""
+    from privaudit.report.results import plain
+
+    return plain(obj)
