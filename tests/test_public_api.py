@@ -421,6 +421,35 @@ def test_boolean_masks_and_a_dataset_give_the_same_split(own: dict[str, Any]) ->
         _dataset(ds, own["y"], None)
 
 
+def test_a_torch_model_with_its_recipe(own: dict[str, Any]) -> None:
+    pytest.importorskip("torch")
+    recipe = privaudit.TorchRecipe(
+        factory="privaudit.models.torch_nets:mlp",
+        factory_kwargs={"n_features": 30, "n_classes": 2, "hidden": 16},
+        epochs=10,
+        batch_size=32,
+        lr=0.01,
+        device="cpu",
+    )
+    X, y, members = own["X"], own["y"], own["members"]
+    target = privaudit.TorchTrainer(recipe, n_classes=2).fit(X[members], y[members], seed=1)
+    kw: dict[str, Any] = {
+        "members": members,
+        "non_members": own["non_members"],
+        "attacks": ["population", "lira-offline"],
+        "models": {"n_reference": 4},
+        "progress": False,
+    }
+    with pytest.raises(privaudit.InvalidInputError, match=r"^recipe: expected a TorchRecipe"):
+        privaudit.audit_model(target.module, X, y, **kw)
+    module = privaudit.audit_model(target.module, X, y, recipe=recipe, **kw)
+    wrapped = privaudit.audit_model(target, X, y, **kw)  # a TorchModel knows its recipe
+    assert module.results["attacks"] == wrapped.results["attacks"]
+    assert module.results["target"]["kind"] == "torch"
+    assert module.results["settings"]["model"]["kind"] == "torch"
+    assert module.target.train_accuracy is not None and module.attack("lira-offline").auc > 0
+
+
 # --------------------------------------------------------------------------- other results
 
 

@@ -158,6 +158,10 @@ def audit_model(
         ``non_members``, an unfitted model, unknown ids, a bad setting
         (``models.n_reference: ...``).
     """
+    from privaudit.models.sklearn import SklearnModel
+
+    if isinstance(model, SklearnModel):  # privaudit's adapter: audit the estimator it wraps
+        model = model.estimator
     dataset = _dataset(X, y, ids)
     member_ids = _ids(members, "members", dataset)
     non_member_ids = _ids(non_members, "non_members", dataset)
@@ -322,10 +326,17 @@ def _target(model: Any, recipe: Any, dataset: Dataset) -> tuple[Any, str]:
             raise InvalidInputError(f"model: {exc}") from None
         check_feature_names(wrapped, dataset, field="model")
         return wrapped, "sklearn"
+    from privaudit.models.torch_models import TorchModel, TorchRecipe
+
     if isinstance(model, PrecomputedModel):
         return model, "precomputed"
+    if isinstance(model, TorchModel):
+        if recipe is None:
+            recipe = model.recipe
+        if not isinstance(recipe, TorchRecipe):
+            raise fail("recipe", "the TorchRecipe the torch model was trained with", None)
+        return model, "torch"
     if _is_torch_module(model):
-        from privaudit.models.torch_models import TorchModel, TorchRecipe
 
         if not isinstance(recipe, TorchRecipe):
             raise fail(
@@ -369,6 +380,8 @@ def _trainer(model: Any, recipe: Any, n_classes: int) -> tuple[Any, str]:
     from privaudit.models import SklearnTrainer
     from privaudit.models.torch_models import TorchRecipe, TorchTrainer
 
+    if recipe is None and isinstance(getattr(model, "recipe", None), TorchRecipe):
+        recipe = model.recipe  # a TorchModel knows how it was built and trained
     if recipe is None:
         if not _is_sklearn(model):
             raise fail(
