@@ -41,6 +41,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from privaudit.config.base import (
     ConfigError,
@@ -359,8 +360,9 @@ class AuditConfig(StrictModel):
     with the context ``{GIVEN_IN_CODE: True}``).
     """
 
-    dataset: DatasetConfig | None
-    model: ModelConfig | None
+    # None only in code (the JSON schema, the config reference, shows the sections alone)
+    dataset: DatasetConfig | SkipJsonSchema[None]
+    model: ModelConfig | SkipJsonSchema[None]
     target: TargetConfig | None = Field(
         default=None,
         description="A target trained outside privaudit and its split (model = its recipe).",
