@@ -7,7 +7,8 @@ modules and names not exported here (``privaudit.membership.pipeline``,
 Audit a scikit-learn model trained outside privaudit::
 
     import privaudit
-    result = privaudit.audit_model(model, X, y, members=train_rows, non_members=test_rows)
+    result = privaudit.audit_model(model, X, y, members=train_rows, non_members=test_rows,
+                                   attacks=["population", "lira-online", "rmia-online"])
     print(result)                                  # the summary `privaudit run` prints
     best = result.strongest_attack()
     print(best.name, best.auc, best.tpr(0.01))     # AUC and TPR at 1% FPR

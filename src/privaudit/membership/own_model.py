@@ -11,19 +11,21 @@ with (Ye et al. 2022, Sec. 4, assumption 3; by default ``sklearn.base.clone(mode
 every attack, metric and one-run bound is that of ``privaudit run``; the result's
 :meth:`~privaudit.membership.result.AuditReport.save` writes the folder it writes.
 
-Example
--------
->>> from sklearn.datasets import load_breast_cancer            # doctest: +SKIP
->>> from sklearn.linear_model import LogisticRegression
->>> import numpy as np, privaudit
->>> X, y = load_breast_cancer(return_X_y=True)
->>> rows = np.random.default_rng(0).permutation(len(y))
->>> members, non_members = rows[:200], rows[200:400]
->>> model = LogisticRegression(max_iter=5000).fit(X[members], y[members])
->>> result = privaudit.audit_model(model, X, y, members=members, non_members=non_members,
-...                                attacks=["population", "lira-offline"], seed=0)
->>> print(result)                      # the summary privaudit run prints
->>> result.save("my-audit")            # results.json, scores.npz, report.html, bundle.json
+Example::
+
+    import numpy as np
+    import privaudit
+    from sklearn.datasets import load_digits
+    from sklearn.neural_network import MLPClassifier
+
+    X, y = load_digits(return_X_y=True)
+    rows = np.random.default_rng(0).permutation(len(y))
+    members, non_members = rows[:600], rows[600:1200]
+    model = MLPClassifier((64,), max_iter=400, random_state=0).fit(X[members], y[members])
+    result = privaudit.audit_model(model, X, y, members=members, non_members=non_members,
+                                   attacks=["population", "lira-online", "rmia-online"])
+    print(result)                  # the summary `privaudit run` prints
+    result.save("my-audit")        # results.json, scores.npz, report.html, bundle.json
 """
 
 from __future__ import annotations
