@@ -41,7 +41,6 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic.json_schema import SkipJsonSchema
 
 from privaudit.config.base import (
     ConfigError,
@@ -352,6 +351,13 @@ def _default_attacks() -> tuple[str, ...]:
 GIVEN_IN_CODE = "given_in_code"
 
 
+def _section_only(schema: dict[str, Any]) -> None:
+    """The JSON schema of a ``section | None`` field without its ``null`` branch."""
+    branches = schema.pop("anyOf", None)
+    if branches:
+        schema.update(next(b for b in branches if b.get("type") != "null"))
+
+
 class AuditConfig(StrictModel):
     """One membership-inference audit: data, model, attacks, numbers of models, alpha, seed.
 
@@ -360,9 +366,9 @@ class AuditConfig(StrictModel):
     with the context ``{GIVEN_IN_CODE: True}``).
     """
 
-    # None only in code (the JSON schema, the config reference, shows the sections alone)
-    dataset: DatasetConfig | SkipJsonSchema[None]
-    model: ModelConfig | SkipJsonSchema[None]
+    # None only in code: the JSON schema (the config reference) shows the section alone
+    dataset: DatasetConfig | None = Field(json_schema_extra=_section_only)
+    model: ModelConfig | None = Field(json_schema_extra=_section_only)
     target: TargetConfig | None = Field(
         default=None,
         description="A target trained outside privaudit and its split (model = its recipe).",
