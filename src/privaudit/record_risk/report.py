@@ -109,7 +109,7 @@ def render_record_risk_html(result: Any) -> str:
     r = _check(result)
     d = r.to_dict()
     return str(
-        _page_templates()
+        jinja_environment()
         .get_template("record_risk.html.j2")
         .render(
             r=d,
@@ -144,13 +144,3 @@ def write_record_risk_report(
         "records": out / RECORDS_FILE,
         "html": out / HTML_FILE,
     }
-
-
-def _page_templates() -> Any:
-    """The report templates' Jinja2 environment (filters ``pct``, ``num``) that also finds
-    this procedure's own page, in ``record_risk/templates``."""
-    from jinja2 import ChoiceLoader, PackageLoader
-
-    env = jinja_environment()
-    env.loader = ChoiceLoader([PackageLoader("privaudit.record_risk", "templates"), env.loader])
-    return env

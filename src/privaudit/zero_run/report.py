@@ -293,7 +293,8 @@ def render_zero_run_html(result: ZeroRunResult) -> str:
         A self-contained HTML page.
     """
     r = _check_result(result)
-    template = _page_templates().get_template(_TEMPLATE)
+    env = jinja_environment()
+    template = env.get_template(_TEMPLATE)
     headline = dict(r.headline)
     return str(
         template.render(
@@ -365,13 +366,3 @@ def write_zero_run_report(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return {"dir": out, "results": out / ZERO_RUN_RESULTS_FILE, "html": out / HTML_FILE}
-
-
-def _page_templates() -> Any:
-    """The report templates' Jinja2 environment (filters ``pct``, ``num``) that also finds
-    this procedure's own page, in ``zero_run/templates``."""
-    from jinja2 import ChoiceLoader, PackageLoader
-
-    env = jinja_environment()
-    env.loader = ChoiceLoader([PackageLoader("privaudit.zero_run", "templates"), env.loader])
-    return env
