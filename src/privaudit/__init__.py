@@ -110,6 +110,7 @@ if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported
     from privaudit.report.model_card import model_card, write_model_card
     from privaudit.report.writer import ReportExistsError
     from privaudit.signals.functions import cross_entropy_loss
+    from privaudit.stats import plan_one_run_audit
     from privaudit.stats.attack_bounds import attack_one_run_bounds
     from privaudit.stats.fdp import (
         fdp_eps_lb_one_run,
@@ -120,7 +121,7 @@ if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported
     from privaudit.stats.multi_run import multi_run_audit, multi_run_eps_lb, multi_run_mu_lb
     from privaudit.stats.one_run import eps_lb_one_run, one_run_audit
     from privaudit.stats.panoramia import panoramia_audit
-    from privaudit.stats.parametric import parametric_one_run, plan_one_run_audit
+    from privaudit.stats.parametric import parametric_one_run
     from privaudit.stats.procedures import run_procedure
     from privaudit.zero_run.audit import DEFAULT_ESTIMATORS, zero_run_audit
     from privaudit.zero_run.bounds import zero_run_bounds
@@ -213,7 +214,7 @@ _PUBLIC: dict[str, str] = {
     "multi_run_eps_lb": "privaudit.stats.multi_run",
     "multi_run_mu_lb": "privaudit.stats.multi_run",
     "parametric_one_run": "privaudit.stats.parametric",
-    "plan_one_run_audit": "privaudit.stats.parametric",
+    "plan_one_run_audit": "privaudit.stats",
     "panoramia_audit": "privaudit.stats.panoramia",
     "zero_run_bounds": "privaudit.zero_run.bounds",
     "global_eps_lb": "privaudit.zero_run.global_correction",
