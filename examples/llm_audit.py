@@ -14,7 +14,7 @@ The flow (each step cached in --cache, so a killed run resumes):
    the base chunks;
 3. the target = the base fine-tuned on the member chunks; the reference = the base
    fine-tuned with the same recipe on the reference chunks (llm-core's recipe,
-   privaudit.models.lm_finetune);
+   :class:`privaudit.FineTuneRecipe`);
 4. the audit through the code path of ``privaudit run`` (the models are saved as Hugging
    Face directories and the audited texts as JSONL; a config with ``target.kind:
    huggingface`` points at them): every signal, the blind baseline, the one-run epsilon
@@ -29,19 +29,24 @@ one-run epsilon lower bound over the signals. ``--json PATH`` writes exactly
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import time
 from pathlib import Path
 from typing import Any
 
-from privaudit.data.text import write_text_records
-from privaudit.llm.audit import audited_records, finetuned_model_dir, shakespeare_split
-from privaudit.llm.config import LLMAuditConfig
-from privaudit.llm.pipeline import llm_summary, run_llm_audit
-from privaudit.models.causal_lm import CausalLM
-from privaudit.models.lm_builders import smollm2_gguf, tiny_gpt
-from privaudit.models.lm_finetune import FineTuneRecipe
-from privaudit.models.provided import file_sha256
+from privaudit import (
+    CausalLM,
+    FineTuneRecipe,
+    LLMAuditConfig,
+    audited_records,
+    finetuned_model_dir,
+    run_llm_audit,
+    shakespeare_split,
+    smollm2_gguf,
+    tiny_gpt,
+    write_text_records,
+)
 
 #: Members and non-members take one chunk (the first) of each of their documents: each
 #: audited chunk is then its own unit of randomisation, as the one-run bound needs, and no
@@ -133,7 +138,8 @@ def main() -> None:
         base_id = base_dir.name
     else:
         gguf_dir, gguf_name = smollm2_gguf()
-        base_id = file_sha256(gguf_dir / gguf_name)
+        with open(gguf_dir / gguf_name, "rb") as fh:
+            base_id = hashlib.file_digest(fh, "sha256").hexdigest()
         base_desc = {
             "model": "SmolLM2-135M-Instruct (Q4_1 GGUF, de-quantised)",
             "gguf_sha256": base_id,
@@ -173,7 +179,7 @@ def main() -> None:
         "reference": "base fine-tuned with the same recipe on the reference chunks",
     }
     report = run_llm_audit(config, overwrite=args.overwrite, provenance=provenance)
-    figures = llm_summary(report.results)
+    figures = report.summary()
     wall = time.perf_counter() - t_start
 
     print(

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privaudit.data import load_adult
+from privaudit import load_adult
 
 HERE = Path(__file__).resolve().parent
 

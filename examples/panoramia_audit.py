@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 import yaml
 
-from privaudit.cli import main as privaudit
-from privaudit.data import load_adult
+from privaudit import load_adult
+from privaudit import main as privaudit
 
 HERE = Path(__file__).resolve().parent
 

@@ -4,7 +4,7 @@ The end-to-end example of issue 4 ("Privacy Auditing with Zero (0) Training Run"
 
 1. train a classifier (an MLP without weight decay, run to its iteration limit, so that it
    overfits a little, as the ``privaudit demo`` target does) on a random part of the
-   bundled UCI Adult data (:func:`privaudit.data.load_adult`);
+   bundled UCI Adult data (:func:`privaudit.load_adult`);
 2. known members: a random subset of its training records;
 3. known non-members: drawn from the remaining records with probability proportional to
    ``exp(tilt * (z_age + z_hours) / 2)`` (``z`` = standardised age and hours-per-week) --
@@ -13,12 +13,13 @@ The end-to-end example of issue 4 ("Privacy Auditing with Zero (0) Training Run"
    non-members collected later or elsewhere;
 4. the attack score is a real membership-inference attack on the model's outputs: minus
    the cross-entropy loss of the true label (higher = member; Yeom et al. 2018, the
-   ``loss`` signal of :mod:`privaudit.signals`);
+   ``loss`` signal, :func:`privaudit.cross_entropy_loss`);
 5. the propensity features are Adult's 14 feature columns only (age, workclass, ...,
    native-country in their original units and categories) -- never the score, the loss or
    the income label;
-6. the table is written to ``<out>/adult_zero_run.csv``; :func:`zero_run_audit` runs on it
-   and the report (``results.json``, ``report.html``) goes to ``<out>/report``.
+6. the table is written to ``<out>/adult_zero_run.csv``; :func:`privaudit.zero_run_audit` runs
+   on it and the report (``results.json``, ``report.html``) goes to ``<out>/report``
+   (``ZeroRunResult.save``).
 
 Because income (hence the model's loss) depends on age and hours, the shift alone makes
 members and non-members look different to the loss attack: the uncorrected audit, which
@@ -46,19 +47,18 @@ import numpy as np
 import pandas as pd
 from rich.console import Console
 
-from privaudit.data import Dataset, load_adult
-from privaudit.metrics.roc import auc as roc_auc
-from privaudit.models import SklearnTrainer
-from privaudit.signals import cross_entropy_loss
-from privaudit.zero_run import (
+from privaudit import (
     DEFAULT_ESTIMATORS,
+    Dataset,
+    SklearnTrainer,
     ZeroRunResult,
+    cross_entropy_loss,
     draw_uniforms,
+    load_adult,
     zero_run_audit,
     zero_run_bounds,
 )
-from privaudit.zero_run.cli import render_zero_run_summary
-from privaudit.zero_run.report import write_zero_run_report
+from privaudit import auc as roc_auc
 
 TABLE_FILE = "adult_zero_run.csv"
 REPORT_DIR = "report"
@@ -83,7 +83,7 @@ class AdultZeroRun:
 def adult_frame(ds: Dataset) -> pd.DataFrame:
     """Adult's 14 feature columns in their original form, one row per record of ``ds``.
 
-    Inverts :func:`privaudit.data.load_adult`'s preprocessing: numeric columns are
+    Inverts :func:`privaudit.load_adult`'s preprocessing: numeric columns are
     un-standardised with ``ds.info["numeric_scaling"]`` (and rounded back to integers),
     each one-hot block ``"column=value"`` becomes one categorical column.
     """
@@ -190,7 +190,7 @@ def run_example(
         progress=progress,
     )
     report_dir = out / REPORT_DIR
-    write_zero_run_report(result, report_dir, overwrite=overwrite)
+    result.save(report_dir, overwrite=overwrite)
 
     # Reference: the same members against non-members drawn WITHOUT the tilt. There the
     # plain one-run audit is valid; it shows how much of the uncorrected bound above is
@@ -246,7 +246,7 @@ def _print_summary(run: AdultZeroRun, console: Console) -> None:
         ),
         highlight=False,
     )
-    render_zero_run_summary(run.result, console, features=run.feature_columns)
+    console.file.write(run.result.summary(features=run.feature_columns, width=console.width))
     unc = run.result.uncorrected["mu_lower_bound"]
     console.print(
         f"uncorrected mu >= {unc:.3f} (not valid under the shift) vs corrected (headline) "

@@ -413,3 +413,23 @@ def test_no_write_and_an_explicit_store(owner: dict, tmp_path: Path) -> None:  #
     assert any(p.is_file() for p in (store / "objects").rglob("*"))
     assert not (tmp_path / "rep" / "cache").exists()
     assert load_results(tmp_path / "rep")["panoramia"]["bounds"] == res["panoramia"]["bounds"]
+
+
+def test_the_result_saves_the_report_folder(owner: dict, tmp_path: Path) -> None:  # type: ignore[type-arg]
+    """run_panoramia_audit's result is the results.json document (a dict) that saves the
+    folder the command line writes: privaudit verify passes on it."""
+    import privaudit
+
+    cfg = privaudit.load_panoramia_config(_config(owner["root"], output_dir=str(tmp_path / "r")))
+    res = privaudit.run_panoramia_audit(cfg, write=False)
+    assert isinstance(res, privaudit.PanoramiaReport) and isinstance(res, dict)
+    assert res.out_dir is None and res.report_path is None
+    folder = res.save(tmp_path / "saved")
+    names = {p.name for p in folder.iterdir()}
+    assert {"results.json", "report.html", "bundle.json", "panoramia_scores.npz"} <= names
+    assert res.report_path == folder / "report.html"
+    assert (folder / "results.json").read_text(encoding="utf-8") == res.to_json() + "\n"
+    assert json.loads(res.to_json()) == res.to_dict() == dict(res)
+    assert res.summary()["eps_tilde"] == res["panoramia"]["bounds"]["eps_tilde"]
+    report = privaudit.verify_bundle(folder)
+    assert report.ok and report.count("mismatch") == 0

@@ -133,3 +133,35 @@ def test_results_without_blind_baseline_with_provenance(world) -> None:  # type:
     plain, _ = llm_results(res, seed=1, data={"name": "t"}, models_config={"kind": "fake"})
     assert "provenance" not in plain["llm"] and "timings" not in plain
     assert plain["llm"]["split"] == llm["split"] and plain["target"] == doc["target"]
+
+
+def test_the_report_object_saves_prints_and_reads_its_figures(tmp_path: Path, world) -> None:  # type: ignore[no-untyped-def]
+    """LLMAuditReport (what run_llm_audit returns): typed figures from its results.json, the
+    headline figures, the command line's summary, and save = the folder privaudit run writes."""
+    from privaudit.llm.pipeline import LLMAuditReport
+
+    records, target, reference = world
+    res = audit_language_model(target, records, reference=reference)
+    doc, table = llm_results(res, seed=0, data={"name": "t"}, models_config={"kind": "fake"})
+    manifest = make_manifest(
+        kind="membership-inference", command="t", config={}, seeds={}, dataset_fingerprint=None
+    )
+    report = LLMAuditReport(results=doc, scores=table, audit=res, out_dir=None, bundle=manifest)
+    assert [a.name for a in report.attacks] == [a["name"] for a in doc["attacks"]]
+    assert report.attack("loss").auc == doc["attacks"][0]["auc"]
+    assert report.summary() == llm_summary(doc)
+    assert (
+        max(b.epsilon_lower_bound for b in report.bounds) == report.summary()["epsilon_lower_bound"]
+    )
+    text = str(report)
+    assert text.startswith("Language model") and "Membership signals" in text
+    folder = report.save(tmp_path / "saved")
+    assert report.out_dir == folder and report.report_path == folder / "report.html"
+    assert {p.name for p in folder.iterdir()} == {
+        "results.json",
+        "scores.npz",
+        "report.html",
+        "bundle.json",
+    }
+    assert verify_bundle(folder).ok
+    assert (folder / "results.json").read_text(encoding="utf-8") == report.to_json() + "\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any, ClassVar
 
@@ -129,7 +130,7 @@ class _Sampler:
         return out
 
 
-def test_planted_record_has_the_known_risk_in_each_game() -> None:
+def test_planted_record_has_the_known_risk_in_each_game(tmp_path: Any) -> None:
     """x is copied (probability p = 0.8) only by releases trained on D0 itself.
 
     Model-seeded game: IN rounds are A(D0): R_MS(x) = p * 1 + (1 - p) * 1/2 = 0.9 for the
@@ -162,6 +163,11 @@ def test_planted_record_has_the_known_risk_in_each_game() -> None:
     assert res.risks["model-seeded"]["hoeffding_width"] == pytest.approx(
         math.sqrt(math.log(40) / 400)
     )
+    # the result saves the folder `privaudit record-risk` writes
+    folder = res.save(tmp_path / "rr", settings={"seed": 3})
+    assert {p.name for p in folder.iterdir()} == {"results.json", "records.csv", "report.html"}
+    saved = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    assert saved["settings"] == {"seed": 3} and saved["record_risk"]["records"] == res.table()
 
 
 def test_deterministic_learner_is_flagged_and_runs_resume_from_the_store(tmp_path: Any) -> None:

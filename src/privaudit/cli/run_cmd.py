@@ -6,6 +6,7 @@ a classifier audit (:func:`privaudit.membership.pipeline.run_audit`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,7 @@ def run(
     from privaudit.membership.config import ConfigError, with_game
 
     shown = progress_mode(progress, no_progress)
+    render: Callable[[dict[str, Any], Path | None], None]
     try:
         fmt = ci_output.check_options(fmt, claimed_epsilon, format_file)
         mlflow_cli.check(mlflow)

@@ -8,33 +8,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
+from privaudit.cli.verification import verify_bundle
 from privaudit.cli_common.errors import error_line
 from privaudit.errors import PrivauditError
 
-if TYPE_CHECKING:
-    from privaudit.report.bundle import VerifyReport
-
 __all__ = ["verify", "verify_bundle"]
-
-
-def verify_bundle(path: str | Path) -> VerifyReport:
-    """Recompute every metric and bound of a bundle written by any privaudit command.
-
-    :func:`privaudit.report.bundle.verify_bundle` with every procedure's verifiers:
-    Zero-Run's bundles (:func:`privaudit.zero_run.verify.verify_zero_run`) and PANORAMIA's
-    section of a results.json (:func:`privaudit.panoramia.verify.verify_panoramia`).
-    """
-    from privaudit.panoramia.verify import verify_panoramia
-    from privaudit.report.bundle import verify_bundle as verify_with
-    from privaudit.zero_run.verify import verify_zero_run
-
-    return verify_with(
-        path, kinds={"zero-run": verify_zero_run}, sections={"panoramia": verify_panoramia}
-    )
 
 
 def verify(

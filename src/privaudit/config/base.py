@@ -81,8 +81,17 @@ def format_errors(
     return ConfigError(head + "\n  " + "\n  ".join(lines))
 
 
-def validate_mapping(schema: type[M], data: Any, *, source: str, what: str = "audit config") -> M:
+def validate_mapping(
+    schema: type[M],
+    data: Any,
+    *,
+    source: str,
+    what: str = "audit config",
+    context: dict[str, Any] | None = None,
+) -> M:
     """Validate a mapping (as read from YAML) into ``schema`` (a pydantic model).
+
+    ``context`` is pydantic's validation context (read by the schema's validators).
 
     Raises
     ------
@@ -94,7 +103,7 @@ def validate_mapping(schema: type[M], data: Any, *, source: str, what: str = "au
             f"{source}: expected a mapping of fields at the top level, found {type(data).__name__}"
         )
     try:
-        return schema.model_validate(data)
+        return schema.model_validate(data, context=context)
     except ValidationError as exc:
         raise format_errors(exc, source, what=what) from None
 

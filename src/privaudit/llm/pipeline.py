@@ -47,6 +47,7 @@ from privaudit.models.provided import file_sha256
 from privaudit.records import AttackScores
 from privaudit.report import check_output_dir, write_report
 from privaudit.report.bundle import make_manifest
+from privaudit.report.figures import ResultsFigures
 from privaudit.report.results import ScoreTable, attack_entry, build_results
 from privaudit.runtime.progress import ProgressOption, check_progress, progress_phase
 from privaudit.stats.attack_bounds import grouped_one_run_bounds
@@ -287,13 +288,60 @@ def _ids_sha(ids: tuple[str, ...], mask: np.ndarray) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
-class LLMAuditReport:
-    """What :func:`run_llm_audit` returns: the results document, the scores, the audit."""
+class LLMAuditReport(ResultsFigures):
+    """What :func:`run_llm_audit` returns: the results document, the scores, the audit.
+
+    Figures as attributes (:class:`~privaudit.report.figures.ResultsFigures`: ``attacks``
+    = one per signal and the blind baseline, ``bounds``, ``strongest_attack()``),
+    :meth:`summary` (the headline figures), :meth:`save` (the report folder),
+    ``to_dict()`` / ``to_json()`` (``results.json``), ``str()`` (the command line's summary).
+
+    Attributes
+    ----------
+    results : dict
+        The ``results.json`` document.
+    scores : ScoreTable
+        Per-text scores of every signal, with membership and documents.
+    audit : LLMAuditResult
+        The audit's signals, metrics and blind baseline.
+    out_dir : Path or None
+        The report folder (None while none was written; :meth:`save` sets it).
+    bundle : mapping or None
+        The manifest of ``bundle.json``.
+    """
 
     results: dict[str, Any]
     scores: ScoreTable
     audit: LLMAuditResult
     out_dir: Path | None
+    bundle: Mapping[str, Any] | None = None
+
+    def summary(self) -> dict[str, Any]:
+        """The headline figures (:func:`llm_summary`): AUC and TPR at 1% FPR of every signal
+        and of the blind baseline, and the largest one-run epsilon lower bound."""
+        return llm_summary(self.results)
+
+    def save(self, folder: str | Path, *, overwrite: bool = False) -> Path:
+        """Write the report folder ``privaudit run`` writes (``results.json``,
+        ``scores.npz``, ``report.html``, ``bundle.json``), atomically; returns ``folder``
+        (:attr:`out_dir` afterwards)."""
+        out = write_report(
+            Path(folder), self.results, self.scores, overwrite=overwrite, bundle=self.bundle
+        )
+        object.__setattr__(self, "out_dir", out)
+        return out
+
+    def __str__(self) -> str:
+        import io
+
+        from rich.console import Console
+
+        from privaudit.llm.summary import render_llm_summary
+
+        buf = io.StringIO()
+        console = Console(file=buf, width=80, highlight=False, color_system=None)
+        render_llm_summary(self.results, self.out_dir, console=console)
+        return buf.getvalue().rstrip("\n")
 
 
 def load_lm(model: LLMModelConfig, *, device: str, max_length: int | None, field: str) -> Any:
@@ -387,17 +435,19 @@ def run_llm_audit(
         provenance=provenance,
         timings=timings,
     )
+    manifest = make_manifest(
+        kind="membership-inference",
+        command="run_llm_audit",
+        config=config.model_dump(mode="json"),
+        seeds={"root": config.seed},
+        dataset_fingerprint=results["settings"]["dataset"]["sha256"],
+    )
     if write and out_dir is not None:
-        manifest = make_manifest(
-            kind="membership-inference",
-            command="run_llm_audit",
-            config=config.model_dump(mode="json"),
-            seeds={"root": config.seed},
-            dataset_fingerprint=results["settings"]["dataset"]["sha256"],
-        )
         with progress_phase("writing the report", enabled=progress):
             write_report(out_dir, results, table, overwrite=overwrite, bundle=manifest)
-    return LLMAuditReport(results=results, scores=table, audit=result, out_dir=out_dir)
+    return LLMAuditReport(
+        results=results, scores=table, audit=result, out_dir=out_dir, bundle=manifest
+    )
 
 
 def llm_summary(results: Mapping[str, Any]) -> dict[str, Any]:

@@ -14,17 +14,25 @@ def _pct(x: float | None) -> str:
 
 
 def render_llm_summary(
-    results: dict[str, Any], out_dir: Path | None, *, width: int | None = None
+    results: dict[str, Any],
+    out_dir: Path | None,
+    *,
+    width: int | None = None,
+    console: Any = None,
 ) -> None:
     """One row per signal and the blind baseline: AUC [95% CI], TPR at 1% and 0.1% FPR, the
-    one-run eps lower bound; then the blind baseline's verdict and where the report is."""
+    one-run eps lower bound; then the blind baseline's verdict and where the report is.
+
+    ``console``: the rich console to print on (default: stdout, ``width`` columns, 80 off a
+    terminal)."""
     from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    if width is None:
-        width = 80 if not sys.stdout.isatty() else None
-    console = Console(width=width, highlight=False)
+    if console is None:
+        if width is None:
+            width = 80 if not sys.stdout.isatty() else None
+        console = Console(width=width, highlight=False)
     llm = results["llm"]
     c = llm["counts"]
     names = ", ".join(f"{role}: {str(m['name'])[:20]}" for role, m in llm["models"].items())

@@ -37,6 +37,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "BUILTIN_DATASETS",
     "GAME_NAMES",
     "GENERATOR_PARAMS",
+    "GIVEN_IN_CODE",
     "MODEL_KINDS",
     "AuditConfig",
     "ConfigError",
@@ -343,11 +345,30 @@ def _default_attacks() -> tuple[str, ...]:
     return default_attacks()
 
 
-class AuditConfig(StrictModel):
-    """One membership-inference audit: data, model, attacks, numbers of models, alpha, seed."""
+#: Validation context under which :class:`AuditConfig` accepts ``dataset: None`` and
+#: ``model: None``: an audit whose data, target and recipe are Python objects
+#: (:func:`privaudit.audit_model`, :func:`privaudit.membership.pipeline.run_given_audit`).
+GIVEN_IN_CODE = "given_in_code"
 
-    dataset: DatasetConfig
-    model: ModelConfig
+
+def _section_only(schema: dict[str, Any]) -> None:
+    """The JSON schema of a ``section | None`` field without its ``null`` branch."""
+    branches = schema.pop("anyOf", None)
+    if branches:
+        schema.update(next(b for b in branches if b.get("type") != "null"))
+
+
+class AuditConfig(StrictModel):
+    """One membership-inference audit: data, model, attacks, numbers of models, alpha, seed.
+
+    ``dataset`` and ``model`` are required; they are None only in the config of an audit
+    whose data and recipe are Python objects (:func:`privaudit.audit_model`, validated
+    with the context ``{GIVEN_IN_CODE: True}``).
+    """
+
+    # None only in code: the JSON schema (the config reference) shows the section alone
+    dataset: DatasetConfig | None = Field(json_schema_extra=_section_only)
+    model: ModelConfig | None = Field(json_schema_extra=_section_only)
     target: TargetConfig | None = Field(
         default=None,
         description="A target trained outside privaudit and its split (model = its recipe).",
@@ -404,6 +425,18 @@ class AuditConfig(StrictModel):
             raise ValueError(f"expected each attack once, found {v}")
         return v
 
+    @field_validator("dataset", "model")
+    @classmethod
+    def _given_in_code_only(cls, v: Any, info: ValidationInfo) -> Any:
+        if v is None and not (info.context or {}).get(GIVEN_IN_CODE):
+            what = {
+                "dataset": "a bundled dataset name (adult, digits, mnist) or "
+                "{path: ..., label_column: ...}",
+                "model": "a model section {kind: ..., params: ...}",
+            }[str(info.field_name)]
+            raise ValueError(f"expected {what}, found null")
+        return v
+
     @field_validator("alpha")
     @classmethod
     def _finite_alpha(cls, v: float) -> float:
@@ -421,14 +454,19 @@ class AuditConfig(StrictModel):
                 "game: a provided target is one fixed model with a given split; only the "
                 "fixed-model game (def-3.2) applies"
             )
-        if t.member_column is not None and self.dataset.path is None:
+        table = None if self.dataset is None else self.dataset.path
+        if t.member_column is not None and table is None:
             raise ValueError("target.member_column: needs a dataset table ('dataset.path')")
-        if t.population_table is not None and self.dataset.path is None:
+        if t.population_table is not None and table is None:
             raise ValueError(
                 "target.population_table: needs a dataset table ('dataset.path'; its columns "
                 "and encoding are the population table's)"
             )
-        if t.kind == "torch" and self.model.kind != "torch" and not t.factory:
+        if (
+            t.kind == "torch"
+            and (self.model is None or self.model.kind != "torch")
+            and not t.factory
+        ):
             raise ValueError("target.factory: expected a factory for a torch target")
         if t.references == "population":
             online = [a for a in self.attack_names() if a.endswith("-online")]
@@ -469,6 +507,34 @@ class AuditConfig(StrictModel):
     def attack_names(self) -> tuple[str, ...]:
         """The attacks to run; when not listed, the default ones in registry order."""
         return tuple(self.attacks) if self.attacks is not None else _default_attacks()
+
+    def dataset_section(self) -> DatasetConfig:
+        """The ``dataset`` section.
+
+        Raises
+        ------
+        ConfigError
+            When the audit's data were given in code (``dataset`` is None).
+        """
+        if self.dataset is None:
+            raise ConfigError(
+                "dataset: expected a dataset section; this audit's data were given in code"
+            )
+        return self.dataset
+
+    def model_section(self) -> ModelConfig:
+        """The ``model`` section (the recipe).
+
+        Raises
+        ------
+        ConfigError
+            When the audit's recipe was given in code (``model`` is None).
+        """
+        if self.model is None:
+            raise ConfigError(
+                "model: expected a model section; this audit's recipe was given in code"
+            )
+        return self.model
 
 
 def config_from_dict(data: Any, *, source: str = "config") -> AuditConfig:
@@ -522,7 +588,11 @@ def load_config(path: str | Path) -> AuditConfig:
     cfg = config_from_dict(read_yaml(p), source=str(p))
     base = p.parent
     updates: dict[str, Any] = {}
-    if cfg.dataset.path is not None and not cfg.dataset.path.is_absolute():
+    if (
+        cfg.dataset is not None
+        and cfg.dataset.path is not None
+        and not cfg.dataset.path.is_absolute()
+    ):
         updates["dataset"] = cfg.dataset.model_copy(update={"path": base / cfg.dataset.path})
     if not cfg.output_dir.is_absolute():
         updates["output_dir"] = base / cfg.output_dir
@@ -536,7 +606,9 @@ def load_config(path: str | Path) -> AuditConfig:
         }
         if t_up:
             updates["target"] = cfg.target.model_copy(update=t_up)
-    if cfg.model.kind == "torch" or (cfg.target is not None and cfg.target.factory):
+    if (cfg.model is not None and cfg.model.kind == "torch") or (
+        cfg.target is not None and cfg.target.factory
+    ):
         # a relative 'file.py:function' factory is resolved against the config's directory
         updates["config_dir"] = base.resolve()
     return cfg.model_copy(update=updates) if updates else cfg

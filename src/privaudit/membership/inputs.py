@@ -8,6 +8,7 @@ the model file is opened.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ from privaudit.models.provided import (
 from privaudit.runtime.seeds import derive_rng
 
 __all__ = [
+    "GivenInputs",
     "build_trainer",
     "check_feature_names",
     "load_dataset",
@@ -48,6 +50,44 @@ __all__ = [
     "read_provided_split",
     "table_with_member_column",
 ]
+
+
+@dataclasses.dataclass(frozen=True)
+class GivenInputs:
+    """What an audit reads from its config's ``dataset``, ``target`` and ``model`` sections,
+    given as Python objects instead (:func:`privaudit.audit_model`).
+
+    :func:`privaudit.membership.pipeline.run_given_audit` runs the pipeline of
+    ``privaudit run`` on them, with a config whose ``dataset``, ``model`` and ``target``
+    are None.
+
+    Attributes
+    ----------
+    dataset : Dataset
+        Every record: the audited ones and the attacker's population.
+    target : ProvidedTarget
+        The trained model with its split (members, non-members, population) and where
+        the reference models train.
+    trainer : Trainer
+        The recipe every attacker model is trained with (e.g. a
+        :class:`~privaudit.models.SklearnTrainer` of a clone of the target's estimator).
+    dataset_description : dict
+        ``results.json["settings"]["dataset"]`` (before the counts and fingerprint).
+    model_kind : str
+        ``results.json["settings"]["model"]["kind"]`` and the model in messages.
+    """
+
+    dataset: Dataset
+    target: ProvidedTarget
+    trainer: Any
+    dataset_description: dict[str, Any]
+    model_kind: str
+
+    @property
+    def split(self) -> ProvidedSplit:
+        """The target's split, as :func:`read_provided_split` gives one from files."""
+        t = self.target
+        return ProvidedSplit(t.member_ids, t.non_member_ids, t.population_ids)
 
 
 def load_dataset_and_target(config: AuditConfig) -> tuple[Dataset, ProvidedTarget | None]:
@@ -179,7 +219,7 @@ def _audited_ids(
     table's ``member_column`` (removed from the features) or from the two id files."""
     if t.member_column is not None:
         return table_with_member_column(
-            config.dataset, t.member_column, field="target.member_column"
+            config.dataset_section(), t.member_column, field="target.member_column"
         )
     dataset = load_dataset(config)
     members = match_ids(read_id_file(t.members, "target.members"), dataset.record_ids)

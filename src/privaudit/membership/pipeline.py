@@ -58,22 +58,20 @@ from privaudit.membership.experiment import ExperimentConfig, ExperimentResult, 
 from privaudit.membership.experiment_config import demo_config, experiment_config, n_models_behind
 from privaudit.membership.games import GameResult, run_game
 from privaudit.membership.inputs import (
+    GivenInputs,
     build_trainer,
     load_dataset,
     load_provided_target,
     read_provided_split,
 )
 from privaudit.membership.preflight import check_provided_split, preflight
+from privaudit.membership.result import AuditReport
 from privaudit.membership.sections import (
     audit_settings,
     executor_settings,
     game_section,
     target_entry,
     target_summary,
-)
-from privaudit.metrics.roc import (
-    AgreementMatrix,
-    AttackMetrics,
 )
 from privaudit.models import SklearnTrainer
 from privaudit.models.provided import (
@@ -82,7 +80,6 @@ from privaudit.models.provided import (
 )
 from privaudit.models.torch_models import TorchTrainer
 from privaudit.report import (
-    ScoreTable,
     build_results,
     check_output_dir,
     write_report,
@@ -99,38 +96,8 @@ __all__ = [
     "experiment_config",
     "n_models_behind",
     "run_audit",
+    "run_given_audit",
 ]
-
-
-@dataclasses.dataclass(frozen=True)
-class AuditReport:
-    """The outcome of :func:`run_audit`.
-
-    Attributes
-    ----------
-    results : dict
-        The ``results.json`` document (validated).
-    metrics : dict[str, AttackMetrics]
-        Every metric of every attack, with its ROC curve.
-    agreement : AgreementMatrix or None
-        Agreement of the alpha-threshold attacks' decisions (None with fewer than two).
-    scores : ScoreTable
-        Per-record scores with record ids and membership.
-    experiment : ExperimentResult
-        Everything the experiment produced (for a game of several trials: the first).
-    out_dir : Path or None
-        The report directory (None when not written).
-    game : GameResult or None
-        Every trial of the game, when ``config.game`` is not Def. 3.2.
-    """
-
-    results: dict[str, Any]
-    metrics: dict[str, AttackMetrics]
-    agreement: AgreementMatrix | None
-    scores: ScoreTable
-    experiment: ExperimentResult
-    out_dir: Path | None
-    game: GameResult | None = None
 
 
 def build_executor(
@@ -184,6 +151,8 @@ def run_audit(
     """
     if not isinstance(config, AuditConfig):
         raise fail("config", "an AuditConfig", type(config).__name__)
+    config.dataset_section()  # data and recipe given in code: run_given_audit
+    config.model_section()
     progress = check_progress(progress)
     out_dir = Path(config.output_dir)
     if write:
@@ -202,7 +171,68 @@ def run_audit(
         raise
 
 
-def _early_executor(config: AuditConfig, progress: ProgressOption) -> Executor | None:
+def run_given_audit(
+    config: AuditConfig,
+    given: GivenInputs,
+    *,
+    overwrite: bool = False,
+    progress: ProgressOption = True,
+    write: bool = False,
+) -> AuditReport:
+    """:func:`run_audit` of a provided target whose data, model and recipe are Python
+    objects (:func:`privaudit.audit_model`): the same steps from step 3 on (the split's
+    sizes checked, the checks before training, the game, metrics, results), with
+    ``given`` in place of what ``config.dataset``, ``config.target`` and ``config.model``
+    would load (all three None in ``config``, validated with the context
+    ``{GIVEN_IN_CODE: True}``).
+
+    Parameters
+    ----------
+    config : AuditConfig
+        Attacks, numbers of models, alpha, seed, jobs, executor, cache; ``output_dir``
+        only when ``write``.
+    given : GivenInputs
+        The dataset, the provided target (model and split) and the recipe's trainer.
+    overwrite, progress : see :func:`run_audit`
+    write : bool
+        Write the report into ``config.output_dir`` (default: not; the result's
+        :meth:`~privaudit.membership.result.AuditReport.save` writes it anywhere).
+
+    Returns
+    -------
+    AuditReport
+    """
+    if not isinstance(config, AuditConfig):
+        raise fail("config", "an AuditConfig", type(config).__name__)
+    if not isinstance(given, GivenInputs):
+        raise fail("given", "a GivenInputs", type(given).__name__)
+    for name in ("dataset", "model", "target"):
+        if getattr(config, name) is not None:
+            raise fail(f"config.{name}", f"None (the {name} is given in code)", "a section")
+    progress = check_progress(progress)
+    if write:
+        check_output_dir(Path(config.output_dir), overwrite=overwrite)
+    check_provided_split(config, given.dataset, given.split, references=given.target.references)
+    early = _early_executor(config, progress, given=given)
+    try:
+        return _run_audit(
+            config,
+            overwrite=overwrite,
+            progress=progress,
+            write=write,
+            early=early,
+            split=None,
+            given=given,
+        )
+    except BaseException:
+        if early is not None:
+            early.close()
+        raise
+
+
+def _early_executor(
+    config: AuditConfig, progress: ProgressOption, *, given: GivenInputs | None = None
+) -> Executor | None:
     """Local worker processes started before the data loads, when the attacks train
     attacker models through the executor (None otherwise).
 
@@ -212,7 +242,11 @@ def _early_executor(config: AuditConfig, progress: ProgressOption) -> Executor |
     models. Nothing is written; an invalid config gets no early workers (the checks
     before training report it). Torch trainers batch their models in this process.
     """
-    if config.executor != "local" or config.model.kind == "torch":
+    if config.executor != "local":
+        return None
+    if given is None and config.model_section().kind == "torch":
+        return None
+    if given is not None and not isinstance(given.trainer, SklearnTrainer):
         return None
     if resolve_n_jobs(config.n_jobs) < 2:
         return None
@@ -221,7 +255,10 @@ def _early_executor(config: AuditConfig, progress: ProgressOption) -> Executor |
 
     try:
         need = attack_needs(config.attack_names(), config.attack_params)
-        preload = (build_estimator(config.model), ModelTask, YeSteps)
+        estimator = (
+            build_estimator(config.model_section()) if given is None else given.trainer.estimator
+        )
+        preload = (estimator, ModelTask, YeSteps)
     except Exception:  # reported by the checks before training
         return None
     if not need.trains_attacker_models:
@@ -239,19 +276,35 @@ def _run_audit(
     write: bool,
     early: Executor | None,
     split: _Split | None,
+    given: GivenInputs | None = None,
 ) -> AuditReport:
     out_dir = Path(config.output_dir)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    with progress_phase("loading the data", enabled=progress):
-        dataset, provided, data_warnings = _load_inputs(config, split)
-    timings["data"] = time.perf_counter() - t0 + (0.0 if split is None else split.seconds)
+    trainer: Any
+    if given is None:
+        with progress_phase("loading the data", enabled=progress):
+            dataset, provided, data_warnings = _load_inputs(config, split)
+        timings["data"] = time.perf_counter() - t0 + (0.0 if split is None else split.seconds)
+        trainer = build_trainer(
+            config.model_section(), dataset.n_classes, config_dir=config.config_dir
+        )
+    else:
+        dataset, provided, data_warnings, trainer = given.dataset, given.target, [], given.trainer
+        timings["data"] = 0.0
 
     exp_cfg = experiment_config(config, dataset.n_records, provided)
-    trainer = build_trainer(config.model, dataset.n_classes, config_dir=config.config_dir)
     t0 = time.perf_counter()
     with progress_phase("checks before training", enabled=progress):
-        checks = preflight(config, dataset, exp_cfg, trainer, overwrite=overwrite, write=write)
+        checks = preflight(
+            config,
+            dataset,
+            exp_cfg,
+            trainer,
+            overwrite=overwrite,
+            write=write,
+            provided=provided is not None,
+        )
     timings["preflight"] = time.perf_counter() - t0
     executor = (
         early if early is not None else build_executor(config, exp_cfg.n_jobs, progress=progress)
@@ -270,7 +323,7 @@ def _run_audit(
         m = metrics_step(exp, game_result, exp_cfg)
     timings["metrics"] = time.perf_counter() - t0
 
-    settings = audit_settings(config, exp, dataset, trainer, game_result)
+    settings = audit_settings(config, exp, dataset, trainer, game_result, given=given)
     settings.update(executor_settings(config, executor))
     if data_warnings or checks:
         settings["warnings"] = [*data_warnings, *checks]
@@ -293,14 +346,14 @@ def _run_audit(
         timings=timings,
         sections=sections,
     )
+    manifest = make_manifest(
+        kind="membership-inference",
+        command="run_audit" if given is None else "audit_model",
+        config=_manifest_config(config, given, settings),
+        seeds=settings["seeds"],
+        dataset_fingerprint=exp.dataset_fingerprint,
+    )
     if write:
-        manifest = make_manifest(
-            kind="membership-inference",
-            command="run_audit",
-            config=config.model_dump(mode="json"),
-            seeds=settings["seeds"],
-            dataset_fingerprint=exp.dataset_fingerprint,
-        )
         with progress_phase("writing the report", enabled=progress):
             write_report(out_dir, results, m.table, overwrite=overwrite, bundle=manifest)
     return AuditReport(
@@ -311,7 +364,22 @@ def _run_audit(
         experiment=exp,
         out_dir=out_dir if write else None,
         game=game_result,
+        bundle=manifest,
     )
+
+
+def _manifest_config(
+    config: AuditConfig, given: GivenInputs | None, settings: dict[str, Any]
+) -> dict[str, Any]:
+    """The ``config`` of the bundle manifest: the audit config; with data given in code,
+    its dataset, model and target sections are their descriptions in ``results.json``."""
+    doc: dict[str, Any] = config.model_dump(mode="json")
+    if given is not None:
+        doc["dataset"] = settings["dataset"]
+        doc["model"] = settings["model"]
+        doc["target"] = dict(given.target.description)
+        doc.pop("output_dir", None)  # where the report goes is the caller's: save(folder)
+    return doc
 
 
 @dataclasses.dataclass(frozen=True)

@@ -91,21 +91,28 @@ def preflight(
     *,
     overwrite: bool = False,
     write: bool = True,
+    provided: bool | None = None,
 ) -> list[str]:
     """Run every check of the module docstring; return the warnings (also emitted).
+
+    ``provided``: the audit has a provided target, whose split
+    :func:`check_provided_split` checked (default: whether ``config.target`` is set; True
+    for an audit whose target is given in code, :func:`privaudit.audit_model`).
 
     Raises
     ------
     ConfigError
         The first problem found, naming the config field.
     """
+    if provided is None:
+        provided = config.target is not None
     if write:
         check_paths(config, overwrite=overwrite)
     elif config.cache_dir is not None:
         _check_creatable(Path(config.cache_dir), "cache_dir", existing_dir_ok=True)
     check_executor(config)
     check_labels(config, dataset)
-    if config.target is None:  # a provided split: check_provided_split, before its model loads
+    if not provided:  # a provided split: check_provided_split, before its model loads
         check_sizes(config, experiment)
     check_game(config, dataset, experiment)
     check_memory(experiment, trials=_trials(config))
@@ -270,7 +277,26 @@ MIN_RECORDS_PER_CLASS = 2
 
 def _dataset_name(config: AuditConfig) -> str:
     ds = config.dataset
+    if ds is None:  # data given in code (privaudit.audit_model)
+        return "X"
     return str(ds.name) if ds.name is not None else Path(str(ds.path)).name
+
+
+def _data_field(config: AuditConfig) -> str:
+    """The name of the data in a message: the config section, or the argument in code."""
+    return "dataset" if config.dataset is not None else "y"
+
+
+def _model_kind(config: AuditConfig, trainer: Any) -> str:
+    """The model kind in a message: the config's, or the name of a trainer given in code."""
+    if config.model is not None:
+        return config.model.kind
+    return str(getattr(trainer, "name", type(trainer).__name__))
+
+
+def _model_field(config: AuditConfig) -> str:
+    """The model's parameters in a message: ``model.params``, or the ``recipe`` argument."""
+    return "model.params" if config.model is not None else "recipe"
 
 
 def check_labels(config: AuditConfig, dataset: Dataset) -> None:
@@ -285,11 +311,11 @@ def check_labels(config: AuditConfig, dataset: Dataset) -> None:
     small = [(dataset.class_names[c], int(counts[c])) for c in np.flatnonzero(counts < 2)]
     if not small:
         return
-    label = config.dataset.label_column
+    label = None if config.dataset is None else config.dataset.label_column
     where = f"label column {label!r} of {_dataset_name(config)}" if label else "the labels"
     listed = ", ".join(f"{name!r} ({n} record{'s' if n != 1 else ''})" for name, n in small)
     raise ConfigError(
-        f"dataset: expected at least {MIN_RECORDS_PER_CLASS} records of every class in the "
+        f"{_data_field(config)}: expected at least {MIN_RECORDS_PER_CLASS} records of every class in the "
         f"{where} (a class must be split between the records a model trains on and those it "
         f"is tested on), found {listed} of {dataset.n_records} records; drop or relabel "
         f"{'that record' if len(small) == 1 and small[0][1] == 1 else 'those records'}, "
@@ -308,6 +334,22 @@ def _split_names(
     t = config.target
     n_m, n_n = split.member_ids.size, split.non_member_ids.size
     data = _dataset_name(config)
+    if t is None and config.dataset is None:  # given in code (privaudit.audit_model)
+        n_p = (
+            dataset.n_records - n_m - n_n
+            if split.population_ids is None
+            else int(split.population_ids.size)
+        )
+        source = (
+            "the rows of X in neither members nor non_members"
+            if split.population_ids is None
+            else "the population argument"
+        )
+        return (
+            f"{_described(n_m, 'member')} (the members argument)",
+            f"{_described(n_n, 'non-member')} (the non_members argument)",
+            f"{_described(n_p, 'population record')} ({source})",
+        )
     if t is None or t.member_column is not None:
         col = None if t is None else t.member_column
         members = f"{_described(n_m, 'member')} (rows of {data} marked 1 in column {col!r})"
@@ -340,7 +382,13 @@ def _split_names(
     return members, non_members, population
 
 
-def check_provided_split(config: AuditConfig, dataset: Dataset, split: ProvidedSplit) -> None:
+def check_provided_split(
+    config: AuditConfig,
+    dataset: Dataset,
+    split: ProvidedSplit,
+    *,
+    references: str | None = None,
+) -> None:
     """The sizes a provided target's split needs, from the counts of the user's files.
 
     Run by :func:`privaudit.membership.pipeline.run_audit` as soon as the dataset table and the id
@@ -349,11 +397,16 @@ def check_provided_split(config: AuditConfig, dataset: Dataset, split: ProvidedS
     Each message names what the user gave (the members file, the non-members file, the
     population: a file, a table, or the rest of the dataset table), what is needed and why.
 
+    ``references``: where the reference models train (default ``config.target.references``;
+    given for a target given in code, :func:`privaudit.audit_model`).
+
     Raises
     ------
     ConfigError
         The first requirement the split does not meet.
     """
+    if references is None:
+        references = "pool" if config.target is None else config.target.references
     check_labels(config, dataset)
     members, non_members, population = _split_names(config, dataset, split)
     n_m, n_n = int(split.member_ids.size), int(split.non_member_ids.size)
@@ -362,7 +415,11 @@ def check_provided_split(config: AuditConfig, dataset: Dataset, split: ProvidedS
         if split.population_ids is None
         else int(split.population_ids.size)
     )
-    more = "add records to the dataset table or give a population table (target.population_table)"
+    more = (
+        "add records to the dataset table or give a population table (target.population_table)"
+        if config.dataset is not None
+        else "give more rows in X outside the audited ones, or a larger population"
+    )
     if n_p < 2:
         raise ConfigError(
             f"target: expected at least 2 population records (the attacker's records, "
@@ -407,11 +464,12 @@ def check_provided_split(config: AuditConfig, dataset: Dataset, split: ProvidedS
                 f"records (half members, half non-members), found {s} for {members} and "
                 f"{non_members}"
             )
-    if config.target is not None and config.target.references == "population":
+    if references == "population":
         n_src = max(n_p // 2, min(n_m, n_p - 2))
         if n_src < 2 or n_p - n_src < 2:
+            field = "target.references" if config.target is not None else "references"
             raise ConfigError(
-                f"target.references: 'population' sets part of the population aside for the "
+                f"{field}: 'population' sets part of the population aside for the "
                 f"reference models and keeps the rest for the attacks (at least 2 records "
                 f"each), found {population}; {more} or use references: pool"
             )
@@ -775,7 +833,8 @@ def check_model(config: AuditConfig, dataset: Dataset, trainer: Any) -> None:
             validate()
         except Exception as exc:
             raise ConfigError(
-                f"model.params: expected parameters {config.model.kind} accepts, found "
+                f"{_model_field(config)}: expected parameters {_model_kind(config, trainer)} "
+                "accepts, found "
                 f"{type(exc).__name__}: {exc}"
             ) from None
     rows = _trial_sample(dataset)
@@ -788,7 +847,7 @@ def check_model(config: AuditConfig, dataset: Dataset, trainer: Any) -> None:
             model.logits(dataset.X[rows[:2]])
     except Exception as exc:
         raise ConfigError(
-            f"model.params: expected a model that trains, found that a trial fit on "
+            f"{_model_field(config)}: expected a model that trains, found that a trial fit on "
             f"{rows.size} records failed: {type(exc).__name__}: {exc}"
         ) from None
     names = config.attack_names()
@@ -800,7 +859,7 @@ def check_model(config: AuditConfig, dataset: Dataset, trainer: Any) -> None:
         except PrivauditError:
             raise ConfigError(
                 f"attacks: expected no 'distillation-logits' for model kind "
-                f"{config.model.kind!r} (its logit-matching students need a regressor of "
+                f"{_model_kind(config, trainer)!r} (its logit-matching students need a regressor of "
                 f"the same architecture, known for mlp only), found it listed; use "
                 f"'distillation' (soft labels)"
             ) from None
@@ -809,7 +868,7 @@ def check_model(config: AuditConfig, dataset: Dataset, trainer: Any) -> None:
         if not callable(accepts) or not accepts():
             raise ConfigError(
                 f"attacks: expected a model whose fit() takes sample_weight for "
-                f"'distillation' (soft-label students), found {config.model.kind!r}"
+                f"'distillation' (soft-label students), found {_model_kind(config, trainer)!r}"
             )
 
 

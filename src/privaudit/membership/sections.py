@@ -17,6 +17,7 @@ from privaudit.data import Dataset
 from privaudit.membership.config import GAME_NAMES, AuditConfig
 from privaudit.membership.experiment import ExperimentResult
 from privaudit.membership.games import GameResult
+from privaudit.membership.inputs import GivenInputs
 from privaudit.metrics.roc import AttackMetrics, auc
 from privaudit.models import SklearnTrainer
 from privaudit.models.provided import ProvidedTarget
@@ -143,8 +144,17 @@ def audit_settings(
     dataset: Dataset,
     trainer: SklearnTrainer | TorchTrainer,
     game: GameResult | None = None,
+    *,
+    given: GivenInputs | None = None,
 ) -> dict[str, Any]:
+    """``results.json["settings"]``: what ran (game, data, model, attacks, sizes, models,
+    seeds); the data's description and the model kind from ``given`` when the audit's
+    data and recipe were given in code."""
     ec = exp.config
+    if given is not None:
+        data_doc, kind = dict(given.dataset_description), given.model_kind
+    else:
+        data_doc, kind = config.dataset_section().describe(), config.model_section().kind
     trials = [exp] if game is None else list(game.trials)
     trained: dict[str, int] = {}
     loaded: dict[str, int] = {}
@@ -163,13 +173,13 @@ def audit_settings(
         },
         "alpha": config.alpha,
         "dataset": {
-            **config.dataset.describe(),
+            **data_doc,
             "n_records": dataset.n_records,
             "n_features": int(dataset.X.shape[1]),
             "n_classes": dataset.n_classes,
             "fingerprint": exp.dataset_fingerprint,
         },
-        "model": {"kind": config.model.kind, **_jsonable(trainer.settings())},
+        "model": {"kind": kind, **_jsonable(trainer.settings())},
         "attacks": list(ec.attacks),
         "attack_params": {k: dict(v) for k, v in ec.attack_params.items()},
         "sizes": {"n_target_pool": ec.n_target_pool, "n_population": ec.n_population},

@@ -52,6 +52,7 @@ from privaudit.models.provided import (
 )
 from privaudit.panoramia.config import PanoramiaConfig
 from privaudit.panoramia.report import panoramia_results, write_panoramia_report
+from privaudit.panoramia.result import PanoramiaReport
 from privaudit.report import RESULTS_FILE, check_output_dir
 from privaudit.report.bundle import make_manifest
 from privaudit.runtime.progress import ProgressOption, check_progress, progress_phase
@@ -304,24 +305,28 @@ def _target_section(target: Any, known: KnownRecords, fingerprint: str) -> dict[
     }
 
 
-def _write_report(
-    config: PanoramiaConfig,
-    out_dir: Path,
-    results: dict[str, Any],
-    result: Any,
-    known: KnownRecords,
-    *,
-    overwrite: bool,
-) -> None:
-    """The report folder, written atomically with its bundle manifest; the default store
-    (``<output_dir>/cache``) is carried into it."""
-    manifest = make_manifest(
+def _manifest(config: PanoramiaConfig, known: KnownRecords) -> dict[str, Any]:
+    """The ``bundle.json`` manifest of the audit's report folder."""
+    return make_manifest(
         kind="membership-inference",
         command="run_panoramia_audit",
         config=config.model_dump(mode="json"),
         seeds={"root": config.seed},
         dataset_fingerprint=known.fingerprint,
     )
+
+
+def _write_report(
+    config: PanoramiaConfig,
+    out_dir: Path,
+    results: dict[str, Any],
+    result: Any,
+    manifest: dict[str, Any],
+    *,
+    overwrite: bool,
+) -> None:
+    """The report folder, written atomically with its bundle manifest; the default store
+    (``<output_dir>/cache``) is carried into it."""
     write_panoramia_report(
         out_dir,
         results,
@@ -340,8 +345,10 @@ def run_panoramia_audit(
     overwrite: bool = False,
     write: bool = True,
     progress: ProgressOption = None,
-) -> dict[str, Any]:
-    """Run the PANORAMIA audit of ``config`` (module docstring); return ``results.json``.
+) -> PanoramiaReport:
+    """Run the PANORAMIA audit of ``config`` (module docstring); return ``results.json``
+    (a :class:`~privaudit.panoramia.result.PanoramiaReport`: the document, with
+    ``summary()``, ``to_dict()`` and ``save(folder)``).
 
     Parameters
     ----------
@@ -394,10 +401,17 @@ def run_panoramia_audit(
         timings=timings,
         rmrn=result.rmrn_scores is not None,
     )
+    manifest = _manifest(config, known)
     if write and out_dir is not None:
         with progress_phase("writing the report", enabled=progress):
-            _write_report(config, out_dir, results, result, known, overwrite=overwrite)
-    return results
+            _write_report(config, out_dir, results, result, manifest, overwrite=overwrite)
+    return PanoramiaReport(
+        results,
+        scores=result.scores,
+        rmrn_scores=result.rmrn_scores,
+        bundle=manifest,
+        out_dir=out_dir if write else None,
+    )
 
 
 def panoramia_summary(results: Mapping[str, Any]) -> dict[str, Any]:

@@ -204,7 +204,28 @@ class RecordRiskResult:
             "n_rounds": self.config.n_rounds,
         }
 
+    def save(
+        self,
+        folder: str | Path,
+        *,
+        settings: Mapping[str, Any] | None = None,
+        overwrite: bool = False,
+    ) -> Path:
+        """Write the report folder ``privaudit record-risk`` writes (``results.json``,
+        ``records.csv``, ``report.html``), atomically; returns ``folder``.
+
+        ``settings``: what to record as ``results.json["settings"]`` (the command line
+        records its validated YAML config).
+        """
+        from privaudit.record_risk.report import write_record_risk_report
+
+        return write_record_risk_report(self, folder, settings=settings, overwrite=overwrite)[
+            "dir"
+        ]
+
     def to_dict(self) -> dict[str, Any]:
+        """Everything as JSON-compatible data: the target, attack and config, the plan,
+        the summary, the comparison of the games and one row per target record."""
         return {
             "target": dict(self.target),
             "attack": dict(self.attack),

@@ -358,7 +358,7 @@ def verify_bundle(
     The report core recomputes what it defines: the file digests, a score-level audit
     (kind ``audit``) and a results.json's attacks, target counts, one-run bounds and
     agreement (kind ``membership-inference``). A procedure's own parts come from the
-    verifiers it registers (the command line's :func:`privaudit.cli.verify_cmd.verify_bundle`
+    verifiers it registers (the command line's :func:`privaudit.cli.verification.verify_bundle`
     passes every procedure's): ``kinds`` for a bundle of its own kind (``zero-run``),
     ``sections`` for its section of a results.json (``panoramia``).
 
@@ -629,6 +629,10 @@ def _verify_fingerprint(manifest: Mapping[str, Any], results: Mapping[str, Any])
     ds = results["settings"].get("dataset", {})
     recorded = manifest.get("dataset_fingerprint")
     name = ds.get("name")
+    if ds.get("source") == "in-memory":  # given as arrays (privaudit.audit_model)
+        return [
+            Check("dataset fingerprint", "not-recomputable", "the user's data are not in the bundle")
+        ]
     if name not in ("adult", "digits") or ds.get("path"):
         return [
             Check(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 from privaudit._validation import fail
@@ -73,6 +75,61 @@ class ZeroRunResult(Record):
         object.__setattr__(self, "warnings", tuple(self.warnings))
         object.__setattr__(self, "notes", tuple(self.notes))
         object.__setattr__(self, "settings", dict(self.settings))
+
+    def save(self, folder: str | Path, *, overwrite: bool = False) -> Path:
+        """Write the report folder, ``results.json`` and ``report.html``, atomically
+        (:func:`privaudit.zero_run.report.write_zero_run_report`; the command line's
+        ``--out`` also bundles the audit's inputs for ``privaudit verify``).
+
+        Returns
+        -------
+        Path
+            ``folder``.
+
+        Raises
+        ------
+        ReportExistsError
+            When ``folder`` exists and ``overwrite`` is False (nothing is touched).
+        """
+        from privaudit.zero_run.report import write_zero_run_report
+
+        return write_zero_run_report(self, folder, overwrite=overwrite)["dir"]
+
+    @classmethod
+    def load(cls, path: str | Path) -> ZeroRunResult:
+        """The result in a report folder written by :meth:`save` (or its ``results.json``)."""
+        from privaudit.zero_run.report import load_zero_run_results
+
+        return load_zero_run_results(path)
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """``results.json``'s text as :meth:`save` writes it (without its newline)."""
+        import json
+
+        from privaudit.zero_run.report import zero_run_payload
+
+        return json.dumps(zero_run_payload(self), indent=indent, allow_nan=False)
+
+    def summary(self, *, features: Sequence[str] | None = None, width: int = 100) -> str:
+        """The summary ``privaudit zero-run`` prints (``width`` columns, no colour): the
+        headline, the bounds per propensity estimator, diagnostics, tests, warnings, notes.
+
+        ``features``: the propensity feature columns to list (default: ``settings``'s).
+        """
+        import io
+
+        from rich.console import Console
+
+        from privaudit.zero_run.summary import render_zero_run_summary
+
+        buf = io.StringIO()
+        render_zero_run_summary(
+            self, Console(file=buf, width=width, color_system=None), features=features
+        )
+        return buf.getvalue()
+
+    def __str__(self) -> str:
+        return self.summary().rstrip("\n")
 
     def bound(self, estimator: str, correction: str) -> AuditResult:
         """The :class:`AuditResult` of one estimator and correction (``"global"``/``"pointwise"``)."""
