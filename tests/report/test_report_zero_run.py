@@ -17,7 +17,6 @@ from privaudit.report import ReportExistsError
 from privaudit.report.html import format_num
 from privaudit.zero_run import ZeroRunResult, zero_run_audit
 from privaudit.zero_run.report import (
-    load_zero_run_results,
     render_zero_run_html,
     write_zero_run_report,
     zero_run_payload,
@@ -63,7 +62,7 @@ def test_write_files_and_round_trip(result: ZeroRunResult, tmp_path: Path) -> No
     assert d["privaudit_version"] == zero_run_payload(result)["privaudit_version"]
     back = ZeroRunResult.from_dict(d)
     assert back.to_dict() == result.to_dict()
-    assert load_zero_run_results(out).to_dict() == result.to_dict()
+    assert ZeroRunResult.load(out).to_dict() == result.to_dict()
     assert back.bound("oracle", "pointwise").procedure == "zero-run-pointwise"
 
 
@@ -102,7 +101,7 @@ def test_infinite_bound_is_strict_json(result: ZeroRunResult, tmp_path: Path) ->
     paths = write_zero_run_report(res, tmp_path / "r")
     d = json.loads(paths["results"].read_text())
     assert d["estimators"][1]["pointwise"]["epsilon_lower_bound"] == {"__float__": "inf"}
-    back = load_zero_run_results(paths["results"])
+    back = ZeroRunResult.load(paths["results"])
     assert back.estimators[1]["pointwise"]["epsilon_lower_bound"] == math.inf
     assert "inf" in paths["html"].read_text()
 
@@ -140,7 +139,7 @@ def test_bad_arguments(tmp_path: Path) -> None:
         write_zero_run_report({"headline": {}}, tmp_path / "r")  # type: ignore[arg-type]
     (tmp_path / "x.json").write_text("{not json")
     with pytest.raises(InvalidInputError, match=r"results\.json"):
-        load_zero_run_results(tmp_path / "x.json")
+        ZeroRunResult.load(tmp_path / "x.json")
     (tmp_path / "y.json").write_text(json.dumps({"record": "audit_result"}))
     with pytest.raises(InvalidInputError, match="zero_run_result"):
-        load_zero_run_results(tmp_path / "y.json")
+        ZeroRunResult.load(tmp_path / "y.json")

@@ -13,7 +13,7 @@ import pytest
 
 from privaudit.data import load_adult
 from privaudit.data.adult import COLUMNS
-from privaudit.zero_run.report import load_zero_run_results
+from privaudit.zero_run.result import ZeroRunResult
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "zero_run_adult.py"
 
@@ -87,7 +87,7 @@ def test_small_end_to_end_run(
     assert table.loc[~mem, "age"].mean() > table.loc[mem, "age"].mean() + 3
     assert table.loc[~mem, "hours-per-week"].mean() > table.loc[mem, "hours-per-week"].mean() + 3
 
-    res = load_zero_run_results(out / "report")
+    res = ZeroRunResult.load(out / "report")
     assert (out / "report" / "report.html").is_file()
     assert set(res.settings["features"]) == ADULT_COLUMNS  # never score, loss or income
     (e,) = res.estimators

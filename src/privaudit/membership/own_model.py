@@ -339,7 +339,6 @@ def _target(model: Any, recipe: Any, dataset: Dataset) -> tuple[Any, str]:
             raise fail("recipe", "the TorchRecipe the torch model was trained with", None)
         return model, "torch"
     if _is_torch_module(model):
-
         if not isinstance(recipe, TorchRecipe):
             raise fail(
                 "recipe",

@@ -118,7 +118,8 @@ def panoramia(
     from rich.console import Console
 
     from privaudit.panoramia.config import load_panoramia_config
-    from privaudit.panoramia.pipeline import panoramia_summary, run_panoramia_audit
+    from privaudit.panoramia.pipeline import run_panoramia_audit
+    from privaudit.panoramia.result import panoramia_summary
     from privaudit.runtime.progress import progress_style
 
     shown = progress_mode(progress, no_progress)

@@ -65,7 +65,6 @@ __all__ = [
     "load_known_records",
     "load_known_texts",
     "load_panoramia_target",
-    "panoramia_summary",
     "run_panoramia_audit",
 ]
 
@@ -412,25 +411,3 @@ def run_panoramia_audit(
         bundle=manifest,
         out_dir=out_dir if write else None,
     )
-
-
-def panoramia_summary(results: Mapping[str, Any]) -> dict[str, Any]:
-    """The headline figures of a PANORAMIA results document (the example's ``--json``):
-    ``c_lb``, ``c_plus_eps_lb``, ``eps_tilde``, ``m``, ``eps_rmrn`` / ``m_rmrn``,
-    ``eps_o1`` / ``m_o1`` (None when not run), ``confidence``."""
-    p = results["panoramia"]
-    b = p["bounds"]
-    rm = p["comparisons"]["rmrn"]
-    o1 = p["comparisons"]["o1"]
-    return {
-        "modality": p["modality"],
-        "c_lb": b["c_lb"],
-        "c_plus_eps_lb": b["c_plus_eps_lb"],
-        "eps_tilde": b["eps_tilde"],
-        "m": p["sizes"]["m"],
-        "eps_rmrn": None if rm is None else rm["eps_lb"],
-        "m_rmrn": None if rm is None else rm["m"],
-        "eps_o1": None if o1 is None else o1["eps_lb"],
-        "m_o1": None if o1 is None else o1["m"],
-        "confidence": p["confidence"],
-    }

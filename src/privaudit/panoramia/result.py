@@ -10,7 +10,7 @@ from typing import Any
 
 from privaudit.records import ScoreTable
 
-__all__ = ["PanoramiaReport"]
+__all__ = ["PanoramiaReport", "panoramia_summary"]
 
 
 class PanoramiaReport(dict[str, Any]):
@@ -54,9 +54,7 @@ class PanoramiaReport(dict[str, Any]):
         return None if self.out_dir is None else Path(self.out_dir) / "report.html"
 
     def summary(self) -> dict[str, Any]:
-        """The headline figures (:func:`privaudit.panoramia.pipeline.panoramia_summary`)."""
-        from privaudit.panoramia.pipeline import panoramia_summary
-
+        """The headline figures (:func:`panoramia_summary`)."""
         return panoramia_summary(self)
 
     def to_dict(self) -> dict[str, Any]:
@@ -83,3 +81,25 @@ class PanoramiaReport(dict[str, Any]):
         )
         self.out_dir = out
         return out
+
+
+def panoramia_summary(results: Mapping[str, Any]) -> dict[str, Any]:
+    """The headline figures of a PANORAMIA results document (the example's ``--json``):
+    ``c_lb``, ``c_plus_eps_lb``, ``eps_tilde``, ``m``, ``eps_rmrn`` / ``m_rmrn``,
+    ``eps_o1`` / ``m_o1`` (None when not run), ``confidence``."""
+    p = results["panoramia"]
+    b = p["bounds"]
+    rm = p["comparisons"]["rmrn"]
+    o1 = p["comparisons"]["o1"]
+    return {
+        "modality": p["modality"],
+        "c_lb": b["c_lb"],
+        "c_plus_eps_lb": b["c_plus_eps_lb"],
+        "eps_tilde": b["eps_tilde"],
+        "m": p["sizes"]["m"],
+        "eps_rmrn": None if rm is None else rm["eps_lb"],
+        "m_rmrn": None if rm is None else rm["m"],
+        "eps_o1": None if o1 is None else o1["eps_lb"],
+        "m_o1": None if o1 is None else o1["m"],
+        "confidence": p["confidence"],
+    }

@@ -219,9 +219,7 @@ class RecordRiskResult:
         """
         from privaudit.record_risk.report import write_record_risk_report
 
-        return write_record_risk_report(self, folder, settings=settings, overwrite=overwrite)[
-            "dir"
-        ]
+        return write_record_risk_report(self, folder, settings=settings, overwrite=overwrite)["dir"]
 
     def to_dict(self) -> dict[str, Any]:
         """Everything as JSON-compatible data: the target, attack and config, the plan,

@@ -631,7 +631,9 @@ def _verify_fingerprint(manifest: Mapping[str, Any], results: Mapping[str, Any])
     name = ds.get("name")
     if ds.get("source") == "in-memory":  # given as arrays (privaudit.audit_model)
         return [
-            Check("dataset fingerprint", "not-recomputable", "the user's data are not in the bundle")
+            Check(
+                "dataset fingerprint", "not-recomputable", "the user's data are not in the bundle"
+            )
         ]
     if name not in ("adult", "digits") or ds.get("path"):
         return [

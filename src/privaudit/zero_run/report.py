@@ -2,7 +2,7 @@
 
 ``results.json`` is :meth:`ZeroRunResult.to_dict` plus ``"privaudit_version"`` (infinite
 bounds are written as ``{"__float__": "inf"}``, so the file is strict JSON);
-:func:`load_zero_run_results` reads it back. ``report.html`` shows, for each propensity
+:meth:`ZeroRunResult.load` reads it back. ``report.html`` shows, for each propensity
 estimator, the uncorrected, globally corrected (Zero-Run paper, Section 4, Corollary
 4.4) and pointwise-corrected (Section 5, Theorem 5.1) bounds side by side, the
 propensity-score histograms per class, the bootstrap distribution over propensity fits
@@ -36,13 +36,12 @@ from privaudit.report.html import jinja_environment
 from privaudit.report.plots import fig_to_base64
 from privaudit.report.writer import HTML_FILE, check_output_dir, move_into_place
 from privaudit.zero_run.placebo import PLACEBO_SCORE
-from privaudit.zero_run.result import ZeroRunResult
 
 __all__ = [
     "ZERO_RUN_RESULTS_FILE",
     "bootstrap_png",
-    "load_zero_run_results",
     "propensity_histogram_png",
+    "read_zero_run_results",
     "render_zero_run_html",
     "write_zero_run_report",
     "zero_run_payload",
@@ -54,13 +53,15 @@ ZERO_RUN_RESULTS_FILE = "results.json"
 _TEMPLATE = "zero_run.html.j2"
 
 
-def _check_result(result: Any) -> ZeroRunResult:
-    if not isinstance(result, ZeroRunResult):
+def _check_result(result: Any) -> Any:
+    """``result`` when it is a :class:`~privaudit.zero_run.result.ZeroRunResult` (told by its
+    record kind: the result's ``save`` calls this module, so it is not imported here)."""
+    if getattr(result, "kind", None) != "zero_run_result" or not hasattr(result, "headline"):
         raise fail("result", "a ZeroRunResult", type(result).__name__)
     return result
 
 
-def zero_run_payload(result: ZeroRunResult) -> dict[str, Any]:
+def zero_run_payload(result: Any) -> dict[str, Any]:
     """The ``results.json`` document of ``result``: ``to_dict()`` plus ``privaudit_version``.
 
     Parameters
@@ -79,8 +80,10 @@ def zero_run_payload(result: ZeroRunResult) -> dict[str, Any]:
     return d
 
 
-def load_zero_run_results(path: str | Path) -> ZeroRunResult:
-    """Read a ``results.json`` written by :func:`write_zero_run_report` (or a report directory).
+def read_zero_run_results(path: str | Path) -> dict[str, Any]:
+    """The document of a ``results.json`` written by :func:`write_zero_run_report` (or of a
+    report directory); :meth:`ZeroRunResult.load <privaudit.zero_run.result.ZeroRunResult.load>`
+    turns it into the result.
 
     Raises
     ------
@@ -96,7 +99,7 @@ def load_zero_run_results(path: str | Path) -> ZeroRunResult:
         raise fail("path", "a readable Zero-Run results.json", f"{p} ({exc})") from None
     if not isinstance(d, dict):
         raise fail("path", "a JSON object", type(d).__name__)
-    return ZeroRunResult.from_dict(d)
+    return d
 
 
 def propensity_histogram_png(diagnostics: Mapping[str, Any], *, title: str = "") -> str:
@@ -265,7 +268,7 @@ def _setting_text(v: Any) -> str:
     return str(v)
 
 
-def _method_notes(r: ZeroRunResult) -> list[tuple[str, str]]:
+def _method_notes(r: Any) -> list[tuple[str, str]]:
     """The notes of each correction's :class:`AuditResult`, each note once with its sources."""
     sources: dict[str, list[str]] = {}
     entries = [("uncorrected", r.uncorrected)]
@@ -280,7 +283,7 @@ def _method_notes(r: ZeroRunResult) -> list[tuple[str, str]]:
     return [(", ".join(labels), note) for note, labels in sources.items()]
 
 
-def render_zero_run_html(result: ZeroRunResult) -> str:
+def render_zero_run_html(result: Any) -> str:
     """Render ``report.html`` of a Zero-Run audit (template ``zero_run.html.j2``).
 
     Parameters
@@ -316,7 +319,7 @@ def render_zero_run_html(result: ZeroRunResult) -> str:
 
 
 def write_zero_run_report(
-    result: ZeroRunResult,
+    result: Any,
     out_dir: str | Path,
     *,
     overwrite: bool = False,

@@ -98,9 +98,9 @@ class ZeroRunResult(Record):
     @classmethod
     def load(cls, path: str | Path) -> ZeroRunResult:
         """The result in a report folder written by :meth:`save` (or its ``results.json``)."""
-        from privaudit.zero_run.report import load_zero_run_results
+        from privaudit.zero_run.report import read_zero_run_results
 
-        return load_zero_run_results(path)
+        return cls.from_dict(read_zero_run_results(path))
 
     def to_json(self, *, indent: int | None = 2) -> str:
         """``results.json``'s text as :meth:`save` writes it (without its newline)."""
