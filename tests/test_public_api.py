@@ -498,3 +498,14 @@ def test_quickstart_prints_the_figures_it_saves(tmp_path: Path) -> None:
         [*PRIVAUDIT, "verify", str(folder)], capture_output=True, text=True, env=ENV
     )
     assert verify.returncode == 0 and verify.stdout.rstrip().endswith("verify: OK")
+
+
+def test_readme_shows_the_quickstart_script() -> None:
+    """The README's Python example is examples/quickstart.py's code (the test above runs it)."""
+    readme = (EXAMPLES.parent / "README.md").read_text(encoding="utf-8")
+    shown = re.search(r"```python\n(.*?)```", readme, re.S)
+    assert shown is not None, "README.md has no Python example"
+    code = (EXAMPLES / "quickstart.py").read_text(encoding="utf-8").split('"""', 2)[2]
+    assert shown.group(1).strip() == code.strip()
+    working = [ln for ln in code.strip().splitlines() if ln.strip()]
+    assert len(working) <= 15  # "about ten lines" with the imports
