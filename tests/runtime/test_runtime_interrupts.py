@@ -288,3 +288,26 @@ def test_a_signal_the_process_ignores_stays_ignored() -> None:
         assert session.signum is None and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_that_surfaces_as_another_error_is_still_the_interrupt(signum: int) -> None:
+    """A signal can end the work as another exception: a C extension whose initialisation
+    it interrupted raises "ImportError: initialization failed" (seen: matplotlib's ft2font,
+    SIGTERM while the PANORAMIA report was written, exit 1 with a traceback). Under
+    :func:`interrupts.handled` that is the interrupt (its exit code); without a signal
+    the same error propagates."""
+
+    def failing_after_signal() -> None:
+        try:
+            os.kill(os.getpid(), signum)
+            time.sleep(0.05)  # the handler runs at the next instruction
+        except KeyboardInterrupt as exc:
+            raise ImportError("initialization failed") from exc
+
+    with interrupts.handled() as session:
+        failing_after_signal()
+    assert session.exit_code == 128 + signum
+    with pytest.raises(ImportError), interrupts.handled() as quiet:
+        raise ImportError("a real failure, no signal")
+    assert quiet.exit_code == 0

@@ -165,7 +165,8 @@ def handled(*, last: bool = False) -> Iterator[Session]:
     behaves as Ctrl-C) after :func:`note`, and the state is sticky: nothing is stored
     after a signal, whatever the code that received it did with it. The block's
     :class:`KeyboardInterrupt` is absorbed; the yielded :class:`Session` says which
-    signal arrived. A signal the process ignores (SIGINT of a job a shell started in the
+    signal arrived; any other exception raised after a signal of the session is taken as
+    that interrupt's doing and absorbed too. A signal the process ignores (SIGINT of a job a shell started in the
     background) stays ignored. The previous handlers are restored on exit; with ``last``
     (the process ends after the block: the ``privaudit`` script) both signals are
     ignored from then on instead, so that one arriving while the interpreter exits
@@ -187,6 +188,14 @@ def handled(*, last: bool = False) -> Iterator[Session]:
     except KeyboardInterrupt as exc:
         if _state.session_signal is None:  # not through a handler: count it now
             note(getattr(exc, "signum", signal.SIGINT))
+    except Exception:
+        # After a signal, the cancelled work can fail in another way than the
+        # KeyboardInterrupt the handler raised: a C extension whose initialisation the
+        # signal interrupted re-raises it as "ImportError: initialization failed"
+        # (matplotlib's ft2font, imported while the report is written). The command was
+        # cancelled either way: absorb it as the interrupt, not as a traceback.
+        if _state.session_signal is None:
+            raise
     finally:
         session.signum = _state.session_signal
         for s, h in previous.items():
