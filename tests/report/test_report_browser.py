@@ -28,10 +28,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-import yaml
 from chromium_probe import find_chromium, probe_page
+from conftest import SMALL_RUN
 
-from privaudit.cli import main
 from privaudit.report import ScoreTable
 from privaudit.report.html import roc_plot_png, roc_styles
 from privaudit.zero_run import zero_run_audit
@@ -44,26 +43,11 @@ needs_chromium = pytest.mark.skipif(
     "(Debian: apt-get install -y chromium)",
 )
 
-CONFIG = {
-    "dataset": "digits",
-    "model": {"kind": "logistic", "params": {"C": 100.0, "max_iter": 300}},
-    "attacks": ["loss", "population", "reference"],
-    "sizes": {"n_target_pool": 160, "n_population": 320},
-    "models": {"n_reference": 4},
-    "alpha": 0.1,
-    "seed": 2,
-    "n_jobs": 1,
-    "output_dir": "report",
-}
-
 
 @pytest.fixture(scope="module")
-def mia_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("mia")
-    cfg = root / "audit.yaml"
-    cfg.write_text(yaml.safe_dump(CONFIG))
-    assert main(["run", str(cfg), "--no-progress"]) == 0
-    return root / "report"
+def mia_report(small_run: Path) -> Path:
+    """The small membership run's report (``conftest.SMALL_RUN``)."""
+    return small_run
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +106,7 @@ def test_membership_report_in_chromium(mia_report: Path, tmp_path: Path) -> None
     _check_page(found, shot, min_images=2)
     table = ScoreTable.load(mia_report)
     assert found["n_rows"] == table.member.size  # under the 500-row cap: every record
-    assert set(found["sorts"]) == {"min flagging FPR", CONFIG["attacks"][-1]}
+    assert set(found["sorts"]) == {"min flagging FPR", SMALL_RUN["attacks"][-1]}
     for col in found["sorts"].values():
         assert col["aria"] == "descending"  # two clicks: ascending, then descending
         assert _sorted_ok(col["asc"], descending=False), col["asc"][:20]
