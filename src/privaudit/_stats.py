@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special, stats
+from scipy import special
 
 from privaudit._validation import fail
 
@@ -99,6 +99,8 @@ def mann_whitney_auc(scores: ArrayLike, member: ArrayLike) -> float:
     n_neg = int(m.size - n_pos)
     if n_pos == 0 or n_neg == 0:
         return float("nan")
+    from scipy import stats  # here: scipy.stats costs ~0.6 s to import, a command's start-up
+
     ranks = stats.rankdata(s, method="average")
     return float((ranks[m].sum() - n_pos * (n_pos + 1) / 2.0) / (float(n_pos) * float(n_neg)))
 

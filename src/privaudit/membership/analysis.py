@@ -27,7 +27,6 @@ from privaudit.records import AttackScores
 from privaudit.report import ScoreTable, attack_entry
 from privaudit.report.per_record import attack_score_fields
 from privaudit.runtime.seeds import derive_rng
-from privaudit.stats.attack_bounds import SAMPLING_NOTE, attack_one_run_bounds
 
 __all__ = [
     "Metrics",
@@ -184,6 +183,10 @@ def _one_run_audits(
     # a DP-SGD target: audit its (eps, delta) claim at the accountant's delta, and record
     # the accountant's epsilon beside every empirical lower bound
     audit_delta = float(exp.target_info.get("delta", 0.0)) if eps_acc is not None else 0.0
+    # imported here: the bounds need SciPy's statistics (~0.8 s), which a run that stops at
+    # its input checks never reaches
+    from privaudit.stats.attack_bounds import SAMPLING_NOTE, attack_one_run_bounds
+
     audits: list[dict[str, Any]] = attack_one_run_bounds(
         {n: table.scored(n)[1:] for n in table.attacks},
         sampling_assumption=SAMPLING_NOTE if game_result is None else _pooled_note(game_result),

@@ -51,7 +51,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
 from privaudit._stats import pure_groups
 from privaudit._validation import (
@@ -100,6 +99,8 @@ def delong_placements(
     check_both_classes(m, "member")
     pos, neg = s[m], s[~m]
     n_pos, n_neg = pos.size, neg.size
+    from scipy import stats  # here: scipy.stats costs ~0.6 s to import, a command's start-up
+
     r_all = stats.rankdata(s)  # mid-ranks: ties count 1/2
     r_pos = stats.rankdata(pos)
     r_neg = stats.rankdata(neg)
@@ -153,6 +154,8 @@ def auc_confidence_interval(
         var = _cluster_variance(v10, g[m], a) + _cluster_variance(v01, g[~m], a)
         k = min(np.unique(g[m]).size, np.unique(g[~m]).size)
     se = math.sqrt(max(var, 0.0))
+    from scipy import stats
+
     z = float(stats.norm.ppf(1.0 - beta / 2.0))
     if 0.0 < a < 1.0 and se > 0.0:
         centre = math.log(a / (1.0 - a))

@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
 from privaudit._stats import clopper_pearson_lower, clopper_pearson_upper
 from privaudit._validation import (
@@ -115,6 +114,8 @@ def auc(scores: ArrayLike, member: ArrayLike) -> float:
 
 
 def _auc_unchecked(s: NDArray[np.float64], m: NDArray[np.bool_], n_pos: int, n_neg: int) -> float:
+    from scipy import stats  # here: scipy.stats costs ~0.6 s to import, a command's start-up
+
     ranks = stats.rankdata(s, method="average")
     u = float(ranks[m].sum()) - n_pos * (n_pos + 1) / 2.0
     return float(u / (float(n_pos) * float(n_neg)))
@@ -301,6 +302,8 @@ def alpha_acceptance_region(
         raise fail("n_calibration", "a positive integer", n_calibration)
     n = int(n_calibration)
     k = min(max(math.ceil((n + 1) * (1.0 - alpha) - 1e-9), 1), n)
+    from scipy import stats
+
     dist = stats.betabinom(int(n_negatives), n + 1 - k, k)
     tail = (1.0 - check_probability(confidence, "confidence")) / 2.0
     return int(dist.ppf(tail)), int(dist.ppf(1.0 - tail))
