@@ -232,6 +232,7 @@ class ArtifactStore:
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
+        self._absolute = self.root.absolute()  # as it was when opened, whatever chdir follows
         try:
             (self.root / "objects").mkdir(parents=True, exist_ok=True)
             (self.root / "tmp").mkdir(parents=True, exist_ok=True)
@@ -245,10 +246,11 @@ class ArtifactStore:
 
     def __getstate__(self) -> dict[str, Any]:
         # absolute: a worker (a Ray worker on another node) may run in another folder
-        return {"root": self.root.absolute()}
+        return {"root": self._absolute}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.root = Path(state["root"])
+        self._absolute = self.root
         self.stats = StoreStats()
 
     # --- paths -------------------------------------------------------------------
