@@ -29,11 +29,13 @@ def _pids_under(proc_pid: int) -> set[int]:
         return set()
 
 
-def _kill_when_started_on_worker(cluster: Any, attempts: Path, killed: dict[str, int]) -> None:
+def _kill_when_started_on_worker(
+    cluster: Any, attempts: Path, killed: dict[str, int], done: threading.Event
+) -> None:
     """Kill the worker node's raylet as soon as a task attempt started on that node."""
     node = cluster.workers[-1].pid
     deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and "pid" not in killed:
+    while time.monotonic() < deadline and not done.is_set():
         started = {int(p.name.split(".")[1]) for p in attempts.rglob("*.*.*")}
         if started & _pids_under(node):
             killed["pid"] = cluster.kill_raylet(len(cluster.workers) - 1)
@@ -50,13 +52,15 @@ def test_killed_worker_node_tasks_retried_same_numbers(two_nodes: Any, tmp_path:
     ex = RayExecutor(address=two_nodes.address, attempts_dir=tmp_path / "attempts", progress=False)
     killed: dict[str, int] = {}
     (tmp_path / "attempts").mkdir()
+    done = threading.Event()
     watcher = threading.Thread(
-        target=_kill_when_started_on_worker, args=(two_nodes, tmp_path / "attempts", killed)
+        target=_kill_when_started_on_worker, args=(two_nodes, tmp_path / "attempts", killed, done)
     )
     watcher.start()
     try:
         got = ex.map(cluster_tasks.seeded_draw, items, desc="draws", label=str)
     finally:
+        done.set()
         watcher.join()
     assert "pid" in killed  # the raylet of the worker node was killed during the map
     import numpy as np
@@ -74,7 +78,7 @@ RECORD_RISK = {
     "n": 100,
     "n_targets": 4,
     "n_rounds": 16,
-    "n_shadow": 8,
+    "n_shadow": 16,
     "n_aux": 400,
     "rounds_per_task": 1,
     "seed": 1,
@@ -101,13 +105,15 @@ def test_record_risk_survives_a_lost_node(two_nodes: Any, tmp_path: Path) -> Non
     attempts.mkdir()
     ex = RayExecutor(address=two_nodes.address, attempts_dir=attempts, progress=False)
     killed: dict[str, int] = {}
+    done = threading.Event()
     watcher = threading.Thread(
-        target=_kill_when_started_on_worker, args=(two_nodes, attempts, killed)
+        target=_kill_when_started_on_worker, args=(two_nodes, attempts, killed, done)
     )
     watcher.start()
     try:
         remote = run(ex, tmp_path / "ray")
     finally:
+        done.set()
         watcher.join()
     assert "pid" in killed
     assert remote.to_dict()["records"] == local.to_dict()["records"]

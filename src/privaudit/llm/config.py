@@ -19,7 +19,7 @@ Example::
     seed: 0
     output_dir: llm-report
     cache_dir: .privaudit-cache           # token statistics cached here (resume)
-    executor: local                       # local | ray: the target's and the reference's scoring passes as tasks
+    executor: local                       # local (here) | ray: the target's and the reference's scoring passes as 2 tasks
 
 Nothing is downloaded: ``path`` must be a local directory (checked here, before any
 work; a missing one is an error naming the field, exit code 2). Relative paths resolve
@@ -36,7 +36,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, field_validator, model_validator
 
-from privaudit.config.base import ConfigError, NJobs, StrictModel, read_yaml, validate_mapping
+from privaudit.config.base import ConfigError, StrictModel, read_yaml, validate_mapping
 from privaudit.config.executor import ExecutorKind, RayAddress, check_ray_address
 from privaudit.config.sections import LLMModelConfig
 
@@ -96,7 +96,6 @@ class LLMAuditConfig(StrictModel):
     )
     confidence: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.95
     seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
-    n_jobs: NJobs = 1
     executor: ExecutorKind = "local"
     ray_address: RayAddress = None
     output_dir: Path = Path("privaudit-llm-report")

@@ -412,19 +412,20 @@ def run_llm_audit(
             )
     timings["models"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    executor = make_executor(
-        config.executor, n_jobs=config.n_jobs, address=config.ray_address, progress=False
+    # executor: ray sends the scoring passes to the cluster; local scores them here, one
+    # after the other with their progress (a pass is one model over every text)
+    executor = None
+    if config.executor == "ray":
+        executor = make_executor("ray", address=config.ray_address, progress=False)
+    result = audit_language_model(
+        target,
+        records,
+        settings,
+        reference=reference,
+        store=config.cache_dir,
+        progress=progress,
+        executor=executor,
     )
-    with executor:
-        result = audit_language_model(
-            target,
-            records,
-            settings,
-            reference=reference,
-            store=config.cache_dir,
-            progress=progress,
-            executor=executor,
-        )
     timings["audit"] = time.perf_counter() - t0
     models_cfg: dict[str, Any] = {"kind": "huggingface", "target": config.target.describe()}
     if config.reference is not None:

@@ -90,6 +90,9 @@ class LocalRayCluster:
         self.env.update(self.driver_env)
         self.procs: list[subprocess.Popen[bytes]] = []
         self.workers: list[subprocess.Popen[bytes]] = []
+        #: The raylet port of each node by name (``head``, ``worker0``, ...): how
+        #: :meth:`alive_nodes` tells the nodes apart.
+        self.node_ports: dict[str, int] = {}
         self.port = _free_ports(1)[0]
         self.address = f"127.0.0.1:{self.port}"
         self._start_head()
@@ -102,9 +105,11 @@ class LocalRayCluster:
     # --- nodes -------------------------------------------------------------------
 
     def _node_args(self, name: str) -> list[str]:
-        agent, grpc, metrics, renv, wlo = _free_ports(5)
+        agent, grpc, metrics, renv, wlo, manager = _free_ports(6)
+        self.node_ports[name] = manager
         return [
             "--node-ip-address", "127.0.0.1",
+            "--node-manager-port", str(manager),
             "--temp-dir", str(self.root / name),
             "--object-store-memory", str(100 * 1024 * 1024),
             "--dashboard-agent-listen-port", str(agent),
@@ -145,13 +150,10 @@ class LocalRayCluster:
 
     def add_worker(self) -> subprocess.Popen[bytes]:
         """Start one more worker node and wait until it has joined."""
-        n_before = 1 + len(self.workers)
-        proc = self._spawn(
-            f"worker{len(self.workers)}",
-            ["--address", self.address, "--num-cpus", str(self.worker_cpus)],
-        )
+        name = f"worker{len(self.workers)}"
+        proc = self._spawn(name, ["--address", self.address, "--num-cpus", str(self.worker_cpus)])
         self.workers.append(proc)
-        self._wait_for(lambda: len(self.alive_nodes()) > n_before, "a worker node")
+        self._wait_for(lambda: self.node_ports[name] in self.alive_nodes(), "a worker node")
         return proc
 
     def _answers(self) -> bool:
@@ -174,8 +176,9 @@ class LocalRayCluster:
         self.stop()
         raise PrivauditError(f"local Ray cluster: {what} did not start in time\n{logs}")
 
-    def alive_nodes(self) -> list[dict[str, Any]]:
-        """The cluster's live nodes (``ray.nodes()``), read by a short-lived connection."""
+    def alive_nodes(self) -> list[int]:
+        """The raylet ports of the cluster's live nodes (``ray.nodes()``), read by a
+        short-lived connection (empty when it fails)."""
         code = (
             f"import json, ray; ray.init(address={self.address!r}, logging_level='ERROR', "
             "log_to_driver=False);"
@@ -189,12 +192,12 @@ class LocalRayCluster:
             timeout=self.timeout,
             check=False,
         )
-        if out.returncode != 0:
+        lines = out.stdout.strip().splitlines()
+        if out.returncode != 0 or not lines:
             return []
         import json
 
-        ports = json.loads(out.stdout.strip().splitlines()[-1])
-        return [{"NodeManagerPort": p} for p in ports]
+        return [int(p) for p in json.loads(lines[-1])]
 
     # --- faults ------------------------------------------------------------------
 
