@@ -156,19 +156,22 @@ def test_panoramia_on_the_cluster_equals_local(
         "scorer": {"max_iter": 30},
         "seed": 3,
     }
-    path = _yaml(tmp_path / "p.yaml", cfg)
     outs = {}
-    for name, extra in (("local", []), ("ray", ["--ray", two_nodes.address])):
+    runs = (("local", {}, []), ("processes", {"n_jobs": 2}, []),
+            ("ray", {}, ["--ray", two_nodes.address]))  # fmt: skip
+    for name, over, extra in runs:
+        path = _yaml(tmp_path / f"{name}.yaml", {**cfg, **over})
         out = tmp_path / name
         assert main(["panoramia", str(path), "--no-progress", "--out", str(out), *extra]) == 0
         outs[name] = json.loads((out / "results.json").read_text())["panoramia"]
     assert _on_ray()
-    for key in ("bounds", "classifiers", "sizes"):
-        assert outs["ray"][key] == outs["local"][key], key
     local = _npz(tmp_path / "local" / "panoramia_scores.npz")
-    remote = _npz(tmp_path / "ray" / "panoramia_scores.npz")
-    for k in local:
-        np.testing.assert_array_equal(remote[k], local[k], err_msg=k)
+    for name in ("processes", "ray"):  # the two classifiers in 2 local processes, on Ray
+        for key in ("bounds", "classifiers", "sizes"):
+            assert outs[name][key] == outs["local"][key], (name, key)
+        other = _npz(tmp_path / name / "panoramia_scores.npz")
+        for k in local:
+            np.testing.assert_array_equal(other[k], local[k], err_msg=f"{name}: {k}")
 
 
 @pytest.fixture(scope="module")
