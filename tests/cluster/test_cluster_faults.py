@@ -77,7 +77,7 @@ RECORD_RISK = {
     "attack_params": {"n_trees": 20},
     "n": 100,
     "n_targets": 4,
-    "n_rounds": 16,
+    "n_rounds": 32,
     "n_shadow": 16,
     "n_aux": 400,
     "rounds_per_task": 1,
@@ -100,10 +100,14 @@ def test_record_risk_survives_a_lost_node(two_nodes: Any, tmp_path: Path) -> Non
             table=parts["table"], store=cache, executor=executor,
         )  # fmt: skip
 
+    import cluster_tasks
+
     local = run(LocalExecutor(1, progress=False), tmp_path / "local")
     attempts = tmp_path / "attempts"
     attempts.mkdir()
     ex = RayExecutor(address=two_nodes.address, attempts_dir=attempts, progress=False)
+    # both nodes warm (a worker process each, privaudit imported), so the run uses both
+    assert len(set(ex.map(cluster_tasks.pid, range(6), desc="warm-up"))) >= 2
     killed: dict[str, int] = {}
     done = threading.Event()
     watcher = threading.Thread(
