@@ -99,6 +99,7 @@ def test_task_error_pickles() -> None:
 # --- Ray ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a local Ray instance starts in 15-60 s; CI installs ray and runs -m slow
 def test_ray_executor_real() -> None:
     import signal
 
