@@ -36,6 +36,7 @@ def test_unknown_executor_names_the_field() -> None:
         config_from_dict({**SMALL, "executor": "slurm"})
 
 
+@pytest.mark.slow  # a local Ray instance starts in 15-60 s; CI installs ray and runs -m slow
 def test_ray_audit_matches_local(tmp_path: Path) -> None:
     """The same config and seed give the same scores on Ray as in local processes."""
     ray = pytest.importorskip("ray")

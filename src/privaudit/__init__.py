@@ -52,6 +52,9 @@ The exported names, by what they are:
   :func:`conditional_eps_audit`, :func:`conditional_gdp_audit`, :func:`draw_uniforms`),
   per attack (:func:`attack_one_run_bounds`), by name (:func:`run_procedure`); each
   returns an :class:`AuditResult` stating its guarantee.
+* **Running at scale**: :func:`make_executor` (the executor of a command's ``executor`` /
+  ``ray_address`` / ``n_jobs`` setting: local processes or Ray), :class:`LocalRayCluster`
+  (a real multi-node Ray cluster on this machine's loopback address, to try or test one).
 * **Errors**: :class:`PrivauditError`, :class:`InvalidInputError`, :class:`ConfigError`,
   :class:`ReportExistsError`. **Command line**: :func:`main` (``privaudit ARGS``, from Python).
 
@@ -109,6 +112,8 @@ if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported
     from privaudit.report.mlflow_run import log_to_mlflow
     from privaudit.report.model_card import model_card, write_model_card
     from privaudit.report.writer import ReportExistsError
+    from privaudit.runtime.executor_setting import make_executor
+    from privaudit.runtime.local_cluster import LocalRayCluster
     from privaudit.signals.functions import cross_entropy_loss
     from privaudit.stats import plan_one_run_audit
     from privaudit.stats.attack_bounds import attack_one_run_bounds
@@ -225,6 +230,9 @@ _PUBLIC: dict[str, str] = {
     "attack_one_run_bounds": "privaudit.stats.attack_bounds",
     "run_procedure": "privaudit.stats.procedures",
     "AuditResult": "privaudit.records",
+    # running at scale
+    "make_executor": "privaudit.runtime.executor_setting",
+    "LocalRayCluster": "privaudit.runtime.local_cluster",
     # errors
     "PrivauditError": "privaudit.errors",
     "InvalidInputError": "privaudit.errors",
@@ -252,6 +260,7 @@ __all__ = [
     "InvalidInputError",
     "LLMAuditConfig",
     "LLMAuditReport",
+    "LocalRayCluster",
     "PanoramiaConfig",
     "PanoramiaReport",
     "PrecomputedModel",
@@ -299,6 +308,7 @@ __all__ = [
     "load_tiny_shakespeare",
     "log_to_mlflow",
     "main",
+    "make_executor",
     "make_generator",
     "model_card",
     "mu_to_epsilon",

@@ -135,6 +135,7 @@ def test_cache_dir_resumes_the_bootstrap(
     assert len(list((cache / "objects").glob("*/*/manifest.json"))) == 2
 
 
+@pytest.mark.slow  # a local Ray instance starts in 15-60 s; CI installs ray and runs -m slow
 def test_ray_bootstrap_matches_local(
     table: tuple[Path, pd.DataFrame], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import types
 from collections.abc import Callable
@@ -98,15 +99,27 @@ def test_task_error_pickles() -> None:
 # --- Ray ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a local Ray instance starts in 15-60 s; CI installs ray and runs -m slow
 def test_ray_executor_real() -> None:
+    import signal
+
     ray = pytest.importorskip("ray")
+    # ray.init installs a SIGTERM handler in this process: the interrupt tests need ours
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     # Workers need this folder (for runtime_tasks) on their path; stay on loopback.
     ray.init(
         num_cpus=2,
         include_dashboard=False,
         ignore_reinit_error=True,
         _node_ip_address="127.0.0.1",
-        runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).parent)}},
+        # (and the driver's own path: the privaudit under test, not an installed one)
+        runtime_env={
+            "env_vars": {
+                "PYTHONPATH": os.pathsep.join(
+                    filter(None, [str(Path(__file__).parent), os.environ.get("PYTHONPATH")])
+                )
+            }
+        },
     )
     try:
         ex = RayExecutor(progress=False)
@@ -116,6 +129,8 @@ def test_ray_executor_real() -> None:
         assert info.value.label == "3"
     finally:
         ray.shutdown()
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
 
 
 class _FakeRef:

@@ -15,6 +15,7 @@ import typer
 from privaudit.cli_common import ci_output, mlflow_cli
 from privaudit.cli_common.errors import fail_exit, quiet_warnings
 from privaudit.cli_common.progress_option import no_progress_option, progress_mode, progress_option
+from privaudit.cli_common.ray_option import ray_address_of, ray_option
 from privaudit.errors import PrivauditError
 from privaudit.membership.cli import render_summary
 
@@ -45,6 +46,7 @@ def run(
     fmt: str = typer.Option("text", "--format", help=ci_output.FORMAT_HELP),
     format_file: Path | None = typer.Option(None, "--format-file", help=ci_output.FORMAT_FILE_HELP),
     mlflow: str | None = mlflow_cli.option(),
+    ray: str | None = ray_option(),
 ) -> None:
     """Run the audit described by CONFIG; write report.html, results.json, scores.npz, bundle.json.
 
@@ -63,6 +65,8 @@ def run(
         cfg = load_run_config(config)
         if out is not None:
             cfg = cfg.model_copy(update={"output_dir": out})
+        if ray is not None:  # --ray ADDRESS: the config's executor, on that cluster
+            cfg = cfg.model_copy(update={"executor": "ray", "ray_address": ray_address_of(ray)})
         with quiet_warnings():  # the summary prints them (results.json records them)
             if isinstance(cfg, LLMAuditConfig):  # target.kind: huggingface
                 from privaudit.llm.pipeline import run_llm_audit

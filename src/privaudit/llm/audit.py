@@ -33,6 +33,7 @@ inflate every signal: the blind baseline measures it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,6 +59,7 @@ from privaudit.metrics.auc_ci import auc_ci_fields
 from privaudit.metrics.roc import AttackMetrics, attack_metrics
 from privaudit.records import AttackScores
 from privaudit.runtime import interrupts
+from privaudit.runtime.mapping import InlineMapper, Mapper
 from privaudit.runtime.progress import ProgressOption
 from privaudit.runtime.store import ArtifactStore
 
@@ -338,6 +340,16 @@ def blind_warning(test: BlindShiftTest | None) -> str | None:
     )
 
 
+def _scoring_pass(
+    records: TextRecords,
+    model_distribution: tuple[CausalLM, bool],
+    **kw: Any,
+) -> list[TokenStats]:
+    """One executor task of :func:`audit_language_model`: a model's token statistics."""
+    model, distribution = model_distribution
+    return token_stats_cached(model, records, distribution=distribution, **kw)
+
+
 def audit_language_model(
     target: CausalLM,
     records: TextRecords,
@@ -346,6 +358,7 @@ def audit_language_model(
     reference: CausalLM | None = None,
     store: ArtifactStore | str | Path | None = None,
     progress: ProgressOption = None,
+    executor: Mapper | None = None,
 ) -> LLMAuditResult:
     """Audit ``target`` on member and non-member ``records`` (module docstring).
 
@@ -365,6 +378,12 @@ def audit_language_model(
         Cache of token statistics (resume).
     progress : progress option, optional
         Progress of the scoring passes (:mod:`privaudit.runtime.progress`).
+    executor : Executor, optional
+        Runs the target's and the reference's scoring passes as independent tasks (one
+        per model; each pass is cached in ``store``); default: here, one after the other.
+        A pass is one model over every text: it is not split further (the model would be
+        shipped to every shard). Per-text statistics do not depend on where they run, up
+        to floating-point noise of the thread count (``torch`` reductions).
     """
     from privaudit._validation import check_both_classes
 
@@ -379,28 +398,32 @@ def audit_language_model(
         raise fail("records.member", "known membership (members and non-members)", "None")
     check_both_classes(records.member, "records.member")
     need_dist = "min-k++" in settings.signals
-    t_stats = token_stats_cached(
-        target,
+    passes: list[tuple[CausalLM, bool]] = [(target, need_dist)]
+    reads_reference = reference is not None and any(
+        n in REFERENCE_SIGNALS for n in settings.signals
+    )
+    if reference is not None and reads_reference:
+        passes.append((reference, False))
+    scoring = functools.partial(
+        _scoring_pass,
         records,
-        distribution=need_dist,
         batch_size=settings.batch_size,
         stride=settings.stride,
-        store=store,
-        progress=progress,
+        store=store if store is None or isinstance(store, ArtifactStore) else ArtifactStore(store),
+        progress=progress if executor is None else None,
     )
-    r_stats = None
+    mapper = executor if executor is not None else InlineMapper(progress=False)
+    stats = mapper.map(
+        scoring,
+        passes,
+        desc="scoring passes",
+        label=lambda p: "target" if p[0] is target else "reference",
+    )
+    t_stats = stats[0]
+    r_stats = stats[1] if len(stats) > 1 else None
     same_tok = True
     models = {"target": model_info(target)}
-    if reference is not None and any(n in REFERENCE_SIGNALS for n in settings.signals):
-        r_stats = token_stats_cached(
-            reference,
-            records,
-            distribution=False,
-            batch_size=settings.batch_size,
-            stride=settings.stride,
-            store=store,
-            progress=progress,
-        )
+    if reference is not None and reads_reference:
         same_tok = str(reference.tokenizer_id) == str(target.tokenizer_id)
     if reference is not None:
         models["reference"] = model_info(reference)

@@ -19,6 +19,7 @@ Example::
     seed: 0
     output_dir: llm-report
     cache_dir: .privaudit-cache           # token statistics cached here (resume)
+    executor: local                       # local (here) | ray: the target's and the reference's scoring passes as 2 tasks
 
 Nothing is downloaded: ``path`` must be a local directory (checked here, before any
 work; a missing one is an error naming the field, exit code 2). Relative paths resolve
@@ -36,6 +37,7 @@ from typing import Annotated, Any
 from pydantic import Field, field_validator, model_validator
 
 from privaudit.config.base import ConfigError, StrictModel, read_yaml, validate_mapping
+from privaudit.config.executor import ExecutorKind, RayAddress, check_ray_address
 from privaudit.config.sections import LLMModelConfig
 
 __all__ = [
@@ -94,6 +96,8 @@ class LLMAuditConfig(StrictModel):
     )
     confidence: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.95
     seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
+    executor: ExecutorKind = "local"
+    ray_address: RayAddress = None
     output_dir: Path = Path("privaudit-llm-report")
     cache_dir: Path | None = None
 
@@ -113,6 +117,11 @@ class LLMAuditConfig(StrictModel):
         if len(set(v)) != len(v):
             raise ValueError("expected each signal once")
         return v
+
+    @model_validator(mode="after")
+    def _executor_fields(self) -> LLMAuditConfig:
+        check_ray_address(self.executor, self.ray_address)
+        return self
 
     @field_validator("device")
     @classmethod

@@ -49,6 +49,7 @@ from privaudit.report import check_output_dir, write_report
 from privaudit.report.bundle import make_manifest
 from privaudit.report.figures import ResultsFigures
 from privaudit.report.results import ScoreTable, attack_entry, build_results
+from privaudit.runtime.executor_setting import make_executor
 from privaudit.runtime.progress import ProgressOption, check_progress, progress_phase
 from privaudit.stats.attack_bounds import grouped_one_run_bounds
 
@@ -411,6 +412,11 @@ def run_llm_audit(
             )
     timings["models"] = time.perf_counter() - t0
     t0 = time.perf_counter()
+    # executor: ray sends the scoring passes to the cluster; local scores them here, one
+    # after the other with their progress (a pass is one model over every text)
+    executor = None
+    if config.executor == "ray":
+        executor = make_executor("ray", address=config.ray_address, progress=False)
     result = audit_language_model(
         target,
         records,
@@ -418,6 +424,7 @@ def run_llm_audit(
         reference=reference,
         store=config.cache_dir,
         progress=progress,
+        executor=executor,
     )
     timings["audit"] = time.perf_counter() - t0
     models_cfg: dict[str, Any] = {"kind": "huggingface", "target": config.target.describe()}

@@ -19,6 +19,7 @@ import typer
 from privaudit.cli_common import mlflow_cli
 from privaudit.cli_common.errors import fail_exit, quiet_warnings
 from privaudit.cli_common.progress_option import no_progress_option, progress_mode, progress_option
+from privaudit.cli_common.ray_option import ray_address_of, ray_option
 from privaudit.errors import PrivauditError
 
 __all__ = ["render_panoramia_summary"]
@@ -106,6 +107,7 @@ def panoramia(
         None, "--json", help="Also write the headline figures as JSON to this file."
     ),
     mlflow: str | None = mlflow_cli.option(),
+    ray: str | None = ray_option(),
 ) -> None:
     """Audit the released model of CONFIG without retraining it (PANORAMIA, Kazmi et al. 2024).
 
@@ -129,6 +131,8 @@ def panoramia(
         cfg = load_panoramia_config(config)
         if out is not None:
             cfg = cfg.model_copy(update={"output_dir": out})
+        if ray is not None:  # --ray ADDRESS: the config's executor, on that cluster
+            cfg = cfg.model_copy(update={"executor": "ray", "ray_address": ray_address_of(ray)})
         # rich: a spinner (the steps have no counted bars); plain: a line per step
         status = (
             err.status(

@@ -24,6 +24,7 @@ makes the non-members, an MIA on (x, loss of the target) is compared with a base
     confidence: 0.95
     output_dir: panoramia-report
     cache_dir: null                       # default <output_dir>/cache: a killed run resumes
+    executor: local                       # local | ray: the MIA and baseline classifiers as 2 tasks
 
 ``model`` reuses the classifier audit's :class:`~privaudit.membership.config.ModelConfig` (a
 scikit-learn kind or ``kind: torch`` with a torch recipe); ``target`` loads the model as a
@@ -50,7 +51,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from privaudit.config.base import ConfigError, StrictModel, read_yaml, validate_mapping
+from privaudit.config.base import ConfigError, NJobs, StrictModel, read_yaml, validate_mapping
+from privaudit.config.executor import ExecutorKind, RayAddress, check_ray_address
 from privaudit.config.sections import (
     GENERATOR_PARAMS,
     DatasetConfig,
@@ -347,6 +349,9 @@ class PanoramiaConfig(StrictModel):
     )
     sizes: PanoramiaSizesConfig = Field(default_factory=PanoramiaSizesConfig)
     seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
+    n_jobs: NJobs = 1
+    executor: ExecutorKind = "local"
+    ray_address: RayAddress = None
     confidence: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.95
     device: str = Field(default="auto", description="text: auto | cpu | cuda | cuda:N.")
     output_dir: Path = Path("privaudit-panoramia-report")
@@ -360,6 +365,11 @@ class PanoramiaConfig(StrictModel):
         description="Directory of the YAML file (set by load_panoramia_config): a relative "
         "torch factory ('file.py:function') is resolved against it.",
     )
+
+    @model_validator(mode="after")
+    def _executor_fields(self) -> PanoramiaConfig:
+        check_ray_address(self.executor, self.ray_address)
+        return self
 
     @field_validator("device")
     @classmethod

@@ -45,6 +45,7 @@ helper trained on the audit's own non-members, an unseeded generator split overl
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -80,6 +81,7 @@ from privaudit.panoramia.steps import (
     reference_losses,
 )
 from privaudit.records import AuditResult, ScoreTable
+from privaudit.runtime.mapping import Mapper
 from privaudit.runtime.progress import ProgressOption, progress_phase
 from privaudit.stats._level import resolve_beta
 from privaudit.stats.panoramia import (
@@ -129,14 +131,15 @@ def selection_criterion(
     than 1e-6 are ties) as one float, so any "higher is better" selector can use it.
     """
     b = check_probability(beta, "beta")
+    # a partial of a module function: picklable, so the classifiers can run in processes
+    return functools.partial(_criterion, beta=b)
 
-    def criterion(scores: NDArray[np.float64], label: NDArray[np.bool_]) -> float:
-        s = np.asarray(scores, dtype=np.float64)
-        lab = np.asarray(label, dtype=bool)
-        lb, _ = panoramia_lb(s, lab, beta_per_test=b / 2.0)
-        return round(lb, 6) + 1e-7 * auc(s, lab)
 
-    return criterion
+def _criterion(scores: NDArray[np.float64], label: NDArray[np.bool_], *, beta: float) -> float:
+    s = np.asarray(scores, dtype=np.float64)
+    lab = np.asarray(label, dtype=bool)
+    lb, _ = panoramia_lb(s, lab, beta_per_test=beta / 2.0)
+    return round(lb, 6) + 1e-7 * auc(s, lab)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -311,6 +314,7 @@ def run_panoramia(
     store: ArtifactStore | None = None,
     mia_reads_helper: bool = False,
     progress: ProgressOption = None,
+    executor: Mapper | None = None,
 ) -> PanoramiaResult:
     """Run the PANORAMIA game on ``target`` (Kazmi et al. 2024, Algorithm 1; module docstring).
 
@@ -344,6 +348,12 @@ def run_panoramia(
     progress : progress option
         One report per step (:func:`privaudit.runtime.progress.progress_phase`: None = none
         off a terminal; ``"plain"`` or ``"auto"`` = lines in a log; a callback).
+    executor : Executor, optional
+        Runs the two classifiers (the MIA and the baseline, independent given the loss
+        features) as two tasks (:func:`~privaudit.panoramia.steps.classifier_scores`);
+        default: one after the other here. The other steps cannot be split: the
+        generator, then the helper (trained on its samples), then the classifiers (on
+        both) depend on one another, and each is one fit. Same numbers either way.
     """
     steps = PanoramiaSteps(modality, store)
     beta = resolve_beta(None, confidence)
@@ -385,7 +395,7 @@ def run_panoramia(
             steps, target, helper, records, labels,
             seed=seed, criterion=criterion, beta=beta, settings=settings,
             reference=reference(records, labels, "classifier"), mia_reads_helper=mia_reads_helper,
-            keep_helper=mia_reads_helper and non_members is not None,
+            keep_helper=mia_reads_helper and non_members is not None, executor=executor,
         )  # fmt: skip
 
     # 6. measurement, and the comparisons on the same target

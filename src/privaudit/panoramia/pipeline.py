@@ -55,6 +55,7 @@ from privaudit.panoramia.report import panoramia_results, write_panoramia_report
 from privaudit.panoramia.result import PanoramiaReport
 from privaudit.report import RESULTS_FILE, check_output_dir
 from privaudit.report.bundle import make_manifest
+from privaudit.runtime.executor_setting import make_executor
 from privaudit.runtime.progress import ProgressOption, check_progress, progress_phase
 
 __all__ = [
@@ -378,6 +379,9 @@ def run_panoramia_audit(
         modality = build_modality(config, known.n_classes)
     with _timed(timings, "game"):  # step 4: the game
         store = _store(config, out_dir, modality)
+        executor = make_executor(
+            config.executor, n_jobs=config.n_jobs, address=config.ray_address, progress=False
+        )
         result = run_panoramia(
             modality,
             target,
@@ -389,7 +393,9 @@ def run_panoramia_audit(
             store=store,
             mia_reads_helper=config.mia_reads_helper,
             progress=progress,
+            executor=executor,
         )
+        executor.close()
     results = panoramia_results(  # step 5: the results document and the report
         result.to_dict(),
         result.scores,

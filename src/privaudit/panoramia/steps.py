@@ -22,6 +22,7 @@ What a data kind implements (:class:`~privaudit.panoramia.modality.Modality`,
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -39,6 +40,7 @@ from privaudit.panoramia.cache import (
 from privaudit.panoramia.modality import Modality, Scorer, ScorerData
 from privaudit.panoramia.split import PanoramiaSizes, RealPairSplit
 from privaudit.records import ScoreTable
+from privaudit.runtime.mapping import InlineMapper, Mapper
 from privaudit.runtime.seeds import derive_seed
 from privaudit.stats.one_run import one_run_audit
 from privaudit.stats.panoramia import panoramia_curve, panoramia_lb
@@ -399,6 +401,19 @@ def _scores(
     )
 
 
+def _role_scores(
+    steps: PanoramiaSteps[R],
+    records: Sequence[R],
+    labels: Labels,
+    reference: Arrays | None,
+    role_losses: tuple[str, Arrays],
+    **kw: Any,
+) -> tuple[NDArray[np.float64], dict[str, Any]]:
+    """One executor task of :func:`classifier_scores`: ``role``'s classifier."""
+    role, losses = role_losses
+    return _scores(steps, role, records, labels, _appended(losses, reference), **kw)
+
+
 def classifier_scores(
     steps: PanoramiaSteps[R],
     target: Any,
@@ -413,6 +428,7 @@ def classifier_scores(
     reference: Arrays | None,
     mia_reads_helper: bool = False,
     keep_helper: bool = False,
+    executor: Mapper | None = None,
 ) -> tuple[dict[str, NDArray[np.float64]], dict[str, Any], dict[str, Any]]:
     """Steps 4-5: the helper's loss features (:func:`helper_losses`; ``keep_helper``: h is
     kept for a later record set) and the target's; the MIA (target's) and the baseline (helper's), each selected on
@@ -422,18 +438,22 @@ def classifier_scores(
     the MIA's only extra input is the target's loss. With ``mia_reads_helper`` the MIA also
     reads the helper's features (after the target's): its inputs then hold all of the
     baseline's, so it is at least as strong a detector of generated records and eps_tilde
-    measures what the target's loss adds to them."""
+    measures what the target's loss adds to them. The two classifiers are independent
+    given their loss features: ``executor`` runs them as two tasks (default: here, one
+    after the other; the same numbers either way)."""
     helper_losses, helper_info = helper(records, labels, "baseline", keep=keep_helper)
     target_losses = _losses(steps.modality, target, records, labels, "mia")
     if mia_reads_helper:
         target_losses = _appended(target_losses, helper_losses)
-    test_scores: dict[str, NDArray[np.float64]] = {}
-    classifiers: dict[str, Any] = {}
-    for role, losses in (("mia", target_losses), ("baseline", helper_losses)):
-        test_scores[role], classifiers[role] = _scores(
-            steps, role, records, labels, _appended(losses, reference),
-            seed=seed, criterion=criterion, beta=beta, settings=settings,
-        )  # fmt: skip
+    task = functools.partial(
+        _role_scores, steps, records, labels, reference,
+        seed=seed, criterion=criterion, beta=beta, settings=settings,
+    )  # fmt: skip
+    roles = [("mia", target_losses), ("baseline", helper_losses)]
+    mapper = executor if executor is not None else InlineMapper(progress=False)
+    outs = mapper.map(task, roles, desc="PANORAMIA classifiers", label=lambda r: r[0])
+    test_scores = {role: out[0] for (role, _), out in zip(roles, outs, strict=True)}
+    classifiers = {role: out[1] for (role, _), out in zip(roles, outs, strict=True)}
     if mia_reads_helper:
         classifiers["mia"] = {**classifiers["mia"], "reads_helper": True}
     return test_scores, classifiers, helper_info

@@ -26,6 +26,7 @@ import typer
 from privaudit.cli_common import mlflow_cli
 from privaudit.cli_common.errors import error_line
 from privaudit.cli_common.progress_option import no_progress_option, progress_mode, progress_option
+from privaudit.cli_common.ray_option import ray_address_of, ray_option
 from privaudit.errors import PrivauditError
 
 if TYPE_CHECKING:
@@ -150,6 +151,7 @@ def record_risk_command(
     progress: str = progress_option(" With --json: none unless plain or rich."),
     no_progress: bool = no_progress_option(),
     mlflow: str | None = mlflow_cli.option(),
+    ray: str | None = ray_option(),
 ) -> None:
     """Record-level risk: traditional vs model-seeded game (generators and classifiers)."""
     from rich.console import Console
@@ -158,12 +160,14 @@ def record_risk_command(
     from privaudit.record_risk.report import record_risk_payload, write_record_risk_report
     from privaudit.record_risk.risk import run_record_risk
     from privaudit.report.writer import check_output_dir
-    from privaudit.runtime.executor import LocalExecutor
+    from privaudit.runtime.executor_setting import make_executor
 
     shown = progress_mode(progress, no_progress, quiet_default=as_json)
     try:
         mlflow_cli.check(mlflow)
         cfg = load_record_risk_config(config)
+        if ray is not None:  # --ray ADDRESS: the config's executor, on that cluster
+            cfg = cfg.model_copy(update={"executor": "ray", "ray_address": ray_address_of(ray)})
         out_dir = out if out is not None else cfg.output_dir
         check_output_dir(out_dir, overwrite=overwrite)  # fail before any work
         parts = build_record_risk(cfg)
@@ -174,7 +178,9 @@ def record_risk_command(
             parts["config"],
             table=parts["table"],
             store=cfg.cache_dir,
-            executor=LocalExecutor(cfg.n_jobs, progress=shown),
+            executor=make_executor(
+                cfg.executor, n_jobs=cfg.n_jobs, address=cfg.ray_address, progress=shown
+            ),
         )
         settings = json.loads(cfg.model_dump_json())
         write_record_risk_report(result, out_dir, settings=settings, overwrite=overwrite)

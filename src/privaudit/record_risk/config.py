@@ -14,6 +14,7 @@ Example::
     n_shadow: 200
     seed: 0
     n_jobs: 2
+    executor: local                # local | ray (ray_address: "auto" or "host:port")
     cache_dir: .record-risk-cache  # resumable
     output_dir: record-risk-report
 """
@@ -26,6 +27,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from privaudit.config.base import NJobs, StrictModel, read_yaml, validate_mapping
+from privaudit.config.executor import ExecutorKind, RayAddress, check_ray_address
 from privaudit.config.sections import GENERATOR_PARAMS, DatasetConfig, ModelConfig
 
 __all__ = [
@@ -99,6 +101,8 @@ class RecordRiskFileConfig(StrictModel):
     n_bins: Annotated[int, Field(ge=2)] = 8
     seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
     n_jobs: NJobs = 1
+    executor: ExecutorKind = "local"
+    ray_address: RayAddress = None
     rounds_per_task: int = Field(
         default=16,
         ge=1,
@@ -124,6 +128,7 @@ class RecordRiskFileConfig(StrictModel):
             raise ValueError(f"n_aux: expected at least n={self.n}, found {self.n_aux}")
         if self.n_targets > self.n:
             raise ValueError(f"n_targets: expected at most n={self.n} (targets are records of D0)")
+        check_ray_address(self.executor, self.ray_address)
         return self
 
     def attack_name(self) -> str:

@@ -1,38 +1,95 @@
-"""Ray behind the executor interface: :class:`RayExecutor` (``ray`` imported lazily)."""
+"""Ray behind the executor interface: :class:`RayExecutor` (``ray`` imported lazily).
+
+Faults (what a cluster run survives):
+
+* a worker **process** or a whole worker **node** that dies while it runs a task (killed,
+  out of memory, its raylet gone): Ray resubmits the task elsewhere, up to ``max_retries``
+  times (Ray's *system failures*). The tasks of privaudit are deterministic functions of
+  their item (seeds travel with the item), so a retried task returns the same numbers;
+  one that already wrote its artifact to the shared store finds it there;
+* a task that **raises** (a bad setting, a model that fails to fit): no retry
+  (``retry_exceptions=False``): such a failure repeats on every node. The map stops at once
+  (pending tasks are cancelled) with one :class:`~privaudit.runtime.executor_base.TaskError`
+  naming the task;
+* the **driver** killed: the cluster's tasks die with it; every task that finished wrote
+  its artifact to the store, so running the same command again resumes from it.
+"""
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import uuid
+from collections import Counter
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from privaudit._validation import fail
 from privaudit.runtime.executor_base import Executor, TaskError, _default_label
 from privaudit.runtime.progress import ProgressOption, progress_bar
 
-__all__ = ["RayExecutor"]
+__all__ = ["RayExecutor", "ray_module"]
 
 T = TypeVar("T")
 R = TypeVar("R")
 
+#: ``ray.init`` defaults of a driver: Ray's own log lines stay out of the command's output
+#: (library code never prints), and a local instance starts without the dashboard.
+_INIT_DEFAULTS: dict[str, Any] = {"log_to_driver": False, "logging_level": "WARNING"}
 
-def _ray_call(fn: Callable[[Any], Any], item: Any) -> Any:
+
+def _ray_call(fn: Callable[[Any], Any], item: Any, attempts: str | None, index: int) -> Any:
+    if attempts is not None:  # one empty file per attempt (a retry leaves two or more)
+        Path(attempts, f"{index}.{os.getpid()}.{uuid.uuid4().hex[:8]}").touch()
     return fn(item)
+
+
+def _signal_handlers() -> dict[int, Any]:
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {int(sig): signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+
+def _restore_signal_handlers(saved: dict[int, Any]) -> None:
+    for sig, handler in saved.items():
+        if handler is not None and signal.getsignal(sig) is not handler:
+            signal.signal(sig, handler)
+
+
+def ray_module() -> Any:
+    """``import ray``, or an :class:`~privaudit.errors.InvalidInputError` saying how to
+    install it."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise fail("executor", "ray installed (pip install 'privaudit[ray]')", "no ray") from exc
+    return ray
 
 
 class RayExecutor(Executor):
     """Run tasks as Ray tasks, behind the same interface as :class:`LocalExecutor`.
 
     ``ray`` is imported when the first map runs; if Ray is not initialised yet,
-    ``ray.init(address=address, **init_kwargs)`` is called (``address=None`` starts a
-    local cluster). The function is put in the object store once and shared by all
-    tasks.
+    ``ray.init(address=address, **init_kwargs)`` is called (``address=None`` or
+    ``"local"`` starts a local instance; ``"auto"`` joins the cluster this machine is part
+    of; ``"host:port"`` or ``"ray://host:10001"`` a given one). The function is put in the
+    object store once and shared by all tasks. See the module docstring for what happens
+    when a worker, a node or the driver dies.
 
     Parameters
     ----------
     address : str or None
-        Ray cluster address (``"auto"`` to join a running one).
+        Ray cluster address.
     num_cpus, num_gpus : float
         Resources each task requests.
+    max_retries : int
+        Resubmissions of a task whose worker process or node died (Ray's
+        ``max_retries``); a task that raises is never retried.
+    attempts_dir : str or Path, optional
+        A folder every worker can write (one machine, or a shared filesystem): each task
+        attempt leaves an empty file there, so :attr:`retried` counts the resubmissions.
     init_kwargs : dict, optional
         Extra arguments to ``ray.init``.
     progress : progress option
@@ -45,26 +102,28 @@ class RayExecutor(Executor):
         address: str | None = None,
         num_cpus: float = 1.0,
         num_gpus: float = 0.0,
+        max_retries: int = 3,
+        attempts_dir: str | Path | None = None,
         init_kwargs: dict[str, Any] | None = None,
         progress: ProgressOption = None,
     ) -> None:
         super().__init__(progress=progress)
         if not num_cpus >= 0 or not num_gpus >= 0:
             raise fail("num_cpus/num_gpus", "non-negative resources", (num_cpus, num_gpus))
-        self.address = address
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise fail("max_retries", "a non-negative integer", repr(max_retries))
+        self.address = None if address == "local" else address
         self.num_cpus = float(num_cpus)
         self.num_gpus = float(num_gpus)
+        self.max_retries = max_retries
+        self.attempts_dir = None if attempts_dir is None else Path(attempts_dir)
         self.init_kwargs = dict(init_kwargs or {})
+        #: Task attempts beyond the first, summed over the maps (with ``attempts_dir``).
+        self.retried = 0
 
     @staticmethod
     def _ray() -> Any:
-        try:
-            import ray
-        except ImportError as exc:
-            raise fail(
-                "executor", "ray installed (pip install 'privaudit[ray]')", "no ray"
-            ) from exc
-        return ray
+        return ray_module()
 
     @property
     def n_workers(self) -> int:
@@ -76,6 +135,20 @@ class RayExecutor(Executor):
 
     def __repr__(self) -> str:
         return f"RayExecutor(address={self.address!r}, num_cpus={self.num_cpus}, num_gpus={self.num_gpus})"
+
+    def _init(self, ray: Any) -> None:
+        if ray.is_initialized():
+            return
+        kwargs = {**_INIT_DEFAULTS, **self.init_kwargs}
+        if self.address is None:
+            kwargs.setdefault("include_dashboard", False)
+        # ``ray.init`` installs its own SIGTERM handler in the driver; privaudit's (a CLI
+        # command's: :mod:`privaudit.runtime.interrupts`) stays in charge
+        saved = _signal_handlers()
+        try:
+            ray.init(address=self.address, **kwargs)
+        finally:
+            _restore_signal_handlers(saved)
 
     def map(
         self,
@@ -90,30 +163,44 @@ class RayExecutor(Executor):
         if not items:
             return []
         ray = self._ray()
-        if not ray.is_initialized():
-            ray.init(address=self.address, **self.init_kwargs)
+        self._init(ray)
         self.tasks_run += len(items)
-        remote = ray.remote(num_cpus=self.num_cpus, num_gpus=self.num_gpus)(_ray_call)
+        attempts = None
+        if self.attempts_dir is not None:
+            folder = self.attempts_dir / uuid.uuid4().hex
+            folder.mkdir(parents=True)
+            attempts = str(folder)
+        remote = ray.remote(
+            num_cpus=self.num_cpus,
+            num_gpus=self.num_gpus,
+            max_retries=self.max_retries,
+            retry_exceptions=False,
+        )(_ray_call)
         fn_ref = ray.put(fn)
-        refs = [remote.remote(fn_ref, item) for item in items]
+        refs = [remote.remote(fn_ref, item, attempts, i) for i, item in enumerate(items)]
         index = {ref: i for i, ref in enumerate(refs)}
         results: list[Any] = [None] * len(items)
         pending = list(refs)
-        with progress_bar(desc, len(items), enabled=self.progress) as bar:
-            while pending:
-                done, pending = ray.wait(pending, num_returns=1)
-                for ref in done:
-                    i = index[ref]
-                    try:
-                        results[i] = ray.get(ref)
-                    except Exception as exc:
-                        for other in pending:
-                            try:
-                                ray.cancel(other)
-                            except Exception:  # pragma: no cover - best effort
-                                pass
-                        cause = getattr(exc, "cause", None)
-                        original = cause if isinstance(cause, BaseException) else exc
-                        raise TaskError(desc, i, name(items[i]), original) from exc
-                    bar.advance()
+        try:
+            with progress_bar(desc, len(items), enabled=self.progress) as bar:
+                while pending:
+                    done, pending = ray.wait(pending, num_returns=1)
+                    for ref in done:
+                        i = index[ref]
+                        try:
+                            results[i] = ray.get(ref)
+                        except Exception as exc:
+                            for other in pending:
+                                try:
+                                    ray.cancel(other)
+                                except Exception:  # pragma: no cover - best effort
+                                    pass
+                            cause = getattr(exc, "cause", None)
+                            original = cause if isinstance(cause, BaseException) else exc
+                            raise TaskError(desc, i, name(items[i]), original) from exc
+                        bar.advance()
+        finally:
+            if attempts is not None:
+                starts = Counter(p.name.split(".")[0] for p in Path(attempts).iterdir())
+                self.retried += sum(n - 1 for n in starts.values())
         return results

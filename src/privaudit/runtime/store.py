@@ -212,8 +212,12 @@ class ArtifactStore:
     Notes
     -----
     The store is safe to share between processes (it is picklable: only ``root``
-    travels) and between concurrent writers of the same key: both compute, the first
-    rename wins and the other copy is discarded.
+    travels, made absolute) and between concurrent writers of the same key, on one machine
+    or on several nodes of a cluster that mount ``root`` at the same path: both compute,
+    the first rename wins and the other copy is discarded, so a reader sees either no entry
+    or one complete, checksummed entry, never a torn file. A cluster's shared ``root``
+    needs a filesystem whose directory rename is atomic (a local disk, NFSv3/v4, Lustre,
+    CephFS; not an object-store mount such as s3fs).
 
     Examples
     --------
@@ -228,6 +232,7 @@ class ArtifactStore:
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
+        self._absolute = self.root.absolute()  # as it was when opened, whatever chdir follows
         try:
             (self.root / "objects").mkdir(parents=True, exist_ok=True)
             (self.root / "tmp").mkdir(parents=True, exist_ok=True)
@@ -240,10 +245,12 @@ class ArtifactStore:
         return f"ArtifactStore({str(self.root)!r})"
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"root": self.root}
+        # absolute: a worker (a Ray worker on another node) may run in another folder
+        return {"root": self._absolute}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.root = Path(state["root"])
+        self._absolute = self.root
         self.stats = StoreStats()
 
     # --- paths -------------------------------------------------------------------

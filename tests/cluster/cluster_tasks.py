@@ -1,0 +1,28 @@
+"""Tasks the cluster tests send to Ray workers (importable there: the nodes' path has this folder)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+
+def seeded_draw(seed: int) -> float:
+    """A deterministic function of its item that takes a while (a task worth retrying)."""
+    time.sleep(1.5)
+    return float(np.random.default_rng(seed).standard_normal())
+
+
+def fails_on_three(x: int) -> int:
+    if x == 3:
+        raise ValueError("three is not allowed")
+    return x
+
+
+def pid(_: object) -> int:
+    """The worker's process id (after importing what a record-risk task imports)."""
+    import privaudit.record_risk.worker  # noqa: F401 - warm the worker
+
+    time.sleep(1.0)
+    return os.getpid()
