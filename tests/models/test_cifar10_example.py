@@ -55,7 +55,7 @@ def test_tiny_cifar10_audit_runs_every_attack(tmp_path: Path) -> None:
     res = _run(
         tmp_path,
         params={"epochs": 1, "factory_kwargs": {"n_classes": 10, "channels": 4}},
-        sizes={"n_target_pool": 120, "n_population": 80},
+        sizes={"n_target_pool": 200, "n_population": 200},
         models={
             "n_reference": 4,
             "n_shadow": 2,
