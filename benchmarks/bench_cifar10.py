@@ -161,6 +161,47 @@ def _fmt(v: float | None) -> str:
     return "  n/a " if v is None else f"{v:.4f}"
 
 
+def summarise(rows: list[dict[str, Any]], n_reference: int) -> dict[str, str]:
+    """Print the mean +- sd of every attack over seeds and the orderings' verdicts."""
+    seeds = sorted({int(r["seed"]) for r in rows})
+    print("\nmean +- sd over seeds")
+    keys = sorted({(r["attack"], r["n_references"]) for r in rows}, key=str)
+    for attack, n_ref in keys:
+        sel = [r for r in rows if r["attack"] == attack and r["n_references"] == n_ref]
+        parts = []
+        for m in ("auc", "tpr_at_1pct", "tpr_at_0_1pct"):
+            v = np.array([r[m] for r in sel if r[m] is not None], dtype=np.float64)
+            parts.append(
+                f"{m} {v.mean():.4f} +- {v.std(ddof=1) if v.size > 1 else 0:.4f}"
+                if v.size
+                else f"{m} n/a"
+            )
+        print(f"  {attack:>26s} ({n_ref:>2d} refs): " + ", ".join(parts))
+
+    orderings: dict[str, str] = {}
+    print("\norderings (per-seed differences, 2 standard errors)")
+    for name, kind, metric, left, right, which in ORDERINGS:
+        n_ref = FEW if which == "few" else n_reference
+        diffs = []
+        for seed in seeds:
+            a = [
+                r[metric]
+                for r in rows
+                if (r["attack"], r["seed"], r["n_references"]) == (left, seed, n_ref)
+            ]
+            b = [
+                r[metric]
+                for r in rows
+                if (r["attack"], r["seed"], r["n_references"]) == (right, seed, n_ref)
+            ]
+            if a and b and a[0] is not None and b[0] is not None:
+                diffs.append(float(a[0]) - float(b[0]))
+        orderings[name] = verdict(kind, diffs)
+        shown = ", ".join(f"{d:+.4f}" for d in diffs)
+        print(f"  {name}: {orderings[name]}  (differences {shown})")
+    return orderings
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--seeds", type=int, default=3)
@@ -176,8 +217,23 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="pool 500, population 300, 6 epochs, 8 references, 2 shadows",
     )
+    ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="JSON files of runs over other seeds: summarise their rows together",
+    )
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
+    if args.merge:
+        rows_in = [r for f in args.merge for r in json.loads(f.read_text())["rows"]]
+        n_ref = max(int(r["n_references"]) for r in rows_in)
+        merged = summarise(rows_in, n_ref)
+        if args.json is not None:
+            args.json.write_text(json.dumps({"rows": rows_in, "orderings": merged}, indent=2))
+        return
     models = {"n_shadow": 4, "n_distilled": 2, "n_leave_one_out": 2, "leave_one_out_sample": 4}
     if args.quick:
         args.n_pool, args.n_population, args.epochs = 500, 300, 6
@@ -213,7 +269,7 @@ def main(argv: list[str] | None = None) -> None:
         f"population, {args.n_reference} reference models, {args.seeds} seeds",
         flush=True,
     )
-    for seed in range(args.seeds):
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
         with tempfile.TemporaryDirectory() as store:
             runs = (
                 (
@@ -259,41 +315,7 @@ def main(argv: list[str] | None = None) -> None:
                         flush=True,
                     )
 
-    print("\nmean +- sd over seeds")
-    keys = sorted({(r["attack"], r["n_references"]) for r in rows}, key=str)
-    for attack, n_ref in keys:
-        sel = [r for r in rows if r["attack"] == attack and r["n_references"] == n_ref]
-        parts = []
-        for m in ("auc", "tpr_at_1pct", "tpr_at_0_1pct"):
-            v = np.array([r[m] for r in sel if r[m] is not None], dtype=np.float64)
-            parts.append(
-                f"{m} {v.mean():.4f} +- {v.std(ddof=1) if v.size > 1 else 0:.4f}"
-                if v.size
-                else f"{m} n/a"
-            )
-        print(f"  {attack:>26s} ({n_ref:>2d} refs): " + ", ".join(parts))
-
-    orderings: dict[str, str] = {}
-    print("\norderings (per-seed differences, 2 standard errors)")
-    for name, kind, metric, left, right, which in ORDERINGS:
-        n_ref = FEW if which == "few" else args.n_reference
-        diffs = []
-        for seed in range(args.seeds):
-            a = [
-                r[metric]
-                for r in rows
-                if (r["attack"], r["seed"], r["n_references"]) == (left, seed, n_ref)
-            ]
-            b = [
-                r[metric]
-                for r in rows
-                if (r["attack"], r["seed"], r["n_references"]) == (right, seed, n_ref)
-            ]
-            if a and b and a[0] is not None and b[0] is not None:
-                diffs.append(float(a[0]) - float(b[0]))
-        orderings[name] = verdict(kind, diffs)
-        shown = ", ".join(f"{d:+.4f}" for d in diffs)
-        print(f"  {name}: {orderings[name]}  (differences {shown})")
+    orderings = summarise(rows, args.n_reference)
     print(
         f"\nnote: {time.perf_counter() - t_start:.0f} s in all. The papers' CIFAR-10 tables use "
         "25,000 training images per model, wide ResNets and 64-256 reference models; this run "
