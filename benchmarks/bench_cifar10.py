@@ -57,6 +57,17 @@ each of the target and reference models: about an hour of CPU per seed, so the f
 CNNs train in this process, split between torch's threads
 (:mod:`privaudit.models.torch_conv_batched`): leave ``OMP_NUM_THREADS`` unset (or 2) for
 both cores. Progress: a line per experiment and the engine's progress bars on a terminal.
+
+Measured here only with ``--quick`` (3 seeds as three processes, ``--first-seed 0/1/2``,
+then ``--merge``; about 25 minutes each on the shared, overloaded 2-core machine): 250
+members trained 6 epochs (lr 0.001), so the targets are under-trained (train accuracy
+0.32-0.38, test 0.23-0.26) and the figures say little about the papers' claims. Mean AUC
+over seeds: loss 0.586, P 0.586, S 0.566, R 0.563, D 0.599, L 0.616 (2 records),
+LiRA online 0.571 / offline 0.601 (18 views), single query 0.585 / 0.613, RMIA online 0.625
+/ offline 0.613; at 4 references LiRA offline 0.583, RMIA offline 0.602. TPR at 0.1% FPR is
+undefined with 250 non-members, so the three TPR@0.1% orderings are "within noise" (no
+differences); P ~ S holds; S < R, P < R and RMIA >= LiRA offline at 4 references are within
+noise. The full settings were not run (see Time above).
 """
 
 from __future__ import annotations
