@@ -60,7 +60,7 @@ both cores. Progress: a line per experiment and the engine's progress bars on a 
 
 Measured here only with ``--quick`` (3 seeds as three processes, ``--first-seed 0/1/2``,
 then ``--merge``; about 25 minutes each on the shared, overloaded 2-core machine): 250
-members trained 6 epochs (lr 0.001), so the targets are under-trained (train accuracy
+members trained 6 epochs (the recipe otherwise), so the targets are under-trained (train accuracy
 0.32-0.38, test 0.23-0.26) and the figures say little about the papers' claims. Mean AUC
 over seeds: loss 0.586, P 0.586, S 0.566, R 0.563, D 0.599, L 0.616 (2 records),
 LiRA online 0.571 / offline 0.601 (18 views), single query 0.585 / 0.613, RMIA online 0.625
