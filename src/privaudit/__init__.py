@@ -39,7 +39,7 @@ The exported names, by what they are:
   :class:`PrecomputedModel` / :func:`load_precomputed`, :func:`load_model` /
   :func:`save_model` (skops, never pickle).
 * **Data**: :class:`Dataset`, :func:`load_adult`, :func:`load_digits`, :func:`load_mnist`,
-  :func:`load_table`; texts: :class:`TextRecords`, :func:`read_text_records`,
+  :func:`load_cifar10`, :func:`load_table`; texts: :class:`TextRecords`, :func:`read_text_records`,
   :func:`write_text_records`, :func:`load_tiny_shakespeare`.
 * **Signals and metrics**: :func:`cross_entropy_loss`, :func:`auc`.
 * **DP statistics**, plain functions on arrays: one-run (:func:`one_run_audit`,
@@ -75,6 +75,7 @@ if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported
     from privaudit.cli.verification import verify_bundle
     from privaudit.config.base import ConfigError
     from privaudit.data.adult import load_adult
+    from privaudit.data.cifar10 import load_cifar10
     from privaudit.data.dataset import Dataset
     from privaudit.data.mnist import load_mnist
     from privaudit.data.tables import load_digits, load_table
@@ -200,6 +201,7 @@ _PUBLIC: dict[str, str] = {
     "load_adult": "privaudit.data.adult",
     "load_digits": "privaudit.data.tables",
     "load_mnist": "privaudit.data.mnist",
+    "load_cifar10": "privaudit.data.cifar10",
     "load_table": "privaudit.data.tables",
     "TextRecords": "privaudit.data.text",
     "read_text_records": "privaudit.data.text",
@@ -297,6 +299,7 @@ __all__ = [
     "global_eps_lb",
     "global_gdp_mu_lb",
     "load_adult",
+    "load_cifar10",
     "load_config",
     "load_digits",
     "load_llm_config",

@@ -1,7 +1,7 @@
 """What a config section builds: the dataset it names and the trainer of a model section.
 
 Shared by every procedure that reads ``dataset:`` and ``model:`` sections (the membership
-audit, PANORAMIA, record-level risk): the bundled Adult, digits or MNIST, or a user table;
+audit, PANORAMIA, record-level risk): the bundled Adult, digits, MNIST or CIFAR-10, or a user table;
 a table's membership column; the scikit-learn or torch trainer of a model section; the
 recipe that builds a provided torch target's module.
 """
@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 from privaudit._validation import fail
 from privaudit.config.sections import DatasetConfig, ModelConfig, build_estimator, torch_recipe
 from privaudit.data import Dataset, load_adult, load_digits, load_table, table_from_frame
+from privaudit.data.cifar10 import load_cifar10
 from privaudit.data.mnist import load_mnist
 from privaudit.data.tables import read_frame
 from privaudit.errors import InvalidInputError
@@ -36,6 +37,8 @@ def load_dataset(config: Any) -> Dataset:
         return load_digits()
     if ds.name == "mnist":
         return load_mnist()
+    if ds.name == "cifar10":
+        return load_cifar10()
     if ds.path is None or ds.label_column is None:  # DatasetConfig already ensures it
         raise InvalidInputError("dataset: expected 'name' or 'path' with 'label_column'")
     try:

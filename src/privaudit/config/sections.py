@@ -35,7 +35,7 @@ __all__ = [
     "torch_recipe",
 ]
 
-BUILTIN_DATASETS: tuple[str, ...] = ("adult", "digits", "mnist")
+BUILTIN_DATASETS: tuple[str, ...] = ("adult", "digits", "mnist", "cifar10")
 MODEL_KINDS: tuple[str, ...] = ("mlp", "logistic", "gradient_boosting", "random_forest", "torch")
 
 #: Defaults of each model kind (merged under the user's ``params``). The MLP has no
@@ -59,9 +59,12 @@ MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
 class DatasetConfig(StrictModel):
     """Which data to audit on: a bundled dataset by name, or a user table by path."""
 
-    name: Literal["adult", "digits", "mnist"] | None = Field(
+    name: Literal["adult", "digits", "mnist", "cifar10"] | None = Field(
         default=None,
-        description="A bundled dataset: 'adult' (UCI Adult), 'digits' or 'mnist' (6,000 images).",
+        description=(
+            "A bundled dataset: 'adult' (UCI Adult), 'digits', 'mnist' (6,000 images) or "
+            "'cifar10' (6,102 images)."
+        ),
     )
     path: Path | None = Field(default=None, description="A CSV, Parquet or .npz table.")
     label_column: str | None = Field(default=None, description="Column of class labels.")
@@ -83,7 +86,9 @@ class DatasetConfig(StrictModel):
     @model_validator(mode="after")
     def _one_source(self) -> DatasetConfig:
         if (self.name is None) == (self.path is None):
-            raise ValueError("expected exactly one of 'name' (adult, digits, mnist) or 'path'")
+            raise ValueError(
+                "expected exactly one of 'name' (adult, digits, mnist, cifar10) or 'path'"
+            )
         if self.path is not None and not self.label_column:
             raise ValueError("expected 'label_column' with 'path'")
         if self.name is not None and (self.label_column or self.id_column):

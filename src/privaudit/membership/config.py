@@ -430,7 +430,7 @@ class AuditConfig(StrictModel):
     def _given_in_code_only(cls, v: Any, info: ValidationInfo) -> Any:
         if v is None and not (info.context or {}).get(GIVEN_IN_CODE):
             what = {
-                "dataset": "a bundled dataset name (adult, digits, mnist) or "
+                "dataset": "a bundled dataset name (adult, digits, mnist, cifar10) or "
                 "{path: ..., label_column: ...}",
                 "model": "a model section {kind: ..., params: ...}",
             }[str(info.field_name)]

@@ -71,6 +71,7 @@ __all__ = [
     "resolve_factory",
     "save_torch_model",
     "shift_images",
+    "train_module",
 ]
 
 _FORMAT = "privaudit-torch-model"
@@ -155,7 +156,7 @@ class TorchTrainer:
         The loss of a mini-batch ``B`` is ``sum_{i in B} w_i CE_i / sum_{i in B} w_i``
         (``w = 1`` without ``sample_weight``).
         """
-        torch = require_torch()
+        require_torch()
         X, y, C = check_fit_inputs(
             X, y, seed, n_classes if n_classes is not None else self.n_classes
         )
@@ -173,31 +174,7 @@ class TorchTrainer:
             from privaudit.models.torch_dp import fit_dp
 
             return fit_dp(r, X, y, int(seed), C, dev)
-        module = r.build(int(seed)).to(dev)
-        module.train()
-        opt = make_optimizer(r, module.parameters())
-        rng = np.random.default_rng(int(seed))
-        Xf = X.astype(np.float32)
-        yt_all = torch.as_tensor(y, dtype=torch.long)
-        wt_all = None if w is None else torch.as_tensor(w, dtype=torch.float32)
-        for idx in batch_order(y.size, r.batch_size, r.epochs, rng):
-            xb_np = Xf[idx]
-            if r.augmentation != "none" and r.input_shape is not None:
-                xb_np = augment_batch(xb_np, r.input_shape, r.augmentation, r.max_shift, rng)
-            xb = torch.from_numpy(np.ascontiguousarray(xb_np)).to(dev)
-            yb = yt_all[idx].to(dev)
-            opt.zero_grad(set_to_none=True)
-            ce = torch.nn.functional.cross_entropy(module(xb), yb, reduction="none")
-            if wt_all is None:
-                loss = ce.mean()
-            else:
-                wb = wt_all[idx].to(dev)
-                loss = (ce * wb).sum() / wb.sum().clamp_min(1e-12)
-            loss.backward()
-            opt.step()
-        module.eval()
-        info = {"n_train": int(y.size), "seed": int(seed), "device": dev, "epochs": r.epochs}
-        return TorchModel(module.cpu(), C, recipe=r, fit_info=info, device=r.device)
+        return train_module(r, r.build(int(seed)), X, y, int(seed), C, dev, w)
 
     def fit_many(
         self,
@@ -209,8 +186,13 @@ class TorchTrainer:
         n_classes: int | None = None,
     ) -> list[TorchModel]:
         """One model per ``(subset, seed)`` trained as one batched computation
-        (:func:`privaudit.models.torch_batched.fit_many`); used by the experiment engine
-        for reference, shadow and leave-one-out models when ``batched`` is true."""
+        (:func:`privaudit.models.torch_batched.fit_many`; convolutional networks through
+        :func:`privaudit.models.torch_conv_batched.fit_many_conv`); used by the experiment
+        engine for reference, shadow and leave-one-out models when ``batched`` is true."""
+        from privaudit.models.torch_conv_batched import fit_many_conv, has_conv
+
+        if has_conv(self.recipe):
+            return fit_many_conv(self, X, y, subsets, seeds, n_classes=n_classes)
         from privaudit.models.torch_batched import fit_many
 
         return fit_many(self, X, y, subsets, seeds, n_classes=n_classes)
@@ -223,6 +205,47 @@ class TorchTrainer:
     def load_model(self, path: str | Path) -> TorchModel:
         """Read a model written by :meth:`save_model` (rebuilt with this recipe)."""
         return load_torch_model(path, self.recipe, n_classes=self.n_classes)
+
+
+def train_module(
+    r: TorchRecipe,
+    module: Any,
+    X: NDArray[np.float64],
+    y: NDArray[np.int64],
+    seed: int,
+    C: int,
+    dev: str,
+    w: NDArray[np.float64] | None = None,
+) -> TorchModel:
+    """The training loop of :meth:`TorchTrainer.fit` on a freshly built ``module``
+    (``r.build(seed)``): the mini-batches and augmentation from ``default_rng(seed)``.
+    Touches no global state, so that several threads may run it at once."""
+    torch = require_torch()
+    module = module.to(dev)
+    module.train()
+    opt = make_optimizer(r, module.parameters())
+    rng = np.random.default_rng(int(seed))
+    Xf = X.astype(np.float32)
+    yt_all = torch.as_tensor(y, dtype=torch.long)
+    wt_all = None if w is None else torch.as_tensor(w, dtype=torch.float32)
+    for idx in batch_order(y.size, r.batch_size, r.epochs, rng):
+        xb_np = Xf[idx]
+        if r.augmentation != "none" and r.input_shape is not None:
+            xb_np = augment_batch(xb_np, r.input_shape, r.augmentation, r.max_shift, rng)
+        xb = torch.from_numpy(np.ascontiguousarray(xb_np)).to(dev)
+        yb = yt_all[idx].to(dev)
+        opt.zero_grad(set_to_none=True)
+        ce = torch.nn.functional.cross_entropy(module(xb), yb, reduction="none")
+        if wt_all is None:
+            loss = ce.mean()
+        else:
+            wb = wt_all[idx].to(dev)
+            loss = (ce * wb).sum() / wb.sum().clamp_min(1e-12)
+        loss.backward()
+        opt.step()
+    module.eval()
+    info = {"n_train": int(y.size), "seed": int(seed), "device": dev, "epochs": r.epochs}
+    return TorchModel(module.cpu(), C, recipe=r, fit_info=info, device=r.device)
 
 
 def save_torch_model(model: TorchModel, path: str | Path) -> Path:

@@ -154,7 +154,9 @@ class PanoramiaDataConfig(StrictModel):
 
     dataset: DatasetConfig | None = Field(
         default=None,
-        description="tabular / image: adult | digits | mnist, or {path, label_column, id_column}.",
+        description=(
+            "tabular / image: adult | digits | mnist | cifar10, or {path, label_column, id_column}."
+        ),
     )
     texts: str | None = Field(
         default=None,
