@@ -69,7 +69,7 @@ BUNDLE_VERSION = "1.0"
 AUDIT_RESULT_FILE = "result.json"
 AUDIT_INPUTS_FILE = "inputs.npz"
 FEATURES_FILE = "features.parquet"
-KINDS = ("membership-inference", "audit", "zero-run")
+KINDS = ("membership-inference", "audit", "zero-run", "canaries")
 
 #: Tolerances of :func:`verify_bundle`: ``|recorded - recomputed| <= abs + rel * |recomputed|``.
 #: Metrics (rates, AUC, thresholds) are sums and quantiles of the saved scores, equal to
