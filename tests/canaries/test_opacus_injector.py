@@ -7,15 +7,15 @@ import pytest
 
 pytest.importorskip("opacus")
 
-from privaudit.canaries import (  # noqa: E402
+from privaudit.canaries import (
     GradientCanaryInjector,
     draw_coins,
-    flat_parameters,
     make_gradient_canaries,
-    mlp_parameter_count,
     train_dp_sgd_with_canaries,
 )
-from privaudit.errors import InvalidInputError  # noqa: E402
+from privaudit.canaries.dpsgd import mlp_parameter_count
+from privaudit.canaries.opacus_hook import flat_parameters
+from privaudit.errors import InvalidInputError
 
 
 def _data(n: int = 64, d: int = 5) -> tuple[np.ndarray, np.ndarray]:
@@ -56,6 +56,7 @@ def test_the_accountant_eps_is_the_same_with_and_without_canaries() -> None:
     assert a.sample_rate == b.sample_rate == 16 / 64
 
 
+@pytest.mark.filterwarnings("ignore:Secure RNG turned off")
 def test_the_injector_refuses_a_set_for_another_model() -> None:
     import torch
     from opacus import PrivacyEngine
@@ -75,6 +76,6 @@ def test_the_injector_refuses_a_set_for_another_model() -> None:
     )
     cs = make_gradient_canaries(100, 10, seed=0)
     with pytest.raises(
-        InvalidInputError, match="below the model's 12 trainable parameters|made for 12"
+        InvalidInputError, match=r"below the model's 12 trainable parameters|made for 12"
     ):
         GradientCanaryInjector(opt, cs, draw_coins(cs, seed=0), sample_rate=0.25)

@@ -108,6 +108,7 @@ def test_the_bound_stays_below_the_mechanism_eps() -> None:
         trace, inc = _dirac_mechanism(1000, steps, 1.0, sigma, inserted=True, seed=seed)
         cs = make_gradient_canaries(1000, 1000, seed=seed)
         coins = draw_coins(cs, seed=seed)
+        assert (coins.included == inc).all()  # the coins the mechanism used
         r = audit_canaries(
             cs,
             coins,

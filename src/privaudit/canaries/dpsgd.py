@@ -22,7 +22,7 @@ from privaudit.canaries.opacus_hook import GradientCanaryInjector, IterateLog
 from privaudit.canaries.sets import CanaryCoins, CanarySet
 from privaudit.errors import InvalidInputError
 
-__all__ = ["DPSGDRun", "mlp_parameter_count", "train_dp_sgd_with_canaries"]
+__all__ = ["DPSGDRun", "mlp_parameter_count", "pretrained_mlp", "train_dp_sgd_with_canaries"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -82,6 +82,27 @@ def _mlp(n_features: int, hidden: int, n_classes: int) -> Any:
     )
 
 
+def pretrained_mlp(
+    n_features: int,
+    hidden: int,
+    n_classes: int,
+    public: tuple[ArrayLike, ArrayLike] | None,
+    public_epochs: int,
+    seed: int,
+) -> Any:
+    """The MLP a run with this ``seed`` starts its private phase from (initialised, then
+    trained on ``public`` if given): for choosing canary coordinates before the run
+    (:func:`~privaudit.canaries.quiet_coordinates`)."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        module = _mlp(n_features, hidden, n_classes)
+        if public is not None:
+            _pretrain(module, public, public_epochs, seed)
+    return module
+
+
 def _pretrain(module: Any, public: tuple[ArrayLike, ArrayLike], epochs: int, seed: int) -> None:
     """Non-private training on public records (Adam, lr 1e-3, batches of 256)."""
     import torch
@@ -113,6 +134,7 @@ def train_dp_sgd_with_canaries(
     delta: float = 1e-5,
     public: tuple[ArrayLike, ArrayLike] | None = None,
     public_epochs: int = 5,
+    insert: bool = True,
     seed: int = 0,
 ) -> DPSGDRun:
     """Train the MLP with DP-SGD (Opacus) on ``X, y`` plus the included canaries.
@@ -120,6 +142,9 @@ def train_dp_sgd_with_canaries(
     Exactly one of ``noise_multiplier`` (0 = no noise, a non-private run with clipping)
     and ``target_epsilon`` (Opacus picks the noise for ``epochs`` at ``delta``).
     ``batch_size / n_real`` is the Poisson rate of every record and canary.
+
+    ``insert=False`` logs the gradient canaries' coordinates without ever adding them
+    (the "never inserted" validity check: the scores then do not depend on the coins).
 
     ``public``: records trained on first, without privacy, for ``public_epochs`` (Adam,
     batches of 256): the usual public pre-training before a DP fine-tuning. The
@@ -177,8 +202,11 @@ def train_dp_sgd_with_canaries(
         injector: GradientCanaryInjector | None = None
         if gradient_canaries is not None:
             gset, gcoins = gradient_canaries
-            injector = GradientCanaryInjector(dp_opt, gset, gcoins, sample_rate=q, seed=seed + 1)
-            injector.attach()
+            if insert:
+                injector = GradientCanaryInjector(
+                    dp_opt, gset, gcoins, sample_rate=q, seed=seed + 1
+                )
+                injector.attach()
             log = IterateLog(gset.coords)
             log.record(module)
         steps = 0
