@@ -49,6 +49,9 @@ def verify_canaries(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
                 "mu_lower_bound": float(fdp.mu_lower_bound or 0.0),
                 "set_fingerprint": cfg["set_fingerprint"],
                 "coins_fingerprint": cfg["coins_fingerprint"],
+                "kind": cfg["canary_kind"],
+                "access": cfg["access"],
+                "accountant_epsilon": cfg["accountant_epsilon"],
             },
         }
     except (KeyError, TypeError) as exc:
