@@ -1,7 +1,8 @@
 """One-run canary audits of DP-SGD on UCI Adult (issue 33): the accountant's eps beside the bounds.
 
 Per setting (accountant eps in {1, 4, 8} at delta = 1e-5, Opacus RDP accountant; seeds) one
-DP-SGD run of an MLP (105 -> 32 -> 2, plain SGD, Poisson rate 4096 / n, 3 epochs, clipping 1,
+DP-SGD run of an MLP (105 -> 32 -> 2, plain SGD, Poisson rate 4096 / n, 3 epochs, clipping 1
+(``--batch-size``, ``--epochs``, ``--lr``; ``--batch-size 40000 --epochs 10`` is full-batch DP-GD),
 started from a model pre-trained on 10,000 public Adult records) carries two canary sets at
 once, each with its own secret coins (a run's guarantee covers every record, so both audits
 are valid):
@@ -152,21 +153,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--validity-runs", type=int, default=100, help="never-inserted runs (small model)"
     )
+    p.add_argument(
+        "--batch-size", type=int, default=4096, help="expected batch size (rate = it / n)"
+    )
+    p.add_argument("--epochs", type=int, default=3, help="epochs of the private phase")
+    p.add_argument("--lr", type=float, default=2.0, help="learning rate of plain SGD")
     args = p.parse_args(argv)
+    recipe = {"batch_size": args.batch_size, "epochs": args.epochs, "lr": args.lr}
     adult = load_adult()
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []
     plan = [(4.0, s) for s in range(args.seeds)]
     plan += [(e, s) for e in (1.0, 8.0) for s in range(args.other_seeds)]
     for eps, seed in plan:
-        got = one_setting(adult, eps=eps, seed=seed, m=args.m)
+        got = one_setting(adult, eps=eps, seed=seed, m=args.m, **recipe)
         rows += got
         for r in got:
             print(
                 f"eps {eps:g} seed {seed:2d} {r['canary']:8s} {r['access']:9s} accountant {r['accountant_eps']:.3f}  eps_lb {r['eps_lb']:.3f}  mu_lb {r['mu_lb']:.3f}",
                 flush=True,
             )
-    no_noise = one_setting(adult, eps=None, seed=0, m=args.m)
+    no_noise = one_setting(adult, eps=None, seed=0, m=args.m, **recipe)
     for r in no_noise:
         print(
             f"no noise        {r['canary']:8s} {r['access']:9s} eps_lb {r['eps_lb']:.3f}  mu_lb {r['mu_lb']:.3f}",
@@ -222,10 +229,9 @@ def main(argv: list[str] | None = None) -> int:
                 "delta": DELTA,
                 "confidence": 0.95,
                 "hidden": HIDDEN,
-                "epochs": 3,
-                "batch_size": 4096,
-                "lr": 2.0,
+                **recipe,
                 "public_records": 10000,
+                "m": args.m,
             },
         }
         args.json.write_text(json.dumps(doc, indent=1) + "\n")
