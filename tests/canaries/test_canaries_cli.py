@@ -280,3 +280,15 @@ def test_gradient_canaries_from_logged_iterates(
     assert res["canaries"]["access"] == "iterates" and res["canaries"]["accountant_epsilon"] == 20.0
     assert res["settings"]["delta"] == 1e-5 and res["canaries"]["epsilon_lower_bound"] > 1.0
     assert main(["verify", str(report)]) == 0
+
+
+def test_gradient_canaries_drawn_from_given_coordinates(tmp_path: Path) -> None:
+    cand = tmp_path / "quiet.txt"
+    cand.write_text("\n".join(str(j) for j in range(100, 160)) + "\n")
+    out = tmp_path / "grad"
+    argv = ["canaries", "make", str(out), "--kind", "gradient", "--m", "40", "--n-params", "400"]
+    assert main([*argv, "--candidates", str(cand)]) == 0
+    cs = load_canary_set(out / "canary_set.npz")
+    assert cs.coords.min() >= 100 and cs.coords.max() < 160 and np.unique(cs.coords).size == 40
+    cand.write_text("12\nnot-a-number\n")
+    assert main([*argv, "--candidates", str(cand), "--overwrite"]) == 2

@@ -57,6 +57,12 @@ def make_command(
     n_params: int | None = typer.Option(
         None, "--n-params", help="Gradient canaries: trainable parameters of the model."
     ),
+    candidates: Path | None = typer.Option(
+        None,
+        "--candidates",
+        help="Gradient canaries: a text file of the coordinates to draw from, one integer a "
+        "line (e.g. those quiet_coordinates returns).",
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed of the canaries."),
     coin_seed: int | None = typer.Option(
         None, "--coin-seed", help="Seed of the coins (default: the operating system's entropy)."
@@ -65,7 +71,9 @@ def make_command(
 ) -> None:
     """Make a canary set and its secret coins (kept in separate files)."""
     try:
-        paths = _make(out, kind, m, pool, label_col, n_params, seed, coin_seed, overwrite)
+        paths = _make(
+            out, kind, m, pool, label_col, n_params, candidates, seed, coin_seed, overwrite
+        )
     except PrivauditError as exc:
         raise _fail_exit(exc) from None
     except OSError as exc:
@@ -82,6 +90,7 @@ def _make(
     pool: Path | None,
     label_col: str,
     n_params: int | None,
+    candidates: Path | None,
     seed: int,
     coin_seed: int | None,
     overwrite: bool,
@@ -109,10 +118,12 @@ def _make(
             raise fail(
                 "--n-params", "the model's number of trainable parameters (and no --pool)", n_params
             )
-        cs = make_gradient_canaries(n_params, m, seed=seed)
+        cs = make_gradient_canaries(n_params, m, seed=seed, candidates=_coordinates(candidates))
     else:
         if pool is None or n_params is not None:
             raise fail("--pool", "a table of records for input canaries (and no --n-params)", pool)
+        if candidates is not None:
+            raise fail("--candidates", "gradient canaries (--kind gradient)", kind)
         df = read_table(pool)
         y = table_column(df, label_col, "--label-col")
         columns = [str(c) for c in df.columns if str(c) != label_col]
@@ -141,6 +152,23 @@ def _make(
             f"rows to append to the training data: {out / APPEND_FILE} ({ids.size} canaries)"
         )
     return lines
+
+
+def _coordinates(path: Path | None) -> Any:
+    """The ``--candidates`` file: one integer coordinate a line (None: every coordinate)."""
+    import numpy as np
+
+    from privaudit._validation import fail
+
+    if path is None:
+        return None
+    try:
+        lines = [t.strip() for t in path.read_text(encoding="utf-8").splitlines() if t.strip()]
+        return np.array([int(t) for t in lines], dtype=np.int64)
+    except FileNotFoundError:
+        raise fail("--candidates", "an existing file", f"no file {path}") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise fail("--candidates", "one integer coordinate a line", f"{path} ({exc})") from None
 
 
 def audit_command(
