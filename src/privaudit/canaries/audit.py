@@ -12,7 +12,6 @@ on its own. Nothing here is re-implemented: this module only wires the canaries 
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -121,10 +120,8 @@ def audit_canaries(
             " or ".join(repr(a) for a in want) + f" for {canaries.kind} canaries",
             repr(access),
         )
-    if accountant_epsilon is not None and not (
-        accountant_epsilon >= 0 or math.isnan(accountant_epsilon)
-    ):
-        raise fail("accountant_epsilon", "a number >= 0", accountant_epsilon)
+    if accountant_epsilon is not None and not accountant_epsilon >= 0:
+        raise fail("accountant_epsilon", "a number >= 0 (inf allowed)", accountant_epsilon)
     one, fdp = canary_bounds(
         s, coins.included, k_pos=k_pos, k_neg=k_neg, confidence=confidence, delta=delta
     )

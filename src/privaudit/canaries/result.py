@@ -13,7 +13,13 @@ from numpy.typing import NDArray
 from privaudit._version import __version__
 from privaudit.records import AuditResult
 
-__all__ = ["RESULTS_SCHEMA_VERSION", "CanaryAuditResult", "audit_entry"]
+__all__ = [
+    "RESULTS_SCHEMA_VERSION",
+    "CanaryAuditResult",
+    "audit_entry",
+    "fraction_of_accountant",
+    "guesses_text",
+]
 
 RESULTS_SCHEMA_VERSION = "1.0"
 
@@ -22,6 +28,20 @@ def _plain(v: Any) -> Any:
     from privaudit.report.results import plain
 
     return plain(v)
+
+
+def guesses_text(k_pos: int | None, k_neg: int | None) -> str:
+    """How the guesses were chosen, as ``results.json`` says it."""
+    if k_pos is not None or k_neg is not None:
+        return "fixed in advance"
+    return "union-bound over the default candidates"
+
+
+def fraction_of_accountant(eps_lb: float, accountant: float | None) -> float | None:
+    """``eps_lb / accountant`` (None without an accountant's finite eps > 0)."""
+    if accountant is None or not np.isfinite(accountant) or accountant <= 0:
+        return None
+    return eps_lb / accountant
 
 
 def audit_entry(a: AuditResult) -> dict[str, Any]:
@@ -105,10 +125,7 @@ class CanaryAuditResult:
 
     def fraction_of_accountant(self) -> float | None:
         """``eps_lb / accountant_eps`` (None without an accountant's finite eps > 0)."""
-        a = self.accountant_epsilon
-        if a is None or not np.isfinite(a) or a <= 0:
-            return None
-        return self.epsilon_lower_bound / a
+        return fraction_of_accountant(self.epsilon_lower_bound, self.accountant_epsilon)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``results.json`` document."""

@@ -22,7 +22,7 @@ def verify_canaries(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
     """Recompute the ``audits`` and the headline of a canary audit from its saved scores."""
     from privaudit.canaries.audit import canary_bounds
     from privaudit.canaries.report import CANARY_INPUTS_FILE, CANARY_RESULTS_FILE
-    from privaudit.canaries.result import audit_entry
+    from privaudit.canaries.result import audit_entry, fraction_of_accountant, guesses_text
 
     recorded = load_json(folder / CANARY_RESULTS_FILE)
     try:
@@ -52,6 +52,10 @@ def verify_canaries(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
                 "kind": cfg["canary_kind"],
                 "access": cfg["access"],
                 "accountant_epsilon": cfg["accountant_epsilon"],
+                "fraction_of_accountant": fraction_of_accountant(
+                    float(one.epsilon_lower_bound), cfg["accountant_epsilon"]
+                ),
+                "guesses": guesses_text(cfg["k_pos"], cfg["k_neg"]),
             },
         }
     except (KeyError, TypeError) as exc:
