@@ -292,3 +292,18 @@ def test_gradient_canaries_drawn_from_given_coordinates(tmp_path: Path) -> None:
     assert cs.coords.min() >= 100 and cs.coords.max() < 160 and np.unique(cs.coords).size == 40
     cand.write_text("12\nnot-a-number\n")
     assert main([*argv, "--candidates", str(cand), "--overwrite"]) == 2
+
+
+def test_the_help_screens_import_no_numeric_stack() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from privaudit.cli import main\n"
+        "codes = [main(['canaries', '--help']), main(['canaries', 'make', '--help']),"
+        " main(['canaries', 'audit', '--help'])]\n"
+        "heavy = [m for m in ('numpy', 'pandas', 'scipy', 'torch', 'opacus') if m in sys.modules]\n"
+        "print('RESULT', codes, heavy, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "RESULT [0, 0, 0] []" in done.stderr, done.stderr
