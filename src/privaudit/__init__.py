@@ -26,6 +26,13 @@ The exported names, by what they are:
   :class:`RecordRiskConfig`, :class:`RecordRiskResult`, :func:`make_generator`.
 * **Zero-Run** (2026): :func:`zero_run_audit`, :class:`ZeroRunResult`,
   ``DEFAULT_ESTIMATORS`` (the propensity estimators of its headline by default).
+* **Canaries** (one-run audit of a DP claim; Steinke et al. 2023): :func:`make_input_canaries`,
+  :func:`make_gradient_canaries`, :func:`quiet_coordinates`, :func:`draw_coins`,
+  :class:`CanarySet`, :class:`CanaryCoins`, :func:`load_canary_set`, :func:`load_coins`;
+  insertion: :func:`append_canaries`, :func:`canary_records`, :class:`GradientCanaryInjector`,
+  :class:`IterateLog`, :func:`train_dp_sgd_with_canaries`; scores and bounds:
+  :func:`input_canary_scores`, :func:`gradient_canary_scores`, :func:`audit_canaries`,
+  :class:`CanaryAuditResult`.
 * **Language models**: :func:`run_llm_audit`, :class:`LLMAuditConfig`,
   :func:`load_llm_config`, :class:`LLMAuditReport`; the building blocks of the example:
   :func:`shakespeare_split`, :func:`audited_records`, :func:`finetuned_model_dir`,
@@ -71,6 +78,22 @@ from privaudit._version import __version__
 
 if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported on first use
     from privaudit.attacks import attack_names, default_attacks
+    from privaudit.canaries.audit import audit_canaries
+    from privaudit.canaries.coordinates import quiet_coordinates
+    from privaudit.canaries.dpsgd import train_dp_sgd_with_canaries
+    from privaudit.canaries.insert import append_canaries, canary_records
+    from privaudit.canaries.opacus_hook import GradientCanaryInjector, IterateLog
+    from privaudit.canaries.result import CanaryAuditResult
+    from privaudit.canaries.scoring import gradient_canary_scores, input_canary_scores
+    from privaudit.canaries.sets import (
+        CanaryCoins,
+        CanarySet,
+        draw_coins,
+        load_canary_set,
+        load_coins,
+        make_gradient_canaries,
+        make_input_canaries,
+    )
     from privaudit.cli import main
     from privaudit.cli.verification import verify_bundle
     from privaudit.config.base import ConfigError
@@ -164,6 +187,24 @@ _PUBLIC: dict[str, str] = {
     "zero_run_audit": "privaudit.zero_run.audit",
     "ZeroRunResult": "privaudit.zero_run.result",
     "DEFAULT_ESTIMATORS": "privaudit.zero_run.audit",
+    # canaries (one-run audit of a DP claim)
+    "audit_canaries": "privaudit.canaries.audit",
+    "CanaryAuditResult": "privaudit.canaries.result",
+    "CanarySet": "privaudit.canaries.sets",
+    "CanaryCoins": "privaudit.canaries.sets",
+    "make_input_canaries": "privaudit.canaries.sets",
+    "make_gradient_canaries": "privaudit.canaries.sets",
+    "draw_coins": "privaudit.canaries.sets",
+    "load_canary_set": "privaudit.canaries.sets",
+    "load_coins": "privaudit.canaries.sets",
+    "append_canaries": "privaudit.canaries.insert",
+    "canary_records": "privaudit.canaries.insert",
+    "input_canary_scores": "privaudit.canaries.scoring",
+    "gradient_canary_scores": "privaudit.canaries.scoring",
+    "GradientCanaryInjector": "privaudit.canaries.opacus_hook",
+    "IterateLog": "privaudit.canaries.opacus_hook",
+    "quiet_coordinates": "privaudit.canaries.coordinates",
+    "train_dp_sgd_with_canaries": "privaudit.canaries.dpsgd",
     # language models
     "run_llm_audit": "privaudit.llm.pipeline",
     "LLMAuditConfig": "privaudit.llm.config",
@@ -255,11 +296,16 @@ __all__ = [
     "AuditResult",
     "AuditResults",
     "BoundFigures",
+    "CanaryAuditResult",
+    "CanaryCoins",
+    "CanarySet",
     "CausalLM",
     "ConfigError",
     "Dataset",
     "FineTuneRecipe",
+    "GradientCanaryInjector",
     "InvalidInputError",
+    "IterateLog",
     "LLMAuditConfig",
     "LLMAuditReport",
     "LocalRayCluster",
@@ -280,16 +326,20 @@ __all__ = [
     "VerifyReport",
     "ZeroRunResult",
     "__version__",
+    "append_canaries",
     "attack_names",
     "attack_one_run_bounds",
     "auc",
+    "audit_canaries",
     "audit_model",
     "audited_records",
+    "canary_records",
     "conditional_eps_audit",
     "conditional_gdp_audit",
     "cross_entropy_loss",
     "default_attacks",
     "demo_config",
+    "draw_coins",
     "draw_uniforms",
     "eps_lb_one_run",
     "fdp_eps_lb_one_run",
@@ -298,8 +348,12 @@ __all__ = [
     "gdp_mu_lb_one_run",
     "global_eps_lb",
     "global_gdp_mu_lb",
+    "gradient_canary_scores",
+    "input_canary_scores",
     "load_adult",
+    "load_canary_set",
     "load_cifar10",
+    "load_coins",
     "load_config",
     "load_digits",
     "load_llm_config",
@@ -313,6 +367,8 @@ __all__ = [
     "main",
     "make_executor",
     "make_generator",
+    "make_gradient_canaries",
+    "make_input_canaries",
     "model_card",
     "mu_to_epsilon",
     "multi_run_audit",
@@ -322,6 +378,7 @@ __all__ = [
     "panoramia_audit",
     "parametric_one_run",
     "plan_one_run_audit",
+    "quiet_coordinates",
     "read_text_records",
     "run_audit",
     "run_llm_audit",
@@ -332,6 +389,7 @@ __all__ = [
     "shakespeare_split",
     "smollm2_gguf",
     "tiny_gpt",
+    "train_dp_sgd_with_canaries",
     "verify_bundle",
     "write_model_card",
     "write_text_records",

@@ -71,6 +71,10 @@ def _build_app() -> typer.Typer:
         def get_params(self, ctx: Any) -> list[Any]:
             return without_flag_metavars(super().get_params(ctx))
 
+        def list_commands(self, ctx: Any) -> list[str]:
+            # commands and command groups (``canaries``) together, alphabetically
+            return sorted(super().list_commands(ctx))
+
     class App(typer.Typer):
         def command(self, *args: Any, cls: Any = None, **kwargs: Any) -> Any:
             return super().command(*args, cls=cls or Command, **kwargs)

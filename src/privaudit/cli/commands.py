@@ -9,6 +9,7 @@ A new command: write its function, then add one line below.
 
 from __future__ import annotations
 
+from privaudit.canaries.cli import CANARIES_HELP, CANARY_COMMANDS
 from privaudit.cli import app
 from privaudit.cli.audit_cmd import audit_command
 from privaudit.cli.model_card_cmd import model_card_command
@@ -31,5 +32,14 @@ COMMANDS = (
 )
 """Every command's name and function, in the order of ``privaudit --help``."""
 
+GROUPS = (("canaries", CANARIES_HELP, CANARY_COMMANDS),)
+"""Every command group (``privaudit canaries make|audit``): name, help and sub-commands."""
+
 for _name, _command in COMMANDS:
     app.command(_name)(_command)
+for _name, _help, _subcommands in GROUPS:
+    # the same Typer classes as the app (switches without a value placeholder in the help)
+    _group = type(app)(name=_name, help=_help, no_args_is_help=True, cls=app.info.cls)
+    for _sub, _function in _subcommands:
+        _group.command(_sub)(_function)
+    app.add_typer(_group, name=_name)

@@ -3,7 +3,8 @@ procedure's parts (what ``privaudit verify`` runs, without the command line's ty
 
 The report core (:func:`privaudit.report.bundle.verify_bundle`) cannot import the audit
 procedures; the command line, above them all, registers their verifiers here: Zero-Run's
-bundles (:func:`privaudit.zero_run.verify.verify_zero_run`) and PANORAMIA's section of a
+bundles (:func:`privaudit.zero_run.verify.verify_zero_run`), the canary audit's bundles
+(:func:`privaudit.canaries.verify.verify_canaries`) and PANORAMIA's section of a
 results.json (:func:`privaudit.panoramia.verify.verify_panoramia`). ``privaudit.verify_bundle``
 is this function.
 """
@@ -40,10 +41,11 @@ def verify_bundle(path: str | Path) -> VerifyReport:
     BundleError
         When the manifest or a file it needs cannot be read at all.
     """
+    from privaudit.canaries.verify import verify_canaries
     from privaudit.panoramia.verify import verify_panoramia
     from privaudit.report.bundle import verify_bundle as verify_with
     from privaudit.zero_run.verify import verify_zero_run
 
     return verify_with(
-        path, kinds={"zero-run": verify_zero_run}, sections={"panoramia": verify_panoramia}
+        path, kinds={"zero-run": verify_zero_run, "canaries": verify_canaries}, sections={"panoramia": verify_panoramia}
     )

@@ -8,7 +8,9 @@ A bundle is a folder with a manifest, ``bundle.json``, beside the files it descr
   membership and baseline scores read from the user's table);
 * ``zero-run --out`` (kind ``zero-run``): ``results.json``, ``report.html``, ``inputs.npz``
   (scores, membership) and ``features.parquet`` (what the propensity models saw);
-  verification re-runs the whole audit (cross-fitting, bootstrap) from them.
+  verification re-runs the whole audit (cross-fitting, bootstrap) from them;
+* ``canaries audit --out`` (kind ``canaries``): ``results.json``, ``report.html``,
+  ``inputs.npz`` (canary ids, scores, coins); its verifier is the canaries package's.
 
 The manifest holds the config, the seeds, the dataset's fingerprint, the versions of
 Python and of the numerical packages, the sha256 of every file, and the tolerances that
@@ -69,7 +71,7 @@ BUNDLE_VERSION = "1.0"
 AUDIT_RESULT_FILE = "result.json"
 AUDIT_INPUTS_FILE = "inputs.npz"
 FEATURES_FILE = "features.parquet"
-KINDS = ("membership-inference", "audit", "zero-run")
+KINDS = ("membership-inference", "audit", "zero-run", "canaries")
 
 #: Tolerances of :func:`verify_bundle`: ``|recorded - recomputed| <= abs + rel * |recomputed|``.
 #: Metrics (rates, AUC, thresholds) are sums and quantiles of the saved scores, equal to

@@ -1,0 +1,76 @@
+"""Audit a DP claim in one training run with canaries.
+
+Make ``m`` canaries and their secret coins (:func:`make_input_canaries`,
+:func:`make_gradient_canaries` with :func:`quiet_coordinates`, :func:`draw_coins`), insert
+the included ones into the training run (:func:`append_canaries` for any framework;
+:class:`GradientCanaryInjector` for Opacus' DP-SGD, with :class:`IterateLog` for white-box
+access; :func:`train_dp_sgd_with_canaries` does both for a small classifier), score each
+canary (:func:`input_canary_scores`, :func:`gradient_canary_scores`), then bound
+(:func:`audit_canaries`: Steinke, Nasr, Jagielski 2023 and the f-DP audit of Mahloujifar,
+Melis, Chaudhuri 2024, beside the accountant's eps). The command line is ``privaudit
+canaries make`` / ``privaudit canaries audit``. The names are exported by ``privaudit``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from privaudit._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from privaudit.canaries.audit import audit_canaries
+    from privaudit.canaries.coordinates import quiet_coordinates
+    from privaudit.canaries.dpsgd import train_dp_sgd_with_canaries
+    from privaudit.canaries.insert import append_canaries, canary_records
+    from privaudit.canaries.opacus_hook import GradientCanaryInjector, IterateLog
+    from privaudit.canaries.result import CanaryAuditResult
+    from privaudit.canaries.scoring import gradient_canary_scores, input_canary_scores
+    from privaudit.canaries.sets import (
+        CanaryCoins,
+        CanarySet,
+        draw_coins,
+        load_canary_set,
+        load_coins,
+        make_gradient_canaries,
+        make_input_canaries,
+    )
+
+_EXPORTS = {
+    "audit_canaries": "privaudit.canaries.audit",
+    "quiet_coordinates": "privaudit.canaries.coordinates",
+    "train_dp_sgd_with_canaries": "privaudit.canaries.dpsgd",
+    "append_canaries": "privaudit.canaries.insert",
+    "canary_records": "privaudit.canaries.insert",
+    "GradientCanaryInjector": "privaudit.canaries.opacus_hook",
+    "IterateLog": "privaudit.canaries.opacus_hook",
+    "CanaryAuditResult": "privaudit.canaries.result",
+    "gradient_canary_scores": "privaudit.canaries.scoring",
+    "input_canary_scores": "privaudit.canaries.scoring",
+    "CanaryCoins": "privaudit.canaries.sets",
+    "CanarySet": "privaudit.canaries.sets",
+    "draw_coins": "privaudit.canaries.sets",
+    "load_canary_set": "privaudit.canaries.sets",
+    "load_coins": "privaudit.canaries.sets",
+    "make_gradient_canaries": "privaudit.canaries.sets",
+    "make_input_canaries": "privaudit.canaries.sets",
+}
+__all__ = [
+    "CanaryAuditResult",
+    "CanaryCoins",
+    "CanarySet",
+    "GradientCanaryInjector",
+    "IterateLog",
+    "append_canaries",
+    "audit_canaries",
+    "canary_records",
+    "draw_coins",
+    "gradient_canary_scores",
+    "input_canary_scores",
+    "load_canary_set",
+    "load_coins",
+    "make_gradient_canaries",
+    "make_input_canaries",
+    "quiet_coordinates",
+    "train_dp_sgd_with_canaries",
+]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
