@@ -198,19 +198,18 @@ def test_batched_mlp_kernel_splits_models_over_threads() -> None:
         np.testing.assert_allclose(a.logits(X), b.logits(X), atol=1e-6)
 
 
-def test_batched_mlp_kernel_only_for_plain_mlps() -> None:
+def test_batched_mlp_kernel_covers_tanh_networks() -> None:
+    # the hand-written kernel takes a tanh MLP too (once the vmap kernel's job)
     pytest.importorskip("torch")
     from privaudit.models.torch_batched import fit_many, mlp_layers
 
     X, y = _data(60)
     rec = _recipe(factory=FACTORY.replace(":mlp", ":tanh_mlp"), epochs=2, device="cpu")
     tr = TorchTrainer(rec, n_classes=3)
-    assert mlp_layers(rec.build(0)) is None
-    with pytest.raises(InvalidInputError, match="kernel"):
-        fit_many(tr, X, y, [np.arange(30), np.arange(30, 60)], [1, 2], kernel="mlp")
-    auto = fit_many(tr, X, y, [np.arange(30), np.arange(30, 60)], [1, 2], n_classes=3)
+    assert mlp_layers(rec.build(0)) == [("0.weight", "0.bias"), ("2.weight", "2.bias")]
+    fast = fit_many(tr, X, y, [np.arange(30), np.arange(30, 60)], [1, 2], kernel="mlp")
     one = tr.fit(X[30:], y[30:], seed=2, n_classes=3)
-    np.testing.assert_allclose(auto[1].logits(X), one.logits(X), atol=1e-5)
+    np.testing.assert_allclose(fast[1].logits(X), one.logits(X), atol=1e-5)
 
 
 def test_batched_training_falls_back_for_modules_with_buffers() -> None:
