@@ -95,7 +95,7 @@ _DEFAULT_RUN = ("ReLU", "Tanh", "GELU", "ELU")
 )
 def test_batched_kernel_equals_one_by_one_for_each_activation(act: str) -> None:
     # several epochs, unequal subsets (partial batches, models that stop early), SGD
-    # with momentum and Adam: logits within 5e-5 of one-by-one training (float32
+    # variants and Adam: logits within 5e-5 of one-by-one training (float32
     # rounding, and tanh computed as 2 sigmoid(2z) - 1 on the CPU)
     pytest.importorskip("torch")
     from privaudit.models.torch_batched import fit_many
@@ -104,13 +104,19 @@ def test_batched_kernel_equals_one_by_one_for_each_activation(act: str) -> None:
     rng = np.random.default_rng(2)
     subsets = [np.sort(rng.choice(200, size=n, replace=False)) for n in (90, 100, 77)]
     seeds = [4, 5, 6]
-    for opt, bias in (("sgd", True), ("adam", False)):
+    # plain SGD (the update written into the parameters), SGD with momentum and weight
+    # decay, Adam (the optimizer of the stacked tensors)
+    for opt, momentum, wd, bias in (
+        ("sgd", 0.0, 0.0, True),
+        ("sgd", 0.9, 0.01, True),
+        ("adam", 0.0, 0.01, False),
+    ):
         rec = _recipe(
             act,
             factory_kwargs={"act": act, "bias": bias},
             optimizer=opt,
-            momentum=0.9 if opt == "sgd" else 0.0,
-            weight_decay=0.01,
+            momentum=momentum,
+            weight_decay=wd,
         )
         tr = TorchTrainer(rec, n_classes=3)
         batched = fit_many(tr, X, y, subsets, seeds, n_classes=3, kernel="mlp")
@@ -126,13 +132,14 @@ def test_equal_subsets_with_a_partial_last_batch() -> None:
     from privaudit.models.torch_batched import fit_many
 
     X, y = _data(200)
-    rec = _recipe("GELU", optimizer="adam", batch_size=24)  # 100 = 4 * 24 + 4
-    tr = TorchTrainer(rec, n_classes=3)
     subsets = [np.arange(0, 100), np.arange(50, 150), np.arange(100, 200)]
-    ms = fit_many(tr, X, y, subsets, [1, 2, 3], n_classes=3, kernel="mlp")
-    for s, sd, m in zip(subsets, [1, 2, 3], ms, strict=True):
-        one = tr.fit(X[s], y[s], seed=sd, n_classes=3)
-        np.testing.assert_allclose(m.logits(X), one.logits(X), atol=5e-5)
+    for opt in ("sgd", "adam"):
+        rec = _recipe("GELU", optimizer=opt, batch_size=24)  # 100 = 4 * 24 + 4
+        tr = TorchTrainer(rec, n_classes=3)
+        ms = fit_many(tr, X, y, subsets, [1, 2, 3], n_classes=3, kernel="mlp")
+        for s, sd, m in zip(subsets, [1, 2, 3], ms, strict=True):
+            one = tr.fit(X[s], y[s], seed=sd, n_classes=3)
+            np.testing.assert_allclose(m.logits(X), one.logits(X), atol=5e-5, err_msg=opt)
 
 
 def test_other_networks_fall_back_to_vmap() -> None:

@@ -209,7 +209,7 @@ def _fit_group(
         params = {k: v.detach().clone().contiguous() for k, v in params.items()}
         n_par = min(int(torch.get_num_threads()), K) if dev == "cpu" else 1
         if n_par <= 1:
-            train_mlp(r, params, ops, X, y, subs, seeds, dev, _BatchedOptimizer(r, params, K))
+            train_mlp(r, params, ops, X, y, subs, seeds, dev, _optimizer_of(r, K))
             return _unstack(modules, params, r, subs, seeds, dev, C)
         return _train_mlp_threads(r, params, ops, X, y, subs, seeds, modules, C, n_par)
     params = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
@@ -311,9 +311,17 @@ def _train_mlp_threads(
 
     def run(j: int) -> None:
         c = chunks[j]
-        part = parts[j]
-        state = _BatchedOptimizer(r, part, int(c.size))
-        train_mlp(r, part, ops, X, y, [subs[i] for i in c], [seeds[i] for i in c], "cpu", state)
+        train_mlp(
+            r,
+            parts[j],
+            ops,
+            X,
+            y,
+            [subs[i] for i in c],
+            [seeds[i] for i in c],
+            "cpu",
+            _optimizer_of(r, int(c.size)),
+        )
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -336,6 +344,16 @@ def _train_mlp_threads(
             )
         )
     return out
+
+
+def _optimizer_of(r: Any, K: int) -> Any:
+    """``params -> _BatchedOptimizer(r, params, K)`` (the MLP kernel builds its own
+    working copy of the parameters first)."""
+
+    def make(params: dict[str, Any]) -> _BatchedOptimizer:
+        return _BatchedOptimizer(r, params, K)
+
+    return make
 
 
 class _BatchedOptimizer:

@@ -84,11 +84,13 @@ class LinearOp:
 @dataclasses.dataclass(frozen=True)
 class ActivationOp:
     """An elementwise activation: ``forward(z) -> h`` and ``backward(dh, z, h) -> dz``
-    (autograd's backward kernel of the activation)."""
+    (autograd's backward kernel of the activation); ``forward_`` computes ``h`` in
+    ``z``'s memory where the backward reads only ``h`` (None otherwise)."""
 
     name: str
     forward: Callable[[Any], Any]
     backward: Callable[[Any, Any, Any], Any]
+    forward_: Callable[[Any], Any] | None = None
 
 
 Op = LinearOp | ActivationOp
@@ -101,10 +103,14 @@ class StackedOptimizer(Protocol):
 
 
 def _fast_tanh(z: Any) -> Any:
-    torch = require_torch()
+    return _fast_tanh_(z.clone())
+
+
+def _fast_tanh_(z: Any) -> Any:
+    """``tanh`` in place: ``2 sigmoid(2 z) - 1`` on the CPU (see the module docstring)."""
     if z.device.type != "cpu":
-        return torch.tanh(z)
-    return torch.sigmoid(z * 2.0).mul_(2.0).sub_(1.0)
+        return z.tanh_()
+    return z.mul_(2.0).sigmoid_().mul_(2.0).sub_(1.0)
 
 
 def _activation(m: Any) -> ActivationOp | None:
@@ -113,11 +119,17 @@ def _activation(m: Any) -> ActivationOp | None:
     nn, F, aten = torch.nn, torch.nn.functional, torch.ops.aten
     t = type(m)
     if t is nn.ReLU:
-        return ActivationOp("ReLU", torch.relu, lambda g, z, h: aten.threshold_backward(g, h, 0))
+        return ActivationOp(
+            "ReLU", torch.relu, lambda g, z, h: aten.threshold_backward(g, h, 0), torch.relu_
+        )
     if t is nn.Tanh:
-        return ActivationOp("Tanh", _fast_tanh, lambda g, z, h: aten.tanh_backward(g, h))
+        return ActivationOp(
+            "Tanh", _fast_tanh, lambda g, z, h: aten.tanh_backward(g, h), _fast_tanh_
+        )
     if t is nn.Sigmoid:
-        return ActivationOp("Sigmoid", torch.sigmoid, lambda g, z, h: aten.sigmoid_backward(g, h))
+        return ActivationOp(
+            "Sigmoid", torch.sigmoid, lambda g, z, h: aten.sigmoid_backward(g, h), torch.sigmoid_
+        )
     if t is nn.GELU:
         a = str(m.approximate)
         return ActivationOp(
@@ -245,7 +257,7 @@ def train_mlp(
     subs: Sequence[NDArray[np.int64]],
     seeds: Sequence[int],
     dev: str,
-    state: StackedOptimizer,
+    make_state: Callable[[dict[str, Any]], StackedOptimizer],
 ) -> None:
     """Train the stacked networks ``params`` (leading model axis) in place.
 
@@ -262,14 +274,39 @@ def train_mlp(
     subs, seeds : sequences
         Model ``k``'s training rows and seed (its batch order).
     dev : str
-    state : StackedOptimizer
-        Applies one step of every active model's update from its gradients.
+    make_state : callable
+        The optimizer of a dict of stacked parameters (e.g. ``_BatchedOptimizer``): it
+        applies one step of every active model's update from its gradients.
+
+    Notes
+    -----
+    On the CPU the first layer's input width is padded with zero features to a multiple
+    of 16 (whole 64-byte rows: the batched products run faster): the padded weights get
+    exactly zero gradients and stay zero under every optimizer, so the trained network
+    is the unpadded one; the summation order of the products may change, not their
+    terms.
     """
     torch = require_torch()
     idx_np, count_np = batch_indices(subs, seeds, r.batch_size, r.epochs)
     n_steps, K, bs = idx_np.shape
-    Xt = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32)).to(dev)
-    yt = torch.from_numpy(np.ascontiguousarray(y, dtype=np.int64)).to(dev)
+    # only the rows some model trains on, so that the gathered table stays in cache
+    used, idx_np = np.unique(idx_np, return_inverse=True)
+    idx_np = idx_np.reshape(n_steps, K, bs)
+    Xu = np.ascontiguousarray(X[used], dtype=np.float32)
+    # a linear layer needs its input's gradient only when something before it learns
+    first_linear = next(i for i, op in enumerate(ops) if isinstance(op, LinearOp))
+    work = dict(params)
+    w0 = ops[0].weight if isinstance(ops[0], LinearOp) else None
+    d = Xu.shape[1]
+    pad = (-d) % 16 if dev == "cpu" and w0 is not None else 0
+    if pad and w0 is not None:
+        Xu = np.concatenate([Xu, np.zeros((Xu.shape[0], pad), dtype=np.float32)], axis=1)
+        wp = params[w0].new_zeros((*params[w0].shape[:2], d + pad))
+        wp[:, :, :d] = params[w0]
+        work[w0] = wp
+    state = make_state(work)
+    Xt = torch.from_numpy(Xu).to(dev)
+    yt = torch.from_numpy(np.ascontiguousarray(y[used], dtype=np.int64)).to(dev)
     idx_all = torch.from_numpy(idx_np).to(dev)
     count = torch.from_numpy(count_np).to(dev)
     full = (count_np == bs).all(axis=1)  # steps where every model has a whole batch
@@ -279,26 +316,32 @@ def train_mlp(
     all_active = torch.ones(K, dtype=torch.bool, device=dev)
     rows = torch.arange(bs, device=dev)
     minus_one = torch.full((K, 1, bs), -1.0, device=dev)
-    # a linear layer needs its input's gradient only when something before it learns
-    first_linear = next(i for i, op in enumerate(ops) if isinstance(op, LinearOp))
+    # plain SGD (no momentum, no weight decay) on a step where every model learns:
+    # p <- p - lr * grad written straight into the parameters (baddbmm_ / add_)
+    plain_sgd = r.optimizer == "sgd" and not r.momentum and not r.weight_decay
+    lr = float(r.lr)
     with torch.no_grad():
         for step in range(n_steps):
             flat = idx_all[step].reshape(-1)
             h = Xt.index_select(0, flat).reshape(K, bs, -1)
             yb = yt.index_select(0, flat).reshape(K, 1, bs)
             saved: list[tuple[Any, Any]] = []
+            prev_linear = False
             for op in ops:
                 if isinstance(op, LinearOp):
                     saved.append((h, None))
-                    w = params[op.weight].transpose(1, 2)
+                    w = work[op.weight].transpose(1, 2)
                     if op.bias is None:
                         h = torch.bmm(h, w)
                     else:
-                        h = torch.baddbmm(params[op.bias].unsqueeze(1), h, w)
-                else:
-                    z = h
-                    h = op.forward(z)
-                    saved.append((z, h))
+                        h = torch.baddbmm(work[op.bias].unsqueeze(1), h, w)
+                    prev_linear = True
+                    continue
+                z = h
+                # a linear layer's fresh output is read by nothing else: overwrite it
+                h = op.forward_(z) if prev_linear and op.forward_ is not None else op.forward(z)
+                saved.append((z, h))
+                prev_linear = False
             # d(mean CE)/d logits in the (K, C, rows) layout: softmax - one-hot, / n_k
             dzt = torch.softmax(h.transpose(1, 2), dim=1)
             dzt.scatter_add_(1, yb, minus_one)
@@ -313,17 +356,27 @@ def train_mlp(
                 wt = (rows[None, :] < n[:, None]).to(dzt.dtype)
                 dzt.mul_((wt / n.clamp_min(1)[:, None].to(dzt.dtype)).unsqueeze(1))
             dz = dzt.transpose(1, 2)
+            fused = plain_sgd and bool(active_np[step].all())
             grads: dict[str, Any] = {}
             for i in range(len(ops) - 1, first_linear - 1, -1):
                 op = ops[i]
                 a, out = saved[i]
-                if isinstance(op, LinearOp):
+                if isinstance(op, ActivationOp):
+                    dz = op.backward(dz, a, out)
+                    continue
+                dh = torch.bmm(dz, work[op.weight]) if i > first_linear else None
+                if fused:
+                    work[op.weight].baddbmm_(dz.transpose(1, 2), a, alpha=-lr)
+                    if op.bias is not None:
+                        work[op.bias].add_(dz.sum(dim=1), alpha=-lr)
+                else:
                     grads[op.weight] = torch.bmm(dz.transpose(1, 2), a)
                     if op.bias is not None:
                         grads[op.bias] = dz.sum(dim=1)
-                    if i > first_linear:
-                        dz = torch.bmm(dz, params[op.weight])
-                else:
-                    dz = op.backward(dz, a, out)
-            active = all_active if active_np[step].all() else torch.from_numpy(active_np[step])
-            state.step(grads, active.to(dev))
+                dz = dh
+            if not fused:
+                active = all_active if active_np[step].all() else torch.from_numpy(active_np[step])
+                state.step(grads, active.to(dev))
+    if pad and w0 is not None:
+        with torch.no_grad():
+            params[w0].copy_(work[w0][:, :, :d])
