@@ -264,7 +264,7 @@ def audit_bench(args: argparse.Namespace, factory: Path, tmp: Path) -> dict[str,
             )
         )
         env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-        cmd = [str(Path(sys.executable).with_name("privaudit")), "run", str(cfg), "--quiet"]
+        cmd = [str(Path(sys.executable).with_name("privaudit")), "run", str(cfg), "--progress", "none"]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
         wall = time.perf_counter() - t0

@@ -304,3 +304,59 @@ def test_batched_adam_without_a_fused_kernel(monkeypatch: pytest.MonkeyPatch) ->
     for s, sd, m in zip(subsets, [3, 4], ms, strict=True):
         one = tr.fit(X[s], y[s], seed=sd, n_classes=3)
         np.testing.assert_allclose(m.logits(X), one.logits(X), atol=1e-5)
+
+
+def test_target_trains_in_the_batch_of_its_references(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a batching trainer fits the target with its reference models (one computation):
+    # the audit's numbers are today's (target trained alone) up to float32 rounding, a
+    # run resumed from the store and a run without a store give them bit for bit
+    pytest.importorskip("torch")
+    from privaudit.data import load_digits
+    from privaudit.membership.experiment import (
+        ExperimentConfig,
+        ExperimentResult,
+        run_experiment,
+    )
+    from privaudit.membership.ye import YeModels
+
+    ds = load_digits()
+    rec = _recipe(
+        factory_kwargs={"n_features": 64, "hidden": 16, "n_classes": 10}, epochs=3, device="cpu"
+    )
+    cfg = ExperimentConfig(
+        attacks=("lira-offline", "rmia-offline"),
+        n_target_pool=80,
+        n_population=40,
+        n_reference=4,
+        seed=1,
+        attack_params={"lira-offline": {"variance": "fixed"}},
+    )
+
+    def run(store: Path | None) -> ExperimentResult:
+        return run_experiment(ds, TorchTrainer(rec, n_classes=10), cfg, store=store)
+
+    joint = run(tmp_path / "joint")
+    assert joint.target_info["batched"] is True
+    monkeypatch.setattr(YeModels, "cobatch_target", False)
+    today = run(tmp_path / "today")
+    assert "batched" not in today.target_info
+    assert joint.models_trained == today.models_trained
+    assert today.target_signals is not None
+    for name, sig in today.target_signals.items():
+        assert joint.target_signals is not None
+        np.testing.assert_allclose(joint.target_signals[name], sig, rtol=1e-4, atol=1e-5)
+    for a in cfg.attacks:
+        # the reference models too differ in the last bits (another batch composition)
+        np.testing.assert_allclose(
+            joint.scores[a].scores, today.scores[a].scores, rtol=1e-4, atol=1e-5
+        )
+    monkeypatch.setattr(YeModels, "cobatch_target", True)
+    again = run(tmp_path / "joint")
+    assert again.models_trained.get("target", 0) == 0
+    assert again.models_trained.get("reference", 0) == 0
+    without_store = run(None)
+    for a in cfg.attacks:
+        np.testing.assert_array_equal(again.scores[a].scores, joint.scores[a].scores)
+        np.testing.assert_array_equal(without_store.scores[a].scores, joint.scores[a].scores)
