@@ -25,23 +25,26 @@ the probe's rate; and their ratio (goal: at most 1.5). ``--sequential`` also tra
 models one by one (``TorchTrainer.fit``) and prints the speed-up and the largest logit
 gap between the two.
 
-**Audit** (``--audit``). ``privaudit run`` on a config of that model with attacks
-``lira-offline`` and ``rmia-offline`` and ``n_reference`` (8) references, in a
-subprocess (``audit_rounds`` times; the store is off, every run trains): its wall time,
-and the split from ``results.json["timings"]``: start-up (the wall time not inside any
-timed step: interpreter, imports, config, report writing), target training (the target
-step), references (the reference step), scoring (the attacks, the metrics and the
-analysis) and the rest (data, preflight, split). With the target trained in the batch of
-its references (``--cobatch``, the default where the recipe allows) the target step is
-the joint fit.
+**Audit** (``--audit``, ``--audit-only``). ``privaudit run`` on a config of that model
+with attacks ``lira-offline`` and ``rmia-offline``, ``n_reference`` (8) references, a
+target pool and a population of ``--pool`` / ``--population`` (10,000) records, in a
+subprocess (``audit_rounds`` times; no store, every run trains): its wall time and CPU
+time (user + system of the child), and the split from ``results.json["timings"]``:
+start-up (the wall time not inside any timed step: interpreter, imports, config, report
+writing), target training (the target step: with a batching trainer the target and its
+references are fitted together there, so the reference step is then only their
+signals), references (the reference step), scoring (the attacks, the metrics and the
+analysis) and data / preflight / split. ``--compare-src DIR`` runs each round also with
+another checkout's sources (``PYTHONPATH=DIR``, e.g. ``main``'s ``src``), interleaved.
 
 The machine's 1-minute load average is printed before and after (other processes slow
 both the probe and the training). ``--json PATH`` writes ``ms_per_model_epoch_1k``,
 ``flop_per_record_epoch``, ``probe_gflops``, ``estimate_ms_per_model_epoch_1k``,
 ``ratio_to_estimate``, ``seconds_per_model``, their CPU-time counterparts
 ``cpu_ms_per_model_epoch_1k``, ``cpu_probe_gflops``, ``cpu_ratio_to_estimate``,
-``load_average`` and, with ``--audit``,
-``audit`` (``wall_s`` and the split, medians).
+``load_average`` and, with ``--audit``, ``audit``: per variant (``this``, ``compare``)
+the medians of ``wall_s``, ``cpu_s``, ``startup_s``, ``target_s``, ``references_s``,
+``scoring_s``, ``data_preflight_split_s``.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ import argparse
 import itertools
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -242,64 +246,87 @@ output_dir: {out}
 """
 
 
-def audit_bench(args: argparse.Namespace, factory: Path, tmp: Path) -> dict[str, Any]:
+def _one_audit(
+    args: argparse.Namespace, factory: Path, tmp: Path, name: str, src: str | None
+) -> dict[str, float]:
     d = int(load_adult().X.shape[1])
-    runs: list[dict[str, float]] = []
+    out = tmp / f"audit-{name}"
+    cfg = tmp / f"audit-{name}.yaml"
+    cfg.write_text(
+        AUDIT_CONFIG.format(
+            factory=factory,
+            d=d,
+            hidden=args.hidden,
+            act=args.activation,
+            lr=args.lr,
+            epochs=args.epochs,
+            bs=args.batch_size,
+            pool=args.pool,
+            population=args.population,
+            n_ref=args.n_reference,
+            out=out,
+        )
+    )
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    if src is not None:  # another privaudit checkout's sources first
+        env["PYTHONPATH"] = src
+    cmd = [str(Path(sys.executable).with_name("privaudit")), "run", str(cfg), "--progress", "none"]
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit(f"privaudit run failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    timings = json.loads((out / "results.json").read_text())["timings"]
+    target = float(timings.get("experiment.target", 0.0))
+    refs = float(timings.get("experiment.reference", 0.0))
+    scoring = sum(float(timings.get(k, 0.0)) for k in ("experiment.attacks", "metrics", "analysis"))
+    timed = sum(float(timings.get(k, 0.0)) for k in ("data", "preflight", "experiment"))
+    timed += sum(float(timings.get(k, 0.0)) for k in ("metrics", "analysis"))
+    return {
+        "wall_s": wall,
+        "cpu_s": (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime),
+        "startup_s": wall - timed,
+        "target_s": target,
+        "references_s": refs,
+        "scoring_s": scoring,
+        "data_preflight_split_s": timed - target - refs - scoring,
+    }
+
+
+def audit_bench(args: argparse.Namespace, factory: Path, tmp: Path) -> dict[str, Any]:
+    """``privaudit run`` rounds; with ``--compare-src`` each round also runs the other
+    checkout (interleaved, so both see the same load)."""
+    variants: list[tuple[str, str | None]] = [("this", None)]
+    if args.compare_src is not None:
+        variants.append(("compare", str(args.compare_src)))
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name, _ in variants}
     for rnd in range(args.audit_rounds):
-        out = tmp / f"audit-{rnd}"
-        cfg = tmp / f"audit-{rnd}.yaml"
-        cfg.write_text(
-            AUDIT_CONFIG.format(
-                factory=factory,
-                d=d,
-                hidden=args.hidden,
-                act=args.activation,
-                lr=args.lr,
-                epochs=args.epochs,
-                bs=args.batch_size,
-                pool=args.pool,
-                population=args.population,
-                n_ref=args.n_reference,
-                out=out,
+        for name, src in variants:
+            run = _one_audit(args, factory, tmp, f"{name}-{rnd}", src)
+            runs[name].append(run)
+            print(
+                f"audit round {rnd} ({name}): wall {run['wall_s']:6.2f} s (CPU "
+                f"{run['cpu_s']:6.2f} s) = start-up {run['startup_s']:5.2f} + target "
+                f"{run['target_s']:5.2f} + {args.n_reference} references "
+                f"{run['references_s']:5.2f} + scoring {run['scoring_s']:5.2f} + "
+                f"data/preflight/split {run['data_preflight_split_s']:5.2f}  "
+                f"(load {load_average():.2f})",
+                flush=True,
             )
-        )
-        env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-        cmd = [str(Path(sys.executable).with_name("privaudit")), "run", str(cfg), "--progress", "none"]
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-        wall = time.perf_counter() - t0
-        if proc.returncode != 0:
-            raise SystemExit(f"privaudit run failed ({proc.returncode}): {proc.stderr[-2000:]}")
-        timings = json.loads((out / "results.json").read_text())["timings"]
-        target = float(timings.get("experiment.target", 0.0))
-        refs = float(timings.get("experiment.reference", 0.0))
-        scoring = sum(
-            float(timings.get(k, 0.0)) for k in ("experiment.attacks", "metrics", "analysis")
-        )
-        timed = sum(float(timings.get(k, 0.0)) for k in ("data", "preflight", "experiment"))
-        timed += sum(float(timings.get(k, 0.0)) for k in ("metrics", "analysis"))
-        rest = timed - target - refs - scoring
-        run = {
-            "wall_s": wall,
-            "startup_s": wall - timed,
-            "target_s": target,
-            "references_s": refs,
-            "scoring_s": scoring,
-            "other_s": rest,
-        }
-        runs.append(run)
+    out: dict[str, Any] = {}
+    for name, rs in runs.items():
+        med = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
+        out[name] = med
         print(
-            f"audit round {rnd}: wall {wall:6.2f} s = start-up {run['startup_s']:5.2f} + "
-            f"target {target:5.2f} + {args.n_reference} references {refs:5.2f} + scoring "
-            f"{scoring:5.2f} + data/preflight/split {rest:5.2f}  (load {load_average():.2f})",
+            f"audit median ({name}): " + ", ".join(f"{k} {v:.2f}" for k, v in med.items()),
             flush=True,
         )
-    med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-    print(
-        "audit median: " + ", ".join(f"{k} {v:.2f}" for k, v in med.items()),
-        flush=True,
-    )
-    return med
+    if "compare" in out:
+        for k in ("wall_s", "cpu_s"):
+            print(f"{k}: this / compare = {out['this'][k] / out['compare'][k]:.2f}", flush=True)
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -320,6 +347,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--n-reference", type=int, default=8)
     ap.add_argument("--pool", type=int, default=10000)
     ap.add_argument("--population", type=int, default=10000)
+    ap.add_argument("--compare-src", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
 
