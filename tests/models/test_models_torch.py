@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -357,6 +358,17 @@ def test_target_trains_in_the_batch_of_its_references(
     assert again.models_trained.get("target", 0) == 0
     assert again.models_trained.get("reference", 0) == 0
     without_store = run(None)
+    # a new target with the same reference models (a game trial that keeps the
+    # attacker's seed): the stored references are used, the target trains alone
+    other = run_experiment(
+        ds,
+        TorchTrainer(rec, n_classes=10),
+        replace(cfg, target_seed=12345),
+        store=tmp_path / "joint",
+    )
+    assert other.models_trained.get("target") == 1
+    assert other.models_trained.get("reference", 0) == 0
+    assert "batched" not in other.target_info
     for a in cfg.attacks:
         np.testing.assert_array_equal(again.scores[a].scores, joint.scores[a].scores)
         np.testing.assert_array_equal(without_store.scores[a].scores, joint.scores[a].scores)

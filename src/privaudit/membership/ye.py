@@ -186,11 +186,19 @@ class YeModels:
         self, job: ModelJob, config: ExperimentConfig | None
     ) -> dict[str, tuple[Model, bool]]:
         """The target ``job`` and the reference models fitted as one batch (see
-        :meth:`target`); ``{}`` where that does not apply or all are stored."""
+        :meth:`target`) when a reference model is not in the store; ``{}`` where that
+        does not apply. With every reference model stored (e.g. the trials of a game
+        that keeps the attacker's seed, Def. 3.4) the target trains alone, as before;
+        with the target stored but a reference model missing (a run interrupted while
+        it stored them) the batch is refitted, so that the reference models get the
+        numbers of an uninterrupted run (the stored target is kept)."""
         if config is None or not self.cobatch_target or not self.steps.batched:
             return {}
         planned = self._reference_jobs(config)
         if planned is None or not planned[2]:
+            return {}
+        store = self.store
+        if store is not None and all(store.contains(j.key_parts) for j in planned[2]):
             return {}
         jobs = [job, *planned[2]]
         fitted = ModelTask(self.steps, self.codec, self.store).fit_together(jobs)
