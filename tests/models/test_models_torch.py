@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -198,19 +199,18 @@ def test_batched_mlp_kernel_splits_models_over_threads() -> None:
         np.testing.assert_allclose(a.logits(X), b.logits(X), atol=1e-6)
 
 
-def test_batched_mlp_kernel_only_for_plain_mlps() -> None:
+def test_batched_mlp_kernel_covers_tanh_networks() -> None:
+    # the hand-written kernel takes a tanh MLP too (once the vmap kernel's job)
     pytest.importorskip("torch")
     from privaudit.models.torch_batched import fit_many, mlp_layers
 
     X, y = _data(60)
     rec = _recipe(factory=FACTORY.replace(":mlp", ":tanh_mlp"), epochs=2, device="cpu")
     tr = TorchTrainer(rec, n_classes=3)
-    assert mlp_layers(rec.build(0)) is None
-    with pytest.raises(InvalidInputError, match="kernel"):
-        fit_many(tr, X, y, [np.arange(30), np.arange(30, 60)], [1, 2], kernel="mlp")
-    auto = fit_many(tr, X, y, [np.arange(30), np.arange(30, 60)], [1, 2], n_classes=3)
+    assert mlp_layers(rec.build(0)) == [("0.weight", "0.bias"), ("2.weight", "2.bias")]
+    fast = fit_many(tr, X, y, [np.arange(30), np.arange(30, 60)], [1, 2], kernel="mlp")
     one = tr.fit(X[30:], y[30:], seed=2, n_classes=3)
-    np.testing.assert_allclose(auto[1].logits(X), one.logits(X), atol=1e-5)
+    np.testing.assert_allclose(fast[1].logits(X), one.logits(X), atol=1e-5)
 
 
 def test_batched_training_falls_back_for_modules_with_buffers() -> None:
@@ -305,3 +305,70 @@ def test_batched_adam_without_a_fused_kernel(monkeypatch: pytest.MonkeyPatch) ->
     for s, sd, m in zip(subsets, [3, 4], ms, strict=True):
         one = tr.fit(X[s], y[s], seed=sd, n_classes=3)
         np.testing.assert_allclose(m.logits(X), one.logits(X), atol=1e-5)
+
+
+def test_target_trains_in_the_batch_of_its_references(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a batching trainer fits the target with its reference models (one computation):
+    # the audit's numbers are today's (target trained alone) up to float32 rounding, a
+    # run resumed from the store and a run without a store give them bit for bit
+    pytest.importorskip("torch")
+    from privaudit.data import load_digits
+    from privaudit.membership.experiment import (
+        ExperimentConfig,
+        ExperimentResult,
+        run_experiment,
+    )
+    from privaudit.membership.ye import YeModels
+
+    ds = load_digits()
+    rec = _recipe(
+        factory_kwargs={"n_features": 64, "hidden": 16, "n_classes": 10}, epochs=3, device="cpu"
+    )
+    cfg = ExperimentConfig(
+        attacks=("lira-offline", "rmia-offline"),
+        n_target_pool=80,
+        n_population=40,
+        n_reference=4,
+        seed=1,
+        attack_params={"lira-offline": {"variance": "fixed"}},
+    )
+
+    def run(store: Path | None) -> ExperimentResult:
+        return run_experiment(ds, TorchTrainer(rec, n_classes=10), cfg, store=store)
+
+    joint = run(tmp_path / "joint")
+    assert joint.target_info["batched"] is True
+    monkeypatch.setattr(YeModels, "cobatch_target", False)
+    today = run(tmp_path / "today")
+    assert "batched" not in today.target_info
+    assert joint.models_trained == today.models_trained
+    assert today.target_signals is not None
+    for name, sig in today.target_signals.items():
+        assert joint.target_signals is not None
+        np.testing.assert_allclose(joint.target_signals[name], sig, rtol=1e-4, atol=1e-5)
+    for a in cfg.attacks:
+        # the reference models too differ in the last bits (another batch composition)
+        np.testing.assert_allclose(
+            joint.scores[a].scores, today.scores[a].scores, rtol=1e-4, atol=1e-5
+        )
+    monkeypatch.setattr(YeModels, "cobatch_target", True)
+    again = run(tmp_path / "joint")
+    assert again.models_trained.get("target", 0) == 0
+    assert again.models_trained.get("reference", 0) == 0
+    without_store = run(None)
+    # a new target with the same reference models (a game trial that keeps the
+    # attacker's seed): the stored references are used, the target trains alone
+    other = run_experiment(
+        ds,
+        TorchTrainer(rec, n_classes=10),
+        replace(cfg, target_seed=12345),
+        store=tmp_path / "joint",
+    )
+    assert other.models_trained.get("target") == 1
+    assert other.models_trained.get("reference", 0) == 0
+    assert "batched" not in other.target_info
+    for a in cfg.attacks:
+        np.testing.assert_array_equal(again.scores[a].scores, joint.scores[a].scores)
+        np.testing.assert_array_equal(without_store.scores[a].scores, joint.scores[a].scores)

@@ -384,7 +384,7 @@ def run_experiment(
     with progress_phase(
         "target model" if provided is None else "target model (given)", enabled=shown
     ):
-        target = _target_step(models, split, provided)
+        target = _target_step(models, split, provided, config)
     data_kw, loo_ids = _attacker_models_step(models, config, target.signals)
 
     # 4. attacks
@@ -441,11 +441,17 @@ class _TargetStep:
     info: dict[str, Any]
 
 
-def _target_step(models: YeModels, split: YeSplit, provided: ProvidedTarget | None) -> _TargetStep:
+def _target_step(
+    models: YeModels,
+    split: YeSplit,
+    provided: ProvidedTarget | None,
+    config: ExperimentConfig | None = None,
+) -> _TargetStep:
     """Train (or take) the target and compute its signals; its accuracy on its members and
     on the pool's non-members; for a provided target, the recipe check (a model trained
-    with the recipe must reach about the same accuracy); its JSON-able ``fit_info``."""
-    target_model, signals = models.target(provided)
+    with the recipe must reach about the same accuracy); its JSON-able ``fit_info``. With
+    ``config``, a batching trainer fits the target with its reference models."""
+    target_model, signals = models.target(provided, config)
     train_acc = accuracy(target_model, split.pool.subset(split.member))
     test_acc = accuracy(target_model, split.pool.subset(~split.member))
     return _TargetStep(

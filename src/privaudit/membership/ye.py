@@ -103,6 +103,8 @@ class YeModels:
         self.loaded: dict[str, int] = {}
         self.target_model: Model | None = None
         self.target_key: str | None = None
+        # models fitted before their role's step (the references fitted with the target)
+        self._prefit: dict[str, tuple[Model, bool]] = {}
 
     def _sets(self, population_field: str) -> tuple[str, ...]:
         return (POOL, POPULATION) if population_field in self.need.fields else (POOL,)
@@ -111,7 +113,7 @@ class YeModels:
         self, role: str, jobs: list[ModelJob], steps: YeSteps, desc: str
     ) -> list[ModelOutputs]:
         t = time.perf_counter()
-        task = ModelTask(steps, self.codec, self.store)
+        task = ModelTask(steps, self.codec, self.store, prefit=self._prefit)
         results = train_models(task, jobs, executor=self.executor, desc=desc, batched=steps.batched)
         self.timings[role] = self.timings.get(role, 0.0) + time.perf_counter() - t
         self.trained[role] = self.trained.get(role, 0) + sum(r.created for r in results)
@@ -126,9 +128,23 @@ class YeModels:
 
     # -- the target ------------------------------------------------------------------
 
-    def target(self, provided: ProvidedTarget | None) -> tuple[Model, dict[str, Any]]:
+    #: Train the target in the same batched computation as its reference models when
+    #: the trainer batches (``fits_many``): the target is trained with the recipe of
+    #: its references, so one :func:`~privaudit.models.torch_batched.fit_many` call
+    #: fits them all (the target's weights then equal its one-by-one fit up to
+    #: floating-point rounding, as every batched model's do).
+    cobatch_target = True
+
+    def target(
+        self, provided: ProvidedTarget | None, config: ExperimentConfig | None = None
+    ) -> tuple[Model, dict[str, Any]]:
         """Train (or load, or take the provided) target: the model and its signals on the
-        pool (and on the population when an attack reads them), as AttackData fields."""
+        pool (and on the population when an attack reads them), as AttackData fields.
+
+        With ``config`` and a batching trainer (:attr:`cobatch_target`), a trained
+        target and the reference models of :meth:`reference` are fitted as one batch
+        here (when any of them is not in the store); :meth:`reference` then reuses them.
+        """
         t0 = time.perf_counter()
         if self.need.trains_attacker_models and not getattr(self.trainer, "batched", False):
             # worker processes start (and import the trainer's modules) while the target trains
@@ -139,7 +155,8 @@ class YeModels:
         train_ids = sp.pool.record_ids[sp.member]
         if provided is None:
             job = self.steps.job("target", TARGET_ID, train_ids, self.seeds["target"], sets)
-            loaded = task.model(job)
+            together = self._cofit_with_references(job, config)
+            loaded = together[job.key] if job.key in together else task.model(job)
         else:
             fixed = hash_key({"provided-target": provided.fingerprint or repr(provided.model)})
             job = self.steps.job("target", TARGET_ID, train_ids, self.seeds["target"], sets, fixed)
@@ -164,6 +181,31 @@ class YeModels:
             out["population_target"] = single(POPULATION)
             out["population_labels"] = sp.population.y
         return loaded[0], out
+
+    def _cofit_with_references(
+        self, job: ModelJob, config: ExperimentConfig | None
+    ) -> dict[str, tuple[Model, bool]]:
+        """The target ``job`` and the reference models fitted as one batch (see
+        :meth:`target`) when a reference model is not in the store; ``{}`` where that
+        does not apply. With every reference model stored (e.g. the trials of a game
+        that keeps the attacker's seed, Def. 3.4) the target trains alone, as before;
+        with the target stored but a reference model missing (a run interrupted while
+        it stored them) the batch is refitted, so that the reference models get the
+        numbers of an uninterrupted run (the stored target is kept)."""
+        if config is None or not self.cobatch_target or not self.steps.batched:
+            return {}
+        planned = self._reference_jobs(config)
+        if planned is None or not planned[2]:
+            return {}
+        store = self.store
+        if store is not None and all(store.contains(j.key_parts) for j in planned[2]):
+            return {}
+        jobs = [job, *planned[2]]
+        fitted = ModelTask(self.steps, self.codec, self.store).fit_together(jobs)
+        if not fitted:
+            return {}
+        self._prefit.update(fitted)
+        return fitted
 
     def recipe_check(self, provided: ProvidedTarget, target_test_acc: float) -> dict[str, Any]:
         """Train one model with the recipe on population records (the target's
@@ -211,10 +253,30 @@ class YeModels:
     def reference(self, config: ExperimentConfig) -> dict[str, Any]:
         """Reference models (R's pool layout, LiRA, RMIA): the balanced keep matrix over
         the pool, or population subsets for a provided target's ``references="population"``."""
-        if not self.need.fields & {"reference", "reference_membership", "reference_population"}:
+        planned = self._reference_jobs(config)
+        if planned is None:
             return {}
         sp = self.split
-        ref_ids = sp.ref_keep.model_ids
+        ref_ids, steps, jobs, sets = planned
+        res = self._run("reference", jobs, steps, "reference models")
+        self._viewed["reference"] = (ref_ids, res, steps.signals)
+        out: dict[str, Any] = {
+            "reference": self._tables(ref_ids, res, POOL, steps.signals),
+            "reference_membership": sp.ref_keep,
+        }
+        if POPULATION in sets:
+            out["reference_population"] = self._tables(ref_ids, res, POPULATION, steps.signals)
+        return out
+
+    def _reference_jobs(
+        self, config: ExperimentConfig
+    ) -> tuple[tuple[str, ...], YeSteps, list[ModelJob], tuple[str, ...]] | None:
+        """The reference models' ids, steps, jobs and evaluation sets; None when no
+        attack reads them."""
+        if not self.need.fields & {"reference", "reference_membership", "reference_population"}:
+            return None
+        sp = self.split
+        ref_ids = tuple(sp.ref_keep.model_ids)
         sets = with_views(self.query_views, self._sets("reference_population"))
         ref_seeds = spawn_seeds(
             self.seeds["attacker"], config.n_reference, purpose="reference-models"
@@ -230,15 +292,7 @@ class YeModels:
             steps.job("reference", rid, ids, s, sets)
             for rid, ids, s in zip(ref_ids, ref_train, ref_seeds, strict=True)
         ]
-        res = self._run("reference", jobs, steps, "reference models")
-        self._viewed["reference"] = (ref_ids, res, steps.signals)
-        out: dict[str, Any] = {
-            "reference": self._tables(ref_ids, res, POOL, steps.signals),
-            "reference_membership": sp.ref_keep,
-        }
-        if POPULATION in sets:
-            out["reference_population"] = self._tables(ref_ids, res, POPULATION, steps.signals)
-        return out
+        return ref_ids, steps, jobs, sets
 
     def shadow(self, config: ExperimentConfig) -> dict[str, Any]:
         """Shadow models (attack S), also attack R's reference models.

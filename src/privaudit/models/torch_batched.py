@@ -23,17 +23,18 @@ is padded with masked rows (the loss is the mean over the real rows). The optimi
 formulas of ``torch.optim``; one-by-one and batched training agree up to floating-point
 rounding (the tests compare them).
 
-Plain MLP stacks (``nn.Sequential`` of ``Linear`` layers with ``ReLU`` between them,
-the cross-entropy loss, no augmentation) take a faster path (``kernel="mlp"``): the
-forward and backward passes are written out with batched matrix products
-(:func:`torch.baddbmm` / :func:`torch.bmm` over the model axis) instead of ``vmap`` and
-autograd, which spend most of a small network's step in dispatch overhead, and every
-mini-batch of every model is gathered with one index operation from index arrays
-prepared before training (the same batches as :func:`batch_order`). The gradients are
-those autograd computes (the softmax-minus-one-hot gradient of the mean cross-entropy
-over each model's real rows, back-propagated through the ReLUs), up to rounding. With
-several torch threads on the CPU the models are split between as many Python threads,
-each running every operation on one torch thread (no synchronisation inside a step).
+MLPs (``nn.Sequential`` of ``Linear`` layers and elementwise activations -- ReLU, tanh,
+sigmoid, GELU, LeakyReLU, ELU, SiLU, ... and identities such as ``Dropout(p=0)``; see
+:mod:`privaudit.models.torch_mlp_kernel`), with the cross-entropy loss and no
+augmentation, take a faster path (``kernel="mlp"``): the forward and backward passes are
+written out with batched matrix products (:func:`torch.baddbmm` / :func:`torch.bmm` over
+the model axis) instead of ``vmap`` and autograd, which spend most of a small network's
+step in dispatch overhead, and every mini-batch of every model is gathered with one
+index operation from index arrays prepared before training (the same batches as
+:func:`batch_order`). The gradients are those autograd computes (each activation's
+backward is the ATen kernel autograd calls), up to rounding. With several torch threads
+on the CPU the models are split between as many Python threads, each running every
+operation on one torch thread (no synchronisation inside a step).
 
 Where batching does not apply (modules with buffers such as batch norm's running
 statistics, DP-SGD recipes), :func:`fit_many` falls back to one fit per model.
@@ -49,6 +50,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from privaudit._validation import as_float_array, as_label_array, check_positive_int, fail
+from privaudit.models.torch_mlp_kernel import LinearOp, Op, mlp_ops, train_mlp
 from privaudit.models.torch_recipe import (
     TorchModel,
     TorchRecipe,
@@ -91,26 +93,15 @@ def batchable(module: Any) -> bool:
     return not any(True for _ in module.buffers())
 
 
-def mlp_layers(module: Any) -> list[tuple[str, str]] | None:
-    """``[(weight name, bias name), ...]`` of a ``Sequential`` of ``Linear`` layers with
-    one ``ReLU`` between consecutive ones (the hand-written kernel's networks); None for
-    any other module."""
-    torch = require_torch()
-    nn = torch.nn
-    if type(module) is not nn.Sequential or len(module) == 0:
+def mlp_layers(module: Any) -> list[tuple[str, str | None]] | None:
+    """``[(weight name, bias name or None), ...]`` of the ``Linear`` layers of a network
+    the hand-written kernel covers (a ``Sequential`` of ``Linear`` layers and
+    elementwise activations, :func:`~privaudit.models.torch_mlp_kernel.mlp_ops`); None
+    for any other module."""
+    ops = mlp_ops(module)
+    if ops is None:
         return None
-    mods = list(module)
-    if len(mods) % 2 != 1:
-        return None
-    out = []
-    for i, m in enumerate(mods):
-        if i % 2 == 0:
-            if type(m) is not nn.Linear or m.bias is None:
-                return None
-            out.append((f"{i}.weight", f"{i}.bias"))
-        elif type(m) is not nn.ReLU:
-            return None
-    return out
+    return [(op.weight, op.bias) for op in ops if isinstance(op, LinearOp)]
 
 
 def fit_many(
@@ -204,23 +195,23 @@ def _fit_group(
     K = len(modules)
     for m in modules:
         m.to(dev).train()
-    layers = mlp_layers(modules[0])
-    fast = layers is not None and r.loss == "cross_entropy" and r.augmentation == "none"
+    ops = mlp_ops(modules[0])
+    fast = ops is not None and r.loss == "cross_entropy" and r.augmentation == "none"
     if kernel == "mlp" and not fast:
         raise fail(
             "kernel",
-            "'auto' or 'vmap' for this recipe ('mlp' needs a Sequential of Linear and ReLU "
-            "layers, the cross-entropy loss and no augmentation)",
+            "'auto' or 'vmap' for this recipe ('mlp' needs a Sequential of Linear layers and "
+            "elementwise activations, the cross-entropy loss and no augmentation)",
             "'mlp'",
         )
     params, _ = stack_module_state(modules)
-    if fast and kernel != "vmap" and layers is not None:
+    if fast and kernel != "vmap" and ops is not None:
         params = {k: v.detach().clone().contiguous() for k, v in params.items()}
         n_par = min(int(torch.get_num_threads()), K) if dev == "cpu" else 1
         if n_par <= 1:
-            _train_mlp(r, params, layers, X, y, subs, seeds, dev)
+            train_mlp(r, params, ops, X, y, subs, seeds, dev, _optimizer_of(r, K))
             return _unstack(modules, params, r, subs, seeds, dev, C)
-        return _train_mlp_threads(r, params, layers, X, y, subs, seeds, modules, C, n_par)
+        return _train_mlp_threads(r, params, ops, X, y, subs, seeds, modules, C, n_par)
     params = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
     base = copy.deepcopy(modules[0]).to("meta")
 
@@ -294,7 +285,7 @@ def _unstack(
 def _train_mlp_threads(
     r: Any,
     params: dict[str, Any],
-    layers: list[tuple[str, str]],
+    ops: list[Op],
     X: NDArray[np.float64],
     y: NDArray[np.int64],
     subs: list[NDArray[np.int64]],
@@ -320,7 +311,17 @@ def _train_mlp_threads(
 
     def run(j: int) -> None:
         c = chunks[j]
-        _train_mlp(r, parts[j], layers, X, y, [subs[i] for i in c], [seeds[i] for i in c], "cpu")
+        train_mlp(
+            r,
+            parts[j],
+            ops,
+            X,
+            y,
+            [subs[i] for i in c],
+            [seeds[i] for i in c],
+            "cpu",
+            _optimizer_of(r, int(c.size)),
+        )
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -345,87 +346,14 @@ def _train_mlp_threads(
     return out
 
 
-def _batch_indices(
-    subs: list[NDArray[np.int64]], seeds: list[int], batch_size: int, epochs: int
-) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Every step's rows of every model, ``(n_steps, K, batch_size)`` (padding: row 0),
-    and the number of real rows ``(n_steps, K)``: :func:`batch_order` with
-    ``default_rng(seed_k)``, as the one-by-one trainer draws them."""
-    orders = [
-        batch_order(s.size, batch_size, epochs, np.random.default_rng(seed))
-        for s, seed in zip(subs, seeds, strict=True)
-    ]
-    n_steps = max(len(o) for o in orders)
-    K = len(subs)
-    idx = np.zeros((n_steps, K, batch_size), dtype=np.int64)
-    count = np.zeros((n_steps, K), dtype=np.int64)
-    for k, (s, order) in enumerate(zip(subs, orders, strict=True)):
-        for step, rows in enumerate(order):
-            idx[step, k, : rows.size] = s[rows]
-            count[step, k] = rows.size
-    return idx, count
+def _optimizer_of(r: Any, K: int) -> Any:
+    """``params -> _BatchedOptimizer(r, params, K)`` (the MLP kernel builds its own
+    working copy of the parameters first)."""
 
+    def make(params: dict[str, Any]) -> _BatchedOptimizer:
+        return _BatchedOptimizer(r, params, K)
 
-def _train_mlp(
-    r: Any,
-    params: dict[str, Any],
-    layers: list[tuple[str, str]],
-    X: NDArray[np.float64],
-    y: NDArray[np.int64],
-    subs: list[NDArray[np.int64]],
-    seeds: list[int],
-    dev: str,
-) -> None:
-    r"""Train stacked MLPs in place: hand-written batched forward and backward passes.
-
-    Forward, layer l: :math:`Z_l = H_{l-1} W_l^T + b_l` (one ``baddbmm`` over the model
-    axis), :math:`H_l = \max(Z_l, 0)`. Backward of the mean cross-entropy over model
-    k's ``n_k`` real rows: :math:`\partial Z_L = (\mathrm{softmax}(Z_L) - Y) / n_k` on
-    real rows (0 on padding), :math:`\partial W_l = \partial Z_l^T H_{l-1}`,
-    :math:`\partial b_l = \sum_{rows} \partial Z_l`, :math:`\partial Z_{l-1} =
-    (\partial Z_l W_l) \odot [Z_{l-1} > 0]`.
-    """
-    torch = require_torch()
-    idx_np, count_np = _batch_indices(subs, seeds, r.batch_size, r.epochs)
-    n_steps, K, bs = idx_np.shape
-    Xt = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32)).to(dev)
-    yt = torch.from_numpy(np.ascontiguousarray(y, dtype=np.int64)).to(dev)
-    idx_all = torch.from_numpy(idx_np).to(dev)
-    count = torch.from_numpy(count_np).to(dev)
-    uniform = bool((count_np == bs).all())
-    rows = torch.arange(bs, device=dev)
-    W = [params[w] for w, _ in layers]
-    B = [params[b] for _, b in layers]
-    state = _BatchedOptimizer(r, params, K)
-    n_layers = len(layers)
-    minus_one = torch.full((K, bs, 1), -1.0, device=dev)
-    with torch.no_grad():
-        for step in range(n_steps):
-            flat = idx_all[step].reshape(-1)
-            h = Xt.index_select(0, flat).reshape(K, bs, -1)
-            yb = yt.index_select(0, flat).reshape(K, bs)
-            acts = [h]
-            for li in range(n_layers):
-                z = torch.baddbmm(B[li].unsqueeze(1), h, W[li].transpose(1, 2))
-                if li < n_layers - 1:
-                    h = torch.relu_(z)
-                    acts.append(h)
-            dz = torch.softmax(z, dim=2)
-            dz.scatter_add_(2, yb.unsqueeze(2), minus_one)
-            n = count[step]
-            if uniform:
-                dz.mul_(1.0 / bs)
-            else:
-                w = (rows[None, :] < n[:, None]).to(dz.dtype) / n.clamp_min(1)[:, None].to(dz.dtype)
-                dz.mul_(w.unsqueeze(2))
-            grads: dict[str, Any] = {}
-            for li in range(n_layers - 1, -1, -1):
-                wn, bn = layers[li]
-                grads[wn] = torch.bmm(dz.transpose(1, 2), acts[li])
-                grads[bn] = dz.sum(dim=1)
-                if li > 0:  # ReLU's backward, as autograd computes it
-                    dz = torch.ops.aten.threshold_backward(torch.bmm(dz, W[li]), acts[li], 0)
-            state.step(grads, n > 0)
+    return make
 
 
 class _BatchedOptimizer:

@@ -296,12 +296,25 @@ class ModelSteps(Protocol):
 
 
 class ModelTask:
-    """Trains (or loads) one model and returns its outputs; runs in a worker."""
+    """Trains (or loads) one model and returns its outputs; runs in a worker.
 
-    def __init__(self, steps: ModelSteps, codec: Codec[Model], store: ArtifactStore | None) -> None:
+    ``prefit`` maps a job's key to its model already trained in this process (and
+    stored), with whether it was trained in this run: e.g. the reference models fitted
+    in one batch with the target (:meth:`fit_together`); such a job is neither loaded
+    nor refitted.
+    """
+
+    def __init__(
+        self,
+        steps: ModelSteps,
+        codec: Codec[Model],
+        store: ArtifactStore | None,
+        prefit: Mapping[str, tuple[Model, bool]] | None = None,
+    ) -> None:
         self.steps = steps
         self.codec = codec
         self.store = store
+        self.prefit: dict[str, tuple[Model, bool]] = dict(prefit or {})
 
     def model(
         self, job: ModelJob, fitted: Model | None = None, since: int | None = None
@@ -309,6 +322,9 @@ class ModelTask:
         """``job``'s model: from the store, else ``fitted`` (already trained, e.g. by a
         batched fit that began at ``interrupts.mark() == since``) or a fresh fit; stored
         when a store is given and no signal arrived while it trained."""
+
+        if fitted is None and job.key in self.prefit:
+            return self.prefit[job.key]
 
         def create() -> Model:
             return self.steps.fit(job) if fitted is None else fitted
@@ -353,7 +369,10 @@ class ModelTask:
         numbers exactly; the models already stored are still read from the store.
         """
         store = self.store
-        missing = any(store is None or not store.contains(j.key_parts) for j in jobs)
+        missing = any(
+            j.key not in self.prefit and (store is None or not store.contains(j.key_parts))
+            for j in jobs
+        )
         todo = list(jobs) if missing else []
         fitted: dict[str, Model] = {}
         with interrupts.watching() as since:  # a signal during fit_many: none is stored
@@ -368,6 +387,23 @@ class ModelTask:
                 )
                 for j in jobs
             ]
+
+    def fit_together(self, jobs: Sequence[ModelJob]) -> dict[str, tuple[Model, bool]] | None:
+        """Fit the jobs' models as one computation (:meth:`ModelSteps.fit_many`) when any
+        of them is not in the store, and store them: ``{job key: (model, trained in
+        this call)}`` for every job (a model already in the store is read from it, as
+        in :meth:`run_batched`); ``{}`` when all are stored; None when the steps cannot
+        fit them together. The result is the ``prefit`` of later tasks, e.g. the target
+        fitted in the batch of its reference models (same recipe, one computation).
+        """
+        store = self.store
+        if not any(store is None or not store.contains(j.key_parts) for j in jobs):
+            return {}
+        with interrupts.watching() as since:  # a signal during fit_many: none is stored
+            models = self.steps.fit_many(list(jobs))
+            if models is None:
+                return None
+            return {j.key: self.model(j, m, since) for j, m in zip(jobs, models, strict=True)}
 
 
 def train_models(

@@ -1,0 +1,374 @@
+"""Reference-model training against its FLOP estimate, and the whole LiRA/RMIA audit (not a test).
+
+Run: ``.venv/bin/python benchmarks/bench_peer_overhead.py [--n-models 8] [--n-train 5000]
+[--epochs 50] [--activation tanh] [--rounds 3] [--sequential] [--audit] [--json PATH]``.
+
+The setting of issue 32 item 0 (the same torch MLP as LeakPro's Adult example): UCI Adult
+(privaudit's one-hot / standardised encoding, d = 105 features), an MLP ``d - 128 - 2``
+with ``tanh``, SGD (lr 0.01), ``epochs`` epochs, batch size 128, one torch thread
+(``torch.set_num_threads(1)``, ``OMP_NUM_THREADS=1``).
+
+**Kernel.** ``n_models`` reference models, each on its own random ``n_train`` records
+and seed, trained as one batched computation by
+:func:`privaudit.models.torch_batched.fit_many` (``--kernel auto``: the hand-written
+kernel of :mod:`privaudit.models.torch_mlp_kernel`; ``vmap``: ``vmap`` + autograd), in
+``rounds`` rounds interleaved with a matrix-multiply probe (a single-thread float32
+``512 x 512`` product sustained for a second before and after each round) so that both
+see the same machine load; the same figures in this process's CPU time are printed too
+(less sensitive to other processes on a shared machine). Printed per
+round and as medians: seconds per reference model; milliseconds per model, epoch and
+1,000 records; the FLOP estimate of the model per record and epoch, forward (``2 d_in
+d_out`` per linear layer) plus backward (the weight gradient ``2 d_in d_out`` per layer,
+the input gradient ``2 d_in d_out`` for every layer but the first), elementwise work
+(activations, softmax, bias, optimizer) not counted; the time that estimate takes at
+the probe's rate; and their ratio (goal: at most 1.5). ``--sequential`` also trains the
+models one by one (``TorchTrainer.fit``) and prints the speed-up and the largest logit
+gap between the two.
+
+**Audit** (``--audit``, ``--audit-only``). ``privaudit run`` on a config of that model
+with attacks ``lira-offline`` and ``rmia-offline``, ``n_reference`` (8) references, a
+target pool and a population of ``--pool`` / ``--population`` (10,000) records, in a
+subprocess (``audit_rounds`` times; no store, every run trains): its wall time and CPU
+time (user + system of the child), and the split from ``results.json["timings"]``:
+start-up (the wall time not inside any timed step: interpreter, imports, config, report
+writing), target training (the target step: with a batching trainer the target and its
+references are fitted together there, so the reference step is then only their
+signals), references (the reference step), scoring (the attacks, the metrics and the
+analysis) and data / preflight / split. ``--compare-src DIR`` runs each round also with
+another checkout's sources (``PYTHONPATH=DIR``, e.g. ``main``'s ``src``), interleaved.
+
+The machine's 1-minute load average is printed before and after (other processes slow
+both the probe and the training). ``--json PATH`` writes ``ms_per_model_epoch_1k``,
+``flop_per_record_epoch``, ``probe_gflops``, ``estimate_ms_per_model_epoch_1k``,
+``ratio_to_estimate``, ``seconds_per_model``, their CPU-time counterparts
+``cpu_ms_per_model_epoch_1k``, ``cpu_probe_gflops``, ``cpu_ratio_to_estimate``,
+``load_average`` and, with ``--audit``, ``audit``: per variant (``this``, ``compare``)
+the medians of ``wall_s``, ``cpu_s``, ``startup_s``, ``target_s``, ``references_s``,
+``scoring_s``, ``data_preflight_split_s``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from privaudit.data import load_adult
+from privaudit.models.torch_batched import fit_many
+from privaudit.models.torch_models import TorchRecipe, TorchTrainer
+
+FACTORY_SOURCE = """
+from torch import nn
+
+ACTS = {"tanh": nn.Tanh, "relu": nn.ReLU, "gelu": nn.GELU, "sigmoid": nn.Sigmoid}
+
+
+def mlp(n_features, hidden, n_classes, activation="tanh"):
+    return nn.Sequential(
+        nn.Linear(n_features, hidden), ACTS[activation](), nn.Linear(hidden, n_classes)
+    )
+"""
+
+
+def flop_estimate(sizes: list[int]) -> int:
+    """FLOPs of one record's forward and backward pass through linear layers ``sizes``."""
+    layers = list(itertools.pairwise(sizes))
+    forward = sum(2 * a * b for a, b in layers)
+    weight_grads = sum(2 * a * b for a, b in layers)
+    input_grads = sum(2 * a * b for a, b in layers[1:])
+    return forward + weight_grads + input_grads
+
+
+def probe_gflops(n: int = 512, seconds: float = 1.0) -> tuple[float, float]:
+    """Single-thread float32 matrix-multiply rate (GFLOP/s) sustained over about
+    ``seconds``: per second of wall time and per second of this process's CPU time."""
+    import torch
+
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    out = torch.empty(n, n)
+    for _ in range(3):
+        torch.mm(a, b, out=out)
+    count = 0
+    w0, c0 = time.perf_counter(), time.process_time()
+    while time.perf_counter() - w0 < seconds:
+        torch.mm(a, b, out=out)
+        count += 1
+    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    flop = 2 * n**3 * count
+    return flop / wall / 1e9, flop / max(cpu, 1e-9) / 1e9
+
+
+def load_average() -> float:
+    return float(os.getloadavg()[0])
+
+
+def write_factory(tmp: Path) -> Path:
+    path = tmp / "bench_peer_factories.py"
+    path.write_text(FACTORY_SOURCE)
+    return path
+
+
+def recipe(factory: Path, d: int, args: argparse.Namespace) -> TorchRecipe:
+    return TorchRecipe(
+        factory=f"{factory}:mlp",
+        factory_kwargs={
+            "n_features": d,
+            "hidden": args.hidden,
+            "n_classes": 2,
+            "activation": args.activation,
+        },
+        optimizer="sgd",
+        lr=args.lr,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        device="cpu",
+    )
+
+
+def kernel_bench(args: argparse.Namespace, factory: Path) -> dict[str, Any]:
+    data = load_adult()
+    d = int(data.X.shape[1])
+    rng = np.random.default_rng(0)
+    subsets = [
+        np.sort(rng.choice(data.n_records, size=args.n_train, replace=False))
+        for _ in range(args.n_models)
+    ]
+    seeds = [int(s) for s in rng.integers(0, 2**31, size=args.n_models)]
+    trainer = TorchTrainer(recipe(factory, d, args), n_classes=2)
+    flops = flop_estimate([d, args.hidden, 2])
+    per_1k = args.n_models * args.epochs * args.n_train / 1000
+    print(
+        f"MLP {d}-{args.hidden}-2 {args.activation}, SGD, {args.epochs} epochs, batch "
+        f"{args.batch_size}, {args.n_models} models x {args.n_train} records, kernel "
+        f"{args.kernel}, 1 thread; FLOP estimate {flops:,} per record and epoch "
+        f"(forward + backward)",
+        flush=True,
+    )
+    ms, ms_cpu, probes, probes_cpu, secs = [], [], [], [], []
+    models: list[Any] = []
+    for rnd in range(args.rounds):
+        before = probe_gflops()
+        w0, c0 = time.perf_counter(), time.process_time()
+        models = fit_many(trainer, data.X, data.y, subsets, seeds, n_classes=2, kernel=args.kernel)
+        dt, dc = time.perf_counter() - w0, time.process_time() - c0
+        after = probe_gflops()
+        rate = (before[0] + after[0]) / 2
+        rate_cpu = (before[1] + after[1]) / 2
+        probes.append(rate)
+        probes_cpu.append(rate_cpu)
+        ms.append(dt / per_1k * 1e3)
+        ms_cpu.append(dc / per_1k * 1e3)
+        secs.append(dt / args.n_models)
+        est = flops * 1000 / (rate * 1e9) * 1e3
+        est_cpu = flops * 1000 / (rate_cpu * 1e9) * 1e3
+        print(
+            f"round {rnd}: {dt / args.n_models:6.3f} s per reference model, "
+            f"{ms[-1]:6.3f} ms per model-epoch-1,000 records (wall); probe {rate:6.1f} "
+            f"GFLOP/s -> estimate {est:6.3f} ms, ratio {ms[-1] / est:5.2f}; in CPU time "
+            f"{ms_cpu[-1]:6.3f} ms, probe {rate_cpu:6.1f} GFLOP/s, ratio "
+            f"{ms_cpu[-1] / est_cpu:5.2f}  (load {load_average():.2f})",
+            flush=True,
+        )
+    rate = statistics.median(probes)
+    rate_cpu = statistics.median(probes_cpu)
+    est = flops * 1000 / (rate * 1e9) * 1e3
+    est_cpu = flops * 1000 / (rate_cpu * 1e9) * 1e3
+    out = {
+        "ms_per_model_epoch_1k": statistics.median(ms),
+        "flop_per_record_epoch": flops,
+        "probe_gflops": rate,
+        "estimate_ms_per_model_epoch_1k": est,
+        "ratio_to_estimate": statistics.median(ms) / est,
+        "seconds_per_model": statistics.median(secs),
+        "cpu_ms_per_model_epoch_1k": statistics.median(ms_cpu),
+        "cpu_probe_gflops": rate_cpu,
+        "cpu_ratio_to_estimate": statistics.median(ms_cpu) / est_cpu,
+    }
+    print(
+        f"median: {out['seconds_per_model']:.3f} s per reference model, "
+        f"{out['ms_per_model_epoch_1k']:.3f} ms per model-epoch-1,000 records; estimate "
+        f"{est:.3f} ms at the probe's {rate:.1f} GFLOP/s; ratio {out['ratio_to_estimate']:.2f} "
+        f"(goal <= 1.5); in CPU time {out['cpu_ms_per_model_epoch_1k']:.3f} ms vs "
+        f"{est_cpu:.3f} ms at {rate_cpu:.1f} GFLOP/s, ratio {out['cpu_ratio_to_estimate']:.2f}",
+        flush=True,
+    )
+    if args.sequential:
+        t0 = time.perf_counter()
+        seq = [
+            trainer.fit(data.X[s], data.y[s], seed=sd, n_classes=2)
+            for s, sd in zip(subsets, seeds, strict=True)
+        ]
+        t_s = time.perf_counter() - t0
+        Xt = data.X[:2000]
+        gap = max(
+            float(np.abs(a.logits(Xt) - b.logits(Xt)).max())
+            for a, b in zip(models, seq, strict=True)
+        )
+        out["sequential_seconds_per_model"] = t_s / args.n_models
+        out["speedup_vs_sequential"] = t_s / args.n_models / out["seconds_per_model"]
+        print(
+            f"one by one: {t_s / args.n_models:.3f} s per model (speed-up "
+            f"{out['speedup_vs_sequential']:.2f}x); largest logit gap {gap:.2e}",
+            flush=True,
+        )
+    return out
+
+
+AUDIT_CONFIG = """
+dataset: adult
+model:
+  kind: torch
+  params:
+    factory: {factory}:mlp
+    factory_kwargs: {{n_features: {d}, hidden: {hidden}, n_classes: 2, activation: {act}}}
+    optimizer: sgd
+    lr: {lr}
+    epochs: {epochs}
+    batch_size: {bs}
+    device: cpu
+attacks: [lira-offline, rmia-offline]
+sizes: {{n_target_pool: {pool}, n_population: {population}}}
+models: {{n_reference: {n_ref}}}
+seed: 0
+n_jobs: 1
+output_dir: {out}
+"""
+
+
+def _one_audit(
+    args: argparse.Namespace, factory: Path, tmp: Path, name: str, src: str | None
+) -> dict[str, float]:
+    d = int(load_adult().X.shape[1])
+    out = tmp / f"audit-{name}"
+    cfg = tmp / f"audit-{name}.yaml"
+    cfg.write_text(
+        AUDIT_CONFIG.format(
+            factory=factory,
+            d=d,
+            hidden=args.hidden,
+            act=args.activation,
+            lr=args.lr,
+            epochs=args.epochs,
+            bs=args.batch_size,
+            pool=args.pool,
+            population=args.population,
+            n_ref=args.n_reference,
+            out=out,
+        )
+    )
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    if src is not None:  # another privaudit checkout's sources first
+        env["PYTHONPATH"] = src
+    cmd = [str(Path(sys.executable).with_name("privaudit")), "run", str(cfg), "--progress", "none"]
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit(f"privaudit run failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    timings = json.loads((out / "results.json").read_text())["timings"]
+    target = float(timings.get("experiment.target", 0.0))
+    refs = float(timings.get("experiment.reference", 0.0))
+    scoring = sum(float(timings.get(k, 0.0)) for k in ("experiment.attacks", "metrics", "analysis"))
+    timed = sum(float(timings.get(k, 0.0)) for k in ("data", "preflight", "experiment"))
+    timed += sum(float(timings.get(k, 0.0)) for k in ("metrics", "analysis"))
+    return {
+        "wall_s": wall,
+        "cpu_s": (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime),
+        "startup_s": wall - timed,
+        "target_s": target,
+        "references_s": refs,
+        "scoring_s": scoring,
+        "data_preflight_split_s": timed - target - refs - scoring,
+    }
+
+
+def audit_bench(args: argparse.Namespace, factory: Path, tmp: Path) -> dict[str, Any]:
+    """``privaudit run`` rounds; with ``--compare-src`` each round also runs the other
+    checkout (interleaved, so both see the same load)."""
+    variants: list[tuple[str, str | None]] = [("this", None)]
+    if args.compare_src is not None:
+        variants.append(("compare", str(args.compare_src)))
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name, _ in variants}
+    for rnd in range(args.audit_rounds):
+        for name, src in variants:
+            run = _one_audit(args, factory, tmp, f"{name}-{rnd}", src)
+            runs[name].append(run)
+            print(
+                f"audit round {rnd} ({name}): wall {run['wall_s']:6.2f} s (CPU "
+                f"{run['cpu_s']:6.2f} s) = start-up {run['startup_s']:5.2f} + target "
+                f"{run['target_s']:5.2f} + {args.n_reference} references "
+                f"{run['references_s']:5.2f} + scoring {run['scoring_s']:5.2f} + "
+                f"data/preflight/split {run['data_preflight_split_s']:5.2f}  "
+                f"(load {load_average():.2f})",
+                flush=True,
+            )
+    out: dict[str, Any] = {}
+    for name, rs in runs.items():
+        med = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
+        out[name] = med
+        print(
+            f"audit median ({name}): " + ", ".join(f"{k} {v:.2f}" for k, v in med.items()),
+            flush=True,
+        )
+    if "compare" in out:
+        for k in ("wall_s", "cpu_s"):
+            print(f"{k}: this / compare = {out['this'][k] / out['compare'][k]:.2f}", flush=True)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--n-models", type=int, default=8)
+    ap.add_argument("--n-train", type=int, default=5000)
+    ap.add_argument("--epochs", type=int, default=50)
+    ap.add_argument("--batch-size", type=int, default=128)
+    ap.add_argument("--hidden", type=int, default=128)
+    ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--activation", choices=("tanh", "relu", "gelu", "sigmoid"), default="tanh")
+    ap.add_argument("--kernel", choices=("auto", "mlp", "vmap"), default="auto")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--sequential", action="store_true")
+    ap.add_argument("--audit", action="store_true")
+    ap.add_argument("--audit-only", action="store_true")
+    ap.add_argument("--audit-rounds", type=int, default=3)
+    ap.add_argument("--n-reference", type=int, default=8)
+    ap.add_argument("--pool", type=int, default=10000)
+    ap.add_argument("--population", type=int, default=10000)
+    ap.add_argument("--compare-src", type=Path, default=None)
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+
+    import torch
+
+    torch.set_num_threads(1)
+    load0 = load_average()
+    print(f"load average (1 min) {load0:.2f} on {os.cpu_count()} CPUs", flush=True)
+    result: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        factory = write_factory(tmp)
+        if not args.audit_only:
+            result.update(kernel_bench(args, factory))
+        if args.audit or args.audit_only:
+            result["audit"] = audit_bench(args, factory, tmp)
+    result["load_average"] = [load0, load_average()]
+    print(f"load average (1 min) {result['load_average'][1]:.2f} after", flush=True)
+    if args.json is not None:
+        args.json.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

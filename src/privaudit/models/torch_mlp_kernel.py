@@ -1,0 +1,382 @@
+r"""The hand-written batched kernel of :func:`~privaudit.models.torch_batched.fit_many`:
+``K`` stacked MLPs, forward and backward written out with batched matrix products.
+
+The networks it covers (:func:`mlp_ops`): an ``nn.Sequential`` of ``nn.Linear`` layers
+(with or without bias) and elementwise activations -- ``ReLU``, ``Tanh``, ``Sigmoid``,
+``GELU`` (both approximations), ``LeakyReLU``, ``ELU``, ``CELU``, ``SELU``, ``SiLU``,
+``Mish``, ``Softplus``, ``Hardtanh``, ``ReLU6``, ``Hardsigmoid``, ``Hardswish`` -- in any
+order, plus the modules that are the identity on a ``(n, d)`` batch in training mode
+(``Identity``, ``Flatten()``, ``Dropout(p=0)``). Anything else (convolutions, batch norm,
+dropout with ``p > 0``, a subclass of one of these types) is left to the ``vmap`` kernel.
+
+Forward, per model ``k`` and mini-batch ``H_0`` (one :func:`torch.baddbmm` over the
+model axis per linear layer): :math:`Z = H W^T + b`; an activation :math:`H = f(Z)`.
+The loss is the mean cross-entropy over model ``k``'s ``n_k`` real rows, whose gradient
+in the logits is :math:`(\mathrm{softmax}(Z_L) - Y) / n_k` on real rows, 0 on padding
+rows (computed in the ``(K, C, rows)`` layout, where the softmax over few classes is
+several times faster on the CPU than over the last axis). Backward: a linear layer
+gives :math:`\partial W = \partial Z^T H`, :math:`\partial b = \sum_{rows} \partial Z`
+and, unless nothing before it has parameters, :math:`\partial H = \partial Z W`; an
+activation's backward is the ATen backward kernel autograd itself calls for it
+(``threshold_backward``, ``tanh_backward``, ``gelu_backward``, ...), so its gradient is
+autograd's bit for bit given the same inputs (Rumelhart et al. 1986; Goodfellow et al.
+2016, Sec. 6.5 for the back-propagation equations).
+
+One exception to "the same operations as autograd": on the CPU, ``torch.tanh`` costs
+several times a ``sigmoid`` (a scalar loop in this build: about 4 ns an element, where
+the matrix products of a 128-unit layer cost about 1 ns a unit and record), so ``Tanh``
+is computed as :math:`2\,\sigma(2z) - 1`, the same function, with an absolute rounding
+difference of at most about :math:`2 \cdot 10^{-7}` from ``torch.tanh``; on CUDA
+``torch.tanh`` is used. Everything else agrees with one-by-one training up to the
+rounding of the matrix products (batched vs single), which the tests bound.
+
+Every mini-batch of every model is gathered with one index operation from index arrays
+prepared before training (the batches of :func:`~privaudit.models.torch_recipe.batch_order`
+with ``default_rng(seed_k)``, as the one-by-one trainer draws them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from privaudit.models.torch_recipe import batch_order, require_torch
+
+__all__ = ["ACTIVATIONS", "ActivationOp", "LinearOp", "mlp_ops", "train_mlp"]
+
+#: The activation modules the kernel covers (``torch.nn`` class names).
+ACTIVATIONS = (
+    "ReLU",
+    "Tanh",
+    "Sigmoid",
+    "GELU",
+    "LeakyReLU",
+    "ELU",
+    "CELU",
+    "SELU",
+    "SiLU",
+    "Mish",
+    "Softplus",
+    "Hardtanh",
+    "ReLU6",
+    "Hardsigmoid",
+    "Hardswish",
+)
+
+# torch.nn.functional.selu's constants (aten/src/ATen/native/Activation.cpp)
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+@dataclasses.dataclass(frozen=True)
+class LinearOp:
+    """A linear layer: the names of its weight and bias (None without bias) in the
+    module's state dict."""
+
+    weight: str
+    bias: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class ActivationOp:
+    """An elementwise activation: ``forward(z) -> h`` and ``backward(dh, z, h) -> dz``
+    (autograd's backward kernel of the activation); ``forward_`` computes ``h`` in
+    ``z``'s memory where the backward reads only ``h`` (None otherwise)."""
+
+    name: str
+    forward: Callable[[Any], Any]
+    backward: Callable[[Any, Any, Any], Any]
+    forward_: Callable[[Any], Any] | None = None
+
+
+Op = LinearOp | ActivationOp
+
+
+class StackedOptimizer(Protocol):
+    """The optimizer of the stacked parameters (``torch_batched._BatchedOptimizer``)."""
+
+    def step(self, grads: dict[str, Any], active: Any) -> None: ...
+
+
+def _fast_tanh(z: Any) -> Any:
+    return _fast_tanh_(z.clone())
+
+
+def _fast_tanh_(z: Any) -> Any:
+    """``tanh`` in place: ``2 sigmoid(2 z) - 1`` on the CPU (see the module docstring)."""
+    if z.device.type != "cpu":
+        return z.tanh_()
+    return z.mul_(2.0).sigmoid_().mul_(2.0).sub_(1.0)
+
+
+def _activation(m: Any) -> ActivationOp | None:
+    """The kernel's form of activation module ``m`` (exact types only), else None."""
+    torch = require_torch()
+    nn, F, aten = torch.nn, torch.nn.functional, torch.ops.aten
+    t = type(m)
+    if t is nn.ReLU:
+        return ActivationOp(
+            "ReLU", torch.relu, lambda g, z, h: aten.threshold_backward(g, h, 0), torch.relu_
+        )
+    if t is nn.Tanh:
+        return ActivationOp(
+            "Tanh", _fast_tanh, lambda g, z, h: aten.tanh_backward(g, h), _fast_tanh_
+        )
+    if t is nn.Sigmoid:
+        return ActivationOp(
+            "Sigmoid", torch.sigmoid, lambda g, z, h: aten.sigmoid_backward(g, h), torch.sigmoid_
+        )
+    if t is nn.GELU:
+        a = str(m.approximate)
+        return ActivationOp(
+            "GELU",
+            lambda z: F.gelu(z, approximate=a),
+            lambda g, z, h: aten.gelu_backward(g, z, approximate=a),
+        )
+    if t is nn.LeakyReLU:
+        s = float(m.negative_slope)
+        return ActivationOp(
+            "LeakyReLU",
+            lambda z: F.leaky_relu(z, s),
+            lambda g, z, h: aten.leaky_relu_backward(g, z, s, False),
+        )
+    if t is nn.ELU:
+        al = float(m.alpha)
+        return ActivationOp(
+            "ELU",
+            lambda z: F.elu(z, al),
+            lambda g, z, h: aten.elu_backward(g, al, 1.0, 1.0, False, z),
+        )
+    if t is nn.CELU:
+        al = float(m.alpha)
+        return ActivationOp(
+            "CELU",
+            lambda z: F.celu(z, al),
+            lambda g, z, h: aten.elu_backward(g, al, 1.0, 1.0 / al, False, z),
+        )
+    if t is nn.SELU:
+        return ActivationOp(
+            "SELU",
+            F.selu,
+            lambda g, z, h: aten.elu_backward(g, _SELU_ALPHA, _SELU_SCALE, 1.0, False, z),
+        )
+    if t is nn.SiLU:
+        return ActivationOp("SiLU", F.silu, lambda g, z, h: aten.silu_backward(g, z))
+    if t is nn.Mish:
+        return ActivationOp("Mish", F.mish, lambda g, z, h: aten.mish_backward(g, z))
+    if t is nn.Softplus:
+        beta, thr = float(m.beta), float(m.threshold)
+        return ActivationOp(
+            "Softplus",
+            lambda z: F.softplus(z, beta, thr),
+            lambda g, z, h: aten.softplus_backward(g, z, beta, thr),
+        )
+    if t in (nn.Hardtanh, nn.ReLU6):
+        lo, hi = float(m.min_val), float(m.max_val)
+        return ActivationOp(
+            t.__name__,
+            lambda z: F.hardtanh(z, lo, hi),
+            lambda g, z, h: aten.hardtanh_backward(g, z, lo, hi),
+        )
+    if t is nn.Hardsigmoid:
+        return ActivationOp(
+            "Hardsigmoid", F.hardsigmoid, lambda g, z, h: aten.hardsigmoid_backward(g, z)
+        )
+    if t is nn.Hardswish:
+        return ActivationOp("Hardswish", F.hardswish, lambda g, z, h: aten.hardswish_backward(g, z))
+    return None
+
+
+def _is_identity(m: Any) -> bool:
+    """Modules that leave a ``(n, d)`` training batch unchanged."""
+    nn = require_torch().nn
+    t = type(m)
+    if t is nn.Identity:
+        return True
+    if t is nn.Flatten:
+        return int(m.start_dim) == 1 and int(m.end_dim) == -1
+    if t in (nn.Dropout, nn.AlphaDropout):
+        return float(m.p) == 0.0
+    return False
+
+
+def mlp_ops(module: Any) -> list[Op] | None:
+    """The kernel's operations for ``module``: a ``Sequential`` of ``Linear`` layers and
+    elementwise activations (see the module docstring) with at least one ``Linear``;
+    None for any other module."""
+    nn = require_torch().nn
+    if type(module) is not nn.Sequential or len(module) == 0:
+        return None
+    ops: list[Op] = []
+    for name, m in module.named_children():
+        if type(m) is nn.Linear:
+            ops.append(LinearOp(f"{name}.weight", None if m.bias is None else f"{name}.bias"))
+            continue
+        if _is_identity(m):
+            continue
+        act = _activation(m)
+        if act is None:
+            return None
+        ops.append(act)
+    if not any(isinstance(op, LinearOp) for op in ops):
+        return None
+    return ops
+
+
+def batch_indices(
+    subs: Sequence[NDArray[np.int64]], seeds: Sequence[int], batch_size: int, epochs: int
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Every step's rows of every model, ``(n_steps, K, batch_size)`` (padding: row 0),
+    and the number of real rows ``(n_steps, K)``: :func:`batch_order` with
+    ``default_rng(seed_k)``, as the one-by-one trainer draws them."""
+    orders = [
+        batch_order(s.size, batch_size, epochs, np.random.default_rng(seed))
+        for s, seed in zip(subs, seeds, strict=True)
+    ]
+    n_steps = max(len(o) for o in orders)
+    K = len(subs)
+    idx = np.zeros((n_steps, K, batch_size), dtype=np.int64)
+    count = np.zeros((n_steps, K), dtype=np.int64)
+    for k, (s, order) in enumerate(zip(subs, orders, strict=True)):
+        for step, rows in enumerate(order):
+            idx[step, k, : rows.size] = s[rows]
+            count[step, k] = rows.size
+    return idx, count
+
+
+def train_mlp(
+    r: Any,
+    params: dict[str, Any],
+    ops: Sequence[Op],
+    X: NDArray[np.float64],
+    y: NDArray[np.int64],
+    subs: Sequence[NDArray[np.int64]],
+    seeds: Sequence[int],
+    dev: str,
+    make_state: Callable[[dict[str, Any]], StackedOptimizer],
+) -> None:
+    """Train the stacked networks ``params`` (leading model axis) in place.
+
+    Parameters
+    ----------
+    r : TorchRecipe
+        Batch size and epochs (the optimizer is ``state``).
+    params : dict of str to Tensor
+        Stacked parameters, updated in place by ``state``.
+    ops : sequence of LinearOp or ActivationOp
+        From :func:`mlp_ops`.
+    X, y : arrays
+        All records; ``subs[k]`` are model ``k``'s rows.
+    subs, seeds : sequences
+        Model ``k``'s training rows and seed (its batch order).
+    dev : str
+    make_state : callable
+        The optimizer of a dict of stacked parameters (e.g. ``_BatchedOptimizer``): it
+        applies one step of every active model's update from its gradients.
+
+    Notes
+    -----
+    On the CPU the first layer's input width is padded with zero features to a multiple
+    of 16 (whole 64-byte rows: the batched products run faster): the padded weights get
+    exactly zero gradients and stay zero under every optimizer, so the trained network
+    is the unpadded one; the summation order of the products may change, not their
+    terms.
+    """
+    torch = require_torch()
+    idx_np, count_np = batch_indices(subs, seeds, r.batch_size, r.epochs)
+    n_steps, K, bs = idx_np.shape
+    # only the rows some model trains on, so that the gathered table stays in cache
+    used, idx_np = np.unique(idx_np, return_inverse=True)
+    idx_np = idx_np.reshape(n_steps, K, bs)
+    Xu = np.ascontiguousarray(X[used], dtype=np.float32)
+    # a linear layer needs its input's gradient only when something before it learns
+    first_linear = next(i for i, op in enumerate(ops) if isinstance(op, LinearOp))
+    work = dict(params)
+    w0 = ops[0].weight if isinstance(ops[0], LinearOp) else None
+    d = Xu.shape[1]
+    pad = (-d) % 16 if dev == "cpu" and w0 is not None else 0
+    if pad and w0 is not None:
+        Xu = np.concatenate([Xu, np.zeros((Xu.shape[0], pad), dtype=np.float32)], axis=1)
+        wp = params[w0].new_zeros((*params[w0].shape[:2], d + pad))
+        wp[:, :, :d] = params[w0]
+        work[w0] = wp
+    state = make_state(work)
+    Xt = torch.from_numpy(Xu).to(dev)
+    yt = torch.from_numpy(np.ascontiguousarray(y[used], dtype=np.int64)).to(dev)
+    idx_all = torch.from_numpy(idx_np).to(dev)
+    count = torch.from_numpy(count_np).to(dev)
+    full = (count_np == bs).all(axis=1)  # steps where every model has a whole batch
+    # steps where every model has the same number of rows (equal training-set sizes)
+    same = (count_np == count_np[:, :1]).all(axis=1)
+    active_np = count_np > 0
+    all_active = torch.ones(K, dtype=torch.bool, device=dev)
+    rows = torch.arange(bs, device=dev)
+    minus_one = torch.full((K, 1, bs), -1.0, device=dev)
+    # plain SGD (no momentum, no weight decay) on a step where every model learns:
+    # p <- p - lr * grad written straight into the parameters (baddbmm_ / add_)
+    plain_sgd = r.optimizer == "sgd" and not r.momentum and not r.weight_decay
+    lr = float(r.lr)
+    with torch.no_grad():
+        for step in range(n_steps):
+            flat = idx_all[step].reshape(-1)
+            h = Xt.index_select(0, flat).reshape(K, bs, -1)
+            yb = yt.index_select(0, flat).reshape(K, 1, bs)
+            saved: list[tuple[Any, Any]] = []
+            prev_linear = False
+            for op in ops:
+                if isinstance(op, LinearOp):
+                    saved.append((h, None))
+                    w = work[op.weight].transpose(1, 2)
+                    if op.bias is None:
+                        h = torch.bmm(h, w)
+                    else:
+                        h = torch.baddbmm(work[op.bias].unsqueeze(1), h, w)
+                    prev_linear = True
+                    continue
+                z = h
+                # a linear layer's fresh output is read by nothing else: overwrite it
+                h = op.forward_(z) if prev_linear and op.forward_ is not None else op.forward(z)
+                saved.append((z, h))
+                prev_linear = False
+            # d(mean CE)/d logits in the (K, C, rows) layout: softmax - one-hot, / n_k
+            dzt = torch.softmax(h.transpose(1, 2), dim=1)
+            dzt.scatter_add_(1, yb, minus_one)
+            if full[step]:
+                dzt.mul_(1.0 / bs)
+            elif same[step]:  # every model's first c rows are real
+                c = int(count_np[step, 0])
+                dzt[:, :, c:].zero_()
+                dzt.mul_(1.0 / max(c, 1))
+            else:
+                n = count[step]
+                wt = (rows[None, :] < n[:, None]).to(dzt.dtype)
+                dzt.mul_((wt / n.clamp_min(1)[:, None].to(dzt.dtype)).unsqueeze(1))
+            dz = dzt.transpose(1, 2)
+            fused = plain_sgd and bool(active_np[step].all())
+            grads: dict[str, Any] = {}
+            for i in range(len(ops) - 1, first_linear - 1, -1):
+                op = ops[i]
+                a, out = saved[i]
+                if isinstance(op, ActivationOp):
+                    dz = op.backward(dz, a, out)
+                    continue
+                dh = torch.bmm(dz, work[op.weight]) if i > first_linear else None
+                if fused:
+                    work[op.weight].baddbmm_(dz.transpose(1, 2), a, alpha=-lr)
+                    if op.bias is not None:
+                        work[op.bias].add_(dz.sum(dim=1), alpha=-lr)
+                else:
+                    grads[op.weight] = torch.bmm(dz.transpose(1, 2), a)
+                    if op.bias is not None:
+                        grads[op.bias] = dz.sum(dim=1)
+                dz = dh
+            if not fused:
+                active = all_active if active_np[step].all() else torch.from_numpy(active_np[step])
+                state.step(grads, active.to(dev))
+    if pad and w0 is not None:
+        with torch.no_grad():
+            params[w0].copy_(work[w0][:, :, :d])

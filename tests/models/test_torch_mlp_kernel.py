@@ -1,0 +1,157 @@
+"""The hand-written batched MLP kernel (models/torch_mlp_kernel.py) against one-by-one
+training with torch.optim and autograd, for every activation it covers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from privaudit.errors import InvalidInputError
+from privaudit.models.torch_mlp_kernel import ACTIVATIONS
+from privaudit.models.torch_models import TorchRecipe, TorchTrainer
+
+FACTORIES = str(Path(__file__).with_name("torch_factories.py"))
+
+
+def _data(n: int = 200, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    y = (X[:, 0] > 0).astype(np.int64) + (X[:, 1] > 1).astype(np.int64)
+    return X, y
+
+
+def _recipe(act: str, **kw: object) -> TorchRecipe:
+    base: dict[str, object] = {
+        "factory": f"{FACTORIES}:act_mlp",
+        "factory_kwargs": {"act": act},
+        "epochs": 5,
+        "batch_size": 16,
+        "lr": 0.05,
+        "device": "cpu",
+    }
+    base.update(kw)
+    return TorchRecipe(**base)  # type: ignore[arg-type]
+
+
+def test_the_kernel_covers_sequentials_of_linear_layers_and_activations() -> None:
+    torch = pytest.importorskip("torch")
+    from privaudit.models.torch_batched import mlp_layers
+    from privaudit.models.torch_mlp_kernel import mlp_ops
+
+    nn = torch.nn
+    net = _recipe("Tanh", factory_kwargs={"act": "Tanh", "bias": False}).build(0)
+    # Dropout(0) and Identity are skipped; the middle layer has no bias
+    assert mlp_layers(net) == [("0.weight", "0.bias"), ("3.weight", None), ("6.weight", "6.bias")]
+    assert [getattr(op, "name", "linear") for op in mlp_ops(net) or []] == [
+        "linear",
+        "Tanh",
+        "linear",
+        "Tanh",
+        "linear",
+    ]
+    assert mlp_ops(nn.Sequential(nn.Linear(3, 2), nn.Dropout(0.5))) is None  # random
+    assert mlp_ops(nn.Sequential(nn.Linear(3, 2), nn.Softmax(dim=1))) is None  # not elementwise
+    assert mlp_ops(nn.Sequential(nn.Tanh())) is None  # nothing to learn
+    assert mlp_ops(nn.Linear(3, 2)) is None  # not a Sequential
+
+    class MyTanh(nn.Tanh):  # a subclass may change forward: not trusted
+        pass
+
+    assert mlp_ops(nn.Sequential(nn.Linear(3, 2), MyTanh(), nn.Linear(2, 2))) is None
+
+
+@pytest.mark.parametrize("act", ACTIVATIONS)
+def test_one_step_gradients_are_autograds(act: str) -> None:
+    # one full-batch SGD step with lr 1: the weights move by exactly minus the gradient,
+    # so the batched kernel's weights equal one-by-one training's up to the rounding of
+    # the matrix products (a wrong backward formula would be off by ~1e-2)
+    pytest.importorskip("torch")
+    from privaudit.models.torch_batched import fit_many
+
+    X, y = _data(64)
+    rec = _recipe(act, optimizer="sgd", lr=1.0, epochs=1, batch_size=64)
+    tr = TorchTrainer(rec, n_classes=3)
+    subsets = [np.arange(64), np.arange(64)]
+    batched = fit_many(tr, X, y, subsets, [3, 4], n_classes=3, kernel="mlp")
+    for sd, m in zip([3, 4], batched, strict=True):
+        one = tr.fit(X, y, seed=sd, n_classes=3)
+        start = rec.build(sd).state_dict()
+        for name, w in one.module.state_dict().items():
+            moved = (w - start[name]).abs().max().item()
+            gap = (m.module.state_dict()[name] - w).abs().max().item()
+            assert gap <= 1e-6 * max(1.0, moved), (name, gap, moved)
+
+
+# the default run trains a few activations end to end (the one-step test above checks
+# every activation's gradient); the slow run all of them
+_DEFAULT_RUN = ("ReLU", "Tanh", "GELU", "ELU")
+
+
+@pytest.mark.parametrize(
+    "act",
+    [a if a in _DEFAULT_RUN else pytest.param(a, marks=pytest.mark.slow) for a in ACTIVATIONS],
+)
+def test_batched_kernel_equals_one_by_one_for_each_activation(act: str) -> None:
+    # several epochs, unequal subsets (partial batches, models that stop early), SGD
+    # variants and Adam: logits within 5e-5 of one-by-one training (float32
+    # rounding, and tanh computed as 2 sigmoid(2z) - 1 on the CPU)
+    pytest.importorskip("torch")
+    from privaudit.models.torch_batched import fit_many
+
+    X, y = _data(200)
+    rng = np.random.default_rng(2)
+    subsets = [np.sort(rng.choice(200, size=n, replace=False)) for n in (90, 100, 77)]
+    seeds = [4, 5, 6]
+    # plain SGD (the update written into the parameters), SGD with momentum and weight
+    # decay, Adam (the optimizer of the stacked tensors)
+    for opt, momentum, wd, bias in (
+        ("sgd", 0.0, 0.0, True),
+        ("sgd", 0.9, 0.01, True),
+        ("adam", 0.0, 0.01, False),
+    ):
+        rec = _recipe(
+            act,
+            factory_kwargs={"act": act, "bias": bias},
+            optimizer=opt,
+            momentum=momentum,
+            weight_decay=wd,
+        )
+        tr = TorchTrainer(rec, n_classes=3)
+        batched = fit_many(tr, X, y, subsets, seeds, n_classes=3, kernel="mlp")
+        for s, sd, m in zip(subsets, seeds, batched, strict=True):
+            one = tr.fit(X[s], y[s], seed=sd, n_classes=3)
+            np.testing.assert_allclose(m.logits(X), one.logits(X), atol=5e-5, err_msg=opt)
+
+
+def test_equal_subsets_with_a_partial_last_batch() -> None:
+    # every model has the same number of rows at every step (the last batch of an epoch
+    # partial): the kernel's shared-count path
+    pytest.importorskip("torch")
+    from privaudit.models.torch_batched import fit_many
+
+    X, y = _data(200)
+    subsets = [np.arange(0, 100), np.arange(50, 150), np.arange(100, 200)]
+    for opt in ("sgd", "adam"):
+        rec = _recipe("GELU", optimizer=opt, batch_size=24)  # 100 = 4 * 24 + 4
+        tr = TorchTrainer(rec, n_classes=3)
+        ms = fit_many(tr, X, y, subsets, [1, 2, 3], n_classes=3, kernel="mlp")
+        for s, sd, m in zip(subsets, [1, 2, 3], ms, strict=True):
+            one = tr.fit(X[s], y[s], seed=sd, n_classes=3)
+            np.testing.assert_allclose(m.logits(X), one.logits(X), atol=5e-5, err_msg=opt)
+
+
+def test_other_networks_fall_back_to_vmap() -> None:
+    pytest.importorskip("torch")
+    from privaudit.models.torch_batched import fit_many, mlp_layers
+
+    X, y = _data(60)
+    rec = _recipe("Tanh", factory=f"{FACTORIES}:layer_norm_mlp", factory_kwargs={}, epochs=2)
+    tr = TorchTrainer(rec, n_classes=3)
+    assert mlp_layers(rec.build(0)) is None
+    with pytest.raises(InvalidInputError, match="elementwise activations"):
+        fit_many(tr, X, y, [np.arange(30), np.arange(30, 60)], [1, 2], kernel="mlp")
+    auto = fit_many(tr, X, y, [np.arange(30), np.arange(30, 60)], [1, 2], n_classes=3)
+    one = tr.fit(X[30:], y[30:], seed=2, n_classes=3)
+    np.testing.assert_allclose(auto[1].logits(X), one.logits(X), atol=1e-5)
