@@ -98,6 +98,11 @@ def test_run_huggingface_directory(tmp_path: Path, lm_dirs: dict[str, Path], cap
         ({"device": "tpu"}, "device: expected auto, cpu, cuda or cuda:N"),
         ({"epochs": 3}, "epochs: unknown field"),
         ({"reference": None, "signals": ["loss", "reference"]}, "need a reference model"),
+        (
+            {"signals": ["loss", "ez-mia"]},
+            "signals: ez-mia need the model the target was fine-tuned from",
+        ),
+        ({"base": {"path": "missing-base"}}, "base.path: expected a local"),
     ],
 )
 def test_config_errors_exit_2_naming_the_field(
@@ -110,6 +115,51 @@ def test_config_errors_exit_2_naming_the_field(
     cfg = _config(tmp_path, lm_dirs, **over)
     assert main(["run", str(cfg), "--no-progress"]) == 2
     assert match in capsys.readouterr().err
+    assert not (tmp_path / "rep").exists()
+
+
+def test_run_with_the_base_model(tmp_path: Path, lm_dirs: dict[str, Path], capsys) -> None:  # type: ignore[no-untyped-def]
+    """``base:`` adds ez-mia, wbc and informia-token after the other signals, the base to
+    the models and the top leaking texts to results.json and the report; verify passes;
+    the blind baseline's verdict is printed before the table."""
+    cfg = _config(
+        tmp_path,
+        lm_dirs,
+        base={"path": str(lm_dirs["reference"])},
+        blind_folds=2,
+        blind_permutations=0,
+    )
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    shown = capsys.readouterr().out
+    assert shown.index("blind baseline") < shown.index("Membership signals")
+    res = json.loads((tmp_path / "rep" / "results.json").read_text())
+    names = [a["name"] for a in res["attacks"]]
+    assert names[-4:] == ["ez-mia", "wbc", "informia-token", "blind-baseline"]
+    assert set(res["llm"]["models"]) == {"target", "reference", "base"}
+    assert res["settings"]["model"]["base"]["path"] == str(lm_dirs["reference"])
+    lk = res["llm"]["leaking_texts"]
+    assert lk["signal"] == "ez-mia" and lk["n"] == 10 and lk["texts"][0]["tokens"]
+    html = (tmp_path / "rep" / "report.html").read_text()
+    assert "Top leaking texts" in html and "ez-mia" in html
+    assert main(["verify", str(tmp_path / "rep")]) == 0
+
+
+def test_a_peft_adapter_target_without_peft_exits_2(
+    tmp_path: Path, lm_dirs: dict[str, Path], capsys
+) -> None:  # type: ignore[no-untyped-def]
+    from privaudit.llm.adapter import peft_available
+
+    if peft_available():
+        pytest.skip("peft is installed")
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text(
+        json.dumps({"base_model_name_or_path": str(lm_dirs["target"]), "peft_type": "LORA"})
+    )
+    cfg = _config(tmp_path, lm_dirs, target={"kind": "huggingface", "path": str(adapter)})
+    assert main(["run", str(cfg), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "is a PEFT/LoRA adapter" in err and "pip install peft" in err
     assert not (tmp_path / "rep").exists()
 
 
