@@ -192,3 +192,50 @@ def test_run_huggingface_shows_plain_progress(
     assert lines[0] == "privaudit: loading the models..."
     assert any(x.startswith("privaudit: scoring (") for x in lines), lines
     assert lines[-1].startswith("privaudit: writing the report")
+
+
+def test_a_peft_adapter_target_is_merged_into_its_base(
+    tmp_path: Path, lm_dirs: dict[str, Path], capsys
+) -> None:  # type: ignore[no-untyped-def]
+    """With peft installed, a LoRA adapter directory is a target: merged into the base its
+    adapter_config.json names (a local directory), which is the base signals' reference."""
+    peft = pytest.importorskip("peft")
+    import torch
+
+    from privaudit.llm.adapter import adapter_base_dir, load_adapter_target
+    from privaudit.models.causal_lm import CausalLM
+
+    base = CausalLM.from_directory(lm_dirs["target"], device="cpu")
+    cfg_lora = peft.LoraConfig(r=4, lora_alpha=8, target_modules=["c_attn"], fan_in_fan_out=True)
+    wrapped = peft.get_peft_model(base.model, cfg_lora)
+    torch.manual_seed(0)
+    for name, p in wrapped.named_parameters():
+        if "lora_B" in name:
+            torch.nn.init.normal_(p, std=0.5)  # a non-trivial adapter
+    adapter = tmp_path / "adapter"
+    wrapped.save_pretrained(str(adapter))
+    cfg_path = adapter / "adapter_config.json"
+    raw = json.loads(cfg_path.read_text())
+    raw["base_model_name_or_path"] = str(lm_dirs["target"])
+    cfg_path.write_text(json.dumps(raw))
+    assert adapter_base_dir(adapter) == lm_dirs["target"].resolve()
+    text = "To be, or not to be, that is the question"
+    with torch.no_grad():
+        ids = torch.tensor([base.tokenize([text])[0]])
+        want = wrapped(input_ids=ids).logits
+    merged = load_adapter_target(adapter, lm_dirs["target"], device="cpu", max_length=128)
+    with torch.no_grad():
+        got = merged.model(input_ids=ids).logits
+    assert torch.allclose(got, want, atol=1e-4)
+    cfg = _config(
+        tmp_path,
+        lm_dirs,
+        target={"kind": "huggingface", "path": str(adapter)},
+        signals=["loss", "ez-mia"],
+        blind_folds=0,
+    )
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    res = json.loads((tmp_path / "rep" / "results.json").read_text())
+    assert [a["name"] for a in res["attacks"]] == ["loss", "ez-mia"]
+    assert res["llm"]["models"]["target"]["name"] == "adapter"
+    assert "base" in res["llm"]["models"]

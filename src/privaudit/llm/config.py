@@ -146,13 +146,7 @@ class LLMAuditConfig(StrictModel):
                     f"signals: {', '.join(need)} need a reference model; add "
                     "'reference: {path: DIR}' or drop them"
                 )
-        if self.base is None and self.signals is not None:
-            need = [s for s in self.signals if s in _BASE_SIGNALS]
-            if need:
-                raise ValueError(
-                    f"signals: {', '.join(need)} need the model the target was fine-tuned "
-                    "from; add 'base: {path: DIR}' or drop them"
-                )
+
         if (
             self.stride is not None
             and self.max_length is not None
@@ -180,6 +174,13 @@ class LLMAuditConfig(StrictModel):
             self.reference.check_exists("reference")
         if self.base is not None:
             self.base.check_exists("base")
+        need = [s for s in self.signals or () if s in _BASE_SIGNALS]
+        if self.base is None and need and not (self.target.path / "adapter_config.json").is_file():
+            # a PEFT adapter target brings its base (privaudit.llm.adapter)
+            raise ConfigError(
+                f"signals: {', '.join(need)} need the model the target was fine-tuned from; "
+                "add 'base: {path: DIR}' or drop them"
+            )
         if not self.data.texts.is_file():
             raise ConfigError(
                 f"data.texts: expected an existing JSONL file, found no file at {self.data.texts}"
