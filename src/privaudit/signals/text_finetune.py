@@ -63,6 +63,14 @@ tokens above a threshold) and whether its population term is taken over the voca
 each context or over population texts; the mean over tokens with the per-context
 vocabulary is this implementation's choice, stated so that a reader can compare.
 
+Sources and what could not be settled: the papers' full texts (and so their section and
+equation numbers) were not readable here; the definitions follow their abstracts and
+summaries (EZ-MIA: the EZ score at error positions against the pretrained base, two
+forward passes; WBC: sign votes of windows, geometrically spaced sizes; InfoRMIA: the
+information-gain statistic with the KL population term and its token-level variant) and,
+for EZ-MIA and WBC, the authors' public code named above. Each paper is cited by its arXiv
+number; a section is named only where a source here showed it.
+
 Per-token scores (:func:`token_scores`) are what the report shows for the top leaking
 texts: ``d_t``, the error positions and the InfoRMIA token scores.
 
