@@ -14,13 +14,15 @@ The flow (each step cached in --cache, so a killed run resumes):
    the base chunks;
 3. the target = the base fine-tuned on the member chunks; the reference = the base
    fine-tuned with the same recipe on the reference chunks (llm-core's recipe,
-   :class:`privaudit.FineTuneRecipe`);
+   :class:`privaudit.FineTuneRecipe`); the base itself is the reference of the signals
+   against the model the target was fine-tuned from (ez-mia, wbc, informia-token);
 4. the audit through the code path of ``privaudit run`` (the models are saved as Hugging
    Face directories and the audited texts as JSONL; a config with ``target.kind:
    huggingface`` points at them): every signal, the blind baseline, the one-run epsilon
    lower bounds; results.json, scores.npz, report.html and bundle.json in --out.
 
-It prints AUC and TPR at 1% FPR of every signal and of the blind baseline, and the largest
+It prints the blind baseline's shift warning (when there is one) first, then AUC and TPR at 1%
+FPR of every signal and of the blind baseline, and the largest
 one-run epsilon lower bound over the signals. ``--json PATH`` writes exactly
 ``{"signals": {name: {"auc", "tpr_at_fpr": {"0.01"}}}, "blind_baseline": {...},
 "epsilon_lower_bound": ...}``.
@@ -136,6 +138,7 @@ def main() -> None:
             return CausalLM.from_directory(base_dir, device="cpu")
 
         base_id = base_dir.name
+        base_model: dict[str, Any] = {"path": base_dir}
     else:
         gguf_dir, gguf_name = smollm2_gguf()
         with open(gguf_dir / gguf_name, "rb") as fh:
@@ -144,6 +147,7 @@ def main() -> None:
             "model": "SmolLM2-135M-Instruct (Q4_1 GGUF, de-quantised)",
             "gguf_sha256": base_id,
         }
+        base_model = {"path": gguf_dir, "gguf_file": gguf_name}
 
         def load_base() -> CausalLM:
             return CausalLM.from_directory(gguf_dir, gguf_file=gguf_name, device="cpu")
@@ -163,6 +167,7 @@ def main() -> None:
     config = LLMAuditConfig(
         target={"kind": "huggingface", "path": dirs["target"]},
         reference={"path": dirs["reference"]},
+        base=base_model,  # what the target was fine-tuned from: ez-mia, wbc, informia-token
         data={"texts": texts_file},
         batch_size=cfg["batch_size"],
         device="cpu",
@@ -186,6 +191,9 @@ def main() -> None:
         f"{kind}: {len(split.chunks['members'])} member / {len(split.chunks['non_members'])} "
         f"non-member chunks; models ready in {t_models:.1f} s, total {wall:.1f} s"
     )
+    warning = report.results["llm"]["blind_baseline"]["warning"]
+    if warning:
+        print(f"warning: {warning}")
     print(f"{'signal':<16}{'AUC':>8}{'TPR@1%FPR':>12}")
     rows = [*figures["signals"].items(), ("blind-baseline", figures["blind_baseline"])]
     for name, f in rows:
@@ -194,9 +202,6 @@ def main() -> None:
     print(
         f"one-run epsilon lower bound (max over signals, 95%): {figures['epsilon_lower_bound']:.3f}"
     )
-    warning = report.results["llm"]["blind_baseline"]["warning"]
-    if warning:
-        print(f"warning: {warning}")
     print(f"report: {report.out_dir}")
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")

@@ -38,6 +38,7 @@ def test_tiny_example_writes_the_figures(tmp_path: Path) -> None:
     fig = json.loads(out.read_text())
     assert set(fig) == {"signals", "blind_baseline", "epsilon_lower_bound"}
     assert {"loss", "zlib", "min-k", "min-k++", "reference"} <= set(fig["signals"])
+    assert {"ez-mia", "wbc", "informia-token"} <= set(fig["signals"])  # against the base
     for entry in [*fig["signals"].values(), fig["blind_baseline"]]:
         assert set(entry) == {"auc", "tpr_at_fpr"} and set(entry["tpr_at_fpr"]) == {"0.01"}
         assert 0.0 <= entry["auc"] <= 1.0
@@ -53,3 +54,5 @@ def test_tiny_example_writes_the_figures(tmp_path: Path) -> None:
     roles = res["llm"]["provenance"]["split"]["roles"]
     assert set(roles) == {"members", "non_members", "reference", "base"}
     assert res["llm"]["counts"]["n_non_member_chunks"] >= 100
+    assert set(res["llm"]["models"]) == {"target", "reference", "base"}
+    assert res["llm"]["leaking_texts"]["n"] == 10

@@ -98,6 +98,11 @@ def test_run_huggingface_directory(tmp_path: Path, lm_dirs: dict[str, Path], cap
         ({"device": "tpu"}, "device: expected auto, cpu, cuda or cuda:N"),
         ({"epochs": 3}, "epochs: unknown field"),
         ({"reference": None, "signals": ["loss", "reference"]}, "need a reference model"),
+        (
+            {"signals": ["loss", "ez-mia"]},
+            "signals: ez-mia need the model the target was fine-tuned from",
+        ),
+        ({"base": {"path": "missing-base"}}, "base.path: expected a local"),
     ],
 )
 def test_config_errors_exit_2_naming_the_field(
@@ -110,6 +115,51 @@ def test_config_errors_exit_2_naming_the_field(
     cfg = _config(tmp_path, lm_dirs, **over)
     assert main(["run", str(cfg), "--no-progress"]) == 2
     assert match in capsys.readouterr().err
+    assert not (tmp_path / "rep").exists()
+
+
+def test_run_with_the_base_model(tmp_path: Path, lm_dirs: dict[str, Path], capsys) -> None:  # type: ignore[no-untyped-def]
+    """``base:`` adds ez-mia, wbc and informia-token after the other signals, the base to
+    the models and the top leaking texts to results.json and the report; verify passes;
+    the blind baseline's verdict is printed before the table."""
+    cfg = _config(
+        tmp_path,
+        lm_dirs,
+        base={"path": str(lm_dirs["reference"])},
+        blind_folds=2,
+        blind_permutations=0,
+    )
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    shown = capsys.readouterr().out
+    assert shown.index("blind baseline") < shown.index("Membership signals")
+    res = json.loads((tmp_path / "rep" / "results.json").read_text())
+    names = [a["name"] for a in res["attacks"]]
+    assert names[-4:] == ["ez-mia", "wbc", "informia-token", "blind-baseline"]
+    assert set(res["llm"]["models"]) == {"target", "reference", "base"}
+    assert res["settings"]["model"]["base"]["path"] == str(lm_dirs["reference"])
+    lk = res["llm"]["leaking_texts"]
+    assert lk["signal"] == "ez-mia" and lk["n"] == 10 and lk["texts"][0]["tokens"]
+    html = (tmp_path / "rep" / "report.html").read_text()
+    assert "Top leaking texts" in html and "ez-mia" in html
+    assert main(["verify", str(tmp_path / "rep")]) == 0
+
+
+def test_a_peft_adapter_target_without_peft_exits_2(
+    tmp_path: Path, lm_dirs: dict[str, Path], capsys
+) -> None:  # type: ignore[no-untyped-def]
+    from privaudit.llm.adapter import peft_available
+
+    if peft_available():
+        pytest.skip("peft is installed")
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text(
+        json.dumps({"base_model_name_or_path": str(lm_dirs["target"]), "peft_type": "LORA"})
+    )
+    cfg = _config(tmp_path, lm_dirs, target={"kind": "huggingface", "path": str(adapter)})
+    assert main(["run", str(cfg), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "is a PEFT/LoRA adapter" in err and "pip install peft" in err
     assert not (tmp_path / "rep").exists()
 
 
@@ -142,3 +192,50 @@ def test_run_huggingface_shows_plain_progress(
     assert lines[0] == "privaudit: loading the models..."
     assert any(x.startswith("privaudit: scoring (") for x in lines), lines
     assert lines[-1].startswith("privaudit: writing the report")
+
+
+def test_a_peft_adapter_target_is_merged_into_its_base(
+    tmp_path: Path, lm_dirs: dict[str, Path], capsys
+) -> None:  # type: ignore[no-untyped-def]
+    """With peft installed, a LoRA adapter directory is a target: merged into the base its
+    adapter_config.json names (a local directory), which is the base signals' reference."""
+    peft = pytest.importorskip("peft")
+    import torch
+
+    from privaudit.llm.adapter import adapter_base_dir, load_adapter_target
+    from privaudit.models.causal_lm import CausalLM
+
+    base = CausalLM.from_directory(lm_dirs["target"], device="cpu")
+    cfg_lora = peft.LoraConfig(r=4, lora_alpha=8, target_modules=["c_attn"], fan_in_fan_out=True)
+    wrapped = peft.get_peft_model(base.model, cfg_lora)
+    torch.manual_seed(0)
+    for name, p in wrapped.named_parameters():
+        if "lora_B" in name:
+            torch.nn.init.normal_(p, std=0.5)  # a non-trivial adapter
+    adapter = tmp_path / "adapter"
+    wrapped.save_pretrained(str(adapter))
+    cfg_path = adapter / "adapter_config.json"
+    raw = json.loads(cfg_path.read_text())
+    raw["base_model_name_or_path"] = str(lm_dirs["target"])
+    cfg_path.write_text(json.dumps(raw))
+    assert adapter_base_dir(adapter) == lm_dirs["target"].resolve()
+    text = "To be, or not to be, that is the question"
+    with torch.no_grad():
+        ids = torch.tensor([base.tokenize([text])[0]])
+        want = wrapped(input_ids=ids).logits
+    merged = load_adapter_target(adapter, lm_dirs["target"], device="cpu", max_length=128)
+    with torch.no_grad():
+        got = merged.model(input_ids=ids).logits
+    assert torch.allclose(got, want, atol=1e-4)
+    cfg = _config(
+        tmp_path,
+        lm_dirs,
+        target={"kind": "huggingface", "path": str(adapter)},
+        signals=["loss", "ez-mia"],
+        blind_folds=0,
+    )
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    res = json.loads((tmp_path / "rep" / "results.json").read_text())
+    assert [a["name"] for a in res["attacks"]] == ["loss", "ez-mia"]
+    assert res["llm"]["models"]["target"]["name"] == "adapter"
+    assert "base" in res["llm"]["models"]

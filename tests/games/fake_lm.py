@@ -70,3 +70,12 @@ class BigramLM:
                 )
             )
         return out
+
+    def token_distributions(self, text: str, *, stride: int | None = None) -> np.ndarray:
+        """The full next-token log-distributions of one text, ``(n - 1, 256)``."""
+        self.calls += 1
+        b = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        return np.asarray(self.logp[b[:-1]], dtype=np.float64)
+
+    def token_pieces(self, ids: Sequence[int]) -> list[str]:
+        return [bytes([int(i)]).decode("latin-1") for i in ids]

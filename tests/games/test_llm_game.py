@@ -165,3 +165,81 @@ def test_the_report_object_saves_prints_and_reads_its_figures(tmp_path: Path, wo
     }
     assert verify_bundle(folder).ok
     assert (folder / "results.json").read_text(encoding="utf-8") == report.to_json() + "\n"
+
+
+def test_signals_against_the_base_and_the_top_leaking_texts(tmp_path: Path, world) -> None:  # type: ignore[no-untyped-def]
+    """With a base model (what the target was fine-tuned from): ez-mia, wbc and
+    informia-token are computed after the other signals, audited, and the report shows the
+    top leaking texts token by token with their error positions; the blind baseline stays
+    in front of every figure."""
+    records, target, reference = world
+    chunks, split = shakespeare_split(
+        {"members": 110, "non_members": 110, "reference": 300}, seed=0
+    )
+    base = BigramLM(chunks.subset(split.chunks["reference"]).texts, alpha=0.05, name="base")
+    res = audit_language_model(
+        target,
+        records,
+        LLMAuditSettings(blind_folds=2, blind_permutations=0),
+        reference=reference,
+        base=base,
+        store=tmp_path,
+    )
+    assert res.signal_names[-3:] == ("ez-mia", "wbc", "informia-token")
+    for name in ("ez-mia", "wbc", "informia-token"):
+        assert res.metrics[name].auc > 0.6, name  # the bigram target memorises its members
+    assert res.token_scores is not None and len(res.token_scores) == len(records)
+    lk = res.leaking
+    assert lk is not None and lk["signal"] == "ez-mia" and lk["n"] == 10
+    scores = dict(
+        zip(records.ids, next(s for s in res.scores if s.attack == "ez-mia").scores, strict=True)
+    )
+    assert [t["score"] for t in lk["texts"]] == sorted(scores.values(), reverse=True)[:10]
+    first = lk["texts"][0]
+    assert first["tokens"] and len(first["tokens"]) == len(first["error"]) == len(first["shift"])
+    assert first["error"][0] is None and first["n_error_positions"] == sum(
+        bool(e) for e in first["error"][1:]
+    )
+    doc, table = llm_results(res, seed=0, data={"name": "t"}, models_config={"kind": "fake"})
+    validate_results(doc)
+    assert doc["llm"]["leaking_texts"]["texts"][0]["id"] == first["id"]
+    assert "base" in doc["llm"]["models"] and "fine-tuned from" in doc["llm"]["threat_model"]
+    assert {a["attack"] for a in doc["audits"]} == set(res.signal_names)
+    entry = {a["name"]: a for a in doc["attacks"]}
+    assert entry["ez-mia"]["n_reference_models"] == 1
+    manifest = make_manifest(
+        kind="membership-inference", command="t", config={}, seeds={}, dataset_fingerprint=None
+    )
+    out = write_report(tmp_path / "rep", doc, table, bundle=manifest)
+    html = (out / "report.html").read_text()
+    assert (
+        html.index("Blind baseline")
+        < html.index("<h3>Signals</h3>")
+        < html.index("Top leaking texts")
+    )
+    assert "background:#ffd6a5" in html  # an error position is highlighted
+    assert verify_bundle(out).ok
+    # cached: the second audit reads the paired statistics from the store
+    before = base.calls
+    audit_language_model(
+        target,
+        records,
+        LLMAuditSettings(blind_folds=0),
+        reference=reference,
+        base=base,
+        store=tmp_path,
+    )
+    assert base.calls == before
+
+
+def test_base_signals_need_a_base(world) -> None:  # type: ignore[no-untyped-def]
+    records, target, _ = world
+    with pytest.raises(
+        InvalidInputError, match="base: expected the model the target was fine-tuned from"
+    ):
+        audit_language_model(target, records, LLMAuditSettings(signals=("loss", "ez-mia")))
+    res = audit_language_model(
+        target, records, LLMAuditSettings(signals=("wbc",), blind_folds=0), base=target
+    )
+    # the target against itself: no shift anywhere, no window votes member
+    assert np.all(res.scores[0].scores == 0.0) and res.leaking is not None

@@ -5,6 +5,8 @@
     records (ids, texts, documents, member)
       -> token stats per model (target; optional reference LM)      token_stats_cached
       -> text signals (loss, zlib, min-k, min-k++, reference, ...)  score_signals
+      -> signals against the base (ez-mia, wbc, informia-token)     paired_stats_cached,
+         + per-token scores of the top leaking texts                 leaking_texts
       -> attack metrics per signal (ROC, AUC, TPR at low FPR)        signal_metrics
          + the blind baseline (text only, cross-fitted)              blind_metrics
 
@@ -20,6 +22,12 @@ Signals are higher = member; their definitions and papers are in
 :mod:`privaudit.signals.text`. Token statistics (one forward pass per text and model)
 are cached in the artifact store keyed by the model's fingerprint, the hash of the texts
 and the scoring settings, so a killed run resumes with the models already scored.
+
+The signals against the base (:mod:`privaudit.signals.text_finetune`: EZ-MIA, WBC,
+token-level InfoRMIA) compare the target with the model it was fine-tuned from, position by
+position (:mod:`privaudit.models.lm_paired`: two forward passes per text, one tokenizer);
+their per-token scores are kept (:attr:`LLMAuditResult.token_scores`) and the texts they
+rank highest are shown token by token in the report, their error positions highlighted.
 
 Threat model. The attacker queries the target for token log-probabilities of a text (and,
 for min-k%++, the full next-token distribution), and for the reference signals holds a
@@ -66,8 +74,11 @@ from privaudit.runtime.store import ArtifactStore
 if TYPE_CHECKING:
     from privaudit.models.causal_lm import CausalLM, TokenStats
     from privaudit.models.lm_finetune import FineTuneRecipe
+    from privaudit.models.lm_paired import PairedTokenStats
 
 __all__ = [
+    "BASE_SIGNALS",
+    "N_LEAKING_TEXTS",
     "REFERENCE_SIGNALS",
     "LLMAuditResult",
     "LLMAuditSettings",
@@ -76,7 +87,9 @@ __all__ = [
     "blind_metrics",
     "blind_warning",
     "finetuned_model_dir",
+    "leaking_texts",
     "model_info",
+    "paired_stats_cached",
     "score_signals",
     "shakespeare_split",
     "signal_metrics",
@@ -85,6 +98,13 @@ __all__ = [
 
 #: Signals that need a reference model.
 REFERENCE_SIGNALS = ("reference", "reference-ratio")
+#: Signals that need the base model (the model the target was fine-tuned from).
+BASE_SIGNALS = ("ez-mia", "wbc", "informia-token")
+#: Texts shown token by token in the report (the highest scores of the leading base signal).
+N_LEAKING_TEXTS = 10
+#: Most tokens of one leaking text kept in results.json.
+_MAX_SHOWN_TOKENS = 256
+_ALL_SIGNALS = ("loss", "zlib", "min-k", "min-k++", "reference", "reference-ratio", *BASE_SIGNALS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +112,7 @@ class LLMAuditSettings:
     """What the audit computes.
 
     ``signals``: names from :data:`privaudit.signals.text.TEXT_SIGNALS` (the reference
-    signals need a reference model); ``k``: the fraction of min-k% and min-k%++;
+    signals need a reference model) and :data:`BASE_SIGNALS` (they need the base model); ``k``: the fraction of min-k% and min-k%++;
     ``batch_size``, ``stride``: scoring (texts longer than the model's context are scored
     with a sliding window of this stride); ``blind_folds``: cross-fitting folds of the
     blind baseline (0 = no baseline); ``blind_permutations``: document-label permutations
@@ -101,7 +121,7 @@ class LLMAuditSettings:
     baseline's folds and permutations.
     """
 
-    signals: tuple[str, ...] = ("loss", "zlib", "min-k", "min-k++", "reference", "reference-ratio")
+    signals: tuple[str, ...] = _ALL_SIGNALS
     k: float = 0.2
     batch_size: int = 8
     stride: int | None = None
@@ -111,13 +131,11 @@ class LLMAuditSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        from privaudit.signals.text import TEXT_SIGNALS
-
         if not self.signals:
             raise fail("signals", "at least one signal", "none")
-        unknown = [s for s in self.signals if s not in TEXT_SIGNALS]
+        unknown = [s for s in self.signals if s not in _ALL_SIGNALS]
         if unknown:
-            raise fail("signals", "names among " + ", ".join(TEXT_SIGNALS), unknown)
+            raise fail("signals", "names among " + ", ".join(_ALL_SIGNALS), unknown)
         if len(set(self.signals)) != len(self.signals):
             raise fail("signals", "each signal once", list(self.signals))
         if not 0.0 < self.k <= 1.0:
@@ -147,6 +165,13 @@ class LLMAuditResult:
     blind_warning: str | None
     token_counts: dict[str, int]
     blind_test: BlindShiftTest | None = None
+    #: Per-token scores of every text against the base (``shift``, ``error``,
+    #: ``informia``: :func:`privaudit.signals.text_finetune.token_scores`); None without
+    #: a base signal.
+    token_scores: tuple[dict[str, NDArray[Any]], ...] | None = None
+    #: The top leaking texts token by token (:func:`leaking_texts`); None without a base
+    #: signal.
+    leaking: dict[str, Any] | None = None
 
     @property
     def member(self) -> NDArray[np.bool_]:
@@ -253,6 +278,107 @@ def token_stats_cached(
     return out
 
 
+def paired_stats_cached(
+    target: CausalLM,
+    base: CausalLM,
+    records: TextRecords,
+    *,
+    stride: int | None = None,
+    store: ArtifactStore | str | Path | None = None,
+    progress: ProgressOption = None,
+) -> list[PairedTokenStats]:
+    """Per-token statistics of every record's text under ``target`` and its ``base``
+    (:func:`privaudit.models.lm_paired.paired_token_stats`: two forward passes per text),
+    cached under both models' fingerprints, the hash of the texts and the scoring window."""
+    from privaudit.models.lm_paired import (
+        load_paired_stats,
+        paired_token_stats,
+        save_paired_stats,
+    )
+
+    texts = list(records.texts)
+
+    def create() -> list[PairedTokenStats]:
+        return paired_token_stats(target, base, texts, stride=stride, progress=progress)
+
+    if store is None:
+        return create()
+    st = store if isinstance(store, ArtifactStore) else ArtifactStore(store)
+    key = {
+        "kind": "llm-paired-token-stats",
+        "target": str(target.fingerprint),
+        "base": str(base.fingerprint),
+        "texts": records.texts_hash(),
+        "max_length": int(target.max_length),
+        "stride": stride,
+        "device": str(target.device).split(":")[0],
+    }
+    out: list[PairedTokenStats] = st.get_or_create(
+        key, create, save_paired_stats, load_paired_stats, suffix=".npz"
+    )
+    return out
+
+
+def _token_pieces(model: Any, ids: Sequence[int]) -> list[str]:
+    """The text of each token (a byte-level token that is part of a UTF-8 character shows
+    as the replacement character)."""
+    own = getattr(model, "token_pieces", None)
+    if callable(own):
+        return [str(p) for p in own(ids)]
+    from privaudit.models.causal_lm import decode_ids
+
+    return decode_ids(model, [[int(i)] for i in ids])
+
+
+def leaking_texts(
+    model: Any,
+    records: TextRecords,
+    paired: Sequence[PairedTokenStats],
+    scores: Mapping[str, NDArray[np.float64]],
+    *,
+    n: int = N_LEAKING_TEXTS,
+) -> dict[str, Any]:
+    """The ``n`` texts the leading base signal scores highest, token by token.
+
+    The leading signal is the first of :data:`BASE_SIGNALS` computed (``ez-mia`` when it
+    is). Every text is shown whatever its membership (a non-member near the top is a
+    false positive the auditor should see), with, per token (the first
+    ``_MAX_SHOWN_TOKENS``): its text, whether it is an error position of the target (its
+    top-1 prediction is wrong: EZ-MIA's zone), the shift ``l_t - r_t`` of its
+    log-probability (nats) and its token-level InfoRMIA score (bits). The first token is
+    context only (no score).
+    """
+    from privaudit.signals.text_finetune import token_scores
+
+    signal = next(s for s in BASE_SIGNALS if s in scores)
+    values = np.asarray(scores[signal], dtype=np.float64)
+    order = np.argsort(-values, kind="stable")[: max(0, int(n))]
+    member = records.member
+    out: list[dict[str, Any]] = []
+    for i in order.tolist():
+        p = paired[i]
+        ts = token_scores(p)
+        k = min(p.n_tokens, _MAX_SHOWN_TOKENS)
+        pieces = _token_pieces(model, p.ids[:k].tolist())
+        out.append(
+            {
+                "id": str(records.ids[i]),
+                "member": None if member is None else bool(member[i]),
+                "score": float(values[i]),
+                "rank": len(out) + 1,
+                "n_tokens": p.n_tokens,
+                "n_error_positions": int(np.sum(ts["error"])),
+                "tokens": pieces,
+                # position j >= 1 scores token j; token 0 is context only
+                "error": [None, *[bool(e) for e in ts["error"][: k - 1]]],
+                "shift": [None, *[round(float(d), 4) for d in ts["shift"][: k - 1]]],
+                "informia": [None, *[round(float(d), 4) for d in ts["informia"][: k - 1]]],
+                "truncated": p.n_tokens > k,
+            }
+        )
+    return {"signal": signal, "n": len(out), "texts": out}
+
+
 # --------------------------------------------------------------------------------------
 # step: signals, metrics, blind baseline, bounds
 # --------------------------------------------------------------------------------------
@@ -356,6 +482,7 @@ def audit_language_model(
     settings: LLMAuditSettings | None = None,
     *,
     reference: CausalLM | None = None,
+    base: CausalLM | None = None,
     store: ArtifactStore | str | Path | None = None,
     progress: ProgressOption = None,
     executor: Mapper | None = None,
@@ -370,10 +497,13 @@ def audit_language_model(
         Texts with ids, documents and the true membership (both classes).
     settings : LLMAuditSettings, optional
         Signals and scoring; default all signals (the reference ones only with a
-        ``reference`` model).
+        ``reference`` model, the base ones only with a ``base``).
     reference : CausalLM, optional
         The reference model of the calibrated signals; when its tokenizer differs from
         the target's, the reference signals are per byte.
+    base : CausalLM, optional
+        The model the target was fine-tuned from: the reference of ``ez-mia``, ``wbc``
+        and ``informia-token`` (same tokenizer as the target).
     store : ArtifactStore or path, optional
         Cache of token statistics (resume).
     progress : progress option, optional
@@ -391,12 +521,20 @@ def audit_language_model(
         names = tuple(
             n
             for n in LLMAuditSettings().signals
-            if reference is not None or n not in REFERENCE_SIGNALS
+            if (reference is not None or n not in REFERENCE_SIGNALS)
+            and (base is not None or n not in BASE_SIGNALS)
         )
         settings = LLMAuditSettings(signals=names)
     if records.member is None:
         raise fail("records.member", "known membership (members and non-members)", "None")
     check_both_classes(records.member, "records.member")
+    base_names = [n for n in settings.signals if n in BASE_SIGNALS]
+    if base_names and base is None:
+        raise fail(
+            "base",
+            f"the model the target was fine-tuned from, for the signals {base_names}",
+            "none",
+        )
     need_dist = "min-k++" in settings.signals
     passes: list[tuple[CausalLM, bool]] = [(target, need_dist)]
     reads_reference = reference is not None and any(
@@ -427,9 +565,30 @@ def audit_language_model(
         same_tok = str(reference.tokenizer_id) == str(target.tokenizer_id)
     if reference is not None:
         models["reference"] = model_info(reference)
-    signals = score_signals(
-        t_stats, records, settings, reference_stats=r_stats, same_tokenizer=same_tok
-    )
+    if base is not None:
+        models["base"] = model_info(base)
+    text_names = tuple(n for n in settings.signals if n not in BASE_SIGNALS)
+    signals: dict[str, NDArray[np.float64]] = {}
+    if text_names:
+        signals = score_signals(
+            t_stats,
+            records,
+            dataclasses.replace(settings, signals=text_names),
+            reference_stats=r_stats,
+            same_tokenizer=same_tok,
+        )
+    token_level = None
+    leaking = None
+    if base_names and base is not None:
+        from privaudit.signals.text_finetune import finetune_signals, token_scores
+
+        paired = paired_stats_cached(
+            target, base, records, stride=settings.stride, store=store, progress=progress
+        )
+        signals.update(finetune_signals(paired, names=base_names))
+        signals = {n: signals[n] for n in settings.signals}  # the configured order
+        token_level = tuple(token_scores(p) for p in paired)
+        leaking = leaking_texts(target, records, paired, signals)
     scores, metrics = signal_metrics(signals, records)
     warning = None
     test = None
@@ -456,6 +615,8 @@ def audit_language_model(
         blind_warning=warning,
         token_counts=counts,
         blind_test=test,
+        token_scores=token_level,
+        leaking=leaking,
     )
 
 

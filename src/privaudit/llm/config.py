@@ -7,8 +7,11 @@ Example::
       path: models/my-finetuned-lm        # a local Hugging Face model directory
       gguf_file: model.Q4_1.gguf          # optional: a GGUF file inside that directory
     reference: {path: models/reference-lm}   # optional: the reference signals need it
+    base: {path: models/pretrained-lm}    # optional: the model the target was fine-tuned
+                                          # from (ez-mia, wbc, informia-token need it)
     data: {texts: texts.jsonl}            # one JSON object per line: id, text, member, [document]
-    signals: [loss, zlib, min-k, min-k++, reference, reference-ratio]   # default: all that apply
+    signals: [loss, zlib, min-k, min-k++, reference, reference-ratio, ez-mia, wbc, informia-token]
+                                          # default: all that apply
     min_k_fraction: 0.2
     batch_size: 8
     max_length: null                      # context window for scoring (default: the model's)
@@ -52,7 +55,8 @@ __all__ = [
 
 #: ``target.kind`` of a language-model audit.
 HF_TARGET_KIND = "huggingface"
-_SIGNALS = ("loss", "zlib", "min-k", "min-k++", "reference", "reference-ratio")
+_BASE_SIGNALS = ("ez-mia", "wbc", "informia-token")
+_SIGNALS = ("loss", "zlib", "min-k", "min-k++", "reference", "reference-ratio", *_BASE_SIGNALS)
 _REFERENCE_SIGNALS = ("reference", "reference-ratio")
 
 
@@ -71,10 +75,21 @@ class LLMAuditConfig(StrictModel):
     reference: LLMModelConfig | None = Field(
         default=None, description="Reference model of the reference signals (optional)."
     )
+    base: LLMModelConfig | None = Field(
+        default=None,
+        description=(
+            "The model the target was fine-tuned from (the reference of ez-mia, wbc and "
+            "informia-token; same tokenizer as the target). For a PEFT/LoRA adapter target, "
+            "the adapter's base model."
+        ),
+    )
     data: LLMDataConfig
     signals: list[str] | None = Field(
         default=None,
-        description="Signals to compute; default: all, the reference ones only with a reference.",
+        description=(
+            "Signals to compute; default: all, the reference ones only with a reference, "
+            "the base ones only with a base."
+        ),
     )
     min_k_fraction: Annotated[float, Field(gt=0.0, le=1.0)] = Field(
         default=0.2, description="k of min-k% and min-k%++ (fraction of the lowest tokens)."
@@ -140,6 +155,7 @@ class LLMAuditConfig(StrictModel):
                     f"signals: {', '.join(need)} need a reference model; add "
                     "'reference: {path: DIR}' or drop them"
                 )
+
         if (
             self.stride is not None
             and self.max_length is not None
@@ -149,11 +165,15 @@ class LLMAuditConfig(StrictModel):
         return self
 
     def signal_names(self) -> tuple[str, ...]:
-        """The signals to compute (default: all, the reference ones only with a reference)."""
+        """The signals to compute (default: all, the reference ones only with a reference,
+        the base ones only with a base)."""
         if self.signals is not None:
             return tuple(self.signals)
         return tuple(
-            s for s in _SIGNALS if self.reference is not None or s not in _REFERENCE_SIGNALS
+            s
+            for s in _SIGNALS
+            if (self.reference is not None or s not in _REFERENCE_SIGNALS)
+            and (self.base is not None or s not in _BASE_SIGNALS)
         )
 
     def check_paths(self) -> None:
@@ -161,6 +181,15 @@ class LLMAuditConfig(StrictModel):
         self.target.check_exists("target")
         if self.reference is not None:
             self.reference.check_exists("reference")
+        if self.base is not None:
+            self.base.check_exists("base")
+        need = [s for s in self.signals or () if s in _BASE_SIGNALS]
+        if self.base is None and need and not (self.target.path / "adapter_config.json").is_file():
+            # a PEFT adapter target brings its base (privaudit.llm.adapter)
+            raise ConfigError(
+                f"signals: {', '.join(need)} need the model the target was fine-tuned from; "
+                "add 'base: {path: DIR}' or drop them"
+            )
         if not self.data.texts.is_file():
             raise ConfigError(
                 f"data.texts: expected an existing JSONL file, found no file at {self.data.texts}"
@@ -183,6 +212,8 @@ def _resolved(cfg: LLMAuditConfig, base: Path) -> LLMAuditConfig:
     }
     if cfg.reference is not None:
         updates["reference"] = cfg.reference.model_copy(update={"path": rel(cfg.reference.path)})
+    if cfg.base is not None:
+        updates["base"] = cfg.base.model_copy(update={"path": rel(cfg.base.path)})
     if cfg.cache_dir is not None:
         updates["cache_dir"] = rel(cfg.cache_dir)
     return cfg.model_copy(update=updates)

@@ -36,6 +36,7 @@ import numpy as np
 from privaudit._validation import fail
 from privaudit.data.text import TextRecords, read_text_records
 from privaudit.llm.audit import (
+    BASE_SIGNALS,
     REFERENCE_SIGNALS,
     LLMAuditResult,
     LLMAuditSettings,
@@ -54,6 +55,7 @@ from privaudit.runtime.progress import ProgressOption, check_progress, progress_
 from privaudit.stats.attack_bounds import grouped_one_run_bounds
 
 __all__ = [
+    "LLM_BASE_THREAT_MODEL",
     "LLM_GAME",
     "LLM_SAMPLING_NOTE",
     "LLM_THREAT_MODEL",
@@ -79,6 +81,13 @@ LLM_SAMPLING_NOTE = (
 
 #: ``settings.game`` of a language-model audit.
 LLM_GAME = "llm-fixed-model"
+
+#: What the threat model adds when the signals against the base model ran.
+LLM_BASE_THREAT_MODEL = (
+    " For ez-mia, wbc and informia-token the attacker also holds the model the target was "
+    "fine-tuned from (its base: a public pretrained checkpoint, or a LoRA adapter's base "
+    "model) and compares the two models token by token; no model is trained."
+)
 
 #: The threat model of the report, in one paragraph.
 LLM_THREAT_MODEL = (
@@ -188,7 +197,7 @@ def _attack_entries(result: LLMAuditResult) -> list[dict[str, Any]]:
     confidence interval (the reference signals learned from one reference model)."""
     entries = []
     for s in result.scores:
-        n_ref = 1 if s.attack in REFERENCE_SIGNALS else 0
+        n_ref = 1 if s.attack in REFERENCE_SIGNALS or s.attack in BASE_SIGNALS else 0
         entry = attack_entry(result.metrics[s.attack], n_reference_models=n_ref)
         entry.update(result.auc_ci[s.attack])
         entries.append(entry)
@@ -247,8 +256,11 @@ def _llm_section(
         },
         "blind_baseline": _blind_baseline_section(result),
         "sampling_assumption": LLM_SAMPLING_NOTE,
-        "threat_model": LLM_THREAT_MODEL,
+        "threat_model": LLM_THREAT_MODEL
+        + (LLM_BASE_THREAT_MODEL if "base" in result.models else ""),
     }
+    if result.leaking is not None:
+        llm["leaking_texts"] = result.leaking
     if provenance is not None:
         llm["provenance"] = dict(provenance)
     return llm
@@ -354,6 +366,35 @@ def load_lm(model: LLMModelConfig, *, device: str, max_length: int | None, field
     return CausalLM.from_directory(model.path, gguf_file=model.gguf_file, device=device, **kw)
 
 
+def _adapter_target(config: LLMAuditConfig) -> tuple[LLMAuditConfig, LLMModelConfig | None]:
+    """A PEFT adapter target (:mod:`privaudit.llm.adapter`): the config with the adapter's
+    base as ``base`` when none is named, and the base to merge the adapter into (None for a
+    full model directory). Refused without peft, or when the base is not local."""
+    from privaudit.config.base import ConfigError
+    from privaudit.llm.adapter import adapter_base_dir, is_adapter_dir, peft_available
+
+    if not is_adapter_dir(config.target.path):
+        return config, None
+    if not peft_available():
+        raise ConfigError(
+            f"target.path: {config.target.path} is a PEFT/LoRA adapter (adapter_config.json); "
+            "loading it needs the peft package, found none installed (pip install peft), or "
+            "give a merged model directory"
+        )
+    base = config.base
+    if base is None:
+        found = adapter_base_dir(config.target.path)
+        if found is None:
+            raise ConfigError(
+                "base: expected the PEFT adapter's base model as a local directory "
+                "('base: {path: DIR}'), found none (its base_model_name_or_path is not a "
+                "local directory and nothing is downloaded)"
+            )
+        base = LLMModelConfig(path=found)
+        config = config.model_copy(update={"base": base})
+    return config, base
+
+
 def run_llm_audit(
     config: LLMAuditConfig,
     *,
@@ -385,6 +426,7 @@ def run_llm_audit(
     t0 = time.perf_counter()
     out_dir = check_output_dir(config.output_dir, overwrite=overwrite) if write else None
     config.check_paths()
+    config, adapter_base = _adapter_target(config)
     records = read_text_records(config.data.texts, name="data.texts")
     settings = LLMAuditSettings(
         signals=config.signal_names(),
@@ -399,9 +441,20 @@ def run_llm_audit(
     timings["data"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     with progress_phase("loading the models", enabled=progress):
-        target = load_lm(
-            config.target, device=config.device, max_length=config.max_length, field="target"
-        )
+        if adapter_base is not None:
+            from privaudit.llm.adapter import load_adapter_target
+
+            target = load_adapter_target(
+                config.target.path,
+                adapter_base.path,
+                gguf_file=adapter_base.gguf_file,
+                device=config.device,
+                max_length=config.max_length,
+            )
+        else:
+            target = load_lm(
+                config.target, device=config.device, max_length=config.max_length, field="target"
+            )
         reference = None
         if config.reference is not None:
             reference = load_lm(
@@ -409,6 +462,11 @@ def run_llm_audit(
                 device=config.device,
                 max_length=config.max_length,
                 field="reference",
+            )
+        base = None
+        if config.base is not None and any(s in BASE_SIGNALS for s in config.signal_names()):
+            base = load_lm(
+                config.base, device=config.device, max_length=config.max_length, field="base"
             )
     timings["models"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -422,6 +480,7 @@ def run_llm_audit(
         records,
         settings,
         reference=reference,
+        base=base,
         store=config.cache_dir,
         progress=progress,
         executor=executor,
@@ -430,6 +489,8 @@ def run_llm_audit(
     models_cfg: dict[str, Any] = {"kind": "huggingface", "target": config.target.describe()}
     if config.reference is not None:
         models_cfg["reference"] = config.reference.describe()
+    if config.base is not None:
+        models_cfg["base"] = config.base.describe()
     results, table = llm_results(
         result,
         seed=config.seed,

@@ -20,8 +20,9 @@ def render_llm_summary(
     width: int | None = None,
     console: Any = None,
 ) -> None:
-    """One row per signal and the blind baseline: AUC [95% CI], TPR at 1% and 0.1% FPR, the
-    one-run eps lower bound; then the blind baseline's verdict and where the report is.
+    """The blind baseline's verdict first (the shift warning stays in front of every
+    figure), then one row per signal and the blind baseline: AUC [95% CI], TPR at 1% and
+    0.1% FPR, the one-run eps lower bound; then where the report is.
 
     ``console``: the rich console to print on (default: stdout, ``width`` columns, 80 off a
     terminal)."""
@@ -41,6 +42,18 @@ def render_llm_summary(
         f"({c['n_member_documents']} documents) + {c['n_non_member_chunks']} non-member "
         f"chunks ({c['n_non_member_documents']} documents)"
     )
+    blind = llm.get("blind_baseline")
+    if blind and blind.get("warning"):
+        console.print(f"[yellow]warning[/yellow]: {blind['warning']}")
+    elif blind and blind.get("shift_test"):
+        t = blind["shift_test"]
+        console.print(
+            "blind baseline (text only, no model access): no distribution shift detected "
+            f"between member and non-member texts (permutation p = {t['p_value']:.3f} over "
+            f"{t['n_permutations']} {t['unit']} permutations)"
+        )
+    elif blind:
+        console.print("blind baseline (text only, no model access): no shift test was run")
     eps = {a["attack"]: a["epsilon_lower_bound"] for a in results["audits"] if "attack" in a}
     table = Table(title="Membership signals", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
     for col in ("signal", "AUC [95% CI]", "TPR@1%FPR", "TPR@0.1%FPR", "eps lb"):
@@ -57,18 +70,6 @@ def render_llm_summary(
             "-" if e is None else f"{e:.3f}",
         )
     console.print(table)
-    blind = llm.get("blind_baseline")
-    if blind and blind.get("warning"):
-        console.print(f"[yellow]warning[/yellow]: {blind['warning']}")
-    elif blind and blind.get("shift_test"):
-        t = blind["shift_test"]
-        console.print(
-            "blind baseline (text only, no model access): no distribution shift detected "
-            f"between member and non-member texts (permutation p = {t['p_value']:.3f} over "
-            f"{t['n_permutations']} {t['unit']} permutations)"
-        )
-    elif blind:
-        console.print("blind baseline (text only, no model access): no shift test was run")
     console.print(
         "eps lower bound: one-run audit per signal (Bonferroni over the signals); "
         "members were chosen by document (see the report)"

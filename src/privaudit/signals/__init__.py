@@ -11,7 +11,11 @@ Public API (docs/architecture.md, "Module contracts"):
   on perturbed records (:mod:`privaudit.signals.perturb`); :data:`ALL_SIGNALS` = both kinds;
 * :data:`TEXT_SIGNALS` and :func:`text_signals` (:mod:`privaudit.signals.text`): membership
   signals of texts under a causal LM (loss, zlib, min-k, min-k++, reference, reference-ratio),
-  higher = member, from :class:`~privaudit.models.causal_lm.TokenStats`.
+  higher = member, from :class:`~privaudit.models.causal_lm.TokenStats`;
+* :data:`FINETUNE_SIGNALS` and :func:`finetune_signals` (:mod:`privaudit.signals.text_finetune`):
+  a fine-tuned LM against the model it was fine-tuned from (ez-mia, wbc, informia-token),
+  from :class:`~privaudit.models.lm_paired.PairedTokenStats`, and :func:`token_scores`
+  (the per-token scores the report shows).
 """
 
 from privaudit.signals.functions import (
@@ -40,10 +44,19 @@ from privaudit.signals.text import (
     text_signals,
     zlib_ratio,
 )
+from privaudit.signals.text_finetune import (
+    FINETUNE_SIGNALS,
+    ez_mia,
+    finetune_signals,
+    informia_token,
+    token_scores,
+    wbc,
+)
 
 __all__ = [
     "ALL_SIGNALS",
     "DEFAULT_BATCH_SIZE",
+    "FINETUNE_SIGNALS",
     "LOSS_DERIVABLE",
     "QUERY_SIGNALS",
     "SIGNALS",
@@ -53,6 +66,9 @@ __all__ = [
     "compute_signal_from_loss",
     "cross_entropy_loss",
     "entropy",
+    "ez_mia",
+    "finetune_signals",
+    "informia_token",
     "label_robustness",
     "logit_confidence",
     "logit_confidence_from_loss",
@@ -67,5 +83,7 @@ __all__ = [
     "signal_table",
     "text_loss",
     "text_signals",
+    "token_scores",
+    "wbc",
     "zlib_ratio",
 ]
