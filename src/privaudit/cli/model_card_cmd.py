@@ -23,8 +23,7 @@ def model_card_command(
         "'<model kind> on <dataset>').",
     ),
 ) -> None:
-    """Write a Hugging Face model-card section: the card's YAML metadata (tags, model-index
-    with the audit's figures) and markdown with the figures, threat model and caveats."""
+    """Write a Hugging Face model-card section (metadata and markdown) from RESULTS."""
     from privaudit.report.model_card import write_model_card
 
     try:
