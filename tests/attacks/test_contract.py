@@ -30,6 +30,10 @@ BUILTIN = (
     "calibrated-loss",
     "learned",
     "label-only",
+    "bavaria-online",
+    "bavaria-offline",
+    "informia-online",
+    "informia-offline",
 )
 
 
