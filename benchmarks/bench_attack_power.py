@@ -37,14 +37,14 @@ and the attacks rerun on the stored signals.
 
 Few-reference sweep (issue 34): ``--sweep`` instead runs, on the demo's Adult MLP target
 (UCI Adult, 2,400 audited records) for each seed of ``--seeds`` (default 0,1,2), LiRA,
-RMIA, BaVarIA and InfoRMIA online and offline with 1, 2, 4 and 8 reference models
+RMIA and BaVarIA online and offline with 1, 2, 4 and 8 reference models
 (``--references``) and prints AUC, TPR@0.1%FPR and TPR@1%FPR, then the mean over seeds.
 One experiment per seed trains the target and 8 reference models (each audited record
 IN for exactly 4, independently of its target bit); ``k`` references are the first ``k``
 of them. With fewer than 8 a record can lack an IN or an OUT model among them, so every
 attack of one (``k``, mode) is scored on the same records: those with at least one OUT
 model (offline) or at least one IN and one OUT (online), all records when none has both
-(online, ``k = 1``: only RMIA and InfoRMIA, which need no world split, run). The
+(online, ``k = 1``: only RMIA, which needs no world split, runs). The
 reference layout is independent of the target bit, so this selection keeps members and
 non-members exchangeable. An attack the references cannot support (LiRA and BaVarIA
 need two signals of one world somewhere to learn a variance) is ``n/a``. ``--json
@@ -262,7 +262,6 @@ SWEEP_ATTACKS = (
     ("lira", "lira-online", "lira-offline"),
     ("rmia", "rmia-online", "rmia-offline"),
     ("bavaria", "bavaria-online", "bavaria-offline"),
-    ("informia", "informia-online", "informia-offline"),
 )
 
 

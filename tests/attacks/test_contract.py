@@ -32,8 +32,6 @@ BUILTIN = (
     "label-only",
     "bavaria-online",
     "bavaria-offline",
-    "informia-online",
-    "informia-offline",
 )
 
 

@@ -60,9 +60,6 @@ attack             reads (besides ``record_ids``, ``labels``, ``target[S]``)
                    normal-inverse-gamma prior fitted on the reference models (not in
                    the default attacks). [``logit_confidence``]
 ``bavaria-offline`` BaVarIA offline: as lira-offline, OUT models only. [``logit_confidence``]
-``informia-online`` InfoRMIA (Tao & Shokri 2026): the inputs of rmia-online; the score in
-                   bits, shift-corrected on the population (not in the defaults). [``loss``]
-``informia-offline`` InfoRMIA offline: the inputs of rmia-offline. [``loss``]
 =================  ==========================================================================
 
 The reference models of ``reference`` and ``reference_population`` must be the same
@@ -214,7 +211,6 @@ _ATTACK_MODULES: tuple[str, ...] = (
     "privaudit.attacks.rmia",
     "privaudit.attacks.extra_attacks",
     "privaudit.attacks.bavaria",
-    "privaudit.attacks.informia",
 )
 
 
@@ -292,8 +288,6 @@ BUILTIN_ATTACKS: tuple[str, ...] = (
     "label-only",
     "bavaria-online",
     "bavaria-offline",
-    "informia-online",
-    "informia-offline",
 )
 
 

@@ -48,6 +48,14 @@ Scores (higher = member):
     p-value itself would round to 0); needs at least one OUT model per record. No alpha threshold is offered (the p-value is
     exact only when the signals are Gaussian and the prior is right).
 
+The signal is clipped to :math:`[-c, c]` first, as LiRA's is, with :math:`c` tuned on
+the reference models by leaving one model out (:func:`tune_clip`; ``clip=None`` does not
+clip). This is privaudit's choice, not the paper's text: the logit-scaled confidence of a
+model that fits its training set runs into the hundreds for some records (Adult MLP: up
+to 157), and without the clip BaVarIA fell below privaudit's LiRA (which clips) at every
+reference count on the Adult MLP, while unclipped LiRA was no better than unclipped
+BaVarIA (``benchmarks/bench_attack_power.py --sweep``, docs/membership.md).
+
 ``predictive="t"`` (default) uses the Student-t; ``predictive="normal"`` (BaVarIA-n) a
 Gaussian with the same centre and the variance :math:`\frac{b_n}{a_n}(1 + \frac1n)`.
 
@@ -72,9 +80,10 @@ from scipy import optimize, special, stats
 from privaudit._validation import check_choice
 from privaudit.attacks._orient import member_oriented
 from privaudit.attacks.base import AttackData, register, require
+from privaudit.attacks.lira_fit import CLIP_GRID, TUNING_FPRS, _check_clip, _clipped, _tpr_at_fprs
 from privaudit.errors import DesignError
 
-__all__ = ["PREDICTIVES", "bavaria_offline", "bavaria_online", "fit_variance_prior"]
+__all__ = ["PREDICTIVES", "bavaria_offline", "bavaria_online", "fit_variance_prior", "tune_clip"]
 
 Result = tuple[NDArray[Any], NDArray[np.float64], dict[str, Any]]
 
@@ -82,6 +91,10 @@ Result = tuple[NDArray[Any], NDArray[np.float64], dict[str, Any]]
 PREDICTIVES: tuple[str, ...] = ("t", "normal")
 
 _A0_BOUNDS = (1e-3, 1e6)
+#: Relative size of a sum of squares below which a group's signals count as all equal.
+_DEGENERATE = 1e-9
+#: False positives a pseudo-target must allow at an FPR for that FPR to tune the clip.
+_MIN_FALSE_POSITIVES = 10
 
 
 def fit_variance_prior(ss: NDArray[np.float64], d: NDArray[np.float64]) -> tuple[float, float, int]:
@@ -101,12 +114,16 @@ def fit_variance_prior(ss: NDArray[np.float64], d: NDArray[np.float64]) -> tuple
         The maximiser of :math:`\sum_g \log p(SS_g \mid a_0, b_0)` (module docstring),
         ``a0`` bounded to [1e-3, 1e6] (the upper bound is the no-heterogeneity limit,
         where the prior is a point mass at the pooled variance), and the number of groups
-        used.
+        used. Groups whose signals are all equal (``SS`` at most 1e-9 of the pooled
+        variance times ``d``: a saturated or clipped signal) are left out of the fit:
+        their marginal density grows without bound as :math:`b_0 \to 0`, so a few of
+        them would drive the prior to a point mass at variance 0 (and the predictive
+        scales to 0); they still get the fitted prior's posterior.
 
     Raises
     ------
     DesignError
-        When no group has ``d >= 1``.
+        When no group has ``d >= 1`` and signals that differ.
 
     Examples
     --------
@@ -117,42 +134,52 @@ def fit_variance_prior(ss: NDArray[np.float64], d: NDArray[np.float64]) -> tuple
     >>> bool(3.5 < a0 < 7.0 and 2.5 < b0 < 6.0), g
     (True, 4000)
     """
-    ok = d >= 1
-    if not ok.any():
+    s_all = np.asarray(ss, dtype=np.float64)
+    d_all = np.asarray(d, dtype=np.float64)
+    ok = d_all >= 1
+    pooled = float(s_all[ok].sum() / d_all[ok].sum()) if ok.any() else 0.0
+    ok &= s_all > _DEGENERATE * pooled * d_all
+    if not ok.any() or pooled <= 0.0:
         raise DesignError(
             "reference_membership: expected at least 2 reference models in one world "
-            "(IN or OUT) for some record, to learn BaVarIA's variance prior from the "
-            "reference models; found at most 1 per record and world; train more "
-            "reference models"
+            "(IN or OUT) for some record, with signals that differ, to learn BaVarIA's "
+            "variance prior from the reference models; found at most 1 per record and "
+            "world, or equal signals only; train more reference models"
         )
-    s, dd = np.asarray(ss, dtype=np.float64)[ok], np.asarray(d, dtype=np.float64)[ok]
-    s = np.maximum(s, 1e-300)
-    pooled = max(float(s.sum() / dd.sum()), 1e-12)
+    s, dd = s_all[ok], d_all[ok]
+    pooled = float(s.sum() / dd.sum())
     half = dd / 2.0
+    lb0 = np.log(pooled)
 
-    def nll(theta: NDArray[np.float64]) -> float:
-        a0, b0 = np.exp(theta[0]), np.exp(theta[1])
+    def nll(theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+        # theta = (log a0, log b0 - log pooled): the scale parameter relative to the data
+        a0, b0 = np.exp(theta[0]), np.exp(theta[1] + lb0)
+        t = b0 + s / 2.0
         ll = (
             a0 * np.log(b0)
             + special.gammaln(a0 + half)
             - special.gammaln(a0)
-            - (a0 + half) * np.log(b0 + s / 2.0)
+            - (a0 + half) * np.log(t)
         )
-        return -float(ll.sum())
+        g_a = a0 * (np.log(b0) + special.digamma(a0 + half) - special.digamma(a0) - np.log(t))
+        g_b = a0 - (a0 + half) * b0 / t
+        return -float(ll.sum()), -np.array([g_a.sum(), g_b.sum()])
 
     best: tuple[float, NDArray[np.float64]] | None = None
     for a_init in (1.0, 3.0, 30.0):
-        x0 = np.array([np.log(a_init), np.log(a_init * pooled)])
+        x0 = np.array([np.log(a_init), np.log(a_init)])
         res = optimize.minimize(
             nll,
             x0,
+            jac=True,
             method="L-BFGS-B",
-            bounds=[(np.log(_A0_BOUNDS[0]), np.log(_A0_BOUNDS[1])), (None, None)],
+            bounds=[(np.log(_A0_BOUNDS[0]), np.log(_A0_BOUNDS[1])), (-40.0, 40.0)],
         )
         if best is None or res.fun < best[0]:
             best = (float(res.fun), np.asarray(res.x))
-    assert best is not None
-    return float(np.exp(best[1][0])), float(np.exp(best[1][1])), int(ok.sum())
+    if best is None:  # pragma: no cover - the loop runs
+        raise DesignError("BaVarIA: the variance prior could not be fitted")
+    return float(np.exp(best[1][0])), float(np.exp(best[1][1] + lb0)), int(ok.sum())
 
 
 def _group_stats(
@@ -206,16 +233,132 @@ def _check_world(n: NDArray[np.float64], world: str, attack: str) -> None:
         )
 
 
+def _online_core(
+    obs: NDArray[np.float64], ref: NDArray[np.float64], keep: NDArray[np.bool_], predictive: str
+) -> tuple[NDArray[np.float64], tuple[float, float, int]]:
+    """Online scores and the prior; every record needs an IN and an OUT reference model."""
+    n_in, m_in, ss_in = _group_stats(ref, keep)
+    n_out, m_out, ss_out = _group_stats(ref, ~keep)
+    prior = fit_variance_prior(np.concatenate([ss_in, ss_out]), np.concatenate([n_in, n_out]) - 1.0)
+    a0, b0, _ = prior
+    df_in, sc_in = _predictive(n_in, ss_in, a0, b0)
+    df_out, sc_out = _predictive(n_out, ss_out, a0, b0)
+    scores = _logpdf(obs, m_in, df_in, sc_in, predictive) - _logpdf(
+        obs, m_out, df_out, sc_out, predictive
+    )
+    return scores, prior
+
+
+def _offline_core(
+    obs: NDArray[np.float64], ref: NDArray[np.float64], keep: NDArray[np.bool_], predictive: str
+) -> tuple[NDArray[np.float64], tuple[float, float, int]]:
+    """Offline scores (member-oriented signals) and the prior; needs OUT models per record."""
+    n_out, m_out, ss_out = _group_stats(ref, ~keep)
+    prior = fit_variance_prior(ss_out, n_out - 1.0)
+    a0, b0, _ = prior
+    df, sc = _predictive(n_out, ss_out, a0, b0)
+    z = (obs - m_out) / sc
+    log_sf = stats.t.logsf(z, df) if predictive == "t" else special.log_ndtr(-z)
+    return -np.asarray(log_sf, dtype=np.float64), prior
+
+
+def tune_clip(
+    ref: NDArray[np.float64],
+    keep: NDArray[np.bool_],
+    *,
+    online: bool,
+    predictive: str,
+    grid: tuple[float | None, ...] = CLIP_GRID,
+    max_models: int = 16,
+) -> tuple[float | None, dict[str, float]]:
+    r"""The signal's clip for BaVarIA, chosen on the reference models (leave one model out).
+
+    The rule of LiRA's :func:`privaudit.attacks.lira_fit.tune_clip`, with BaVarIA as the
+    attack: each of up to ``max_models`` reference models in turn plays the target,
+    attacked with the others (prior refitted on them, for every clip ``c`` of the grid;
+    None = no clipping); the clip of the largest mean TPR at the FPRs of
+    :data:`~privaudit.attacks.lira_fit.TUNING_FPRS` over the pseudo-targets wins (ties:
+    the larger clip). Unlike LiRA's rule, an FPR counts only where a pseudo-target has
+    enough non-members for 10 false positives (:data:`_MIN_FALSE_POSITIVES`): a TPR at
+    one or two false positives is too noisy to choose a clip by, and on small audits it
+    chose clips that cost AUC. The real target is never read. ``ref`` is
+    member-oriented for the offline attack. When no pseudo-target can be scored nothing
+    is clipped and the table is empty.
+    """
+    k = ref.shape[0]
+    core = _online_core if online else _offline_core
+    table: dict[str, float] = {}
+    best: tuple[float, float] | None = None
+    best_clip: float | None = None
+    for c in grid:
+        rc = _clipped(ref, c)
+        total, used = 0.0, 0
+        for j in range(min(k, max_models)):
+            others = np.arange(k) != j
+            ko = keep[others]
+            counts = [(~ko).sum(axis=0)] + ([ko.sum(axis=0)] if online else [])
+            ok = np.all([cnt >= 1 for cnt in counts], axis=0)
+            member = keep[j, ok]
+            if ok.sum() < 2 or member.all() or not member.any():
+                continue
+            try:
+                sc, _ = core(rc[j, ok], rc[others][:, ok], ko[:, ok], predictive)
+            except DesignError:  # too few signals among the others to learn a prior
+                continue
+            n_neg = int((~member).sum())
+            fprs = tuple(f for f in TUNING_FPRS if n_neg * f >= _MIN_FALSE_POSITIVES)
+            tprs = _tpr_at_fprs(sc, member, fprs) if fprs else []
+            if not tprs:
+                continue
+            total += float(np.mean(tprs))
+            used += 1
+        if used == 0:
+            return None, {}
+        score = total / used
+        table[repr(c)] = score
+        key = (score, np.inf if c is None else float(c))
+        if best is None or key > best:
+            best, best_clip = key, c
+    return best_clip, table
+
+
+def _resolve_clip(
+    clip: float | str | None,
+    ref: NDArray[np.float64],
+    keep: NDArray[np.bool_],
+    *,
+    online: bool,
+    predictive: str,
+) -> tuple[float | None, dict[str, Any]]:
+    rule = _check_clip(clip)
+    if rule != "auto":
+        return (None if rule is None else float(rule)), {"clip_rule": "given"}
+    value, table = tune_clip(ref, keep, online=online, predictive=predictive)
+    return value, {
+        "clip_rule": "auto (leave-one-model-out TPR)"
+        if table
+        else "auto: too few reference models to tune, not clipped",
+        "clip_tuning_tpr": table,
+    }
+
+
 def _info(
-    predictive: str, a0: float, b0: float, groups: int, n_models: int, counts: dict[str, Any]
+    predictive: str,
+    prior: tuple[float, float, int],
+    clip: float | None,
+    clip_info: dict[str, Any],
+    n_models: int,
+    counts: dict[str, Any],
 ) -> dict[str, Any]:
     return {
         "predictive": predictive,
         "prior": "inverse-gamma on the variance, flat on the mean (type-II ML on the "
         "reference models)",
-        "prior_a0": a0,
-        "prior_b0": b0,
-        "prior_groups": groups,
+        "prior_a0": prior[0],
+        "prior_b0": prior[1],
+        "prior_groups": prior[2],
+        "clip": clip,
+        **clip_info,
         "n_models": n_models,
         **counts,
         "queries_per_record": 1,
@@ -238,33 +381,29 @@ def bavaria_online(
     rng: np.random.Generator,
     signal: str = "logit_confidence",
     predictive: str = "t",
+    clip: float | str | None = "auto",
 ) -> Result:
     r"""Online BaVarIA: :math:`\log p_{IN}(\phi_i) - \log p_{OUT}(\phi_i)` (module docstring).
 
-    Raises :class:`DesignError` when a record lacks IN or OUT reference models, or when
-    no record has two reference signals in one world (no variance to learn).
+    ``clip``: the signal is clipped to ``[-clip, clip]`` first; ``"auto"`` (default)
+    tunes it on the reference models (:func:`tune_clip`), None does not clip. Raises
+    :class:`DesignError` when a record lacks IN or OUT reference models, or when no
+    record has two differing reference signals in one world (no variance to learn).
     """
     check_choice(predictive, "predictive", PREDICTIVES)
     obs, ref, keep, n_models = _inputs(data, signal)
-    n_in, m_in, ss_in = _group_stats(ref, keep)
-    n_out, m_out, ss_out = _group_stats(ref, ~keep)
+    n_in, n_out = keep.sum(axis=0), (~keep).sum(axis=0)
     _check_world(n_in, "IN", "bavaria-online")
     _check_world(n_out, "OUT", "bavaria-online")
-    a0, b0, groups = fit_variance_prior(
-        np.concatenate([ss_in, ss_out]), np.concatenate([n_in, n_out]) - 1.0
-    )
-    df_in, sc_in = _predictive(n_in, ss_in, a0, b0)
-    df_out, sc_out = _predictive(n_out, ss_out, a0, b0)
-    scores = _logpdf(obs, m_in, df_in, sc_in, predictive) - _logpdf(
-        obs, m_out, df_out, sc_out, predictive
-    )
+    clip_v, clip_info = _resolve_clip(clip, ref, keep, online=True, predictive=predictive)
+    scores, prior = _online_core(_clipped(obs, clip_v), _clipped(ref, clip_v), keep, predictive)
     counts = {
         "n_in_min": int(n_in.min()),
         "n_in_max": int(n_in.max()),
         "n_out_min": int(n_out.min()),
         "n_out_max": int(n_out.max()),
     }
-    return data.record_ids, scores, _info(predictive, a0, b0, groups, n_models, counts)
+    return data.record_ids, scores, _info(predictive, prior, clip_v, clip_info, n_models, counts)
 
 
 @register(
@@ -282,21 +421,20 @@ def bavaria_offline(
     rng: np.random.Generator,
     signal: str = "logit_confidence",
     predictive: str = "t",
+    clip: float | str | None = "auto",
 ) -> Result:
     r"""Offline BaVarIA: :math:`-\log\Pr[T > \phi_i]`, T the OUT predictive (module docstring).
 
-    The signal is oriented higher = member first. Raises :class:`DesignError` when a
-    record lacks OUT reference models, or no record has two OUT reference signals.
+    The signal is oriented higher = member first; ``clip`` as in :func:`bavaria_online`.
+    Raises :class:`DesignError` when a record lacks OUT reference models, or no record
+    has two differing OUT reference signals.
     """
     check_choice(predictive, "predictive", PREDICTIVES)
     obs, ref, keep, n_models = _inputs(data, signal)
     obs, ref = member_oriented(signal, obs), member_oriented(signal, ref)
-    n_out, m_out, ss_out = _group_stats(ref, ~keep)
+    n_out = (~keep).sum(axis=0)
     _check_world(n_out, "OUT", "bavaria-offline")
-    a0, b0, groups = fit_variance_prior(ss_out, n_out - 1.0)
-    df, sc = _predictive(n_out, ss_out, a0, b0)
-    z = (obs - m_out) / sc
-    log_sf = stats.t.logsf(z, df) if predictive == "t" else special.log_ndtr(-z)
-    scores = -np.asarray(log_sf, dtype=np.float64)
+    clip_v, clip_info = _resolve_clip(clip, ref, keep, online=False, predictive=predictive)
+    scores, prior = _offline_core(_clipped(obs, clip_v), _clipped(ref, clip_v), keep, predictive)
     counts = {"n_out_min": int(n_out.min()), "n_out_max": int(n_out.max())}
-    return data.record_ids, scores, _info(predictive, a0, b0, groups, n_models, counts)
+    return data.record_ids, scores, _info(predictive, prior, clip_v, clip_info, n_models, counts)
