@@ -25,7 +25,8 @@ model j and ``member[j, i]`` whether model j trained on record i:
 ``calibrated``
     per record, a threshold from its OUT scores under a Gaussian model,
     :math:`t_i = \bar s_{out,i} + c_i\,\hat\sigma_{out,i}`, and its TPR as the fraction
-    of its IN scores above :math:`t_i`; the figure is the mean over records of that TPR.
+    of its IN scores strictly above :math:`t_i` (a record whose OUT scores are all equal
+    gets :math:`t_i` = that value, so ties are not detections); the figure is the mean over records of that TPR.
     With ``finite_population_correction=True`` (default) :math:`c_i =
     t^{-1}_{n_i - 1}(1-\alpha)\sqrt{1 + 1/n_i}` with the unbiased :math:`\hat\sigma`
     (``ddof=1``): the quantile of the posterior-predictive / prediction-interval
@@ -205,7 +206,9 @@ def calibrated_tpr_at_fpr(
     pooled_tpr = float(np.mean(s[m] >= t_pool))
     rec_fpr = (np.where(~m, s >= t_pool, False)).sum(axis=0) / n_out
     thr = record_thresholds(s, ~m, alpha, finite_population_correction=finite_population_correction)
-    tpr_i = np.where(m, s >= thr[None, :], False).sum(axis=0) / n_in
+    # strictly above: a record whose OUT scores are all equal (a saturated signal) has
+    # threshold = that value, and an IN score tying with it is no evidence of membership
+    tpr_i = np.where(m, s > thr[None, :], False).sum(axis=0) / n_in
     return CalibratedTpr(
         fpr=alpha,
         pooled_tpr=pooled_tpr,
