@@ -71,3 +71,14 @@ def test_an_attack_the_pseudo_targets_cannot_support_is_skipped() -> None:
     one = pseudo_target_data(make_world(14, n=100, n_pop=100, k=2).data, 0)  # 1 reference
     with pytest.raises(Exception, match="at least 2 reference models"):
         calibrated_evaluation(one, ["rmia-online"])
+
+
+def test_at_most_max_pseudo_targets_play_the_target() -> None:
+    w = make_world(15, n=200, n_pop=100, k=8)
+    doc = calibrated_evaluation(w.data, ["rmia-online"], fprs=(0.1,), max_pseudo_targets=5)
+    assert (doc["n_pseudo_targets"], doc["n_reference_models"]) == (5, 8)
+    keep = np.asarray(w.data.reference_membership.keep)[:5]
+    usable = ((~keep).sum(axis=0) >= 2) & (keep.sum(axis=0) >= 1)
+    assert doc["attacks"][0]["n_records"] == int(usable.sum())
+    # each pseudo-target is attacked with all 7 other reference models
+    assert pseudo_target_data(w.data, 4).reference_membership.n_models == 7

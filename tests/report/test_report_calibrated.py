@@ -16,7 +16,8 @@ from privaudit.report.results import validate_results
 def test_small_run_reports_pooled_and_calibrated_tpr_side_by_side(small_run: Path) -> None:
     results = json.loads((small_run / "results.json").read_text())
     ce = results["calibrated_evaluation"]
-    assert ce["n_pseudo_targets"] == 4 and ce["fprs"] == [0.01, 0.001]
+    assert ce["n_pseudo_targets"] == ce["n_reference_models"] == 4
+    assert ce["fprs"] == [0.01, 0.001]
     (lira,) = ce["attacks"]  # the run's only reference-model attack of the family
     assert lira["name"] == "lira-online"
     for fig in lira["figures"]:
@@ -38,7 +39,7 @@ def test_small_run_reports_pooled_and_calibrated_tpr_side_by_side(small_run: Pat
     ):
         assert text in html, text
     text = summary_text(results)
-    assert "TPR from the 4 reference models" in text and "pool@1%" in text and "cal@1%" in text
+    assert "TPR with 4 reference models each the target" in text and "pool@1%" in text and "cal@1%" in text
     # the schema holds the section to its shape
     bad = copy.deepcopy(results)
     del bad["calibrated_evaluation"]["attacks"][0]["figures"][0]["calibrated_plug_in"]

@@ -11,9 +11,9 @@ per-record calibrated one with the finite-population correction (Student-t predi
 quantile) and the plug-in one without it.
 
 :func:`calibrated_section` runs that evaluation on an audit's reference models: reference
-model j plays the target and the attack runs, with its configured settings, on the other
-reference models (leave one reference model out), so the real target's membership is
-never read. Only the reference-model attacks of the likelihood-ratio family are evaluated
+model j (the first :data:`MAX_PSEUDO_TARGETS` of them) plays the target and the attack
+runs, with its configured settings, on all the other reference models (leave one
+reference model out), so the real target's membership is never read. Only the reference-model attacks of the likelihood-ratio family are evaluated
 (:data:`CALIBRATED_ATTACKS`, those of the audit that ran): they read nothing but the
 reference models and the population, which each pseudo-target has too. The pseudo-target's
 own population signals are its reference row on the population records (a non-member of
@@ -39,6 +39,7 @@ from privaudit.records import MembershipMatrix, SignalTable
 __all__ = [
     "CALIBRATED_ATTACKS",
     "CALIBRATED_FPRS",
+    "MAX_PSEUDO_TARGETS",
     "calibrated_evaluation",
     "calibrated_section",
     "pseudo_target_data",
@@ -56,6 +57,11 @@ CALIBRATED_ATTACKS: tuple[str, ...] = (
 
 #: The false-positive rates of the figures.
 CALIBRATED_FPRS: tuple[float, ...] = (0.01, 0.001)
+
+#: At most this many reference models play the target (the first ones, each attacked with
+#: all the others): the cost is one attack run per pseudo-target, and the attacks' own
+#: tuning (LiRA's clip and shrinkage, RMIA's offline a, BaVarIA's clip) runs in each.
+MAX_PSEUDO_TARGETS = 8
 
 _METHOD = (
     "Each reference model in turn plays the target, attacked with the other reference "
@@ -164,11 +170,13 @@ def calibrated_evaluation(
     attack_params: Mapping[str, Mapping[str, Any]] | None = None,
     *,
     fprs: Sequence[float] = CALIBRATED_FPRS,
+    max_pseudo_targets: int = MAX_PSEUDO_TARGETS,
 ) -> dict[str, Any]:
     """The calibrated evaluation of the attacks ``names`` on ``data``'s reference models.
 
-    Every reference model plays the target once (:func:`pseudo_target_data`); the
-    target's own tables are not read. Returns the ``calibrated_evaluation`` document
+    The first ``max_pseudo_targets`` reference models play the target once each
+    (:func:`pseudo_target_data`, against all the other reference models); the target's
+    own tables are not read. Returns the ``calibrated_evaluation`` document
     (module docstring); an attack the pseudo-targets cannot support is listed under
     ``skipped`` with the reason.
     """
@@ -178,8 +186,8 @@ def calibrated_evaluation(
             "evaluation, found fewer"
         )
     params = attack_params or {}
-    k = data.reference_membership.n_models
-    keep = np.asarray(data.reference_membership.keep, dtype=bool)
+    k = min(data.reference_membership.n_models, max(int(max_pseudo_targets), 2))
+    keep = np.asarray(data.reference_membership.keep, dtype=bool)[:k]
     pseudo = [pseudo_target_data(data, j) for j in range(k)]
     attacks, skipped = [], []
     for name in names:
@@ -198,6 +206,7 @@ def calibrated_evaluation(
         "source": "Jalko, Pradhan, Raisa, Honkela: On Reliability of Efficient Membership "
         "Inference Vulnerability Evaluation (arXiv 2605.25819, 2026)",
         "n_pseudo_targets": k,
+        "n_reference_models": data.reference_membership.n_models,
         "fprs": [float(f) for f in fprs],
         "attacks": attacks,
         "skipped": skipped,

@@ -236,7 +236,7 @@ def _calibrated_table(results: dict[str, Any]) -> list[Any] | None:
         return None
     fprs = [float(f) for f in ce["fprs"]]
     table = Table(
-        title=f"TPR from the {ce['n_pseudo_targets']} reference models, each the target in turn",
+        title=f"TPR with {ce['n_pseudo_targets']} reference models each the target in turn",
         box=box.SIMPLE_HEAD,
         padding=(0, 0),
         pad_edge=False,
