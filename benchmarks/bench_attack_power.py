@@ -34,6 +34,24 @@ when the claim holds on every target, 1 otherwise.
 
 Models are trained once per target (in ``--cache-dir``, a temporary folder by default)
 and the attacks rerun on the stored signals.
+
+Few-reference sweep (issue 34): ``--sweep`` instead runs, on the demo's Adult MLP target
+(UCI Adult, 2,400 audited records) for each seed of ``--seeds`` (default 0,1,2), LiRA,
+RMIA and BaVarIA online and offline with 1, 2, 4 and 8 reference models
+(``--references``) and prints AUC, TPR@0.1%FPR and TPR@1%FPR, then the mean over seeds.
+One experiment per seed trains the target and 8 reference models (each audited record
+IN for exactly 4, independently of its target bit); ``k`` references are the first ``k``
+of them. With fewer than 8 a record can lack an IN or an OUT model among them, so every
+attack of one (``k``, mode) is scored on the same records: those with at least one OUT
+model (offline) or at least one IN and one OUT (online), all records when none has both
+(online, ``k = 1``: only RMIA, which needs no world split, runs). The
+reference layout is independent of the target bit, so this selection keeps members and
+non-members exchangeable. An attack the references cannot support (LiRA and BaVarIA
+need two signals of one world somewhere to learn a variance) is ``n/a``. ``--json
+PATH`` then writes a list of rows with exactly ``dataset``, ``attack``, ``mode``
+(online | offline), ``n_references``, ``seed``, ``auc``, ``tpr_at_1pct``,
+``tpr_at_0_1pct`` (None where n/a) and ``default`` (whether the attack is in privaudit's
+default attacks, ``privaudit.default_attacks()``). Nothing is tuned on the target.
 """
 
 from __future__ import annotations
@@ -240,6 +258,145 @@ def _variants(exp: Any) -> None:
         )
 
 
+SWEEP_ATTACKS = (
+    ("lira", "lira-online", "lira-offline"),
+    ("rmia", "rmia-online", "rmia-offline"),
+    ("bavaria", "bavaria-online", "bavaria-offline"),
+)
+
+
+def _with_references(data: Any, k: int, keep_records: np.ndarray) -> Any:
+    """``data`` with the first ``k`` reference models and the audited records ``keep_records``."""
+    from privaudit.records import MembershipMatrix, SignalTable
+
+    mm = data.reference_membership
+    models = mm.model_ids[:k]
+
+    def cols(tables: Any, rows: slice | None) -> Any:
+        if tables is None:
+            return None
+        out = {}
+        for name, t in tables.items():
+            v = t.values if rows is None else t.values[rows]
+            out[name] = SignalTable(
+                name,
+                t.record_ids[keep_records],
+                t.model_ids[: v.shape[0]] if rows is not None else t.model_ids,
+                v[:, keep_records],
+            )
+        return out
+
+    def rows_only(tables: Any) -> Any:
+        if tables is None:
+            return None
+        return {n: SignalTable(n, t.record_ids, models, t.values[:k]) for n, t in tables.items()}
+
+    return dataclasses.replace(
+        data,
+        record_ids=data.record_ids[keep_records],
+        labels=data.labels[keep_records],
+        target=cols(data.target, None),
+        reference=cols(data.reference, slice(0, k)),
+        reference_membership=MembershipMatrix(
+            mm.record_ids[keep_records], models, mm.keep[:k][:, keep_records]
+        ),
+        reference_population=rows_only(data.reference_population),
+        reference_population_membership=None,
+        views=None,
+    )
+
+
+def _sweep(args: argparse.Namespace, cache: Path) -> list[dict[str, Any]]:
+    from privaudit.attacks import default_attacks, run_attack
+    from privaudit.config.build import build_trainer, load_dataset
+    from privaudit.errors import DesignError
+    from privaudit.membership.experiment import run_experiment
+    from privaudit.membership.pipeline import demo_config, experiment_config
+
+    refs = [int(x) for x in args.references.split(",")]
+    seeds = [int(x) for x in args.seeds.split(",")]
+    defaults = set(default_attacks())
+    names = tuple(n for _, on, off in SWEEP_ATTACKS for n in (on, off))
+    rows: list[dict[str, Any]] = []
+    for seed in seeds:
+        cfg = demo_config(
+            seed=seed, n_jobs=args.n_jobs, output_dir=cache / "unused", cache_dir=cache
+        )
+        ds = load_dataset(cfg)
+        trainer = build_trainer(cfg.model, ds.n_classes)
+        ec = experiment_config(cfg, ds.n_records)
+        ec = dataclasses.replace(ec, attacks=names, attack_params={}, n_reference=max(refs))
+        t0 = time.perf_counter()
+        exp = run_experiment(ds, trainer, ec, store=cache / f"sweep-{seed}", progress=False)
+        print(
+            f"\n== Adult MLP, seed {seed}: train accuracy {100 * exp.train_accuracy:.1f}%, test "
+            f"{100 * exp.test_accuracy:.1f}% (experiment {time.perf_counter() - t0:.0f} s)"
+        )
+        data, member = exp.attack_data, exp.membership
+        keep = np.asarray(data.reference_membership.keep)
+        print(
+            f"{'attack':<18s} {'k':>2s} {'records':>7s} {'AUC':>6s} {'TPR@0.1%':>8s} {'TPR@1%':>8s}"
+        )
+        for k in refs:
+            n_in, n_out = keep[:k].sum(axis=0), (~keep[:k]).sum(axis=0)
+            for mode_i, mode in ((1, "online"), (2, "offline")):
+                eligible = (n_out >= 1) if mode == "offline" else (n_in >= 1) & (n_out >= 1)
+                if not eligible.any():
+                    eligible = np.ones_like(eligible)
+                sub = _with_references(data, k, eligible)
+                for family in SWEEP_ATTACKS:
+                    name = family[mode_i]
+                    row: dict[str, Any] = {
+                        "dataset": "adult-mlp",
+                        "attack": name,
+                        "mode": mode,
+                        "n_references": k,
+                        "seed": seed,
+                        "auc": None,
+                        "tpr_at_1pct": None,
+                        "tpr_at_0_1pct": None,
+                        "default": name in defaults,
+                    }
+                    try:
+                        res = run_attack(name, sub)
+                    except DesignError as err:
+                        print(
+                            f"{name:<18s} {k:2d} {int(eligible.sum()):7d}    n/a  ({str(err)[:60]}...)"
+                        )
+                        rows.append(row)
+                        continue
+                    r = _row(res.scores, member[eligible])
+                    row.update(auc=r["auc"], tpr_at_1pct=r["tpr@1%"], tpr_at_0_1pct=r["tpr@0.1%"])
+                    rows.append(row)
+                    print(
+                        f"{name:<18s} {k:2d} {int(eligible.sum()):7d} {r['auc']:6.3f} "
+                        f"{_fmt(r['tpr@0.1%']):>8s} {_fmt(r['tpr@1%']):>8s}"
+                    )
+    _sweep_summary(rows, refs)
+    return rows
+
+
+def _sweep_summary(rows: list[dict[str, Any]], refs: list[int]) -> None:
+    print("\nmean over seeds (n/a: the references cannot support the attack)")
+    print(
+        f"{'attack':<18s} "
+        + " ".join(f"{'k=' + str(k) + ' AUC/TPR@0.1%/TPR@1%':>30s}" for k in refs)
+    )
+    for name in dict.fromkeys(r["attack"] for r in rows):
+        cells = []
+        for k in refs:
+            sel = [r for r in rows if r["attack"] == name and r["n_references"] == k]
+            if not sel or any(r["auc"] is None for r in sel):
+                cells.append(f"{'n/a':>30s}")
+                continue
+            a = np.mean([r["auc"] for r in sel])
+            t01 = [r["tpr_at_0_1pct"] for r in sel if r["tpr_at_0_1pct"] is not None]
+            t1 = [r["tpr_at_1pct"] for r in sel if r["tpr_at_1pct"] is not None]
+            c = f"{a:.3f}/{_fmt(float(np.mean(t01)) if t01 else None).strip()}/{_fmt(float(np.mean(t1)) if t1 else None).strip()}"
+            cells.append(f"{c:>30s}")
+        print(f"{name:<18s} " + " ".join(cells))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--targets", default="demo,mnist", help="comma-separated: demo, mnist, digits")
@@ -248,7 +405,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache-dir", type=Path, default=None)
     p.add_argument("--variants", action="store_true")
     p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--sweep", action="store_true", help="the few-reference sweep (issue 34)")
+    p.add_argument("--references", default="1,2,4,8", help="--sweep: numbers of references")
+    p.add_argument("--seeds", default="0,1,2", help="--sweep: seeds")
     args = p.parse_args(argv)
+    if args.sweep:
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = _sweep(args, args.cache_dir or Path(tmp))
+        if args.json is not None:
+            args.json.write_text(json.dumps(rows, indent=2))
+        return 0
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         cache = args.cache_dir or Path(tmp)

@@ -269,8 +269,11 @@ def test_audit_model_gives_the_figures_of_privaudit_run(
 
 
 def _attack_rows(text: str) -> list[str]:
-    """The summary table's rows (a line that starts with an attack's name)."""
-    return [ln for ln in text.splitlines() if ln.split()[:1] and ln.split()[0] in ATTACKS]
+    """The summary table's rows (a line that starts with an attack's name), up to the
+    calibrated-evaluation table under it."""
+    lines = text.splitlines()
+    end = next((i for i, ln in enumerate(lines) if "each the target in turn" in ln), len(lines))
+    return [ln for ln in lines[:end] if ln.split()[:1] and ln.split()[0] in ATTACKS]
 
 
 def test_the_result_prints_the_summary_of_privaudit_run(

@@ -48,7 +48,9 @@ The exported names, by what they are:
 * **Data**: :class:`Dataset`, :func:`load_adult`, :func:`load_digits`, :func:`load_mnist`,
   :func:`load_cifar10`, :func:`load_table`; texts: :class:`TextRecords`, :func:`read_text_records`,
   :func:`write_text_records`, :func:`load_tiny_shakespeare`.
-* **Signals and metrics**: :func:`cross_entropy_loss`, :func:`auc`.
+* **Signals and metrics**: :func:`cross_entropy_loss`, :func:`auc`,
+  :func:`calibrated_tpr_at_fpr` / :class:`CalibratedTpr` (pooled vs per-record calibrated
+  TPR at a FPR, Jälkö et al. 2026).
 * **DP statistics**, plain functions on arrays: one-run (:func:`one_run_audit`,
   :func:`eps_lb_one_run`; Steinke et al. 2023), f-DP / mu-GDP (:func:`fdp_one_run_audit`,
   :func:`gdp_mu_lb_one_run`, :func:`fdp_eps_lb_one_run`, :func:`mu_to_epsilon`; Mahloujifar
@@ -118,6 +120,7 @@ if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported
     from privaudit.membership.own_model import audit_model
     from privaudit.membership.pipeline import run_audit
     from privaudit.membership.result import AuditReport
+    from privaudit.metrics.calibrated import CalibratedTpr, calibrated_tpr_at_fpr
     from privaudit.metrics.roc import auc
     from privaudit.models.causal_lm import CausalLM
     from privaudit.models.lm_builders import smollm2_gguf, tiny_gpt
@@ -251,6 +254,8 @@ _PUBLIC: dict[str, str] = {
     # signals and metrics
     "cross_entropy_loss": "privaudit.signals.functions",
     "auc": "privaudit.metrics.roc",
+    "calibrated_tpr_at_fpr": "privaudit.metrics.calibrated",
+    "CalibratedTpr": "privaudit.metrics.calibrated",
     # DP statistics
     "one_run_audit": "privaudit.stats.one_run",
     "eps_lb_one_run": "privaudit.stats.one_run",
@@ -296,6 +301,7 @@ __all__ = [
     "AuditResult",
     "AuditResults",
     "BoundFigures",
+    "CalibratedTpr",
     "CanaryAuditResult",
     "CanaryCoins",
     "CanarySet",
@@ -333,6 +339,7 @@ __all__ = [
     "audit_canaries",
     "audit_model",
     "audited_records",
+    "calibrated_tpr_at_fpr",
     "canary_records",
     "conditional_eps_audit",
     "conditional_gdp_audit",

@@ -30,6 +30,8 @@ BUILTIN = (
     "calibrated-loss",
     "learned",
     "label-only",
+    "bavaria-online",
+    "bavaria-offline",
 )
 
 

@@ -19,8 +19,11 @@ from numpy.typing import NDArray
 
 from privaudit.attacks import ATTACKS
 from privaudit.data.dataset import Dataset
-from privaudit.membership.experiment import ExperimentConfig, run_experiment
+from privaudit.membership.experiment import DEFAULT_ATTACKS, ExperimentConfig, run_experiment
 from privaudit.metrics.roc import auc
+
+#: Attacks outside the defaults that the null world checks as well (issue 34).
+_NEW_ATTACKS = ("bavaria-online", "bavaria-offline")
 
 
 class _NullModel:
@@ -77,6 +80,7 @@ def _dataset(n: int, seed: int = 0) -> Dataset:
 @pytest.fixture(scope="module")
 def null_run():  # type: ignore[no-untyped-def]
     cfg = ExperimentConfig(
+        attacks=(*DEFAULT_ATTACKS, *_NEW_ATTACKS),
         n_target_pool=3000,
         n_population=3000,
         n_reference=8,
@@ -113,6 +117,8 @@ def test_reference_layout_is_independent_of_the_target_bit(null_run) -> None:  #
         "calibrated-loss",
         "learned",
         "label-only",
+        "bavaria-online",
+        "bavaria-offline",
     ],
 )
 def test_null_world_auc_is_chance_and_alpha_holds(null_run, name: str) -> None:  # type: ignore[no-untyped-def]

@@ -56,6 +56,10 @@ attack             reads (besides ``record_ids``, ``labels``, ``target[S]``)
                    ratio is computed in log space, log p = -loss]
 ``rmia-offline``   RMIA offline: as rmia-online, OUT models only; ``a`` tuned on the
                    reference models by default. [``loss``]
+``bavaria-online`` BaVarIA (Brannvall 2026): as lira-online; the variance under a
+                   normal-inverse-gamma prior fitted on the reference models (not in
+                   the default attacks). [``logit_confidence``]
+``bavaria-offline`` BaVarIA offline: as lira-offline, OUT models only. [``logit_confidence``]
 =================  ==========================================================================
 
 The reference models of ``reference`` and ``reference_population`` must be the same
@@ -206,6 +210,7 @@ _ATTACK_MODULES: tuple[str, ...] = (
     "privaudit.attacks.lira",
     "privaudit.attacks.rmia",
     "privaudit.attacks.extra_attacks",
+    "privaudit.attacks.bavaria",
 )
 
 
@@ -281,6 +286,8 @@ BUILTIN_ATTACKS: tuple[str, ...] = (
     "calibrated-loss",
     "learned",
     "label-only",
+    "bavaria-online",
+    "bavaria-offline",
 )
 
 

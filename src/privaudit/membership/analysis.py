@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from privaudit.data import Dataset
+from privaudit.membership.calibrated_eval import calibrated_section
 from privaudit.membership.config import AuditConfig
 from privaudit.membership.experiment import ExperimentConfig, ExperimentResult
 from privaudit.membership.experiment_config import n_models_behind
@@ -154,7 +155,9 @@ def analysis_sections(
     n_aimed: int,
 ) -> dict[str, Any]:
     """The results' analysis sections: the threat model, the attacks' agreement at fixed
-    FPRs, and the vulnerable records (with the leave-one-out sample behind them)."""
+    FPRs, the vulnerable records (with the leave-one-out sample behind them) and the
+    pooled vs per-record calibrated TPR of the reference-model attacks
+    (:mod:`privaudit.membership.calibrated_eval`)."""
     scored = m.scored
     sections: dict[str, Any] = {
         "threat_model": threat_model(game_doc, m.entries, audits=m.audits),
@@ -171,6 +174,11 @@ def analysis_sections(
         "n_records": 0 if exp.leave_one_out_ids is None else int(exp.leave_one_out_ids.size),
         "n_aimed_at_record_types": n_aimed,
     }
+    calibrated = calibrated_section(exp)
+    if calibrated is not None:
+        if game_result is not None and len(game_result.trials) > 1:
+            calibrated["notes"].append("the reference models of the game's first trial")
+        sections["calibrated_evaluation"] = calibrated
     return sections
 
 

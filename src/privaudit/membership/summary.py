@@ -209,6 +209,9 @@ def summary_parts(
             "-" if a["n_reference_models"] is None else str(a["n_reference_models"]),
         )
     out.append(table)
+    calibrated = _calibrated_table(results)
+    if calibrated is not None:
+        out.extend(calibrated)
     notes, warns = summary_lines(results)
     out.append("records: members + non-members scored; models: attacker models used")
     out.extend(notes)
@@ -220,6 +223,48 @@ def summary_parts(
             "bundle.json: re-check it with `privaudit verify`)"
         )
     return out
+
+
+def _calibrated_table(results: dict[str, Any]) -> list[Any] | None:
+    """The pooled vs per-record calibrated TPRs of ``results["calibrated_evaluation"]``
+    (Jälkö et al. 2026) as a table and its legend; None when the audit has none."""
+    from rich import box
+    from rich.table import Table
+
+    ce = results.get("calibrated_evaluation")
+    if not ce or not ce.get("attacks"):
+        return None
+    fprs = [float(f) for f in ce["fprs"]]
+    table = Table(
+        title=f"TPR with {ce['n_pseudo_targets']} reference models each the target in turn",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 0),
+        pad_edge=False,
+    )
+    table.add_column("attack", justify="left", no_wrap=True)
+    for f in fprs:
+        for kind in ("pool", "cal", "plug"):
+            table.add_column(f"{kind}@{100 * f:g}%", justify="right", no_wrap=True)
+    for a in ce["attacks"]:
+        by_fpr = {float(f["fpr"]): f for f in a["figures"]}
+        cells = []
+        for f in fprs:
+            fig = by_fpr.get(f)
+            if fig is None:
+                cells += ["n/a"] * 3
+                continue
+            cells += [
+                _pct1(fig["pooled"]["tpr"]),
+                _pct1(fig["calibrated"]["tpr"]),
+                _pct1(fig["calibrated_plug_in"]["tpr"]),
+            ]
+        table.add_row(a["name"], *cells)
+    legend = (
+        "pool: pooled TPR, one threshold over all records (not a per-record FPR); cal: "
+        "per-record calibrated TPR at per-record FPR (Jalko et al. 2026), finite-population "
+        "corrected; plug: the same without the correction (overstated with few models)"
+    )
+    return [table, legend]
 
 
 def summary_text(

@@ -130,6 +130,21 @@ ATTACK_ASSUMPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "map a; no alpha threshold (read its ROC)",
         ),
     ),
+    "bavaria-online": (
+        (_POP, _ALGO, "reference models trained with and without each audited record"),
+        (
+            "BaVarIA (Brannvall 2026): LiRA's IN and OUT distributions per record with a "
+            "normal-inverse-gamma prior on the variance learned on the reference models "
+            "(Student-t predictive); no alpha threshold (read its ROC)",
+        ),
+    ),
+    "bavaria-offline": (
+        (_POP, _ALGO, "reference models that did not train on the audited records"),
+        (
+            "BaVarIA offline (Brannvall 2026): one-sided test against each record's OUT "
+            "predictive; no alpha threshold (read its ROC)",
+        ),
+    ),
     "calibrated-loss": (
         (_POP, _ALGO, "reference models that did not train on the audited records"),
         (

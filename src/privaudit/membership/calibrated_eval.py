@@ -1,0 +1,231 @@
+r"""Pooled and per-record calibrated TPR at FPR from the reference models (``results.json["calibrated_evaluation"]``).
+
+Jälkö, Pradhan, Räisä and Honkela (arXiv 2605.25819, 2026) evaluate an attack the
+*efficient* way: every one of many models trained on random halves of the data plays the
+target in turn, attacked with the others, and each record is scored by the models that
+trained on it (IN) and the models that did not (OUT). The TPR at FPR of the scores pooled
+over records is then not calibrated per record (one threshold gives each record its own
+FPR), and the per-record Gaussian thresholds fitted on finitely many models are biased
+upwards; :func:`privaudit.metrics.calibrated_tpr_at_fpr` computes the pooled figure, the
+per-record calibrated one with the finite-population correction (Student-t prediction
+quantile) and the plug-in one without it.
+
+:func:`calibrated_section` runs that evaluation on an audit's reference models: reference
+model j (the first :data:`MAX_PSEUDO_TARGETS` of them) plays the target and the attack
+runs, with its configured settings, on all the other reference models (leave one
+reference model out), so the real target's membership is never read. Only the reference-model attacks of the likelihood-ratio family are evaluated
+(:data:`CALIBRATED_ATTACKS`, those of the audit that ran): they read nothing but the
+reference models and the population, which each pseudo-target has too. The pseudo-target's
+own population signals are its reference row on the population records (a non-member of
+every population record unless ``reference_population_membership`` says otherwise; then
+RMIA's population is not all non-members of that pseudo-target, as noted in the section).
+A record enters an attack's figures when the pseudo-targets give it at least 2 OUT and 1
+IN score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from privaudit.attacks import AttackData, run_attack
+from privaudit.errors import DesignError
+from privaudit.membership.experiment import ExperimentResult
+from privaudit.metrics.calibrated import calibrated_tpr_at_fpr
+from privaudit.records import MembershipMatrix, SignalTable
+
+__all__ = [
+    "CALIBRATED_ATTACKS",
+    "CALIBRATED_FPRS",
+    "MAX_PSEUDO_TARGETS",
+    "calibrated_evaluation",
+    "calibrated_section",
+    "pseudo_target_data",
+]
+
+#: The attacks evaluated (in this order), when the audit ran them.
+CALIBRATED_ATTACKS: tuple[str, ...] = (
+    "lira-online",
+    "lira-offline",
+    "rmia-online",
+    "rmia-offline",
+    "bavaria-online",
+    "bavaria-offline",
+)
+
+#: The false-positive rates of the figures.
+CALIBRATED_FPRS: tuple[float, ...] = (0.01, 0.001)
+
+#: At most this many reference models play the target (the first ones, each attacked with
+#: all the others): the cost is one attack run per pseudo-target, and the attacks' own
+#: tuning (LiRA's clip and shrinkage, RMIA's offline a, BaVarIA's clip) runs in each.
+MAX_PSEUDO_TARGETS = 8
+
+_METHOD = (
+    "Each reference model in turn plays the target, attacked with the other reference "
+    "models (leave one reference model out; the real target is not used); each record is "
+    "scored by the pseudo-targets that trained on it (IN) and those that did not (OUT). "
+    "Pooled: one threshold over all (pseudo-target, record) scores at pooled FPR alpha. "
+    "Calibrated (Jalko et al. 2026): per record, a threshold from its OUT scores under a "
+    "Gaussian model at FPR alpha, the TPR of its IN scores there, averaged over records; "
+    "finite-population corrected: the Student-t prediction quantile of a new OUT score "
+    "(exact for Gaussian scores, whatever the number of models); plug-in: the fitted "
+    "Gaussian used as exact (the efficient LiRA evaluation's upward bias)."
+)
+
+
+def _rows(tables: Mapping[str, SignalTable], rows: Sequence[int]) -> dict[str, SignalTable]:
+    idx = list(rows)
+    return {
+        n: SignalTable(n, t.record_ids, tuple(t.model_ids[i] for i in idx), t.values[idx])
+        for n, t in tables.items()
+    }
+
+
+def _membership_rows(mm: MembershipMatrix, rows: Sequence[int]) -> MembershipMatrix:
+    idx = list(rows)
+    return MembershipMatrix(
+        mm.record_ids, tuple(mm.model_ids[i] for i in idx), np.asarray(mm.keep)[idx]
+    )
+
+
+def pseudo_target_data(data: AttackData, j: int) -> AttackData:
+    """``data`` with reference model ``j`` as the target and the others as references.
+
+    Keeps what the reference-model attacks read: the audited records and labels, the
+    reference tables and membership, and the population tables (``population_target``
+    from model j's row of ``reference_population``).
+    """
+    if data.reference is None or data.reference_membership is None:
+        raise DesignError("reference: expected reference models to evaluate, found none")
+    k = data.reference_membership.n_models
+    others = [i for i in range(k) if i != j]
+    pop, pop_mm = data.reference_population, data.reference_population_membership
+    return AttackData(
+        record_ids=data.record_ids,
+        labels=data.labels,
+        target=_rows(data.reference, [j]),
+        population_target=None if pop is None else _rows(pop, [j]),
+        population_labels=None if pop is None else data.population_labels,
+        reference=_rows(data.reference, others),
+        reference_membership=_membership_rows(data.reference_membership, others),
+        reference_population=None if pop is None else _rows(pop, others),
+        reference_population_membership=None
+        if pop_mm is None
+        else _membership_rows(pop_mm, others),
+    )
+
+
+def _evaluate(
+    name: str,
+    pseudo: list[AttackData],
+    keep: np.ndarray,
+    params: Mapping[str, Any],
+    fprs: Sequence[float],
+) -> dict[str, Any]:
+    scores = np.empty(keep.shape, dtype=np.float64)
+    for j, d in enumerate(pseudo):
+        res = run_attack(name, d, seed=j, **dict(params))
+        pos = {r: i for i, r in enumerate(d.record_ids.tolist())}
+        col = np.asarray([pos[r] for r in res.record_ids.tolist()], dtype=np.intp)
+        if col.size != keep.shape[1]:
+            raise DesignError(f"{name} scored {col.size} of {keep.shape[1]} records")
+        scores[j, col] = res.scores
+    usable = ((~keep).sum(axis=0) >= 2) & (keep.sum(axis=0) >= 1)
+    if not usable.any():
+        raise DesignError(
+            "reference_membership: expected records with at least 2 OUT and 1 IN reference "
+            "models among the pseudo-targets, found none"
+        )
+    s, m = scores[:, usable], keep[:, usable]
+    figures = []
+    for f in fprs:
+        fpc = calibrated_tpr_at_fpr(s, m, f)
+        plug = calibrated_tpr_at_fpr(s, m, f, finite_population_correction=False)
+        doc = fpc.to_dict()
+        doc["calibrated_plug_in"] = plug.to_dict()["calibrated"]
+        n_out_pairs = int((~m).sum())
+        if n_out_pairs * f < 1.0:  # as the attacks table: no pooled TPR below one FP
+            doc["pooled"].update(
+                tpr=None, threshold=None, record_fpr_max=None, record_fpr_share_above_2x=None
+            )
+            doc["pooled"]["note"] = (
+                f"n/a: a pooled TPR at FPR {f:g} needs >= {int(np.ceil(1.0 / f - 1e-9))} "
+                f"non-member scores, found {n_out_pairs}"
+            )
+        figures.append(doc)
+    return {
+        "name": name,
+        "n_records": int(usable.sum()),
+        "n_records_left_out": int((~usable).sum()),
+        "figures": figures,
+    }
+
+
+def calibrated_evaluation(
+    data: AttackData,
+    names: Sequence[str],
+    attack_params: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    fprs: Sequence[float] = CALIBRATED_FPRS,
+    max_pseudo_targets: int = MAX_PSEUDO_TARGETS,
+) -> dict[str, Any]:
+    """The calibrated evaluation of the attacks ``names`` on ``data``'s reference models.
+
+    The first ``max_pseudo_targets`` reference models play the target once each
+    (:func:`pseudo_target_data`, against all the other reference models); the target's
+    own tables are not read. Returns the ``calibrated_evaluation`` document
+    (module docstring); an attack the pseudo-targets cannot support is listed under
+    ``skipped`` with the reason.
+    """
+    if data.reference_membership is None or data.reference_membership.n_models < 2:
+        raise DesignError(
+            "reference_membership: expected at least 2 reference models for the calibrated "
+            "evaluation, found fewer"
+        )
+    params = attack_params or {}
+    k = min(data.reference_membership.n_models, max(int(max_pseudo_targets), 2))
+    keep = np.asarray(data.reference_membership.keep, dtype=bool)[:k]
+    pseudo = [pseudo_target_data(data, j) for j in range(k)]
+    attacks, skipped = [], []
+    for name in names:
+        try:
+            attacks.append(_evaluate(name, pseudo, keep, params.get(name, {}), fprs))
+        except DesignError as err:
+            skipped.append({"name": name, "reason": str(err)})
+    notes = []
+    if data.reference_population_membership is not None:
+        notes.append(
+            "some reference models trained on population records: a pseudo-target's "
+            "population (RMIA's z) then holds some of its members"
+        )
+    return {
+        "method": _METHOD,
+        "source": "Jalko, Pradhan, Raisa, Honkela: On Reliability of Efficient Membership "
+        "Inference Vulnerability Evaluation (arXiv 2605.25819, 2026)",
+        "n_pseudo_targets": k,
+        "n_reference_models": data.reference_membership.n_models,
+        "fprs": [float(f) for f in fprs],
+        "attacks": attacks,
+        "skipped": skipped,
+        "notes": notes,
+    }
+
+
+def calibrated_section(
+    exp: ExperimentResult, *, fprs: Sequence[float] = CALIBRATED_FPRS
+) -> dict[str, Any] | None:
+    """``results.json["calibrated_evaluation"]`` of one experiment (module docstring):
+    :func:`calibrated_evaluation` of the audit's attacks among :data:`CALIBRATED_ATTACKS`,
+    with their configured settings. None when the audit ran none of them or had fewer
+    than 2 reference models.
+    """
+    data = exp.attack_data
+    names = [n for n in CALIBRATED_ATTACKS if n in exp.scores]
+    if not names or data is None or data.reference_membership is None:
+        return None
+    if data.reference_membership.n_models < 2:
+        return None
+    return calibrated_evaluation(data, names, exp.config.attack_params, fprs=fprs)

@@ -1,0 +1,84 @@
+"""The calibrated evaluation of an audit (Jälkö et al. 2026): reference models as targets."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from privaudit.attacks import run_attack
+from privaudit.membership.calibrated_eval import calibrated_evaluation, pseudo_target_data
+from privaudit.metrics.calibrated import calibrated_tpr_at_fpr
+from privaudit.records import SignalTable
+
+from .conftest import make_world
+
+
+def test_pseudo_targets_never_read_the_target_and_match_a_manual_leave_one_out() -> None:
+    w = make_world(11, n=300, n_pop=200, k=6)
+    doc = calibrated_evaluation(w.data, ["lira-online", "rmia-offline"], fprs=(0.05,))
+    # the target's tables replaced by noise: nothing changes
+    rng = np.random.default_rng(0)
+    noisy = {
+        n: SignalTable(n, t.record_ids, t.model_ids, rng.normal(size=t.values.shape))
+        for n, t in w.data.target.items()
+    }
+    again = calibrated_evaluation(
+        dataclasses.replace(w.data, target=noisy), ["lira-online", "rmia-offline"], fprs=(0.05,)
+    )
+    assert again == doc
+    # lira-online by hand: reference model j attacked with the others
+    keep = np.asarray(w.data.reference_membership.keep)
+    scores = np.stack(
+        [run_attack("lira-online", pseudo_target_data(w.data, j), seed=j).scores for j in range(6)]
+    )
+    ok = ((~keep).sum(axis=0) >= 2) & (keep.sum(axis=0) >= 1)
+    want = calibrated_tpr_at_fpr(scores[:, ok], keep[:, ok], 0.05)
+    got = doc["attacks"][0]["figures"][0]
+    assert doc["attacks"][0]["name"] == "lira-online"
+    assert got["calibrated"]["tpr"] == want.calibrated_tpr
+    assert got["pooled"]["tpr"] == want.pooled_tpr
+    assert got["calibrated"]["finite_population_correction"] is True
+    assert got["calibrated_plug_in"]["finite_population_correction"] is False
+    assert "pooled" in got["pooled"]["label"] and "calibrated" in got["calibrated"]["label"]
+
+
+def test_without_leakage_the_calibrated_tpr_is_the_per_record_fpr() -> None:
+    """No memorisation (IN = OUT in distribution): a member is detected at per-record FPR
+    alpha as often as a non-member, so the calibrated TPR must be about alpha; the plug-in
+    Gaussian (6 models: 3 OUT per record) overshoots it."""
+    w = make_world(12, n=1500, n_pop=300, k=6, delta=0.0)
+    doc = calibrated_evaluation(w.data, ["lira-online"], fprs=(0.05,))
+    f = doc["attacks"][0]["figures"][0]
+    n_in = 3 * doc["attacks"][0]["n_records"]
+    sd = np.sqrt(0.05 * 0.95 / n_in)
+    assert abs(f["calibrated"]["tpr"] - 0.05) < 5 * sd + 0.01, f
+    assert f["calibrated_plug_in"]["tpr"] > f["calibrated"]["tpr"] + 3 * sd, f
+
+
+def test_an_attack_the_pseudo_targets_cannot_support_is_skipped() -> None:
+    # 3 reference models, every record IN for one: when that one plays the target the
+    # record has no IN model left (online LiRA cannot score it); RMIA online scores every
+    # record (1 IN and 2 OUT pseudo-target scores each)
+    w = make_world(13, n=200, n_pop=200, k=3)
+    doc = calibrated_evaluation(w.data, ["lira-online", "rmia-online"], fprs=(0.1,))
+    assert [s["name"] for s in doc["skipped"]] == ["lira-online"]
+    assert "reference" in doc["skipped"][0]["reason"]
+    (rmia,) = doc["attacks"]
+    assert (rmia["name"], rmia["n_records"], rmia["n_records_left_out"]) == ("rmia-online", 200, 0)
+    assert rmia["figures"][0]["n_out_min"] == 2
+    one = pseudo_target_data(make_world(14, n=100, n_pop=100, k=2).data, 0)  # 1 reference
+    with pytest.raises(Exception, match="at least 2 reference models"):
+        calibrated_evaluation(one, ["rmia-online"])
+
+
+def test_at_most_max_pseudo_targets_play_the_target() -> None:
+    w = make_world(15, n=200, n_pop=100, k=8)
+    doc = calibrated_evaluation(w.data, ["rmia-online"], fprs=(0.1,), max_pseudo_targets=5)
+    assert (doc["n_pseudo_targets"], doc["n_reference_models"]) == (5, 8)
+    keep = np.asarray(w.data.reference_membership.keep)[:5]
+    usable = ((~keep).sum(axis=0) >= 2) & (keep.sum(axis=0) >= 1)
+    assert doc["attacks"][0]["n_records"] == int(usable.sum())
+    # each pseudo-target is attacked with all 7 other reference models
+    assert pseudo_target_data(w.data, 4).reference_membership.n_models == 7
