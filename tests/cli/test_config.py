@@ -74,7 +74,7 @@ def test_user_table_dataset(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("data", "field"),
     [
-        ({"dataset": "cifar10", "model": {"kind": "mlp"}}, "dataset"),
+        ({"dataset": "cifar100", "model": {"kind": "mlp"}}, "dataset"),
         ({"dataset": {"path": "x.csv"}, "model": {"kind": "mlp"}}, "dataset"),
         ({"dataset": {"name": "adult", "label_column": "y"}, "model": {"kind": "mlp"}}, "dataset"),
         ({"dataset": "adult", "model": {"kind": "svm"}}, "model.kind"),
