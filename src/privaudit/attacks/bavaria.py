@@ -80,7 +80,15 @@ from scipy import optimize, special, stats
 from privaudit._validation import check_choice
 from privaudit.attacks._orient import member_oriented
 from privaudit.attacks.base import AttackData, register, require
-from privaudit.attacks.lira_fit import CLIP_GRID, TUNING_FPRS, _check_clip, _clipped, _tpr_at_fprs
+from privaudit.attacks.lira_fit import (
+    CLIP_GRID,
+    TUNING_FPRS,
+    _best_clip,
+    _check_clip,
+    _clipped,
+    _pseudo_targets,
+    _tpr_at_fprs,
+)
 from privaudit.errors import DesignError
 
 __all__ = ["PREDICTIVES", "bavaria_offline", "bavaria_online", "fit_variance_prior", "tune_clip"]
@@ -285,41 +293,24 @@ def tune_clip(
     member-oriented for the offline attack. When no pseudo-target can be scored nothing
     is clipped and the table is empty.
     """
-    k = ref.shape[0]
     core = _online_core if online else _offline_core
-    table: dict[str, float] = {}
-    best: tuple[float, float] | None = None
-    best_clip: float | None = None
-    for c in grid:
+
+    def mean_tpr(c: float | None) -> float | None:
         rc = _clipped(ref, c)
-        total, used = 0.0, 0
-        for j in range(min(k, max_models)):
-            others = np.arange(k) != j
-            ko = keep[others]
-            counts = [(~ko).sum(axis=0)] + ([ko.sum(axis=0)] if online else [])
-            ok = np.all([cnt >= 1 for cnt in counts], axis=0)
-            member = keep[j, ok]
-            if ok.sum() < 2 or member.all() or not member.any():
-                continue
+        found: list[float] = []
+        for j, others, ok, member in _pseudo_targets(keep, online, 1, max_models):
             try:
-                sc, _ = core(rc[j, ok], rc[others][:, ok], ko[:, ok], predictive)
+                sc, _ = core(rc[j, ok], rc[others][:, ok], keep[others][:, ok], predictive)
             except DesignError:  # too few signals among the others to learn a prior
                 continue
             n_neg = int((~member).sum())
             fprs = tuple(f for f in TUNING_FPRS if n_neg * f >= _MIN_FALSE_POSITIVES)
             tprs = _tpr_at_fprs(sc, member, fprs) if fprs else []
-            if not tprs:
-                continue
-            total += float(np.mean(tprs))
-            used += 1
-        if used == 0:
-            return None, {}
-        score = total / used
-        table[repr(c)] = score
-        key = (score, np.inf if c is None else float(c))
-        if best is None or key > best:
-            best, best_clip = key, c
-    return best_clip, table
+            if tprs:
+                found.append(float(np.mean(tprs)))
+        return sum(found, 0.0) / len(found) if found else None
+
+    return _best_clip(grid, mean_tpr)
 
 
 def _resolve_clip(

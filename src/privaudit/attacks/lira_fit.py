@@ -10,6 +10,7 @@ its tables into the arrays these functions take.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -363,40 +364,62 @@ def tune_clip(
 
     Returns ``(clip, {repr(clip): mean TPR})``.
     """
-    k = ref.shape[0]
-    table: dict[str, float] = {}
-    best: tuple[float, float] | None = None
-    best_clip: float | None = None
     core = _online_core if online else _offline_core
     need = 2 if variance == "per-example" else 1
-    for c in grid:
+
+    def mean_tpr(c: float | None) -> float | None:
         rc = _clipped(ref, c)
         masks = [keep, ~keep] if online else [~keep]
         nu, _ = _resolve_shrinkage(shrinkage, variance, rc, masks)
-        total, used = 0.0, 0
-        for j in range(min(k, max_models)):
-            others = np.ones(k, dtype=bool)
-            others[j] = False
-            ko = keep[others]
-            counts = [(~ko).sum(axis=0)] + ([ko.sum(axis=0)] if online else [])
-            ok = np.all([cnt >= need for cnt in counts], axis=0)
-            member = keep[j, ok]
-            if ok.sum() < 2 or member.all() or not member.any():
-                continue
-            sc, _ = core(rc[j, ok], rc[others][:, ok], ko[:, ok], location, variance, nu, floor)
+        found: list[float] = []
+        for j, others, ok, member in _pseudo_targets(keep, online, need, max_models):
+            ko = keep[others][:, ok]
+            sc, _ = core(rc[j, ok], rc[others][:, ok], ko, location, variance, nu, floor)
             tprs = _tpr_at_fprs(sc, member, TUNING_FPRS)
-            if not tprs:
-                continue
-            total += float(np.mean(tprs))
-            used += 1
-        if used == 0:
+            if tprs:
+                found.append(float(np.mean(tprs)))
+        return sum(found, 0.0) / len(found) if found else None
+
+    return _best_clip(grid, mean_tpr)
+
+
+def _pseudo_targets(
+    keep: NDArray[np.bool_], online: bool, need: int, max_models: int
+) -> Iterator[tuple[int, NDArray[np.bool_], NDArray[np.bool_], NDArray[np.bool_]]]:
+    """Each of the first ``max_models`` reference models j that can play the target in a
+    clip's tuning: ``(j, others, ok, member)``, ``others`` the mask of the other models,
+    ``ok`` the records with at least ``need`` OUT (and, online, IN) models among them,
+    ``member`` j's membership of those; skipped when fewer than two records, or one class."""
+    k = keep.shape[0]
+    for j in range(min(k, max_models)):
+        others = np.arange(k) != j
+        ko = keep[others]
+        counts = [(~ko).sum(axis=0)] + ([ko.sum(axis=0)] if online else [])
+        ok = np.all([cnt >= need for cnt in counts], axis=0)
+        member = keep[j, ok]
+        if ok.sum() < 2 or member.all() or not member.any():
+            continue
+        yield j, others, ok, member
+
+
+def _best_clip(
+    grid: tuple[float | None, ...], mean_tpr: Callable[[float | None], float | None]
+) -> tuple[float | None, dict[str, float]]:
+    """The clip of ``grid`` with the largest ``mean_tpr`` (ties: the larger clip, None
+    counting as infinite) and the table ``{repr(clip): mean TPR}``; ``(None, {})`` when a
+    clip has no pseudo-target to score it (``mean_tpr`` None): then nothing is clipped."""
+    table: dict[str, float] = {}
+    best: tuple[float, float] | None = None
+    chosen: float | None = None
+    for c in grid:
+        score = mean_tpr(c)
+        if score is None:
             return None, {}
-        score = total / used
         table[repr(c)] = score
         key = (score, np.inf if c is None else float(c))
         if best is None or key > best:
-            best, best_clip = key, c
-    return best_clip, table
+            best, chosen = key, c
+    return chosen, table
 
 
 def _resolve_clip(
