@@ -292,7 +292,7 @@ CASES: list[tuple[str, Builder, str]] = [
     ("duplicate-column-names", data_file("d.csv", b"id,a,a,label\nr1,1,2,0\nr2,3,4,1\n"), "unique"),
     # ---- config fields --------------------------------------------------------------------
     ("unknown-top-field", cfg(typo_field=1), "typo_field"),
-    ("dataset-unknown-name", cfg(dataset="cifar10"), "dataset"),
+    ("dataset-unknown-name", cfg(dataset="cifar100"), "dataset"),
     ("dataset-no-label", cfg(dataset={"label_column": DROP}), "label_column"),
     ("dataset-name-and-path", cfg(dataset={"name": "adult"}), "dataset"),
     ("dataset-unknown-key", cfg(dataset={"sep": ";"}), "dataset.sep"),
