@@ -26,3 +26,19 @@ def pid(_: object) -> int:
 
     time.sleep(1.0)
     return os.getpid()
+
+
+class DeviceProbe:
+    """A task that names a torch device (as a torch recipe's ModelTask does) and returns
+    the device it runs with and the resources Ray assigned to it."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+
+    def on_device(self, device: str) -> DeviceProbe:
+        return DeviceProbe(device)
+
+    def __call__(self, _: object) -> tuple[str, dict[str, float]]:
+        import ray
+
+        return self.device, dict(ray.get_runtime_context().get_assigned_resources())

@@ -17,6 +17,7 @@ fingerprint), its signals by ``{"artifact": "signals", "model" (the model's key)
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
 from collections.abc import Mapping, Sequence
@@ -238,6 +239,18 @@ class YeSteps:
                 f"the dataset {self.dataset.n_classes}; give the trainer n_classes"
             )
         return model
+
+    @property
+    def device(self) -> str | None:
+        """The trainer's device (a torch recipe's), None for a trainer that names none."""
+        device = getattr(self.trainer, "device", None)
+        return device if isinstance(device, str) else None
+
+    def on_device(self, device: str) -> YeSteps:
+        """The same steps with the trainer pinned to ``device`` (its ``on_device``)."""
+        pinned = copy.copy(self)
+        pinned.trainer = self.trainer.on_device(device)  # type: ignore[attr-defined]
+        return pinned
 
     @property
     def batched(self) -> bool:

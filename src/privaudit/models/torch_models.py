@@ -32,6 +32,7 @@ state dict is read with ``torch.load(weights_only=True)``. Nothing is ever unpic
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -119,6 +120,22 @@ class TorchTrainer:
     def name(self) -> str:
         """The trainer's name."""
         return self._name
+
+    @property
+    def device(self) -> str:
+        """The recipe's device (``"auto"``, ``"cpu"`` or ``"cuda"``): where a Ray task that
+        trains with this trainer is placed (:mod:`privaudit.runtime.task_resources`)."""
+        return self.recipe.device
+
+    def on_device(self, device: str) -> TorchTrainer:
+        """The same trainer with the recipe's ``device`` set (same cache keys: the device
+        is not part of :meth:`TorchRecipe.settings`)."""
+        return TorchTrainer(
+            dataclasses.replace(self.recipe, device=device),
+            n_classes=self.n_classes,
+            name=self._name,
+            batched=self.batched,
+        )
 
     def settings(self) -> dict[str, Any]:
         """The recipe (see :meth:`TorchRecipe.settings`) and ``n_classes``."""

@@ -334,6 +334,22 @@ class ModelTask:
             codec = dataclasses.replace(codec, save=_ModelSaver(codec.save.trainer_save, job.label))
         return cached(self.store, job.key_parts, create, codec, since=since)
 
+    @property
+    def device(self) -> str | None:
+        """The device the steps train on (their ``device``: a torch recipe's), None when
+        they name none; a Ray executor places the task by it
+        (:mod:`privaudit.runtime.task_resources`)."""
+        device = getattr(self.steps, "device", None)
+        return device if isinstance(device, str) else None
+
+    def on_device(self, device: str) -> ModelTask:
+        """The same task with its steps pinned to ``device`` (their ``on_device``); itself
+        when the steps cannot be pinned."""
+        pin = getattr(self.steps, "on_device", None)
+        if not callable(pin):
+            return self
+        return ModelTask(pin(device), self.codec, self.store, self.prefit)
+
     def __call__(self, job: ModelJob) -> ModelOutputs:
         return self.run(job)
 

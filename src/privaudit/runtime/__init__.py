@@ -5,6 +5,8 @@
 * :mod:`~privaudit.runtime.executor` -- ``Executor.map`` in order; local processes or Ray;
 * :mod:`~privaudit.runtime.executor_setting` -- :func:`make_executor`, the executor of a
   command's ``executor`` / ``ray_address`` / ``n_jobs``;
+* :mod:`~privaudit.runtime.task_resources` -- the GPUs a Ray task requests (a torch
+  recipe's ``device``);
 * :mod:`~privaudit.runtime.local_cluster` -- :class:`LocalRayCluster`, a real multi-node Ray
   cluster on 127.0.0.1 (the cluster tests and the scale-out benchmark);
 * :mod:`~privaudit.runtime.store` -- content-addressed cache with atomic writes and resume;

@@ -1,5 +1,10 @@
 """Ray behind the executor interface: :class:`RayExecutor` (``ray`` imported lazily).
 
+GPU placement: a task that names a torch device (a torch recipe's ``device``) requests
+``gpus_per_task`` GPUs when it computes on CUDA and none on the CPU
+(:mod:`privaudit.runtime.task_resources`); a ``cuda`` task on a cluster without such a node
+fails before anything is submitted.
+
 Faults (what a cluster run survives):
 
 * a worker **process** or a whole worker **node** that dies while it runs a task (killed,
@@ -29,6 +34,12 @@ from typing import Any, TypeVar
 from privaudit._validation import fail
 from privaudit.runtime.executor_base import Executor, TaskError, _default_label
 from privaudit.runtime.progress import ProgressOption, progress_bar
+from privaudit.runtime.task_resources import (
+    check_gpus_per_task,
+    gpu_request,
+    pin_device,
+    task_device,
+)
 
 __all__ = ["RayExecutor", "ray_module"]
 
@@ -82,8 +93,15 @@ class RayExecutor(Executor):
     ----------
     address : str or None
         Ray cluster address.
-    num_cpus, num_gpus : float
-        Resources each task requests.
+    num_cpus : float
+        CPUs each task requests.
+    num_gpus : float
+        GPUs each task that names no device requests (scikit-learn models, generators...).
+    gpus_per_task : float
+        GPUs a torch task requests when it computes on CUDA: its recipe's ``device`` is
+        ``"cuda"``, or ``"auto"`` on a cluster with a node that has that many GPUs (1, or a
+        fraction in (0, 1) that packs several tasks on one GPU). A ``"cpu"`` recipe
+        requests none. See :mod:`privaudit.runtime.task_resources`.
     max_retries : int
         Resubmissions of a task whose worker process or node died (Ray's
         ``max_retries``); a task that raises is never retried.
@@ -102,6 +120,7 @@ class RayExecutor(Executor):
         address: str | None = None,
         num_cpus: float = 1.0,
         num_gpus: float = 0.0,
+        gpus_per_task: float = 1.0,
         max_retries: int = 3,
         attempts_dir: str | Path | None = None,
         init_kwargs: dict[str, Any] | None = None,
@@ -115,6 +134,7 @@ class RayExecutor(Executor):
         self.address = None if address == "local" else address
         self.num_cpus = float(num_cpus)
         self.num_gpus = float(num_gpus)
+        self.gpus_per_task = check_gpus_per_task(gpus_per_task)
         self.max_retries = max_retries
         self.attempts_dir = None if attempts_dir is None else Path(attempts_dir)
         self.init_kwargs = dict(init_kwargs or {})
@@ -135,6 +155,19 @@ class RayExecutor(Executor):
 
     def __repr__(self) -> str:
         return f"RayExecutor(address={self.address!r}, num_cpus={self.num_cpus}, num_gpus={self.num_gpus})"
+
+    def task_gpus(self, fn: Callable[..., Any]) -> float:
+        """The ``num_gpus`` the tasks of ``fn`` request on the cluster Ray is connected to
+        (:func:`~privaudit.runtime.task_resources.gpu_request` over its alive nodes)."""
+        device = task_device(fn)
+        if device is None:
+            return self.num_gpus
+        nodes = [
+            float(n.get("Resources", {}).get("GPU", 0.0))
+            for n in self._ray().nodes()
+            if n.get("Alive")
+        ]
+        return gpu_request(device, nodes, gpus_per_task=self.gpus_per_task, default=self.num_gpus)
 
     def _init(self, ray: Any) -> None:
         if ray.is_initialized():
@@ -164,6 +197,8 @@ class RayExecutor(Executor):
             return []
         ray = self._ray()
         self._init(ray)
+        num_gpus = self.task_gpus(fn)  # before any task: a GPU no node has fails here
+        fn = pin_device(fn, num_gpus)
         self.tasks_run += len(items)
         attempts = None
         if self.attempts_dir is not None:
@@ -172,7 +207,7 @@ class RayExecutor(Executor):
             attempts = str(folder)
         remote = ray.remote(
             num_cpus=self.num_cpus,
-            num_gpus=self.num_gpus,
+            num_gpus=num_gpus,
             max_retries=self.max_retries,
             retry_exceptions=False,
         )(_ray_call)
