@@ -190,6 +190,10 @@ def test_included_text_canaries_score_higher_and_the_bound_is_positive(
     assert sc.exposure.max() <= np.log2(128) and sc.exposure.min() >= 0.0
     assert sc.greedy_match.shape == (M,) and sc.greedy_match.dtype == bool
     assert not sc.greedy_match[~inc].any()
+    summary = sc.summary()
+    assert summary["max_exposure_bits"] == 7.0
+    assert summary["mean_exposure_bits"] == pytest.approx(sc.exposure.mean())
+    assert summary["greedy_match_rate"] == pytest.approx(sc.greedy_match.mean())
     np.testing.assert_allclose(sc.calibrated, sc.loglik - sc.reference_loglik)
     r = audit_canaries(cs, coins, sc.calibrated, access="black-box")  # type: ignore[arg-type]
     assert r.epsilon_lower_bound > 0.0 and r.canary_kind == "text"
@@ -213,3 +217,26 @@ def test_canaries_never_inserted_give_a_bound_of_zero(lm_setup: dict[str, object
         eps_pos += r.epsilon_lower_bound > 0.0
         mu_pos += r.mu_lower_bound > 0.0
     assert eps_pos <= 5 and mu_pos <= 5
+
+
+def test_greedy_decoding_reproduces_exactly_the_memorised_secrets(
+    lm_setup: dict[str, object],
+) -> None:
+    """A model trained on nothing but the included canaries, many times over, reproduces
+    their secrets from ``prefix + key``, and never an excluded canary's."""
+    from privaudit.canaries import text_canary_scores
+    from privaudit.models.lm_builders import tiny_gpt
+    from privaudit.models.lm_finetune import FineTuneRecipe, finetune
+
+    assert lm_setup  # transformers and torch are there
+    base = tiny_gpt(seed=0, n_embd=32, max_length=64)
+    cs = make_text_canaries(8, key_length=3, secret_length=4, repetitions=20, seed=0)
+    coins = draw_coins(cs, seed=1)
+    recipe = FineTuneRecipe(
+        steps=100, batch_size=16, learning_rate=1e-2, warmup_steps=2, max_length=32
+    )
+    target = finetune(base, canary_texts(cs, coins), recipe, progress=False)
+    sc = text_canary_scores(target, base, cs, n_alternatives=63)
+    assert coins.included.any() and not coins.included.all()
+    np.testing.assert_array_equal(sc.greedy_match, coins.included)
+    assert (sc.exposure[coins.included] == 6.0).all()

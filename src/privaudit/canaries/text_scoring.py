@@ -11,7 +11,13 @@ post-processing):
   loss of Carlini et al. (2022, LiRA's offline variant with one reference) and of the text
   membership signals (``../shared/notes/attacks.md`` section 4). The prefix is the same for
   every canary and comes first, so its log-probabilities are one constant per model; the
-  ranking is that of the random key and secret.
+  ranking is that of the random key and secret. The raw log-likelihood under the target
+  (:attr:`TextCanaryScores.loglik`) is also a valid score: for uniformly random symbols
+  the base model's likelihood says little about how hard a canary is to memorise and adds
+  the base model's own preferences (letters frequent in its training text) as noise, so
+  the raw score can be the stronger one (``docs/canaries.md`` has a measurement on the
+  tiny GPT). Choose the score before looking at the coins: picking the one with the best
+  bound afterwards is a selection the bounds do not pay for.
 * **exposure** (Carlini et al., "The Secret Sharer", USENIX Security 2019, Sec. 4: exposure
   ``= log2 |R| - log2 rank``, ``rank`` the position of the canary's random part among all
   ``|R|`` candidates ordered by the model's log-perplexity). ``|R|`` is far too large to
