@@ -142,6 +142,16 @@ def test_a_text_set_is_refused_by_the_command_line(
     assert main(["canaries", "make", str(tmp_path / "m"), "--kind", "text", "--m", "5"]) == 2
 
 
+def test_a_text_canary_audit_saves_a_bundle_that_verify_recomputes(tmp_path: Path) -> None:
+    cs = make_text_canaries(400, seed=0)
+    coins = draw_coins(cs, seed=2)
+    scores = 3.0 * coins.included + np.random.default_rng(0).normal(size=cs.m)
+    r = audit_canaries(cs, coins, scores, access="black-box", settings={"score": "loglik"})
+    assert r.epsilon_lower_bound > 0.5
+    out = r.save(tmp_path / "report")
+    assert main(["verify", str(out)]) == 0
+
+
 # -- end to end on the tiny GPT ---------------------------------------------------------
 
 M = 32
