@@ -378,7 +378,7 @@ def _scalar(z: Any, key: str, path: Path) -> Any:
 
 
 def _text_fields(z: Any, path: Path) -> dict[str, Any]:
-    """The text-canary fields of a set file (absent from the files of the other kinds)."""
+    """The text-canary fields of a set file (absent from files written before text canaries)."""
     if "prefix" not in z.files:
         return {}
     return {
