@@ -27,11 +27,12 @@ The exported names, by what they are:
 * **Zero-Run** (2026): :func:`zero_run_audit`, :class:`ZeroRunResult`,
   ``DEFAULT_ESTIMATORS`` (the propensity estimators of its headline by default).
 * **Canaries** (one-run audit of a DP claim; Steinke et al. 2023): :func:`make_input_canaries`,
-  :func:`make_gradient_canaries`, :func:`quiet_coordinates`, :func:`draw_coins`,
-  :class:`CanarySet`, :class:`CanaryCoins`, :func:`load_canary_set`, :func:`load_coins`;
-  insertion: :func:`append_canaries`, :func:`canary_records`, :class:`GradientCanaryInjector`,
-  :class:`IterateLog`, :func:`train_dp_sgd_with_canaries`; scores and bounds:
-  :func:`input_canary_scores`, :func:`gradient_canary_scores`, :func:`audit_canaries`,
+  :func:`make_gradient_canaries`, :func:`make_text_canaries`, :func:`quiet_coordinates`,
+  :func:`draw_coins`, :class:`CanarySet`, :class:`CanaryCoins`, :func:`load_canary_set`, :func:`load_coins`;
+  insertion: :func:`append_canaries`, :func:`canary_records`, :func:`canary_texts`,
+  :class:`GradientCanaryInjector`, :class:`IterateLog`, :func:`train_dp_sgd_with_canaries`;
+  scores and bounds: :func:`input_canary_scores`, :func:`gradient_canary_scores`,
+  :func:`text_canary_scores`, :class:`TextCanaryScores`, :func:`audit_canaries`,
   :class:`CanaryAuditResult`.
 * **Language models**: :func:`run_llm_audit`, :class:`LLMAuditConfig`,
   :func:`load_llm_config`, :class:`LLMAuditReport`; the building blocks of the example:
@@ -83,7 +84,7 @@ if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported
     from privaudit.canaries.audit import audit_canaries
     from privaudit.canaries.coordinates import quiet_coordinates
     from privaudit.canaries.dpsgd import train_dp_sgd_with_canaries
-    from privaudit.canaries.insert import append_canaries, canary_records
+    from privaudit.canaries.insert import append_canaries, canary_records, canary_texts
     from privaudit.canaries.opacus_hook import GradientCanaryInjector, IterateLog
     from privaudit.canaries.result import CanaryAuditResult
     from privaudit.canaries.scoring import gradient_canary_scores, input_canary_scores
@@ -96,6 +97,8 @@ if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported
         make_gradient_canaries,
         make_input_canaries,
     )
+    from privaudit.canaries.text_scoring import TextCanaryScores, text_canary_scores
+    from privaudit.canaries.text_sets import make_text_canaries
     from privaudit.cli import main
     from privaudit.cli.verification import verify_bundle
     from privaudit.config.base import ConfigError
@@ -197,13 +200,17 @@ _PUBLIC: dict[str, str] = {
     "CanaryCoins": "privaudit.canaries.sets",
     "make_input_canaries": "privaudit.canaries.sets",
     "make_gradient_canaries": "privaudit.canaries.sets",
+    "make_text_canaries": "privaudit.canaries.text_sets",
     "draw_coins": "privaudit.canaries.sets",
     "load_canary_set": "privaudit.canaries.sets",
     "load_coins": "privaudit.canaries.sets",
     "append_canaries": "privaudit.canaries.insert",
     "canary_records": "privaudit.canaries.insert",
+    "canary_texts": "privaudit.canaries.insert",
     "input_canary_scores": "privaudit.canaries.scoring",
     "gradient_canary_scores": "privaudit.canaries.scoring",
+    "text_canary_scores": "privaudit.canaries.text_scoring",
+    "TextCanaryScores": "privaudit.canaries.text_scoring",
     "GradientCanaryInjector": "privaudit.canaries.opacus_hook",
     "IterateLog": "privaudit.canaries.opacus_hook",
     "quiet_coordinates": "privaudit.canaries.coordinates",
@@ -325,6 +332,7 @@ __all__ = [
     "SklearnModel",
     "SklearnTrainer",
     "TargetFigures",
+    "TextCanaryScores",
     "TextRecords",
     "TorchModel",
     "TorchRecipe",
@@ -341,6 +349,7 @@ __all__ = [
     "audited_records",
     "calibrated_tpr_at_fpr",
     "canary_records",
+    "canary_texts",
     "conditional_eps_audit",
     "conditional_gdp_audit",
     "cross_entropy_loss",
@@ -376,6 +385,7 @@ __all__ = [
     "make_generator",
     "make_gradient_canaries",
     "make_input_canaries",
+    "make_text_canaries",
     "model_card",
     "mu_to_epsilon",
     "multi_run_audit",
@@ -395,6 +405,7 @@ __all__ = [
     "save_model",
     "shakespeare_split",
     "smollm2_gguf",
+    "text_canary_scores",
     "tiny_gpt",
     "train_dp_sgd_with_canaries",
     "verify_bundle",

@@ -1,11 +1,13 @@
 """Audit a DP claim in one training run with canaries.
 
 Make ``m`` canaries and their secret coins (:func:`make_input_canaries`,
-:func:`make_gradient_canaries` with :func:`quiet_coordinates`, :func:`draw_coins`), insert
-the included ones into the training run (:func:`append_canaries` for any framework;
+:func:`make_gradient_canaries` with :func:`quiet_coordinates`, :func:`make_text_canaries`,
+:func:`draw_coins`), insert the included ones into the training run (:func:`append_canaries`
+for any framework, :func:`canary_texts` for a language model's fine-tuning texts;
 :class:`GradientCanaryInjector` for Opacus' DP-SGD, with :class:`IterateLog` for white-box
 access; :func:`train_dp_sgd_with_canaries` does both for a small classifier), score each
-canary (:func:`input_canary_scores`, :func:`gradient_canary_scores`), then bound
+canary (:func:`input_canary_scores`, :func:`gradient_canary_scores`,
+:func:`text_canary_scores`), then bound
 (:func:`audit_canaries`: Steinke, Nasr, Jagielski 2023 and the f-DP audit of Mahloujifar,
 Melis, Chaudhuri 2024, beside the accountant's eps). The command line is ``privaudit
 canaries make`` / ``privaudit canaries audit``. The names are exported by ``privaudit``.
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
     from privaudit.canaries.audit import audit_canaries
     from privaudit.canaries.coordinates import quiet_coordinates
     from privaudit.canaries.dpsgd import train_dp_sgd_with_canaries
-    from privaudit.canaries.insert import append_canaries, canary_records
+    from privaudit.canaries.insert import append_canaries, canary_records, canary_texts
     from privaudit.canaries.opacus_hook import GradientCanaryInjector, IterateLog
     from privaudit.canaries.result import CanaryAuditResult
     from privaudit.canaries.scoring import gradient_canary_scores, input_canary_scores
@@ -34,6 +36,8 @@ if TYPE_CHECKING:
         make_gradient_canaries,
         make_input_canaries,
     )
+    from privaudit.canaries.text_scoring import TextCanaryScores, text_canary_scores
+    from privaudit.canaries.text_sets import make_text_canaries
 
 _EXPORTS = {
     "audit_canaries": "privaudit.canaries.audit",
@@ -41,6 +45,10 @@ _EXPORTS = {
     "train_dp_sgd_with_canaries": "privaudit.canaries.dpsgd",
     "append_canaries": "privaudit.canaries.insert",
     "canary_records": "privaudit.canaries.insert",
+    "canary_texts": "privaudit.canaries.insert",
+    "make_text_canaries": "privaudit.canaries.text_sets",
+    "text_canary_scores": "privaudit.canaries.text_scoring",
+    "TextCanaryScores": "privaudit.canaries.text_scoring",
     "GradientCanaryInjector": "privaudit.canaries.opacus_hook",
     "IterateLog": "privaudit.canaries.opacus_hook",
     "CanaryAuditResult": "privaudit.canaries.result",
@@ -60,9 +68,11 @@ __all__ = [
     "CanarySet",
     "GradientCanaryInjector",
     "IterateLog",
+    "TextCanaryScores",
     "append_canaries",
     "audit_canaries",
     "canary_records",
+    "canary_texts",
     "draw_coins",
     "gradient_canary_scores",
     "input_canary_scores",
@@ -70,7 +80,9 @@ __all__ = [
     "load_coins",
     "make_gradient_canaries",
     "make_input_canaries",
+    "make_text_canaries",
     "quiet_coordinates",
+    "text_canary_scores",
     "train_dp_sgd_with_canaries",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

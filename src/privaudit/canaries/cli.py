@@ -107,7 +107,7 @@ def _make(
     )
     from privaudit.cli_common.tables import read_table, table_column
 
-    check_choice(kind, "--kind", CANARY_KINDS)
+    check_choice(kind, "--kind", tuple(k for k in CANARY_KINDS if k != "text"))
     if out.exists() and not out.is_dir():
         raise fail("OUT", "a folder", f"the file {out}")
     if out.exists() and not overwrite and any((out / f).exists() for f in (SET_FILE, COINS_FILE)):
@@ -295,6 +295,13 @@ def _audit(
             "--coins",
             f"the coins committed to ({coins_fingerprint.strip()[:16]}...)",
             f"coins with fingerprint {coins.fingerprint[:16]}...",
+        )
+    if cs.is_text:
+        raise fail(
+            "--set",
+            "input or gradient canaries (text canaries are audited with the Python API: "
+            "text_canary_scores, then audit_canaries)",
+            "a text canary set",
         )
     settings: dict[str, Any] = {"set_file": str(canary_set), "coins_file": str(coins_file)}
     if cs.is_gradient:

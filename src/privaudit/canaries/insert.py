@@ -14,7 +14,7 @@ from numpy.typing import ArrayLike, NDArray
 from privaudit._validation import as_float_array, as_label_array, fail
 from privaudit.canaries.sets import CanaryCoins, CanarySet
 
-__all__ = ["append_canaries", "canary_records"]
+__all__ = ["append_canaries", "canary_records", "canary_texts"]
 
 
 def canary_records(
@@ -34,6 +34,8 @@ def canary_records(
             "input canaries (gradient canaries are added by GradientCanaryInjector)",
             "a gradient canary set",
         )
+    if canaries.is_text:
+        raise fail("canaries", "input canaries (text canaries: canary_texts)", "a text canary set")
     coins.check_matches(canaries)
     keep = coins.included
     return canaries.ids[keep], canaries.X[keep], canaries.y[keep]
@@ -52,3 +54,22 @@ def append_canaries(
     if canaries.X.shape[1] != Xa.shape[1]:
         raise fail("X", f"{canaries.X.shape[1]} feature columns (as the canaries)", Xa.shape[1])
     return np.concatenate([Xa, Xc]), np.concatenate([ya, yc])
+
+
+def canary_texts(canaries: CanarySet, coins: CanaryCoins) -> list[str]:
+    """The training texts of the included text canaries: each ``repetitions`` times.
+
+    Append them to the fine-tuning texts (any framework; the order of the training data is
+    the training recipe's business). The excluded canaries are never trained on (Steinke,
+    Nasr, Jagielski 2023, Algorithm 1, lines 3-4).
+
+    Raises
+    ------
+    InvalidInputError
+        A set that is not of text canaries, or coins of another set.
+    """
+    if not canaries.is_text:
+        raise fail("canaries", "text canaries", f"a {canaries.kind!r} set")
+    coins.check_matches(canaries)
+    texts = canaries.texts[coins.included].tolist()
+    return [t for t in texts for _ in range(canaries.repetitions)]

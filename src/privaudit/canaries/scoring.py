@@ -71,8 +71,8 @@ def input_canary_scores(
     logits, probs : array_like, optional
         Per-canary model outputs, ``(m, n_classes)``.
     """
-    if canaries.is_gradient:
-        raise fail("canaries", "input canaries", "a gradient canary set")
+    if canaries.is_gradient or canaries.is_text:
+        raise fail("canaries", "input canaries", f"a {canaries.kind} canary set")
     given = [v for v in (loss, logits, probs) if v is not None]
     if len(given) != 1:
         raise fail("loss/logits/probs", "exactly one of them", f"{len(given)} given")

@@ -12,7 +12,12 @@ with its own fair coin. Two kinds are made here:
 * **gradient (Dirac) canaries** for white-box DP-SGD audits (Steinke et al. 2023, Sec. 7;
   Nasr et al., USENIX Security 2023, Sec. 3): canary ``i`` is the gradient
   ``C * e_{j_i}``, zero everywhere except one parameter coordinate ``j_i`` (distinct
-  coordinates, drawn at random), of norm exactly the clipping norm ``C``.
+  coordinates, drawn at random), of norm exactly the clipping norm ``C``;
+* **text canaries** for causal language models (``"text"``; Carlini et al., "The Secret
+  Sharer", USENIX Security 2019, Sec. 3-4; Panda et al., ICLR 2025): a shared prefix
+  followed by a random key and a random secret, each a sequence of symbols drawn uniformly
+  from an alphabet, repeated ``repetitions`` times in training
+  (:func:`~privaudit.canaries.text_sets.make_text_canaries`).
 
 The **set** (:class:`CanarySet`: what is scored, shared with whoever trains) and the
 **coins** (:class:`CanaryCoins`: which canaries are included, kept by the auditor) are
@@ -49,7 +54,7 @@ __all__ = [
 ]
 
 #: The kinds of canary a set can hold.
-CANARY_KINDS = ("mislabel", "ood", "gradient")
+CANARY_KINDS = ("mislabel", "ood", "gradient", "text")
 _SET_FORMAT = "privaudit-canary-set/1"
 _COINS_FORMAT = "privaudit-canary-coins/1"
 
@@ -79,6 +84,16 @@ class CanarySet:
         Input canaries: the number of classes of the task; 0 otherwise.
     seed : int
         The seed the set was drawn with.
+    prefix : str
+        Text canaries: the prefix every canary starts with; "" otherwise.
+    keys, secrets : array of str
+        Text canaries: the random key and the random secret of each canary (the canary's
+        text is ``prefix + key + secret``); empty otherwise.
+    symbols : array of str
+        Text canaries: the alphabet the keys and secrets are drawn from (uniformly, one
+        symbol at a time); empty otherwise.
+    repetitions : int
+        Text canaries: how many copies of each included canary go into training; 0 otherwise.
     """
 
     kind: str
@@ -89,6 +104,11 @@ class CanarySet:
     n_params: int
     n_classes: int
     seed: int
+    prefix: str = ""
+    keys: NDArray[np.str_] = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=str))
+    secrets: NDArray[np.str_] = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=str))
+    symbols: NDArray[np.str_] = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=str))
+    repetitions: int = 0
 
     @property
     def m(self) -> int:
@@ -101,8 +121,19 @@ class CanarySet:
         return self.kind == "gradient"
 
     @property
+    def is_text(self) -> bool:
+        """True for text canaries (causal language models)."""
+        return self.kind == "text"
+
+    @property
+    def texts(self) -> NDArray[np.str_]:
+        """Text canaries: the text of each canary, ``prefix + key + secret``."""
+        return np.array([self.prefix + k + s for k, s in zip(self.keys, self.secrets, strict=True)])
+
+    @property
     def fingerprint(self) -> str:
-        """SHA-256 (hex) over the set's format, kind, sizes, seed, ids and arrays."""
+        """SHA-256 (hex) over the set's format, kind, sizes, seed, ids and arrays (and, for
+        text canaries, the prefix, keys, secrets, alphabet and repetition count)."""
         h = hashlib.sha256(_SET_FORMAT.encode())
         head = f"{self.kind}|{self.m}|{self.n_params}|{self.n_classes}|{self.seed}"
         h.update(head.encode())
@@ -110,6 +141,15 @@ class CanarySet:
         for a in (self.X.astype("<f8"), self.y.astype("<i8"), self.coords.astype("<i8")):
             h.update(str(a.shape).encode())
             h.update(np.ascontiguousarray(a).tobytes())
+        if self.is_text:
+            h.update(f"|text|{self.repetitions}|".encode())
+            for part in (
+                [self.prefix],
+                self.keys.tolist(),
+                self.secrets.tolist(),
+                self.symbols.tolist(),
+            ):
+                h.update(json.dumps(part, ensure_ascii=False).encode("utf-8"))
         return h.hexdigest()
 
     def save(self, path: str | Path) -> Path:
@@ -127,6 +167,11 @@ class CanarySet:
                 n_params=np.array(self.n_params),
                 n_classes=np.array(self.n_classes),
                 seed=np.array(self.seed),
+                prefix=np.array(self.prefix),
+                keys=self.keys.astype(str),
+                secrets=self.secrets.astype(str),
+                symbols=self.symbols.astype(str),
+                repetitions=np.array(self.repetitions),
                 fingerprint=np.array(self.fingerprint),
             )
         return p
@@ -332,6 +377,19 @@ def _scalar(z: Any, key: str, path: Path) -> Any:
         raise fail("canary set", f"a canary set file with '{key}'", f"none in {path}") from None
 
 
+def _text_fields(z: Any, path: Path) -> dict[str, Any]:
+    """The text-canary fields of a set file (absent from files written before text canaries)."""
+    if "prefix" not in z.files:
+        return {}
+    return {
+        "prefix": str(_scalar(z, "prefix", path)),
+        "keys": np.asarray(z["keys"]).astype(str),
+        "secrets": np.asarray(z["secrets"]).astype(str),
+        "symbols": np.asarray(z["symbols"]).astype(str),
+        "repetitions": int(_scalar(z, "repetitions", path)),
+    }
+
+
 def load_canary_set(path: str | Path) -> CanarySet:
     """Read a set written by :meth:`CanarySet.save`; its fingerprint must match its content."""
     p = Path(path)
@@ -348,6 +406,7 @@ def load_canary_set(path: str | Path) -> CanarySet:
                 n_params=int(_scalar(z, "n_params", p)),
                 n_classes=int(_scalar(z, "n_classes", p)),
                 seed=int(_scalar(z, "seed", p)),
+                **_text_fields(z, p),
             )
             recorded = str(_scalar(z, "fingerprint", p))
     except InvalidInputError:
