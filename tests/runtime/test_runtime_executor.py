@@ -106,7 +106,10 @@ def test_ray_executor_real() -> None:
     ray = pytest.importorskip("ray")
     # ray.init installs a SIGTERM handler in this process: the interrupt tests need ours
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    # Workers need this folder (for runtime_tasks) on their path; stay on loopback.
+    # Workers need this folder (for runtime_tasks) on their path; stay on loopback. A
+    # connection an earlier test left (without that path) would be reused: drop it first.
+    if ray.is_initialized():
+        ray.shutdown()
     ray.init(
         num_cpus=2,
         include_dashboard=False,

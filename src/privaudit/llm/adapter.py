@@ -1,5 +1,5 @@
 """A PEFT / LoRA adapter as the audited language model, with its base model as the
-natural reference of the signals against the base (issue 34, item 1).
+natural reference of the signals against the base.
 
 A PEFT adapter directory holds ``adapter_config.json`` and the adapter weights, not a full
 model (no ``config.json``); ``adapter_config.json``'s ``base_model_name_or_path`` names the

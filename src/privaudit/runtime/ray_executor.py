@@ -69,6 +69,18 @@ def _restore_signal_handlers(saved: dict[int, Any]) -> None:
             signal.signal(sig, handler)
 
 
+def _connected_to(ray: Any, address: str) -> bool:
+    """Whether the process's Ray connection is to ``address`` (``"auto"``, a ``ray://``
+    client address, or a connection whose address cannot be read: taken as yes)."""
+    if address == "auto" or "://" in address:
+        return True
+    try:
+        current = str(ray.get_runtime_context().gcs_address)
+    except Exception:  # an old Ray, a client connection: keep it
+        return True
+    return current == address
+
+
 def ray_module() -> Any:
     """``import ray``, or an :class:`~privaudit.errors.InvalidInputError` saying how to
     install it."""
@@ -171,10 +183,19 @@ class RayExecutor(Executor):
 
     def _init(self, ray: Any) -> None:
         if ray.is_initialized():
-            return
+            if self.address is None or _connected_to(ray, self.address):
+                return
+            # connected elsewhere (e.g. an earlier run's cluster in the same process, which may
+            # be gone: its objects' owner is then dead): join the cluster this executor names
+            ray.shutdown()
         kwargs = {**_INIT_DEFAULTS, **self.init_kwargs}
         if self.address is None:
             kwargs.setdefault("include_dashboard", False)
+        elif self.address.rsplit(":", 1)[0] in ("127.0.0.1", "localhost"):
+            # a cluster on the loopback address: the driver joins it there too (else Ray may
+            # register the driver at an address it cached from an earlier connection in this
+            # process, and the workers cannot fetch the driver's objects: OwnerDiedError)
+            kwargs.setdefault("_node_ip_address", "127.0.0.1")
         # ``ray.init`` installs its own SIGTERM handler in the driver; privaudit's (a CLI
         # command's: :mod:`privaudit.runtime.interrupts`) stays in charge
         saved = _signal_handlers()
