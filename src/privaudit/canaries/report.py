@@ -17,8 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from privaudit.canaries.result import CanaryAuditResult
-
 __all__ = [
     "CANARY_INPUTS_FILE",
     "CANARY_RESULTS_FILE",
@@ -40,8 +38,10 @@ def _num(x: Any) -> str:
     return f"{float(x):.4g}"
 
 
-def render_canary_html(result: CanaryAuditResult) -> str:
-    """A self-contained page: the headline beside the accountant's eps, both audits' counts."""
+def render_canary_html(result: Any) -> str:
+    """A self-contained page of a :class:`~privaudit.canaries.result.CanaryAuditResult` (this
+    module does not import it: the result imports this one to save itself): the headline
+    beside the accountant's eps, both audits' counts."""
     doc = result.to_dict()
     c = doc["canaries"]
     rows = []
@@ -92,7 +92,7 @@ Mahloujifar, Melis, Chaudhuri (2024).</p></body></html>
 """
 
 
-def canary_manifest_config(result: CanaryAuditResult) -> dict[str, Any]:
+def canary_manifest_config(result: Any) -> dict[str, Any]:
     """The ``config`` of the bundle manifest: what :func:`verify_canaries` re-runs with."""
     return {
         "canary_kind": result.canary_kind,
@@ -109,7 +109,7 @@ def canary_manifest_config(result: CanaryAuditResult) -> dict[str, Any]:
 
 
 def write_canary_report(
-    result: CanaryAuditResult,
+    result: Any,
     out_dir: str | Path,
     *,
     overwrite: bool = False,

@@ -14,7 +14,7 @@ training ``K`` of them together behave very differently on the two kinds of devi
   convolutions (measured on the CIFAR-10 CNN, one torch thread: 0.86 ms per image
   trained one by one, 1.6 ms stacked by four and 2.0 ms by eight; numbers in
   ``docs/cifar10.md``). The models are therefore trained one by one by the trainer's own
-  loop (:func:`privaudit.models.torch_models.train_module`), and the CPU's torch threads
+  loop (:func:`privaudit.models.torch_recipe.train_module`), and the CPU's torch threads
   split the models instead of each operation: ``n`` Python threads each train their share
   with torch running every operation on one thread (its kernels release the GIL), as
   the MLP kernel of :mod:`privaudit.models.torch_batched` does. The initial weights are
@@ -106,7 +106,7 @@ def fit_many_conv(
     K = len(subs)
     n_par = int(n_threads) if n_threads is not None else int(torch.get_num_threads())
     n_par = max(1, min(n_par, K))
-    from privaudit.models.torch_models import train_module
+    from privaudit.models.torch_recipe import train_module
 
     modules = [r.build(int(s)) for s in seeds]  # global RNG: in this thread, in order
 

@@ -49,6 +49,7 @@ __all__ = [
     "resolve_device",
     "resolve_factory",
     "shift_images",
+    "train_module",
 ]
 
 OPTIMIZERS: tuple[str, ...] = ("sgd", "adam", "adamw")
@@ -405,3 +406,44 @@ def _set_worker_threads() -> None:
         torch = require_torch()
         if torch.get_num_threads() != int(n):
             torch.set_num_threads(int(n))
+
+
+def train_module(
+    r: TorchRecipe,
+    module: Any,
+    X: NDArray[np.float64],
+    y: NDArray[np.int64],
+    seed: int,
+    C: int,
+    dev: str,
+    w: NDArray[np.float64] | None = None,
+) -> TorchModel:
+    """The training loop of :meth:`TorchTrainer.fit` on a freshly built ``module``
+    (``r.build(seed)``): the mini-batches and augmentation from ``default_rng(seed)``.
+    Touches no global state, so that several threads may run it at once."""
+    torch = require_torch()
+    module = module.to(dev)
+    module.train()
+    opt = make_optimizer(r, module.parameters())
+    rng = np.random.default_rng(int(seed))
+    Xf = X.astype(np.float32)
+    yt_all = torch.as_tensor(y, dtype=torch.long)
+    wt_all = None if w is None else torch.as_tensor(w, dtype=torch.float32)
+    for idx in batch_order(y.size, r.batch_size, r.epochs, rng):
+        xb_np = Xf[idx]
+        if r.augmentation != "none" and r.input_shape is not None:
+            xb_np = augment_batch(xb_np, r.input_shape, r.augmentation, r.max_shift, rng)
+        xb = torch.from_numpy(np.ascontiguousarray(xb_np)).to(dev)
+        yb = yt_all[idx].to(dev)
+        opt.zero_grad(set_to_none=True)
+        ce = torch.nn.functional.cross_entropy(module(xb), yb, reduction="none")
+        if wt_all is None:
+            loss = ce.mean()
+        else:
+            wb = wt_all[idx].to(dev)
+            loss = (ce * wb).sum() / wb.sum().clamp_min(1e-12)
+        loss.backward()
+        opt.step()
+    module.eval()
+    info = {"n_train": int(y.size), "seed": int(seed), "device": dev, "epochs": r.epochs}
+    return TorchModel(module.cpu(), C, recipe=r, fit_info=info, device=r.device)
