@@ -42,3 +42,19 @@ class DeviceProbe:
         import ray
 
         return self.device, dict(ray.get_runtime_context().get_assigned_resources())
+
+
+def fitted_forest(seed: int) -> object:
+    """A random forest fitted on a seeded table: a result large enough for Ray's shared-memory
+    object store (not inlined), as the record-level games' per-target attacks are."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((400, 300))
+    y = (X[:, 0] + 0.5 * rng.standard_normal(400) > 0).astype(int)
+    return RandomForestClassifier(n_estimators=60, random_state=seed, n_jobs=1).fit(X, y)
+
+
+def filler(seed: int) -> np.ndarray:
+    """A large array (another shared-memory object, to reuse freed memory)."""
+    return np.full(2_000_000, float(seed))
