@@ -37,7 +37,7 @@ and the attacks rerun on the stored signals.
 
 Few-reference sweep (issue 34): ``--sweep`` instead runs, on the demo's Adult MLP target
 (UCI Adult, 2,400 audited records) for each seed of ``--seeds`` (default 0,1,2), LiRA,
-RMIA and BaVarIA online and offline with 1, 2, 4 and 8 reference models
+RMIA, BaVarIA and InfoRMIA online and offline with 1, 2, 4 and 8 reference models
 (``--references``) and prints AUC, TPR@0.1%FPR and TPR@1%FPR, then the mean over seeds.
 One experiment per seed trains the target and 8 reference models (each audited record
 IN for exactly 4, independently of its target bit); ``k`` references are the first ``k``
@@ -262,6 +262,7 @@ SWEEP_ATTACKS = (
     ("lira", "lira-online", "lira-offline"),
     ("rmia", "rmia-online", "rmia-offline"),
     ("bavaria", "bavaria-online", "bavaria-offline"),
+    ("informia", "informia-online", "informia-offline"),
 )
 
 

@@ -32,6 +32,8 @@ BUILTIN = (
     "label-only",
     "bavaria-online",
     "bavaria-offline",
+    "informia-online",
+    "informia-offline",
 )
 
 

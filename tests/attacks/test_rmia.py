@@ -15,12 +15,9 @@ from privaudit.records import MembershipMatrix, SignalTable
 from .conftest import World, make_world
 
 
-def _oracle_from_tables(d: AttackData, *, offline: bool, a: float, gamma: float) -> np.ndarray:
-    """Literal Zarifzadeh et al. score: mean over z of 1[LR(x, z) >= gamma], N x Z matrix.
-
-    Probabilities from the loss signal, exp(-loss), as the attack defines them (the
-    world's margins are small, so nothing saturates here).
-    """
+def literal_ratios(d: AttackData, *, offline: bool, a: float) -> tuple[np.ndarray, np.ndarray]:
+    """Pr(x|theta)/Pr(x) and Pr(z|theta)/Pr(z), record by record in a loop, from the
+    probabilities exp(-loss) (the world's margins are small, so nothing saturates here)."""
     px = np.exp(-d.target["loss"].values[0])
     pz = np.exp(-d.population_target["loss"].values[0])
     rx = np.exp(-d.reference["loss"].values)
@@ -43,13 +40,17 @@ def _oracle_from_tables(d: AttackData, *, offline: bool, a: float, gamma: float)
             pr_z[j] = 0.5 * ((1 + a) * rz[~keep_z[:, j], j].mean() + (1 - a))
         else:
             pr_z[j] = rz[:, j].mean()
-    ratio_x = px / pr_x
-    ratio_z = pz / pr_z
+    return px / pr_x, pz / pr_z
+
+
+def _oracle_from_tables(d: AttackData, *, offline: bool, a: float, gamma: float) -> np.ndarray:
+    """Literal Zarifzadeh et al. score: mean over z of 1[LR(x, z) >= gamma], N x Z matrix."""
+    ratio_x, ratio_z = literal_ratios(d, offline=offline, a=a)
     # the comparison as the implementation states it: r_z <= r_x / gamma, pair by pair
     hit = ratio_z[None, :] <= (ratio_x / gamma)[:, None]
     same = d.record_ids[:, None] == d.population_target["loss"].record_ids[None, :]
     hit = hit & ~same
-    out: np.ndarray = hit.sum(axis=1) / (pz.size - same.sum(axis=1))
+    out: np.ndarray = hit.sum(axis=1) / (ratio_z.size - same.sum(axis=1))
     # pairs within rounding of LR = gamma may go either way between the log-space
     # computation and this literal one: flag the records that have one
     lr = ratio_x[:, None] / ratio_z[None, :]
@@ -103,7 +104,8 @@ def test_rmia_scores_exact_with_ties() -> None:
         assert (lr == gamma).any()  # the ties were exercised
 
 
-def test_self_pairs_removed_when_population_contains_audited_records() -> None:
+def overlapping_population() -> AttackData:
+    """A world whose population holds 20 of the audited records (r0..r19) too."""
     w = make_world(21, n=60, n_pop=80)
     d = w.data
     # population = audited records r0..r19 + the real population records
@@ -132,6 +134,11 @@ def test_self_pairs_removed_when_population_contains_audited_records() -> None:
             pop_ids, d.reference_membership.model_ids, keep
         ),
     )
+    return d2
+
+
+def test_self_pairs_removed_when_population_contains_audited_records() -> None:
+    d2 = overlapping_population()
     for name, off in (("rmia-online", False), ("rmia-offline", True)):
         kw = {"a": 0.3} if off else {}
         res = run_attack(name, d2, score="fraction", **kw)

@@ -49,12 +49,18 @@ def test_defaults_run_every_registered_attack() -> None:
     cfg = config_from_dict({"dataset": "adult", "model": {"kind": "logistic"}})
     assert cfg.attack_names() == default_attacks()
     # all but those that need a particular target (distillation-logits: an MLP) and
-    # BaVarIA (issue 34: at or below LiRA and RMIA on the few-reference benchmark, so the
-    # defaults stay)
+    # BaVarIA and InfoRMIA (issue 34: at or below LiRA and RMIA on the few-reference
+    # benchmark, InfoRMIA ranking as RMIA's default score, so the defaults stay)
     assert (
         set(attack_names()) - set(default_attacks())
         == {n for n in attack_names() if not ATTACKS[n].in_defaults}
-        == {"distillation-logits", "bavaria-online", "bavaria-offline"}
+        == {
+            "distillation-logits",
+            "bavaria-online",
+            "bavaria-offline",
+            "informia-online",
+            "informia-offline",
+        }
     )
     listed = config_from_dict(
         {"dataset": "adult", "model": {"kind": "mlp"}, "attacks": ["distillation-logits"]}

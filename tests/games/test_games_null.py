@@ -23,7 +23,7 @@ from privaudit.membership.experiment import DEFAULT_ATTACKS, ExperimentConfig, r
 from privaudit.metrics.roc import auc
 
 #: Attacks outside the defaults that the null world checks as well (issue 34).
-_NEW_ATTACKS = ("bavaria-online", "bavaria-offline")
+_NEW_ATTACKS = ("bavaria-online", "bavaria-offline", "informia-online", "informia-offline")
 
 
 class _NullModel:
@@ -119,6 +119,8 @@ def test_reference_layout_is_independent_of_the_target_bit(null_run) -> None:  #
         "label-only",
         "bavaria-online",
         "bavaria-offline",
+        "informia-online",
+        "informia-offline",
     ],
 )
 def test_null_world_auc_is_chance_and_alpha_holds(null_run, name: str) -> None:  # type: ignore[no-untyped-def]

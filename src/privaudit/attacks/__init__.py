@@ -8,6 +8,7 @@ attack needs); threshold smoothing (Ye et al. 2022, App. B.3) in
 
 from privaudit.attacks import (  # noqa: F401  (fill the registry)
     bavaria,
+    informia,
     lira,
     per_record_attacks,
     rmia,

@@ -60,6 +60,10 @@ attack             reads (besides ``record_ids``, ``labels``, ``target[S]``)
                    normal-inverse-gamma prior fitted on the reference models (not in
                    the default attacks). [``logit_confidence``]
 ``bavaria-offline`` BaVarIA offline: as lira-offline, OUT models only. [``logit_confidence``]
+``informia-online`` InfoRMIA (Tao and Shokri 2026): as rmia-online; the information gain
+                   log2 Pr(x|theta)/Pr(x) plus the population KL term, in bits (not in the
+                   default attacks: it ranks as rmia-online's default score). [``loss``]
+``informia-offline`` InfoRMIA offline: as rmia-offline. [``loss``]
 =================  ==========================================================================
 
 The reference models of ``reference`` and ``reference_population`` must be the same
@@ -211,6 +215,7 @@ _ATTACK_MODULES: tuple[str, ...] = (
     "privaudit.attacks.rmia",
     "privaudit.attacks.extra_attacks",
     "privaudit.attacks.bavaria",
+    "privaudit.attacks.informia",
 )
 
 
@@ -288,6 +293,8 @@ BUILTIN_ATTACKS: tuple[str, ...] = (
     "label-only",
     "bavaria-online",
     "bavaria-offline",
+    "informia-online",
+    "informia-offline",
 )
 
 

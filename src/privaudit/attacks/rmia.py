@@ -81,6 +81,7 @@ __all__ = [
     "SCORE_DESCRIPTIONS",
     "SCORE_FORMS",
     "SCORE_NAMES",
+    "log_ratios",
     "rmia_log_scores",
     "rmia_offline",
     "rmia_online",
@@ -347,6 +348,27 @@ def _rmia(data: AttackData, *, offline: bool, a: float | str, gamma: float, scor
     check_choice(score, "score", SCORE_FORMS)
     if not (isinstance(gamma, int | float) and np.isfinite(gamma) and gamma > 0):
         raise fail("gamma", "a positive finite number", gamma)
+    inp, info, lr_x, lr_z = log_ratios(data, offline=offline, a=a, score=score, gamma=float(gamma))
+    scores = _final_scores(lr_x, lr_z, score, float(gamma), inp.self_index)
+    info.update(
+        n_self_pairs_removed=0 if inp.self_index is None else int((inp.self_index >= 0).sum()),
+        reference_average="mean",
+        queries_per_record=1,
+        alpha_calibrated=False,
+    )
+    return data.record_ids, scores, info
+
+
+def log_ratios(
+    data: AttackData, *, offline: bool, a: float | str, score: str = "ratio", gamma: float = 2.0
+) -> tuple[_Inputs, dict[str, Any], NDArray[np.float64], NDArray[np.float64]]:
+    r"""RMIA's :math:`\log r_x` and :math:`\log r_z` (log Pr(.|theta) - log Pr(.)) of the
+    audited and the population records, with the inputs and the parameters that made them.
+
+    Shared by RMIA and InfoRMIA (:mod:`privaudit.attacks.informia`). Offline with
+    ``a="auto"``, ``a`` is tuned on the reference models for the AUC of ``score``'s form
+    (at ``gamma`` for the fraction form).
+    """
     if offline and not (
         a == "auto" or (isinstance(a, int | float) and not isinstance(a, bool) and 0.0 <= a <= 1.0)
     ):
@@ -388,7 +410,7 @@ def _rmia(data: AttackData, *, offline: bool, a: float | str, gamma: float, scor
                 "population record for offline RMIA, found records with none"
             )
         if a == "auto":
-            a_used, grid_auc, n_pseudo = tune_offline_a(inp, score=score, gamma=float(gamma))
+            a_used, grid_auc, n_pseudo = tune_offline_a(inp, score=score, gamma=gamma)
             info.update(a_rule="auto", a_tuning_auc=grid_auc, a_tuning_models=n_pseudo)
         else:
             a_used = float(a)
@@ -405,14 +427,7 @@ def _rmia(data: AttackData, *, offline: bool, a: float | str, gamma: float, scor
         n_in = inp.keep_x.sum(axis=0)
         info.update(n_in_min=int(n_in.min()), n_in_max=int(n_in.max()))
     lr_x, lr_z = _log_ratios(inp, offline=offline, a=a_used)
-    scores = _final_scores(lr_x, lr_z, score, float(gamma), inp.self_index)
-    info.update(
-        n_self_pairs_removed=0 if inp.self_index is None else int((inp.self_index >= 0).sum()),
-        reference_average="mean",
-        queries_per_record=1,
-        alpha_calibrated=False,
-    )
-    return data.record_ids, scores, info
+    return inp, info, lr_x, lr_z
 
 
 _FIELDS = (

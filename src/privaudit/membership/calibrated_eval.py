@@ -53,6 +53,8 @@ CALIBRATED_ATTACKS: tuple[str, ...] = (
     "rmia-offline",
     "bavaria-online",
     "bavaria-offline",
+    "informia-online",
+    "informia-offline",
 )
 
 #: The false-positive rates of the figures.

@@ -145,6 +145,22 @@ ATTACK_ASSUMPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "predictive; no alpha threshold (read its ROC)",
         ),
     ),
+    "informia-online": (
+        (_POP, _ALGO, "reference models evaluated on audited and population records"),
+        (
+            "InfoRMIA (Tao and Shokri 2026): the information gain log2 Pr(x|theta)/Pr(x) in "
+            "bits, Pr(x) as RMIA online, plus the population term D_KL(p(z) || p(z|theta)); "
+            "no alpha threshold (read its ROC)",
+        ),
+    ),
+    "informia-offline": (
+        (_POP, _ALGO, "OUT reference models evaluated on population records"),
+        (
+            "InfoRMIA offline (Tao and Shokri 2026): the information gain in bits with Pr(x) "
+            "as RMIA offline (OUT models, the linear map a), plus the population term; no "
+            "alpha threshold (read its ROC)",
+        ),
+    ),
     "calibrated-loss": (
         (_POP, _ALGO, "reference models that did not train on the audited records"),
         (
