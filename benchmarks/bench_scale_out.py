@@ -115,7 +115,10 @@ def _same(a: Any, b: Any) -> bool:
 def timed(workload: str, sizes: dict[str, int], nodes: int, kill_at: float | None = None) -> Any:
     env = {"PYTHONPATH": _pythonpath(), "OMP_NUM_THREADS": "1",
            "RAY_health_check_period_ms": "1000", "RAY_health_check_timeout_ms": "1000",
-           "RAY_health_check_failure_threshold": "3"}  # fmt: skip
+           "RAY_health_check_failure_threshold": "3",
+           # Ray starts its workers at nice 15: on a machine shared with other jobs the
+           # timed workers would then get the leftovers; run them at normal priority
+           "RAY_worker_niceness": "0"}  # fmt: skip
     os.environ.update(LocalRayCluster.driver_env)
     import ray
 
