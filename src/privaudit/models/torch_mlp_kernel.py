@@ -242,10 +242,36 @@ def batch_indices(
     idx = np.zeros((n_steps, K, batch_size), dtype=np.int64)
     count = np.zeros((n_steps, K), dtype=np.int64)
     for k, (s, order) in enumerate(zip(subs, orders, strict=True)):
-        for step, rows in enumerate(order):
-            idx[step, k, : rows.size] = s[rows]
-            count[step, k] = rows.size
+        # one scatter per model: step j's rows go to idx[j, k, :len(rows_j)]
+        lens = np.fromiter((rows.size for rows in order), dtype=np.int64, count=len(order))
+        flat = np.concatenate(order)
+        starts = np.cumsum(lens) - lens
+        step_of = np.repeat(np.arange(len(order)), lens)
+        idx[step_of, k, np.arange(flat.size) - np.repeat(starts, lens)] = s[flat]
+        count[: len(order), k] = lens
     return idx, count
+
+
+def _tanh_from_sigmoid_(u: Any, minus_one: Any) -> Any:
+    """``2 sigmoid(u) - 1`` in ``u``'s memory, for ``u = 2 z`` (``tanh(z)``; see the
+    module docstring): one pass for ``2 s - 1``, bit for bit ``s * 2 - 1`` (exact
+    doubling)."""
+    return require_torch().add(minus_one, u.sigmoid_(), alpha=2.0, out=u)
+
+
+@dataclasses.dataclass
+class _Layer:
+    """A linear layer's working state in :func:`train_mlp`: its stacked parameters and
+    their views, and its preallocated output and input-gradient buffers."""
+
+    weight: Any  # (K, out, in)
+    bias: Any | None  # (K, out)
+    weight_t: Any  # (K, in, out) view
+    bias_row: Any | None  # (K, 1, out) view
+    out: Any  # (K, rows, out)
+    grad_in: Any | None  # (K, rows, in), where the input's gradient is needed
+    bias_grad: Any | None  # (K, out)
+    double: bool  # the output is doubled for the CPU tanh that follows
 
 
 def train_mlp(
@@ -285,13 +311,24 @@ def train_mlp(
     exactly zero gradients and stay zero under every optimizer, so the trained network
     is the unpadded one; the summation order of the products may change, not their
     terms.
+
+    Per step the work is the matrix products, the activations and the loss gradient
+    only: every buffer a step writes (the gathered batch, each layer's output and input
+    gradient) is allocated once before training and written with the ``out=`` forms of
+    the same operations, the parameter views are taken once, and where plain SGD
+    updates every model the update is fused into the weight-gradient product
+    (``W.baddbmm_(dZ^T, H, alpha=-lr)``). A linear layer followed by ``Tanh`` on the CPU
+    writes :math:`2 Z` directly (``baddbmm`` with ``alpha = beta = 2``: doubling is
+    exact, so this is bit for bit ``2 * Z``) and the activation is then
+    ``sigmoid_`` and one ``2 s - 1`` pass.
     """
     torch = require_torch()
-    idx_np, count_np = batch_indices(subs, seeds, r.batch_size, r.epochs)
+    # only the rows some model trains on, so that the gathered table stays in cache;
+    # the models' rows are renumbered into that table before their batches are drawn
+    used = np.unique(np.concatenate([np.asarray(s) for s in subs]))
+    local = [np.searchsorted(used, s) for s in subs]
+    idx_np, count_np = batch_indices(local, seeds, r.batch_size, r.epochs)
     n_steps, K, bs = idx_np.shape
-    # only the rows some model trains on, so that the gathered table stays in cache
-    used, idx_np = np.unique(idx_np, return_inverse=True)
-    idx_np = idx_np.reshape(n_steps, K, bs)
     Xu = np.ascontiguousarray(X[used], dtype=np.float32)
     # a linear layer needs its input's gradient only when something before it learns
     first_linear = next(i for i, op in enumerate(ops) if isinstance(op, LinearOp))
@@ -307,48 +344,84 @@ def train_mlp(
     state = make_state(work)
     Xt = torch.from_numpy(Xu).to(dev)
     yt = torch.from_numpy(np.ascontiguousarray(y[used], dtype=np.int64)).to(dev)
-    idx_all = torch.from_numpy(idx_np).to(dev)
+    idx_all = torch.from_numpy(idx_np.reshape(n_steps, K * bs)).to(dev)
     count = torch.from_numpy(count_np).to(dev)
-    full = (count_np == bs).all(axis=1)  # steps where every model has a whole batch
-    # steps where every model has the same number of rows (equal training-set sizes)
-    same = (count_np == count_np[:, :1]).all(axis=1)
-    active_np = count_np > 0
+    # steps where every model has a whole batch, and where every model has the same
+    # number of rows (equal training-set sizes); Python lists, read once a step
+    full = [bool(v) for v in (count_np == bs).all(axis=1)]
+    same = [bool(v) for v in (count_np == count_np[:, :1]).all(axis=1)]
+    first_count = [int(v) for v in count_np[:, 0]]
+    active_np: NDArray[np.bool_] = count_np > 0
+    all_active_steps = [bool(v) for v in np.asarray(active_np.all(axis=1))]
     all_active = torch.ones(K, dtype=torch.bool, device=dev)
     rows = torch.arange(bs, device=dev)
     minus_one = torch.full((K, 1, bs), -1.0, device=dev)
+    minus_one_scalar = torch.tensor(-1.0, device=dev)
     # plain SGD (no momentum, no weight decay) on a step where every model learns:
     # p <- p - lr * grad written straight into the parameters (baddbmm_ / add_)
     plain_sgd = r.optimizer == "sgd" and not r.momentum and not r.weight_decay
     lr = float(r.lr)
     with torch.no_grad():
+        xbuf = Xt.new_empty((K * bs, Xt.shape[1]))
+        ybuf = yt.new_empty((K * bs,))
+        layers: dict[int, _Layer] = {}
+        for i, op in enumerate(ops):
+            if not isinstance(op, LinearOp):
+                continue
+            w = work[op.weight]
+            b = work[op.bias] if op.bias is not None else None
+            nxt = ops[i + 1] if i + 1 < len(ops) else None
+            layers[i] = _Layer(
+                weight=w,
+                bias=b,
+                weight_t=w.transpose(1, 2),
+                bias_row=None if b is None else b.unsqueeze(1),
+                out=w.new_empty((K, bs, w.shape[1])),
+                grad_in=w.new_empty((K, bs, w.shape[2])) if i > first_linear else None,
+                bias_grad=None if b is None else b.new_empty(b.shape),
+                double=(
+                    dev == "cpu"
+                    and b is not None
+                    and isinstance(nxt, ActivationOp)
+                    and nxt.name == "Tanh"
+                ),
+            )
         for step in range(n_steps):
-            flat = idx_all[step].reshape(-1)
-            h = Xt.index_select(0, flat).reshape(K, bs, -1)
-            yb = yt.index_select(0, flat).reshape(K, 1, bs)
+            h = torch.index_select(Xt, 0, idx_all[step], out=xbuf).view(K, bs, -1)
+            yb = torch.index_select(yt, 0, idx_all[step], out=ybuf).view(K, 1, bs)
             saved: list[tuple[Any, Any]] = []
-            prev_linear = False
-            for op in ops:
+            double = False
+            for i, op in enumerate(ops):
                 if isinstance(op, LinearOp):
                     saved.append((h, None))
-                    w = work[op.weight].transpose(1, 2)
-                    if op.bias is None:
-                        h = torch.bmm(h, w)
+                    lay = layers[i]
+                    if lay.bias_row is None:
+                        h = torch.bmm(h, lay.weight_t, out=lay.out)
+                    elif lay.double:
+                        h = torch.baddbmm(
+                            lay.bias_row, h, lay.weight_t, beta=2.0, alpha=2.0, out=lay.out
+                        )
                     else:
-                        h = torch.baddbmm(work[op.bias].unsqueeze(1), h, w)
-                    prev_linear = True
+                        h = torch.baddbmm(lay.bias_row, h, lay.weight_t, out=lay.out)
+                    double = lay.double
                     continue
                 z = h
-                # a linear layer's fresh output is read by nothing else: overwrite it
-                h = op.forward_(z) if prev_linear and op.forward_ is not None else op.forward(z)
+                if double:  # z holds 2 Z (a linear layer's output, read by nothing else)
+                    h = _tanh_from_sigmoid_(z, minus_one_scalar)
+                elif i > 0 and isinstance(ops[i - 1], LinearOp) and op.forward_ is not None:
+                    # a linear layer's fresh output is read by nothing else: overwrite it
+                    h = op.forward_(z)
+                else:
+                    h = op.forward(z)
+                double = False
                 saved.append((z, h))
-                prev_linear = False
             # d(mean CE)/d logits in the (K, C, rows) layout: softmax - one-hot, / n_k
             dzt = torch.softmax(h.transpose(1, 2), dim=1)
             dzt.scatter_add_(1, yb, minus_one)
             if full[step]:
                 dzt.mul_(1.0 / bs)
             elif same[step]:  # every model's first c rows are real
-                c = int(count_np[step, 0])
+                c = first_count[step]
                 dzt[:, :, c:].zero_()
                 dzt.mul_(1.0 / max(c, 1))
             else:
@@ -356,7 +429,7 @@ def train_mlp(
                 wt = (rows[None, :] < n[:, None]).to(dzt.dtype)
                 dzt.mul_((wt / n.clamp_min(1)[:, None].to(dzt.dtype)).unsqueeze(1))
             dz = dzt.transpose(1, 2)
-            fused = plain_sgd and bool(active_np[step].all())
+            fused = plain_sgd and all_active_steps[step]
             grads: dict[str, Any] = {}
             for i in range(len(ops) - 1, first_linear - 1, -1):
                 op = ops[i]
@@ -364,18 +437,19 @@ def train_mlp(
                 if isinstance(op, ActivationOp):
                     dz = op.backward(dz, a, out)
                     continue
-                dh = torch.bmm(dz, work[op.weight]) if i > first_linear else None
+                lay = layers[i]
+                dh = torch.bmm(dz, lay.weight, out=lay.grad_in) if lay.grad_in is not None else None
                 if fused:
-                    work[op.weight].baddbmm_(dz.transpose(1, 2), a, alpha=-lr)
-                    if op.bias is not None:
-                        work[op.bias].add_(dz.sum(dim=1), alpha=-lr)
+                    lay.weight.baddbmm_(dz.transpose(1, 2), a, alpha=-lr)
+                    if lay.bias is not None:
+                        lay.bias.add_(torch.sum(dz, dim=1, out=lay.bias_grad), alpha=-lr)
                 else:
                     grads[op.weight] = torch.bmm(dz.transpose(1, 2), a)
                     if op.bias is not None:
                         grads[op.bias] = dz.sum(dim=1)
                 dz = dh
             if not fused:
-                active = all_active if active_np[step].all() else torch.from_numpy(active_np[step])
+                active = all_active if all_active_steps[step] else torch.from_numpy(active_np[step])
                 state.step(grads, active.to(dev))
     if pad and w0 is not None:
         with torch.no_grad():
