@@ -85,12 +85,15 @@ class LinearOp:
 class ActivationOp:
     """An elementwise activation: ``forward(z) -> h`` and ``backward(dh, z, h) -> dz``
     (autograd's backward kernel of the activation); ``forward_`` computes ``h`` in
-    ``z``'s memory where the backward reads only ``h`` (None otherwise)."""
+    ``z``'s memory where the backward reads only ``h`` (None otherwise); ``backward_``
+    is ``backward`` written into ``dh``'s memory (the kernel's ``grad_input`` form,
+    None where not provided)."""
 
     name: str
     forward: Callable[[Any], Any]
     backward: Callable[[Any, Any, Any], Any]
     forward_: Callable[[Any], Any] | None = None
+    backward_: Callable[[Any, Any, Any], Any] | None = None
 
 
 Op = LinearOp | ActivationOp
@@ -120,15 +123,27 @@ def _activation(m: Any) -> ActivationOp | None:
     t = type(m)
     if t is nn.ReLU:
         return ActivationOp(
-            "ReLU", torch.relu, lambda g, z, h: aten.threshold_backward(g, h, 0), torch.relu_
+            "ReLU",
+            torch.relu,
+            lambda g, z, h: aten.threshold_backward(g, h, 0),
+            torch.relu_,
+            lambda g, z, h: aten.threshold_backward.grad_input(g, h, 0, grad_input=g),
         )
     if t is nn.Tanh:
         return ActivationOp(
-            "Tanh", _fast_tanh, lambda g, z, h: aten.tanh_backward(g, h), _fast_tanh_
+            "Tanh",
+            _fast_tanh,
+            lambda g, z, h: aten.tanh_backward(g, h),
+            _fast_tanh_,
+            lambda g, z, h: aten.tanh_backward.grad_input(g, h, grad_input=g),
         )
     if t is nn.Sigmoid:
         return ActivationOp(
-            "Sigmoid", torch.sigmoid, lambda g, z, h: aten.sigmoid_backward(g, h), torch.sigmoid_
+            "Sigmoid",
+            torch.sigmoid,
+            lambda g, z, h: aten.sigmoid_backward(g, h),
+            torch.sigmoid_,
+            lambda g, z, h: aten.sigmoid_backward.grad_input(g, h, grad_input=g),
         )
     if t is nn.GELU:
         a = str(m.approximate)
@@ -136,6 +151,8 @@ def _activation(m: Any) -> ActivationOp | None:
             "GELU",
             lambda z: F.gelu(z, approximate=a),
             lambda g, z, h: aten.gelu_backward(g, z, approximate=a),
+            None,
+            lambda g, z, h: aten.gelu_backward.grad_input(g, z, approximate=a, grad_input=g),
         )
     if t is nn.LeakyReLU:
         s = float(m.negative_slope)
@@ -345,6 +362,7 @@ def train_mlp(
     Xt = torch.from_numpy(Xu).to(dev)
     yt = torch.from_numpy(np.ascontiguousarray(y[used], dtype=np.int64)).to(dev)
     idx_all = torch.from_numpy(idx_np.reshape(n_steps, K * bs)).to(dev)
+    idx_steps = idx_all.unbind(0)  # one view per step, taken once
     count = torch.from_numpy(count_np).to(dev)
     # steps where every model has a whole batch, and where every model has the same
     # number of rows (equal training-set sizes); Python lists, read once a step
@@ -387,8 +405,9 @@ def train_mlp(
                 ),
             )
         for step in range(n_steps):
-            h = torch.index_select(Xt, 0, idx_all[step], out=xbuf).view(K, bs, -1)
-            yb = torch.index_select(yt, 0, idx_all[step], out=ybuf).view(K, 1, bs)
+            ix = idx_steps[step]
+            h = torch.index_select(Xt, 0, ix, out=xbuf).view(K, bs, -1)
+            yb = torch.index_select(yt, 0, ix, out=ybuf).view(K, 1, bs)
             saved: list[tuple[Any, Any]] = []
             double = False
             for i, op in enumerate(ops):
@@ -435,7 +454,11 @@ def train_mlp(
                 op = ops[i]
                 a, out = saved[i]
                 if isinstance(op, ActivationOp):
-                    dz = op.backward(dz, a, out)
+                    if op.backward_ is not None and isinstance(ops[i + 1], LinearOp):
+                        # dz is the next layer's input-gradient buffer, read by nothing else
+                        dz = op.backward_(dz, a, out)
+                    else:
+                        dz = op.backward(dz, a, out)
                     continue
                 lay = layers[i]
                 dh = torch.bmm(dz, lay.weight, out=lay.grad_in) if lay.grad_in is not None else None
