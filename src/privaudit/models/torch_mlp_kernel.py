@@ -287,6 +287,7 @@ class _Layer:
     bias_row: Any | None  # (K, 1, out) view
     out: Any  # (K, rows, out)
     grad_in: Any | None  # (K, rows, in), where the input's gradient is needed
+    grad_in_t: Any | None  # (K, in, rows) view of grad_in
     bias_grad: Any | None  # (K, out)
     double: bool  # the output is doubled for the CPU tanh that follows
 
@@ -389,13 +390,15 @@ def train_mlp(
             w = work[op.weight]
             b = work[op.bias] if op.bias is not None else None
             nxt = ops[i + 1] if i + 1 < len(ops) else None
+            grad_in = w.new_empty((K, bs, w.shape[2])) if i > first_linear else None
             layers[i] = _Layer(
                 weight=w,
                 bias=b,
                 weight_t=w.transpose(1, 2),
                 bias_row=None if b is None else b.unsqueeze(1),
                 out=w.new_empty((K, bs, w.shape[1])),
-                grad_in=w.new_empty((K, bs, w.shape[2])) if i > first_linear else None,
+                grad_in=grad_in,
+                grad_in_t=None if grad_in is None else grad_in.transpose(1, 2),
                 bias_grad=None if b is None else b.new_empty(b.shape),
                 double=(
                     dev == "cpu"
@@ -447,30 +450,38 @@ def train_mlp(
                 n = count[step]
                 wt = (rows[None, :] < n[:, None]).to(dzt.dtype)
                 dzt.mul_((wt / n.clamp_min(1)[:, None].to(dzt.dtype)).unsqueeze(1))
-            dz = dzt.transpose(1, 2)
+            dz, dz_t = dzt.transpose(1, 2), dzt  # the gradient and its transpose (a view)
             fused = plain_sgd and all_active_steps[step]
             grads: dict[str, Any] = {}
             for i in range(len(ops) - 1, first_linear - 1, -1):
                 op = ops[i]
                 a, out = saved[i]
                 if isinstance(op, ActivationOp):
-                    if op.backward_ is not None and isinstance(ops[i + 1], LinearOp):
+                    if (
+                        op.backward_ is not None
+                        and i + 1 < len(ops)
+                        and isinstance(ops[i + 1], LinearOp)
+                    ):
                         # dz is the next layer's input-gradient buffer, read by nothing else
                         dz = op.backward_(dz, a, out)
+                        dz_t = layers[i + 1].grad_in_t
                     else:
                         dz = op.backward(dz, a, out)
+                        dz_t = None
                     continue
                 lay = layers[i]
                 dh = torch.bmm(dz, lay.weight, out=lay.grad_in) if lay.grad_in is not None else None
+                if dz_t is None:
+                    dz_t = dz.transpose(1, 2)
                 if fused:
-                    lay.weight.baddbmm_(dz.transpose(1, 2), a, alpha=-lr)
+                    lay.weight.baddbmm_(dz_t, a, alpha=-lr)
                     if lay.bias is not None:
                         lay.bias.add_(torch.sum(dz, dim=1, out=lay.bias_grad), alpha=-lr)
                 else:
-                    grads[op.weight] = torch.bmm(dz.transpose(1, 2), a)
+                    grads[op.weight] = torch.bmm(dz_t, a)
                     if op.bias is not None:
                         grads[op.bias] = dz.sum(dim=1)
-                dz = dh
+                dz, dz_t = dh, None
             if not fused:
                 active = all_active if all_active_steps[step] else torch.from_numpy(active_np[step])
                 state.step(grads, active.to(dev))
