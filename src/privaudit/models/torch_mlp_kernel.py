@@ -32,7 +32,18 @@ rounding of the matrix products (batched vs single), which the tests bound.
 
 Every mini-batch of every model is gathered with one index operation from index arrays
 prepared before training (the batches of :func:`~privaudit.models.torch_recipe.batch_order`
-with ``default_rng(seed_k)``, as the one-by-one trainer draws them).
+with ``default_rng(seed_k)``, as the one-by-one trainer draws them), from a table of only
+the rows some model trains on (the models' rows are renumbered into it before the
+batches are drawn, so no sort of the whole index table is needed).
+
+A step does the matrix products, the activations and the loss gradient and nothing
+else: its buffers (the gathered batch, every layer's output and input gradient) are
+allocated once and written with the ``out=`` forms of the same operations, an
+activation's backward is written into the next layer's input-gradient buffer (the
+``grad_input`` form of the same ATen kernel), the parameter views are taken once, and a
+linear layer followed by ``Tanh`` on the CPU writes :math:`2 Z` straight from
+``baddbmm`` (``alpha = beta = 2``; doubling is exact) so that the activation is
+``sigmoid_`` and one :math:`2 s - 1` pass. These change no bit of the result.
 """
 
 from __future__ import annotations
@@ -330,15 +341,8 @@ def train_mlp(
     is the unpadded one; the summation order of the products may change, not their
     terms.
 
-    Per step the work is the matrix products, the activations and the loss gradient
-    only: every buffer a step writes (the gathered batch, each layer's output and input
-    gradient) is allocated once before training and written with the ``out=`` forms of
-    the same operations, the parameter views are taken once, and where plain SGD
-    updates every model the update is fused into the weight-gradient product
-    (``W.baddbmm_(dZ^T, H, alpha=-lr)``). A linear layer followed by ``Tanh`` on the CPU
-    writes :math:`2 Z` directly (``baddbmm`` with ``alpha = beta = 2``: doubling is
-    exact, so this is bit for bit ``2 * Z``) and the activation is then
-    ``sigmoid_`` and one ``2 s - 1`` pass.
+    Per step only the matrix products, the activations and the loss gradient are
+    computed, into buffers allocated once (see the module docstring).
     """
     torch = require_torch()
     # only the rows some model trains on, so that the gathered table stays in cache;
