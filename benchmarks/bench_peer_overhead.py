@@ -69,7 +69,10 @@ both the probe and the training). ``--json PATH`` writes ``ms_per_model_epoch_1k
 ``flop_per_record_epoch``, ``probe_gflops``, ``estimate_ms_per_model_epoch_1k``,
 ``ratio_to_estimate``, ``seconds_per_model``, their CPU-time counterparts
 ``cpu_ms_per_model_epoch_1k``, ``cpu_probe_gflops``, ``cpu_ratio_to_estimate``,
-``load_average`` and, with ``--audit``, ``audit``: per variant (``this``, ``compare``)
+the minima over rounds ``min_ms_per_model_epoch_1k``, ``min_ratio_to_estimate``,
+``cpu_min_ms_per_model_epoch_1k``, ``cpu_min_ratio_to_estimate``, the matrix products
+alone ``products_ms_per_model_epoch_1k``, ``products_ratio_to_estimate``,
+``products_fraction_of_probe``, ``first_layer_fraction_of_probe``, ``load_average`` and, with ``--audit``, ``audit``: per variant (``this``, ``compare``)
 the medians of ``wall_s``, ``cpu_s``, ``startup_s``, ``target_s``, ``references_s``,
 ``scoring_s``, ``data_preflight_split_s``.
 """
