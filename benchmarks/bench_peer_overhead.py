@@ -25,6 +25,33 @@ the probe's rate; and their ratio (goal: at most 1.5). ``--sequential`` also tra
 models one by one (``TorchTrainer.fit``) and prints the speed-up and the largest logit
 gap between the two.
 
+**What bounds it.** Each round also times the training step's matrix products alone
+(:func:`products_probe`: the forward ``baddbmm`` of every layer, the fused SGD
+weight-gradient ``baddbmm_`` and the input-gradient ``bmm``, the first layer's input
+padded to 112 features as the kernel pads it), and prints their milliseconds per
+model, epoch and 1,000 records, their rate as a fraction of the probe's, and the first
+layer's ``128 x 105`` product's own rate. The products alone are the floor of any
+kernel that computes these products; what the kernel spends above them is the batch
+gather, the activation and its backward, the loss gradient and the bias sums
+(memory-bound passes over ``(K, 128, 128)`` arrays) and the dispatch of about twenty
+operations a step. The minimum over rounds is printed too.
+
+**Figures** (2026-12-03, the shared 2-CPU machine under a 1-minute load of 6-7.7 from
+other engineers' jobs, ``--rounds 5``, normal priority, defaults above). This kernel:
+1.321 ms per model-epoch-1,000 records in CPU time (median; minimum 1.206) against an
+estimate of 0.631 ms at the probe's 87.6 GFLOP/s: ratio **2.09** (minimum 1.99); wall
+time 4.118 ms, ratio 2.22 (the probe's wall-time rate 29.8 GFLOP/s under that load).
+The matrix products alone: 0.836 ms, ratio **1.32** (78% of the probe's rate; the
+first layer's forward product alone 91-97%). The kernel before this change, measured
+right after under the same load: 1.450 ms in CPU time, ratio 2.36 (minimum 2.25);
+products alone ratio 1.34. So the goal of 1.5 was not reached on this loaded machine:
+the products alone take 1.32x of the estimate, and the rest of the step (about 0.49 ms
+per model-epoch-1,000 records here, memory-bound passes slowed more by the load than
+the probe's compute-bound product) about 0.7x more. Earlier, "timed alone a step is
+~1.6x"; this change removed about 11% of the kernel's time (a sort of every step's 2M
+batch indices before training, 0.3-0.4 s a run; per-step allocations; a tanh pass;
+transposes), all bit for bit (the logits are identical to the kernel's before).
+
 **Audit** (``--audit``, ``--audit-only``). ``privaudit run`` on a config of that model
 with attacks ``lira-offline`` and ``rmia-offline``, ``n_reference`` (8) references, a
 target pool and a population of ``--pool`` / ``--population`` (10,000) records, in a
@@ -42,7 +69,10 @@ both the probe and the training). ``--json PATH`` writes ``ms_per_model_epoch_1k
 ``flop_per_record_epoch``, ``probe_gflops``, ``estimate_ms_per_model_epoch_1k``,
 ``ratio_to_estimate``, ``seconds_per_model``, their CPU-time counterparts
 ``cpu_ms_per_model_epoch_1k``, ``cpu_probe_gflops``, ``cpu_ratio_to_estimate``,
-``load_average`` and, with ``--audit``, ``audit``: per variant (``this``, ``compare``)
+the minima over rounds ``min_ms_per_model_epoch_1k``, ``min_ratio_to_estimate``,
+``cpu_min_ms_per_model_epoch_1k``, ``cpu_min_ratio_to_estimate``, the matrix products
+alone ``products_ms_per_model_epoch_1k``, ``products_ratio_to_estimate``,
+``products_fraction_of_probe``, ``first_layer_fraction_of_probe``, ``load_average`` and, with ``--audit``, ``audit``: per variant (``this``, ``compare``)
 the medians of ``wall_s``, ``cpu_s``, ``startup_s``, ``target_s``, ``references_s``,
 ``scoring_s``, ``data_preflight_split_s``.
 """
@@ -109,6 +139,57 @@ def probe_gflops(n: int = 512, seconds: float = 1.0) -> tuple[float, float]:
     return flop / wall / 1e9, flop / max(cpu, 1e-9) / 1e9
 
 
+def products_probe(
+    sizes: list[int], n_models: int, batch: int, seconds: float = 1.0
+) -> dict[str, float]:
+    """The training step's matrix products alone, as the kernel runs them.
+
+    Per linear layer ``a -> b`` of ``sizes`` (the first layer's input padded to a
+    multiple of 16, as the kernel pads it on the CPU): the forward ``baddbmm`` of the
+    ``n_models`` stacked ``(batch, a) x (a, b)`` products, the fused weight-gradient
+    SGD update ``W.baddbmm_(dZ^T, H)``, and the input gradient ``bmm(dZ, W)`` for every
+    layer but the first; sustained for about ``seconds`` of CPU time. Returns the CPU
+    microseconds of one step's products, their rate in GFLOP/s counted on the unpadded
+    sizes (as the FLOP estimate counts them), and the first layer's forward product's
+    own rate (counted on the padded width: what the matrix-multiply library delivers
+    for that shape)."""
+    import torch
+
+    padded = [sizes[0] + (-sizes[0]) % 16, *sizes[1:]]
+    K, n = n_models, batch
+    hs = [torch.randn(K, n, a) for a in padded]
+    ws = [torch.randn(K, b, a) * 0.01 for a, b in itertools.pairwise(padded)]
+    bs = [torch.zeros(K, 1, b) for b in padded[1:]]
+    dzs = [torch.randn(K, n, b) * 1e-3 for b in padded[1:]]
+
+    def step() -> None:
+        for i, (w, b) in enumerate(zip(ws, bs, strict=True)):
+            torch.baddbmm(b, hs[i], w.transpose(1, 2))
+        for i in range(len(ws) - 1, -1, -1):
+            if i > 0:
+                torch.bmm(dzs[i], ws[i])
+            ws[i].baddbmm_(dzs[i].transpose(1, 2), hs[i], alpha=-1e-6)
+
+    def sustained(f: Any) -> float:
+        for _ in range(3):
+            f()
+        count, c0 = 0, time.process_time()
+        while time.process_time() - c0 < seconds / 2:
+            f()
+            count += 1
+        return (time.process_time() - c0) / count
+
+    t_step = sustained(step)
+    first = sustained(lambda: torch.baddbmm(bs[0], hs[0], ws[0].transpose(1, 2)))
+    flop = K * n * flop_estimate(sizes)
+    first_flop = 2 * K * n * padded[0] * padded[1]
+    return {
+        "step_us": t_step * 1e6,
+        "gflops": flop / t_step / 1e9,
+        "first_layer_gflops": first_flop / first / 1e9,
+    }
+
+
 def load_average() -> float:
     return float(os.getloadavg()[0])
 
@@ -156,8 +237,10 @@ def kernel_bench(args: argparse.Namespace, factory: Path) -> dict[str, Any]:
         flush=True,
     )
     ms, ms_cpu, probes, probes_cpu, secs = [], [], [], [], []
+    prods: list[dict[str, float]] = []
     models: list[Any] = []
     for rnd in range(args.rounds):
+        prods.append(products_probe([d, args.hidden, 2], args.n_models, args.batch_size))
         before = probe_gflops()
         w0, c0 = time.perf_counter(), time.process_time()
         models = fit_many(trainer, data.X, data.y, subsets, seeds, n_classes=2, kernel=args.kernel)
@@ -180,6 +263,16 @@ def kernel_bench(args: argparse.Namespace, factory: Path) -> dict[str, Any]:
             f"{ms_cpu[-1] / est_cpu:5.2f}  (load {load_average():.2f})",
             flush=True,
         )
+        pr = prods[-1]
+        print(
+            f"  the step's matrix products alone: {pr['step_us']:7.1f} us a step = "
+            f"{pr['step_us'] / (args.n_models * args.batch_size):6.3f} ms per "
+            f"model-epoch-1,000 records at {pr['gflops']:5.1f} GFLOP/s "
+            f"({pr['gflops'] / rate_cpu:4.0%} of the probe's CPU-time rate; the first "
+            f"layer's {args.batch_size}x{d} product alone "
+            f"{pr['first_layer_gflops'] / rate_cpu:4.0%})",
+            flush=True,
+        )
     rate = statistics.median(probes)
     rate_cpu = statistics.median(probes_cpu)
     est = flops * 1000 / (rate * 1e9) * 1e3
@@ -194,13 +287,40 @@ def kernel_bench(args: argparse.Namespace, factory: Path) -> dict[str, Any]:
         "cpu_ms_per_model_epoch_1k": statistics.median(ms_cpu),
         "cpu_probe_gflops": rate_cpu,
         "cpu_ratio_to_estimate": statistics.median(ms_cpu) / est_cpu,
+        "min_ms_per_model_epoch_1k": min(ms),
+        "min_ratio_to_estimate": min(m * p * 1e3 / flops for m, p in zip(ms, probes, strict=True)),
+        "cpu_min_ms_per_model_epoch_1k": min(ms_cpu),
+        "cpu_min_ratio_to_estimate": min(
+            m * p * 1e3 / flops for m, p in zip(ms_cpu, probes_cpu, strict=True)
+        ),
+        "products_ms_per_model_epoch_1k": statistics.median(
+            p["step_us"] / (args.n_models * args.batch_size) for p in prods
+        ),
+        "products_fraction_of_probe": statistics.median(
+            p["gflops"] / r for p, r in zip(prods, probes_cpu, strict=True)
+        ),
+        "first_layer_fraction_of_probe": statistics.median(
+            p["first_layer_gflops"] / r for p, r in zip(prods, probes_cpu, strict=True)
+        ),
     }
+    out["products_ratio_to_estimate"] = out["products_ms_per_model_epoch_1k"] / est_cpu
     print(
         f"median: {out['seconds_per_model']:.3f} s per reference model, "
         f"{out['ms_per_model_epoch_1k']:.3f} ms per model-epoch-1,000 records; estimate "
         f"{est:.3f} ms at the probe's {rate:.1f} GFLOP/s; ratio {out['ratio_to_estimate']:.2f} "
         f"(goal <= 1.5); in CPU time {out['cpu_ms_per_model_epoch_1k']:.3f} ms vs "
         f"{est_cpu:.3f} ms at {rate_cpu:.1f} GFLOP/s, ratio {out['cpu_ratio_to_estimate']:.2f}",
+        flush=True,
+    )
+    print(
+        f"minimum of rounds: {out['min_ms_per_model_epoch_1k']:.3f} ms (ratio "
+        f"{out['min_ratio_to_estimate']:.2f}); in CPU time "
+        f"{out['cpu_min_ms_per_model_epoch_1k']:.3f} ms (ratio "
+        f"{out['cpu_min_ratio_to_estimate']:.2f}); the matrix products alone "
+        f"{out['products_ms_per_model_epoch_1k']:.3f} ms (ratio "
+        f"{out['products_ratio_to_estimate']:.2f}: "
+        f"{out['products_fraction_of_probe']:.0%} of the probe's rate, the first layer's "
+        f"product {out['first_layer_fraction_of_probe']:.0%})",
         flush=True,
     )
     if args.sequential:

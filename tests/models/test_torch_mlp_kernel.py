@@ -155,3 +155,79 @@ def test_other_networks_fall_back_to_vmap() -> None:
     auto = fit_many(tr, X, y, [np.arange(30), np.arange(30, 60)], [1, 2], n_classes=3)
     one = tr.fit(X[30:], y[30:], seed=2, n_classes=3)
     np.testing.assert_allclose(auto[1].logits(X), one.logits(X), atol=1e-5)
+
+
+def test_unusual_orders_of_layers_and_activations() -> None:
+    # two activations in a row (the second reads an activation's output, not a fresh
+    # linear output) and an activation after the last linear layer (its gradient comes
+    # from the loss, not from a layer's input-gradient buffer)
+    pytest.importorskip("torch")
+    from privaudit.models.torch_batched import fit_many
+
+    X, y = _data(120)
+    rec = _recipe("Tanh", factory=f"{FACTORIES}:odd_mlp", factory_kwargs={})
+    tr = TorchTrainer(rec, n_classes=3)
+    subsets = [np.arange(0, 70), np.arange(40, 120)]
+    batched = fit_many(tr, X, y, subsets, [1, 2], n_classes=3, kernel="mlp")
+    for s, sd, m in zip(subsets, [1, 2], batched, strict=True):
+        one = tr.fit(X[s], y[s], seed=sd, n_classes=3)
+        np.testing.assert_allclose(m.logits(X), one.logits(X), atol=5e-5)
+
+
+def test_batch_indices_are_the_one_by_one_trainers_batches() -> None:
+    # the kernel's index table, filled per model in one scatter, holds exactly the
+    # batches of batch_order (unequal subsets: partial batches, models that stop early)
+    from privaudit.models.torch_mlp_kernel import batch_indices
+    from privaudit.models.torch_recipe import batch_order
+
+    rng = np.random.default_rng(3)
+    subs = [rng.choice(500, size=n, replace=False) for n in (37, 64, 5, 100)]
+    seeds = [11, 12, 13, 14]
+    idx, count = batch_indices(subs, seeds, 16, 3)
+    for k, (s, seed) in enumerate(zip(subs, seeds, strict=True)):
+        order = batch_order(s.size, 16, 3, np.random.default_rng(seed))
+        assert count[len(order) :, k].sum() == 0
+        assert (idx[len(order) :, k] == 0).all()
+        for step, rows in enumerate(order):
+            assert count[step, k] == rows.size
+            np.testing.assert_array_equal(idx[step, k, : rows.size], s[rows])
+            assert (idx[step, k, rows.size :] == 0).all()
+
+
+def test_tanh_of_doubled_products_is_the_fast_tanh_bit_for_bit() -> None:
+    # a linear layer followed by Tanh writes 2 Z straight from baddbmm (alpha = beta = 2)
+    # and the activation is 2 sigmoid(2 Z) - 1 in one pass: bit for bit the kernel's
+    # CPU tanh of Z, and within 2.5e-7 of torch.tanh
+    torch = pytest.importorskip("torch")
+    from privaudit.models.torch_mlp_kernel import _fast_tanh, _tanh_from_sigmoid_
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 40, 24, generator=g)
+    w = torch.randn(3, 24, 17, generator=g)
+    b = torch.randn(3, 1, 17, generator=g)
+    z = torch.baddbmm(b, x, w)
+    out = torch.empty_like(z)
+    torch.baddbmm(b, x, w, beta=2.0, alpha=2.0, out=out)
+    h = _tanh_from_sigmoid_(out, torch.tensor(-1.0))
+    assert h.data_ptr() == out.data_ptr()
+    assert torch.equal(h, _fast_tanh(z))
+    assert (h - torch.tanh(z)).abs().max().item() <= 2.5e-7
+
+
+@pytest.mark.parametrize("act", ["ReLU", "Tanh", "Sigmoid", "GELU"])
+def test_in_place_backwards_are_the_backwards(act: str) -> None:
+    torch = pytest.importorskip("torch")
+    from privaudit.models.torch_mlp_kernel import mlp_ops
+
+    ops = mlp_ops(torch.nn.Sequential(torch.nn.Linear(3, 3), getattr(torch.nn, act)()))
+    assert ops is not None
+    op = ops[1]
+    assert op.backward_ is not None  # type: ignore[union-attr]
+    g = torch.Generator().manual_seed(1)
+    z = torch.randn(2, 50, 7, generator=g)
+    h = op.forward(z)  # type: ignore[union-attr]
+    dh = torch.randn(2, 50, 7, generator=g)
+    expected = op.backward(dh, z, h)  # type: ignore[union-attr]
+    got = op.backward_(dh, z, h)  # type: ignore[union-attr]
+    assert got.data_ptr() == dh.data_ptr()
+    assert torch.equal(got, expected)

@@ -57,3 +57,13 @@ def layer_norm_mlp(n_features: int = 4, n_classes: int = 3) -> Any:
     return nn.Sequential(
         nn.Linear(n_features, 8), nn.LayerNorm(8), nn.Tanh(), nn.Linear(8, n_classes)
     )
+
+
+def odd_mlp(n_features: int = 4, n_classes: int = 3) -> Any:
+    """Two activations in a row and an activation after the last linear layer (the
+    logits are ``tanh`` of a linear layer's output)."""
+    from torch import nn
+
+    return nn.Sequential(
+        nn.Linear(n_features, 8), nn.ReLU(), nn.Tanh(), nn.Linear(8, n_classes), nn.Tanh()
+    )

@@ -32,7 +32,18 @@ rounding of the matrix products (batched vs single), which the tests bound.
 
 Every mini-batch of every model is gathered with one index operation from index arrays
 prepared before training (the batches of :func:`~privaudit.models.torch_recipe.batch_order`
-with ``default_rng(seed_k)``, as the one-by-one trainer draws them).
+with ``default_rng(seed_k)``, as the one-by-one trainer draws them), from a table of only
+the rows some model trains on (the models' rows are renumbered into it before the
+batches are drawn, so no sort of the whole index table is needed).
+
+A step does the matrix products, the activations and the loss gradient and nothing
+else: its buffers (the gathered batch, every layer's output and input gradient) are
+allocated once and written with the ``out=`` forms of the same operations, an
+activation's backward is written into the next layer's input-gradient buffer (the
+``grad_input`` form of the same ATen kernel), the parameter views are taken once, and a
+linear layer followed by ``Tanh`` on the CPU writes :math:`2 Z` straight from
+``baddbmm`` (``alpha = beta = 2``; doubling is exact) so that the activation is
+``sigmoid_`` and one :math:`2 s - 1` pass. These change no bit of the result.
 """
 
 from __future__ import annotations
@@ -85,12 +96,15 @@ class LinearOp:
 class ActivationOp:
     """An elementwise activation: ``forward(z) -> h`` and ``backward(dh, z, h) -> dz``
     (autograd's backward kernel of the activation); ``forward_`` computes ``h`` in
-    ``z``'s memory where the backward reads only ``h`` (None otherwise)."""
+    ``z``'s memory where the backward reads only ``h`` (None otherwise); ``backward_``
+    is ``backward`` written into ``dh``'s memory (the kernel's ``grad_input`` form,
+    None where not provided)."""
 
     name: str
     forward: Callable[[Any], Any]
     backward: Callable[[Any, Any, Any], Any]
     forward_: Callable[[Any], Any] | None = None
+    backward_: Callable[[Any, Any, Any], Any] | None = None
 
 
 Op = LinearOp | ActivationOp
@@ -120,15 +134,27 @@ def _activation(m: Any) -> ActivationOp | None:
     t = type(m)
     if t is nn.ReLU:
         return ActivationOp(
-            "ReLU", torch.relu, lambda g, z, h: aten.threshold_backward(g, h, 0), torch.relu_
+            "ReLU",
+            torch.relu,
+            lambda g, z, h: aten.threshold_backward(g, h, 0),
+            torch.relu_,
+            lambda g, z, h: aten.threshold_backward.grad_input(g, h, 0, grad_input=g),
         )
     if t is nn.Tanh:
         return ActivationOp(
-            "Tanh", _fast_tanh, lambda g, z, h: aten.tanh_backward(g, h), _fast_tanh_
+            "Tanh",
+            _fast_tanh,
+            lambda g, z, h: aten.tanh_backward(g, h),
+            _fast_tanh_,
+            lambda g, z, h: aten.tanh_backward.grad_input(g, h, grad_input=g),
         )
     if t is nn.Sigmoid:
         return ActivationOp(
-            "Sigmoid", torch.sigmoid, lambda g, z, h: aten.sigmoid_backward(g, h), torch.sigmoid_
+            "Sigmoid",
+            torch.sigmoid,
+            lambda g, z, h: aten.sigmoid_backward(g, h),
+            torch.sigmoid_,
+            lambda g, z, h: aten.sigmoid_backward.grad_input(g, h, grad_input=g),
         )
     if t is nn.GELU:
         a = str(m.approximate)
@@ -136,6 +162,8 @@ def _activation(m: Any) -> ActivationOp | None:
             "GELU",
             lambda z: F.gelu(z, approximate=a),
             lambda g, z, h: aten.gelu_backward(g, z, approximate=a),
+            None,
+            lambda g, z, h: aten.gelu_backward.grad_input(g, z, approximate=a, grad_input=g),
         )
     if t is nn.LeakyReLU:
         s = float(m.negative_slope)
@@ -242,10 +270,37 @@ def batch_indices(
     idx = np.zeros((n_steps, K, batch_size), dtype=np.int64)
     count = np.zeros((n_steps, K), dtype=np.int64)
     for k, (s, order) in enumerate(zip(subs, orders, strict=True)):
-        for step, rows in enumerate(order):
-            idx[step, k, : rows.size] = s[rows]
-            count[step, k] = rows.size
+        # one scatter per model: step j's rows go to idx[j, k, :len(rows_j)]
+        lens = np.fromiter((rows.size for rows in order), dtype=np.int64, count=len(order))
+        flat = np.concatenate(order)
+        starts = np.cumsum(lens) - lens
+        step_of = np.repeat(np.arange(len(order)), lens)
+        idx[step_of, k, np.arange(flat.size) - np.repeat(starts, lens)] = s[flat]
+        count[: len(order), k] = lens
     return idx, count
+
+
+def _tanh_from_sigmoid_(u: Any, minus_one: Any) -> Any:
+    """``2 sigmoid(u) - 1`` in ``u``'s memory, for ``u = 2 z`` (``tanh(z)``; see the
+    module docstring): one pass for ``2 s - 1``, bit for bit ``s * 2 - 1`` (exact
+    doubling)."""
+    return require_torch().add(minus_one, u.sigmoid_(), alpha=2.0, out=u)
+
+
+@dataclasses.dataclass
+class _Layer:
+    """A linear layer's working state in :func:`train_mlp`: its stacked parameters and
+    their views, and its preallocated output and input-gradient buffers."""
+
+    weight: Any  # (K, out, in)
+    bias: Any | None  # (K, out)
+    weight_t: Any  # (K, in, out) view
+    bias_row: Any | None  # (K, 1, out) view
+    out: Any  # (K, rows, out)
+    grad_in: Any | None  # (K, rows, in), where the input's gradient is needed
+    grad_in_t: Any | None  # (K, in, rows) view of grad_in
+    bias_grad: Any | None  # (K, out)
+    double: bool  # the output is doubled for the CPU tanh that follows
 
 
 def train_mlp(
@@ -285,13 +340,17 @@ def train_mlp(
     exactly zero gradients and stay zero under every optimizer, so the trained network
     is the unpadded one; the summation order of the products may change, not their
     terms.
+
+    Per step only the matrix products, the activations and the loss gradient are
+    computed, into buffers allocated once (see the module docstring).
     """
     torch = require_torch()
-    idx_np, count_np = batch_indices(subs, seeds, r.batch_size, r.epochs)
+    # only the rows some model trains on, so that the gathered table stays in cache;
+    # the models' rows are renumbered into that table before their batches are drawn
+    used = np.unique(np.concatenate([np.asarray(s) for s in subs]))
+    local = [np.searchsorted(used, s) for s in subs]
+    idx_np, count_np = batch_indices(local, seeds, r.batch_size, r.epochs)
     n_steps, K, bs = idx_np.shape
-    # only the rows some model trains on, so that the gathered table stays in cache
-    used, idx_np = np.unique(idx_np, return_inverse=True)
-    idx_np = idx_np.reshape(n_steps, K, bs)
     Xu = np.ascontiguousarray(X[used], dtype=np.float32)
     # a linear layer needs its input's gradient only when something before it learns
     first_linear = next(i for i, op in enumerate(ops) if isinstance(op, LinearOp))
@@ -307,75 +366,128 @@ def train_mlp(
     state = make_state(work)
     Xt = torch.from_numpy(Xu).to(dev)
     yt = torch.from_numpy(np.ascontiguousarray(y[used], dtype=np.int64)).to(dev)
-    idx_all = torch.from_numpy(idx_np).to(dev)
+    idx_all = torch.from_numpy(idx_np.reshape(n_steps, K * bs)).to(dev)
+    idx_steps = idx_all.unbind(0)  # one view per step, taken once
     count = torch.from_numpy(count_np).to(dev)
-    full = (count_np == bs).all(axis=1)  # steps where every model has a whole batch
-    # steps where every model has the same number of rows (equal training-set sizes)
-    same = (count_np == count_np[:, :1]).all(axis=1)
-    active_np = count_np > 0
+    # steps where every model has a whole batch, and where every model has the same
+    # number of rows (equal training-set sizes); Python lists, read once a step
+    full = [bool(v) for v in (count_np == bs).all(axis=1)]
+    same = [bool(v) for v in (count_np == count_np[:, :1]).all(axis=1)]
+    first_count = [int(v) for v in count_np[:, 0]]
+    active_np: NDArray[np.bool_] = count_np > 0
+    all_active_steps = [bool(v) for v in np.asarray(active_np.all(axis=1))]
     all_active = torch.ones(K, dtype=torch.bool, device=dev)
     rows = torch.arange(bs, device=dev)
     minus_one = torch.full((K, 1, bs), -1.0, device=dev)
+    minus_one_scalar = torch.tensor(-1.0, device=dev)
     # plain SGD (no momentum, no weight decay) on a step where every model learns:
     # p <- p - lr * grad written straight into the parameters (baddbmm_ / add_)
     plain_sgd = r.optimizer == "sgd" and not r.momentum and not r.weight_decay
     lr = float(r.lr)
     with torch.no_grad():
+        xbuf = Xt.new_empty((K * bs, Xt.shape[1]))
+        ybuf = yt.new_empty((K * bs,))
+        layers: dict[int, _Layer] = {}
+        for i, op in enumerate(ops):
+            if not isinstance(op, LinearOp):
+                continue
+            w = work[op.weight]
+            b = work[op.bias] if op.bias is not None else None
+            nxt = ops[i + 1] if i + 1 < len(ops) else None
+            grad_in = w.new_empty((K, bs, w.shape[2])) if i > first_linear else None
+            layers[i] = _Layer(
+                weight=w,
+                bias=b,
+                weight_t=w.transpose(1, 2),
+                bias_row=None if b is None else b.unsqueeze(1),
+                out=w.new_empty((K, bs, w.shape[1])),
+                grad_in=grad_in,
+                grad_in_t=None if grad_in is None else grad_in.transpose(1, 2),
+                bias_grad=None if b is None else b.new_empty(b.shape),
+                double=(
+                    dev == "cpu"
+                    and b is not None
+                    and isinstance(nxt, ActivationOp)
+                    and nxt.name == "Tanh"
+                ),
+            )
         for step in range(n_steps):
-            flat = idx_all[step].reshape(-1)
-            h = Xt.index_select(0, flat).reshape(K, bs, -1)
-            yb = yt.index_select(0, flat).reshape(K, 1, bs)
+            ix = idx_steps[step]
+            h = torch.index_select(Xt, 0, ix, out=xbuf).view(K, bs, -1)
+            yb = torch.index_select(yt, 0, ix, out=ybuf).view(K, 1, bs)
             saved: list[tuple[Any, Any]] = []
-            prev_linear = False
-            for op in ops:
+            double = False
+            for i, op in enumerate(ops):
                 if isinstance(op, LinearOp):
                     saved.append((h, None))
-                    w = work[op.weight].transpose(1, 2)
-                    if op.bias is None:
-                        h = torch.bmm(h, w)
+                    lay = layers[i]
+                    if lay.bias_row is None:
+                        h = torch.bmm(h, lay.weight_t, out=lay.out)
+                    elif lay.double:
+                        h = torch.baddbmm(
+                            lay.bias_row, h, lay.weight_t, beta=2.0, alpha=2.0, out=lay.out
+                        )
                     else:
-                        h = torch.baddbmm(work[op.bias].unsqueeze(1), h, w)
-                    prev_linear = True
+                        h = torch.baddbmm(lay.bias_row, h, lay.weight_t, out=lay.out)
+                    double = lay.double
                     continue
                 z = h
-                # a linear layer's fresh output is read by nothing else: overwrite it
-                h = op.forward_(z) if prev_linear and op.forward_ is not None else op.forward(z)
+                if double:  # z holds 2 Z (a linear layer's output, read by nothing else)
+                    h = _tanh_from_sigmoid_(z, minus_one_scalar)
+                elif i > 0 and isinstance(ops[i - 1], LinearOp) and op.forward_ is not None:
+                    # a linear layer's fresh output is read by nothing else: overwrite it
+                    h = op.forward_(z)
+                else:
+                    h = op.forward(z)
+                double = False
                 saved.append((z, h))
-                prev_linear = False
             # d(mean CE)/d logits in the (K, C, rows) layout: softmax - one-hot, / n_k
             dzt = torch.softmax(h.transpose(1, 2), dim=1)
             dzt.scatter_add_(1, yb, minus_one)
             if full[step]:
                 dzt.mul_(1.0 / bs)
             elif same[step]:  # every model's first c rows are real
-                c = int(count_np[step, 0])
+                c = first_count[step]
                 dzt[:, :, c:].zero_()
                 dzt.mul_(1.0 / max(c, 1))
             else:
                 n = count[step]
                 wt = (rows[None, :] < n[:, None]).to(dzt.dtype)
                 dzt.mul_((wt / n.clamp_min(1)[:, None].to(dzt.dtype)).unsqueeze(1))
-            dz = dzt.transpose(1, 2)
-            fused = plain_sgd and bool(active_np[step].all())
+            dz, dz_t = dzt.transpose(1, 2), dzt  # the gradient and its transpose (a view)
+            fused = plain_sgd and all_active_steps[step]
             grads: dict[str, Any] = {}
             for i in range(len(ops) - 1, first_linear - 1, -1):
                 op = ops[i]
                 a, out = saved[i]
                 if isinstance(op, ActivationOp):
-                    dz = op.backward(dz, a, out)
+                    if (
+                        op.backward_ is not None
+                        and i + 1 < len(ops)
+                        and isinstance(ops[i + 1], LinearOp)
+                    ):
+                        # dz is the next layer's input-gradient buffer, read by nothing else
+                        dz = op.backward_(dz, a, out)
+                        dz_t = layers[i + 1].grad_in_t
+                    else:
+                        dz = op.backward(dz, a, out)
+                        dz_t = None
                     continue
-                dh = torch.bmm(dz, work[op.weight]) if i > first_linear else None
+                lay = layers[i]
+                dh = torch.bmm(dz, lay.weight, out=lay.grad_in) if lay.grad_in is not None else None
+                if dz_t is None:
+                    dz_t = dz.transpose(1, 2)
                 if fused:
-                    work[op.weight].baddbmm_(dz.transpose(1, 2), a, alpha=-lr)
-                    if op.bias is not None:
-                        work[op.bias].add_(dz.sum(dim=1), alpha=-lr)
+                    lay.weight.baddbmm_(dz_t, a, alpha=-lr)
+                    if lay.bias is not None:
+                        lay.bias.add_(torch.sum(dz, dim=1, out=lay.bias_grad), alpha=-lr)
                 else:
-                    grads[op.weight] = torch.bmm(dz.transpose(1, 2), a)
+                    grads[op.weight] = torch.bmm(dz_t, a)
                     if op.bias is not None:
                         grads[op.bias] = dz.sum(dim=1)
-                dz = dh
+                dz, dz_t = dh, None
             if not fused:
-                active = all_active if active_np[step].all() else torch.from_numpy(active_np[step])
+                active = all_active if all_active_steps[step] else torch.from_numpy(active_np[step])
                 state.step(grads, active.to(dev))
     if pad and w0 is not None:
         with torch.no_grad():
