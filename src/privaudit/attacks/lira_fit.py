@@ -85,7 +85,11 @@ def _log_normal_pdf(
 
 def _pooled_variance(v: NDArray[np.float64], mask: NDArray[np.bool_]) -> tuple[float, int]:
     """Within-record variance pooled over the records of one world, and its df."""
-    ss, n = _masked_mean_sq_dev(v, mask)
+    return _pooled_from(*_masked_mean_sq_dev(v, mask))
+
+
+def _pooled_from(ss: NDArray[np.float64], n: NDArray[np.int64]) -> tuple[float, int]:
+    """:func:`_pooled_variance` from :func:`_masked_mean_sq_dev`'s sums and counts."""
     df = int(np.maximum(n - 1, 0).sum())
     return (float(ss.sum()) / df if df > 0 else 0.0), df
 
@@ -184,11 +188,13 @@ def _sigmas(
     if variance == "shrunk":
         if nu is None:  # pragma: no cover - the attacks always resolve it
             raise DesignError("shrunk variance without a prior weight")
-        pv = [_pooled_variance(v, m)[0] for m in masks] if pooled is None else list(pooled)
-        out = []
-        for m, p in zip(masks, pv, strict=True):
-            ss, n = _masked_mean_sq_dev(v, m)
-            out.append(_shrunk_sigma(ss, n.astype(np.float64), p, nu))
+        # each world's squared deviations once: the pooled variance is made of them too
+        sq = [_masked_mean_sq_dev(v, m) for m in masks]
+        pv = [_pooled_from(ss, n)[0] for ss, n in sq] if pooled is None else list(pooled)
+        out = [
+            _shrunk_sigma(ss, n.astype(np.float64), p, nu)
+            for (ss, n), p in zip(sq, pv, strict=True)
+        ]
         return out, pv
     if variance == "fixed":
         total_ss = 0.0
@@ -366,21 +372,34 @@ def tune_clip(
     """
     core = _online_core if online else _offline_core
     need = 2 if variance == "per-example" else 1
+    masks = [keep, ~keep] if online else [~keep]
+    targets = list(_pseudo_targets(keep, online, need, max_models))
+    # the pseudo-targets' slices of the signals do not depend on the clip (which acts
+    # elementwise): cut once and clipped per clip, unless they would take much memory
+    cut_once = len(targets) * ref.size <= _SLICE_CACHE_ELEMENTS
+    slices = [(ref[j, ok], ref[others][:, ok]) for j, others, ok, _ in targets] if cut_once else []
 
     def mean_tpr(c: float | None) -> float | None:
         rc = _clipped(ref, c)
-        masks = [keep, ~keep] if online else [~keep]
         nu, _ = _resolve_shrinkage(shrinkage, variance, rc, masks)
         found: list[float] = []
-        for j, others, ok, member in _pseudo_targets(keep, online, need, max_models):
+        for t, (j, others, ok, member) in enumerate(targets):
             ko = keep[others][:, ok]
-            sc, _ = core(rc[j, ok], rc[others][:, ok], ko, location, variance, nu, floor)
+            if cut_once:
+                obs, others_ref = _clipped(slices[t][0], c), _clipped(slices[t][1], c)
+            else:
+                obs, others_ref = rc[j, ok], rc[others][:, ok]
+            sc, _ = core(obs, others_ref, ko, location, variance, nu, floor)
             tprs = _tpr_at_fprs(sc, member, TUNING_FPRS)
             if tprs:
                 found.append(float(np.mean(tprs)))
         return sum(found, 0.0) / len(found) if found else None
 
     return _best_clip(grid, mean_tpr)
+
+
+#: Signal values :func:`tune_clip` keeps cut per pseudo-target across the clips (64 MiB).
+_SLICE_CACHE_ELEMENTS = 1 << 23
 
 
 def _pseudo_targets(
