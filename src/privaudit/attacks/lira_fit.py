@@ -287,7 +287,47 @@ TUNING_FPRS: tuple[float, ...] = (0.001, 0.01)
 def _tpr_at_fprs(
     scores: NDArray[np.float64], member: NDArray[np.bool_], fprs: tuple[float, ...]
 ) -> list[float]:
-    """Largest TPR with FPR <= f for each f (ties enter together); f below 1/n_- skipped."""
+    """Largest TPR with FPR <= f for each f (ties enter together); f below 1/n_- skipped.
+
+    The thresholds are the distinct scores; the one of the largest TPR with at most ``K``
+    false positives lies just above the ``(K+1)``-th largest non-member score ``v``, so the
+    TPR is ``#{members > v} / n_+``: found by a partial sort of the non-members (linear
+    time), the same counts and divisions as the full sweep (:func:`_tpr_at_fprs_sweep`,
+    the oracle of the tests), hence the same floats."""
+    n_pos, n_neg = int(member.sum()), int((~member).sum())
+    if n_pos == 0 or not np.isfinite(scores).all():
+        return _tpr_at_fprs_sweep(scores, member, fprs)
+    neg = scores[~member]
+    pos = scores[member]
+    out = []
+    for f in fprs:
+        if n_neg * f < 1.0 - 1e-9:
+            continue
+        k = _max_false_positives(n_neg, f)
+        if k >= n_neg:  # every threshold is allowed: the lowest one takes every member
+            out.append(float(n_pos / n_pos))
+            continue
+        v = -np.partition(-neg, k)[k]  # the (k+1)-th largest non-member score
+        out.append(float(int((pos > v).sum()) / n_pos))
+    return out
+
+
+def _max_false_positives(n_neg: int, f: float) -> int:
+    """The largest count ``c <= n_neg`` with ``c / n_neg <= f + 1e-12`` in floating point
+    (the sweep's test)."""
+    c = min(int(np.floor((f + 1e-12) * n_neg)), n_neg)
+    while c < n_neg and (c + 1) / n_neg <= f + 1e-12:
+        c += 1
+    while c > 0 and c / n_neg > f + 1e-12:
+        c -= 1
+    return c
+
+
+def _tpr_at_fprs_sweep(
+    scores: NDArray[np.float64], member: NDArray[np.bool_], fprs: tuple[float, ...]
+) -> list[float]:
+    """:func:`_tpr_at_fprs` by a sweep over every distinct score (sort and cumulative
+    counts): the slow, obviously correct version."""
     n_pos, n_neg = int(member.sum()), int((~member).sum())
     order = np.argsort(-scores, kind="stable")
     s, m = scores[order], member[order]

@@ -197,11 +197,12 @@ def _log_offline_prior(log_p_out: NDArray[np.float64], a: float) -> NDArray[np.f
     """
     q = -np.expm1(log_p_out)
     small = q <= 0.5
-    with np.errstate(divide="ignore"):
-        log_1ma = np.log1p(-a) if a < 1.0 else -np.inf
-        far = np.log(0.5) + np.logaddexp(np.log1p(a) + log_p_out, log_1ma)
-        near = np.log1p(-0.5 * (1.0 + a) * np.where(small, q, 0.0))
-    out: NDArray[np.float64] = np.where(small, near, far)
+    far_idx = np.flatnonzero(~small)  # each branch computed where it is used only
+    out: NDArray[np.float64] = np.log1p(-0.5 * (1.0 + a) * np.where(small, q, 0.0))
+    if far_idx.size:
+        with np.errstate(divide="ignore"):
+            log_1ma = np.log1p(-a) if a < 1.0 else -np.inf
+            out[far_idx] = np.log(0.5) + np.logaddexp(np.log1p(a) + log_p_out[far_idx], log_1ma)
     return out
 
 
