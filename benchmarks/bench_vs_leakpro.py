@@ -32,8 +32,10 @@ child process) of one whole audit, as a fresh process each, in ``rounds`` interl
   attacks share the shadow models (LeakPro reuses its cached ones for the second attack).
   The population file is built once before the rounds (untimed).
 
-**What differs and cannot be matched.** The encodings: LeakPro's preprocessing drops no
-column privaudit keeps but one-hot encodes to 104 features, privaudit's to 105. The records
+**What differs and cannot be matched.** The encodings: both drop the rows with a
+missing value and standardise the numeric columns; privaudit one-hot encodes every category
+``adult.names`` lists (105 features, ``workclass=Never-worked`` all zero after the drop),
+LeakPro's example the categories present (104). The records
 scored: LeakPro audits its ``pool`` records and draws RMIA's ``z`` from them (half of its
 population), privaudit audits its pool and scores ``population`` more records with every
 model (RMIA's ``z`` and the offline calibration). LeakPro's LiRA offline uses its default
@@ -54,10 +56,20 @@ LeakPro, and the 1-minute load average before and after. ``--json PATH`` writes
 ``leakpro_wall_s``, ``leakpro_cpu_s``, ``wall_ratio``, ``cpu_ratio``: ratios of the
 medians) and ``load_average`` (before, after).
 
-**Measured** (2 shared cores, other engineers' jobs running, 1-minute load 3-4, 5 rounds,
-defaults): see the lead's report for the latest figures; the first run on branch ``h1``
-(before the cuts of this branch): privaudit wall 27.8 s / CPU 17.3 s, LeakPro wall 36.5 s /
-CPU 31.5 s (one round each).
+**Measured** (2 cores shared with four other engineers' jobs, 1-minute load 6.5-8, LeakPro
+at ``aidotse/LeakPro`` HEAD c47752f, torch 2.13.0+cpu in both environments, 5 rounds,
+defaults): privaudit median wall 47.5 s, CPU 15.0 s; LeakPro wall 126.5 s, CPU 41.5 s;
+privaudit / LeakPro 0.375 (wall), 0.362 (CPU), per round 0.34-0.39. At load 3 one round
+gave LeakPro 36.5 s wall / 31.5 s CPU. Goal of issue 32: at most 0.2. Where privaudit's CPU
+goes (one run, ~14 s): interpreter and imports before the audit ~1.8 s, data 0.6 s,
+preflight 1.5 s (almost all the first ``import torch``), training the target with its 8
+references ~3.7 s, the attacks ~1 s, the calibrated evaluation (every reference model
+attacked as a pseudo-target, with LiRA's clip and RMIA's ``a`` tuned each time) 2.6 s, the
+vulnerable-records analysis ~0.9 s, the HTML report 1.4 s (its two ROC plots ~1 s).
+Against the branch's base (``bench_peer_overhead.py --audit-only --audit-rounds 3
+--compare-src``, interleaved, load 5-7): median CPU 18.1 s vs 23.5 s (0.77), wall 47.3 s vs
+59.3 s (0.80), scoring (attacks + calibrated evaluation + analysis) 10.6 s vs 19.0 s wall,
+with identical ``results.json`` figures and ``scores.npz``.
 """
 
 from __future__ import annotations
