@@ -99,10 +99,29 @@ def mann_whitney_auc(scores: ArrayLike, member: ArrayLike) -> float:
     n_neg = int(m.size - n_pos)
     if n_pos == 0 or n_neg == 0:
         return float("nan")
-    from scipy import stats  # here: scipy.stats costs ~0.6 s to import, a command's start-up
-
-    ranks = stats.rankdata(s, method="average")
+    ranks = mid_ranks(s)
     return float((ranks[m].sum() - n_pos * (n_pos + 1) / 2.0) / (float(n_pos) * float(n_neg)))
+
+
+def mid_ranks(s: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Ranks 1..n with ties at their mid-rank: ``scipy.stats.rankdata(s, "average")``'s
+    floats (a tie group at sorted positions ``i..j`` gets ``0.5 * (i + 1 + j + 1)``, exact),
+    by one unstable sort (the order within a tie group does not matter); all NaN when ``s``
+    holds a NaN, as ``rankdata`` (``nan_policy="propagate"``)."""
+    n = s.size
+    if np.isnan(s).any():
+        return np.full(n, np.nan)
+    order = np.argsort(s)
+    ss = s[order]
+    new = np.empty(n, dtype=bool)
+    new[:1] = True
+    np.not_equal(ss[1:], ss[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    ends = np.append(starts[1:], n)  # one past each group's last position
+    mid = 0.5 * (starts + 1 + ends)
+    ranks = np.empty(n, dtype=np.float64)
+    ranks[order] = mid[np.cumsum(new) - 1]
+    return ranks
 
 
 def pure_groups(

@@ -337,3 +337,23 @@ def test_sigma_floor_guards_identical_reference_signals() -> None:
     res = run_attack("lira-offline", d)
     assert np.isfinite(res.scores).all()
     assert res.params["n_sigma_floored"] == 3
+
+
+def test_tpr_at_fprs_equals_the_sweep_oracle() -> None:
+    """The partial-sort TPR at FPR of the clip tuning gives the full sweep's floats, with
+    ties (rounded scores), few non-members, every FPR allowed, and NaN scores."""
+    from privaudit.attacks.lira_fit import _tpr_at_fprs, _tpr_at_fprs_sweep
+
+    rng = np.random.default_rng(7)
+    fprs = (0.001, 0.01, 0.1, 0.5, 1.0)
+    for trial in range(300):
+        n = int(rng.integers(2, 3000))
+        member = rng.random(n) < rng.uniform(0.05, 0.95)
+        if member.all() or not member.any():
+            continue
+        scores = rng.normal(size=n) + 0.5 * member
+        if trial % 3 == 0:
+            scores = np.round(scores, 1)  # many ties across members and non-members
+        if trial % 50 == 0:
+            scores[0] = np.nan
+        assert _tpr_at_fprs(scores, member, fprs) == _tpr_at_fprs_sweep(scores, member, fprs)

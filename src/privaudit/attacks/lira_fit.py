@@ -85,7 +85,11 @@ def _log_normal_pdf(
 
 def _pooled_variance(v: NDArray[np.float64], mask: NDArray[np.bool_]) -> tuple[float, int]:
     """Within-record variance pooled over the records of one world, and its df."""
-    ss, n = _masked_mean_sq_dev(v, mask)
+    return _pooled_from(*_masked_mean_sq_dev(v, mask))
+
+
+def _pooled_from(ss: NDArray[np.float64], n: NDArray[np.int64]) -> tuple[float, int]:
+    """:func:`_pooled_variance` from :func:`_masked_mean_sq_dev`'s sums and counts."""
     df = int(np.maximum(n - 1, 0).sum())
     return (float(ss.sum()) / df if df > 0 else 0.0), df
 
@@ -184,11 +188,13 @@ def _sigmas(
     if variance == "shrunk":
         if nu is None:  # pragma: no cover - the attacks always resolve it
             raise DesignError("shrunk variance without a prior weight")
-        pv = [_pooled_variance(v, m)[0] for m in masks] if pooled is None else list(pooled)
-        out = []
-        for m, p in zip(masks, pv, strict=True):
-            ss, n = _masked_mean_sq_dev(v, m)
-            out.append(_shrunk_sigma(ss, n.astype(np.float64), p, nu))
+        # each world's squared deviations once: the pooled variance is made of them too
+        sq = [_masked_mean_sq_dev(v, m) for m in masks]
+        pv = [_pooled_from(ss, n)[0] for ss, n in sq] if pooled is None else list(pooled)
+        out = [
+            _shrunk_sigma(ss, n.astype(np.float64), p, nu)
+            for (ss, n), p in zip(sq, pv, strict=True)
+        ]
         return out, pv
     if variance == "fixed":
         total_ss = 0.0
@@ -281,7 +287,47 @@ TUNING_FPRS: tuple[float, ...] = (0.001, 0.01)
 def _tpr_at_fprs(
     scores: NDArray[np.float64], member: NDArray[np.bool_], fprs: tuple[float, ...]
 ) -> list[float]:
-    """Largest TPR with FPR <= f for each f (ties enter together); f below 1/n_- skipped."""
+    """Largest TPR with FPR <= f for each f (ties enter together); f below 1/n_- skipped.
+
+    The thresholds are the distinct scores; the one of the largest TPR with at most ``K``
+    false positives lies just above the ``(K+1)``-th largest non-member score ``v``, so the
+    TPR is ``#{members > v} / n_+``: found by a partial sort of the non-members (linear
+    time), the same counts and divisions as the full sweep (:func:`_tpr_at_fprs_sweep`,
+    the oracle of the tests), hence the same floats."""
+    n_pos, n_neg = int(member.sum()), int((~member).sum())
+    if n_pos == 0 or not np.isfinite(scores).all():
+        return _tpr_at_fprs_sweep(scores, member, fprs)
+    neg = scores[~member]
+    pos = scores[member]
+    out = []
+    for f in fprs:
+        if n_neg * f < 1.0 - 1e-9:
+            continue
+        k = _max_false_positives(n_neg, f)
+        if k >= n_neg:  # every threshold is allowed: the lowest one takes every member
+            out.append(float(n_pos / n_pos))
+            continue
+        v = -np.partition(-neg, k)[k]  # the (k+1)-th largest non-member score
+        out.append(float(int((pos > v).sum()) / n_pos))
+    return out
+
+
+def _max_false_positives(n_neg: int, f: float) -> int:
+    """The largest count ``c <= n_neg`` with ``c / n_neg <= f + 1e-12`` in floating point
+    (the sweep's test)."""
+    c = min(int(np.floor((f + 1e-12) * n_neg)), n_neg)
+    while c < n_neg and (c + 1) / n_neg <= f + 1e-12:
+        c += 1
+    while c > 0 and c / n_neg > f + 1e-12:
+        c -= 1
+    return c
+
+
+def _tpr_at_fprs_sweep(
+    scores: NDArray[np.float64], member: NDArray[np.bool_], fprs: tuple[float, ...]
+) -> list[float]:
+    """:func:`_tpr_at_fprs` by a sweep over every distinct score (sort and cumulative
+    counts): the slow, obviously correct version."""
     n_pos, n_neg = int(member.sum()), int((~member).sum())
     order = np.argsort(-scores, kind="stable")
     s, m = scores[order], member[order]
@@ -366,21 +412,34 @@ def tune_clip(
     """
     core = _online_core if online else _offline_core
     need = 2 if variance == "per-example" else 1
+    masks = [keep, ~keep] if online else [~keep]
+    targets = list(_pseudo_targets(keep, online, need, max_models))
+    # the pseudo-targets' slices of the signals do not depend on the clip (which acts
+    # elementwise): cut once and clipped per clip, unless they would take much memory
+    cut_once = len(targets) * ref.size <= _SLICE_CACHE_ELEMENTS
+    slices = [(ref[j, ok], ref[others][:, ok]) for j, others, ok, _ in targets] if cut_once else []
 
     def mean_tpr(c: float | None) -> float | None:
         rc = _clipped(ref, c)
-        masks = [keep, ~keep] if online else [~keep]
         nu, _ = _resolve_shrinkage(shrinkage, variance, rc, masks)
         found: list[float] = []
-        for j, others, ok, member in _pseudo_targets(keep, online, need, max_models):
+        for t, (j, others, ok, member) in enumerate(targets):
             ko = keep[others][:, ok]
-            sc, _ = core(rc[j, ok], rc[others][:, ok], ko, location, variance, nu, floor)
+            if cut_once:
+                obs, others_ref = _clipped(slices[t][0], c), _clipped(slices[t][1], c)
+            else:
+                obs, others_ref = rc[j, ok], rc[others][:, ok]
+            sc, _ = core(obs, others_ref, ko, location, variance, nu, floor)
             tprs = _tpr_at_fprs(sc, member, TUNING_FPRS)
             if tprs:
                 found.append(float(np.mean(tprs)))
         return sum(found, 0.0) / len(found) if found else None
 
     return _best_clip(grid, mean_tpr)
+
+
+#: Signal values :func:`tune_clip` keeps cut per pseudo-target across the clips (64 MiB).
+_SLICE_CACHE_ELEMENTS = 1 << 23
 
 
 def _pseudo_targets(

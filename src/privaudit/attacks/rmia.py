@@ -198,11 +198,12 @@ def _log_offline_prior(log_p_out: NDArray[np.float64], a: float) -> NDArray[np.f
     """
     q = -np.expm1(log_p_out)
     small = q <= 0.5
-    with np.errstate(divide="ignore"):
-        log_1ma = np.log1p(-a) if a < 1.0 else -np.inf
-        far = np.log(0.5) + np.logaddexp(np.log1p(a) + log_p_out, log_1ma)
-        near = np.log1p(-0.5 * (1.0 + a) * np.where(small, q, 0.0))
-    out: NDArray[np.float64] = np.where(small, near, far)
+    far_idx = np.flatnonzero(~small)  # each branch computed where it is used only
+    out: NDArray[np.float64] = np.log1p(-0.5 * (1.0 + a) * np.where(small, q, 0.0))
+    if far_idx.size:
+        with np.errstate(divide="ignore"):
+            log_1ma = np.log1p(-a) if a < 1.0 else -np.inf
+            out[far_idx] = np.log(0.5) + np.logaddexp(np.log1p(a) + log_p_out[far_idx], log_1ma)
     return out
 
 
@@ -242,16 +243,32 @@ def _log_ratios(
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``log r_x`` and ``log r_z`` (log Pr(.|theta) - log Pr(.)), over the ``models`` rows."""
     sel = np.ones(inp.loss_x.shape[0], dtype=bool) if models is None else models
-    lx, lz = inp.loss_x[sel], inp.loss_z[sel]
     if offline:
-        out_x = ~inp.keep_x[sel]
-        out_z = np.ones(lz.shape, dtype=bool) if inp.keep_z is None else ~inp.keep_z[sel]
-        prior_x = _log_offline_prior(_log_mean_p(lx, out_x), a)
-        prior_z = _log_offline_prior(_log_mean_p(lz, out_z), a)
-    else:
-        prior_x = _log_mean_p(lx, None)
-        prior_z = _log_mean_p(lz, None)
+        return _offline_log_ratios(inp, _log_p_out(inp, sel), a)
+    prior_x = _log_mean_p(inp.loss_x[sel], None)
+    prior_z = _log_mean_p(inp.loss_z[sel], None)
     return inp.log_px - prior_x, inp.log_pz - prior_z
+
+
+def _log_p_out(
+    inp: _Inputs, sel: NDArray[np.bool_]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    r""":math:`\log P_{OUT}` of the audited records and of the population over the OUT
+    models among the ``sel`` rows (what offline RMIA's prior is made of, for every ``a``)."""
+    lx, lz = inp.loss_x[sel], inp.loss_z[sel]
+    out_x = ~inp.keep_x[sel]
+    out_z = np.ones(lz.shape, dtype=bool) if inp.keep_z is None else ~inp.keep_z[sel]
+    return _log_mean_p(lx, out_x), _log_mean_p(lz, out_z)
+
+
+def _offline_log_ratios(
+    inp: _Inputs, log_p_out: tuple[NDArray[np.float64], NDArray[np.float64]], a: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Offline ``log r_x`` and ``log r_z`` from :func:`_log_p_out`'s arrays and ``a``."""
+    return (
+        inp.log_px - _log_offline_prior(log_p_out[0], a),
+        inp.log_pz - _log_offline_prior(log_p_out[1], a),
+    )
 
 
 def _final_scores(
@@ -328,8 +345,9 @@ def tune_offline_a(
             keep_z=None if inp.keep_z is None else inp.keep_z[:, z_ok],
             self_index=None,
         )
+        log_p_out = _log_p_out(pseudo, others)  # the same for every a of the grid
         for a in grid:
-            lr_x, lr_z = _log_ratios(pseudo, offline=True, a=a, models=others)
+            lr_x, lr_z = _offline_log_ratios(pseudo, log_p_out, a)
             s = _final_scores(lr_x, lr_z, score, gamma, None)
             aucs[f"{a:.1f}"] += mann_whitney_auc(s, member[ok])
         counted += 1

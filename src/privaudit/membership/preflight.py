@@ -11,7 +11,8 @@ anything that would otherwise fail after an hour of training:
   cluster that answers on that address;
 * **model**: the estimator is built, its parameters validated (scikit-learn's
   ``_validate_params``), and it is fitted once on a small sample of the data with at most
-  3 iterations or trees (some checks happen only in ``fit``); the distillation
+  3 iterations or trees, or one epoch (some checks happen only in ``fit``; a batching
+  trainer fits two models there in one batched computation, the path the audit takes); the distillation
   objective fits the model kind (``logits`` needs a regressor counterpart, soft labels
   an estimator whose ``fit`` takes ``sample_weight``);
 * **game**: the fixed records of Def. 3.3/3.4 are records of the target pool;
@@ -803,7 +804,9 @@ def _trial_trainer(trainer: Any) -> Any:
         import dataclasses
 
         recipe = dataclasses.replace(trainer.recipe, epochs=1)
-        return TorchTrainer(recipe, n_classes=trainer.n_classes, name=trainer.name)
+        return TorchTrainer(
+            recipe, n_classes=trainer.n_classes, name=trainer.name, batched=trainer.batched
+        )
     if not isinstance(trainer, SklearnTrainer):
         return trainer
     from sklearn.base import clone
@@ -819,6 +822,21 @@ def _trial_trainer(trainer: Any) -> Any:
     if capped:
         est.set_params(**capped)
     return SklearnTrainer(est, name=trainer.name, n_classes=trainer.n_classes)
+
+
+def _trial_fit(trial: Any, dataset: Dataset, rows: NDArray[np.intp]) -> Any:
+    """The trial fit on ``rows``, by the path the audit trains its models on: a batching
+    trainer (:func:`~privaudit.models.train_many.fits_many`) fits two models on them in one
+    batched computation (so that a torch MLP is checked in the batched kernel, and the
+    first ``torch.optim`` optimizer, whose construction imports ``torch._dynamo``, about 2 s,
+    is not built for nothing); any other trainer fits one. Returns the first model."""
+    from privaudit.models.train_many import fits_many
+
+    X, y = dataset.X[rows], dataset.y[rows]
+    if fits_many(trial):
+        every = np.arange(rows.size, dtype=np.int64)
+        return trial.fit_many(X, y, [every, every], [0, 1], n_classes=dataset.n_classes)[0]
+    return trial.fit(X, y, seed=0, n_classes=dataset.n_classes)
 
 
 def check_model(config: AuditConfig, dataset: Dataset, trainer: Any) -> None:
@@ -841,9 +859,7 @@ def check_model(config: AuditConfig, dataset: Dataset, trainer: Any) -> None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model = _trial_trainer(trainer).fit(
-                dataset.X[rows], dataset.y[rows], seed=0, n_classes=dataset.n_classes
-            )
+            model = _trial_fit(_trial_trainer(trainer), dataset, rows)
             model.logits(dataset.X[rows[:2]])
     except Exception as exc:
         raise ConfigError(

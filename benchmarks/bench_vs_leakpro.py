@@ -1,0 +1,295 @@
+"""privaudit's LiRA/RMIA offline audit beside LeakPro's, on the same torch MLP (not a test).
+
+Run: ``.venv/bin/python benchmarks/bench_vs_leakpro.py --leakpro-python /path/to/lpvenv/bin/python
+--leakpro-example /path/to/LeakPro/examples/mia/tabular_mia [--rounds 5] [--epochs 50]
+[--n-reference 8] [--pool 10000] [--population 10000] [--json PATH]``.
+
+LeakPro (aidotse/LeakPro) is not a privaudit dependency: it runs in its own environment,
+given by ``--leakpro-python``; when LeakPro cannot be imported there (or the example
+directory lacks ``data/adult.data``) the bench exits 2 and says so.
+
+**What is compared** (issue 32 item 0): the wall time and CPU time (user + system of the
+child process) of one whole audit, as a fresh process each, in ``rounds`` interleaved rounds
+(privaudit first in even rounds, LeakPro first in odd ones, so both see the same load):
+
+* privaudit: ``privaudit run`` on ``bench_peer_overhead.py``'s audit config (UCI Adult, MLP
+  ``105 - 128 - 2`` tanh, plain SGD lr 0.01, batch 128, ``epochs`` epochs, one torch thread;
+  attacks ``lira-offline`` and ``rmia-offline``; ``n_reference`` reference models; a target
+  pool of ``pool`` records, half of them the target's members, each reference model on a
+  random half of the pool; ``population`` further records for RMIA's ``z`` and the
+  population calibration; no artifact store, so every run trains). Everything the command
+  does is counted: start-up, data, preflight, training, attacks, the calibrated evaluation
+  and the report (``report.html``, ``results.json``, ``scores.npz``, ``bundle.json``).
+* LeakPro: ``_leakpro_adult.py audit`` under LeakPro's interpreter: its tabular example
+  (``examples/mia/tabular_mia``: LeakPro's own preprocessing of ``adult.data`` /
+  ``adult.test``, its ``audit.yaml`` with the attack list replaced by LiRA offline and RMIA
+  offline, ``n_reference`` shadow models each, ``training_data_fraction`` 0.5), the same MLP
+  (``104 - 128 - 2`` tanh, SGD lr 0.01, batch 128, ``epochs`` epochs, one thread), target
+  training included (as in privaudit's run). LeakPro's population file is a seeded draw of
+  ``pool`` records and the target's train / test fractions are 0.5 / 0.5, so that the target
+  trains on ``pool / 2`` records and each shadow model (LeakPro's balanced assignment over
+  its whole population) on ``pool / 2``: the same training work as privaudit's. The two
+  attacks share the shadow models (LeakPro reuses its cached ones for the second attack).
+  The population file is built once before the rounds (untimed).
+
+**What differs and cannot be matched.** The encodings: both drop the rows with a
+missing value and standardise the numeric columns; privaudit one-hot encodes every category
+``adult.names`` lists (105 features, ``workclass=Never-worked`` all zero after the drop),
+LeakPro's example the categories present (104). The records
+scored: LeakPro audits its ``pool`` records and draws RMIA's ``z`` from them (half of its
+population), privaudit audits its pool and scores ``population`` more records with every
+model (RMIA's ``z`` and the offline calibration). LeakPro's LiRA offline uses its default
+variance (``carlini``: a fixed variance below 64 shadows), privaudit's its default (shrunk,
+tuned, with a tuned clip). LeakPro trains its shadows one by one through a ``DataLoader``;
+privaudit the target and its references in one batched computation. LeakPro writes its
+result files and plots, privaudit its report and a calibrated evaluation on the references
+(``results.json["calibrated_evaluation"]``) that LeakPro does not have. The training loop
+on LeakPro's side is written for this bench (LeakPro's handlers are user code), lean: no
+progress bar, one ``.item()`` per epoch. Both print an AUC per attack (``auc_*``) as a
+check that each audit did its work, not as a comparison of power.
+
+Printed per round and as medians: wall and CPU seconds of each, the ratios privaudit /
+LeakPro, and the 1-minute load average before and after. ``--json PATH`` writes
+``setting``, ``rounds`` (per round: ``privaudit`` and ``leakpro`` with ``wall_s``,
+``cpu_s`` and their details, ``wall_ratio``, ``cpu_ratio``, ``load_before``,
+``load_after``) and ``medians`` (``privaudit_wall_s``, ``privaudit_cpu_s``,
+``leakpro_wall_s``, ``leakpro_cpu_s``, ``wall_ratio``, ``cpu_ratio``: ratios of the
+medians) and ``load_average`` (before, after).
+
+**Measured** (2 cores shared with four other engineers' jobs, 1-minute load 6.5-8, LeakPro
+at ``aidotse/LeakPro`` HEAD c47752f, torch 2.13.0+cpu in both environments, 5 rounds,
+defaults): privaudit median wall 47.5 s, CPU 15.0 s; LeakPro wall 126.5 s, CPU 41.5 s;
+privaudit / LeakPro 0.375 (wall), 0.362 (CPU), per round 0.34-0.39. At load 3 one round
+gave LeakPro 36.5 s wall / 31.5 s CPU. Goal of issue 32: at most 0.2. Where privaudit's CPU
+goes (one run, ~14 s): interpreter and imports before the audit ~1.8 s, data 0.6 s,
+preflight 1.5 s (almost all the first ``import torch``), training the target with its 8
+references ~3.7 s, the attacks ~1 s, the calibrated evaluation (every reference model
+attacked as a pseudo-target, with LiRA's clip and RMIA's ``a`` tuned each time) 2.6 s, the
+vulnerable-records analysis ~0.9 s, the HTML report 1.4 s (its two ROC plots ~1 s).
+Against the branch's base (``bench_peer_overhead.py --audit-only --audit-rounds 3
+--compare-src``, interleaved, load 5-7): median CPU 18.1 s vs 23.5 s (0.77), wall 47.3 s vs
+59.3 s (0.80), scoring (attacks + calibrated evaluation + analysis) 10.6 s vs 19.0 s wall,
+with identical ``results.json`` figures and ``scores.npz``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_peer_overhead as peer
+
+RUNNER = Path(__file__).resolve().parent / "_leakpro_adult.py"
+
+
+def _env() -> dict[str, str]:
+    return dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+
+
+def _cpu_children() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def check_leakpro(python: Path | None, example: Path | None) -> str:
+    """Exit 2 with one message unless LeakPro imports under ``python`` and ``example`` is
+    its tabular example; return where LeakPro was imported from."""
+    if python is None:
+        raise SystemExit(
+            "--leakpro-python: expected the Python interpreter of an environment with LeakPro "
+            "installed (it is not a privaudit dependency), found none given"
+        )
+    if example is None or not (example / "data" / "adult.data").is_file():
+        raise SystemExit(
+            "--leakpro-example: expected LeakPro's examples/mia/tabular_mia directory (with "
+            f"data/adult.data and audit.yaml), found {example}"
+        )
+    try:
+        proc = subprocess.run(
+            [str(python), str(RUNNER), "check"],
+            env=_env(),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError as err:
+        raise SystemExit(f"--leakpro-python: cannot run {python}: {err}") from err
+    if proc.returncode != 0:
+        tail = proc.stderr.strip().splitlines()[-1:] or ["(no message)"]
+        raise SystemExit(
+            f"--leakpro-python: expected LeakPro importable under {python}, found it is not: "
+            f"{tail[0]}"
+        )
+    return str(json.loads(proc.stdout.strip().splitlines()[-1])["leakpro"])
+
+
+def _leakpro_round(args: argparse.Namespace, base: Path, tmp: Path, rnd: int) -> dict[str, Any]:
+    work = tmp / f"leakpro-{rnd}"
+    shutil.copytree(base, work)
+    cmd = [
+        str(args.leakpro_python),
+        str(RUNNER),
+        "audit",
+        str(work),
+        "--epochs",
+        str(args.epochs),
+        "--hidden",
+        str(args.hidden),
+        "--lr",
+        str(args.lr),
+        "--batch-size",
+        str(args.batch_size),
+        "--n-shadow",
+        str(args.n_reference),
+        "--seed",
+        str(rnd),
+    ]
+    c0, t0 = _cpu_children(), time.perf_counter()
+    proc = subprocess.run(cmd, env=_env(), capture_output=True, text=True, check=False)
+    wall, cpu = time.perf_counter() - t0, _cpu_children() - c0
+    if proc.returncode != 0:
+        raise SystemExit(f"LeakPro's audit failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    shutil.rmtree(work, ignore_errors=True)
+    return {"wall_s": wall, "cpu_s": cpu, **out}
+
+
+def _privaudit_round(
+    args: argparse.Namespace, factory: Path, tmp: Path, rnd: int
+) -> dict[str, Any]:
+    run: dict[str, Any] = dict(peer._one_audit(args, factory, tmp, f"vs-{rnd}", None))
+    results = json.loads((tmp / f"audit-vs-{rnd}" / "results.json").read_text())
+    for attack in results.get("attacks", []):
+        run[f"auc_{attack['name']}"] = attack.get("auc")
+    shutil.rmtree(tmp / f"audit-vs-{rnd}", ignore_errors=True)
+    return run
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--leakpro-python", type=Path, default=None)
+    ap.add_argument("--leakpro-example", type=Path, default=None)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--epochs", type=int, default=50)
+    ap.add_argument("--batch-size", type=int, default=128)
+    ap.add_argument("--hidden", type=int, default=128)
+    ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--n-reference", type=int, default=8)
+    ap.add_argument("--pool", type=int, default=10000)
+    ap.add_argument("--population", type=int, default=10000)
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+    args.activation = "tanh"
+    try:
+        where = check_leakpro(args.leakpro_python, args.leakpro_example)
+    except SystemExit as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    load0 = peer.load_average()
+    print(
+        f"LeakPro from {where}; MLP d-{args.hidden}-2 tanh, SGD lr {args.lr}, {args.epochs} "
+        f"epochs, batch {args.batch_size}, {args.n_reference} references / shadows, target "
+        f"and each reference on {args.pool // 2} records, 1 thread; load average (1 min) "
+        f"{load0:.2f} on {os.cpu_count()} CPUs",
+        flush=True,
+    )
+    rounds: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-vs-leakpro-") as tmp_name:
+        tmp = Path(tmp_name)
+        factory = peer.write_factory(tmp)
+        base = tmp / "leakpro-base"
+        prep = subprocess.run(
+            [
+                str(args.leakpro_python),
+                str(RUNNER),
+                "prepare",
+                str(args.leakpro_example),
+                str(base),
+                "--n-records",
+                str(args.pool),
+            ],
+            env=_env(),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if prep.returncode != 0:
+            print(
+                f"error: LeakPro's data preparation failed: {prep.stderr[-2000:]}", file=sys.stderr
+            )
+            return 2
+        for rnd in range(args.rounds):
+            before = peer.load_average()
+            res: dict[str, dict[str, Any]] = {}
+            order = ("privaudit", "leakpro") if rnd % 2 == 0 else ("leakpro", "privaudit")
+            for who in order:
+                if who == "privaudit":
+                    res[who] = _privaudit_round(args, factory, tmp, rnd)
+                else:
+                    res[who] = _leakpro_round(args, base, tmp, rnd)
+            row = {
+                **res,
+                "wall_ratio": res["privaudit"]["wall_s"] / res["leakpro"]["wall_s"],
+                "cpu_ratio": res["privaudit"]["cpu_s"] / res["leakpro"]["cpu_s"],
+                "load_before": before,
+                "load_after": peer.load_average(),
+            }
+            rounds.append(row)
+            p, lp = res["privaudit"], res["leakpro"]
+            print(
+                f"round {rnd}: privaudit wall {p['wall_s']:6.2f} s (CPU {p['cpu_s']:6.2f} s; "
+                f"start-up {p['startup_s']:.2f}, target+references {p['target_s'] + p['references_s']:.2f}, "
+                f"scoring {p['scoring_s']:.2f}, data/preflight/split {p['data_preflight_split_s']:.2f}) | "
+                f"LeakPro wall {lp['wall_s']:6.2f} s (CPU {lp['cpu_s']:6.2f} s; target "
+                f"{lp['target_seconds']:.2f}, audit {lp['audit_seconds']:.2f}) | ratio wall "
+                f"{row['wall_ratio']:.3f}, CPU {row['cpu_ratio']:.3f} (load {before:.2f} -> "
+                f"{row['load_after']:.2f})",
+                flush=True,
+            )
+    med = {
+        "privaudit_wall_s": statistics.median(r["privaudit"]["wall_s"] for r in rounds),
+        "privaudit_cpu_s": statistics.median(r["privaudit"]["cpu_s"] for r in rounds),
+        "leakpro_wall_s": statistics.median(r["leakpro"]["wall_s"] for r in rounds),
+        "leakpro_cpu_s": statistics.median(r["leakpro"]["cpu_s"] for r in rounds),
+    }
+    med["wall_ratio"] = med["privaudit_wall_s"] / med["leakpro_wall_s"]
+    med["cpu_ratio"] = med["privaudit_cpu_s"] / med["leakpro_cpu_s"]
+    load1 = peer.load_average()
+    print(
+        f"median of {len(rounds)}: privaudit wall {med['privaudit_wall_s']:.2f} s, CPU "
+        f"{med['privaudit_cpu_s']:.2f} s; LeakPro wall {med['leakpro_wall_s']:.2f} s, CPU "
+        f"{med['leakpro_cpu_s']:.2f} s; privaudit / LeakPro: wall {med['wall_ratio']:.3f}, CPU "
+        f"{med['cpu_ratio']:.3f} (goal <= 0.2); load average (1 min) {load0:.2f} -> {load1:.2f}",
+        flush=True,
+    )
+    if args.json is not None:
+        setting = {k: v for k, v in vars(args).items() if k != "json"}
+        setting = {k: str(v) if isinstance(v, Path) else v for k, v in setting.items()}
+        args.json.write_text(
+            json.dumps(
+                {
+                    "setting": setting,
+                    "rounds": rounds,
+                    "medians": med,
+                    "load_average": [load0, load1],
+                },
+                indent=2,
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
