@@ -42,6 +42,7 @@ import dataclasses
 import math
 
 import numpy as np
+from numpy.typing import NDArray
 
 from privaudit._validation import check_choice, check_positive_int, fail
 from privaudit.canaries.scoring import ACCESS, gradient_canary_scores
@@ -123,8 +124,8 @@ def planning_candidates(m: int) -> list[tuple[int, int]]:
 
 
 def _simulated_trace(
-    rng: np.random.Generator, included: np.ndarray, q: float, steps: int, sigma: float
-) -> np.ndarray:
+    rng: np.random.Generator, included: NDArray[np.bool_], q: float, steps: int, sigma: float
+) -> NDArray[np.float64]:
     """Iterates of the canary coordinates under the ideal mechanism (lr = C = B = 1)."""
     m = included.size
     b = (rng.random((steps, m)) < q) & included
@@ -194,8 +195,8 @@ def ideal_canary_audit(
         raise fail("confidence", "a value in (0, 1)", confidence)
     if not 0.0 <= delta < 1.0:
         raise fail("delta", "a value in [0, 1)", delta)
-    cands = planning_candidates(m) if candidates is None else [tuple(c) for c in candidates]
-    cands = [(int(a), int(b)) for a, b in cands]
+    given = planning_candidates(m) if candidates is None else candidates
+    cands = [(int(a), int(b)) for a, b in given]
     if not cands:
         raise fail("candidates", "at least one (k_pos, k_neg)", "none")
     union = default_candidates(m)
