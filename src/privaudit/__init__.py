@@ -33,7 +33,8 @@ The exported names, by what they are:
   :class:`GradientCanaryInjector`, :class:`IterateLog`, :func:`train_dp_sgd_with_canaries`;
   scores and bounds: :func:`input_canary_scores`, :func:`gradient_canary_scores`,
   :func:`text_canary_scores`, :class:`TextCanaryScores`, :func:`audit_canaries`,
-  :class:`CanaryAuditResult`.
+  :class:`CanaryAuditResult`; the ideal audit of a DP-SGD setting (best bound, guesses
+  fixed in advance): :func:`ideal_canary_audit`, :class:`IdealCanaryAudit`.
 * **Language models**: :func:`run_llm_audit`, :class:`LLMAuditConfig`,
   :func:`load_llm_config`, :class:`LLMAuditReport`; the building blocks of the example:
   :func:`shakespeare_split`, :func:`audited_records`, :func:`finetuned_model_dir`,
@@ -84,6 +85,7 @@ if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported
     from privaudit.canaries.audit import audit_canaries
     from privaudit.canaries.coordinates import quiet_coordinates
     from privaudit.canaries.dpsgd import train_dp_sgd_with_canaries
+    from privaudit.canaries.ideal import IdealCanaryAudit, ideal_canary_audit
     from privaudit.canaries.insert import append_canaries, canary_records, canary_texts
     from privaudit.canaries.opacus_hook import GradientCanaryInjector, IterateLog
     from privaudit.canaries.result import CanaryAuditResult
@@ -215,6 +217,8 @@ _PUBLIC: dict[str, str] = {
     "IterateLog": "privaudit.canaries.opacus_hook",
     "quiet_coordinates": "privaudit.canaries.coordinates",
     "train_dp_sgd_with_canaries": "privaudit.canaries.dpsgd",
+    "ideal_canary_audit": "privaudit.canaries.ideal",
+    "IdealCanaryAudit": "privaudit.canaries.ideal",
     # language models
     "run_llm_audit": "privaudit.llm.pipeline",
     "LLMAuditConfig": "privaudit.llm.config",
@@ -317,6 +321,7 @@ __all__ = [
     "Dataset",
     "FineTuneRecipe",
     "GradientCanaryInjector",
+    "IdealCanaryAudit",
     "InvalidInputError",
     "IterateLog",
     "LLMAuditConfig",
@@ -365,6 +370,7 @@ __all__ = [
     "global_eps_lb",
     "global_gdp_mu_lb",
     "gradient_canary_scores",
+    "ideal_canary_audit",
     "input_canary_scores",
     "load_adult",
     "load_canary_set",

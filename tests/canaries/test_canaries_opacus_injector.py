@@ -79,3 +79,23 @@ def test_the_injector_refuses_a_set_for_another_model() -> None:
         InvalidInputError, match=r"below the model's 12 trainable parameters|made for 12"
     ):
         GradientCanaryInjector(opt, cs, draw_coins(cs, seed=0), sample_rate=0.25)
+
+
+def test_physical_batches_give_the_same_run_as_one_logical_batch() -> None:
+    """Full-batch DP-GD split into physical batches: same steps, noise, canaries, accountant."""
+    X, y = _data()
+    n_params = mlp_parameter_count(5, 4, 2)
+    cs = make_gradient_canaries(n_params, 20, seed=1)
+    coins = draw_coins(cs, seed=2)
+    common = {"hidden": 4, "epochs": 3, "batch_size": 64, "lr": 0.5, "noise_multiplier": 1.0}
+    one = train_dp_sgd_with_canaries(X, y, gradient_canaries=(cs, coins), seed=3, **common)
+    split = train_dp_sgd_with_canaries(
+        X, y, gradient_canaries=(cs, coins), seed=3, max_physical_batch_size=16, **common
+    )
+    assert one.steps == split.steps == 3 and one.sample_rate == split.sample_rate == 1.0
+    assert one.accountant_epsilon == split.accountant_epsilon
+    assert one.gradient_canaries_inserted == split.gradient_canaries_inserted
+    assert one.trace is not None and split.trace is not None
+    assert one.trace.shape == split.trace.shape == (4, 20)
+    assert np.allclose(one.trace, split.trace, atol=1e-5)
+    assert not np.allclose(one.trace[0], one.trace[-1])  # the run moved them

@@ -9,7 +9,8 @@ access; :func:`train_dp_sgd_with_canaries` does both for a small classifier), sc
 canary (:func:`input_canary_scores`, :func:`gradient_canary_scores`,
 :func:`text_canary_scores`), then bound
 (:func:`audit_canaries`: Steinke, Nasr, Jagielski 2023 and the f-DP audit of Mahloujifar,
-Melis, Chaudhuri 2024, beside the accountant's eps). The command line is ``privaudit
+Melis, Chaudhuri 2024, beside the accountant's eps; :func:`ideal_canary_audit` gives the
+best bound a DP-SGD setting allows and guess counts fixed in advance). The command line is ``privaudit
 canaries make`` / ``privaudit canaries audit``. The names are exported by ``privaudit``.
 """
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from privaudit.canaries.audit import audit_canaries
     from privaudit.canaries.coordinates import quiet_coordinates
     from privaudit.canaries.dpsgd import train_dp_sgd_with_canaries
+    from privaudit.canaries.ideal import IdealCanaryAudit, ideal_canary_audit
     from privaudit.canaries.insert import append_canaries, canary_records, canary_texts
     from privaudit.canaries.opacus_hook import GradientCanaryInjector, IterateLog
     from privaudit.canaries.result import CanaryAuditResult
@@ -43,6 +45,8 @@ _EXPORTS = {
     "audit_canaries": "privaudit.canaries.audit",
     "quiet_coordinates": "privaudit.canaries.coordinates",
     "train_dp_sgd_with_canaries": "privaudit.canaries.dpsgd",
+    "ideal_canary_audit": "privaudit.canaries.ideal",
+    "IdealCanaryAudit": "privaudit.canaries.ideal",
     "append_canaries": "privaudit.canaries.insert",
     "canary_records": "privaudit.canaries.insert",
     "canary_texts": "privaudit.canaries.insert",
@@ -67,6 +71,7 @@ __all__ = [
     "CanaryCoins",
     "CanarySet",
     "GradientCanaryInjector",
+    "IdealCanaryAudit",
     "IterateLog",
     "TextCanaryScores",
     "append_canaries",
@@ -75,6 +80,7 @@ __all__ = [
     "canary_texts",
     "draw_coins",
     "gradient_canary_scores",
+    "ideal_canary_audit",
     "input_canary_scores",
     "load_canary_set",
     "load_coins",

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from privaudit._validation import as_float_array, as_label_array, fail
+from privaudit._validation import as_float_array, as_label_array, check_positive_int, fail
 from privaudit.canaries.insert import append_canaries
 from privaudit.canaries.opacus_hook import GradientCanaryInjector, IterateLog
 from privaudit.canaries.sets import CanaryCoins, CanarySet
@@ -135,6 +135,7 @@ def train_dp_sgd_with_canaries(
     public: tuple[ArrayLike, ArrayLike] | None = None,
     public_epochs: int = 5,
     insert: bool = True,
+    max_physical_batch_size: int | None = None,
     seed: int = 0,
 ) -> DPSGDRun:
     """Train the MLP with DP-SGD (Opacus) on ``X, y`` plus the included canaries.
@@ -151,6 +152,12 @@ def train_dp_sgd_with_canaries(
     private run starts near an optimum, where the real data's mean gradient on a canary
     coordinate is small, so the canaries stand out (the guarantee and the accountant
     concern the private records and the canaries only; the public ones are public).
+
+    ``max_physical_batch_size``: split each (logical, Poisson-sampled) batch into
+    physical batches of at most this many records (Opacus' ``BatchMemoryManager``); the
+    noise, the canaries and the step are those of the logical batch, so the run and its
+    accounting are the same, only the memory of the per-sample gradients is bounded
+    (full-batch DP-GD, ``batch_size >= len(X)``, needs it for a wide model).
     """
     try:
         import torch
@@ -209,6 +216,13 @@ def train_dp_sgd_with_canaries(
                 injector.attach()
             log = IterateLog(gset.coords)
             log.record(module)
+        if max_physical_batch_size is not None:
+            from opacus.utils.batch_memory_manager import wrap_data_loader
+
+            size = check_positive_int(max_physical_batch_size, "max_physical_batch_size")
+            dp_loader = wrap_data_loader(
+                data_loader=dp_loader, max_batch_size=size, optimizer=dp_opt
+            )
         steps = 0
         for _ in range(epochs):
             for xb, yb in dp_loader:
@@ -216,6 +230,8 @@ def train_dp_sgd_with_canaries(
                 loss = torch.nn.functional.cross_entropy(priv(xb), yb)
                 loss.backward()
                 dp_opt.step()
+                if getattr(dp_opt, "_is_last_step_skipped", False):
+                    continue  # a physical batch inside a logical one: no step yet
                 steps += 1
                 if log is not None:
                     log.record(module)

@@ -20,7 +20,8 @@
     of ``theta_0 - theta_T`` with the canary direction, scaled);
   - ``access="iterates"`` (every logged iterate): each coordinate's noise scale is taken
     as ``s_j = max(sigma, r_j)``, ``r_j`` the robust spread of its steps (1.4826 times their
-    median absolute deviation: a coordinate the real data move a lot weighs less), then
+    median absolute deviation: a coordinate the real data move a lot weighs less; with
+    fewer than 16 steps the spread is too noisy to estimate and ``s_j = sigma``), then
     the log-likelihood ratio of "the canary was in" against "it was not",
 
     .. math:: s = \\sum_t \\log\\big(1 - q + q\\, e^{(x_t - 1/2)/s_j^2}\\big),
@@ -51,6 +52,9 @@ __all__ = ["ACCESS", "gradient_canary_scores", "input_canary_scores", "step_sign
 
 #: White-box access levels: the final (and initial) model, or every logged iterate.
 ACCESS = ("final", "iterates")
+
+#: Fewest steps from which a coordinate's own spread is estimated (``"iterates"``).
+MIN_STEPS_FOR_SPREAD = 16
 
 
 def input_canary_scores(
@@ -165,6 +169,9 @@ def gradient_canary_scores(
     q = float(sample_rate)
     if not 0.0 < q <= 1.0:
         raise fail("sample_rate", "a rate in (0, 1]", q)
+    if x.shape[0] < MIN_STEPS_FOR_SPREAD:
+        # the spread of a few steps is mostly noise: it would weigh canaries at random
+        mad = np.zeros_like(mad)
     s2 = np.maximum(float(noise_multiplier), mad) ** 2
     if q == 1.0:
         return np.asarray(((x - 0.5) / s2).sum(axis=0))
