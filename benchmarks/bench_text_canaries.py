@@ -38,7 +38,9 @@ Settings (``SETTINGS``):
   SmolLM2's vocabulary that never occur in the training texts (``rare_token_symbols``,
   Panda et al. ICLR 2025, Sec. 3), m = 256.
 
-Figures are printed, never asserted. ``--json PATH`` writes a list of rows with exactly
+Runtime on the shared 2-core CPU (one torch thread, nice 19): about 1-3 minutes per
+tiny-GPT seed; about 65 minutes per SmolLM2 seed (52 minutes of fine-tuning, 14 of scoring;
+about 5 GB resident). Figures are printed, never asserted. ``--json PATH`` writes a list of rows with exactly
 ``model``, ``seed``, ``score``, ``tpr_at_1pct``, ``eps_lb``, ``natural_best``,
 ``natural_tpr_at_1pct``, ``ratio``, ``m``, ``repetitions`` (one row per canary score).
 Models are cached under ``--cache`` (a rerun resumes).
@@ -219,7 +221,7 @@ def one_seed(model: str, seed: int, m: int, reps: int, store: Path) -> dict[str,
         "train_texts": len(train),
         "train_s": t_train,
         "score_s": time.perf_counter() - t0,
-        "example_canary": cs.texts[0],
+        "example_canary": str(cs.texts[0]),
     }
     return rows
 
