@@ -27,7 +27,7 @@ The exported names, by what they are:
 * **Zero-Run** (2026): :func:`zero_run_audit`, :class:`ZeroRunResult`,
   ``DEFAULT_ESTIMATORS`` (the propensity estimators of its headline by default).
 * **Canaries** (one-run audit of a DP claim; Steinke et al. 2023): :func:`make_input_canaries`,
-  :func:`make_gradient_canaries`, :func:`make_text_canaries`, :func:`quiet_coordinates`,
+  :func:`make_gradient_canaries`, :func:`make_text_canaries`, :func:`rare_token_symbols`, :func:`quiet_coordinates`,
   :func:`draw_coins`, :class:`CanarySet`, :class:`CanaryCoins`, :func:`load_canary_set`, :func:`load_coins`;
   insertion: :func:`append_canaries`, :func:`canary_records`, :func:`canary_texts`,
   :class:`GradientCanaryInjector`, :class:`IterateLog`, :func:`train_dp_sgd_with_canaries`;
@@ -100,7 +100,7 @@ if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported
         make_input_canaries,
     )
     from privaudit.canaries.text_scoring import TextCanaryScores, text_canary_scores
-    from privaudit.canaries.text_sets import make_text_canaries
+    from privaudit.canaries.text_sets import make_text_canaries, rare_token_symbols
     from privaudit.cli import main
     from privaudit.cli.verification import verify_bundle
     from privaudit.config.base import ConfigError
@@ -203,6 +203,7 @@ _PUBLIC: dict[str, str] = {
     "make_input_canaries": "privaudit.canaries.sets",
     "make_gradient_canaries": "privaudit.canaries.sets",
     "make_text_canaries": "privaudit.canaries.text_sets",
+    "rare_token_symbols": "privaudit.canaries.text_sets",
     "draw_coins": "privaudit.canaries.sets",
     "load_canary_set": "privaudit.canaries.sets",
     "load_coins": "privaudit.canaries.sets",
@@ -402,6 +403,7 @@ __all__ = [
     "parametric_one_run",
     "plan_one_run_audit",
     "quiet_coordinates",
+    "rare_token_symbols",
     "read_text_records",
     "run_audit",
     "run_llm_audit",

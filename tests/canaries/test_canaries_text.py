@@ -116,9 +116,11 @@ def test_exposure_matches_a_brute_force_rank() -> None:
         exposure(can, [])
 
 
-def test_a_text_set_is_refused_by_the_command_line(
+def test_a_text_set_audited_from_an_outputs_table_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Text canaries are scored from the models (``--model``, ``--base``), never from a
+    table of outputs (``test_canaries_text_cli.py`` runs the command end to end)."""
     cs = make_text_canaries(10, seed=0)
     cs.save(tmp_path / "set.npz")
     draw_coins(cs, seed=0).save(tmp_path / "coins.json")
@@ -138,8 +140,9 @@ def test_a_text_set_is_refused_by_the_command_line(
         ]
     )
     assert code == 2
-    assert "text canaries are audited with the Python API" in capsys.readouterr().err
-    assert main(["canaries", "make", str(tmp_path / "m"), "--kind", "text", "--m", "5"]) == 2
+    assert "scored from --model and --base" in capsys.readouterr().err
+    assert main(["canaries", "make", str(tmp_path / "m"), "--kind", "text", "--m", "5"]) == 0
+    assert load_canary_set(tmp_path / "m" / "canary_set.npz").m == 5
 
 
 def test_a_text_canary_audit_saves_a_bundle_that_verify_recomputes(tmp_path: Path) -> None:

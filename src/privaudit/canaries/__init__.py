@@ -39,7 +39,7 @@ if TYPE_CHECKING:
         make_input_canaries,
     )
     from privaudit.canaries.text_scoring import TextCanaryScores, text_canary_scores
-    from privaudit.canaries.text_sets import make_text_canaries
+    from privaudit.canaries.text_sets import make_text_canaries, rare_token_symbols
 
 _EXPORTS = {
     "audit_canaries": "privaudit.canaries.audit",
@@ -51,6 +51,7 @@ _EXPORTS = {
     "canary_records": "privaudit.canaries.insert",
     "canary_texts": "privaudit.canaries.insert",
     "make_text_canaries": "privaudit.canaries.text_sets",
+    "rare_token_symbols": "privaudit.canaries.text_sets",
     "text_canary_scores": "privaudit.canaries.text_scoring",
     "TextCanaryScores": "privaudit.canaries.text_scoring",
     "GradientCanaryInjector": "privaudit.canaries.opacus_hook",
@@ -88,6 +89,7 @@ __all__ = [
     "make_input_canaries",
     "make_text_canaries",
     "quiet_coordinates",
+    "rare_token_symbols",
     "text_canary_scores",
     "train_dp_sgd_with_canaries",
 ]

@@ -3,17 +3,25 @@
 ``make OUT`` writes ``canary_set.npz`` (the canaries: share it with whoever trains and
 scores), ``coins.json`` (the secret inclusion coins: keep it apart until the audit) and,
 for input canaries, ``canaries_to_append.csv`` (the included canaries' rows, for any
-framework: append them to the training data). It prints both fingerprints: publish the
-coins' fingerprint before training to commit to the coins.
+framework: append them to the training data) or, for text canaries (``--kind text``),
+``canaries_to_append.jsonl`` (one ``{"text": ...}`` object a line: the included canaries'
+texts, each ``--repetitions`` times, to append to a causal LM's fine-tuning texts). It
+prints both fingerprints: publish the coins' fingerprint before training to commit to the
+coins.
 
 ``audit`` reads the set, the coins and the trained model's outputs on every canary
 (``--outputs``: a CSV/Parquet table with an ``id`` column and a ``loss`` column or
 ``logit_<k>`` / ``prob_<k>`` columns) or the logged iterates (``--iterates``: the ``.npz``
-of :meth:`~privaudit.canaries.IterateLog.save`), and writes ``results.json``,
+of :meth:`~privaudit.canaries.IterateLog.save`) or, for text canaries, the fine-tuned
+causal LM (``--model``: a Hugging Face model directory, e.g. a saved tiny GPT, or a
+``.gguf`` file) and the base model it was fine-tuned from (``--base``), scored by
+:func:`~privaudit.canaries.text_canary_scores` (``--score``: the log-likelihood by default,
+the base-calibrated log-likelihood, or the sampled exposure), and writes ``results.json``,
 ``report.html``, ``inputs.npz`` and ``bundle.json`` (``privaudit verify`` recomputes it).
 
 Exit codes: 0 done, 1 a bound exceeds ``--claimed-epsilon``, 2 bad input (coins of
-another set, a tampered coin file, outputs missing canary ids, ...).
+another set, a tampered coin file, outputs missing canary ids, a model that cannot be
+loaded or whose tokenizer differs from the base's, ...).
 """
 
 from __future__ import annotations
@@ -34,6 +42,9 @@ __all__ = ["CANARIES_HELP", "CANARY_COMMANDS", "audit_command", "make_command"]
 SET_FILE = "canary_set.npz"
 COINS_FILE = "coins.json"
 APPEND_FILE = "canaries_to_append.csv"
+TEXT_APPEND_FILE = "canaries_to_append.jsonl"
+TEXT_SCORES = ("loglik", "calibrated", "exposure")
+"""The ``--score`` choices of a text canary audit (the fields of ``TextCanaryScores``)."""
 
 CANARIES_HELP = "Audit a DP claim in one training run with canaries: make them, then audit."
 """The help line of ``privaudit canaries``."""
@@ -47,7 +58,9 @@ def _fail_exit(exc: PrivauditError) -> typer.Exit:
 def make_command(
     out: Path = typer.Argument(..., help="Folder to write the set, the coins and the rows into."),
     kind: str = typer.Option(
-        "mislabel", "--kind", help="mislabel | ood (input canaries) | gradient (Dirac)."
+        "mislabel",
+        "--kind",
+        help="mislabel | ood (input canaries) | gradient (Dirac) | text (causal LM).",
     ),
     m: int = typer.Option(1000, "--m", help="Number of canaries."),
     pool: Path | None = typer.Option(
@@ -63,6 +76,39 @@ def make_command(
         help="Gradient canaries: a text file of the coordinates to draw from, one integer a "
         "line (e.g. those quiet_coordinates returns).",
     ),
+    prefix: str = typer.Option(
+        "The secret code is ", "--prefix", help="Text canaries: the prefix shared by all."
+    ),
+    key_length: int = typer.Option(
+        4, "--key-length", help="Text canaries: random symbols telling the canaries apart."
+    ),
+    secret_length: int = typer.Option(
+        8, "--secret-length", help="Text canaries: random symbols of each secret."
+    ),
+    symbols: str | None = typer.Option(
+        None,
+        "--symbols",
+        help="Text canaries: the alphabet, one symbol per character (default: digits and "
+        "lowercase letters).",
+    ),
+    rare_tokens: int | None = typer.Option(
+        None,
+        "--rare-tokens",
+        help="Text canaries: use this many single-token words of --tokenizer-model's "
+        "vocabulary that never occur in --train-texts as the alphabet.",
+    ),
+    tokenizer_model: Path | None = typer.Option(
+        None, "--tokenizer-model", help="Text canaries: the base model (for --rare-tokens)."
+    ),
+    train_texts: Path | None = typer.Option(
+        None,
+        "--train-texts",
+        help="Text canaries: the fine-tuning texts (.jsonl with 'text', or .txt), for "
+        "--rare-tokens.",
+    ),
+    repetitions: int = typer.Option(
+        1, "--repetitions", help="Text canaries: copies of each included canary in training."
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed of the canaries."),
     coin_seed: int | None = typer.Option(
         None, "--coin-seed", help="Seed of the coins (default: the operating system's entropy)."
@@ -70,9 +116,19 @@ def make_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace files in OUT."),
 ) -> None:
     """Make a canary set and its secret coins (kept in separate files)."""
+    text = {
+        "prefix": prefix,
+        "key_length": key_length,
+        "secret_length": secret_length,
+        "symbols": symbols,
+        "rare_tokens": rare_tokens,
+        "tokenizer_model": tokenizer_model,
+        "train_texts": train_texts,
+        "repetitions": repetitions,
+    }
     try:
         paths = _make(
-            out, kind, m, pool, label_col, n_params, candidates, seed, coin_seed, overwrite
+            out, kind, m, pool, label_col, n_params, candidates, seed, coin_seed, overwrite, text
         )
     except PrivauditError as exc:
         raise _fail_exit(exc) from None
@@ -94,6 +150,7 @@ def _make(
     seed: int,
     coin_seed: int | None,
     overwrite: bool,
+    text: dict[str, Any],
 ) -> list[str]:
     import numpy as np
 
@@ -107,13 +164,17 @@ def _make(
     )
     from privaudit.cli_common.tables import read_table, table_column
 
-    check_choice(kind, "--kind", tuple(k for k in CANARY_KINDS if k != "text"))
+    check_choice(kind, "--kind", CANARY_KINDS)
     if out.exists() and not out.is_dir():
         raise fail("OUT", "a folder", f"the file {out}")
     if out.exists() and not overwrite and any((out / f).exists() for f in (SET_FILE, COINS_FILE)):
         raise fail("OUT", "a folder without a canary set (or --overwrite)", f"one in {out}")
     columns: list[str] = []
-    if kind == "gradient":
+    if kind == "text":
+        if pool is not None or n_params is not None or candidates is not None:
+            raise fail("--kind text", "no --pool, --n-params or --candidates", "one of them given")
+        cs = _text_set(m, seed, text)
+    elif kind == "gradient":
         if n_params is None or pool is not None:
             raise fail(
                 "--n-params", "the model's number of trainable parameters (and no --pool)", n_params
@@ -140,7 +201,20 @@ def _make(
         f"canary set: {out / SET_FILE} ({cs.m} {cs.kind} canaries), fingerprint {cs.fingerprint}",
         f"coins (secret, keep apart): {out / COINS_FILE}, fingerprint {coins.fingerprint}",
     ]
-    if not cs.is_gradient:
+    if cs.is_text:
+        import json
+
+        from privaudit.canaries.insert import canary_texts
+
+        texts = canary_texts(cs, coins)
+        with open(out / TEXT_APPEND_FILE, "w", encoding="utf-8") as fh:
+            for t in texts:
+                fh.write(json.dumps({"text": t}, ensure_ascii=False) + "\n")
+        lines.append(
+            f"texts to append to the fine-tuning data: {out / TEXT_APPEND_FILE} "
+            f"({int(coins.included.sum())} canaries x {cs.repetitions})"
+        )
+    elif not cs.is_gradient:
         import pandas as pd
 
         ids, Xc, yc = canary_records(cs, coins)
@@ -152,6 +226,86 @@ def _make(
             f"rows to append to the training data: {out / APPEND_FILE} ({ids.size} canaries)"
         )
     return lines
+
+
+def _text_set(m: int, seed: int, text: dict[str, Any]) -> Any:
+    """The text canary set of ``canaries make --kind text``."""
+    from privaudit._validation import fail
+    from privaudit.canaries.text_sets import (
+        DEFAULT_SYMBOLS,
+        make_text_canaries,
+        rare_token_symbols,
+    )
+
+    rare = text["rare_tokens"]
+    alphabet: Any = DEFAULT_SYMBOLS if text["symbols"] is None else text["symbols"]
+    if rare is not None:
+        if text["symbols"] is not None:
+            raise fail("--rare-tokens", "either --rare-tokens or --symbols", "both")
+        if text["tokenizer_model"] is None or text["train_texts"] is None:
+            raise fail(
+                "--rare-tokens",
+                "--tokenizer-model (the base model) and --train-texts (the fine-tuning texts)",
+                "one of them missing",
+            )
+        alphabet = rare_token_symbols(
+            _load_lm(text["tokenizer_model"], "--tokenizer-model"),
+            _read_texts(text["train_texts"]),
+            rare,
+            seed=seed,
+        )
+    elif text["tokenizer_model"] is not None or text["train_texts"] is not None:
+        raise fail("--tokenizer-model", "only with --rare-tokens", "no --rare-tokens")
+    return make_text_canaries(
+        m,
+        prefix=text["prefix"],
+        key_length=text["key_length"],
+        secret_length=text["secret_length"],
+        symbols=alphabet,
+        repetitions=text["repetitions"],
+        seed=seed,
+    )
+
+
+def _read_texts(path: Path) -> list[str]:
+    """``--train-texts``: a ``.jsonl`` file of objects with a ``text`` field, else one text
+    a line."""
+    import json
+
+    from privaudit._validation import fail
+
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise fail("--train-texts", "an existing file", f"no file {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise fail("--train-texts", "a UTF-8 text file", f"{path} ({exc})") from None
+    if path.suffix != ".jsonl":
+        return [t for t in lines if t.strip()]
+    out = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            out.append(str(row["text"]))
+        except (ValueError, KeyError, TypeError):
+            raise fail(
+                "--train-texts", "one JSON object with a 'text' field a line", f"line {n}"
+            ) from None
+    return out
+
+
+def _load_lm(path: Path, option: str) -> Any:
+    """A causal LM from a Hugging Face directory or a ``.gguf`` file, on the CPU."""
+    from privaudit._validation import fail
+    from privaudit.errors import InvalidInputError
+    from privaudit.models.causal_lm import CausalLM
+
+    try:
+        return CausalLM.from_directory(path, device="cpu")
+    except InvalidInputError as exc:
+        raise fail(option, "a causal LM (Hugging Face directory or .gguf file)", str(exc)) from None
 
 
 def _coordinates(path: Path | None) -> Any:
@@ -184,6 +338,24 @@ def audit_command(
         "--iterates",
         help="Gradient canaries: the .npz of IterateLog.save (params + the run's facts).",
     ),
+    model: Path | None = typer.Option(
+        None,
+        "--model",
+        help="Text canaries: the fine-tuned causal LM (Hugging Face directory or .gguf).",
+    ),
+    base: Path | None = typer.Option(
+        None, "--base", help="Text canaries: the base model the fine-tuning started from."
+    ),
+    score: str = typer.Option(
+        "loglik",
+        "--score",
+        help="Text canaries: loglik | calibrated (minus the base's) | exposure; choose it "
+        "before looking at the coins.",
+    ),
+    n_alternatives: int = typer.Option(
+        255, "--n-alternatives", help="Text canaries: random candidates for the exposure."
+    ),
+    batch_size: int = typer.Option(8, "--batch-size", help="Text canaries: texts per pass."),
     access: str = typer.Option(
         "iterates", "--access", help="Gradient canaries: final (first and last iterate) | iterates."
     ),
@@ -226,11 +398,19 @@ def audit_command(
             raise fail("--claimed-epsilon", "a finite number >= 0", claimed_epsilon)
         if out is not None:
             check_output_dir(out, overwrite=overwrite)
+        text = {
+            "model": model,
+            "base": base,
+            "score": score,
+            "n_alternatives": n_alternatives,
+            "batch_size": batch_size,
+        }
         result = _audit(
             canary_set,
             coins_file,
             outputs,
             iterates,
+            text,
             access,
             k_pos,
             k_neg,
@@ -275,6 +455,7 @@ def _audit(
     coins_file: Path,
     outputs: Path | None,
     iterates: Path | None,
+    text: dict[str, Any],
     access: str,
     k_pos: int | None,
     k_neg: int | None,
@@ -296,15 +477,20 @@ def _audit(
             f"the coins committed to ({coins_fingerprint.strip()[:16]}...)",
             f"coins with fingerprint {coins.fingerprint[:16]}...",
         )
-    if cs.is_text:
-        raise fail(
-            "--set",
-            "input or gradient canaries (text canaries are audited with the Python API: "
-            "text_canary_scores, then audit_canaries)",
-            "a text canary set",
-        )
     settings: dict[str, Any] = {"set_file": str(canary_set), "coins_file": str(coins_file)}
-    if cs.is_gradient:
+    if not cs.is_text and (text["model"] is not None or text["base"] is not None):
+        raise fail("--model", "text canaries (a text canary set)", f"a {cs.kind!r} set")
+    if cs.is_text:
+        if outputs is not None or iterates is not None:
+            raise fail(
+                "--outputs",
+                "none for text canaries (they are scored from --model and --base)",
+                outputs if outputs is not None else iterates,
+            )
+        scores, facts = _text_scores(cs, text)
+        settings.update(facts)
+        access = "black-box"
+    elif cs.is_gradient:
         if iterates is None or outputs is not None:
             raise fail(
                 "--iterates",
@@ -339,6 +525,41 @@ def _audit(
         accountant_epsilon=accountant_epsilon,
         settings=settings,
     )
+
+
+def _text_scores(cs: Any, text: dict[str, Any]) -> tuple[np.ndarray, dict[str, Any]]:
+    """The chosen text canary score of every canary, and what results.json records of it."""
+    from privaudit._validation import check_choice, check_positive_int, fail
+    from privaudit.canaries.text_scoring import text_canary_scores
+
+    score = check_choice(text["score"], "--score", TEXT_SCORES)
+    n_alt = check_positive_int(text["n_alternatives"], "--n-alternatives")
+    batch = check_positive_int(text["batch_size"], "--batch-size")
+    if text["model"] is None or text["base"] is None:
+        raise fail(
+            "--model",
+            "the fine-tuned model (--model) and its base model (--base) for text canaries",
+            "--base missing" if text["model"] is not None else "--model missing",
+        )
+    target = _load_lm(text["model"], "--model")
+    reference = _load_lm(text["base"], "--base")
+    if target.tokenizer_id != reference.tokenizer_id:
+        raise fail(
+            "--base",
+            f"the base model of --model, with its tokenizer ({target.tokenizer_id})",
+            f"a model with tokenizer {reference.tokenizer_id}",
+        )
+    sc = text_canary_scores(target, reference, cs, n_alternatives=n_alt, batch_size=batch)
+    facts: dict[str, Any] = {
+        "score": score,
+        "model": str(text["model"]),
+        "base": str(text["base"]),
+        "model_fingerprint": target.fingerprint,
+        "base_fingerprint": reference.fingerprint,
+        "n_alternatives": n_alt,
+        **sc.summary(),
+    }
+    return getattr(sc, score), facts
 
 
 def _output_scores(cs: Any, path: Path) -> np.ndarray:

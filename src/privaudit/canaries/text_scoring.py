@@ -12,12 +12,25 @@ post-processing):
   membership signals (``../shared/notes/attacks.md`` section 4). The prefix is the same for
   every canary and comes first, so its log-probabilities are one constant per model; the
   ranking is that of the random key and secret. The raw log-likelihood under the target
-  (:attr:`TextCanaryScores.loglik`) is also a valid score: for uniformly random symbols
-  the base model's likelihood says little about how hard a canary is to memorise and adds
-  the base model's own preferences (letters frequent in its training text) as noise, so
-  the raw score can be the stronger one (``docs/canaries.md`` has a measurement on the
-  tiny GPT). Choose the score before looking at the coins: picking the one with the best
-  bound afterwards is a selection the bounds do not pay for.
+  (:attr:`TextCanaryScores.loglik`) is also a valid score, and for random-symbol canaries
+  on a fine-tune that has seen many of them it is the stronger one. A calibration removes
+  only the variation the two models share, and here they share none: after training on
+  thousands of canary texts the fine-tuned model has learned the canaries' format (after
+  the prefix, each symbol about equally likely), so its likelihood of an *excluded* canary
+  no longer follows the base model's preferences, which dominate the base's likelihood
+  of a random string (a base pre-trained on Shakespeare finds digits very unlikely, so the
+  digits in a canary set its base log-likelihood). ``benchmarks/bench_text_canaries.py``
+  measures it on the tiny GPT: over the excluded canaries, the correlation of the
+  target's and the base's log-likelihoods is about 0, the base's spread is twice the
+  target's, and subtracting it keeps the included-minus-excluded gap but multiplies the
+  spread of the excluded scores by 2.5, so the calibrated score loses most of its power
+  (TPR at 1% FPR 0.17 against 0.99). Neither the score's sign nor the tokenisation (one
+  byte, one symbol, one token) nor the prefix (a constant) is the cause. On SmolLM2-135M
+  with rare-token canaries (two epochs, eight exposures of each included canary) the
+  correlation is 0.11 and the calibrated score is again the weaker (TPR 0.15 against
+  0.27): calibration pays only where the fine-tuned model keeps the base's preferences
+  over the canaries' symbols. Choose the score before looking at the coins: picking the
+  one with the best bound afterwards is a selection the bounds do not pay for.
 * **exposure** (Carlini et al., "The Secret Sharer", USENIX Security 2019, Sec. 4: exposure
   ``= log2 |R| - log2 rank``, ``rank`` the position of the canary's random part among all
   ``|R|`` candidates ordered by the model's log-perplexity). ``|R|`` is far too large to

@@ -22,9 +22,12 @@ Symbols are drawn uniformly and independently from ``symbols`` (default: the 10 
 ``len(symbols) ** (key_length + secret_length)`` elements, the ``|R|`` of the Secret
 Sharer's exposure. With the byte-level tokenizer of the tiny GPT every default symbol is
 one token ("random-token sequences"); with a BPE tokenizer choose symbols that are single
-tokens (whole words with a leading space, for instance) for the same effect. Rare-token
-canaries (Panda et al.'s tokens least frequent in the training data) and high-temperature
-samples from the base model are not made here.
+tokens (whole words with a leading space, for instance) for the same effect:
+:func:`rare_token_symbols` picks them from a model's vocabulary among the tokens that never
+occur in the training texts, the rare-token secrets of Panda et al. (ICLR 2025, Sec. 3:
+secret tokens drawn from the least frequent tokens of the fine-tuning data, so that the base
+model gives them no head start and the fine-tuned model can only predict them by having
+seen the canary). High-temperature samples from the base model are not made here.
 
 Each included canary goes into training ``repetitions`` times (the Secret Sharer's
 insertion count; :func:`~privaudit.canaries.insert.canary_texts`).
@@ -32,14 +35,18 @@ insertion count; :func:`~privaudit.canaries.insert.canary_texts`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from privaudit._validation import check_positive_int, fail
 from privaudit.canaries.sets import CanarySet, _ids
 
-__all__ = ["DEFAULT_SYMBOLS", "make_text_canaries", "random_strings"]
+if TYPE_CHECKING:
+    from privaudit.models.causal_lm import CausalLM
+
+__all__ = ["DEFAULT_SYMBOLS", "make_text_canaries", "random_strings", "rare_token_symbols"]
 
 #: The default alphabet of keys and secrets: digits and lowercase ASCII letters.
 DEFAULT_SYMBOLS = tuple("0123456789abcdefghijklmnopqrstuvwxyz")
@@ -135,3 +142,70 @@ def make_text_canaries(
         symbols=np.array(alphabet, dtype=str),
         repetitions=repetitions,
     )
+
+
+def rare_token_symbols(
+    lm: CausalLM,
+    texts: Iterable[str],
+    n: int,
+    *,
+    min_chars: int = 3,
+    seed: int = 0,
+) -> list[str]:
+    """``n`` single-token words of ``lm``'s vocabulary that never occur in ``texts``.
+
+    A symbol is a vocabulary entry that decodes to a space followed by ``min_chars`` or more
+    lowercase ASCII letters, that the tokenizer maps back to that one token, and whose word
+    (case-insensitive) is not a word of ``texts`` (the fine-tuning data): the rare-token
+    secrets of Panda et al. (ICLR 2025, Sec. 3), here "never seen in the training data"
+    rather than a unigram-frequency ranking. The pick is uniform among the eligible tokens
+    (seeded) and prefix-free (no symbol is the start of another), so
+    :func:`make_text_canaries` accepts it; a leading space makes a concatenation of
+    symbols tokenise symbol by symbol under byte-pair tokenizers that split on spaces.
+
+    Parameters
+    ----------
+    lm : CausalLM
+        The model whose tokenizer the canaries are made for (its base model's tokenizer).
+    texts : iterable of str
+        The training texts (their words are excluded).
+    n : int
+        Symbols to return (at least 2).
+    min_chars : int
+        Shortest word, in letters.
+    seed : int
+        Seed of the pick.
+
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    InvalidInputError
+        Fewer than ``n`` eligible tokens.
+    """
+    import re
+
+    n = check_positive_int(n, "n", minimum=2)
+    min_chars = check_positive_int(min_chars, "min_chars")
+    seen = {w.lower() for t in texts for w in re.findall(r"[A-Za-z]+", t)}
+    word = re.compile(rf" [a-z]{{{min_chars},}}")
+    vocab = sorted(lm.tokenizer.get_vocab().values())
+    pieces = lm.tokenizer.convert_ids_to_tokens(vocab)
+    candidates = []
+    for tid, piece in zip(vocab, pieces, strict=True):
+        text = lm.tokenizer.convert_tokens_to_string([piece])
+        if word.fullmatch(text) and text[1:] not in seen:
+            candidates.append((int(tid), text))
+    ok = lm.tokenize([t for _, t in candidates]) if candidates else []
+    eligible = sorted({t for (tid, t), ids in zip(candidates, ok, strict=True) if ids == [tid]})
+    rng = np.random.default_rng([int(seed), 0x5A7E])
+    chosen: list[str] = []
+    for j in rng.permutation(len(eligible)).tolist():
+        s = eligible[j]
+        if all(not (a.startswith(s) or s.startswith(a)) for a in chosen):
+            chosen.append(s)
+            if len(chosen) == n:
+                return chosen
+    raise fail("n", f"at most the {len(chosen)} eligible rare tokens", n)
