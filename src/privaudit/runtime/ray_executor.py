@@ -58,21 +58,19 @@ def _ray_call(fn: Callable[[Any], Any], item: Any, attempts: str | None, index: 
 
 
 def _owned(value: Any) -> Any:
-    """``value`` with every buffer copied into this process's memory.
+    """``value`` with every array copied into this process's memory.
 
     ``ray.get`` returns the NumPy arrays of a large result (one Ray keeps in its shared-memory
     object store, not inline) as read-only views of that store. Measured with Ray 2.60 on a
     two-node cluster: once the map's object references are dropped, the arrays inside a
     fitted scikit-learn forest fetched from another node read freed memory (its ``classes_``
     became garbage, and the record-level games failed or, worse, could have scored with
-    it). A pickle round trip without out-of-band buffers copies every array, so a result is
-    owned by the driver as a :class:`LocalExecutor`'s is.
+    it). A deep copy copies every array (``ndarray.__deepcopy__``), so a result is owned by
+    the driver as a :class:`LocalExecutor`'s is.
     """
-    import pickle
+    import copy
 
-    from ray import cloudpickle
-
-    return pickle.loads(cloudpickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    return copy.deepcopy(value)
 
 
 def _signal_handlers() -> dict[int, Any]:
