@@ -50,7 +50,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from privaudit.attacks.base import AttackData, register
-from privaudit.attacks.rmia import log_ratios
+from privaudit.attacks.rmia import _FIELDS, log_ratios  # RMIA's inputs, the same tables
 from privaudit.errors import DesignError
 
 __all__ = ["informia_offline", "informia_online", "informia_scores"]
@@ -121,15 +121,6 @@ def _informia(data: AttackData, *, offline: bool, a: float | str) -> Result:
         alpha_calibrated=False,
     )
     return data.record_ids, scores, info
-
-
-_FIELDS = (
-    "target",
-    "population_target",
-    "reference",
-    "reference_membership",
-    "reference_population",
-)
 
 
 @register(
