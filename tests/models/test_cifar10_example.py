@@ -48,6 +48,28 @@ def test_example_config_is_the_documented_recipe() -> None:
     assert p["augmentation"] == "flip-shift" and p["max_shift"] == 4
     assert cfg.sizes.n_target_pool + cfg.sizes.n_population <= 6102
     assert cfg.models.n_reference == 16
+    # the benchmark trains the example's recipe
+    bench = _bench_module()
+    kw = p["factory_kwargs"]
+    assert bench.EXAMPLE == {
+        "epochs": p["epochs"],
+        "channels": kw["channels"],
+        "hidden": kw["hidden"],
+        "lr": p["lr"],
+        "batch_size": p["batch_size"],
+        "lr_schedule": p["lr_schedule"],
+    }
+
+
+def _bench_module() -> Any:
+    import importlib.util
+
+    path = EXAMPLE.parents[1] / "benchmarks" / "bench_cifar10.py"
+    spec = importlib.util.spec_from_file_location("_bench_cifar10_under_test", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def test_tiny_cifar10_audit_runs_every_attack(tmp_path: Path) -> None:

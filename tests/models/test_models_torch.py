@@ -372,3 +372,44 @@ def test_target_trains_in_the_batch_of_its_references(
     for a in cfg.attacks:
         np.testing.assert_array_equal(again.scores[a].scores, joint.scores[a].scores)
         np.testing.assert_array_equal(without_store.scores[a].scores, joint.scores[a].scores)
+
+
+def test_lr_schedules_follow_their_formulas() -> None:
+    from privaudit.models.torch_recipe import lr_at
+
+    const, cos, cycle = (
+        _recipe(lr=0.1, lr_schedule=s) for s in ("constant", "cosine", "one-cycle")
+    )
+    T = 100
+    assert [lr_at(const, t, T) for t in (0, 50, 99)] == [0.1, 0.1, 0.1]
+    assert lr_at(cos, 0, T) == pytest.approx(0.1)
+    assert lr_at(cos, 50, T) == pytest.approx(0.05)
+    assert lr_at(cos, 99, T) == pytest.approx(0.1 * 0.5 * (1 + np.cos(np.pi * 0.99)))
+    # one-cycle: linear warm-up over the first 15 steps to the peak, then the cosine decay
+    assert [lr_at(cycle, t, T) for t in (0, 7, 14)] == pytest.approx([0.1 / 15, 0.8 / 15, 0.1])
+    assert lr_at(cycle, 15, T) == pytest.approx(0.1)
+    assert lr_at(cycle, 15 + 85 // 2, T) < lr_at(cycle, 15, T) / 1.9
+    with pytest.raises(InvalidInputError, match="lr_schedule"):
+        _recipe(lr_schedule="step")
+    # the cache key of a constant-rate recipe is the one it had before the field existed
+    assert "lr_schedule" not in const.settings()
+    assert cos.settings()["lr_schedule"] == "cosine"
+
+
+def test_scheduled_training_differs_and_is_reproducible() -> None:
+    pytest.importorskip("torch")
+    X, y = _data()
+    fits = {
+        s: TorchTrainer(_recipe(lr_schedule=s, lr=0.05), n_classes=3).fit(X, y, seed=1)
+        for s in ("constant", "one-cycle")
+    }
+    again = TorchTrainer(_recipe(lr_schedule="one-cycle", lr=0.05), n_classes=3).fit(X, y, seed=1)
+    np.testing.assert_array_equal(fits["one-cycle"].logits(X), again.logits(X))
+    assert not np.allclose(fits["constant"].logits(X), fits["one-cycle"].logits(X))
+    # batched training of a scheduled recipe: each model is its one-by-one fit
+    trainer = TorchTrainer(_recipe(lr_schedule="one-cycle", lr=0.05), n_classes=3)
+    subsets = [np.arange(0, 80), np.arange(40, 120)]
+    many = trainer.fit_many(X, y, subsets, [1, 2], n_classes=3)
+    for s, seed, model in zip(subsets, [1, 2], many, strict=True):
+        one = trainer.fit(X[s], y[s], seed=seed, n_classes=3)
+        np.testing.assert_allclose(model.logits(X), one.logits(X), rtol=0, atol=1e-6)

@@ -116,7 +116,7 @@ class ModelConfig(StrictModel):
         description=(
             "Estimator parameters, over the kind's defaults; for 'torch' the training "
             "recipe (factory 'module:function' or 'file.py:function', factory_kwargs, "
-            "optimizer, lr, momentum, weight_decay, epochs, batch_size, loss, "
+            "optimizer, lr, lr_schedule, momentum, weight_decay, epochs, batch_size, loss, "
             "augmentation, input_shape, max_shift, device)."
         ),
     )

@@ -187,7 +187,12 @@ def _fit_group(
     r = trainer.recipe
     dev = resolve_device(r.device)
     modules = [r.build(s) for s in seeds]
-    if len(modules) == 1 or r.dp is not None or not all(batchable(m) for m in modules):
+    if (
+        len(modules) == 1
+        or r.dp is not None
+        or r.lr_schedule != "constant"  # the stacked optimizers take one constant rate
+        or not all(batchable(m) for m in modules)
+    ):
         return [
             trainer.fit(X[s], y[s], seed=seed, n_classes=C)
             for s, seed in zip(subs, seeds, strict=True)

@@ -13,7 +13,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from privaudit.errors import InvalidInputError
-from privaudit.models.torch_recipe import TorchModel, TorchRecipe, make_optimizer, require_torch
+from privaudit.models.torch_recipe import (
+    TorchModel,
+    TorchRecipe,
+    lr_at,
+    make_optimizer,
+    require_torch,
+)
 
 __all__ = ["fit_dp"]
 
@@ -63,8 +69,13 @@ def fit_dp(
             priv, opt, loader = engine.make_private(
                 **common, noise_multiplier=float(dp["noise_multiplier"])
             )
+        n_steps, step = r.epochs * len(loader), 0  # Poisson batches: the expected count
         for _ in range(r.epochs):
             for xb, yb in loader:
+                if r.lr_schedule != "constant":
+                    for group in opt.param_groups:
+                        group["lr"] = lr_at(r, min(step, n_steps - 1), n_steps)
+                step += 1
                 if yb.numel() == 0:
                     continue
                 opt.zero_grad(set_to_none=True)
