@@ -83,7 +83,8 @@ def test_bad_inputs_are_one_clear_error() -> None:
 @pytest.mark.slow
 def test_example_recipe_nearly_fits_2500_augmented_images() -> None:
     # the recipe of examples/cifar10_cnn.yaml on 2,500 random images of the subset
-    # (docs/cifar10.md measured train accuracy 0.946 and test accuracy 0.519 on this split)
+    # (docs/cifar10.md: train accuracy 0.984 and test accuracy 0.587 on this split, fitted
+    # with seed 0; the earlier constant-rate recipe reached 0.946 / 0.519)
     from pathlib import Path
 
     import yaml
@@ -100,4 +101,4 @@ def test_example_recipe_nearly_fits_2500_augmented_images() -> None:
     model = TorchTrainer(recipe, n_classes=10).fit(ds.X[train], ds.y[train], seed=1)
     acc_train = float((model.logits(ds.X[train]).argmax(1) == ds.y[train]).mean())
     acc_test = float((model.logits(ds.X[test]).argmax(1) == ds.y[test]).mean())
-    assert acc_train > 0.9 and acc_train - acc_test > 0.3, (acc_train, acc_test)
+    assert acc_train > 0.95 and acc_train - acc_test > 0.3, (acc_train, acc_test)

@@ -57,6 +57,7 @@ from privaudit.models.torch_recipe import (
     _set_worker_threads,
     augment_batch,
     batch_order,
+    lr_at,
     require_torch,
     resolve_device,
 )
@@ -187,12 +188,7 @@ def _fit_group(
     r = trainer.recipe
     dev = resolve_device(r.device)
     modules = [r.build(s) for s in seeds]
-    if (
-        len(modules) == 1
-        or r.dp is not None
-        or r.lr_schedule != "constant"  # the stacked optimizers take one constant rate
-        or not all(batchable(m) for m in modules)
-    ):
+    if len(modules) == 1 or r.dp is not None or not all(batchable(m) for m in modules):
         return [
             trainer.fit(X[s], y[s], seed=seed, n_classes=C)
             for s, seed in zip(subs, seeds, strict=True)
@@ -201,12 +197,18 @@ def _fit_group(
     for m in modules:
         m.to(dev).train()
     ops = mlp_ops(modules[0])
-    fast = ops is not None and r.loss == "cross_entropy" and r.augmentation == "none"
+    fast = (
+        ops is not None
+        and r.loss == "cross_entropy"
+        and r.augmentation == "none"
+        and r.lr_schedule == "constant"  # the kernel's updates take one constant rate
+    )
     if kernel == "mlp" and not fast:
         raise fail(
             "kernel",
             "'auto' or 'vmap' for this recipe ('mlp' needs a Sequential of Linear layers and "
-            "elementwise activations, the cross-entropy loss and no augmentation)",
+            "elementwise activations, the cross-entropy loss, no augmentation and a constant "
+            "learning rate)",
             "'mlp'",
         )
     params, _ = stack_module_state(modules)
@@ -233,6 +235,12 @@ def _fit_group(
     Xf = X.astype(np.float32)
     state = _BatchedOptimizer(r, params, K)
     for step in range(n_steps):
+        if r.lr_schedule != "constant":  # each model at its own step of its own run
+            state.lr = torch.tensor(
+                [lr_at(r, min(step, len(o) - 1), len(o)) for o in orders],
+                dtype=torch.float32,
+                device=dev,
+            )
         xb = np.zeros((K, bs, X.shape[1]), dtype=np.float32)
         yb = np.zeros((K, bs), dtype=np.int64)
         mask = np.zeros((K, bs), dtype=np.float32)
@@ -381,6 +389,9 @@ class _BatchedOptimizer:
         if recipe.optimizer in ("adam", "adamw"):
             self.fused = getattr(torch, f"_fused_{recipe.optimizer}_", None)
         self.steps = [torch.zeros((), dtype=torch.float32) for _ in params]
+        #: per-model learning rates of this step, ``(K,)`` (a scheduled recipe), or None:
+        #: the recipe's constant ``lr``
+        self.lr: Any = None
 
     def _step_all(self, grads: dict[str, Any]) -> None:
         """The update of every model at once (the formulas of ``torch.optim``)."""
@@ -442,7 +453,7 @@ class _BatchedOptimizer:
 
     def step(self, grads: dict[str, Any], active: Any) -> None:
         torch = require_torch()
-        if self.uniform and bool(active.all()):
+        if self.uniform and self.lr is None and bool(active.all()):
             # every model has taken every step so far: scalar bias corrections, in place
             with torch.no_grad():
                 self._step_all(grads)
@@ -458,6 +469,7 @@ class _BatchedOptimizer:
                 g = grads[name]
                 shape = (-1,) + (1,) * (p.ndim - 1)
                 act = active.reshape(shape)
+                lr = r.lr if self.lr is None else self.lr.to(p.dtype).reshape(shape)
                 if r.optimizer == "sgd":
                     if r.weight_decay:
                         g = g + r.weight_decay * p
@@ -466,11 +478,11 @@ class _BatchedOptimizer:
                         buf = torch.where(first, g, r.momentum * self.m[name] + g)
                         self.m[name] = torch.where(act, buf, self.m[name])
                         g = buf
-                    new = p - r.lr * g
+                    new = p - lr * g
                 else:
                     if r.optimizer == "adam" and r.weight_decay:
                         g = g + r.weight_decay * p
-                    base = p * (1 - r.lr * r.weight_decay) if r.optimizer == "adamw" else p
+                    base = p * (1 - lr * r.weight_decay) if r.optimizer == "adamw" else p
                     m = b1 * self.m[name] + (1 - b1) * g
                     v = b2 * self.v[name] + (1 - b2) * g * g
                     self.m[name] = torch.where(act, m, self.m[name])
@@ -478,6 +490,6 @@ class _BatchedOptimizer:
                     c1 = bc1.to(p.dtype).reshape(shape)
                     c2 = bc2.to(p.dtype).reshape(shape)
                     denom = (v.sqrt() / c2.sqrt()) + eps
-                    new = base - (r.lr / c1) * m / denom
+                    new = base - (lr / c1) * m / denom
                 p.copy_(torch.where(act, new, p))
             self.started = self.started | active

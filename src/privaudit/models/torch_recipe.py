@@ -148,9 +148,10 @@ class TorchRecipe:
         (``constant``); ``lr * (1 + cos(pi t / T)) / 2`` (``cosine``, Loshchilov & Hutter
         2017, without restarts); or a linear warm-up from 0 over the first 15% of the steps,
         then that cosine decay to 0 over the rest (``one-cycle``, Smith & Topin 2019, the
-        schedule of fast CIFAR-10 training). A recipe with a schedule trains its models one
-        by one (the stacked paths of :mod:`privaudit.models.torch_batched` take a constant
-        rate); on a CPU a CNN trains one by one anyway.
+        schedule of fast CIFAR-10 training). Each model follows the schedule over its own
+        steps, also when many train stacked (the ``vmap`` path of
+        :mod:`privaudit.models.torch_batched`; the hand-written MLP kernel takes a
+        constant rate, so a scheduled MLP recipe trains through ``vmap``).
     loss : {"cross_entropy"}
     augmentation : {"none", "shift", "flip", "flip-shift"}
         Training-time augmentation of images: random shifts by up to ``max_shift``
