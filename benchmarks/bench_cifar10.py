@@ -248,8 +248,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--lr", type=float, default=EXAMPLE["lr"])
     ap.add_argument("--batch-size", type=int, default=EXAMPLE["batch_size"])
     ap.add_argument("--lr-schedule", default=EXAMPLE["lr_schedule"])
-    ap.add_argument("--n-pool", type=int, default=5000)
-    ap.add_argument("--n-population", type=int, default=1102)
+    ap.add_argument("--n-pool", type=int, default=3000)
+    ap.add_argument("--n-population", type=int, default=3102)
     ap.add_argument(
         "--n-jobs", type=int, default=2, help="worker processes, one CNN at a time each"
     )
@@ -265,6 +265,12 @@ def main(argv: list[str] | None = None) -> None:
         nargs="+",
         default=None,
         help="JSON files of runs over other seeds: summarise their rows together",
+    )
+    ap.add_argument(
+        "--store",
+        type=Path,
+        default=None,
+        help="artifact store (default: a temporary folder); a rerun resumes from it",
     )
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -313,7 +319,8 @@ def main(argv: list[str] | None = None) -> None:
         f"population, {args.n_reference} reference models, {args.seeds} seeds",
         flush=True,
     )
-    with tempfile.TemporaryDirectory() as store:
+    with tempfile.TemporaryDirectory() as tmp:
+        store = str(args.store) if args.store is not None else tmp
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             runs = (
                 (

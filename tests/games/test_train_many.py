@@ -283,3 +283,26 @@ def test_unpersistable_model_is_named(tmp_path: Path) -> None:
     codec = model_codec(TRAINER, label="reference model 'ref-000'")
     with pytest.raises(DesignError, match=r"ref-000.*Odd"):
         codec.save(Odd(), tmp_path / "m.skops")  # type: ignore[arg-type]
+
+
+def test_a_population_too_small_for_the_shadow_models_fails_before_any_training() -> None:
+    # attack S's shadow models train on population subsets of the target's training-set
+    # size: with 100 members and 90 population records the design cannot be followed, and
+    # the run must say so before it spends the reference models' training
+    fits: list[int] = []
+
+    class Counting(SklearnTrainer):
+        def fit(self, X: Any, y: Any, **kw: Any) -> Any:
+            fits.append(len(y))
+            return super().fit(X, y, **kw)
+
+    trainer = Counting(LogisticRegression(C=10.0, max_iter=100), n_classes=10)
+    cfg = dataclasses.replace(
+        CFG, attacks=("loss", "lira-online", "shadow"), n_target_pool=200, n_population=90
+    )
+    with pytest.raises(DesignError, match="n_population must exceed it, found 90"):
+        run_experiment(load_digits(), trainer, cfg, progress=False)
+    assert fits == []
+    # with the population larger than the target's training set it runs
+    ok = dataclasses.replace(cfg, n_population=600)
+    assert "shadow" in run_experiment(load_digits(), trainer, ok, progress=False).scores

@@ -102,3 +102,23 @@ def test_example_recipe_nearly_fits_2500_augmented_images() -> None:
     acc_train = float((model.logits(ds.X[train]).argmax(1) == ds.y[train]).mean())
     acc_test = float((model.logits(ds.X[test]).argmax(1) == ds.y[test]).mean())
     assert acc_train > 0.95 and acc_train - acc_test > 0.3, (acc_train, acc_test)
+
+
+def test_a_cnn_on_the_cpu_trains_one_model_per_task() -> None:
+    # the experiment engine batches a trainer's models only where that is faster: not a
+    # CNN on a CPU, whose models train one per executor task (worker processes)
+    from privaudit.models.train_many import fits_many
+
+    conv = TorchTrainer(_recipe(), n_classes=3)
+    assert not conv.batched and not fits_many(conv)
+    mlp = TorchTrainer(
+        TorchRecipe(
+            factory="privaudit.models.torch_nets:mlp",
+            factory_kwargs={"n_features": 4, "n_classes": 3},
+        ),
+        n_classes=3,
+    )
+    assert mlp.batched and fits_many(mlp)
+    assert not TorchTrainer(mlp.recipe, n_classes=3, batched=False).batched
+    # the setting travels with the trainer (a CUDA copy of the CNN trainer batches again)
+    assert conv.on_device("cpu").batched is False

@@ -105,6 +105,9 @@ class YeModels:
         self.target_key: str | None = None
         # models fitted before their role's step (the references fitted with the target)
         self._prefit: dict[str, tuple[Model, bool]] = {}
+        # a design the shadow models cannot follow fails here, before any model trains
+        if need.fields & {"shadow", "outside_reference"}:
+            _check_shadow_design(split)
 
     def _sets(self, population_field: str) -> tuple[str, ...]:
         return (POOL, POPULATION) if population_field in self.need.fields else (POOL,)
@@ -306,12 +309,7 @@ class YeModels:
             return {}
         sp, population = self.split, self.split.population
         n_train = sp.n_train
-        if n_train >= population.n_records:
-            raise DesignError(
-                f"shadow models train on {n_train} population records (the target's "
-                f"training-set size) and need OUT records: n_population must exceed it, "
-                f"found {population.n_records}"
-            )
+        _check_shadow_design(sp)
         # The subsets are drawn from a random max(n_train, n_population / 2) of the
         # population; the rest is never trained on, so attack R's calibration has at
         # least n_population / 2 records that none of these models saw.
@@ -507,3 +505,15 @@ class YeModels:
         fields_sets = {"target": POOL, "population_target": POPULATION}
         fields_sets.update(reference=POOL, reference_population=POPULATION)
         return {"views": view_attack_data(self.query_views, data_kw, view_tables, fields_sets)}
+
+
+def _check_shadow_design(split: YeSplit) -> None:
+    """Shadow models (attacks S and R) train on population subsets of the target's
+    training-set size (Ye et al. 2022, App. B.2), so the population must be larger."""
+    n_train, n_pop = split.n_train, split.population.n_records
+    if n_train >= n_pop:
+        raise DesignError(
+            f"shadow models (attacks shadow and reference) train on {n_train} population "
+            f"records (the target's training-set size) and need OUT records: n_population "
+            f"must exceed it, found {n_pop} (fewer audited records or a larger population)"
+        )

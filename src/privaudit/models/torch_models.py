@@ -93,7 +93,12 @@ class TorchTrainer:
     name : str
     batched : bool
         Let the experiment engine train many models of this recipe at once
-        (:meth:`fit_many`; the same models up to floating-point rounding).
+        (:meth:`fit_many`; the same models up to floating-point rounding). A
+        convolutional network on a CPU is never batched (:attr:`batched` is false): its
+        models train one per task of the executor (``n_jobs`` worker processes), because
+        Python threads splitting them inside one process were measured bound by the
+        interpreter lock (two threads training CIFAR-10 CNNs with batches of 32 ran
+        31% of the time each; docs/cifar10.md).
     """
 
     artifact_suffix = ".safetensors"
@@ -113,7 +118,23 @@ class TorchTrainer:
             None if n_classes is None else check_positive_int(n_classes, "n_classes", minimum=2)
         )
         self._name = name
-        self.batched = bool(batched)
+        self._batched = bool(batched)
+        self._conv_on_cpu: bool | None = None
+
+    @property
+    def batched(self) -> bool:
+        """Whether the experiment engine trains many models of this trainer as one
+        computation (:meth:`fit_many`): as asked, except for a convolutional network on
+        a CPU (see the class docstring)."""
+        if not self._batched:
+            return False
+        if self._conv_on_cpu is None:
+            from privaudit.models.torch_conv_batched import has_conv
+
+            self._conv_on_cpu = resolve_device(self.recipe.device) == "cpu" and has_conv(
+                self.recipe
+            )
+        return not self._conv_on_cpu
 
     @property
     def name(self) -> str:
@@ -133,7 +154,7 @@ class TorchTrainer:
             dataclasses.replace(self.recipe, device=device),
             n_classes=self.n_classes,
             name=self._name,
-            batched=self.batched,
+            batched=self._batched,
         )
 
     def settings(self) -> dict[str, Any]:
