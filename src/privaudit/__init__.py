@@ -28,7 +28,7 @@ The exported names, by what they are:
   ``DEFAULT_ESTIMATORS`` (the propensity estimators of its headline by default).
 * **Canaries** (one-run audit of a DP claim; Steinke et al. 2023): :func:`make_input_canaries`,
   :func:`make_gradient_canaries`, :func:`make_text_canaries`, :func:`rare_token_symbols`, :func:`quiet_coordinates`,
-  :func:`draw_coins`, :class:`CanarySet`, :class:`CanaryCoins`, :func:`load_canary_set`, :func:`load_coins`;
+  :func:`sample_text_canaries`, :class:`CanarySampling`, :func:`draw_coins`, :class:`CanarySet`, :class:`CanaryCoins`, :func:`load_canary_set`, :func:`load_coins`;
   insertion: :func:`append_canaries`, :func:`canary_records`, :func:`canary_texts`,
   :class:`GradientCanaryInjector`, :class:`IterateLog`, :func:`train_dp_sgd_with_canaries`;
   scores and bounds: :func:`input_canary_scores`, :func:`gradient_canary_scores`,
@@ -92,6 +92,7 @@ if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported
     from privaudit.canaries.scoring import gradient_canary_scores, input_canary_scores
     from privaudit.canaries.sets import (
         CanaryCoins,
+        CanarySampling,
         CanarySet,
         draw_coins,
         load_canary_set,
@@ -99,6 +100,7 @@ if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported
         make_gradient_canaries,
         make_input_canaries,
     )
+    from privaudit.canaries.text_sampled import sample_text_canaries
     from privaudit.canaries.text_scoring import TextCanaryScores, text_canary_scores
     from privaudit.canaries.text_sets import make_text_canaries, rare_token_symbols
     from privaudit.cli import main
@@ -199,6 +201,8 @@ _PUBLIC: dict[str, str] = {
     "audit_canaries": "privaudit.canaries.audit",
     "CanaryAuditResult": "privaudit.canaries.result",
     "CanarySet": "privaudit.canaries.sets",
+    "CanarySampling": "privaudit.canaries.sets",
+    "sample_text_canaries": "privaudit.canaries.text_sampled",
     "CanaryCoins": "privaudit.canaries.sets",
     "make_input_canaries": "privaudit.canaries.sets",
     "make_gradient_canaries": "privaudit.canaries.sets",
@@ -316,6 +320,7 @@ __all__ = [
     "CalibratedTpr",
     "CanaryAuditResult",
     "CanaryCoins",
+    "CanarySampling",
     "CanarySet",
     "CausalLM",
     "ConfigError",
@@ -410,6 +415,7 @@ __all__ = [
     "run_panoramia_audit",
     "run_procedure",
     "run_record_risk",
+    "sample_text_canaries",
     "save_model",
     "shakespeare_split",
     "smollm2_gguf",
