@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 
 from privaudit.canaries import audit_canaries, canary_texts, draw_coins, make_text_canaries
+from privaudit.canaries.text_sampled import DEFAULT_TEMPERATURE, sample_text_canaries
 from privaudit.canaries.text_scoring import text_canary_scores
 from privaudit.canaries.text_sets import rare_token_symbols
 from privaudit.llm.audit import finetuned_model_dir, shakespeare_split
@@ -117,7 +118,15 @@ def _tpr(scores: np.ndarray, positive: np.ndarray) -> float | None:
     return tpr_at_fpr(roc_curve(scores, positive), 0.01)
 
 
-def one_seed(model: str, seed: int, m: int, reps: int, store: Path) -> dict[str, Any]:
+def one_seed(
+    model: str,
+    seed: int,
+    m: int,
+    reps: int,
+    store: Path,
+    source: str = "random",
+    temperature: float = DEFAULT_TEMPERATURE,
+) -> dict[str, Any]:
     cfg = SETTINGS[model]
     chunks, split = shakespeare_split(
         cfg["sizes"],
@@ -153,18 +162,32 @@ def one_seed(model: str, seed: int, m: int, reps: int, store: Path) -> dict[str,
 
         symbols = None
         prefix = PREFIX
-    if symbols is None:  # the base is loaded again after the fine-tune: one copy at a time
-        symbols = rare_token_symbols(load_base(), chunks.texts, cfg["n_symbols"], seed=seed)
+    if source == "sampled":  # key and secret sampled from the base at a high temperature
+        cs = sample_text_canaries(
+            load_base(),
+            m,
+            prefix=prefix,
+            key_tokens=cfg["key_length"],
+            secret_tokens=cfg["secret_length"],
+            temperature=temperature,
+            repetitions=reps,
+            seed=seed,
+            batch_size=cfg["score_batch"],
+        )
         gc.collect()
-    cs = make_text_canaries(
-        m,
-        prefix=prefix,
-        key_length=cfg["key_length"],
-        secret_length=cfg["secret_length"],
-        symbols=symbols,
-        repetitions=reps,
-        seed=seed,
-    )
+    else:
+        if symbols is None:  # the base is loaded again after the fine-tune: one at a time
+            symbols = rare_token_symbols(load_base(), chunks.texts, cfg["n_symbols"], seed=seed)
+            gc.collect()
+        cs = make_text_canaries(
+            m,
+            prefix=prefix,
+            key_length=cfg["key_length"],
+            secret_length=cfg["secret_length"],
+            symbols=symbols,
+            repetitions=reps,
+            seed=seed,
+        )
     coins = draw_coins(cs, seed=1000 + seed)
     train = members + canary_texts(cs, coins)
     ft = dict(cfg["finetune"])
@@ -222,6 +245,7 @@ def one_seed(model: str, seed: int, m: int, reps: int, store: Path) -> dict[str,
         "train_s": t_train,
         "score_s": time.perf_counter() - t0,
         "example_canary": str(cs.texts[0]),
+        "source": source,
     }
     return rows
 
@@ -238,6 +262,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--m", type=int, default=None, help="canaries (default: the setting's)")
     ap.add_argument("--repetitions", type=int, default=None)
+    ap.add_argument(
+        "--sources",
+        nargs="+",
+        choices=("random", "sampled"),
+        default=["random", "sampled"],
+        help="canary sets, one fine-tune each: random symbols / samples of the base",
+    )
+    ap.add_argument(
+        "--temperature",
+        type=float,
+        default=DEFAULT_TEMPERATURE,
+        help="sampling temperature of the sampled canaries",
+    )
     ap.add_argument("--cache", type=Path, default=Path(".privaudit-cache/bench-text-canaries"))
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     ap.add_argument("--json", type=Path, default=None)
@@ -247,14 +284,14 @@ def main(argv: list[str] | None = None) -> int:
     m = args.m or cfg["m"]
     reps = args.repetitions or cfg["repetitions"]
     out: list[dict[str, Any]] = []
-    for seed in args.seeds:
-        r = one_seed(args.model, seed, m, reps, args.cache / "store")
+    for seed, source in ((s, src) for s in args.seeds for src in args.sources):
+        r = one_seed(args.model, seed, m, reps, args.cache / "store", source, args.temperature)
         f = r["facts"]
         nat = {k: v for k, v in r["natural"].items() if v is not None}
         best_nat = max(nat, key=lambda k: nat[k]) if nat else None
         best_tpr = nat[best_nat] if best_nat else None
         print(
-            f"\n{args.model} seed {seed}: {f['m']} canaries ({f['included']} included, x"
+            f"\n{args.model} seed {seed}, {source} canaries: {f['m']} canaries ({f['included']} included, x"
             f"{f['repetitions']}), {f['train_texts']} training texts, {f['steps']} steps "
             f"(train {f['train_s']:.0f} s, score {f['score_s']:.0f} s); e.g. {f['example_canary']!r}"
         )
@@ -271,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
             out.append(
                 {
                     "model": args.model,
+                    "canaries": source,
                     "seed": seed,
                     "score": name,
                     "tpr_at_1pct": c["tpr"],

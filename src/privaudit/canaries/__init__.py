@@ -5,7 +5,9 @@ Make ``m`` canaries and their secret coins (:func:`make_input_canaries`,
 :func:`sample_text_canaries` (high-temperature samples of the base model), :func:`draw_coins`), insert the included ones into the training run (:func:`append_canaries`
 for any framework, :func:`canary_texts` for a language model's fine-tuning texts;
 :class:`GradientCanaryInjector` for Opacus' DP-SGD, with :class:`IterateLog` for white-box
-access; :func:`train_dp_sgd_with_canaries` does both for a small classifier), score each
+access; :func:`train_dp_sgd_with_canaries` does both for a small classifier, and
+:func:`train_recipe_with_gradient_canaries` for a privaudit torch recipe with a ``dp``
+section, through the recipe's own training loop), score each
 canary (:func:`input_canary_scores`, :func:`gradient_canary_scores`,
 :func:`text_canary_scores`), then bound
 (:func:`audit_canaries`: Steinke, Nasr, Jagielski 2023 and the f-DP audit of Mahloujifar,
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from privaudit.canaries.ideal import IdealCanaryAudit, ideal_canary_audit
     from privaudit.canaries.insert import append_canaries, canary_records, canary_texts
     from privaudit.canaries.opacus_hook import GradientCanaryInjector, IterateLog
+    from privaudit.canaries.recipe_dpsgd import RecipeCanaryRun, train_recipe_with_gradient_canaries
     from privaudit.canaries.result import CanaryAuditResult
     from privaudit.canaries.scoring import gradient_canary_scores, input_canary_scores
     from privaudit.canaries.sets import (
@@ -59,6 +62,8 @@ _EXPORTS = {
     "TextCanaryScores": "privaudit.canaries.text_scoring",
     "GradientCanaryInjector": "privaudit.canaries.opacus_hook",
     "IterateLog": "privaudit.canaries.opacus_hook",
+    "RecipeCanaryRun": "privaudit.canaries.recipe_dpsgd",
+    "train_recipe_with_gradient_canaries": "privaudit.canaries.recipe_dpsgd",
     "CanaryAuditResult": "privaudit.canaries.result",
     "gradient_canary_scores": "privaudit.canaries.scoring",
     "input_canary_scores": "privaudit.canaries.scoring",
@@ -79,6 +84,7 @@ __all__ = [
     "GradientCanaryInjector",
     "IdealCanaryAudit",
     "IterateLog",
+    "RecipeCanaryRun",
     "TextCanaryScores",
     "append_canaries",
     "audit_canaries",
@@ -98,5 +104,6 @@ __all__ = [
     "sample_text_canaries",
     "text_canary_scores",
     "train_dp_sgd_with_canaries",
+    "train_recipe_with_gradient_canaries",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
