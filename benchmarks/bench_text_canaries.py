@@ -3,12 +3,16 @@
 Usage::
 
     .venv/bin/python benchmarks/bench_text_canaries.py [--model tiny-gpt|smollm2]
-        [--seeds 0 1] [--m M] [--repetitions R] [--cache DIR] [--json PATH]
+        [--seeds 0 1] [--sources random sampled] [--temperature T] [--m M]
+        [--repetitions R] [--cache DIR] [--json PATH]
 
-Per model and seed, one fine-tune of the base on natural Tiny Shakespeare chunks (the
-members; as many chunks of other documents are the non-members) plus the included
-canaries of a text canary set (``make_text_canaries``, each included canary
-``repetitions`` times, the coins from ``draw_coins``), then:
+Per model, seed and canary source (``--sources``, default both), one fine-tune of the base
+on natural Tiny Shakespeare chunks (the members; as many chunks of other documents are the
+non-members) plus the included canaries of a text canary set (each included canary
+``repetitions`` times, the coins from ``draw_coins``): ``random``, random symbols
+(``make_text_canaries``); ``sampled``, key and secret sampled from the base model at
+``--temperature`` (default 2, whole vocabulary; ``sample_text_canaries``), with the same
+numbers of tokens as the random set has symbols. Then:
 
 * the canaries' scores (``text_canary_scores``): ``loglik`` (log-likelihood under the
   fine-tuned model), ``calibrated`` (minus the base model's), ``exposure`` (sampled Secret
@@ -39,9 +43,9 @@ Settings (``SETTINGS``):
   Panda et al. ICLR 2025, Sec. 3), m = 256.
 
 Runtime on the shared 2-core CPU (one torch thread, nice 19): about 1-3 minutes per
-tiny-GPT seed; about 65 minutes per SmolLM2 seed (52 minutes of fine-tuning, 14 of scoring;
+tiny-GPT seed and source; about 65 minutes per SmolLM2 seed and source (52 minutes of fine-tuning, 14 of scoring;
 about 5 GB resident). Figures are printed, never asserted. ``--json PATH`` writes a list of rows with exactly
-``model``, ``seed``, ``score``, ``tpr_at_1pct``, ``eps_lb``, ``natural_best``,
+``model``, ``canaries`` (the source), ``seed``, ``score``, ``tpr_at_1pct``, ``eps_lb``, ``natural_best``,
 ``natural_tpr_at_1pct``, ``ratio``, ``m``, ``repetitions`` (one row per canary score).
 Models are cached under ``--cache`` (a rerun resumes).
 """

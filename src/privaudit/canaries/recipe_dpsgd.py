@@ -1,7 +1,7 @@
 """Gradient canaries in the DP-SGD run of a privaudit torch recipe (a ``dp:`` section).
 
-The issue's item 2 asks that privaudit's own torch recipes take the gradient canaries by
-the same path as a user's Opacus loop. :func:`train_recipe_with_gradient_canaries` trains
+privaudit's own torch recipes take the gradient canaries by the same path as a user's
+Opacus loop: :func:`train_recipe_with_gradient_canaries` trains
 the recipe with :meth:`TorchTrainer.fit <privaudit.models.torch_models.TorchTrainer.fit>`
 (the one DP-SGD loop of the recipes, :func:`privaudit.models.torch_dp.fit_dp`) and hands it
 a ``private_hook`` that attaches a :class:`~privaudit.canaries.GradientCanaryInjector` to

@@ -1,6 +1,6 @@
 """Text canaries sampled from the base model at a high temperature.
 
-The issue's third kind of text canary ("high-temperature samples from the base model"): canary
+The third kind of text canary, beside random-symbol and rare-token ones: canary
 ``i`` is ``prefix + key_i + secret_i`` where ``key_i + secret_i`` is a continuation of the
 shared prefix drawn from the base causal LM (the model the fine-tuning starts from) at a
 temperature ``T`` well above 1, seeded, one draw per canary:
