@@ -3,12 +3,16 @@
 Usage::
 
     .venv/bin/python benchmarks/bench_text_canaries.py [--model tiny-gpt|smollm2]
-        [--seeds 0 1] [--m M] [--repetitions R] [--cache DIR] [--json PATH]
+        [--seeds 0 1] [--sources random sampled] [--temperature T] [--m M]
+        [--repetitions R] [--cache DIR] [--json PATH]
 
-Per model and seed, one fine-tune of the base on natural Tiny Shakespeare chunks (the
-members; as many chunks of other documents are the non-members) plus the included
-canaries of a text canary set (``make_text_canaries``, each included canary
-``repetitions`` times, the coins from ``draw_coins``), then:
+Per model, seed and canary source (``--sources``, default both), one fine-tune of the base
+on natural Tiny Shakespeare chunks (the members; as many chunks of other documents are the
+non-members) plus the included canaries of a text canary set (each included canary
+``repetitions`` times, the coins from ``draw_coins``): ``random``, random symbols
+(``make_text_canaries``); ``sampled``, key and secret sampled from the base model at
+``--temperature`` (default 2, whole vocabulary; ``sample_text_canaries``), with the same
+numbers of tokens as the random set has symbols. Then:
 
 * the canaries' scores (``text_canary_scores``): ``loglik`` (log-likelihood under the
   fine-tuned model), ``calibrated`` (minus the base model's), ``exposure`` (sampled Secret
@@ -39,11 +43,29 @@ Settings (``SETTINGS``):
   Panda et al. ICLR 2025, Sec. 3), m = 256.
 
 Runtime on the shared 2-core CPU (one torch thread, nice 19): about 1-3 minutes per
-tiny-GPT seed; about 65 minutes per SmolLM2 seed (52 minutes of fine-tuning, 14 of scoring;
+tiny-GPT seed and source; about 65 minutes per SmolLM2 seed and source (52 minutes of fine-tuning, 14 of scoring;
 about 5 GB resident). Figures are printed, never asserted. ``--json PATH`` writes a list of rows with exactly
-``model``, ``seed``, ``score``, ``tpr_at_1pct``, ``eps_lb``, ``natural_best``,
+``model``, ``canaries`` (the source), ``seed``, ``score``, ``tpr_at_1pct``, ``eps_lb``, ``natural_best``,
 ``natural_tpr_at_1pct``, ``ratio``, ``m``, ``repetitions`` (one row per canary score).
 Models are cached under ``--cache`` (a rerun resumes).
+
+Measured (tiny GPT, the shared 2-core CPU, nice 19;
+``bench_text_canaries.py --seeds 0 1 2 --sources random sampled --json rows.json``),
+TPR@1% / one-run eps (95%) per seed 0 / 1 / 2:
+
+* random symbols, ``loglik``: 0.990 / 0.975 / 0.955, eps 4.61 each (seed 0 re-run here:
+  identical to the figures of ``docs/canaries.md``); ``calibrated`` 0.173 / 0.191 / 0.108;
+  natural best 0.163 / 0.163 / 0.140 (``reference-ratio``);
+* sampled at T = 2, ``loglik``: 1.000 / 0.998 / 1.000, eps 4.61 each; ``calibrated``:
+  0.998 / 1.000 / 1.000, eps 4.61 each; ``exposure`` eps 3.89 / 3.91 / 4.59; natural best
+  on those fine-tunes 0.197 / 0.290 / 0.227, ratio 5.1 / 3.4 / 4.4; greedy extraction of
+  included canaries 0.315 / 0.150 / 0.387 (excluded 0); correlation of target and base
+  log-likelihoods over the excluded canaries 0.70 / 0.71 / 0.64.
+
+With ``--seeds 0 --repetitions 1`` (natural members then memorised, TPR 0.95-1.00):
+random ``loglik`` 0.338 / eps 3.20, ``calibrated`` 0.017 / 0.10; sampled ``loglik`` 0.136 /
+2.41, ``calibrated`` 0.367 / 2.84 (correlation 0.84). About 2-2.5 minutes of fine-tuning
+per seed and source.
 """
 
 from __future__ import annotations
@@ -60,6 +82,7 @@ from typing import Any
 import numpy as np
 
 from privaudit.canaries import audit_canaries, canary_texts, draw_coins, make_text_canaries
+from privaudit.canaries.text_sampled import DEFAULT_TEMPERATURE, sample_text_canaries
 from privaudit.canaries.text_scoring import text_canary_scores
 from privaudit.canaries.text_sets import rare_token_symbols
 from privaudit.llm.audit import finetuned_model_dir, shakespeare_split
@@ -117,7 +140,15 @@ def _tpr(scores: np.ndarray, positive: np.ndarray) -> float | None:
     return tpr_at_fpr(roc_curve(scores, positive), 0.01)
 
 
-def one_seed(model: str, seed: int, m: int, reps: int, store: Path) -> dict[str, Any]:
+def one_seed(
+    model: str,
+    seed: int,
+    m: int,
+    reps: int,
+    store: Path,
+    source: str = "random",
+    temperature: float = DEFAULT_TEMPERATURE,
+) -> dict[str, Any]:
     cfg = SETTINGS[model]
     chunks, split = shakespeare_split(
         cfg["sizes"],
@@ -153,18 +184,32 @@ def one_seed(model: str, seed: int, m: int, reps: int, store: Path) -> dict[str,
 
         symbols = None
         prefix = PREFIX
-    if symbols is None:  # the base is loaded again after the fine-tune: one copy at a time
-        symbols = rare_token_symbols(load_base(), chunks.texts, cfg["n_symbols"], seed=seed)
+    if source == "sampled":  # key and secret sampled from the base at a high temperature
+        cs = sample_text_canaries(
+            load_base(),
+            m,
+            prefix=prefix,
+            key_tokens=cfg["key_length"],
+            secret_tokens=cfg["secret_length"],
+            temperature=temperature,
+            repetitions=reps,
+            seed=seed,
+            batch_size=cfg["score_batch"],
+        )
         gc.collect()
-    cs = make_text_canaries(
-        m,
-        prefix=prefix,
-        key_length=cfg["key_length"],
-        secret_length=cfg["secret_length"],
-        symbols=symbols,
-        repetitions=reps,
-        seed=seed,
-    )
+    else:
+        if symbols is None:  # the base is loaded again after the fine-tune: one at a time
+            symbols = rare_token_symbols(load_base(), chunks.texts, cfg["n_symbols"], seed=seed)
+            gc.collect()
+        cs = make_text_canaries(
+            m,
+            prefix=prefix,
+            key_length=cfg["key_length"],
+            secret_length=cfg["secret_length"],
+            symbols=symbols,
+            repetitions=reps,
+            seed=seed,
+        )
     coins = draw_coins(cs, seed=1000 + seed)
     train = members + canary_texts(cs, coins)
     ft = dict(cfg["finetune"])
@@ -222,6 +267,7 @@ def one_seed(model: str, seed: int, m: int, reps: int, store: Path) -> dict[str,
         "train_s": t_train,
         "score_s": time.perf_counter() - t0,
         "example_canary": str(cs.texts[0]),
+        "source": source,
     }
     return rows
 
@@ -238,6 +284,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--m", type=int, default=None, help="canaries (default: the setting's)")
     ap.add_argument("--repetitions", type=int, default=None)
+    ap.add_argument(
+        "--sources",
+        nargs="+",
+        choices=("random", "sampled"),
+        default=["random", "sampled"],
+        help="canary sets, one fine-tune each: random symbols / samples of the base",
+    )
+    ap.add_argument(
+        "--temperature",
+        type=float,
+        default=DEFAULT_TEMPERATURE,
+        help="sampling temperature of the sampled canaries",
+    )
     ap.add_argument("--cache", type=Path, default=Path(".privaudit-cache/bench-text-canaries"))
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     ap.add_argument("--json", type=Path, default=None)
@@ -247,14 +306,14 @@ def main(argv: list[str] | None = None) -> int:
     m = args.m or cfg["m"]
     reps = args.repetitions or cfg["repetitions"]
     out: list[dict[str, Any]] = []
-    for seed in args.seeds:
-        r = one_seed(args.model, seed, m, reps, args.cache / "store")
+    for seed, source in ((s, src) for s in args.seeds for src in args.sources):
+        r = one_seed(args.model, seed, m, reps, args.cache / "store", source, args.temperature)
         f = r["facts"]
         nat = {k: v for k, v in r["natural"].items() if v is not None}
         best_nat = max(nat, key=lambda k: nat[k]) if nat else None
         best_tpr = nat[best_nat] if best_nat else None
         print(
-            f"\n{args.model} seed {seed}: {f['m']} canaries ({f['included']} included, x"
+            f"\n{args.model} seed {seed}, {source} canaries: {f['m']} canaries ({f['included']} included, x"
             f"{f['repetitions']}), {f['train_texts']} training texts, {f['steps']} steps "
             f"(train {f['train_s']:.0f} s, score {f['score_s']:.0f} s); e.g. {f['example_canary']!r}"
         )
@@ -271,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
             out.append(
                 {
                     "model": args.model,
+                    "canaries": source,
                     "seed": seed,
                     "score": name,
                     "tpr_at_1pct": c["tpr"],

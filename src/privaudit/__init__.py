@@ -28,9 +28,10 @@ The exported names, by what they are:
   ``DEFAULT_ESTIMATORS`` (the propensity estimators of its headline by default).
 * **Canaries** (one-run audit of a DP claim; Steinke et al. 2023): :func:`make_input_canaries`,
   :func:`make_gradient_canaries`, :func:`make_text_canaries`, :func:`rare_token_symbols`, :func:`quiet_coordinates`,
-  :func:`draw_coins`, :class:`CanarySet`, :class:`CanaryCoins`, :func:`load_canary_set`, :func:`load_coins`;
+  :func:`sample_text_canaries`, :class:`CanarySampling`, :func:`draw_coins`, :class:`CanarySet`, :class:`CanaryCoins`, :func:`load_canary_set`, :func:`load_coins`;
   insertion: :func:`append_canaries`, :func:`canary_records`, :func:`canary_texts`,
-  :class:`GradientCanaryInjector`, :class:`IterateLog`, :func:`train_dp_sgd_with_canaries`;
+  :class:`GradientCanaryInjector`, :class:`IterateLog`, :func:`train_dp_sgd_with_canaries`,
+  :func:`train_recipe_with_gradient_canaries`, :class:`RecipeCanaryRun`;
   scores and bounds: :func:`input_canary_scores`, :func:`gradient_canary_scores`,
   :func:`text_canary_scores`, :class:`TextCanaryScores`, :func:`audit_canaries`,
   :class:`CanaryAuditResult`; the ideal audit of a DP-SGD setting (best bound, guesses
@@ -88,10 +89,12 @@ if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported
     from privaudit.canaries.ideal import IdealCanaryAudit, ideal_canary_audit
     from privaudit.canaries.insert import append_canaries, canary_records, canary_texts
     from privaudit.canaries.opacus_hook import GradientCanaryInjector, IterateLog
+    from privaudit.canaries.recipe_dpsgd import RecipeCanaryRun, train_recipe_with_gradient_canaries
     from privaudit.canaries.result import CanaryAuditResult
     from privaudit.canaries.scoring import gradient_canary_scores, input_canary_scores
     from privaudit.canaries.sets import (
         CanaryCoins,
+        CanarySampling,
         CanarySet,
         draw_coins,
         load_canary_set,
@@ -99,6 +102,7 @@ if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported
         make_gradient_canaries,
         make_input_canaries,
     )
+    from privaudit.canaries.text_sampled import sample_text_canaries
     from privaudit.canaries.text_scoring import TextCanaryScores, text_canary_scores
     from privaudit.canaries.text_sets import make_text_canaries, rare_token_symbols
     from privaudit.cli import main
@@ -199,6 +203,10 @@ _PUBLIC: dict[str, str] = {
     "audit_canaries": "privaudit.canaries.audit",
     "CanaryAuditResult": "privaudit.canaries.result",
     "CanarySet": "privaudit.canaries.sets",
+    "CanarySampling": "privaudit.canaries.sets",
+    "sample_text_canaries": "privaudit.canaries.text_sampled",
+    "RecipeCanaryRun": "privaudit.canaries.recipe_dpsgd",
+    "train_recipe_with_gradient_canaries": "privaudit.canaries.recipe_dpsgd",
     "CanaryCoins": "privaudit.canaries.sets",
     "make_input_canaries": "privaudit.canaries.sets",
     "make_gradient_canaries": "privaudit.canaries.sets",
@@ -316,6 +324,7 @@ __all__ = [
     "CalibratedTpr",
     "CanaryAuditResult",
     "CanaryCoins",
+    "CanarySampling",
     "CanarySet",
     "CausalLM",
     "ConfigError",
@@ -332,6 +341,7 @@ __all__ = [
     "PanoramiaReport",
     "PrecomputedModel",
     "PrivauditError",
+    "RecipeCanaryRun",
     "RecordRiskConfig",
     "RecordRiskResult",
     "ReportExistsError",
@@ -410,12 +420,14 @@ __all__ = [
     "run_panoramia_audit",
     "run_procedure",
     "run_record_risk",
+    "sample_text_canaries",
     "save_model",
     "shakespeare_split",
     "smollm2_gguf",
     "text_canary_scores",
     "tiny_gpt",
     "train_dp_sgd_with_canaries",
+    "train_recipe_with_gradient_canaries",
     "verify_bundle",
     "write_model_card",
     "write_text_records",

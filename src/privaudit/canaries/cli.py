@@ -5,7 +5,9 @@ scores), ``coins.json`` (the secret inclusion coins: keep it apart until the aud
 for input canaries, ``canaries_to_append.csv`` (the included canaries' rows, for any
 framework: append them to the training data) or, for text canaries (``--kind text``),
 ``canaries_to_append.jsonl`` (one ``{"text": ...}`` object a line: the included canaries'
-texts, each ``--repetitions`` times, to append to a causal LM's fine-tuning texts). It
+texts, each ``--repetitions`` times, to append to a causal LM's fine-tuning texts; with
+``--source sampled --base DIR --temperature T`` each canary's key and secret are sampled
+from the base model at temperature ``T``, :func:`~privaudit.canaries.sample_text_canaries`). It
 prints both fingerprints: publish the coins' fingerprint before training to commit to the
 coins.
 
@@ -16,7 +18,8 @@ of :meth:`~privaudit.canaries.IterateLog.save`) or, for text canaries, the fine-
 causal LM (``--model``: a Hugging Face model directory, e.g. a saved tiny GPT, or a
 ``.gguf`` file) and the base model it was fine-tuned from (``--base``), scored by
 :func:`~privaudit.canaries.text_canary_scores` (``--score``: the log-likelihood by default,
-the base-calibrated log-likelihood, or the sampled exposure), and writes ``results.json``,
+the base-calibrated log-likelihood (the default for sampled canaries, whose ``--base`` must
+be the model they were sampled from), or the sampled exposure), and writes ``results.json``,
 ``report.html``, ``inputs.npz`` and ``bundle.json`` (``privaudit verify`` recomputes it).
 
 Exit codes: 0 done, 1 a bound exceeds ``--claimed-epsilon``, 2 bad input (coins of
@@ -45,6 +48,8 @@ APPEND_FILE = "canaries_to_append.csv"
 TEXT_APPEND_FILE = "canaries_to_append.jsonl"
 TEXT_SCORES = ("loglik", "calibrated", "exposure")
 """The ``--score`` choices of a text canary audit (the fields of ``TextCanaryScores``)."""
+TEXT_SOURCES = ("random", "sampled")
+"""The ``--source`` choices of ``make --kind text``."""
 
 CANARIES_HELP = "Audit a DP claim in one training run with canaries: make them, then audit."
 """The help line of ``privaudit canaries``."""
@@ -80,10 +85,35 @@ def make_command(
         "The secret code is ", "--prefix", help="Text canaries: the prefix shared by all."
     ),
     key_length: int = typer.Option(
-        4, "--key-length", help="Text canaries: random symbols telling the canaries apart."
+        4,
+        "--key-length",
+        help="Text canaries: random symbols (sampled: tokens) telling the canaries apart.",
     ),
     secret_length: int = typer.Option(
-        8, "--secret-length", help="Text canaries: random symbols of each secret."
+        8, "--secret-length", help="Text canaries: random symbols (sampled: tokens) of each secret."
+    ),
+    source: str = typer.Option(
+        "random",
+        "--source",
+        help="Text canaries: random (symbols drawn uniformly) | sampled (key and secret "
+        "sampled from --base at --temperature).",
+    ),
+    sample_base: Path | None = typer.Option(
+        None,
+        "--base",
+        help="Text canaries, --source sampled: the base model to sample from (the model the "
+        "fine-tuning starts from; Hugging Face directory or .gguf).",
+    ),
+    temperature: float | None = typer.Option(
+        None,
+        "--temperature",
+        help="Text canaries, --source sampled: the sampling temperature, > 0 (default 2).",
+    ),
+    top_k: int | None = typer.Option(
+        None,
+        "--top-k",
+        help="Text canaries, --source sampled: sample among the k likeliest tokens only "
+        "(default: the whole vocabulary).",
     ),
     symbols: str | None = typer.Option(
         None,
@@ -125,6 +155,10 @@ def make_command(
         "tokenizer_model": tokenizer_model,
         "train_texts": train_texts,
         "repetitions": repetitions,
+        "source": source,
+        "base": sample_base,
+        "temperature": temperature,
+        "top_k": top_k,
     }
     try:
         paths = _make(
@@ -170,6 +204,8 @@ def _make(
     if out.exists() and not overwrite and any((out / f).exists() for f in (SET_FILE, COINS_FILE)):
         raise fail("OUT", "a folder without a canary set (or --overwrite)", f"one in {out}")
     columns: list[str] = []
+    if kind != "text" and (text["source"] != "random" or text["base"] is not None):
+        raise fail("--source", "text canaries (--kind text)", f"--kind {kind}")
     if kind == "text":
         if pool is not None or n_params is not None or candidates is not None:
             raise fail("--kind text", "no --pool, --n-params or --candidates", "one of them given")
@@ -230,13 +266,21 @@ def _make(
 
 def _text_set(m: int, seed: int, text: dict[str, Any]) -> Any:
     """The text canary set of ``canaries make --kind text``."""
-    from privaudit._validation import fail
+    from privaudit._validation import check_choice, fail
     from privaudit.canaries.text_sets import (
         DEFAULT_SYMBOLS,
         make_text_canaries,
         rare_token_symbols,
     )
 
+    source = check_choice(text["source"], "--source", TEXT_SOURCES)
+    if source == "sampled":
+        return _sampled_set(m, seed, text)
+    for opt in ("base", "temperature", "top_k"):
+        if text[opt] is not None:
+            raise fail(
+                f"--{opt.replace('_', '-')}", "only with --source sampled", "--source random"
+            )
     rare = text["rare_tokens"]
     alphabet: Any = DEFAULT_SYMBOLS if text["symbols"] is None else text["symbols"]
     if rare is not None:
@@ -262,6 +306,41 @@ def _text_set(m: int, seed: int, text: dict[str, Any]) -> Any:
         key_length=text["key_length"],
         secret_length=text["secret_length"],
         symbols=alphabet,
+        repetitions=text["repetitions"],
+        seed=seed,
+    )
+
+
+def _sampled_set(m: int, seed: int, text: dict[str, Any]) -> Any:
+    """``--source sampled``: the key and secret of each canary sampled from ``--base``."""
+    import math
+
+    from privaudit._validation import fail
+    from privaudit.canaries.text_sampled import DEFAULT_TEMPERATURE, sample_text_canaries
+
+    for opt, flag in (("symbols", "--symbols"), ("rare_tokens", "--rare-tokens")):
+        if text[opt] is not None:
+            raise fail(flag, "no alphabet with --source sampled (the base model samples)", flag)
+    for opt, flag in (("tokenizer_model", "--tokenizer-model"), ("train_texts", "--train-texts")):
+        if text[opt] is not None:
+            raise fail(flag, "only with --rare-tokens", "--source sampled")
+    temperature = DEFAULT_TEMPERATURE if text["temperature"] is None else text["temperature"]
+    if not (math.isfinite(temperature) and temperature > 0):
+        raise fail("--temperature", "a positive finite number (well above 1)", temperature)
+    if text["top_k"] is not None and text["top_k"] < 1:
+        raise fail("--top-k", "an integer >= 1", text["top_k"])
+    if text["base"] is None:
+        raise fail(
+            "--base", "the base model to sample the canaries from (--source sampled)", "none"
+        )
+    return sample_text_canaries(
+        _load_lm(text["base"], "--base"),
+        m,
+        prefix=text["prefix"],
+        key_tokens=text["key_length"],
+        secret_tokens=text["secret_length"],
+        temperature=float(temperature),
+        top_k=text["top_k"],
         repetitions=text["repetitions"],
         seed=seed,
     )
@@ -346,11 +425,11 @@ def audit_command(
     base: Path | None = typer.Option(
         None, "--base", help="Text canaries: the base model the fine-tuning started from."
     ),
-    score: str = typer.Option(
-        "loglik",
+    score: str | None = typer.Option(
+        None,
         "--score",
         help="Text canaries: loglik | calibrated (minus the base's) | exposure; choose it "
-        "before looking at the coins.",
+        "before looking at the coins (default: calibrated for sampled canaries, else loglik).",
     ),
     n_alternatives: int = typer.Option(
         255, "--n-alternatives", help="Text canaries: random candidates for the exposure."
@@ -532,7 +611,10 @@ def _text_scores(cs: Any, text: dict[str, Any]) -> tuple[np.ndarray, dict[str, A
     from privaudit._validation import check_choice, check_positive_int, fail
     from privaudit.canaries.text_scoring import text_canary_scores
 
-    score = check_choice(text["score"], "--score", TEXT_SCORES)
+    default = "calibrated" if cs.sampling is not None else "loglik"
+    score = check_choice(
+        default if text["score"] is None else text["score"], "--score", TEXT_SCORES
+    )
     n_alt = check_positive_int(text["n_alternatives"], "--n-alternatives")
     batch = check_positive_int(text["batch_size"], "--batch-size")
     if text["model"] is None or text["base"] is None:
@@ -549,6 +631,13 @@ def _text_scores(cs: Any, text: dict[str, Any]) -> tuple[np.ndarray, dict[str, A
             f"the base model of --model, with its tokenizer ({target.tokenizer_id})",
             f"a model with tokenizer {reference.tokenizer_id}",
         )
+    if cs.sampling is not None and reference.fingerprint != cs.sampling.base_fingerprint:
+        raise fail(
+            "--base",
+            "the model the canaries were sampled from (fingerprint "
+            f"{cs.sampling.base_fingerprint})",
+            f"a model with fingerprint {reference.fingerprint}",
+        )
     sc = text_canary_scores(target, reference, cs, n_alternatives=n_alt, batch_size=batch)
     facts: dict[str, Any] = {
         "score": score,
@@ -559,6 +648,12 @@ def _text_scores(cs: Any, text: dict[str, Any]) -> tuple[np.ndarray, dict[str, A
         "n_alternatives": n_alt,
         **sc.summary(),
     }
+    if cs.sampling is not None:
+        facts.update(
+            canary_source="sampled",
+            sampling_temperature=cs.sampling.temperature,
+            sampling_top_k=cs.sampling.top_k,
+        )
     return getattr(sc, score), facts
 
 

@@ -17,7 +17,9 @@ with its own fair coin. Two kinds are made here:
   Sharer", USENIX Security 2019, Sec. 3-4; Panda et al., ICLR 2025): a shared prefix
   followed by a random key and a random secret, each a sequence of symbols drawn uniformly
   from an alphabet, repeated ``repetitions`` times in training
-  (:func:`~privaudit.canaries.text_sets.make_text_canaries`).
+  (:func:`~privaudit.canaries.text_sets.make_text_canaries`), or whose key and secret are a
+  high-temperature sample of the base model (:class:`CanarySampling`,
+  :func:`~privaudit.canaries.text_sampled.sample_text_canaries`).
 
 The **set** (:class:`CanarySet`: what is scored, shared with whoever trains) and the
 **coins** (:class:`CanaryCoins`: which canaries are included, kept by the auditor) are
@@ -45,6 +47,7 @@ from privaudit.errors import InvalidInputError
 __all__ = [
     "CANARY_KINDS",
     "CanaryCoins",
+    "CanarySampling",
     "CanarySet",
     "draw_coins",
     "load_canary_set",
@@ -63,6 +66,49 @@ def _ids(m: int) -> NDArray[np.str_]:
     return np.array([f"canary-{i:05d}" for i in range(m)])
 
 
+@dataclasses.dataclass(frozen=True)
+class CanarySampling:
+    """How the keys and secrets of a sampled text canary set were drawn from a base model.
+
+    Written with the set and part of its fingerprint: the exposure's alternatives are drawn
+    the same way (:func:`~privaudit.canaries.text_sampled.sample_continuations`), so the
+    scorer must know the distribution the canaries came from.
+
+    Attributes
+    ----------
+    temperature : float
+        The sampling temperature (the logits are divided by it).
+    top_k : int
+        Sampling among the ``top_k`` most likely tokens; 0: the whole vocabulary.
+    key_tokens, secret_tokens : int
+        Tokens of the key (the context of greedy reproduction) and of the secret.
+    base_fingerprint : str
+        :attr:`~privaudit.models.causal_lm.CausalLM.fingerprint` of the model sampled from.
+    """
+
+    temperature: float
+    top_k: int
+    key_tokens: int
+    secret_tokens: int
+    base_fingerprint: str
+
+    def to_json(self) -> str:
+        """The fields as one JSON object (sorted keys): the file and fingerprint form."""
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> CanarySampling:
+        """Read :meth:`to_json`'s form back (raises ``KeyError``/``TypeError``/``ValueError``)."""
+        d = json.loads(text)
+        return cls(
+            temperature=float(d["temperature"]),
+            top_k=int(d["top_k"]),
+            key_tokens=int(d["key_tokens"]),
+            secret_tokens=int(d["secret_tokens"]),
+            base_fingerprint=str(d["base_fingerprint"]),
+        )
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class CanarySet:
     """``m`` canaries of one kind, without their inclusion coins.
@@ -70,7 +116,8 @@ class CanarySet:
     Attributes
     ----------
     kind : str
-        ``"mislabel"``, ``"ood"`` (input canaries) or ``"gradient"`` (Dirac canaries).
+        ``"mislabel"``, ``"ood"`` (input canaries), ``"gradient"`` (Dirac canaries) or
+        ``"text"`` (text canaries for causal LMs).
     ids : array of str
         One stable id per canary (``canary-00000`` ...).
     X, y : arrays
@@ -94,6 +141,9 @@ class CanarySet:
         symbol at a time); empty otherwise.
     repetitions : int
         Text canaries: how many copies of each included canary go into training; 0 otherwise.
+    sampling : CanarySampling or None
+        Sampled text canaries: how the keys and secrets were drawn from the base model
+        (their :attr:`symbols` is empty); None for random-symbol canaries and other kinds.
     """
 
     kind: str
@@ -109,6 +159,7 @@ class CanarySet:
     secrets: NDArray[np.str_] = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=str))
     symbols: NDArray[np.str_] = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=str))
     repetitions: int = 0
+    sampling: CanarySampling | None = None
 
     @property
     def m(self) -> int:
@@ -126,6 +177,11 @@ class CanarySet:
         return self.kind == "text"
 
     @property
+    def source(self) -> str:
+        """Text canaries: ``"sampled"`` (from a base model) or ``"random"`` (symbols)."""
+        return "sampled" if self.sampling is not None else "random"
+
+    @property
     def texts(self) -> NDArray[np.str_]:
         """Text canaries: the text of each canary, ``prefix + key + secret``."""
         return np.array([self.prefix + k + s for k, s in zip(self.keys, self.secrets, strict=True)])
@@ -133,7 +189,8 @@ class CanarySet:
     @property
     def fingerprint(self) -> str:
         """SHA-256 (hex) over the set's format, kind, sizes, seed, ids and arrays (and, for
-        text canaries, the prefix, keys, secrets, alphabet and repetition count)."""
+        text canaries, the prefix, keys, secrets, alphabet and repetition count, and for
+        sampled ones how they were sampled)."""
         h = hashlib.sha256(_SET_FORMAT.encode())
         head = f"{self.kind}|{self.m}|{self.n_params}|{self.n_classes}|{self.seed}"
         h.update(head.encode())
@@ -150,6 +207,8 @@ class CanarySet:
                 self.symbols.tolist(),
             ):
                 h.update(json.dumps(part, ensure_ascii=False).encode("utf-8"))
+            if self.sampling is not None:
+                h.update(f"|sampled|{self.sampling.to_json()}".encode())
         return h.hexdigest()
 
     def save(self, path: str | Path) -> Path:
@@ -172,6 +231,7 @@ class CanarySet:
                 secrets=self.secrets.astype(str),
                 symbols=self.symbols.astype(str),
                 repetitions=np.array(self.repetitions),
+                sampling=np.array("" if self.sampling is None else self.sampling.to_json()),
                 fingerprint=np.array(self.fingerprint),
             )
         return p
@@ -381,7 +441,9 @@ def _text_fields(z: Any, path: Path) -> dict[str, Any]:
     """The text-canary fields of a set file (absent from files written before text canaries)."""
     if "prefix" not in z.files:
         return {}
+    sampling = str(_scalar(z, "sampling", path)) if "sampling" in z.files else ""
     return {
+        "sampling": CanarySampling.from_json(sampling) if sampling else None,
         "prefix": str(_scalar(z, "prefix", path)),
         "keys": np.asarray(z["keys"]).astype(str),
         "secrets": np.asarray(z["secrets"]).astype(str),
@@ -413,7 +475,7 @@ def load_canary_set(path: str | Path) -> CanarySet:
         raise
     except FileNotFoundError:
         raise fail("canary set", "an existing .npz file", f"no file {p}") from None
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise fail("canary set", "a canary set .npz file", f"{p} ({exc})") from None
     if cs.kind not in CANARY_KINDS:
         raise fail("canary set", "kind one of " + ", ".join(CANARY_KINDS), repr(cs.kind))

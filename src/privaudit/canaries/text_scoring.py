@@ -48,6 +48,14 @@ post-processing):
   the most likely). Ties count against the canary. The raw (uncalibrated) log-likelihood is
   what the Secret Sharer ranks; the Secret Sharer's extrapolation beyond the sampled
   candidates (a skew-normal fit of the log-perplexity distribution) is not done here.
+* **sampled canaries** (:func:`~privaudit.canaries.sample_text_canaries`: key and secret
+  a high-temperature sample of the base model): the same three measurements; the exposure's
+  alternatives are then samples of the reference model drawn by the same procedure as the
+  canaries (so ``reference`` must be the model they were sampled from: its fingerprint is
+  checked), and the base-calibrated log-likelihood is the natural score, since the base
+  model's likelihood of a sample of its own varies from canary to canary and the fine-tune
+  keeps much of that variation (``privaudit canaries audit`` uses it by default for such
+  sets; ``benchmarks/bench_text_canaries.py --sources sampled`` measures it).
 * **greedy reproduction**: greedy decoding (top-1) from ``prefix + key`` for as many tokens
   as the secret has in context, and whether the decoded continuation starts with the
   secret: the extraction test of the Secret Sharer (Sec. 8) with the key as the known
@@ -173,11 +181,12 @@ def text_canary_scores(
     reference : CausalLM
         The base model the fine-tuning started from (same tokenizer).
     canaries : CanarySet
-        Text canaries (:func:`~privaudit.canaries.make_text_canaries`).
+        Text canaries (:func:`~privaudit.canaries.make_text_canaries` or
+        :func:`~privaudit.canaries.sample_text_canaries`).
     n_alternatives : int
         Random candidates for the exposure (its ceiling is ``log2(n_alternatives + 1)``).
     seed : int
-        Seed of the alternatives (independent of the coins).
+        Seed of the alternatives (independent of the coins; non-negative for a sampled set).
     batch_size : int
         Texts per forward pass.
     greedy : bool
@@ -190,7 +199,8 @@ def text_canary_scores(
     Raises
     ------
     InvalidInputError
-        Not a text set, or the two models' tokenizers differ.
+        Not a text set, the two models' tokenizers differ, or (sampled set) ``reference``
+        is not the model the canaries were sampled from.
     """
     if not canaries.is_text:
         raise fail("canaries", "text canaries", f"a {canaries.kind!r} set")
@@ -205,9 +215,9 @@ def text_canary_scores(
     texts = canaries.texts.tolist()
     loglik = _total_loglik(target, texts, batch_size)
     ref = _total_loglik(reference, texts, batch_size)
-    rng = np.random.default_rng([int(seed), 0xA17])
-    parts = random_strings(canaries.symbols.tolist(), _n_symbols(canaries), n_alternatives, rng)
-    alt = _total_loglik(target, [canaries.prefix + p for p in parts], batch_size)
+    alt = _total_loglik(
+        target, _alternatives(reference, canaries, n_alternatives, seed, batch_size), batch_size
+    )
     match = (
         _greedy_match(target, canaries, batch_size) if greedy else np.zeros(canaries.m, dtype=bool)
     )
@@ -219,6 +229,37 @@ def text_canary_scores(
         greedy_match=match,
         n_alternatives=n_alternatives,
     )
+
+
+def _alternatives(
+    reference: CausalLM, canaries: CanarySet, n: int, seed: int, batch_size: int
+) -> list[str]:
+    """The exposure's ``n`` random candidates, drawn like the canaries: uniform symbols for a
+    random-symbol set; for a sampled set, samples of the reference (which must be the model
+    the canaries were sampled from) by the same procedure, with a stream of their own."""
+    if canaries.sampling is None:
+        rng = np.random.default_rng([int(seed), 0xA17])
+        parts = random_strings(canaries.symbols.tolist(), _n_symbols(canaries), n, rng)
+        return [canaries.prefix + p for p in parts]
+    from privaudit.canaries.text_sampled import sample_continuations
+
+    if reference.fingerprint != canaries.sampling.base_fingerprint:
+        raise fail(
+            "reference",
+            "the base model the canaries were sampled from (fingerprint "
+            f"{canaries.sampling.base_fingerprint})",
+            f"a model with fingerprint {reference.fingerprint}",
+        )
+    pairs = sample_continuations(
+        reference,
+        canaries.prefix,
+        n,
+        canaries.sampling,
+        seed=check_positive_int(seed, "seed", minimum=0),
+        purpose="text-canary-exposure-alternatives",
+        batch_size=batch_size,
+    )
+    return [canaries.prefix + k + s for k, s in pairs]
 
 
 def _n_symbols(canaries: CanarySet) -> int:

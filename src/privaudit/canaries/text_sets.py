@@ -27,7 +27,8 @@ tokens (whole words with a leading space, for instance) for the same effect:
 occur in the training texts, the rare-token secrets of Panda et al. (ICLR 2025, Sec. 3:
 secret tokens drawn from the least frequent tokens of the fine-tuning data, so that the base
 model gives them no head start and the fine-tuned model can only predict them by having
-seen the canary). High-temperature samples from the base model are not made here.
+seen the canary). High-temperature samples from the base model are made by
+:func:`~privaudit.canaries.text_sampled.sample_text_canaries`.
 
 Each included canary goes into training ``repetitions`` times (the Secret Sharer's
 insertion count; :func:`~privaudit.canaries.insert.canary_texts`).

@@ -3,11 +3,20 @@
 Imported by :meth:`TorchTrainer.fit <privaudit.models.torch_models.TorchTrainer.fit>` only
 when the recipe has a ``dp`` section (Opacus is the optional extra ``dp``:
 ``pip install "privaudit[dp]"``); the section itself is validated with the recipe.
+
+A caller that must act inside the private run (the gradient canaries of a one-run audit,
+:func:`privaudit.canaries.train_recipe_with_gradient_canaries`, which add their gradients
+in the optimizer's noise step and log the iterates) passes a ``private_hook``: called once
+with the module, Opacus' ``DPOptimizer`` and the Poisson rate after ``make_private``, it
+returns a :class:`DPStepHook` told of every optimizer step and closed at the end, so the
+training loop stays this one.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -21,16 +30,38 @@ from privaudit.models.torch_recipe import (
     require_torch,
 )
 
-__all__ = ["fit_dp"]
+__all__ = ["DPStepHook", "PrivateHook", "fit_dp"]
+
+
+class DPStepHook(Protocol):
+    """What a ``private_hook`` returns: told of every step, closed once at the end."""
+
+    def after_step(self, module: Any) -> None:
+        """Called after each optimizer step with the (unwrapped) module."""
+
+    def close(self) -> None:
+        """Called once when training ends (also on an error)."""
+
+
+PrivateHook = Callable[[Any, Any, float], DPStepHook]
+"""``(module, dp_optimizer, sample_rate) -> DPStepHook``, called once the run is private."""
 
 
 def fit_dp(
-    r: TorchRecipe, X: NDArray[np.float64], y: NDArray[np.int64], seed: int, C: int, dev: str
+    r: TorchRecipe,
+    X: NDArray[np.float64],
+    y: NDArray[np.int64],
+    seed: int,
+    C: int,
+    dev: str,
+    *,
+    private_hook: PrivateHook | None = None,
 ) -> TorchModel:
     """DP-SGD training with Opacus (Abadi et al. 2016): per-example gradients clipped to
     ``max_grad_norm``, Gaussian noise of std ``noise_multiplier * max_grad_norm``, Poisson
     sampling at rate ``batch_size / n``; all randomness (initial weights, sampling,
-    noise) from ``seed`` (``fork_rng`` + ``manual_seed``)."""
+    noise) from ``seed`` (``fork_rng`` + ``manual_seed``). ``private_hook``: see the
+    module docstring."""
     torch = require_torch()
     try:
         from opacus import PrivacyEngine
@@ -69,19 +100,28 @@ def fit_dp(
             priv, opt, loader = engine.make_private(
                 **common, noise_multiplier=float(dp["noise_multiplier"])
             )
+        hook = None
+        if private_hook is not None:
+            hook = private_hook(module, opt, float(loader.sample_rate))
         n_steps, step = r.epochs * len(loader), 0  # Poisson batches: the expected count
-        for _ in range(r.epochs):
-            for xb, yb in loader:
-                if r.lr_schedule != "constant":
-                    for group in opt.param_groups:
-                        group["lr"] = lr_at(r, min(step, n_steps - 1), n_steps)
-                step += 1
-                if yb.numel() == 0:
-                    continue
-                opt.zero_grad(set_to_none=True)
-                loss = torch.nn.functional.cross_entropy(priv(xb.to(dev)), yb.to(dev))
-                loss.backward()
-                opt.step()
+        try:
+            for _ in range(r.epochs):
+                for xb, yb in loader:
+                    if r.lr_schedule != "constant":
+                        for group in opt.param_groups:
+                            group["lr"] = lr_at(r, min(step, n_steps - 1), n_steps)
+                    step += 1
+                    if yb.numel() == 0:
+                        continue
+                    opt.zero_grad(set_to_none=True)
+                    loss = torch.nn.functional.cross_entropy(priv(xb.to(dev)), yb.to(dev))
+                    loss.backward()
+                    opt.step()
+                    if hook is not None:
+                        hook.after_step(module)
+        finally:
+            if hook is not None:
+                hook.close()
         eps = float(engine.get_epsilon(float(dp["delta"])))
     module.eval()
     info = {

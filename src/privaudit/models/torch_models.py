@@ -187,11 +187,14 @@ class TorchTrainer:
         seed: int,
         n_classes: int | None = None,
         sample_weight: NDArray[np.float64] | None = None,
+        private_hook: Any = None,
     ) -> TorchModel:
         """Train the recipe's network on ``(X, y)`` with ``seed`` (see the module docstring).
 
         The loss of a mini-batch ``B`` is ``sum_{i in B} w_i CE_i / sum_{i in B} w_i``
-        (``w = 1`` without ``sample_weight``).
+        (``w = 1`` without ``sample_weight``). ``private_hook``: DP-SGD recipes only, a
+        :data:`~privaudit.models.torch_dp.PrivateHook` acting inside the private run
+        (gradient canaries).
         """
         require_torch()
         X, y, C = check_fit_inputs(
@@ -210,7 +213,9 @@ class TorchTrainer:
                 raise fail("sample_weight", "none with a DP-SGD recipe", "weights")
             from privaudit.models.torch_dp import fit_dp
 
-            return fit_dp(r, X, y, int(seed), C, dev)
+            return fit_dp(r, X, y, int(seed), C, dev, private_hook=private_hook)
+        if private_hook is not None:
+            raise fail("private_hook", "a DP-SGD recipe (a dp section)", "a recipe without dp")
         return train_module(r, r.build(int(seed)), X, y, int(seed), C, dev, w)
 
     def fit_many(
