@@ -67,6 +67,7 @@ __all__ = [
     "CIFAR10_KEYS",
     "CIFAR10_VAE",
     "DP_SPEC",
+    "VAE_PRESETS",
     "bench_cifar10_targets",
     "cifar10_cnn_recipe",
 ]
@@ -87,6 +88,9 @@ DP_SPEC: Mapping[str, Any] = {"target_epsilon": 8.0, "delta": 1e-5, "max_grad_no
 #: The conditional VAE grown for 32x32x3 (MNIST's default: latent 8, 32 channels, 256
 #: hidden, 60 epochs): a wider latent and hidden layer for colour images.
 CIFAR10_VAE: Mapping[str, Any] = {"latent_dim": 32, "channels": 32, "hidden": 512, "epochs": 40}
+#: The generators ``--vae`` names: the grown VAE (default) and MNIST's default settings
+#: (:class:`~privaudit.models.image_vae.VAESettings`), to show c_lb and the cap of each.
+VAE_PRESETS: Mapping[str, Mapping[str, Any]] = {"cifar10": CIFAR10_VAE, "mnist-default": {}}
 # --quick: a smoke run (a few hundred images, 1-2 epochs everywhere), not a measurement
 _QUICK: dict[str, Any] = {
     "n_images": 400,
@@ -310,7 +314,11 @@ def _line(
     cap, auc_b, auc_m = diag["cap"], diag["auc_baseline"], diag["auc_mia"]
     gen = res.generator.get("fit", {})
     kind = "dp-sgd" if row["dp_epsilon"] is not None else "cnn"
-    dp = "" if row["dp_epsilon"] is None else f" accountant eps {row['dp_epsilon']:.3f};"
+    dp = ""
+    if row["dp_epsilon"] is not None:
+        room = cap - row["c_lb"]
+        dp = f" accountant eps {row['dp_epsilon']:.3f} (eps_tilde <= cap - c_lb = {room:.3f} here"
+        dp += ": at this m it cannot exceed the accountant);" if room < row["dp_epsilon"] else ");"
     return (
         f"cifar10-{kind} seed {row['seed']} epochs {row['epochs']}:{dp} train acc"
         f" {_accuracy(target, members):.3f}, test acc {_accuracy(target, non_members):.3f};"
@@ -337,6 +345,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-dp", action="store_true", help="skip the DP-SGD target")
     ap.add_argument("--dp-epochs", type=int, default=None)
     ap.add_argument("--threads", type=int, default=1, help="torch threads")
+    ap.add_argument("--vae", choices=sorted(VAE_PRESETS), default="cifar10", help="VAE settings")
     args = ap.parse_args(argv)
     import torch
 
@@ -349,6 +358,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         n_images=args.n_images,
         dp=not args.no_dp,
         dp_epochs=args.dp_epochs,
+        vae=None if args.quick else VAE_PRESETS[args.vae],
         log=lambda s: print(s, flush=True),
     )
     for r in rows:

@@ -357,6 +357,12 @@ def main(argv: list[str] | None = None) -> int:
         "--n-images", type=int, default=None, help="CIFAR-10 images per seed (default 4000)"
     )
     ap.add_argument("--dp-epochs", type=int, default=None, help="CIFAR-10 DP-SGD target's epochs")
+    ap.add_argument(
+        "--vae",
+        choices=("cifar10", "mnist-default"),
+        default="cifar10",
+        help="CIFAR-10 targets' generator: the VAE grown for 32x32x3 or MNIST's default settings",
+    )
     ap.add_argument("--threads", type=int, default=1, help="torch / BLAS / OpenMP threads")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument(
@@ -413,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
                 kw["n_images"] = args.n_images
             if args.dp_epochs is not None:
                 kw["dp_epochs"] = args.dp_epochs
+            if not args.quick:
+                kw["vae"] = sys.modules[fn.__module__].VAE_PRESETS[args.vae]
             rows += fn(seeds, **kw)
     elif args.modality in ("image", "all"):
         fn = _external("_panoramia_image", "bench_image_targets")
