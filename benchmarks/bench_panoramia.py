@@ -210,6 +210,11 @@ def _external(module: str, function: str) -> Any:
     return getattr(mod, function)
 
 
+def _say(line: str) -> None:
+    """A progress line, flushed (the CIFAR-10 targets take minutes each)."""
+    print(line, flush=True)
+
+
 def summarise(rows: list[dict[str, Any]]) -> None:
     """Mean +- sd over seeds per (modality, epochs, dp) group, then the two claims of issue
     14 per modality, tested over seeds (:func:`paired_claims`)."""
@@ -410,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.modality in ("image", "all") and args.dataset == "cifar10":
         fn = _external("_panoramia_cifar10", "bench_cifar10_targets")
         if fn is not None:
-            kw: dict[str, Any] = {"quick": args.quick, "dp": not args.no_dp, "log": print}
+            kw: dict[str, Any] = {"quick": args.quick, "dp": not args.no_dp, "log": _say}
             if args.image_epochs is not None:
                 kw["epochs"] = [int(e) for e in args.image_epochs.split(",") if e.strip()]
             elif args.quick:

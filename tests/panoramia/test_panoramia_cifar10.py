@@ -167,3 +167,43 @@ def test_cap_diagnostic_counts_targets_at_the_cap():
     assert "below the cap on 1 of 3" in lines[-1]
     lines = bench.cap_diagnostic(rows[:1], diag[:1])
     assert "told apart" in lines[-1]
+
+
+@pytest.mark.slow
+def test_privaudit_panoramia_on_a_cifar10_cnn(tmp_path, capsys):
+    """``privaudit panoramia`` with ``dataset: cifar10``: the standardised records reach the
+    VAE as intensities (the fit would refuse them otherwise) and verify recomputes."""
+    import yaml
+
+    from privaudit.cli import main
+    from privaudit.models.torch_models import TorchTrainer, save_torch_model
+    from privaudit.report import load_results
+
+    params = {
+        "factory": "privaudit.models.torch_nets:cifar10_cnn",
+        "factory_kwargs": {"n_classes": 10, "channels": 4, "image_shape": [3, 32, 32]},
+        "epochs": 1,
+        "input_shape": [3, 32, 32],
+        "device": "cpu",
+    }
+    data = load_cifar10()
+    train = data.subset(data.record_ids[:240])
+    target = TorchTrainer(TorchRecipe(**{**params, "input_shape": CIFAR10_SHAPE}), n_classes=10)
+    save_torch_model(target.fit(train.X, train.y, seed=0), tmp_path / "cnn.safetensors")
+    (tmp_path / "members.txt").write_text("\n".join(train.record_ids) + "\n")
+    cfg = {
+        "modality": "image",
+        "target": {"kind": "torch", "path": "cnn.safetensors"},
+        "model": {"kind": "torch", "params": params},
+        "data": {"dataset": "cifar10", "members": "members.txt"},
+        "generator": {"vae": TINY_VAE},
+        "scorer": {"epochs": 2, "channels": 4, "hidden": 16, "loss_hidden": 8, "patience": None},
+        "output_dir": "rep",
+    }
+    (tmp_path / "c10.yaml").write_text(yaml.safe_dump(cfg))
+    assert main(["panoramia", str(tmp_path / "c10.yaml"), "--no-progress"]) == 0
+    assert "PANORAMIA (image)" in capsys.readouterr().out
+    pano = load_results(tmp_path / "rep")["panoramia"]
+    assert pano["sizes"]["n_known_members"] == 240 and pano["sizes"]["n_generator_train"] == 120
+    assert pano["generator"]["standardization"]["mean"] == data.info["channel_mean"]
+    assert main(["verify", str(tmp_path / "rep")]) == 0
