@@ -29,7 +29,9 @@ off the decoder's pixel probabilities ``p``:
 * ``decode="matched"`` (default): ``p`` mapped through the monotone quantile map
   ``F_real^{-1}(F_gen(p))`` fitted at the end of training, where ``F_real`` is the
   distribution of all pixel values of the training images and ``F_gen`` that of the
-  decoder means of as many prior samples (histogram matching). A VAE's decoder mean is
+  decoder means of as many prior samples (histogram matching); for colour images
+  (``C > 1``) one map per channel, so that each channel keeps its own histogram (a
+  pooled map would give every channel the histogram of all three). A VAE's decoder mean is
   blurry -- on MNIST about 21% of its pixels are grey (0.1-0.9) against 9% in real
   digits -- and a small CNN tells such samples from real digits with AUC 1.0; matched
   samples keep the decoder's shapes with the real images' intensity histogram (AUC about
@@ -254,7 +256,8 @@ class ConditionalVAE:
     vae_settings : VAESettings
     pixel_map : (source quantiles, target quantiles) or None
         The ``decode="matched"`` map: quantiles of the decoder means of prior samples and
-        the same quantiles of the training pixels (``np.interp`` between them).
+        the same quantiles of the training pixels (``np.interp`` between them); each of
+        shape ``(Q,)`` (one map for every pixel) or ``(C, Q)`` (one map per channel).
     fit_info : dict
         ``seed``, ``n_train``, ``epochs``, ``seconds``, ``loss_by_epoch`` (mean negative
         ELBO per image), ``bce_per_pixel`` (final epoch's training reconstruction
@@ -283,10 +286,21 @@ class ConditionalVAE:
         self.vae_settings = vae_settings
         self.pixel_map: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
         if pixel_map is not None:
-            src = as_float_array(pixel_map[0], "pixel_map[0]", ndim=1)
-            dst = as_float_array(pixel_map[1], "pixel_map[1]", ndim=1)
-            if src.size != dst.size or src.size < 2 or (np.diff(src) < 0).any():
-                raise fail("pixel_map", "two quantile tables of one length, increasing", src.size)
+            src, dst = (
+                np.asarray(pixel_map[0], dtype=np.float64),
+                np.asarray(pixel_map[1], dtype=np.float64),
+            )
+            ok = src.shape == dst.shape and src.ndim in (1, 2) and src.shape[-1] >= 2
+            if ok and src.ndim == 2:
+                ok = src.shape[0] == self.input_shape[0]
+            if not ok or not (np.isfinite(src).all() and np.isfinite(dst).all()):
+                raise fail(
+                    "pixel_map",
+                    f"two finite quantile tables of one shape, (Q,) or ({self.input_shape[0]}, Q)",
+                    f"shapes {src.shape} and {dst.shape}",
+                )
+            if (np.diff(src, axis=-1) < 0).any():
+                raise fail("pixel_map", "increasing source quantiles", "a decrease")
             self.pixel_map = (src, dst)
         self.fit_info: dict[str, Any] = dict(fit_info or {})
 
@@ -367,7 +381,7 @@ class ConditionalVAE:
         elif dec == "matched":
             if self.pixel_map is None:
                 raise fail("decode", "'mean' or 'bernoulli' (this VAE has no pixel map)", dec)
-            X = np.interp(probs, self.pixel_map[0], self.pixel_map[1])
+            X = _apply_pixel_map(probs, self.pixel_map, self.input_shape)
         else:
             X = probs
         return np.clip(X, 0.0, 1.0), y
@@ -437,6 +451,43 @@ class ConditionalVAE:
         save_file(tensors, str(tmp), metadata=meta)
         tmp.replace(p)
         return p
+
+
+def _fit_pixel_map(
+    gen: NDArray[np.float64],
+    real: NDArray[np.float64],
+    shape: tuple[int, int, int],
+    levels: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The ``decode="matched"`` quantile tables: decoder means ``gen`` against the
+    training pixels ``real`` (both ``(n, C*H*W)``), pooled when ``C == 1``, else one
+    ``(C, Q)`` row per channel (the CHW layout: channel ``c`` is the ``c``-th block of
+    ``H*W`` columns)."""
+    C = shape[0]
+    if C == 1:
+        src = np.maximum.accumulate(np.quantile(gen.ravel(), levels))
+        return src, np.quantile(real.ravel(), levels)
+    g = gen.reshape(gen.shape[0], C, -1)
+    r = real.reshape(real.shape[0], C, -1)
+    src = np.stack([np.maximum.accumulate(np.quantile(g[:, c].ravel(), levels)) for c in range(C)])
+    return src, np.stack([np.quantile(r[:, c].ravel(), levels) for c in range(C)])
+
+
+def _apply_pixel_map(
+    probs: NDArray[np.float64],
+    pixel_map: tuple[NDArray[np.float64], NDArray[np.float64]],
+    shape: tuple[int, int, int],
+) -> NDArray[np.float64]:
+    """Decoder means through the quantile map (per channel when it has one row each)."""
+    src, dst = pixel_map
+    if src.ndim == 1:
+        return np.asarray(np.interp(probs, src, dst), dtype=np.float64)
+    C = shape[0]
+    p = probs.reshape(probs.shape[0], C, -1)
+    out = np.empty_like(p)
+    for c in range(C):
+        out[:, c] = np.interp(p[:, c], src[c], dst[c])
+    return out.reshape(probs.shape)
 
 
 def load_conditional_vae(path: str | Path) -> ConditionalVAE:
@@ -562,8 +613,7 @@ def fit_conditional_vae(
     yq = np.asarray(qrng.choice(C, size=n, p=vae.class_proportions), dtype=np.int64)
     zq = qrng.standard_normal((n, s.latent_dim)) * s.temperature
     levels = np.linspace(0.0, 1.0, _N_QUANTILES)
-    src = np.maximum.accumulate(np.quantile(vae._decoder_means(yq, zq).ravel(), levels))
-    vae.pixel_map = (src, np.quantile(Xa.ravel(), levels))
+    vae.pixel_map = _fit_pixel_map(vae._decoder_means(yq, zq), Xa, shape, levels)
     vae.fit_info = {
         "seed": int(seed),
         "n_train": int(n),

@@ -2,15 +2,22 @@
 
 :class:`ImageModality` implements the ``Modality`` protocol of
 :mod:`privaudit.panoramia.game` for image classifiers whose records are a
-:class:`~privaudit.data.Dataset` of flattened images in [0, 1] (e.g. the bundled MNIST
-subset, :func:`privaudit.data.load_mnist`):
+:class:`~privaudit.data.Dataset` of flattened images, either intensities in [0, 1] (e.g.
+the bundled MNIST subset, :func:`privaudit.data.load_mnist`) or per-channel standardised
+intensities ``(x - mean_c) / std_c`` (the bundled CIFAR-10 subset,
+:func:`privaudit.data.load_cifar10`, whose ``info`` records ``channel_mean`` and
+``channel_std``; see :class:`ChannelStandardization`):
 
 * **generator** (Section 3, Phase 1): a class-conditional convolutional VAE
   (:mod:`privaudit.models.image_vae`) trained on ``D_G`` only; its samples carry labels
   drawn from the class proportions of ``D_G``, so that the helper can be trained on them
   and the target's loss on them is defined. The paper uses StyleGAN2 (Section 5); a VAE
   trains on a CPU in minutes, at the price of samples that are easier to tell from real
-  images (a larger ``c_lb``, which caps what ``eps_tilde`` can show: Section 4.2).
+  images (a larger ``c_lb``, which caps what ``eps_tilde`` can show: Section 4.2). On
+  standardised images the VAE is fitted on the intensities ``x = z * std_c + mean_c``
+  (its Bernoulli likelihood needs [0, 1]) and its samples are standardised back with the
+  same per-channel figures, so the target, the helper and the scorers see generated
+  images on the scale of the real ones.
 * **helper** ``h`` (Section 5.1, Table 2: "trained on synthetic data" is the best
   baseline design): the target's architecture and training recipe
   (:class:`~privaudit.models.TorchTrainer` of the target's
@@ -52,6 +59,7 @@ from privaudit.panoramia.game import dataset_from_arrays, dataset_to_arrays
 from privaudit.signals.functions import cross_entropy_loss, logit_confidence
 
 __all__ = [
+    "ChannelStandardization",
     "ImageGenerator",
     "ImageModality",
     "ImageScorer",
@@ -168,22 +176,90 @@ def image_loss_features(model: Any, records: Dataset) -> NDArray[np.float64]:
 
 
 @dataclasses.dataclass(frozen=True)
+class ChannelStandardization:
+    """Per-channel standardisation of image records: ``z = (x - mean_c) / std_c`` for the
+    intensity ``x`` in [0, 1] of a pixel of channel ``c`` (CHW layout, flattened).
+
+    Parameters
+    ----------
+    mean, std : tuple of float
+        One figure per channel, on the [0, 1] intensity scale; ``std`` positive.
+    """
+
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        try:
+            mean = tuple(float(v) for v in self.mean)
+            std = tuple(float(v) for v in self.std)
+        except (TypeError, ValueError):
+            raise fail(
+                "standardization", "per-channel mean and std (numbers)", repr(self)
+            ) from None
+        if not mean or len(mean) != len(std):
+            raise fail(
+                "standardization", "as many means as stds, at least one", (len(mean), len(std))
+            )
+        if not all(np.isfinite(mean)) or not all(np.isfinite(v) and v > 0 for v in std):
+            raise fail("standardization", "finite means and positive finite stds", (mean, std))
+        object.__setattr__(self, "mean", mean)
+        object.__setattr__(self, "std", std)
+
+    @classmethod
+    def from_info(cls, info: Mapping[str, Any]) -> ChannelStandardization | None:
+        """From a :class:`Dataset`'s ``info`` (``channel_mean`` / ``channel_std``, as
+        :func:`privaudit.data.load_cifar10` writes them), or None when it has neither."""
+        if "channel_mean" not in info and "channel_std" not in info:
+            return None
+        if "channel_mean" not in info or "channel_std" not in info:
+            raise fail("records.info", "both channel_mean and channel_std", sorted(info))
+        return cls(tuple(info["channel_mean"]), tuple(info["channel_std"]))
+
+    def _columns(self, n_pixels: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        C = len(self.mean)
+        if n_pixels % C:
+            raise fail("standardization", f"a channel count dividing {n_pixels} pixels", C)
+        k = n_pixels // C
+        return np.repeat(np.asarray(self.mean), k), np.repeat(np.asarray(self.std), k)
+
+    def to_unit(self, X: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Standardised records -> intensities, clipped to [0, 1] (exact for real images)."""
+        mean, std = self._columns(X.shape[1])
+        return np.clip(X * std + mean, 0.0, 1.0)
+
+    def from_unit(self, X: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Intensities in [0, 1] -> standardised records."""
+        mean, std = self._columns(X.shape[1])
+        return np.asarray((X - mean) / std, dtype=np.float64)
+
+    def settings(self) -> dict[str, Any]:
+        """JSON-able."""
+        return {"mean": list(self.mean), "std": list(self.std)}
+
+
+@dataclasses.dataclass(frozen=True)
 class ImageGenerator:
     """A fitted VAE plus what a generated :class:`Dataset` needs from ``D_G`` (the dataset
-    name, feature and class names)."""
+    name, feature and class names, and the standardisation its records were on)."""
 
     vae: ConditionalVAE
     dataset_name: str
     feature_names: tuple[str, ...]
     class_names: tuple[str, ...]
+    standardization: ChannelStandardization | None = None
 
     @property
     def info(self) -> dict[str, Any]:
-        """JSON-able: the class proportions of ``D_G`` and the fit record (seed, seconds,
-        loss by epoch, reconstruction cross-entropy per pixel)."""
+        """JSON-able: the class proportions of ``D_G``, the fit record (seed, seconds,
+        loss by epoch, reconstruction cross-entropy per pixel) and the standardisation
+        (None: the records were intensities in [0, 1])."""
         return {
             "class_proportions": [float(v) for v in self.vae.class_proportions],
             "fit": dict(self.vae.fit_info),
+            "standardization": (
+                None if self.standardization is None else self.standardization.settings()
+            ),
         }
 
 
@@ -252,6 +328,12 @@ class ImageModality:
         :class:`~privaudit.models.image_vae.VAESettings` fields.
     scorer : dict, optional
         :class:`ScorerSettings` fields.
+    standardization : ChannelStandardization or (mean, std), optional
+        The per-channel standardisation of the records (see
+        :class:`ChannelStandardization`); default: read from the generator's training
+        records' ``info`` (``channel_mean`` / ``channel_std``, as
+        :func:`~privaudit.data.load_cifar10` writes them) when there, else none (the
+        records must then be intensities in [0, 1]).
     generator_cache : dict, optional
         A mapping the fitted generators are kept in, keyed by the SHA-256 of what
         determines them (the training records' fingerprint, the seed, the VAE settings,
@@ -270,6 +352,7 @@ class ImageModality:
         n_classes: int = 10,
         vae: Mapping[str, Any] | None = None,
         scorer: Mapping[str, Any] | None = None,
+        standardization: ChannelStandardization | Sequence[Sequence[float]] | None = None,
         generator_cache: MutableMapping[str, ConditionalVAE] | None = None,
     ) -> None:
         if not isinstance(recipe, TorchRecipe):
@@ -289,6 +372,19 @@ class ImageModality:
         self.scorer_settings = ScorerSettings.from_mapping(scorer)
         self._trainer = TorchTrainer(recipe, n_classes=self.n_classes, name="helper", batched=False)
         self._cache = generator_cache
+        self.standardization: ChannelStandardization | None
+        if standardization is None or isinstance(standardization, ChannelStandardization):
+            self.standardization = standardization
+        else:
+            try:
+                mean, std = standardization
+            except (TypeError, ValueError):
+                raise fail(
+                    "standardization", "(mean, std) per channel", repr(standardization)
+                ) from None
+            self.standardization = ChannelStandardization(tuple(mean), tuple(std))
+        if self.standardization is not None and len(self.standardization.mean) != shape[0]:
+            raise fail("standardization", f"{shape[0]} channels", len(self.standardization.mean))
 
     @property
     def n_pixels(self) -> int:
@@ -352,25 +448,39 @@ class ImageModality:
         return self._check(dataset_from_arrays(arrays))
 
     # -- generator -----------------------------------------------------------------
+    def _standardization_of(self, ds: Dataset) -> ChannelStandardization | None:
+        std = self.standardization
+        if std is None:
+            std = ChannelStandardization.from_info(ds.info)
+            if std is not None and len(std.mean) != self.input_shape[0]:
+                raise fail(
+                    "records.info channel_mean", f"{self.input_shape[0]} channels", len(std.mean)
+                )
+        return std
+
     def fit_generator(self, records: Dataset, *, seed: int) -> ImageGenerator:
-        """The conditional VAE trained on ``records`` (``D_G`` only)."""
+        """The conditional VAE trained on ``records`` (``D_G`` only), on the [0, 1]
+        intensity scale (standardised records are mapped back first)."""
         ds = self._check(records)
+        std = self._standardization_of(ds)
         key = hashlib.sha256(
             json.dumps(
                 [ds.fingerprint(), int(seed), self.vae_settings.settings(),
-                 list(self.input_shape), self.n_classes],
+                 list(self.input_shape), self.n_classes,
+                 None if std is None else std.settings()],
                 sort_keys=True,
             ).encode()
         ).hexdigest()  # fmt: skip
         vae = None if self._cache is None else self._cache.get(key)
         if vae is None:
+            X = ds.X if std is None else std.to_unit(ds.X)
             vae = fit_conditional_vae(
-                ds.X, ds.y, seed=int(seed), input_shape=self.input_shape,
+                X, ds.y, seed=int(seed), input_shape=self.input_shape,
                 n_classes=self.n_classes, settings=self.vae_settings,
             )  # fmt: skip
             if self._cache is not None:
                 self._cache[key] = vae
-        return ImageGenerator(vae, ds.name, ds.feature_names, ds.class_names)
+        return ImageGenerator(vae, ds.name, ds.feature_names, ds.class_names, std)
 
     def sample(self, generator: ImageGenerator, n: int, *, seed: int) -> Dataset:
         """``n`` generated images with ids ``synth-000000``.. and labels drawn from the
@@ -381,8 +491,12 @@ class ImageModality:
             )
         n = check_positive_int(n, "n")
         X, y = generator.vae.sample(n, seed=int(seed))
+        info: dict[str, Any] = {"generated_by": "conditional-conv-vae", "seed": int(seed)}
+        if generator.standardization is not None:
+            X = generator.standardization.from_unit(X)
+            info["channel_mean"] = list(generator.standardization.mean)
+            info["channel_std"] = list(generator.standardization.std)
         ids = np.array([f"synth-{k:06d}" for k in range(n)])
-        info = {"generated_by": "conditional-conv-vae", "seed": int(seed)}
         return Dataset(
             generator.dataset_name, ids, X, y, generator.feature_names, generator.class_names, info
         )
@@ -457,7 +571,14 @@ class ImageModality:
             "modality": self.name,
             "input_shape": list(self.input_shape),
             "n_classes": self.n_classes,
-            "generator": {"kind": "conditional-conv-vae", **self.vae_settings.settings()},
+            "generator": {
+                "kind": "conditional-conv-vae",
+                **self.vae_settings.settings(),
+                # None: read from the generator's training records' info when there
+                "standardization": (
+                    None if self.standardization is None else self.standardization.settings()
+                ),
+            },
             "helper": {
                 "recipe": self.recipe.settings(),
                 "trained_on": "helper pool (generated images)",
