@@ -54,6 +54,7 @@ def test_tiny_run_writes_the_rows_and_stays_below_the_accountant(tmp_path: Path)
     # the training set: 200 base images plus the included canaries of both sets
     assert 200 < dp_run["n_train"] == np_run["n_train"] < 400
     for run in doc["runs"]:
+        assert run["cpu_s"] > 0.0 and run["wall_s"] > 0.0
         for canary in ("natural", "mislabelled"):
             assert 0.0 <= run["fdp_eps_lb"][canary] <= run["ceiling"][canary] + 1e-9
 
@@ -85,7 +86,7 @@ def test_main_exits_1_on_a_violation_and_2_on_bad_sizes(monkeypatch: pytest.Monk
             {"seed": seed, "model": name, "accountant_eps": acc, "noise_multiplier": nm,
              "n_train": 10, "train_accuracy": 0.5, "test_accuracy": 0.5,
              "fdp_eps_lb": {"natural": 0.1, "mislabelled": 0.1},
-             "ceiling": {"natural": 4.5, "mislabelled": 4.5}, "wall_s": 0.0}
+             "ceiling": {"natural": 4.5, "mislabelled": 4.5}, "wall_s": 0.0, "cpu_s": 0.0}
             for name, acc, nm in (("DP-SGD", 1.0, 1.0), ("non-private", None, None))
         ]  # fmt: skip
         return rows, non_private, runs
