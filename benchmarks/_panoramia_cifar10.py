@@ -19,7 +19,7 @@ loss) as CNN scorers selected on a validation split.
 **Why no augmentation** (a choice, issue 31): the example recipe trains with random crops
 and flips, the papers' standard; it regularises, so the training loss of members falls
 slowly and the member / non-member loss gap grows little per epoch (the example reaches
-train accuracy 0.95 only after 60 epochs on 2,500 images, docs/cifar10.md). PANORAMIA's
+train accuracy 0.98 only after 50 one-cycle epochs on 2,500 images, docs/cifar10.md). PANORAMIA's
 growth claim needs targets that overfit *more* the longer they train within a CPU budget:
 without augmentation the same network fits its training images within about 10 epochs and
 then keeps pushing their losses toward 0 while the non-members' grow, so the three lengths
