@@ -238,6 +238,29 @@ def summarise(rows: list[dict[str, Any]], n_reference: int) -> dict[str, str]:
     return orderings
 
 
+def cifar10_recipe(args: argparse.Namespace, **extra: Any) -> TorchRecipe:
+    """The example's CNN recipe with the command line's ``channels``, ``hidden``, ``lr``,
+    ``lr_schedule``, ``epochs`` and ``batch_size`` (and any other recipe field)."""
+    return TorchRecipe(
+        factory="privaudit.models.torch_nets:cifar10_cnn",
+        factory_kwargs={
+            "n_classes": 10,
+            "channels": args.channels,
+            "hidden": args.hidden,
+            "image_shape": list(CIFAR10_SHAPE),
+        },
+        optimizer="adam",
+        lr=args.lr,
+        lr_schedule=args.lr_schedule,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        augmentation="flip-shift",
+        max_shift=4,
+        input_shape=CIFAR10_SHAPE,
+        **extra,
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--seeds", type=int, default=3)
@@ -288,23 +311,7 @@ def main(argv: list[str] | None = None) -> None:
         models.update(n_shadow=2, leave_one_out_sample=2)
 
     data = load_cifar10()
-    recipe = TorchRecipe(
-        factory="privaudit.models.torch_nets:cifar10_cnn",
-        factory_kwargs={
-            "n_classes": 10,
-            "channels": args.channels,
-            "hidden": args.hidden,
-            "image_shape": list(CIFAR10_SHAPE),
-        },
-        optimizer="adam",
-        lr=args.lr,
-        lr_schedule=args.lr_schedule,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        augmentation="flip-shift",
-        max_shift=4,
-        input_shape=CIFAR10_SHAPE,
-    )
+    recipe = cifar10_recipe(args)
     # one model per worker process (module docstring, "Time"): not the in-process batch
     trainer = TorchTrainer(recipe, n_classes=10, batched=False)
     sizes = {"n_target_pool": args.n_pool, "n_population": args.n_population}

@@ -44,11 +44,11 @@ from pathlib import Path
 
 import numpy as np
 
-from privaudit.data import CIFAR10_SHAPE, load_cifar10
-from privaudit.models.torch_models import TorchRecipe, TorchTrainer
+from privaudit.data import load_cifar10
+from privaudit.models.torch_models import TorchTrainer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_cifar10 import EXAMPLE
+from bench_cifar10 import EXAMPLE, cifar10_recipe
 
 
 def _cpu_seconds() -> float:
@@ -75,24 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     data = load_cifar10()
     perm = np.random.default_rng(args.seed).permutation(data.n_records)
     train, test = perm[: args.n_train], perm[args.n_train : args.n_train + args.n_test]
-    recipe = TorchRecipe(
-        factory="privaudit.models.torch_nets:cifar10_cnn",
-        factory_kwargs={
-            "n_classes": 10,
-            "channels": args.channels,
-            "hidden": args.hidden,
-            "image_shape": list(CIFAR10_SHAPE),
-        },
-        optimizer="adam",
-        lr=args.lr,
-        lr_schedule=args.lr_schedule,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        augmentation="flip-shift",
-        max_shift=4,
-        input_shape=CIFAR10_SHAPE,
-        device="cpu",
-    )
+    recipe = cifar10_recipe(args, device="cpu")
     n_params = sum(int(p.numel()) for p in recipe.build(0).parameters())
     cpu0, wall0 = _cpu_seconds(), time.perf_counter()
     model = TorchTrainer(recipe, n_classes=10).fit(data.X[train], data.y[train], seed=args.seed)
