@@ -56,6 +56,7 @@ import numpy as np
 from privaudit._validation import check_positive_int, fail
 from privaudit.canaries.sets import CanarySampling, CanarySet, _ids
 from privaudit.errors import InsufficientDataError
+from privaudit.models.causal_lm import _check_temperature
 
 if TYPE_CHECKING:
     from privaudit.models.causal_lm import CausalLM
@@ -64,16 +65,6 @@ __all__ = ["DEFAULT_TEMPERATURE", "sample_continuations", "sample_text_canaries"
 
 #: The default sampling temperature of :func:`sample_text_canaries`.
 DEFAULT_TEMPERATURE = 2.0
-
-
-def _check_temperature(temperature: float) -> float:
-    if (
-        isinstance(temperature, bool)
-        or not isinstance(temperature, int | float)
-        or not (math.isfinite(temperature) and temperature > 0)
-    ):
-        raise fail("temperature", "a positive finite number", repr(temperature))
-    return float(temperature)
 
 
 def sample_continuations(
