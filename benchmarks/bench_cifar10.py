@@ -55,33 +55,55 @@ The single-query LiRA rows are named ``lira-online-single-query`` and
 ``lira-offline-single-query``.
 
 Scale: the papers train wide ResNets on 25,000 CIFAR-10 images per model with 64-256
-reference models; here a 289k-parameter CNN on 2,500 images with 16 (the bundled subset
-holds 6,102 images). Absolute figures are therefore lower than the papers' (e.g. LiRA
-online's TPR at 0.1% FPR, 8.4% in Carlini et al. Table 1, 2.5% at 16 shadow models in their
-Fig. 9) and the spread over 3 seeds is wide at 0.1% FPR (2,500 non-members: 2.5
-non-members above the threshold). The closing note printed by the script says which
-settings ran. No GPU was lent to this task, so no CUDA speed-up is recorded here.
+reference models; here a 421k-parameter CNN on 1,500 images with 16. The bundled subset
+holds 6,102 images, and the population must be larger than the target's training set for
+Ye et al.'s shadow models (App. B.2), hence 3,000 audited records and 3,102 population
+records. Absolute figures therefore differ from the papers' (e.g. LiRA online's TPR at
+0.1% FPR: 8.4% in Carlini et al. Table 1, 2.5% at 16 shadow models in their Fig. 9; their
+targets generalise better, test accuracy ~0.9 against ~0.54 here) and the spread over 3
+seeds is wide at 0.1% FPR (1,500 non-members: 1.5 non-members above the threshold). No GPU
+was lent to this task, so no CUDA speed-up is recorded here.
 
-Time: one CNN of the default recipe takes about 110 s of CPU (60 epochs over 2,500
-images, one thread; docs/cifar10.md), and a seed trains 35 models (target, 16 + 4
-reference, 4 shadow, 2 distilled, 8 leave-one-out) and queries 18 views of 6,102 images on
-each of the target and reference models: about an hour of CPU per seed, so the full run
-(3 seeds) takes about 1.5 hours on 2 idle cores, over the issue's 60-minute target;
-``--epochs 30`` halves the training (train accuracy 0.80 instead of 0.95). The reference
-CNNs train in this process, split between torch's threads
-(:mod:`privaudit.models.torch_conv_batched`): leave ``OMP_NUM_THREADS`` unset (or 2) for
-both cores. Progress: a line per experiment and the engine's progress bars on a terminal.
+Time: the CNNs train one per worker process (``--n-jobs 2``; ``batched`` off: two Python
+threads splitting the models in one process were measured bound by the interpreter lock,
+0.62 of the 2 cores). Seed 0 trains the attacker's models (16 + 4 reference, 4 shadow)
+beside its target, 2 distilled and the leave-one-out models, and queries the target and
+reference models on 18 views of all 6,102 images; seeds 1 and 2 train only their target,
+distilled and leave-one-out models (the attacker's are read from the store): 51 CNNs in all. Run ``OMP_NUM_THREADS=1`` so that the
+target, trained in the driver, does not split one small CNN over two threads.
 
-Measured here only with ``--quick`` (3 seeds as three processes, ``--first-seed 0/1/2``,
-then ``--merge``; about 25 minutes each on the shared, overloaded 2-core machine): 250
-members trained 6 epochs (the recipe otherwise), so the targets are under-trained (train accuracy
-0.32-0.38, test 0.23-0.26) and the figures say little about the papers' claims. Mean AUC
-over seeds: loss 0.586, P 0.586, S 0.566, R 0.563, D 0.599, L 0.616 (2 records),
-LiRA online 0.571 / offline 0.601 (18 views), single query 0.585 / 0.613, RMIA online 0.625
-/ offline 0.613; at 4 references LiRA offline 0.583, RMIA offline 0.602. TPR at 0.1% FPR is
-undefined with 250 non-members, so the three TPR@0.1% orderings are "within noise" (no
-differences); P ~ S holds; S < R, P < R and RMIA >= LiRA offline at 4 references are within
-noise. The full settings were not run (see Time above).
+Measured (``OMP_NUM_THREADS=1 python benchmarks/bench_cifar10.py --store DIR --json
+PATH``, the defaults; 2 cores shared with other jobs at nice 19, load 2-6): **3,222 s in
+all** (seed 0: 1,823 s; seeds 1 and 2: 670 s and 729 s); target train accuracy 0.985 /
+0.994 / 0.987, test 0.542 / 0.551 / 0.541. Mean +- sd over the 3 seeds (16 references
+unless said):
+
+=========================  ===============  ===============  ===============
+attack                     AUC              TPR@1%           TPR@0.1%
+=========================  ===============  ===============  ===============
+loss                       0.799 +- 0.011   0.020 +- 0.010   0.002 +- 0.001
+population (P)             0.799 +- 0.011   0.020 +- 0.010   0.002 +- 0.001
+shadow (S)                 0.813 +- 0.009   0.049 +- 0.012   0.006 +- 0.006
+reference (R)              0.770 +- 0.008   0.057 +- 0.007   0.006 +- 0.008
+distillation (D)           0.790 +- 0.011   0.028 +- 0.009   0.003 +- 0.002
+leave-one-out (L)          0.779 +- 0.127   0.000            0.000
+LiRA online                0.920 +- 0.008   0.330 +- 0.042   0.116 +- 0.067
+LiRA offline               0.875 +- 0.006   0.302 +- 0.023   0.113 +- 0.062
+LiRA online, 1 query       0.894 +- 0.006   0.268 +- 0.034   0.083 +- 0.046
+LiRA offline, 1 query      0.857 +- 0.007   0.262 +- 0.021   0.078 +- 0.043
+RMIA online                0.881 +- 0.007   0.272 +- 0.016   0.107 +- 0.030
+RMIA offline               0.878 +- 0.004   0.272 +- 0.026   0.092 +- 0.020
+LiRA offline, 4 refs       0.840 +- 0.006   0.220 +- 0.055   0.069 +- 0.029
+RMIA offline, 4 refs       0.864 +- 0.007   0.210 +- 0.025   0.051 +- 0.050
+=========================  ===============  ===============  ===============
+
+(L scores all non-members and only the 2 sampled members, so its TPR is 0 or 1/2 and its
+AUC rests on 2 members.) The orderings: P ~ S **holds**; R > S and R > P **do not hold**
+(R is 0.04 and 0.03 below in AUC on every seed, although above both at TPR@1%: R's
+per-record thresholds come from 4 shadow models, Ye et al. use many more); LiRA online >
+offline at TPR@0.1% is **within noise** (+0.001, -0.007, +0.017; online is above in AUC and
+TPR@1%); LiRA offline > loss, augmented >= single query (online and offline) and RMIA offline
+>= LiRA offline at 4 references (AUC) **hold**.
 """
 
 from __future__ import annotations
