@@ -64,7 +64,8 @@ targets generalise better, test accuracy ~0.9 against ~0.54 here) and the spread
 seeds is wide at 0.1% FPR (1,500 non-members: 1.5 non-members above the threshold). No GPU
 was lent to this task, so no CUDA speed-up is recorded here.
 
-Time: the CNNs train one per worker process (``--n-jobs 2``; ``batched`` off: two Python
+Time: the CNNs train one per worker process (``--n-jobs 2``; a CNN trainer on a CPU does
+not batch, :attr:`privaudit.models.torch_models.TorchTrainer.batched`: two Python
 threads splitting the models in one process were measured bound by the interpreter lock,
 0.62 of the 2 cores). Seed 0 trains the attacker's models (16 + 4 reference, 4 shadow)
 beside its target, 2 distilled and the leave-one-out models, and queries the target and
@@ -334,8 +335,9 @@ def main(argv: list[str] | None = None) -> None:
 
     data = load_cifar10()
     recipe = cifar10_recipe(args)
-    # one model per worker process (module docstring, "Time"): not the in-process batch
-    trainer = TorchTrainer(recipe, n_classes=10, batched=False)
+    # on a CPU the CNN trainer trains one model per worker process (module docstring,
+    # "Time"); on CUDA it stacks the models
+    trainer = TorchTrainer(recipe, n_classes=10)
     sizes = {"n_target_pool": args.n_pool, "n_population": args.n_population}
     aug = {"variance": "fixed", "augmented_queries": True}
     single = {"variance": "fixed", "augmented_queries": False}
