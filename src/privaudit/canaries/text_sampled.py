@@ -51,10 +51,9 @@ import math
 from collections import Counter
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from privaudit._validation import check_positive_int, fail
-from privaudit.canaries.sets import CanarySampling, CanarySet, _ids
+from privaudit.canaries.sets import CanarySampling, CanarySet
+from privaudit.canaries.text_sets import text_canary_set
 from privaudit.errors import InsufficientDataError
 from privaudit.models.causal_lm import _check_temperature
 
@@ -275,19 +274,12 @@ def sample_text_canaries(
         batch_size=batch_size,
         max_rounds=max_rounds,
     )
-    return CanarySet(
-        kind="text",
-        ids=_ids(m),
-        X=np.zeros((0, 0), dtype=np.float64),
-        y=np.zeros(0, dtype=np.int64),
-        coords=np.zeros(0, dtype=np.int64),
-        n_params=0,
-        n_classes=0,
-        seed=seed,
-        prefix=prefix,
-        keys=np.array([p[0] for p in parts], dtype=str),
-        secrets=np.array([p[1] for p in parts], dtype=str),
-        symbols=np.zeros(0, dtype=str),
-        repetitions=repetitions,
+    return text_canary_set(
+        seed,
+        prefix,
+        [p[0] for p in parts],
+        [p[1] for p in parts],
+        (),
+        repetitions,
         sampling=sampling,
     )

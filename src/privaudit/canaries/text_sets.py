@@ -37,7 +37,7 @@ insertion count; :func:`~privaudit.canaries.insert.canary_texts`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -128,9 +128,23 @@ def make_text_canaries(
             f"a candidate space large enough for {m} distinct canaries",
             f"{len(alphabet)} symbols ** {key_length + secret_length}",
         )
+    return text_canary_set(seed, prefix, keys, secrets, alphabet, repetitions)
+
+
+def text_canary_set(
+    seed: int,
+    prefix: str,
+    keys: Sequence[str],
+    secrets: Sequence[str],
+    symbols: Sequence[str],
+    repetitions: int,
+    **extra: Any,
+) -> CanarySet:
+    """The :class:`CanarySet` of text canaries ``prefix + keys[i] + secrets[i]`` (no
+    input or gradient part; ``extra``: further fields, e.g. ``sampling``)."""
     return CanarySet(
         kind="text",
-        ids=_ids(m),
+        ids=_ids(len(keys)),
         X=np.zeros((0, 0), dtype=np.float64),
         y=np.zeros(0, dtype=np.int64),
         coords=np.zeros(0, dtype=np.int64),
@@ -140,8 +154,9 @@ def make_text_canaries(
         prefix=prefix,
         keys=np.array(keys, dtype=str),
         secrets=np.array(secrets, dtype=str),
-        symbols=np.array(alphabet, dtype=str),
+        symbols=np.array(symbols, dtype=str),
         repetitions=repetitions,
+        **extra,
     )
 
 
