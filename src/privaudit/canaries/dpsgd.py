@@ -26,7 +26,41 @@ __all__ = ["DPSGDRun", "mlp_parameter_count", "pretrained_mlp", "train_dp_sgd_wi
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class DPSGDRun:
+class _DPRun:
+    """The parameters of one DP-SGD run with canaries that the audit needs, and its
+    canary trace: what :class:`DPSGDRun` and
+    :class:`~privaudit.canaries.RecipeCanaryRun` share."""
+
+    accountant_epsilon: float
+    delta: float
+    noise_multiplier: float
+    sample_rate: float
+    expected_batch_size: float
+    lr: float
+    max_grad_norm: float
+    steps: int
+    trace: NDArray[np.float64] | None
+    gradient_canaries_inserted: int
+
+    def scores(self, access: str = "iterates") -> NDArray[np.float64]:
+        """The canaries' white-box scores (:func:`~privaudit.canaries.gradient_canary_scores`)."""
+        from privaudit.canaries.scoring import gradient_canary_scores
+
+        if self.trace is None:
+            raise fail("trace", "the gradient canaries' trace", "a run without gradient canaries")
+        return gradient_canary_scores(
+            self.trace,
+            lr=self.lr,
+            expected_batch_size=self.expected_batch_size,
+            max_grad_norm=self.max_grad_norm,
+            access=access,
+            noise_multiplier=self.noise_multiplier,
+            sample_rate=self.sample_rate,
+        )
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DPSGDRun(_DPRun):
     """What one DP-SGD run with canaries gives the audit.
 
     Attributes
@@ -46,16 +80,6 @@ class DPSGDRun:
     """
 
     module: Any
-    accountant_epsilon: float
-    delta: float
-    noise_multiplier: float
-    sample_rate: float
-    expected_batch_size: float
-    lr: float
-    max_grad_norm: float
-    steps: int
-    trace: NDArray[np.float64] | None
-    gradient_canaries_inserted: int
 
     def input_losses(self, canaries: CanarySet) -> NDArray[np.float64]:
         """Cross-entropy loss of each input canary's label under the final model."""

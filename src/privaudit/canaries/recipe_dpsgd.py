@@ -19,9 +19,10 @@ import dataclasses
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 from privaudit._validation import fail
+from privaudit.canaries.dpsgd import _DPRun
 from privaudit.canaries.opacus_hook import GradientCanaryInjector, IterateLog
 from privaudit.canaries.sets import CanaryCoins, CanarySet
 
@@ -29,7 +30,7 @@ __all__ = ["RecipeCanaryRun", "train_recipe_with_gradient_canaries"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class RecipeCanaryRun:
+class RecipeCanaryRun(_DPRun):
     """A recipe's DP-SGD run with gradient canaries: the model and what the audit needs.
 
     Attributes
@@ -49,30 +50,6 @@ class RecipeCanaryRun:
     """
 
     model: Any
-    trace: NDArray[np.float64]
-    accountant_epsilon: float
-    delta: float
-    noise_multiplier: float
-    sample_rate: float
-    expected_batch_size: float
-    lr: float
-    max_grad_norm: float
-    steps: int
-    gradient_canaries_inserted: int
-
-    def scores(self, access: str = "iterates") -> NDArray[np.float64]:
-        """The canaries' white-box scores (:func:`~privaudit.canaries.gradient_canary_scores`)."""
-        from privaudit.canaries.scoring import gradient_canary_scores
-
-        return gradient_canary_scores(
-            self.trace,
-            lr=self.lr,
-            expected_batch_size=self.expected_batch_size,
-            max_grad_norm=self.max_grad_norm,
-            access=access,
-            noise_multiplier=self.noise_multiplier,
-            sample_rate=self.sample_rate,
-        )
 
 
 class _CanaryHook:
