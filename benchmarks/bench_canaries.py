@@ -25,38 +25,30 @@ noise (``no_noise``: the bound must be much larger) and ``never_inserted``: 100 
 full-batch runs (MLP 105-8-2, 3,000 records, m = 500) whose gradient canaries are
 logged but never added, where a bound > 0 may appear in at most about 5% of runs.
 
-The defaults (m = 20,000 on the 512-unit MLP), ``--eps 4 --seeds 20`` (2 shared cores,
-load 3-6, about 2 minutes a seed), printed:
+At the defaults (m = 20,000 on the 512-unit MLP, 20 seeds per setting) two runs printed
+``--eps 4 --seeds 20`` (2 shared cores, load 3-6, 2,683 s) and ``--eps 1 8`` (the rest of the
+defaults, with the no-noise run and the 100 never-inserted runs; 2 cores, load about 2,
+2,028 s):
 
-    accountant eps  ideal (fixed / union)  input  gradient (final = iterates), 20 seeds
+    accountant eps  ideal (fixed / union)  input  gradient (final = iterates), 20 seeds each
+    1.0 (0.995)     0.49 / 0.36            0.00   0.49 mean (49.0%), 0.30-0.69, mu_lb 0.16
     4.0 (3.992)     2.11 / 1.66            0.00   2.07 mean (51.8%), 1.72-2.33, mu_lb 0.62;
-                                                  >= 50% of the accountant in 14 of 20 seeds,
-                                                  above it in none
+                                                  >= 50% of the accountant in 14 of 20 seeds
+    8.0 (7.998)     3.95 / 2.90            0.00   3.72 mean (46.5%), 3.33-4.07, mu_lb 1.14
     no noise                               0.00   4.94 (final), 4.13 (iterates)
 
-    never inserted: eps_lb > 0 in 1 of 100 runs (final and iterates alike); 2,683 s in all
+    no bound above the accountant in any of the 60 runs; never inserted: eps_lb > 0 in
+    1 of 100 runs (final and iterates alike, in both runs)
 
 The ideal audit grows slowly with m (eps 4, 4 steps: 1.83 at m = 5,000, 2.23 at 20,000,
 2.23 at 50,000, 4 simulated runs each), and m is bounded by the model's quiet
 coordinates (on the 128-unit MLP's 13,826 parameters the other records add 2% to the
-noise on the 5,000 quietest, 57% on 10,000), hence the wider MLP. Accountant eps 1 and 8
-were measured at the earlier defaults only (m = 5,000 on the 128-unit MLP,
-``--m 5000 --hidden 128``; 2 shared cores, nice 19, 2,402 s):
-
-    accountant eps  ideal (fixed / union)  input  gradient (final = iterates), 20 seeds
-    1.0 (0.995)     0.31 / 0.28            0.00   0.35 mean (34.7%), 0.22-0.48, mu_lb 0.14
-    4.0 (3.992)     1.83 / 1.61            0.00   1.77 mean (44.4%), 1.45-2.28, mu_lb 0.58;
-                                                  >= 50% of the accountant in 3 of 20 seeds
-    8.0 (7.998)     3.36 / 2.91            0.00   2.81 mean (35.1%), 2.38-3.39, mu_lb 0.89
-    no noise                               0.00   5.32 (final), 4.69 (iterates)
-
-    no bound above the accountant in any of the 60 runs; never inserted: eps_lb > 0 in
-    1 of 100 runs (final and iterates alike).
-
-At the earlier defaults the run reached 97% of the ideal mechanism's bound at eps = 4 and
-the ideal itself stayed below 50% of the accountant (docs/canaries.md, "What to expect");
-at eps = 8 (84% of the ideal) the other records' gradients weigh more against the smaller
-noise. At the defaults the run reaches 98% of the ideal at eps = 4 (2.07 / 2.11).
+noise on the 5,000 quietest, 57% on 10,000), hence the wider MLP. The earlier defaults
+(``--m 5000 --hidden 128``; 2 shared cores, nice 19, 2,402 s) gave 0.35 (35%), 1.77 (44%)
+and 2.81 (35%) at eps 1, 4 and 8, never above the accountant. The run reaches the ideal
+mechanism's bound at eps 1 (0.49 against 0.49), 98% of it at eps 4 (2.07 / 2.11) and 94%
+at eps 8 (3.72 / 3.95), where the other records' gradients weigh more against the
+smaller noise (at the earlier defaults: 84%).
 
 ``python benchmarks/bench_canaries.py --json PATH`` writes ``{"rows": [...], "no_noise":
 [...], "never_inserted": {"runs", "positive", "fraction_positive", "rows"}, "ideal",
