@@ -52,6 +52,15 @@ the probe's compute-bound product) about 0.7x more. Earlier, "timed alone a step
 batch indices before training, 0.3-0.4 s a run; per-step allocations; a tanh pass;
 transposes), all bit for bit (the logits are identical to the kernel's before).
 
+**On an idle machine** (2026-12-04, the same machine with no other job, 1-minute load
+0.1-0.5, ``--rounds 5``, defaults): 1.464 ms in CPU time (median; minimum 1.381) against
+an estimate of 0.636 ms at the probe's 86.9 GFLOP/s: ratio **2.30** (minimum 2.14); the
+matrix products alone 0.921 ms, ratio **1.45** (68% of the probe's rate; the first
+layer's product alone 88-94%). Idle, the ratio is no better than under load: the
+batched ``(8, 128, 128)``-sized products of this model run at about two thirds of the
+512 x 512 probe's rate, so the products alone already take about the 1.5x the goal
+allows, and a kernel that computes these products cannot reach it on this model.
+
 **Audit** (``--audit``, ``--audit-only``). ``privaudit run`` on a config of that model
 with attacks ``lira-offline`` and ``rmia-offline``, ``n_reference`` (8) references, a
 target pool and a population of ``--pool`` / ``--population`` (10,000) records, in a
