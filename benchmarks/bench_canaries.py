@@ -71,7 +71,6 @@ import numpy as np
 from privaudit import (
     audit_canaries,
     draw_coins,
-    gradient_canary_scores,
     ideal_canary_audit,
     input_canary_scores,
     load_adult,
@@ -187,17 +186,8 @@ def one_setting(
                 seed,
             )
         )
-    assert run.trace is not None
     for access in ("final", "iterates"):
-        s = gradient_canary_scores(
-            run.trace,
-            lr=run.lr,
-            expected_batch_size=run.expected_batch_size,
-            max_grad_norm=run.max_grad_norm,
-            access=access,
-            noise_multiplier=run.noise_multiplier,
-            sample_rate=run.sample_rate,
-        )
+        s = run.scores(access)
         plan = None if plans is None else plans[access]
         if plan is not None:
             assert plan.m == m and abs(plan.noise_multiplier - run.noise_multiplier) < 1e-9
