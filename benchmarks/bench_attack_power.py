@@ -35,13 +35,27 @@ when the claim holds on every target, 1 otherwise.
 Models are trained once per target (in ``--cache-dir``, a temporary folder by default)
 and the attacks rerun on the stored signals.
 
-Few-reference sweep (issue 34): ``--sweep`` instead runs, on the demo's Adult MLP target
-(UCI Adult, 2,400 audited records) for each seed of ``--seeds`` (default 0,1,2), LiRA,
+Few-reference sweep (issue 34): ``--sweep`` instead runs, for each dataset of
+``--datasets`` (default ``adult,cifar10``) and each seed of ``--seeds`` (default 0,1,2), LiRA,
 RMIA, BaVarIA and InfoRMIA online and offline with 1, 2, 4 and 8 reference models
-(``--references``) and prints AUC, TPR@0.1%FPR and TPR@1%FPR, then the mean over seeds.
-One experiment per seed trains the target and 8 reference models (each audited record
-IN for exactly 4, independently of its target bit); ``k`` references are the first ``k``
-of them. With fewer than 8 a record can lack an IN or an OUT model among them, so every
+(``--references``) and prints AUC, TPR@0.1%FPR and TPR@1%FPR, then the mean over seeds,
+each attack with its default settings (one query per record: LiRA's augmented queries are
+left out so that the four families read the same signal):
+
+``adult`` (``dataset`` ``adult-mlp`` in the rows)
+    the demo's Adult MLP target (UCI Adult, 2,400 audited records). One experiment per
+    seed trains its own target and 8 reference models.
+``cifar10`` (``cifar10-cnn``)
+    the CIFAR-10 CNN of ``examples/cifar10_cnn.yaml`` (``benchmarks/bench_cifar10.py``'s
+    recipe: 421k parameters, augmentation, 50 epochs; 3,000 audited images, 3,102
+    population images), with ``bench_cifar10``'s design: one split and one attacker for
+    every seed, so the 8 reference models train once (the first seed) and each seed
+    trains only its target; the spread over seeds is over targets for one attacker.
+    About 80 s of CPU per CNN, about 10 minutes in all on 2 cores. ``--quick``: 200
+    audited and 200 population images, 2 epochs (the test's size).
+
+In both, each audited record is IN for exactly half of the 8 reference models,
+independently of its target bit; ``k`` references are the first ``k`` of them. With fewer than 8 a record can lack an IN or an OUT model among them, so every
 attack of one (``k``, mode) is scored on the same records: those with at least one OUT
 model (offline) or at least one IN and one OUT (online), all records when none has both
 (online, ``k = 1``: only RMIA, which needs no world split, runs). The
@@ -307,78 +321,145 @@ def _with_references(data: Any, k: int, keep_records: np.ndarray) -> Any:
     )
 
 
-def _sweep(args: argparse.Namespace, cache: Path) -> list[dict[str, Any]]:
-    from privaudit.attacks import default_attacks, run_attack
+SWEEP_DATASETS = ("adult", "cifar10")
+#: The CIFAR-10 sweep's split and attacker seed, shared by its targets (as in bench_cifar10).
+CIFAR10_SWEEP_SHARED_SEED = 20240
+
+
+def _adult_experiment(
+    seed: int, max_refs: int, names: tuple[str, ...], args: argparse.Namespace, cache: Path
+) -> Any:
+    """The demo's Adult MLP audit of one seed with ``max_refs`` reference models."""
     from privaudit.config.build import build_trainer, load_dataset
-    from privaudit.errors import DesignError
     from privaudit.membership.experiment import run_experiment
     from privaudit.membership.pipeline import demo_config, experiment_config
 
+    cfg = demo_config(seed=seed, n_jobs=args.n_jobs, output_dir=cache / "unused", cache_dir=cache)
+    ds = load_dataset(cfg)
+    trainer = build_trainer(cfg.model, ds.n_classes)
+    ec = experiment_config(cfg, ds.n_records)
+    ec = dataclasses.replace(ec, attacks=names, attack_params={}, n_reference=max_refs)
+    return run_experiment(ds, trainer, ec, store=cache / f"sweep-{seed}", progress=False)
+
+
+def _cifar10_experiment(
+    seed: int, max_refs: int, names: tuple[str, ...], args: argparse.Namespace, cache: Path
+) -> Any:
+    """The CIFAR-10 CNN audit of one seed (``benchmarks/bench_cifar10.py``'s recipe and design:
+    one split and one attacker for every seed, so the reference models train once)."""
+    import importlib.util
+
+    from privaudit.data import load_cifar10
+    from privaudit.membership.experiment import ExperimentConfig, run_experiment
+    from privaudit.models.torch_models import TorchTrainer
+
+    spec = importlib.util.spec_from_file_location(
+        "_bench_cifar10", Path(__file__).resolve().with_name("bench_cifar10.py")
+    )
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    recipe_args = argparse.Namespace(**bench.EXAMPLE)
+    if args.quick:
+        recipe_args.epochs = 2
+    trainer = TorchTrainer(bench.cifar10_recipe(recipe_args), n_classes=10)
+    pool, population = (200, 200) if args.quick else (3000, 3102)
+    cfg = ExperimentConfig(
+        attacks=names,
+        n_reference=max_refs,
+        seed=seed,
+        split_seed=CIFAR10_SWEEP_SHARED_SEED,
+        attacker_seed=CIFAR10_SWEEP_SHARED_SEED,
+        n_jobs=args.n_jobs,
+        n_target_pool=pool,
+        n_population=population,
+    )
+    return run_experiment(
+        load_cifar10(), trainer, cfg, store=cache / "sweep-cifar10", progress="auto"
+    )
+
+
+def _sweep(args: argparse.Namespace, cache: Path) -> list[dict[str, Any]]:
+    from privaudit.attacks import default_attacks
+
     refs = [int(x) for x in args.references.split(",")]
     seeds = [int(x) for x in args.seeds.split(",")]
+    datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
+    for d in datasets:
+        if d not in SWEEP_DATASETS:
+            raise SystemExit(f"--datasets: expected {', '.join(SWEEP_DATASETS)}; found {d!r}")
     defaults = set(default_attacks())
     names = tuple(n for _, on, off in SWEEP_ATTACKS for n in (on, off))
+    max_refs = max(refs) + max(refs) % 2
     rows: list[dict[str, Any]] = []
-    for seed in seeds:
-        cfg = demo_config(
-            seed=seed, n_jobs=args.n_jobs, output_dir=cache / "unused", cache_dir=cache
-        )
-        ds = load_dataset(cfg)
-        trainer = build_trainer(cfg.model, ds.n_classes)
-        ec = experiment_config(cfg, ds.n_records)
-        ec = dataclasses.replace(ec, attacks=names, attack_params={}, n_reference=max(refs))
-        t0 = time.perf_counter()
-        exp = run_experiment(ds, trainer, ec, store=cache / f"sweep-{seed}", progress=False)
-        print(
-            f"\n== Adult MLP, seed {seed}: train accuracy {100 * exp.train_accuracy:.1f}%, test "
-            f"{100 * exp.test_accuracy:.1f}% (experiment {time.perf_counter() - t0:.0f} s)"
-        )
-        data, member = exp.attack_data, exp.membership
-        keep = np.asarray(data.reference_membership.keep)
-        print(
-            f"{'attack':<18s} {'k':>2s} {'records':>7s} {'AUC':>6s} {'TPR@0.1%':>8s} {'TPR@1%':>8s}"
-        )
-        for k in refs:
-            n_in, n_out = keep[:k].sum(axis=0), (~keep[:k]).sum(axis=0)
-            for mode_i, mode in ((1, "online"), (2, "offline")):
-                eligible = (n_out >= 1) if mode == "offline" else (n_in >= 1) & (n_out >= 1)
-                if not eligible.any():
-                    eligible = np.ones_like(eligible)
-                sub = _with_references(data, k, eligible)
-                for family in SWEEP_ATTACKS:
-                    name = family[mode_i]
-                    row: dict[str, Any] = {
-                        "dataset": "adult-mlp",
-                        "attack": name,
-                        "mode": mode,
-                        "n_references": k,
-                        "seed": seed,
-                        "auc": None,
-                        "tpr_at_1pct": None,
-                        "tpr_at_0_1pct": None,
-                        "default": name in defaults,
-                    }
-                    try:
-                        res = run_attack(name, sub)
-                    except DesignError as err:
-                        print(
-                            f"{name:<18s} {k:2d} {int(eligible.sum()):7d}    n/a  ({str(err)[:60]}...)"
-                        )
-                        rows.append(row)
-                        continue
-                    r = _row(res.scores, member[eligible])
-                    row.update(auc=r["auc"], tpr_at_1pct=r["tpr@1%"], tpr_at_0_1pct=r["tpr@0.1%"])
-                    rows.append(row)
-                    print(
-                        f"{name:<18s} {k:2d} {int(eligible.sum()):7d} {r['auc']:6.3f} "
-                        f"{_fmt(r['tpr@0.1%']):>8s} {_fmt(r['tpr@1%']):>8s}"
-                    )
-    _sweep_summary(rows, refs)
+    for dataset in datasets:
+        label = {"adult": "adult-mlp", "cifar10": "cifar10-cnn"}[dataset]
+        build = {"adult": _adult_experiment, "cifar10": _cifar10_experiment}[dataset]
+        for seed in seeds:
+            t0 = time.perf_counter()
+            exp = build(seed, max_refs, names, args, cache)
+            print(
+                f"\n== {label}, seed {seed}: train accuracy {100 * exp.train_accuracy:.1f}%, test "
+                f"{100 * exp.test_accuracy:.1f}% (experiment {time.perf_counter() - t0:.0f} s)",
+                flush=True,
+            )
+            rows.extend(_sweep_rows(exp, label, seed, refs, defaults))
+    for label in dict.fromkeys(r["dataset"] for r in rows):
+        _sweep_summary([r for r in rows if r["dataset"] == label], refs, label)
     return rows
 
 
-def _sweep_summary(rows: list[dict[str, Any]], refs: list[int]) -> None:
-    print("\nmean over seeds (n/a: the references cannot support the attack)")
+def _sweep_rows(
+    exp: Any, label: str, seed: int, refs: list[int], defaults: set[str]
+) -> list[dict[str, Any]]:
+    """Every sweep attack of one experiment at each reference count (module docstring)."""
+    from privaudit.attacks import run_attack
+    from privaudit.errors import DesignError
+
+    data, member = exp.attack_data, exp.membership
+    keep = np.asarray(data.reference_membership.keep)
+    rows: list[dict[str, Any]] = []
+    print(f"{'attack':<18s} {'k':>2s} {'records':>7s} {'AUC':>6s} {'TPR@0.1%':>8s} {'TPR@1%':>8s}")
+    for k in refs:
+        n_in, n_out = keep[:k].sum(axis=0), (~keep[:k]).sum(axis=0)
+        for mode_i, mode in ((1, "online"), (2, "offline")):
+            eligible = (n_out >= 1) if mode == "offline" else (n_in >= 1) & (n_out >= 1)
+            if not eligible.any():
+                eligible = np.ones_like(eligible)
+            sub = _with_references(data, k, eligible)
+            for family in SWEEP_ATTACKS:
+                name = family[mode_i]
+                row: dict[str, Any] = {
+                    "dataset": label,
+                    "attack": name,
+                    "mode": mode,
+                    "n_references": k,
+                    "seed": seed,
+                    "auc": None,
+                    "tpr_at_1pct": None,
+                    "tpr_at_0_1pct": None,
+                    "default": name in defaults,
+                }
+                rows.append(row)
+                try:
+                    res = run_attack(name, sub)
+                except DesignError as err:
+                    print(
+                        f"{name:<18s} {k:2d} {int(eligible.sum()):7d}    n/a  ({str(err)[:60]}...)"
+                    )
+                    continue
+                r = _row(res.scores, member[eligible])
+                row.update(auc=r["auc"], tpr_at_1pct=r["tpr@1%"], tpr_at_0_1pct=r["tpr@0.1%"])
+                print(
+                    f"{name:<18s} {k:2d} {int(eligible.sum()):7d} {r['auc']:6.3f} "
+                    f"{_fmt(r['tpr@0.1%']):>8s} {_fmt(r['tpr@1%']):>8s}",
+                    flush=True,
+                )
+    return rows
+
+
+def _sweep_summary(rows: list[dict[str, Any]], refs: list[int], label: str) -> None:
+    print(f"\n{label}: mean over seeds (n/a: the references cannot support the attack)")
     print(
         f"{'attack':<18s} "
         + " ".join(f"{'k=' + str(k) + ' AUC/TPR@0.1%/TPR@1%':>30s}" for k in refs)
@@ -409,6 +490,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sweep", action="store_true", help="the few-reference sweep (issue 34)")
     p.add_argument("--references", default="1,2,4,8", help="--sweep: numbers of references")
     p.add_argument("--seeds", default="0,1,2", help="--sweep: seeds")
+    p.add_argument(
+        "--datasets", default="adult,cifar10", help="--sweep: comma-separated: adult, cifar10"
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="--sweep: CIFAR-10 with 200 audited and 200 population images, 2 epochs (a test)",
+    )
     args = p.parse_args(argv)
     if args.sweep:
         with tempfile.TemporaryDirectory() as tmp:
