@@ -82,3 +82,19 @@ def test_at_most_max_pseudo_targets_play_the_target() -> None:
     assert doc["attacks"][0]["n_records"] == int(usable.sum())
     # each pseudo-target is attacked with all 7 other reference models
     assert pseudo_target_data(w.data, 4).reference_membership.n_models == 7
+
+
+def test_the_runs_on_worker_processes_give_the_same_document() -> None:
+    """Each (attack, pseudo-target) run is one task of one map: on two processes the
+    document equals the one computed here, the skipped attack included."""
+    from privaudit.runtime.executor import LocalExecutor
+
+    w = make_world(13, n=200, n_pop=200, k=3)
+    names = ["lira-online", "rmia-online", "rmia-offline"]
+    here = calibrated_evaluation(w.data, names, fprs=(0.1,))
+    with LocalExecutor(n_jobs=2) as executor:
+        there = calibrated_evaluation(w.data, names, fprs=(0.1,), executor=executor)
+        assert executor.tasks_run == 3 * 3  # attacks x pseudo-targets
+    assert there == here
+    assert "lira-online" in [s["name"] for s in there["skipped"]]
+    assert [a["name"] for a in there["attacks"]] == ["rmia-online"]

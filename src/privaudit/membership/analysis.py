@@ -27,6 +27,7 @@ from privaudit.metrics.roc import AgreementMatrix, AttackMetrics, agreement_matr
 from privaudit.records import AttackScores
 from privaudit.report import ScoreTable, attack_entry
 from privaudit.report.per_record import attack_score_fields
+from privaudit.runtime.executor_base import Executor
 from privaudit.runtime.seeds import derive_rng
 
 __all__ = [
@@ -153,11 +154,12 @@ def analysis_sections(
     m: Metrics,
     game_doc: dict[str, Any],
     n_aimed: int,
+    executor: Executor | None = None,
 ) -> dict[str, Any]:
     """The results' analysis sections: the threat model, the attacks' agreement at fixed
     FPRs, the vulnerable records (with the leave-one-out sample behind them) and the
     pooled vs per-record calibrated TPR of the reference-model attacks
-    (:mod:`privaudit.membership.calibrated_eval`)."""
+    (:mod:`privaudit.membership.calibrated_eval`, its runs on ``executor`` when given)."""
     scored = m.scored
     sections: dict[str, Any] = {
         "threat_model": threat_model(game_doc, m.entries, audits=m.audits),
@@ -174,7 +176,7 @@ def analysis_sections(
         "n_records": 0 if exp.leave_one_out_ids is None else int(exp.leave_one_out_ids.size),
         "n_aimed_at_record_types": n_aimed,
     }
-    calibrated = calibrated_section(exp)
+    calibrated = calibrated_section(exp, executor=executor)
     if calibrated is not None:
         if game_result is not None and len(game_result.trials) > 1:
             calibrated["notes"].append("the reference models of the game's first trial")

@@ -21,6 +21,12 @@ every population record unless ``reference_population_membership`` says otherwis
 RMIA's population is not all non-members of that pseudo-target, as noted in the section).
 A record enters an attack's figures when the pseudo-targets give it at least 2 OUT and 1
 IN score.
+
+Each (attack, pseudo-target) run is independent of the others, so an audit sends them as
+the tasks of one map through its executor (its worker processes, or its Ray cluster): the
+evaluation is the heaviest step of an audit after training (with 32 reference models on
+10,000 records, LiRA's leave-one-model-out tuning runs inside every pseudo-target's
+attack), and it no longer runs on the driver alone.
 """
 
 from __future__ import annotations
@@ -29,12 +35,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from privaudit.attacks import AttackData, run_attack
 from privaudit.errors import DesignError
 from privaudit.membership.experiment import ExperimentResult
 from privaudit.metrics.calibrated import calibrated_tpr_at_fpr
 from privaudit.records import MembershipMatrix, SignalTable
+from privaudit.runtime.executor_base import Executor
 
 __all__ = [
     "CALIBRATED_ATTACKS",
@@ -120,21 +128,59 @@ def pseudo_target_data(data: AttackData, j: int) -> AttackData:
     )
 
 
+class _PseudoTargetRun:
+    """One task of the evaluation: attack ``name`` with reference model ``j`` as the
+    target (:func:`pseudo_target_data`), run with ``seed=j`` and the audit's settings.
+
+    Picklable, and holding only the tables a pseudo-target reads, so that an executor
+    ships it to its workers once per map. A :class:`DesignError` (the pseudo-target's
+    references cannot support the attack) comes back as its message, so that the driver
+    lists the attack as skipped, as a run in this process does.
+    """
+
+    def __init__(self, data: AttackData, params: Mapping[str, Mapping[str, Any]]) -> None:
+        self.data = AttackData(  # the target's own rows are kept (required) but never read
+            record_ids=data.record_ids,
+            labels=data.labels,
+            target=data.target,
+            population_target=data.population_target,
+            population_labels=data.population_labels,
+            reference=data.reference,
+            reference_membership=data.reference_membership,
+            reference_population=data.reference_population,
+            reference_population_membership=data.reference_population_membership,
+        )
+        self.params = {name: dict(p) for name, p in params.items()}
+
+    def __call__(self, item: tuple[str, int]) -> tuple[NDArray[Any], NDArray[np.float64]] | str:
+        name, j = item
+        try:
+            res = run_attack(
+                name, pseudo_target_data(self.data, j), seed=j, **self.params.get(name, {})
+            )
+        except DesignError as err:
+            return str(err)
+        return res.record_ids, np.asarray(res.scores, dtype=np.float64)
+
+
 def _evaluate(
     name: str,
-    pseudo: list[AttackData],
+    runs: Sequence[tuple[NDArray[Any], NDArray[np.float64]] | str],
+    record_ids: NDArray[Any],
     keep: np.ndarray,
-    params: Mapping[str, Any],
     fprs: Sequence[float],
 ) -> dict[str, Any]:
+    """The figures of attack ``name`` from its runs on the pseudo-targets (in order)."""
     scores = np.empty(keep.shape, dtype=np.float64)
-    for j, d in enumerate(pseudo):
-        res = run_attack(name, d, seed=j, **dict(params))
-        pos = {r: i for i, r in enumerate(d.record_ids.tolist())}
-        col = np.asarray([pos[r] for r in res.record_ids.tolist()], dtype=np.intp)
+    pos = {r: i for i, r in enumerate(record_ids.tolist())}
+    for j, run in enumerate(runs):
+        if isinstance(run, str):  # the first pseudo-target that cannot support the attack
+            raise DesignError(run)
+        ids, sc = run
+        col = np.asarray([pos[r] for r in ids.tolist()], dtype=np.intp)
         if col.size != keep.shape[1]:
             raise DesignError(f"{name} scored {col.size} of {keep.shape[1]} records")
-        scores[j, col] = res.scores
+        scores[j, col] = sc
     usable = ((~keep).sum(axis=0) >= 2) & (keep.sum(axis=0) >= 1)
     if not usable.any():
         raise DesignError(
@@ -173,6 +219,7 @@ def calibrated_evaluation(
     *,
     fprs: Sequence[float] = CALIBRATED_FPRS,
     max_pseudo_targets: int = MAX_PSEUDO_TARGETS,
+    executor: Executor | None = None,
 ) -> dict[str, Any]:
     """The calibrated evaluation of the attacks ``names`` on ``data``'s reference models.
 
@@ -181,6 +228,11 @@ def calibrated_evaluation(
     own tables are not read. Returns the ``calibrated_evaluation`` document
     (module docstring); an attack the pseudo-targets cannot support is listed under
     ``skipped`` with the reason.
+
+    ``executor``: each (attack, pseudo-target) run is one task of one map on it (the
+    audit's worker processes or Ray cluster; None: one after the other in this process).
+    The runs are independent and seeded by the pseudo-target's index, so the figures do
+    not depend on where they ran.
     """
     if data.reference_membership is None or data.reference_membership.n_models < 2:
         raise DesignError(
@@ -190,11 +242,21 @@ def calibrated_evaluation(
     params = attack_params or {}
     k = min(data.reference_membership.n_models, max(int(max_pseudo_targets), 2))
     keep = np.asarray(data.reference_membership.keep, dtype=bool)[:k]
-    pseudo = [pseudo_target_data(data, j) for j in range(k)]
+    task = _PseudoTargetRun(data, {name: params.get(name, {}) for name in names})
+    items = [(name, j) for name in names for j in range(k)]
+    if executor is None:
+        runs = [task(item) for item in items]
+    else:
+        runs = executor.map(
+            task,
+            items,
+            desc="calibrated evaluation",
+            label=lambda it: f"{it[0]} with reference model {it[1]} as the target",
+        )
     attacks, skipped = [], []
-    for name in names:
+    for a, name in enumerate(names):
         try:
-            attacks.append(_evaluate(name, pseudo, keep, params.get(name, {}), fprs))
+            attacks.append(_evaluate(name, runs[a * k : (a + 1) * k], data.record_ids, keep, fprs))
         except DesignError as err:
             skipped.append({"name": name, "reason": str(err)})
     notes = []
@@ -217,12 +279,15 @@ def calibrated_evaluation(
 
 
 def calibrated_section(
-    exp: ExperimentResult, *, fprs: Sequence[float] = CALIBRATED_FPRS
+    exp: ExperimentResult,
+    *,
+    fprs: Sequence[float] = CALIBRATED_FPRS,
+    executor: Executor | None = None,
 ) -> dict[str, Any] | None:
     """``results.json["calibrated_evaluation"]`` of one experiment (module docstring):
     :func:`calibrated_evaluation` of the audit's attacks among :data:`CALIBRATED_ATTACKS`,
-    with their configured settings. None when the audit ran none of them or had fewer
-    than 2 reference models.
+    with their configured settings, its runs on ``executor`` when given. None when the
+    audit ran none of them or had fewer than 2 reference models.
     """
     data = exp.attack_data
     names = [n for n in CALIBRATED_ATTACKS if n in exp.scores]
@@ -230,4 +295,6 @@ def calibrated_section(
         return None
     if data.reference_membership.n_models < 2:
         return None
-    return calibrated_evaluation(data, names, exp.config.attack_params, fprs=fprs)
+    return calibrated_evaluation(
+        data, names, exp.config.attack_params, fprs=fprs, executor=executor
+    )

@@ -313,7 +313,6 @@ def _run_audit(
     exp, game_result, n_aimed = _train_and_attack(
         config, dataset, provided, trainer, exp_cfg, executor, progress
     )
-    executor.close()  # the worker processes (on an error: when the executor is collected)
     timings["experiment"] = time.perf_counter() - t0
     for phase, sec in exp.timings.items():
         timings[f"experiment.{phase}"] = float(sec)
@@ -323,17 +322,21 @@ def _run_audit(
         m = metrics_step(exp, game_result, exp_cfg)
     timings["metrics"] = time.perf_counter() - t0
 
+    game_doc = game_section(exp, game_result, m.scored.metrics)
+    t0 = time.perf_counter()
+    with progress_phase("analysis", enabled=progress):
+        # the calibrated evaluation's runs go to the audit's workers (or Ray cluster) too
+        sections = analysis_sections(
+            config, exp, game_result, dataset, m, game_doc, n_aimed, executor=executor
+        )
+    executor.close()  # the worker processes (on an error: when the executor is collected)
+    timings["analysis"] = time.perf_counter() - t0
     settings = audit_settings(config, exp, dataset, trainer, game_result, given=given)
     settings.update(executor_settings(config, executor))
     if data_warnings or checks:
         settings["warnings"] = [*data_warnings, *checks]
     if m.excluded:
         settings["agreement_excludes"] = m.excluded
-    game_doc = game_section(exp, game_result, m.scored.metrics)
-    t0 = time.perf_counter()
-    with progress_phase("analysis", enabled=progress):
-        sections = analysis_sections(config, exp, game_result, dataset, m, game_doc, n_aimed)
-    timings["analysis"] = time.perf_counter() - t0
     results = build_results(
         seed=config.seed,
         settings=settings,
