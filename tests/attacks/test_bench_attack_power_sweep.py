@@ -8,10 +8,10 @@ The full sweep (Adult MLP and the CIFAR-10 CNN, 8 references, 3 seeds) is a benc
 
 from __future__ import annotations
 
-import importlib.util
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from types import ModuleType
 
 import pytest
 
@@ -23,23 +23,19 @@ KEYS = {
 }  # fmt: skip
 
 
-def _bench() -> Any:
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_attack_power.py"
-    spec = importlib.util.spec_from_file_location("_bench_attack_power_under_test", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+@pytest.fixture(scope="module")
+def bench(repo_module: Callable[..., ModuleType]) -> ModuleType:
+    return repo_module("benchmarks/bench_attack_power.py")
 
 
-def test_tiny_cifar10_sweep_writes_the_issue_rows(tmp_path: Path) -> None:
+def test_tiny_cifar10_sweep_writes_the_issue_rows(tmp_path: Path, bench: ModuleType) -> None:
     from privaudit.attacks import default_attacks
 
     out = tmp_path / "sweep.json"
     argv = ["--sweep", "--datasets", "cifar10", "--quick", "--references", "1,2,4",
             "--seeds", "0", "--n-jobs", "1", "--cache-dir", str(tmp_path / "c"),
             "--json", str(out)]  # fmt: skip
-    assert _bench().main(argv) == 0
+    assert bench.main(argv) == 0
     rows = json.loads(out.read_text())
     # 4 families x 2 modes x 3 reference counts x 1 seed
     assert len(rows) == 24
@@ -61,6 +57,6 @@ def test_tiny_cifar10_sweep_writes_the_issue_rows(tmp_path: Path) -> None:
     assert all(by[(a, 4)]["auc"] is not None for a, _ in by)
 
 
-def test_an_unknown_sweep_dataset_is_refused() -> None:
+def test_an_unknown_sweep_dataset_is_refused(bench: ModuleType) -> None:
     with pytest.raises(SystemExit, match="--datasets"):
-        _bench().main(["--sweep", "--datasets", "imagenet"])
+        bench.main(["--sweep", "--datasets", "imagenet"])

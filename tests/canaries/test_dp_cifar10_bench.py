@@ -9,9 +9,10 @@ accountant.
 
 from __future__ import annotations
 
-import importlib.util
 import json
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -22,21 +23,19 @@ pytest.importorskip("torch")  # the benchmark trains the torch CNN
 KEYS = {"canary", "accountant_eps", "eps_lb", "mu_lb", "m", "seed"}
 
 
-def _bench() -> Any:
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_dp_cifar10.py"
-    spec = importlib.util.spec_from_file_location("_bench_dp_cifar10_under_test", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+@pytest.fixture(scope="module")
+def bench(repo_module: Callable[..., ModuleType]) -> ModuleType:
+    return repo_module("benchmarks/bench_dp_cifar10.py")
 
 
-def test_tiny_run_writes_the_rows_and_stays_below_the_accountant(tmp_path: Path) -> None:
+def test_tiny_run_writes_the_rows_and_stays_below_the_accountant(
+    tmp_path: Path, bench: ModuleType
+) -> None:
     pytest.importorskip("opacus")
     out = tmp_path / "dp.json"
     argv = ["--seeds", "1", "--m", "100", "--n-base", "200", "--epochs", "1",
             "--non-private-epochs", "1", "--batch-size", "64", "--json", str(out)]  # fmt: skip
-    assert _bench().main(argv) == 0
+    assert bench.main(argv) == 0
     doc = json.loads(out.read_text())
     assert set(doc) == {"rows", "non_private", "runs", "settings"}
     assert [r["canary"] for r in doc["rows"]] == ["natural", "mislabelled"]
@@ -59,29 +58,29 @@ def test_tiny_run_writes_the_rows_and_stays_below_the_accountant(tmp_path: Path)
             assert 0.0 <= run["fdp_eps_lb"][canary] <= run["ceiling"][canary] + 1e-9
 
 
-def test_violations_flag_a_bound_above_the_accountant() -> None:
-    b = _bench()
-    ok = b._row("natural", 8.0, 0.4, 0.1, 100, 0)
-    over = b._row("mislabelled", 8.0, 8.2, 2.0, 100, 3)
-    free = b._row("mislabelled", None, 50.0, 9.0, 100, 0)  # non-private: nothing claimed
-    assert b.violations([ok, free], []) == []
-    got = b.violations([ok, over], [])
+def test_violations_flag_a_bound_above_the_accountant(bench: ModuleType) -> None:
+    ok = bench._row("natural", 8.0, 0.4, 0.1, 100, 0)
+    over = bench._row("mislabelled", 8.0, 8.2, 2.0, 100, 3)
+    free = bench._row("mislabelled", None, 50.0, 9.0, 100, 0)  # non-private: nothing claimed
+    assert bench.violations([ok, free], []) == []
+    got = bench.violations([ok, over], [])
     assert (
         len(got) == 1 and "seed 3 mislabelled" in got[0] and "8.2000 > accountant 8.0000" in got[0]
     )
     runs = [{"seed": 1, "accountant_eps": 1.0, "fdp_eps_lb": {"natural": 1.5, "mislabelled": 0.2}}]
-    got = b.violations([], runs)
+    got = bench.violations([], runs)
     assert len(got) == 1 and "seed 1 natural: f-DP eps_lb 1.5000" in got[0]
 
 
-def test_main_exits_1_on_a_violation_and_2_on_bad_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
-    b = _bench()
+def test_main_exits_1_on_a_violation_and_2_on_bad_sizes(
+    monkeypatch: pytest.MonkeyPatch, bench: ModuleType
+) -> None:
 
     def fake_seed(data: Any, *, seed: int, m: int, **_: Any) -> tuple[list[Any], ...]:
         rows = [
-            b._row(c, 1.0, e, 0.5, m, seed) for c, e in (("natural", 0.2), ("mislabelled", 1.3))
+            bench._row(c, 1.0, e, 0.5, m, seed) for c, e in (("natural", 0.2), ("mislabelled", 1.3))
         ]
-        non_private = [b._row(c, None, 3.0, 1.0, m, seed) for c in ("natural", "mislabelled")]
+        non_private = [bench._row(c, None, 3.0, 1.0, m, seed) for c in ("natural", "mislabelled")]
         runs = [
             {"seed": seed, "model": name, "accountant_eps": acc, "noise_multiplier": nm,
              "n_train": 10, "train_accuracy": 0.5, "test_accuracy": 0.5,
@@ -91,40 +90,38 @@ def test_main_exits_1_on_a_violation_and_2_on_bad_sizes(monkeypatch: pytest.Monk
         ]  # fmt: skip
         return rows, non_private, runs
 
-    monkeypatch.setattr(b, "one_seed", fake_seed)
-    monkeypatch.setattr(b, "load_cifar10", lambda: type("D", (), {"n_records": 6102})())
-    assert b.main(["--seeds", "1"]) == 1
+    monkeypatch.setattr(bench, "one_seed", fake_seed)
+    monkeypatch.setattr(bench, "load_cifar10", lambda: type("D", (), {"n_records": 6102})())
+    assert bench.main(["--seeds", "1"]) == 1
     with pytest.raises(SystemExit) as exc:
-        b.main(["--m", "3000"])  # 2 m + n_base + 1,000 test images > 6,102
+        bench.main(["--m", "3000"])  # 2 m + n_base + 1,000 test images > 6,102
     assert exc.value.code == 2
-    assert b.check_sizes(6102, 1000, 2000) is None
-    assert "found 7000" in str(b.check_sizes(6102, 2000, 2000))
+    assert bench.check_sizes(6102, 1000, 2000) is None
+    assert "found 7000" in str(bench.check_sizes(6102, 2000, 2000))
 
 
-def test_ceiling_is_the_perfect_guessers_bound_and_grows_with_m() -> None:
-    b = _bench()
+def test_ceiling_is_the_perfect_guessers_bound_and_grows_with_m(bench: ModuleType) -> None:
     from privaudit import one_run_audit
 
     rng = np.random.default_rng(0)
     tops = []
     for m in (100, 1000):
         inc = rng.integers(0, 2, size=m).astype(bool)
-        eps_top, mu_top = b.ceiling(inc)
+        eps_top, mu_top = bench.ceiling(inc)
         # any scores: never above the perfect guesser's bound on the same coins
         s = inc + rng.normal(scale=0.7, size=m)
-        assert one_run_audit(s, inc, delta=b.DELTA, confidence=0.95).epsilon_lower_bound <= eps_top
+        assert one_run_audit(s, inc, delta=bench.DELTA, confidence=0.95).epsilon_lower_bound <= eps_top
         assert mu_top > 0.0
         tops.append(eps_top)
-    assert 0.0 < tops[0] < tops[1] < b.TARGET_EPS  # m = 1,000 cannot certify eps 8 (see docs)
+    assert 0.0 < tops[0] < tops[1] < bench.TARGET_EPS  # m = 1,000 cannot certify eps 8 (see docs)
 
 
 @pytest.mark.slow  # several minutes on two shared cores: 1,200 training images, 20 epochs
-def test_non_private_canaries_are_told_apart_and_dp_stays_below() -> None:
+def test_non_private_canaries_are_told_apart_and_dp_stays_below(bench: ModuleType) -> None:
     pytest.importorskip("opacus")
-    b = _bench()
     from privaudit import load_cifar10
 
-    rows, non_private, runs = b.one_seed(
+    rows, non_private, runs = bench.one_seed(
         load_cifar10(), seed=0, m=400, n_base=800, epochs=5, batch_size=256, lr=0.5,
         momentum=0.9, non_private_epochs=20,
     )  # fmt: skip

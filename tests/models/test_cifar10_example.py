@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -39,7 +41,7 @@ def _run(
     return dict(json.loads((tmp_path / "rep" / "results.json").read_text()))
 
 
-def test_example_config_is_the_documented_recipe() -> None:
+def test_example_config_is_the_documented_recipe(bench: ModuleType) -> None:
     from privaudit.membership.config import load_config
 
     cfg = load_config(EXAMPLE)
@@ -49,7 +51,6 @@ def test_example_config_is_the_documented_recipe() -> None:
     assert cfg.sizes.n_target_pool + cfg.sizes.n_population <= 6102
     assert cfg.models.n_reference == 16
     # the benchmark trains the example's recipe
-    bench = _bench_module()
     kw = p["factory_kwargs"]
     assert bench.EXAMPLE == {
         "epochs": p["epochs"],
@@ -61,15 +62,9 @@ def test_example_config_is_the_documented_recipe() -> None:
     }
 
 
-def _bench_module() -> Any:
-    import importlib.util
-
-    path = EXAMPLE.parents[1] / "benchmarks" / "bench_cifar10.py"
-    spec = importlib.util.spec_from_file_location("_bench_cifar10_under_test", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+@pytest.fixture(scope="module")
+def bench(repo_module: Callable[..., ModuleType]) -> ModuleType:
+    return repo_module("benchmarks/bench_cifar10.py")
 
 
 def test_tiny_cifar10_audit_runs_every_attack(tmp_path: Path) -> None:

@@ -3,9 +3,8 @@ version of ``benchmarks/_panoramia_cifar10.py`` (issue 31, item 4)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -125,18 +124,13 @@ def test_generator_on_standardised_cifar10_samples_on_the_same_scale(cifar):
     assert explicit.settings()["generator"]["standardization"]["mean"] == list(std.mean)
 
 
-def _bench() -> Any:
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "_panoramia_cifar10.py"
-    spec = importlib.util.spec_from_file_location("_panoramia_cifar10_under_test", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+@pytest.fixture(scope="module")
+def bench(repo_module: Callable[..., ModuleType]) -> ModuleType:
+    return repo_module("benchmarks/_panoramia_cifar10.py")
 
 
-def test_tiny_cifar10_bench_rows_keys_dp_accountant_and_cap_diagnostic():
+def test_tiny_cifar10_bench_rows_keys_dp_accountant_and_cap_diagnostic(bench: ModuleType):
     pytest.importorskip("opacus")
-    bench = _bench()
     lines: list[str] = []
     rows = bench.bench_cifar10_targets([0], epochs=(1,), quick=True, log=lines.append)
     assert [tuple(r) for r in rows] == [bench.CIFAR10_KEYS] * 2
@@ -153,8 +147,7 @@ def test_tiny_cifar10_bench_rows_keys_dp_accountant_and_cap_diagnostic():
     assert lines[-1].startswith("generator diagnostic: at the cap on")
 
 
-def test_cap_diagnostic_counts_targets_at_the_cap():
-    bench = _bench()
+def test_cap_diagnostic_counts_targets_at_the_cap(bench: ModuleType):
     rows = [
         {"epochs": 3, "dp_epsilon": None, "c_lb": 2.0},
         {"epochs": 3, "dp_epsilon": None, "c_lb": 1.0},

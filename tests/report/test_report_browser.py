@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 import pytest
 from chromium_probe import find_chromium, probe_page
-from conftest import SMALL_RUN
 
+from conftest import SMALL_RUN
 from privaudit.attacks import attack_names
 from privaudit.report import ScoreTable
 from privaudit.report.html import roc_plot_png, roc_styles
