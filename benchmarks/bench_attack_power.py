@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import sys
 import tempfile
@@ -342,16 +343,10 @@ def _adult_experiment(
     return run_experiment(ds, trainer, ec, store=cache / f"sweep-{seed}", progress=False)
 
 
-def _cifar10_experiment(
-    seed: int, max_refs: int, names: tuple[str, ...], args: argparse.Namespace, cache: Path
-) -> Any:
-    """The CIFAR-10 CNN audit of one seed (``benchmarks/bench_cifar10.py``'s recipe and design:
-    one split and one attacker for every seed, so the reference models train once)."""
+@functools.cache
+def _bench_cifar10() -> Any:
+    """``benchmarks/bench_cifar10.py`` (its recipe), loaded by path once per process."""
     import importlib.util
-
-    from privaudit.data import load_cifar10
-    from privaudit.membership.experiment import ExperimentConfig, run_experiment
-    from privaudit.models.torch_models import TorchTrainer
 
     spec = importlib.util.spec_from_file_location(
         "_bench_cifar10", Path(__file__).resolve().with_name("bench_cifar10.py")
@@ -359,6 +354,19 @@ def _cifar10_experiment(
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
+    return bench
+
+
+def _cifar10_experiment(
+    seed: int, max_refs: int, names: tuple[str, ...], args: argparse.Namespace, cache: Path
+) -> Any:
+    """The CIFAR-10 CNN audit of one seed (``benchmarks/bench_cifar10.py``'s recipe and design:
+    one split and one attacker for every seed, so the reference models train once)."""
+    from privaudit.data import load_cifar10
+    from privaudit.membership.experiment import ExperimentConfig, run_experiment
+    from privaudit.models.torch_models import TorchTrainer
+
+    bench = _bench_cifar10()
     recipe_args = argparse.Namespace(**bench.EXAMPLE)
     if args.quick:
         recipe_args.epochs = 2
