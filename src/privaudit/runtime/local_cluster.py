@@ -16,6 +16,7 @@ kills one worker node's raylet by its process id (a lost node).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import signal
@@ -44,6 +45,59 @@ def _free_ports(n: int) -> list[int]:
         for s in socks:
             s.close()
     return ports
+
+
+#: Ports per node for its worker processes (``--min-worker-port`` .. ``--max-worker-port``).
+WORKER_PORTS = 200
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    """The kernel's range for ports chosen by the OS (``bind(0)``; Linux default
+    32768-60999): every port :func:`_free_ports` returns, and every port a Ray component
+    started with a 'random' port takes, lies in it."""
+    try:
+        lo, hi = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[:2]
+        return int(lo), int(hi)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def _bindable(ports: range) -> bool:
+    for port in ports:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                return False
+    return True
+
+
+def _worker_port_block(taken: list[range], seed: int) -> range:
+    """A block of :data:`WORKER_PORTS` free ports for one node's workers, outside the
+    ephemeral range and disjoint from the blocks of the cluster's other nodes (``taken``).
+
+    Outside the ephemeral range, because Ray refuses to start a node whose worker ports
+    contain a port it was given for another component (``--metrics-export-port`` and the
+    rest come from :func:`_free_ports`), and because its components started on a 'random'
+    port take one the OS chooses there: a block inside that range could collide with
+    either (it did, in CI: ``metrics_export`` 36945 in the block 36913-37112).
+    """
+    import random
+
+    eph_lo, eph_hi = _ephemeral_range()
+    starts = [
+        lo
+        for lo in range(10_000, 65_536 - WORKER_PORTS, WORKER_PORTS)
+        if lo + WORKER_PORTS <= eph_lo or lo > eph_hi
+    ]
+    random.Random(seed).shuffle(starts)
+    for lo in starts:
+        block = range(lo, lo + WORKER_PORTS)
+        if any(block.start < t.stop and t.start < block.stop for t in taken):
+            continue
+        if _bindable(block):
+            return block
+    raise PrivauditError("local Ray cluster: no free block of worker ports outside the ephemeral range")
 
 
 class LocalRayCluster:
@@ -93,6 +147,9 @@ class LocalRayCluster:
         #: The raylet port of each node by name (``head``, ``worker0``, ...): how
         #: :meth:`alive_nodes` tells the nodes apart.
         self.node_ports: dict[str, int] = {}
+        #: The worker-port block of each node (disjoint; outside the ephemeral range).
+        self.worker_port_blocks: dict[str, range] = {}
+        self._n_spawned_workers = 0
         self.port = _free_ports(1)[0]
         self.address = f"127.0.0.1:{self.port}"
         self._start_head()
@@ -105,8 +162,13 @@ class LocalRayCluster:
     # --- nodes -------------------------------------------------------------------
 
     def _node_args(self, name: str) -> list[str]:
-        agent, grpc, metrics, renv, wlo, manager = _free_ports(6)
+        agent, grpc, metrics, renv, manager = _free_ports(5)
         self.node_ports[name] = manager
+        workers = _worker_port_block(
+            [b for n, b in self.worker_port_blocks.items() if n != name],
+            seed=os.getpid() * 1_000_003 + time.monotonic_ns(),
+        )
+        self.worker_port_blocks[name] = workers
         return [
             "--node-ip-address", "127.0.0.1",
             "--node-manager-port", str(manager),
@@ -116,14 +178,15 @@ class LocalRayCluster:
             "--dashboard-agent-grpc-port", str(grpc),
             "--metrics-export-port", str(metrics),
             "--runtime-env-agent-port", str(renv),
-            "--min-worker-port", str(20000 + (wlo % 20000)),
-            "--max-worker-port", str(20000 + (wlo % 20000) + 199),
+            "--min-worker-port", str(workers.start),
+            "--max-worker-port", str(workers.stop - 1),
             "--disable-usage-stats",
             "--block",
         ]  # fmt: skip
 
     def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
         ray_bin = shutil.which("ray", path=str(Path(sys.executable).parent)) or "ray"
+        self.root.mkdir(parents=True, exist_ok=True)
         log = open(self.root / f"{name}.log", "wb")  # the process keeps its own copy
         proc = subprocess.Popen(
             [ray_bin, "start", *args, *self._node_args(name)],
@@ -146,35 +209,63 @@ class LocalRayCluster:
                 "--include-dashboard=false",
             ],
         )  # fmt: skip
-        self._wait_for(lambda: self._answers(), "the head node")
+        if not self._wait_for(self._answers):
+            logs = self._logs()
+            self.stop()
+            raise PrivauditError(f"local Ray cluster: the head node did not start in time\n{logs}")
 
-    def add_worker(self) -> subprocess.Popen[bytes]:
-        """Start one more worker node and wait until it has joined."""
-        name = f"worker{len(self.workers)}"
-        proc = self._spawn(name, ["--address", self.address, "--num-cpus", str(self.worker_cpus)])
-        self.workers.append(proc)
-        self._wait_for(lambda: self.node_ports[name] in self.alive_nodes(), "a worker node")
-        return proc
+    def add_worker(self, attempts: int = 3) -> subprocess.Popen[bytes]:
+        """Start one more worker node and wait until it has joined.
+
+        A node that does not join (its ``ray start`` exits, e.g. on a port another process
+        took between the choice and the start, or it is not alive in time) is ended, and a
+        new one is started on new ports, up to ``attempts`` times; the head and the other
+        nodes are left as they are. Raises :class:`~privaudit.errors.PrivauditError` with
+        the nodes' log tails when every attempt failed.
+        """
+        if not self.procs or self.procs[0].poll() is not None:
+            raise PrivauditError("local Ray cluster: the head node is not running")
+        logs = ""
+        for _ in range(max(1, attempts)):
+            name = f"worker{self._n_spawned_workers}"  # a new temp dir for every attempt
+            self._n_spawned_workers += 1
+            proc = self._spawn(
+                name, ["--address", self.address, "--num-cpus", str(self.worker_cpus)]
+            )
+            self.workers.append(proc)
+            if self._wait_for(functools.partial(self._joined, self.node_ports[name]), proc):
+                return proc
+            logs = self._logs()
+            self._end(proc)
+            self.workers.remove(proc)
+            self.procs.remove(proc)
+            self.worker_port_blocks.pop(name, None)
+        raise PrivauditError(f"local Ray cluster: a worker node did not start in time\n{logs}")
+
+    def _joined(self, raylet_port: int) -> bool:
+        return raylet_port in self.alive_nodes()
 
     def _answers(self) -> bool:
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), 1):
             return True
         return False
 
-    def _wait_for(self, ready: Any, what: str) -> None:
+    def _wait_for(self, ready: Any, proc: subprocess.Popen[bytes] | None = None) -> bool:
+        """Poll ``ready()`` until it is true (True), the head or ``proc`` exits, or the
+        timeout passes (False)."""
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
-            dead = [p for p in self.procs if p.poll() is not None and p in self.workers[-1:]]
-            if dead or self.procs[0].poll() is not None:
-                break
+            if self.procs[0].poll() is not None or (proc is not None and proc.poll() is not None):
+                return False
             if ready():
-                return
+                return True
             time.sleep(0.5)
-        logs = "\n".join(
+        return False
+
+    def _logs(self) -> str:
+        return "\n".join(
             p.read_text(errors="replace")[-1500:] for p in sorted(self.root.glob("*.log"))
         )
-        self.stop()
-        raise PrivauditError(f"local Ray cluster: {what} did not start in time\n{logs}")
 
     def alive_nodes(self) -> list[int]:
         """The raylet ports of the cluster's live nodes (``ray.nodes()``), read by a
@@ -219,16 +310,19 @@ class LocalRayCluster:
 
     # --- teardown ----------------------------------------------------------------
 
-    def stop(self) -> None:
-        """End every process of the cluster (by process group and id) and delete its files."""
+    @staticmethod
+    def _end(*roots: subprocess.Popen[bytes]) -> None:
+        """End the ``ray start`` processes ``roots`` and every process under them (by
+        process group and id): SIGTERM (``ray start --block`` then stops its node's
+        processes), SIGKILL for what is left after a grace period."""
         import psutil
 
         procs = []
-        for p in self.procs:
+        for p in roots:
             with contextlib.suppress(psutil.Error):
                 root = psutil.Process(p.pid)
                 procs.extend([root, *root.children(recursive=True)])
-        for p in self.procs:  # `ray start --block` stops its node's processes on SIGTERM
+        for p in roots:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(p.pid, signal.SIGTERM)
         _, alive = psutil.wait_procs(procs, timeout=8)
@@ -236,11 +330,15 @@ class LocalRayCluster:
             with contextlib.suppress(psutil.Error):
                 q.kill()
         psutil.wait_procs(alive, timeout=5)
-        for p in self.procs:
+        for p in roots:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(p.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 p.wait(timeout=5)
+
+    def stop(self) -> None:
+        """End every process of the cluster (by process group and id) and delete its files."""
+        self._end(*self.procs)
         self.procs, self.workers = [], []
         shutil.rmtree(self.root, ignore_errors=True)
 
