@@ -279,6 +279,15 @@ SWEEP_ATTACKS = (
     ("bavaria", "bavaria-online", "bavaria-offline"),
     ("informia", "informia-online", "informia-offline"),
 )
+#: RMIA as the paper's code computes it, the yardstick of issue 34's goal (rows named
+#: ``attack[setting]``): online, Pr(x) is the mean over all reference models (privaudit's
+#: default weighs the IN and OUT models' means equally: ``prior: balanced``); offline,
+#: ``a`` = 0.3, the paper's CIFAR-10 configuration (privaudit tunes it on the reference
+#: models, or moment-matches it with one reference model).
+PAPER_RMIA = {
+    "online": ("rmia-online", {"prior": "mean"}, "rmia-online[prior=mean]"),
+    "offline": ("rmia-offline", {"a": 0.3}, "rmia-offline[a=0.3]"),
+}
 
 
 def _with_references(data: Any, k: int, keep_records: np.ndarray) -> Any:
@@ -427,7 +436,7 @@ def _sweep_rows(
     data, member = exp.attack_data, exp.membership
     keep = np.asarray(data.reference_membership.keep)
     rows: list[dict[str, Any]] = []
-    print(f"{'attack':<18s} {'k':>2s} {'records':>7s} {'AUC':>6s} {'TPR@0.1%':>8s} {'TPR@1%':>8s}")
+    print(f"{'attack':<24s} {'k':>2s} {'records':>7s} {'AUC':>6s} {'TPR@0.1%':>8s} {'TPR@1%':>8s}")
     for k in refs:
         n_in, n_out = keep[:k].sum(axis=0), (~keep[:k]).sum(axis=0)
         for mode_i, mode in ((1, "online"), (2, "offline")):
@@ -435,56 +444,129 @@ def _sweep_rows(
             if not eligible.any():
                 eligible = np.ones_like(eligible)
             sub = _with_references(data, k, eligible)
-            for family in SWEEP_ATTACKS:
-                name = family[mode_i]
+            paper_name, paper_params, paper_label = PAPER_RMIA[mode]
+            runs = [(family[mode_i], {}, family[mode_i]) for family in SWEEP_ATTACKS]
+            for name, params, shown in [*runs, (paper_name, paper_params, paper_label)]:
                 row: dict[str, Any] = {
                     "dataset": label,
-                    "attack": name,
+                    "attack": shown,
                     "mode": mode,
                     "n_references": k,
                     "seed": seed,
                     "auc": None,
                     "tpr_at_1pct": None,
                     "tpr_at_0_1pct": None,
-                    "default": name in defaults,
+                    "default": shown in defaults,
                 }
                 rows.append(row)
                 try:
-                    res = run_attack(name, sub)
+                    res = run_attack(name, sub, **params)
                 except DesignError as err:
                     print(
-                        f"{name:<18s} {k:2d} {int(eligible.sum()):7d}    n/a  ({str(err)[:60]}...)"
+                        f"{shown:<24s} {k:2d} {int(eligible.sum()):7d}    n/a  ({str(err)[:60]}...)"
                     )
                     continue
                 r = _row(res.scores, member[eligible])
                 row.update(auc=r["auc"], tpr_at_1pct=r["tpr@1%"], tpr_at_0_1pct=r["tpr@0.1%"])
                 print(
-                    f"{name:<18s} {k:2d} {int(eligible.sum()):7d} {r['auc']:6.3f} "
+                    f"{shown:<24s} {k:2d} {int(eligible.sum()):7d} {r['auc']:6.3f} "
                     f"{_fmt(r['tpr@0.1%']):>8s} {_fmt(r['tpr@1%']):>8s}",
                     flush=True,
                 )
     return rows
 
 
+def _mean_cell(rows: list[dict[str, Any]], attack: str, k: int) -> dict[str, float] | None:
+    """Mean AUC, TPR@1% and TPR@0.1% over seeds of one attack at ``k`` references (None: n/a
+    on some seed; a TPR that is n/a on every seed is left out)."""
+    sel = [r for r in rows if r["attack"] == attack and r["n_references"] == k]
+    if not sel or any(r["auc"] is None for r in sel):
+        return None
+    out = {"auc": float(np.mean([r["auc"] for r in sel]))}
+    for key in ("tpr_at_1pct", "tpr_at_0_1pct"):
+        vals = [r[key] for r in sel if r[key] is not None]
+        if vals:
+            out[key] = float(np.mean(vals))
+    return out
+
+
+def _paired_difference(
+    rows: list[dict[str, Any]], new: str, old: str, k: int, metric: str
+) -> tuple[float, float] | None:
+    """Mean over seeds of ``new``'s ``metric`` minus ``old``'s at ``k`` references (paired by
+    seed) and the standard error of that mean (0 with one seed); None where either is n/a."""
+    by = {
+        (r["attack"], r["seed"]): r[metric]
+        for r in rows
+        if r["n_references"] == k and r["attack"] in (new, old)
+    }
+    seeds = sorted({seed for _, seed in by})
+    d = [by.get((new, s_)) for s_ in seeds], [by.get((old, s_)) for s_ in seeds]
+    if not seeds or any(v is None for v in (*d[0], *d[1])):
+        return None
+    diff = np.asarray(d[0], dtype=float) - np.asarray(d[1], dtype=float)
+    se = float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else 0.0
+    return float(diff.mean()), se
+
+
+def goal_verdicts(rows: list[dict[str, Any]], refs: list[int]) -> dict[str, str]:
+    """Issue 34's goal, per mode and reference count: privaudit's default RMIA against the
+    paper's (:data:`PAPER_RMIA`), on AUC and TPR@1% paired by seed. A metric is higher
+    (lower) when the mean difference is above (below) zero by more than twice its standard
+    error over seeds, the same otherwise (within noise). Verdict: "above" (one metric
+    higher, none lower), "at (within noise)" (both the same), "below" (one lower, none
+    higher), "mixed", "n/a" (the default cannot run) or "n/a (paper's RMIA cannot run)"."""
+    out: dict[str, str] = {}
+    for mode in ("online", "offline"):
+        new, old = f"rmia-{mode}", PAPER_RMIA[mode][2]
+        for k in refs:
+            where = f"{mode}, {k} reference{'s' if k > 1 else ''}"
+            if _mean_cell(rows, new, k) is None:
+                out[where] = "n/a"
+                continue
+            if _mean_cell(rows, old, k) is None:
+                out[where] = "n/a (paper's RMIA cannot run)"
+                continue
+            signs = set()
+            for metric in ("auc", "tpr_at_1pct"):
+                pd = _paired_difference(rows, new, old, k, metric)
+                if pd is not None and abs(pd[0]) > 2 * pd[1] and pd[0] != 0:
+                    signs.add(1 if pd[0] > 0 else -1)
+            out[where] = (
+                "mixed"
+                if signs == {1, -1}
+                else "above"
+                if signs == {1}
+                else "below"
+                if signs == {-1}
+                else "at (within noise)"
+            )
+    return out
+
+
 def _sweep_summary(rows: list[dict[str, Any]], refs: list[int], label: str) -> None:
     print(f"\n{label}: mean over seeds (n/a: the references cannot support the attack)")
     print(
-        f"{'attack':<18s} "
+        f"{'attack':<24s} "
         + " ".join(f"{'k=' + str(k) + ' AUC/TPR@0.1%/TPR@1%':>30s}" for k in refs)
     )
     for name in dict.fromkeys(r["attack"] for r in rows):
         cells = []
         for k in refs:
-            sel = [r for r in rows if r["attack"] == name and r["n_references"] == k]
-            if not sel or any(r["auc"] is None for r in sel):
+            m = _mean_cell(rows, name, k)
+            if m is None:
                 cells.append(f"{'n/a':>30s}")
                 continue
-            a = np.mean([r["auc"] for r in sel])
-            t01 = [r["tpr_at_0_1pct"] for r in sel if r["tpr_at_0_1pct"] is not None]
-            t1 = [r["tpr_at_1pct"] for r in sel if r["tpr_at_1pct"] is not None]
-            c = f"{a:.3f}/{_fmt(float(np.mean(t01)) if t01 else None).strip()}/{_fmt(float(np.mean(t1)) if t1 else None).strip()}"
-            cells.append(f"{c:>30s}")
-        print(f"{name:<18s} " + " ".join(cells))
+            t01, t1 = _fmt(m.get("tpr_at_0_1pct")).strip(), _fmt(m.get("tpr_at_1pct")).strip()
+            cells.append(f"{m['auc']:.3f}/{t01}/{t1}".rjust(30))
+        print(f"{name:<24s} " + " ".join(cells))
+    print(
+        f"\n{label}: privaudit's default RMIA against the paper's ({PAPER_RMIA['online'][2]}, "
+        f"{PAPER_RMIA['offline'][2]}), mean AUC and TPR@1% over seeds (issue 34's goal: at or "
+        "above at every count, above at 1-2):"
+    )
+    for where, verdict in goal_verdicts(rows, refs).items():
+        print(f"  {where:<22s} {verdict}")
 
 
 def main(argv: list[str] | None = None) -> int:

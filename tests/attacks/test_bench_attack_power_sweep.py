@@ -37,13 +37,14 @@ def test_tiny_cifar10_sweep_writes_the_issue_rows(tmp_path: Path, bench: ModuleT
             "--json", str(out)]  # fmt: skip
     assert bench.main(argv) == 0
     rows = json.loads(out.read_text())
-    # 4 families x 2 modes x 3 reference counts x 1 seed
-    assert len(rows) == 24
+    # (4 families + the paper's RMIA) x 2 modes x 3 reference counts x 1 seed
+    assert len(rows) == 30
     defaults = set(default_attacks())
     for r in rows:
         assert set(r) == KEYS
         assert r["dataset"] == "cifar10-cnn" and r["seed"] == 0
-        assert r["mode"] in ("online", "offline") and r["attack"].endswith(r["mode"])
+        assert r["mode"] in ("online", "offline")
+        assert r["attack"].split("[")[0].endswith(r["mode"])
         assert r["default"] == (r["attack"] in defaults)
         if r["auc"] is not None:
             assert 0.0 <= r["auc"] <= 1.0
@@ -55,6 +56,45 @@ def test_tiny_cifar10_sweep_writes_the_issue_rows(tmp_path: Path, bench: ModuleT
     assert by[("rmia-online", 1)]["auc"] is not None
     # with 4 references every family runs in both modes
     assert all(by[(a, 4)]["auc"] is not None for a, _ in by)
+    # the paper's RMIA beside privaudit's default; offline with one reference the
+    # sweep keeps only records that reference is OUT for, so nothing tunes or matches a
+    # and privaudit's RMIA falls back to the paper's 0.3: the two rows are the same
+    assert by[("rmia-online[prior=mean]", 1)]["default"] is False
+    assert by[("rmia-offline", 1)]["auc"] == by[("rmia-offline[a=0.3]", 1)]["auc"]
+    verdicts = bench.goal_verdicts(rows, [1, 2, 4])
+    assert len(verdicts) == 6
+    assert verdicts["offline, 1 reference"] == "at (within noise)"
+
+
+def _rows(new: list[float], old: list[float], k: int = 1) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    for attack, values in (("rmia-online", new), ("rmia-online[prior=mean]", old)):
+        for seed, v in enumerate(values):
+            rows.append(
+                {
+                    "attack": attack,
+                    "n_references": k,
+                    "seed": seed,
+                    "auc": v,
+                    "tpr_at_1pct": v,
+                    "tpr_at_0_1pct": None,
+                }
+            )
+    return rows
+
+
+def test_goal_verdicts_pair_seeds_and_weigh_noise(bench: ModuleType) -> None:
+    def online(new: list[float], old: list[float]) -> str:
+        return str(bench.goal_verdicts(_rows(new, old), [1])["online, 1 reference"])
+
+    assert online([0.80, 0.82, 0.81], [0.70, 0.71, 0.72]) == "above"
+    assert online([0.70, 0.71, 0.72], [0.80, 0.82, 0.81]) == "below"
+    # a mean difference smaller than twice its standard error over seeds is noise
+    assert online([0.80, 0.70, 0.75], [0.74, 0.76, 0.74]) == "at (within noise)"
+    assert online([0.75, 0.75], [0.75, 0.75]) == "at (within noise)"
+    rows = _rows([0.8, 0.8], [0.7, 0.7])
+    rows[0]["auc"] = None  # the default is n/a on one seed
+    assert bench.goal_verdicts(rows, [1])["online, 1 reference"] == "n/a"
 
 
 def test_an_unknown_sweep_dataset_is_refused(bench: ModuleType) -> None:

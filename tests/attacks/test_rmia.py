@@ -321,3 +321,187 @@ def test_score_form_is_named_beside_its_figures() -> None:
         assert default.params["score_name"] == "log likelihood ratio" == SCORE_NAMES["ratio"]
         paper = run_attack(name, w.data, score="fraction", **kw)
         assert paper.params["score_name"] == "pairwise-comparison score"
+
+
+# --- online RMIA's balanced prior (issue 34) ------------------------------------------
+
+
+def _with_keep(d: AttackData, keep: np.ndarray) -> AttackData:
+    """``d`` with another reference layout (the signals stay as they are)."""
+    k = keep.shape[0]
+    mids = tuple(f"ref{j}" for j in range(k))
+
+    def first(tables: dict[str, SignalTable]) -> dict[str, SignalTable]:
+        return {s: SignalTable(s, t.record_ids, mids, t.values[:k]) for s, t in tables.items()}
+
+    return AttackData(
+        record_ids=d.record_ids,
+        labels=d.labels,
+        target=d.target,
+        population_target=d.population_target,
+        reference=first(d.reference),
+        reference_membership=MembershipMatrix(d.record_ids, mids, keep),
+        reference_population=first(d.reference_population),
+    )
+
+
+def literal_balanced_prior(p: np.ndarray, keep: np.ndarray, a: float) -> np.ndarray:
+    """1/2 (P_IN + P_OUT) record by record in linear space, a missing world imputed by
+    P_IN = a P_OUT + (1 - a) (or its inverse, floored at 0)."""
+    out = np.empty(p.shape[1])
+    for i in range(p.shape[1]):
+        ins, outs = p[keep[:, i], i], p[~keep[:, i], i]
+        p_in = ins.mean() if ins.size else a * outs.mean() + (1 - a)
+        p_out = outs.mean() if outs.size else max(0.0, (ins.mean() - (1 - a)) / a)
+        out[i] = 0.5 * (p_in + p_out)
+    return out
+
+
+def _unbalanced_keep(k: int, n: int, seed: int) -> np.ndarray:
+    """Each model IN for a random half of the records, independently: with few models
+    many records have more IN than OUT models, or only one world."""
+    rng = np.random.default_rng(seed)
+    keep = rng.uniform(size=(k, n)) < 0.5
+    return keep
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_balanced_prior_matches_the_literal_computation(k: int) -> None:
+    w = make_world(40, n=300, n_pop=200, k=8)
+    keep = _unbalanced_keep(k, 300, seed=k)
+    d = _with_keep(w.data, keep)
+    res = run_attack("rmia-online", d, a=0.4)
+    px = np.exp(-d.target["loss"].values[0])
+    p_ref = np.exp(-d.reference["loss"].values)
+    expected = np.log(px / literal_balanced_prior(p_ref, keep, 0.4))
+    np.testing.assert_allclose(res.scores, expected, rtol=1e-10, atol=1e-12)
+    assert res.params["reference_average"] == "balanced"
+    assert res.params["a"] == 0.4 and res.params["a_rule"] == "given"
+    one_world = (keep.sum(0) == 0) | (keep.sum(0) == k)
+    assert res.params["n_records_one_world"] == int(one_world.sum()) > 0
+
+
+def test_balanced_prior_is_the_mean_where_every_record_is_balanced(world: World) -> None:
+    """privaudit's own layouts put every record IN for half of the models: there the
+    balanced prior and the paper's mean are the same number (no imputation, no a)."""
+    bal = run_attack("rmia-online", world.data)
+    mean = run_attack("rmia-online", world.data, prior="mean")
+    np.testing.assert_allclose(bal.scores, mean.scores, rtol=1e-12, atol=1e-12)
+    assert bal.params["n_records_one_world"] == 0
+    assert bal.params["a_rule"].startswith("not needed")
+    assert mean.params["reference_average"] == "mean"
+
+
+def test_moment_matched_a_recovers_the_linear_relation() -> None:
+    from privaudit.attacks.rmia import moment_matched_a
+
+    rng = np.random.default_rng(3)
+    a_true = 0.35
+    p_out = rng.uniform(0.05, 0.99, size=(4, 5000))
+    keep = rng.uniform(size=p_out.shape) < 0.5
+    p = np.where(keep, a_true * p_out + (1 - a_true), p_out)
+    assert moment_matched_a(-np.log(p), keep) == pytest.approx(a_true, abs=0.01)
+    # a model that fits its members exactly (P_IN = 1): a = 0
+    assert moment_matched_a(-np.log(np.where(keep, 1.0, p_out)), keep) == 0.0
+    with pytest.raises(DesignError, match="both IN and OUT"):
+        moment_matched_a(-np.log(p_out), np.zeros_like(keep))
+
+
+def test_auto_a_is_moment_matched_on_the_references_only() -> None:
+    w = make_world(41, n=300, n_pop=200, k=8)
+    keep = _unbalanced_keep(1, 300, seed=5)
+    d = _with_keep(w.data, keep)
+    res = run_attack("rmia-online", d)
+    p_ref = np.exp(-d.reference["loss"].values)
+    q = 1 - p_ref
+    assert res.params["a_rule"] == "moment-matched"
+    assert res.params["a"] == pytest.approx(q[keep].mean() / q[~keep].mean(), rel=1e-12)
+    # the target plays no part: reversing its outputs leaves a as it was
+    rev = AttackData(
+        record_ids=d.record_ids,
+        labels=d.labels,
+        target={
+            s: SignalTable(s, t.record_ids, t.model_ids, t.values[:, ::-1].copy())
+            for s, t in d.target.items()
+        },
+        population_target=d.population_target,
+        reference=d.reference,
+        reference_membership=d.reference_membership,
+        reference_population=d.reference_population,
+    )
+    assert run_attack("rmia-online", rev).params["a"] == res.params["a"]
+
+
+def test_balanced_prior_does_not_saturate() -> None:
+    """Losses far below machine epsilon, one reference model: the log ratio to first order
+    in the losses, for records whose only model is OUT and whose only model is IN."""
+    d = _saturated_world(k=8)
+    keep = _unbalanced_keep(1, d.n_records, seed=2)
+    d1 = _with_keep(d, keep)
+    a = 0.4
+    res = run_attack("rmia-online", d1, a=a)
+    lx, lr = d1.target["loss"].values[0], d1.reference["loss"].values[0]
+    # OUT only: -log(1/2[(1+a)(1-l) + (1-a)]) = (1+a) l / 2; IN only: (1 + 1/a) l / 2
+    expected = -lx + np.where(keep[0], 0.5 * (1 + 1 / a) * lr, 0.5 * (1 + a) * lr)
+    np.testing.assert_allclose(res.scores, expected, rtol=1e-9, atol=0)
+    assert np.unique(res.scores).size == d1.n_records
+
+
+def _one_reference_world(
+    seed: int, n: int = 600, n_pop: int = 300, leak: float = 2.0
+) -> tuple[AttackData, np.ndarray]:
+    """make_world's toy signals (logit = record difficulty + ``leak`` x IN + noise) with one
+    reference model IN for a random half of the audited records; ``leak`` for the target
+    only (0: a target that learnt nothing of its members)."""
+    from .conftest import tables
+
+    rng = np.random.default_rng(seed)
+    ids = np.array([f"r{i}" for i in range(n)])
+    pop_ids = np.array([f"p{i}" for i in range(n_pop)])
+    lab, plab = rng.integers(0, 2, n), rng.integers(0, 2, n_pop)
+    mu, mu_p = rng.normal(1.0, 2.0, n), rng.normal(1.0, 2.0, n_pop)
+    member = rng.uniform(size=n) < 0.5
+    keep = (rng.uniform(size=n) < 0.5)[None, :]
+
+    def phi(m: np.ndarray, inside: np.ndarray, delta: float = 2.0) -> np.ndarray:
+        return m[None, :] + delta * inside + 0.6 * rng.normal(size=inside.shape)
+
+    d = AttackData(
+        record_ids=ids,
+        labels=lab,
+        target=tables(phi(mu, member[None, :], leak), lab, ids, "target"),
+        population_target=tables(phi(mu_p, np.zeros((1, n_pop), bool)), plab, pop_ids, "target"),
+        reference=tables(phi(mu, keep), lab, ids, "ref"),
+        reference_membership=MembershipMatrix(ids, ("ref0",), keep),
+        reference_population=tables(phi(mu_p, np.zeros((1, n_pop), bool)), plab, pop_ids, "ref"),
+    )
+    return d, member
+
+
+def test_balanced_prior_finds_more_members_with_one_reference_and_none_under_the_null() -> None:
+    """One reference model, IN for half of the records: the plain mean gives a record whose
+    reference is IN a lower score for a reason unrelated to the target; the balanced prior
+    does not. In each of 5 worlds it is more powerful, and on a target that learnt nothing
+    of its members it finds nothing."""
+    from .conftest import pair_auc
+
+    gains = []
+    for seed in range(5):
+        d, member = _one_reference_world(70 + seed)
+        bal = pair_auc(run_attack("rmia-online", d).scores, member)
+        mean = pair_auc(run_attack("rmia-online", d, prior="mean").scores, member)
+        gains.append(bal - mean)
+    assert min(gains) > 0.0 and np.mean(gains) > 0.02, gains
+    aucs = []
+    for seed in range(5):
+        d, member = _one_reference_world(80 + seed, n=2000, leak=0.0)
+        aucs.append(pair_auc(run_attack("rmia-online", d).scores, member))
+    # sd of one AUC under the null with ~1,000 + 1,000 records: 0.013; of the mean: 0.006
+    assert abs(np.mean(aucs) - 0.5) < 0.02, aucs
+
+
+def test_bad_prior_is_refused(world: World) -> None:
+    with pytest.raises(InvalidInputError, match="prior"):
+        run_attack("rmia-online", world.data, prior="median")
+    with pytest.raises(InvalidInputError, match="a"):
+        run_attack("rmia-online", world.data, a=1.5)

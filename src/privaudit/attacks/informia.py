@@ -108,15 +108,16 @@ def informia_scores(
     return lx / _LN2 + kl, kl
 
 
-def _informia(data: AttackData, *, offline: bool, a: float | str) -> Result:
-    inp, info, lr_x, lr_z = log_ratios(data, offline=offline, a=a, score="ratio")
+def _informia(
+    data: AttackData, *, offline: bool, a: float | str, prior: str = "balanced"
+) -> Result:
+    inp, info, lr_x, lr_z = log_ratios(data, offline=offline, a=a, score="ratio", prior=prior)
     scores, kl = informia_scores(lr_x, lr_z, self_index=inp.self_index)
     info.update(
         score="information gain (bits)",
         score_name="information gain in bits",
         population_kl_bits=float(np.median(kl)),
         n_self_pairs_removed=0 if inp.self_index is None else int((inp.self_index >= 0).sum()),
-        reference_average="mean",
         queries_per_record=1,
         alpha_calibrated=False,
     )
@@ -132,17 +133,19 @@ def _informia(data: AttackData, *, offline: bool, a: float | str) -> Result:
     alpha_threshold=False,
     in_defaults=False,
     description="InfoRMIA online (Tao and Shokri 2026): the information gain log2 Pr(x|theta)/Pr(x) "
-    "over all reference models plus the population term D_KL(p(z) || p(z|theta)), in bits",
+    "with online RMIA's Pr(x) plus the population term D_KL(p(z) || p(z|theta)), in bits",
 )
 def informia_online(
     data: AttackData,
     *,
     rng: np.random.Generator,
     signal: str = "loss",
+    prior: str = "balanced",
+    a: float | str = "auto",
 ) -> Result:
-    r"""Online InfoRMIA: :math:`\Pr(x)` = mean of :math:`\Pr(x|\theta')` over all reference
-    models (as online RMIA); score in bits (module docstring)."""
-    return _informia(data, offline=False, a=1.0)
+    r"""Online InfoRMIA: :math:`\Pr(x)` as online RMIA's (``prior``, ``a``: see
+    :func:`~privaudit.attacks.rmia.rmia_online`); score in bits (module docstring)."""
+    return _informia(data, offline=False, a=a, prior=prior)
 
 
 @register(

@@ -78,10 +78,13 @@ from privaudit.errors import DesignError
 
 __all__ = [
     "A_GRID",
+    "PAPER_A",
+    "PRIORS",
     "SCORE_DESCRIPTIONS",
     "SCORE_FORMS",
     "SCORE_NAMES",
     "log_ratios",
+    "moment_matched_a",
     "rmia_log_scores",
     "rmia_offline",
     "rmia_online",
@@ -210,8 +213,18 @@ def _log_offline_prior(log_p_out: NDArray[np.float64], a: float) -> NDArray[np.f
 #: Grid of the offline ``a`` (Zarifzadeh et al. 2024, App. B.2.2 / the paper code's
 #: ``tune_offline_a``: 0, 0.1, ..., 1).
 A_GRID: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(11))
+#: Offline ``a`` of the paper's CIFAR-10 configurations (Zarifzadeh et al. 2024, App. B.2.2):
+#: ``a="auto"`` falls back to it when the reference models can neither tune ``a`` (no
+#: pseudo-target) nor moment-match it (no reference model trained on an audited record).
+PAPER_A = 0.3
 #: Score forms (see the module docstring).
 SCORE_FORMS: tuple[str, ...] = ("ratio", "fraction")
+#: Online RMIA's estimates of :math:`\Pr(x)` from the reference models (``prior=``).
+PRIORS: dict[str, str] = {
+    "balanced": "half the mean of the IN models plus half the mean of the OUT models, a world "
+    "with no model imputed by the linear approximation with a (privaudit's default)",
+    "mean": "the mean over all reference models, IN and OUT alike (the paper's code)",
+}
 #: The name of each score form, shown beside its figures (``params["score_name"]``, the
 #: report's attack table; issue 28): the default is not the paper's score.
 SCORE_NAMES: dict[str, str] = {
@@ -239,15 +252,114 @@ class _Inputs:
 
 
 def _log_ratios(
-    inp: _Inputs, *, offline: bool, a: float, models: NDArray[np.bool_] | None = None
+    inp: _Inputs,
+    *,
+    offline: bool,
+    a: float,
+    prior: str = "balanced",
+    models: NDArray[np.bool_] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """``log r_x`` and ``log r_z`` (log Pr(.|theta) - log Pr(.)), over the ``models`` rows."""
+    """``log r_x`` and ``log r_z`` (log Pr(.|theta) - log Pr(.)), over the ``models`` rows.
+
+    Online, ``prior`` is ``"balanced"`` (:func:`_log_balanced_prior`, ``a`` imputes a
+    missing world) or ``"mean"`` (every reference model alike; ``a`` unused)."""
     sel = np.ones(inp.loss_x.shape[0], dtype=bool) if models is None else models
     if offline:
         return _offline_log_ratios(inp, _log_p_out(inp, sel), a)
-    prior_x = _log_mean_p(inp.loss_x[sel], None)
-    prior_z = _log_mean_p(inp.loss_z[sel], None)
+    if prior == "mean":
+        prior_x = _log_mean_p(inp.loss_x[sel], None)
+        prior_z = _log_mean_p(inp.loss_z[sel], None)
+    else:
+        keep_z = np.zeros(inp.loss_z.shape, dtype=bool) if inp.keep_z is None else inp.keep_z
+        prior_x = _log_balanced_prior(inp.loss_x[sel], inp.keep_x[sel], a)
+        prior_z = _log_balanced_prior(inp.loss_z[sel], keep_z[sel], a)
     return inp.log_px - prior_x, inp.log_pz - prior_z
+
+
+def _log_balanced_prior(
+    loss: NDArray[np.float64], keep: NDArray[np.bool_], a: float
+) -> NDArray[np.float64]:
+    r""":math:`\log \tfrac12[\Pr_{IN}(x) + \Pr_{OUT}(x)]` per column, each world the mean
+    of its own reference models; a world with no model is imputed by the paper's linear
+    approximation :math:`\Pr_{IN} \approx a\Pr_{OUT} + (1-a)` (Zarifzadeh et al. 2024,
+    Sec. 3, "offline").
+
+    The paper's :math:`\Pr(x)` is the average of :math:`\Pr(x|\theta')` over reference
+    models whose training sets contain ``x`` with probability 1/2 (Sec. 3). The plain mean
+    over the models estimates it only when half of them are IN for ``x``; with few models
+    (or a layout that is not balanced per record) a record with more IN models gets a
+    larger :math:`\Pr(x)` and a lower score for a reason that has nothing to do with the
+    target. Averaging each world separately (post-stratification) removes that; it equals
+    the plain mean wherever a record is IN for exactly half of the models.
+
+    * both worlds: :math:`\tfrac12(P_{IN} + P_{OUT})`;
+    * OUT only: :math:`\tfrac12[(1+a)P_{OUT} + (1-a)]`, offline RMIA's prior
+      (:func:`_log_offline_prior`);
+    * IN only: :math:`P_{OUT}` imputed by inverting the approximation,
+      :math:`\max(0, (P_{IN} - (1-a))/a)`, so :math:`\Pr(x) = 1 - \tfrac12 q(1 + 1/a)`
+      with :math:`q = 1 - P_{IN} < a`, and :math:`P_{IN}/2` where :math:`q \ge a`.
+
+    Computed from :math:`\log P` and :math:`q = -\mathrm{expm1}(\log P)` with ``log1p``
+    where :math:`q \le 1/2` (exact for losses far below machine epsilon), in linear space
+    elsewhere.
+    """
+    has_in = keep.any(axis=0)
+    has_out = (~keep).any(axis=0)
+    out = np.empty(loss.shape[1])
+    both = np.flatnonzero(has_in & has_out)
+    if both.size:
+        lin = _log_mean_p(loss[:, both], keep[:, both])
+        lout = _log_mean_p(loss[:, both], ~keep[:, both])
+        q = -(np.expm1(lin) + np.expm1(lout)) / 2.0  # 1 - (P_IN + P_OUT) / 2
+        near_one = q <= 0.5
+        out[both] = np.where(
+            near_one,
+            np.log1p(-np.where(near_one, q, 0.0)),
+            np.logaddexp(lin, lout) - np.log(2.0),
+        )
+    only_out = np.flatnonzero(~has_in)
+    if only_out.size:
+        out[only_out] = _log_offline_prior(_log_mean_p(loss[:, only_out], None), a)
+    only_in = np.flatnonzero(~has_out)
+    if only_in.size:
+        lin = _log_mean_p(loss[:, only_in], None)
+        q = -np.expm1(lin)
+        res = lin - np.log(2.0)  # q >= a: P_OUT imputed as 0
+        if a > 0.0:
+            small = (q < a) & (q <= 0.5)
+            res = np.where(small, np.log1p(-0.5 * np.where(small, q, 0.0) * (1.0 + 1.0 / a)), res)
+            mid = (q < a) & (q > 0.5)
+            if mid.any():
+                p_in = np.exp(lin[mid])
+                res[mid] = np.log(0.5 * (p_in + (p_in - (1.0 - a)) / a))
+        out[only_in] = res
+    return out
+
+
+def moment_matched_a(loss: NDArray[np.float64], keep: NDArray[np.bool_]) -> float:
+    r"""The ``a`` of :math:`\Pr_{IN} \approx a\Pr_{OUT} + (1-a)` that matches the means of the
+    reference models' IN and OUT probabilities of the audited records:
+    :math:`a = \overline{(1 - P)}_{IN} / \overline{(1 - P)}_{OUT}`, clipped to [0, 1].
+
+    Each reference model's IN and OUT records are random halves of the same audited
+    records, so the two means estimate :math:`E[1 - P_{IN}]` and :math:`E[1 - P_{OUT}]` of
+    one record distribution, and the approximation, taken in expectation, gives their
+    ratio. Needs no pseudo-target, so it works with one reference model, where the paper's
+    grid search (:func:`tune_offline_a`) has nothing to attack; privaudit's own estimator,
+    not the paper's (which tunes ``a`` by the grid; App. B.2.2). ``1 - P`` is
+    ``-expm1(-loss)``, exact for tiny losses.
+    """
+    q = -np.expm1(-np.asarray(loss, dtype=np.float64))
+    keep = np.asarray(keep, dtype=bool)
+    if not keep.any() or keep.all():
+        raise DesignError(
+            "reference_membership: expected reference models with both IN and OUT audited "
+            "records to estimate RMIA's a; pass a number for a"
+        )
+    q_out = float(q[~keep].mean())
+    if q_out <= 0.0:
+        return 1.0
+    return float(np.clip(q[keep].mean() / q_out, 0.0, 1.0))
 
 
 def _log_p_out(
@@ -362,35 +474,63 @@ def tune_offline_a(
     return float(best), mean, counted
 
 
-def _rmia(data: AttackData, *, offline: bool, a: float | str, gamma: float, score: str) -> Result:
+def _rmia(
+    data: AttackData,
+    *,
+    offline: bool,
+    a: float | str,
+    gamma: float,
+    score: str,
+    prior: str = "balanced",
+) -> Result:
     check_choice(score, "score", SCORE_FORMS)
     if not (isinstance(gamma, int | float) and np.isfinite(gamma) and gamma > 0):
         raise fail("gamma", "a positive finite number", gamma)
-    inp, info, lr_x, lr_z = log_ratios(data, offline=offline, a=a, score=score, gamma=float(gamma))
+    inp, info, lr_x, lr_z = log_ratios(
+        data, offline=offline, a=a, score=score, gamma=float(gamma), prior=prior
+    )
     scores = _final_scores(lr_x, lr_z, score, float(gamma), inp.self_index)
     info.update(
         n_self_pairs_removed=0 if inp.self_index is None else int((inp.self_index >= 0).sum()),
-        reference_average="mean",
         queries_per_record=1,
         alpha_calibrated=False,
     )
     return data.record_ids, scores, info
 
 
+def _matched_or_paper_a(inp: _Inputs) -> tuple[float, str]:
+    """``a`` moment-matched on the reference models where some model has IN and OUT audited
+    records, else :data:`PAPER_A` (nothing on the references informs it); with its rule."""
+    keep = inp.keep_x
+    if keep.any() and not keep.all():
+        return moment_matched_a(inp.loss_x, keep), "moment-matched"
+    return PAPER_A, "the paper's CIFAR-10 value (nothing to tune or match on)"
+
+
 def log_ratios(
-    data: AttackData, *, offline: bool, a: float | str, score: str = "ratio", gamma: float = 2.0
+    data: AttackData,
+    *,
+    offline: bool,
+    a: float | str,
+    score: str = "ratio",
+    gamma: float = 2.0,
+    prior: str = "balanced",
 ) -> tuple[_Inputs, dict[str, Any], NDArray[np.float64], NDArray[np.float64]]:
     r"""RMIA's :math:`\log r_x` and :math:`\log r_z` (log Pr(.|theta) - log Pr(.)) of the
     audited and the population records, with the inputs and the parameters that made them.
 
     Shared by RMIA and InfoRMIA (:mod:`privaudit.attacks.informia`). Offline with
     ``a="auto"``, ``a`` is tuned on the reference models for the AUC of ``score``'s form
-    (at ``gamma`` for the fraction form).
+    (at ``gamma`` for the fraction form), or moment-matched (:func:`moment_matched_a`)
+    where no reference model can be attacked with the others (one reference model).
+    Online, ``prior`` is :data:`PRIORS`' ``"balanced"`` (each world averaged on its own,
+    a missing one imputed with ``a``, moment-matched for ``"auto"``) or ``"mean"``.
     """
-    if offline and not (
+    if not (
         a == "auto" or (isinstance(a, int | float) and not isinstance(a, bool) and 0.0 <= a <= 1.0)
     ):
-        raise fail("a", "a number in [0, 1] or 'auto' (tuned on the reference models)", a)
+        raise fail("a", "a number in [0, 1] or 'auto' (estimated on the reference models)", a)
+    check_choice(prior, "prior", tuple(PRIORS))
     signal = "loss"
     pop_table = data.table("population_target", signal)
     membership = require(data.reference_membership, "reference_membership")
@@ -415,7 +555,23 @@ def log_ratios(
     if score == "fraction":
         info["gamma"] = float(gamma)
     a_used = 1.0
-    if offline:
+    if not offline:
+        info["reference_average"] = prior
+        n_in = inp.keep_x.sum(axis=0)
+        info.update(n_in_min=int(n_in.min()), n_in_max=int(n_in.max()))
+        if prior == "balanced":
+            n_models_x = inp.keep_x.shape[0]
+            n_one_world = int(((n_in == 0) | (n_in == n_models_x)).sum())
+            info["n_records_one_world"] = n_one_world
+            if a == "auto" and n_one_world:
+                a_used, info["a_rule"] = _matched_or_paper_a(inp)
+            elif a == "auto":
+                a_used, info["a_rule"] = 1.0, "not needed (every record has both worlds)"
+            else:
+                a_used = float(a)
+                info["a_rule"] = "given"
+            info["a"] = a_used
+    else:
         n_out_x = (~inp.keep_x).sum(axis=0)
         if n_out_x.min() < 1:
             raise DesignError(
@@ -428,23 +584,24 @@ def log_ratios(
                 "population record for offline RMIA, found records with none"
             )
         if a == "auto":
-            a_used, grid_auc, n_pseudo = tune_offline_a(inp, score=score, gamma=gamma)
-            info.update(a_rule="auto", a_tuning_auc=grid_auc, a_tuning_models=n_pseudo)
+            try:
+                a_used, grid_auc, n_pseudo = tune_offline_a(inp, score=score, gamma=gamma)
+                info.update(a_rule="auto", a_tuning_auc=grid_auc, a_tuning_models=n_pseudo)
+            except DesignError:  # no reference model to attack with the others
+                a_used, info["a_rule"] = _matched_or_paper_a(inp)
         else:
             a_used = float(a)
             info["a_rule"] = "given"
         info.update(
             a=a_used,
+            reference_average="mean",
             n_out_min=int(n_out_x.min()),
             n_out_max=int(n_out_x.max()),
             population_out_source="all models"
             if inp.keep_z is None
             else "reference_population_membership",
         )
-    else:
-        n_in = inp.keep_x.sum(axis=0)
-        info.update(n_in_min=int(n_in.min()), n_in_max=int(n_in.max()))
-    lr_x, lr_z = _log_ratios(inp, offline=offline, a=a_used)
+    lr_x, lr_z = _log_ratios(inp, offline=offline, a=a_used, prior=prior)
     return inp, info, lr_x, lr_z
 
 
@@ -464,7 +621,7 @@ _FIELDS = (
     default_signal="loss",
     signal_choices=("loss",),
     alpha_threshold=False,
-    description="RMIA online (Zarifzadeh et al. 2024): log likelihood ratio against the reference average by default; the paper's pairwise comparison with population records with score=fraction",
+    description="RMIA online (Zarifzadeh et al. 2024): log likelihood ratio against the IN and OUT reference averages, weighted equally, by default; the paper's pairwise comparison with population records with score=fraction",
 )
 def rmia_online(
     data: AttackData,
@@ -473,14 +630,21 @@ def rmia_online(
     signal: str = "loss",
     gamma: float = 2.0,
     score: str = "ratio",
+    prior: str = "balanced",
+    a: float | str = "auto",
 ) -> Result:
-    r"""Online RMIA: :math:`\Pr(x)` = mean of :math:`\Pr(x|\theta')` over all reference models.
+    r"""Online RMIA: :math:`\Pr(x)` from the IN and the OUT reference models of ``x``.
 
+    ``prior="balanced"`` (default): :math:`\tfrac12[\Pr_{IN}(x) + \Pr_{OUT}(x)]`, each the
+    mean over its own models, a world with no model imputed with ``a`` (moment-matched on
+    the reference models for ``"auto"``; :func:`_log_balanced_prior`,
+    :func:`moment_matched_a`); ``prior="mean"``: the mean over all reference models (the
+    paper's code). The two agree wherever a record is IN for half of the models.
     ``score="ratio"`` (default): the log likelihood ratio :math:`\log\Pr(x|\theta) -
     \log\Pr(x)`; ``score="fraction"``: the paper's pairwise-comparison score
     :math:`\Pr_z[LR(x, z) \ge \gamma]` (module docstring, :data:`SCORE_NAMES`).
     """
-    return _rmia(data, offline=False, a=1.0, gamma=gamma, score=score)
+    return _rmia(data, offline=False, a=a, gamma=gamma, score=score, prior=prior)
 
 
 @register(
