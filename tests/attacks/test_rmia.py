@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import tracemalloc
 
 import numpy as np
@@ -266,6 +267,15 @@ def test_fraction_form_ties_and_ratio_is_its_envelope() -> None:
     assert np.unique(frac).size < np.unique(ratio).size
 
 
+def _reversed_target(d: AttackData) -> AttackData:
+    """``d`` with the target's outputs given to the records in reverse order."""
+    target = {
+        s: SignalTable(s, t.record_ids, t.model_ids, t.values[:, ::-1].copy())
+        for s, t in d.target.items()
+    }
+    return dataclasses.replace(d, target=target)
+
+
 def test_offline_a_is_tuned_on_reference_models_only() -> None:
     w = make_world(25, n=200, n_pop=300)
     d = w.data
@@ -275,20 +285,7 @@ def test_offline_a_is_tuned_on_reference_models_only() -> None:
     best = max(grid, key=lambda k: (grid[k], -float(k)))
     assert res.params["a"] == float(best)
     # the target's outputs play no part in the choice of a
-    flipped = AttackData(
-        record_ids=d.record_ids,
-        labels=d.labels,
-        target={
-            s: SignalTable(s, t.record_ids, t.model_ids, t.values[:, ::-1].copy())
-            for s, t in d.target.items()
-        },
-        population_target=d.population_target,
-        reference=d.reference,
-        reference_membership=d.reference_membership,
-        reference_population=d.reference_population,
-        reference_population_membership=d.reference_population_membership,
-    )
-    again = run_attack("rmia-offline", flipped)
+    again = run_attack("rmia-offline", _reversed_target(d))
     assert again.params["a_tuning_auc"] == grid
     # an independent computation of the grid AUC of pseudo-target 0 alone
     from privaudit.attacks.rmia import _Inputs, tune_offline_a
@@ -417,19 +414,7 @@ def test_auto_a_is_moment_matched_on_the_references_only() -> None:
     assert res.params["a_rule"] == "moment-matched"
     assert res.params["a"] == pytest.approx(q[keep].mean() / q[~keep].mean(), rel=1e-12)
     # the target plays no part: reversing its outputs leaves a as it was
-    rev = AttackData(
-        record_ids=d.record_ids,
-        labels=d.labels,
-        target={
-            s: SignalTable(s, t.record_ids, t.model_ids, t.values[:, ::-1].copy())
-            for s, t in d.target.items()
-        },
-        population_target=d.population_target,
-        reference=d.reference,
-        reference_membership=d.reference_membership,
-        reference_population=d.reference_population,
-    )
-    assert run_attack("rmia-online", rev).params["a"] == res.params["a"]
+    assert run_attack("rmia-online", _reversed_target(d)).params["a"] == res.params["a"]
 
 
 def test_balanced_prior_does_not_saturate() -> None:

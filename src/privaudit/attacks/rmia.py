@@ -10,7 +10,12 @@ probability of the true class:
 
 where :math:`\Pr(x) = \mathbb E_{\theta'}[\Pr(x|\theta')]` over reference models:
 
-* online: the mean over all reference models (IN and OUT);
+* online (``prior="balanced"``, the default): :math:`\tfrac12[\Pr_{IN}(x) + \Pr_{OUT}(x)]`,
+  each world the mean over the reference models of that world, a world with no model
+  imputed by the linear approximation below (:func:`_log_balanced_prior`): the paper's
+  reference models train on x with probability 1/2, which the plain mean over all models
+  (``prior="mean"``, the paper's code) estimates only for records IN for half of them;
+  the two agree exactly there;
 * offline: :math:`\Pr(x) = \tfrac12[(1+a)\Pr_{OUT}(x) + (1-a)]`, the linear
   approximation :math:`\Pr_{IN} \approx a \Pr_{OUT} + (1-a)` (Sec. 3, "offline"), where
   :math:`\Pr_{OUT}(x)` is the mean over the reference models that did not train on x.
@@ -56,8 +61,12 @@ Score forms (``score=``; their names, :data:`SCORE_NAMES`, are shown beside the 
 
 Offline ``a``: ``a="auto"`` (default) tunes it on the reference models as the paper
 code's ``tune_offline_a`` does (:func:`tune_offline_a`: a grid 0, 0.1, ..., 1, the AUC
-of attacking a reference model with the other reference models); a number fixes it
-(the paper's CIFAR-10 configurations use 0.3). Measured on the demo target before this
+of attacking a reference model with the other reference models); where no reference model
+can be attacked with the others (one reference model) it is moment-matched
+(:func:`moment_matched_a`, privaudit's estimator), and where nothing can be matched either,
+the paper's 0.3 (:data:`PAPER_A`); ``params["a_rule"]`` names the rule. A number fixes it
+(the paper's CIFAR-10 configurations use 0.3). Online, ``a`` only imputes a missing world
+(moment-matched for ``"auto"``). Measured on the demo target before the tuning
 change: a = 0 gave AUC 0.715 and the fixed 0.3 0.709. Gamma: 2.0 (the paper's
 configurations; the ml_privacy_meter library uses 1), used by the fraction form only.
 One query per record (no augmentations, so no majority vote).
