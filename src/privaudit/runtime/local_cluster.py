@@ -97,7 +97,9 @@ def _worker_port_block(taken: list[range], seed: int) -> range:
             continue
         if _bindable(block):
             return block
-    raise PrivauditError("local Ray cluster: no free block of worker ports outside the ephemeral range")
+    raise PrivauditError(
+        "local Ray cluster: no free block of worker ports outside the ephemeral range"
+    )
 
 
 class LocalRayCluster:
