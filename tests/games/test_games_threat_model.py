@@ -43,3 +43,20 @@ def test_rmia_assumptions_name_the_score_form() -> None:
     assert "not the paper's pairwise-comparison score" in online
     offline = " ".join(by["rmia-offline"]["assumptions"])
     assert "the paper's pairwise-comparison score Pr_z[LR(x, z) >= gamma]" in offline
+
+
+def test_online_rmia_assumptions_name_the_estimate_of_pr_x() -> None:
+    """Issue 34: online RMIA's Pr(x) is the balanced estimate by default, the paper's plain
+    mean on request; the threat model says which one produced the numbers."""
+    from privaudit.attacks.rmia import PRIORS
+
+    game = describe_game("fixed-record-and-dataset", n_trials=1).to_dict()
+    attacks = [
+        {"name": "rmia-online", "params": {"score": "ratio", "reference_average": "balanced"}},
+        {"name": "informia-online", "params": {"reference_average": "mean"}},
+        {"name": "rmia-offline", "params": {"score": "ratio", "reference_average": "mean"}},
+    ]
+    by = {a["name"]: a for a in threat_model(game, attacks)["attacks"]}
+    assert by["rmia-online"]["assumptions"][0] == f"Pr(x): {PRIORS['balanced']}"
+    assert by["informia-online"]["assumptions"][0] == f"Pr(x): {PRIORS['mean']}"
+    assert not any(a.startswith("Pr(x):") for a in by["rmia-offline"]["assumptions"])

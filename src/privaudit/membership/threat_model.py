@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from privaudit.attacks.base import ATTACKS, attack_names
+from privaudit.attacks.rmia import PRIORS as RMIA_PRIORS
 from privaudit.attacks.rmia import SCORE_DESCRIPTIONS as RMIA_SCORES
 
 __all__ = ["ACCESS", "ATTACK_ASSUMPTIONS", "threat_model"]
@@ -119,8 +120,8 @@ ATTACK_ASSUMPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "reference models with and without each record, evaluated on population records",
         ),
         (
-            "RMIA (Zarifzadeh et al. 2024): Pr(x) the mean likelihood over all reference "
-            "models; no alpha threshold (read its ROC)",
+            "RMIA (Zarifzadeh et al. 2024): Pr(x) the likelihood under reference models "
+            "that trained on x with probability 1/2; no alpha threshold (read its ROC)",
         ),
     ),
     "rmia-offline": (
@@ -198,6 +199,9 @@ def _attack(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
         if name in ("rmia-online", "rmia-offline"):  # name the score form (issue 28)
             form = str(params.get("score", "ratio"))
             assumptions = (f"score: {RMIA_SCORES.get(form, form)}", *assumptions)
+        prior = params.get("reference_average")
+        if name in ("rmia-online", "informia-online") and prior in RMIA_PRIORS:
+            assumptions = (f"Pr(x): {RMIA_PRIORS[str(prior)]}", *assumptions)
     else:
         knows, assumptions = (), (spec.description,) if spec else ()
         described = False
