@@ -31,9 +31,10 @@ An AUC near 1 means the baseline would reach the cap, as the VAE's does: such a 
 is not worth wiring into PANORAMIA. ``--grid PNG`` writes 64 generated images.
 
 Measured 2026-12-06 (``--minutes 12 --threads 1``, the other core busy with a SmolLM2
-fine-tune, 1,584 steps = about 100 passes over the 1,000 images): **held-out AUC 1.000**
-(0.997 after 5 classifier epochs); the images show the checkerboard texture of
-under-trained transposed convolutions, with colours and rough shapes of the classes only.
+fine-tune; 1,568 steps in 721 s, about 100 passes over the 1,000 images): **held-out AUC
+1.000** (0.997 after 5 classifier epochs, 1.000 from 10 on); the images show the
+checkerboard texture of under-trained transposed convolutions, with the colours and rough
+blobs of the classes only.
 ``--json PATH`` writes ``steps``, ``seconds``, ``auc_by_epoch`` and ``best_auc``.
 """
 
