@@ -490,3 +490,28 @@ def test_bad_prior_is_refused(world: World) -> None:
         run_attack("rmia-online", world.data, prior="median")
     with pytest.raises(InvalidInputError, match="a"):
         run_attack("rmia-online", world.data, a=1.5)
+
+
+def test_offline_a_is_moment_matched_on_population_records_the_references_trained_on() -> None:
+    """References trained on population records only (every audited record OUT): nothing to
+    tune a on, but reference_population_membership says which population records each
+    model trained on, and a is matched on every IN and OUT pair there is."""
+    w = make_world(42, n=200, n_pop=400, k=2)
+    mm = w.data.reference_membership
+    d = dataclasses.replace(
+        w.data,
+        reference_membership=MembershipMatrix(
+            mm.record_ids, mm.model_ids, np.zeros((2, 200), bool)
+        ),
+    )  # each population record is IN for one of the two models (the world's layout)
+    keep_z = np.asarray(d.reference_population_membership.keep)
+    res = run_attack("rmia-offline", d)
+    q_x = -np.expm1(-d.reference["loss"].values)
+    q_z = -np.expm1(-d.reference_population["loss"].values)
+    q_out = np.concatenate([q_x.ravel(), q_z[~keep_z]]).mean()
+    assert res.params["a_rule"] == "moment-matched"
+    assert res.params["a"] == pytest.approx(min(1.0, q_z[keep_z].mean() / q_out), rel=1e-12)
+    assert 0.0 < res.params["a"] < 1.0
+    # without the population's membership nothing informs a: the paper's value, named
+    res = run_attack("rmia-offline", dataclasses.replace(d, reference_population_membership=None))
+    assert res.params["a"] == 0.3 and "paper" in res.params["a_rule"]

@@ -347,13 +347,14 @@ def _log_balanced_prior(
 
 def moment_matched_a(loss: NDArray[np.float64], keep: NDArray[np.bool_]) -> float:
     r"""The ``a`` of :math:`\Pr_{IN} \approx a\Pr_{OUT} + (1-a)` that matches the means of the
-    reference models' IN and OUT probabilities of the audited records:
-    :math:`a = \overline{(1 - P)}_{IN} / \overline{(1 - P)}_{OUT}`, clipped to [0, 1].
+    reference models' probabilities of the records they trained on (``keep``) and of those
+    they did not: :math:`a = \overline{(1 - P)}_{IN} / \overline{(1 - P)}_{OUT}`, clipped to
+    [0, 1].
 
-    Each reference model's IN and OUT records are random halves of the same audited
-    records, so the two means estimate :math:`E[1 - P_{IN}]` and :math:`E[1 - P_{OUT}]` of
-    one record distribution, and the approximation, taken in expectation, gives their
-    ratio. Needs no pseudo-target, so it works with one reference model, where the paper's
+    Each reference model's IN and OUT records are random draws from the same records (the
+    audited ones; with ``reference_population_membership``, the population's too), so the
+    two means estimate :math:`E[1 - P_{IN}]` and :math:`E[1 - P_{OUT}]` of one record
+    distribution, and the approximation, taken in expectation, gives their ratio. Needs no pseudo-target, so it works with one reference model, where the paper's
     grid search (:func:`tune_offline_a`) has nothing to attack; privaudit's own estimator,
     not the paper's (which tunes ``a`` by the grid; App. B.2.2). ``1 - P`` is
     ``-expm1(-loss)``, exact for tiny losses.
@@ -508,11 +509,16 @@ def _rmia(
 
 
 def _matched_or_paper_a(inp: _Inputs) -> tuple[float, str]:
-    """``a`` moment-matched on the reference models where some model has IN and OUT audited
-    records, else :data:`PAPER_A` (nothing on the references informs it); with its rule."""
-    keep = inp.keep_x
+    """``a`` moment-matched on the reference models' IN and OUT records (the audited ones,
+    and the population records when ``reference_population_membership`` says some model
+    trained on them), else :data:`PAPER_A` (nothing on the references informs it); with
+    its rule."""
+    loss, keep = inp.loss_x, inp.keep_x
+    if inp.keep_z is not None:
+        loss = np.concatenate([loss, inp.loss_z], axis=1)
+        keep = np.concatenate([keep, inp.keep_z], axis=1)
     if keep.any() and not keep.all():
-        return moment_matched_a(inp.loss_x, keep), "moment-matched"
+        return moment_matched_a(loss, keep), "moment-matched"
     return PAPER_A, "the paper's CIFAR-10 value (nothing to tune or match on)"
 
 
