@@ -30,14 +30,15 @@ reach it, so the figure is n/a (``null`` in the JSON) and the TPR at zero FPR is
 beside it. The summary line per model gives the mean over seeds of the best new signal's
 TPR at 1% FPR over the best existing signal's (the goal of issue 34 is a ratio >= 2).
 
-Runtime on a 2-core CPU: about 2 minutes per tiny-GPT seed; 36 to 61 minutes per SmolLM2
-seed (two fine-tunes of 50 steps and the token statistics of four models; measured 2,179 s
-and 3,681 s on a machine shared with other jobs, 2026-12-04; ~12 GB). Measured then
-(``--models smollm2-135m --threads 2``, seeds 0 and 1), TPR at 1% FPR: best new signal
-``wbc`` 46.5% / 45.5% against the best existing ``reference`` 83.0% / 85.5% (ratio 0.55x
-on average); ``ez-mia@reference`` 93.5% / 95.5% (1.12x); ``min-k++`` 23.5% / 4.5%; blind
-baseline 0.0% / 4.5% (the table is in ``docs/llm.md``). Figures are printed, never asserted. Models and
-token statistics are cached under ``--cache`` (a rerun resumes). ``--json PATH`` writes a
+Runtime on a 2-core CPU: about 2 minutes per tiny-GPT seed; 17 to 61 minutes per SmolLM2
+seed (two fine-tunes of 50 steps and the token statistics of four models, ~12 GB).
+Measured 2026-12-06 (``--models smollm2-135m --seeds 0 1 2 --threads 2``; 1,363 / 1,022 /
+2,165 s per seed, seed 2 beside other jobs), mean TPR at 1% FPR over the 3 seeds: best new
+signal against the base ``wbc`` 49.0% against the best existing ``reference-ratio`` 69.0%
+(ratio 0.71x; ``min-k++`` 12.5%, so 3.9x the best signal without a fine-tuned reference);
+``ez-mia@reference`` 94.5% (1.37x); blind baseline 1.7% (the table is in ``docs/llm.md``).
+The 2x goal cannot be met on this recipe by any signal: 2 x 69.0% is above 100%.
+Figures are printed, never asserted. Models and token statistics are cached under ``--cache`` (a rerun resumes). ``--json PATH`` writes a
 list of rows with exactly ``signal``, ``model``, ``seed``, ``auc``, ``tpr_at_1pct``,
 ``tpr_at_0_1pct``.
 """
