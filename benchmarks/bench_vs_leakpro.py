@@ -60,14 +60,16 @@ medians) and ``load_average`` (before, after).
 venv with torch 2.13.0+cpu and torchvision 0.28.0, 5 rounds, defaults): privaudit median wall
 11.65 s (CPU 11.52 s: start-up 3.2-4.1 s outside the timed steps, target and references 2.7-3.3,
 scoring 3.3-3.7, data / preflight / split 2.0-2.4); LeakPro wall 30.65 s (CPU 30.57 s);
-privaudit / LeakPro **0.380** wall and CPU (per round 0.27-0.44; goal 0.2, not met). A
-profile of one privaudit run (cProfile) puts the report's HTML at 2.6 s (its two ROC plots
-1.7 s), the calibrated evaluation at 2.9 s (offline LiRA's clip tuned for every
-pseudo-target: 2.0 s), and imports before the audit (scipy.stats for BaVarIA, pandas,
-torch) at about 2 s (profiled times run about 1.4x the plain ones): a run without the report
-and the calibrated evaluation, which LeakPro does not have, would still be about 0.25x
-LeakPro's (an estimate from the profile's shares, not measured), so the 0.2 goal asks for
-less than the fixed costs of interpreter, imports, data and training here.
+privaudit / LeakPro **0.380** wall and CPU (per round 0.27-0.44; goal 0.2, not met). One
+privaudit run of the same config under cProfile (``python -m cProfile -o run.prof
+.venv/bin/privaudit run audit.yaml --progress none``, ``OMP_NUM_THREADS=1``; 16.5 s, the
+profiler slowing it about 1.4x) spent 2.6 s in the HTML report (1.7 s in its two ROC plots),
+2.9 s in the calibrated evaluation (2.0 s tuning offline LiRA's clip for every
+pseudo-target) and 5.4 s importing modules (``python -X importtime``: ``privaudit.attacks``
+0.77 s, mostly scipy.stats for BaVarIA, the torch recipe 0.44 s, pandas 0.25 s). Without
+the report and the calibrated evaluation, which LeakPro does not have, the run would still be
+about 0.25x LeakPro's (an estimate from these shares, not measured), so the 0.2 goal asks
+for less than the fixed costs of interpreter, imports, data and training here.
 
 **Measured earlier** (2 cores shared with four other engineers' jobs, 1-minute load 6.5-8, LeakPro
 at ``aidotse/LeakPro`` HEAD c47752f, torch 2.13.0+cpu in both environments, 5 rounds,
