@@ -512,10 +512,11 @@ def _paired_difference(
         if r["n_references"] == k and r["attack"] in (new, old)
     }
     seeds = sorted({seed for _, seed in by})
-    d = [by.get((new, s_)) for s_ in seeds], [by.get((old, s_)) for s_ in seeds]
-    if not seeds or any(v is None for v in (*d[0], *d[1])):
+    new_v = [by.get((new, seed)) for seed in seeds]
+    old_v = [by.get((old, seed)) for seed in seeds]
+    if not seeds or None in new_v + old_v:
         return None
-    diff = np.asarray(d[0], dtype=float) - np.asarray(d[1], dtype=float)
+    diff = np.asarray(new_v, dtype=float) - np.asarray(old_v, dtype=float)
     se = float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else 0.0
     return float(diff.mean()), se
 
@@ -541,18 +542,19 @@ def goal_verdicts(rows: list[dict[str, Any]], refs: list[int]) -> dict[str, str]
             signs = set()
             for metric in ("auc", "tpr_at_1pct"):
                 pd = _paired_difference(rows, new, old, k, metric)
-                if pd is not None and abs(pd[0]) > 2 * pd[1] and pd[0] != 0:
+                if pd is not None and abs(pd[0]) > 2 * pd[1]:
                     signs.add(1 if pd[0] > 0 else -1)
-            out[where] = (
-                "mixed"
-                if signs == {1, -1}
-                else "above"
-                if signs == {1}
-                else "below"
-                if signs == {-1}
-                else "at (within noise)"
-            )
+            out[where] = _VERDICT[frozenset(signs)]
     return out
+
+
+#: The verdict of :func:`goal_verdicts` from the signs of the differences beyond noise.
+_VERDICT = {
+    frozenset({1}): "above",
+    frozenset({-1}): "below",
+    frozenset({1, -1}): "mixed",
+    frozenset(): "at (within noise)",
+}
 
 
 def _sweep_summary(rows: list[dict[str, Any]], refs: list[int], label: str) -> None:
