@@ -188,7 +188,6 @@ class LocalRayCluster:
 
     def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
         ray_bin = shutil.which("ray", path=str(Path(sys.executable).parent)) or "ray"
-        self.root.mkdir(parents=True, exist_ok=True)
         log = open(self.root / f"{name}.log", "wb")  # the process keeps its own copy
         proc = subprocess.Popen(
             [ray_bin, "start", *args, *self._node_args(name)],
