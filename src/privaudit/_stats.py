@@ -103,6 +103,25 @@ def mann_whitney_auc(scores: ArrayLike, member: ArrayLike) -> float:
     return float((ranks[m].sum() - n_pos * (n_pos + 1) / 2.0) / (float(n_pos) * float(n_neg)))
 
 
+def betabinom_ppf(n: int, a: float, b: float, probs: ArrayLike) -> list[int]:
+    """Quantiles of the beta-binomial ``(n, a, b)``: for each q the smallest count ``x``
+    with ``P(X <= x) >= q``, ``scipy.stats.betabinom(n, a, b).ppf``'s integers (tested
+    against it) without importing scipy.stats (0.4 s of every command's start-up).
+
+    The probabilities ``C(n, x) B(x + a, n - x + b) / B(a, b)`` in log space, summed in
+    order; O(n) time and memory."""
+    x = np.arange(n + 1, dtype=np.float64)
+    log_pmf = (
+        special.gammaln(n + 1.0)
+        - special.gammaln(x + 1.0)
+        - special.gammaln(n - x + 1.0)
+        + special.betaln(x + a, n - x + b)
+        - special.betaln(a, b)
+    )
+    cdf = np.cumsum(np.exp(log_pmf))
+    return [int(min(np.searchsorted(cdf, q, side="left"), n)) for q in np.atleast_1d(probs)]
+
+
 def mid_ranks(s: NDArray[np.float64]) -> NDArray[np.float64]:
     """Ranks 1..n with ties at their mid-rank: ``scipy.stats.rankdata(s, "average")``'s
     floats (a tie group at sorted positions ``i..j`` gets ``0.5 * (i + 1 + j + 1)``, exact),

@@ -110,7 +110,9 @@ def test_ceiling_is_the_perfect_guessers_bound_and_grows_with_m(bench: ModuleTyp
         eps_top, mu_top = bench.ceiling(inc)
         # any scores: never above the perfect guesser's bound on the same coins
         s = inc + rng.normal(scale=0.7, size=m)
-        assert one_run_audit(s, inc, delta=bench.DELTA, confidence=0.95).epsilon_lower_bound <= eps_top
+        assert (
+            one_run_audit(s, inc, delta=bench.DELTA, confidence=0.95).epsilon_lower_bound <= eps_top
+        )
         assert mu_top > 0.0
         tops.append(eps_top)
     assert 0.0 < tops[0] < tops[1] < bench.TARGET_EPS  # m = 1,000 cannot certify eps 8 (see docs)

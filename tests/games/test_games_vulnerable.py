@@ -155,3 +155,23 @@ def test_without_l_or_groups_says_so() -> None:
     assert [s["name"] for s in out["sets"]] == ["random"]
     assert out["ranking"]["ranked_by"] == "lira-online"
     assert any("Attack L" in n for n in out["notes"])
+
+
+def test_nearest_training_record_matches_a_brute_force_search() -> None:
+    """``_nn_distances`` against distances computed pair by pair, across its blocks of 512
+    rows, with a training id listed twice and records outside the training set."""
+    from privaudit.membership.vulnerable import _nn_distances
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(700, 5)) * np.array([1.0, 3.0, 0.5, 2.0, 1.0])
+    ids = np.array([f"r{i}" for i in range(700)])
+    train_ids = np.concatenate([ids[rng.permutation(700)[:400]], ids[[3]], ["absent"]])
+    dist, nn = _nn_distances(X, ids, train_ids)
+    Z = (X - X.mean(axis=0)) / X.std(axis=0)
+    train = sorted({int(r[1:]) for r in train_ids if r != "absent"})
+    assert set(dist) == set(ids.tolist()) == set(nn)
+    for i in range(700):
+        others = [j for j in train if j != i]
+        d = np.sqrt(((Z[others] - Z[i]) ** 2).sum(axis=1))
+        assert dist[ids[i]] == pytest.approx(float(d.min()), rel=1e-9, abs=1e-12)
+        assert nn[ids[i]] == ids[others[int(np.argmin(d))]]

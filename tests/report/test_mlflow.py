@@ -159,4 +159,6 @@ def test_the_demo_run_in_mlflow(
     run_id = log_to_mlflow(quick_demo, tracking_uri=uri)
     client, run = _read_back(uri, run_id, monkeypatch)
     _check_run(client, run, quick_demo)
-    assert len([k for k in run.data.metrics if k.endswith("/auc")]) == len(BUILTIN_ATTACKS)  # the demo runs every built-in attack
+    assert len([k for k in run.data.metrics if k.endswith("/auc")]) == len(
+        BUILTIN_ATTACKS
+    )  # the demo runs every built-in attack

@@ -118,4 +118,6 @@ def test_model_card_of_the_demo(quick_demo: Path, tmp_path: Path) -> None:
     assert main(["model-card", str(quick_demo), "--out", str(out)]) == 0
     _check_card(out, quick_demo)
     meta, _ = _front_matter(out.read_text())
-    assert len(meta["privacy_audit"]["attacks"]) == len(BUILTIN_ATTACKS)  # the demo runs every built-in attack
+    assert len(meta["privacy_audit"]["attacks"]) == len(
+        BUILTIN_ATTACKS
+    )  # the demo runs every built-in attack

@@ -39,7 +39,11 @@ def test_small_run_reports_pooled_and_calibrated_tpr_side_by_side(small_run: Pat
     ):
         assert text in html, text
     text = summary_text(results)
-    assert "TPR with 4 reference models each the target" in text and "pool@1%" in text and "cal@1%" in text
+    assert (
+        "TPR with 4 reference models each the target" in text
+        and "pool@1%" in text
+        and "cal@1%" in text
+    )
     # the schema holds the section to its shape
     bad = copy.deepcopy(results)
     del bad["calibrated_evaluation"]["attacks"][0]["figures"][0]["calibrated_plug_in"]

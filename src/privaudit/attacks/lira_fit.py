@@ -435,7 +435,7 @@ def tune_clip(
                 found.append(float(np.mean(tprs)))
         return sum(found, 0.0) / len(found) if found else None
 
-    return _best_clip(grid, mean_tpr)
+    return _best_clip(grid, mean_tpr, ref)
 
 
 #: Signal values :func:`tune_clip` keeps cut per pseudo-target across the clips (64 MiB).
@@ -462,16 +462,29 @@ def _pseudo_targets(
 
 
 def _best_clip(
-    grid: tuple[float | None, ...], mean_tpr: Callable[[float | None], float | None]
+    grid: tuple[float | None, ...],
+    mean_tpr: Callable[[float | None], float | None],
+    signals: NDArray[np.float64],
 ) -> tuple[float | None, dict[str, float]]:
     """The clip of ``grid`` with the largest ``mean_tpr`` (ties: the larger clip, None
     counting as infinite) and the table ``{repr(clip): mean TPR}``; ``(None, {})`` when a
-    clip has no pseudo-target to score it (``mean_tpr`` None): then nothing is clipped."""
+    clip has no pseudo-target to score it (``mean_tpr`` None): then nothing is clipped.
+
+    A clip at or above the largest ``|value|`` of ``signals`` (every value ``mean_tpr``
+    reads) changes no value, so its score is None's, computed once: the same floats as
+    scoring it again, at a fraction of the cost when the signals are small."""
     table: dict[str, float] = {}
     best: tuple[float, float] | None = None
     chosen: float | None = None
+    largest = float(np.abs(signals).max()) if signals.size else 0.0
+    unclipped: list[float | None] = []
     for c in grid:
-        score = mean_tpr(c)
+        if c is not None and not c >= largest:  # nan / inf: every clip computed
+            score = mean_tpr(c)
+        else:
+            if not unclipped:
+                unclipped.append(mean_tpr(None))
+            score = unclipped[0]
         if score is None:
             return None, {}
         table[repr(c)] = score

@@ -47,5 +47,7 @@ def verify_bundle(path: str | Path) -> VerifyReport:
     from privaudit.zero_run.verify import verify_zero_run
 
     return verify_with(
-        path, kinds={"zero-run": verify_zero_run, "canaries": verify_canaries}, sections={"panoramia": verify_panoramia}
+        path,
+        kinds={"zero-run": verify_zero_run, "canaries": verify_canaries},
+        sections={"panoramia": verify_panoramia},
     )

@@ -202,7 +202,9 @@ def _load_adult_cached() -> Dataset:
         unknown = sorted(set(values) - set(cats[col]))
         if unknown:
             raise AdultDataError(f"Adult column {col!r}: values not in adult.names: {unknown[:5]}")
-        onehot = (values[:, None] == np.asarray(cats[col])[None, :]).astype(np.float64)
+        codes = pd.Categorical(values, categories=list(cats[col])).codes
+        onehot = np.zeros((values.size, len(cats[col])), dtype=np.float64)
+        onehot[np.arange(values.size), codes] = 1.0  # every value is a category (checked)
         blocks.append(onehot)
         feature_names.extend(f"{col}={c}" for c in cats[col])
     X = np.hstack(blocks)

@@ -181,18 +181,22 @@ def _nn_distances(
     pos = {r: i for i, r in enumerate(ids.tolist())}
     sd = X.std(axis=0)
     Z = (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
-    tr = np.asarray([pos[r] for r in train_ids.tolist() if r in pos], dtype=np.intp)
+    train = dict.fromkeys(pos[r] for r in train_ids.tolist() if r in pos)  # once each, in order
+    tr = np.asarray(list(train), dtype=np.intp)
     dist: dict[Any, float] = {}
     nn: dict[Any, Any] = {}
     if tr.size < 2:
         return dist, nn
     T = Z[tr]
     t_sq = (T**2).sum(axis=1)
+    column = np.full(Z.shape[0], -1, dtype=np.intp)  # each record's columns among T
+    column[tr] = np.arange(tr.size)
     for start in range(0, Z.shape[0], 512):
         block = Z[start : start + 512]
         d2 = (block**2).sum(axis=1)[:, None] + t_sq[None, :] - 2.0 * block @ T.T
         rows = np.arange(start, start + block.shape[0])
-        d2[rows[:, None] == tr[None, :]] = np.inf  # not itself
+        own = column[rows]
+        d2[np.flatnonzero(own >= 0), own[own >= 0]] = np.inf  # not itself
         j = np.argmin(d2, axis=1)
         for i, jj in zip(rows.tolist(), j.tolist(), strict=True):
             rid = ids[i].item() if isinstance(ids[i], np.generic) else ids[i]

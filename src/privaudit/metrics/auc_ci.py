@@ -51,8 +51,9 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy import special
 
-from privaudit._stats import pure_groups
+from privaudit._stats import mid_ranks, pure_groups
 from privaudit._validation import (
     as_bool_array,
     as_float_array,
@@ -99,11 +100,11 @@ def delong_placements(
     check_both_classes(m, "member")
     pos, neg = s[m], s[~m]
     n_pos, n_neg = pos.size, neg.size
-    from scipy import stats  # here: scipy.stats costs ~0.6 s to import, a command's start-up
-
-    r_all = stats.rankdata(s)  # mid-ranks: ties count 1/2
-    r_pos = stats.rankdata(pos)
-    r_neg = stats.rankdata(neg)
+    # mid-ranks (ties count 1/2): scipy.stats.rankdata's floats, without importing
+    # scipy.stats (0.4 s of every command's start-up)
+    r_all = mid_ranks(s)
+    r_pos = mid_ranks(pos)
+    r_neg = mid_ranks(neg)
     v10 = (r_all[m] - r_pos) / n_neg
     v01 = 1.0 - (r_all[~m] - r_neg) / n_pos
     return v10, v01
@@ -154,9 +155,7 @@ def auc_confidence_interval(
         var = _cluster_variance(v10, g[m], a) + _cluster_variance(v01, g[~m], a)
         k = min(np.unique(g[m]).size, np.unique(g[~m]).size)
     se = math.sqrt(max(var, 0.0))
-    from scipy import stats
-
-    z = float(stats.norm.ppf(1.0 - beta / 2.0))
+    z = float(special.ndtri(1.0 - beta / 2.0))  # the normal quantile: scipy.stats.norm.ppf
     if 0.0 < a < 1.0 and se > 0.0:
         centre = math.log(a / (1.0 - a))
         half = z * se / (a * (1.0 - a))

@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special, stats
+from scipy import special
 
 from privaudit._validation import check_probability, fail
 
@@ -134,7 +134,9 @@ def record_thresholds(
     ss = (np.where(out_mask, scores - mean[None, :], 0.0) ** 2).sum(axis=0)
     if finite_population_correction:
         sd = np.sqrt(ss / (n - 1.0))
-        c = stats.t.isf(fpr, n - 1.0) * np.sqrt(1.0 + 1.0 / n)
+        # Student t's upper fpr-quantile: scipy.stats.t.isf's floats, without importing
+        # scipy.stats (0.4 s of every command's start-up)
+        c = -special.stdtrit(n - 1.0, fpr) * np.sqrt(1.0 + 1.0 / n)
     else:
         sd = np.sqrt(ss / n)
         c = np.full(n.shape, -special.ndtri(fpr))

@@ -27,7 +27,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from privaudit._stats import clopper_pearson_lower, clopper_pearson_upper
+from privaudit._stats import (
+    betabinom_ppf,
+    clopper_pearson_lower,
+    clopper_pearson_upper,
+    mid_ranks,
+)
 from privaudit._validation import (
     as_bool_array,
     as_float_array,
@@ -114,9 +119,7 @@ def auc(scores: ArrayLike, member: ArrayLike) -> float:
 
 
 def _auc_unchecked(s: NDArray[np.float64], m: NDArray[np.bool_], n_pos: int, n_neg: int) -> float:
-    from scipy import stats  # here: scipy.stats costs ~0.6 s to import, a command's start-up
-
-    ranks = stats.rankdata(s, method="average")
+    ranks = mid_ranks(s)  # scipy.stats.rankdata's floats, without importing scipy.stats
     u = float(ranks[m].sum()) - n_pos * (n_pos + 1) / 2.0
     return float(u / (float(n_pos) * float(n_neg)))
 
@@ -302,11 +305,9 @@ def alpha_acceptance_region(
         raise fail("n_calibration", "a positive integer", n_calibration)
     n = int(n_calibration)
     k = min(max(math.ceil((n + 1) * (1.0 - alpha) - 1e-9), 1), n)
-    from scipy import stats
-
-    dist = stats.betabinom(int(n_negatives), n + 1 - k, k)
     tail = (1.0 - check_probability(confidence, "confidence")) / 2.0
-    return int(dist.ppf(tail)), int(dist.ppf(1.0 - tail))
+    lo, hi = betabinom_ppf(int(n_negatives), n + 1 - k, k, [tail, 1.0 - tail])
+    return lo, hi
 
 
 def achieved_rates(
