@@ -150,7 +150,8 @@ def test_html_is_self_contained_and_shows_the_numbers(tmp_path: Path) -> None:
     results, table = _fixture()
     out = write_report(tmp_path / "rep", results, table)
     html = (out / HTML_FILE).read_text()
-    assert html.count("data:image/png;base64,") == 2
+    assert html.count("data:image/svg+xml;base64,") == 2  # the ROC curves, log-log and linear
+    assert "data:image/png" not in html  # no matplotlib figure in the membership report
     assert "http://" not in html and "https://" not in html  # no external resources
     for a in results["attacks"]:
         assert a["name"] in html

@@ -33,7 +33,7 @@ from chromium_probe import find_chromium, probe_page
 from conftest import SMALL_RUN
 from privaudit.attacks import attack_names
 from privaudit.report import ScoreTable
-from privaudit.report.html import roc_plot_png, roc_styles
+from privaudit.report.html import roc_plot_svg, roc_styles
 from privaudit.zero_run import zero_run_audit
 from privaudit.zero_run.report import write_zero_run_report
 
@@ -234,11 +234,11 @@ def test_roc_of_fourteen_attacks_reads_in_chromium(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
     member = np.arange(600) % 2 == 0
     scores = {n: rng.standard_normal(600) + 0.08 * (k + 1) * member for k, n in enumerate(names)}
-    png = roc_plot_png(ScoreTable(np.arange(600), member, scores), log_scale=True)
+    svg = roc_plot_svg(ScoreTable(np.arange(600), member, scores), log_scale=True)
     page = tmp_path / "roc.html"
     page.write_text(
         '<!DOCTYPE html><html><head><meta charset="utf-8"></head><body style="margin:0">'
-        f'<img alt="ROC" src="data:image/png;base64,{png}"></body></html>'
+        f'<img alt="ROC" src="data:image/svg+xml;base64,{svg}"></body></html>'
     )
     shot = tmp_path / "roc.png"
     found = probe_page(CHROMIUM, page, screenshot=shot, window=(1280, 800))

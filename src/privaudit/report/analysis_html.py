@@ -3,7 +3,7 @@
 Kept apart from :mod:`privaudit.report.html`: :func:`analysis_context` turns the
 ``agreement_at_fpr`` and ``vulnerable_records`` sections of ``results.json`` into what
 the templates ``_agreement_fpr.html.j2`` and ``_vulnerable.html.j2`` show (table cells
-and the loss-histogram plots, base64 PNG). Every number comes from ``results.json``.
+and the loss-histogram plots, base64 SVG). Every number comes from ``results.json``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["analysis_context", "loss_histogram_png"]
+from privaudit.report.plots import ROC_STYLES
+from privaudit.report.svg_chart import Axis, Series, line_chart, svg_base64
+
+__all__ = ["analysis_context", "loss_histogram_svg"]
 
 
 def _cells(block: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -50,30 +53,39 @@ def _cells(block: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def loss_histogram_png(sets: list[Mapping[str, Any]], fpr: float) -> str | None:
-    """Loss histograms of the record types at one FPR (Ye et al. Fig. 5), as base64 PNG."""
-    from matplotlib.figure import Figure
-
-    from privaudit.report.plots import fig_to_base64
-
+def loss_histogram_svg(sets: list[Mapping[str, Any]], fpr: float) -> str | None:
+    """Loss histograms of the record types at one FPR (Ye et al. Fig. 5), as base64 SVG:
+    each set's fraction of records per loss bin, drawn as a step outline down to zero at
+    both ends (matplotlib's ``stairs``)."""
     chosen = [s for s in sets if s["fpr"] == fpr and s["n_records"] > 0]
     if not chosen:
         return None
-    fig = Figure(figsize=(6.4, 3.6))
-    ax = fig.add_subplot()
+    series: list[Series] = []
+    lo, hi, top = np.inf, -np.inf, 0.0
     for s in chosen:
         h = s["loss"]["histogram"]
         counts = np.asarray(h["counts"], dtype=float)
         if counts.sum() == 0:
             continue
         edges = np.asarray(h["edges"], dtype=float)
-        ax.stairs(counts / counts.sum(), edges, label=f"{s['name']} ({s['n_records']})", lw=1.4)
-    ax.set_xlabel("target loss")
-    ax.set_ylabel("fraction of the set's records")
-    ax.set_title(f"loss of each record type at FPR {fpr:g}")
-    ax.legend(fontsize=7.5)
-    ax.grid(True, alpha=0.25)
-    return fig_to_base64(fig)
+        frac = counts / counts.sum()
+        x = np.concatenate([[edges[0]], np.repeat(edges, 2)[1:-1], [edges[-1]]])
+        y = np.concatenate([[0.0], np.repeat(frac, 2), [0.0]])
+        colour = ROC_STYLES[len(series) % len(ROC_STYLES)][0]
+        series.append(Series(x, y, f"{s['name']} ({s['n_records']})", colour))
+        lo, hi, top = min(lo, edges[0]), max(hi, edges[-1]), max(top, float(frac.max()))
+    if not series:
+        return None
+    if not hi > lo:  # one value: a bin of width one around it
+        lo, hi = lo - 0.5, hi + 0.5
+    svg = line_chart(
+        series,
+        x=Axis(float(lo), float(hi), "target loss"),
+        y=Axis(0.0, 1.05 * top, "fraction of the set's records"),
+        title=f"loss of each record type at FPR {fpr:g}",
+        size=(460.0, 260.0),
+    )
+    return svg_base64(svg)
 
 
 def analysis_context(results: Mapping[str, Any]) -> dict[str, Any]:
@@ -98,7 +110,7 @@ def analysis_context(results: Mapping[str, Any]) -> dict[str, Any]:
                 {
                     "fpr": f,
                     "sets": [s for s in sets if s["fpr"] == f],
-                    "plot": loss_histogram_png(sets, f),
+                    "plot": loss_histogram_svg(sets, f),
                 }
                 for f in vr.get("fprs", [])
             ],

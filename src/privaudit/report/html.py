@@ -21,10 +21,10 @@ from privaudit.report.plots import (
     ROC_DASHES,
     ROC_STYLES,
     fig_to_base64,
-    roc_figure,
-    roc_plot_png,
+    roc_plot_svg,
     roc_polyline,
     roc_styles,
+    roc_svg,
 )
 from privaudit.report.results import ScoreTable
 
@@ -40,10 +40,10 @@ __all__ = [
     "format_pct",
     "jinja_environment",
     "render_html",
-    "roc_figure",
-    "roc_plot_png",
+    "roc_plot_svg",
     "roc_polyline",
     "roc_styles",
+    "roc_svg",
 ]
 
 
@@ -157,8 +157,8 @@ def render_html(
         attacks=attacks,
         fpr_keys=fpr_keys,
         tpr_keys=tpr_keys,
-        roc_loglog=roc_plot_png(table, log_scale=True),
-        roc_linear=roc_plot_png(table, log_scale=False),
+        roc_loglog=roc_plot_svg(table, log_scale=True),
+        roc_linear=roc_plot_svg(table, log_scale=False),
         agreement=agreement,
         agreement_rows=ag_rows,
         settings_rows=_flatten(results["settings"]),

@@ -1,10 +1,10 @@
-"""The report's plots: matplotlib figures embedded in a page as base64 PNG.
+"""The report's plots, embedded in a page as ``data:`` URLs.
 
-Figures are drawn with matplotlib's Agg backend on :class:`matplotlib.figure.Figure`
-objects (no pyplot global state; matplotlib is imported only when a figure is drawn)
-and turned into ``data:`` URLs by :func:`fig_to_base64`, which every report section
-uses. The membership report's ROC curves (:func:`roc_figure`) are recomputed from the
-per-record scores.
+The membership report's ROC curves (:func:`roc_svg`) are recomputed from the per-record
+scores and drawn as SVG (:mod:`privaudit.report.svg_chart`), without matplotlib. The
+other sections' figures are drawn with matplotlib's Agg backend on
+:class:`matplotlib.figure.Figure` objects (no pyplot global state; matplotlib is imported
+only when such a figure is drawn) and turned into base64 PNG by :func:`fig_to_base64`.
 """
 
 from __future__ import annotations
@@ -20,15 +20,16 @@ from numpy.typing import NDArray
 from privaudit.metrics.roc import roc_curve
 from privaudit.records import RocCurve
 from privaudit.report.results import ScoreTable
+from privaudit.report.svg_chart import Axis, Series, line_chart, svg_base64
 
 __all__ = [
     "ROC_DASHES",
     "ROC_STYLES",
     "fig_to_base64",
-    "roc_figure",
-    "roc_plot_png",
+    "roc_plot_svg",
     "roc_polyline",
     "roc_styles",
+    "roc_svg",
 ]
 
 
@@ -53,7 +54,8 @@ def roc_polyline(roc: RocCurve) -> tuple[NDArray[np.float64], NDArray[np.float64
     return np.asarray(roc.fpr, dtype=np.float64), np.asarray(roc.tpr, dtype=np.float64)
 
 
-#: Line styles of the ROC curves: solid, dashed, dash-dot, dotted (matplotlib dash tuples).
+#: Line styles of the ROC curves: solid, dashed, dash-dot, dotted ((offset, on-off pattern),
+#: the pattern in units of the line width, as matplotlib's dash tuples).
 ROC_DASHES: tuple[tuple[int, tuple[float, ...]], ...] = (
     (0, ()),
     (0, (6, 2)),
@@ -96,20 +98,18 @@ def roc_styles(names: Sequence[str]) -> dict[str, tuple[str, tuple[int, tuple[fl
     return out
 
 
-def roc_figure(table: ScoreTable, *, log_scale: bool = True) -> Any:
-    """The ROC curves of every attack in ``table`` (a matplotlib ``Figure``).
+def roc_svg(table: ScoreTable, *, log_scale: bool = True) -> str:
+    """The ROC curves of every attack in ``table``, as an SVG document (:mod:`.svg_chart`).
 
     Every attack has its own colour and line style (:func:`roc_styles`); the legend sits
     outside the axes, to their right, so that no curve is hidden under it, the low-FPR
     corner included; an attack whose curve is exactly an earlier one's (the same ranking
-    of the records, e.g. loss and population) says so in the legend. On log-log axes (Carlini et al. 2022, section IV: low-FPR behaviour
-    is what matters) the x axis starts at ``1 / n_negatives``, the smallest non-zero FPR
-    the data can show; the chance diagonal is drawn for reference.
+    of the records, e.g. loss and population) says so in the legend and the earlier one
+    is drawn wider, so that its colour shows on both sides. On log-log axes (Carlini et
+    al. 2022, section IV: low-FPR behaviour is what matters) the x axis starts at
+    ``1 / n_negatives``, the smallest non-zero FPR the data can show, and the y axis at
+    ``1 / n_positives``; the chance diagonal is drawn for reference.
     """
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(8.4, 5.2))
-    ax = fig.add_subplot()
     n_neg = int((~table.member).sum())
     n_pos = int(table.member.sum())
     lo = min(1.0 / max(n_neg, 1), 0.5)  # one non-member: still a non-empty axis
@@ -126,45 +126,28 @@ def roc_figure(table: ScoreTable, *, log_scale: bool = True) -> Any:
         xi, yi, xj, yj = curves[i][3], curves[i][4], curves[j][3], curves[j][4]
         return xi.shape == xj.shape and np.array_equal(xi, xj) and np.array_equal(yi, yj)
 
+    series = []
     for i, (name, auc, subset, x, y) in enumerate(curves):
-        # an attack that ranks the records as an earlier one does draws on its curve:
-        # the earlier one is drawn wider, so that its colour shows on both sides
         first = next((curves[j][0] for j in range(i) if same(i, j)), None)
         n_after = sum(same(i, j) for j in range(i + 1, len(curves)))
         label = f"{name} (AUC {auc:.3f}{subset})" + (f", same curve as {first}" if first else "")
         colour, dash = styles[name]
-        ax.plot(x, y, label=label, lw=1.5 + 1.8 * n_after, color=colour, linestyle=dash)
-    ax.plot(
-        [lo if log_scale else 0.0, 1.0],
-        [lo if log_scale else 0.0, 1.0],
-        color="black",
-        linestyle=(0, (3, 3)),
-        lw=0.8,
-        label="chance",
+        series.append(Series(x, y, label, colour, width=2.2 + 2.6 * n_after, dash=dash[1]))
+    start = lo if log_scale else 0.0
+    series.append(
+        Series(np.array([start, 1.0]), np.array([start, 1.0]), "chance", "#000000", 1.1, (3, 3))
     )
-    if log_scale:
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlim(lo, 1.0)
-        ax.set_ylim(min(1.0 / max(n_pos, 1), 0.5), 1.0)
-    else:
-        ax.set_xlim(0.0, 1.0)
-        ax.set_ylim(0.0, 1.0)
-    ax.set_title("ROC, log-log axes (low FPR)" if log_scale else "ROC, linear axes", fontsize=10)
-    ax.set_xlabel(f"false-positive rate ({n_neg} non-members)")
-    ax.set_ylabel(f"true-positive rate ({n_pos} members)")
-    ax.grid(True, which="both", alpha=0.25)
-    ax.legend(
-        fontsize=8,
-        loc="upper left",
-        bbox_to_anchor=(1.02, 1.0),
-        borderaxespad=0.0,
-        frameon=False,
-        handlelength=3.2,
+    y_lo = min(1.0 / max(n_pos, 1), 0.5) if log_scale else 0.0
+    return line_chart(
+        series,
+        x=Axis(
+            lo if log_scale else 0.0, 1.0, f"false-positive rate ({n_neg} non-members)", log_scale
+        ),
+        y=Axis(y_lo, 1.0, f"true-positive rate ({n_pos} members)", log_scale),
+        title="ROC, log-log axes (low FPR)" if log_scale else "ROC, linear axes",
     )
-    return fig
 
 
-def roc_plot_png(table: ScoreTable, *, log_scale: bool = True) -> str:
-    """:func:`roc_figure` as a base64-encoded PNG (the legend inside the image)."""
-    return fig_to_base64(roc_figure(table, log_scale=log_scale))
+def roc_plot_svg(table: ScoreTable, *, log_scale: bool = True) -> str:
+    """:func:`roc_svg` base64-encoded, for a ``data:image/svg+xml;base64,`` URL."""
+    return svg_base64(roc_svg(table, log_scale=log_scale))

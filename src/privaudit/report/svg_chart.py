@@ -1,0 +1,237 @@
+"""A line chart as a standalone SVG document: the membership report's figures.
+
+The report's ROC curves and loss histograms are drawn here as SVG text, without
+matplotlib: a vector image that stays sharp at any zoom, and a ``privaudit run`` that does
+not spend about a second importing and warming up a plotting library for two figures
+(issue 32, item 0). The charts are embedded in the page as ``data:image/svg+xml``
+images, like the PNG figures of the other sections (:func:`svg_base64`).
+
+What is drawn: a plotting area framed in black with its title above, axis labels, tick
+marks and labels, light grid lines at the ticks (and, on a logarithmic axis, at the
+minor ticks 2-9 of each decade), the series clipped to the plotting area, and a legend
+to the right of the plotting area (never over a curve). A series is a polyline through its
+points in the order given, with its own colour, width and dash pattern; on a logarithmic
+axis a non-positive value is drawn at ``1e-300`` (far outside the area, so the segment
+from it enters from the edge, as matplotlib's ``nonpositive="clip"`` draws it). Points
+closer than a quarter of a pixel to the last kept one are merged (the drawing moves by at
+most that much), so a curve through 100,000 records stays a few thousand points. Text
+widths are estimated (0.6 em per character) to size the legend's column; a label is
+never cut.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import math
+from collections.abc import Sequence
+from xml.sax.saxutils import escape
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = ["Axis", "Series", "line_chart", "svg_base64"]
+
+#: Geometry of the chart, in pixels.
+_LEFT, _TOP, _BOTTOM, _GAP = 74.5, 34.5, 52.0, 18.0  # half pixels: 1-pixel lines stay sharp
+_FONT = 12.0
+_LEGEND_ROW = 17.0
+_LEGEND_SAMPLE = 38.0
+#: Merge points closer than this (pixels) to the last kept one.
+_RESOLUTION = 0.25
+#: Where a non-positive value goes on a logarithmic axis.
+_LOG_FLOOR = 1e-300
+_SUPERSCRIPT = str.maketrans(
+    "-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Series:
+    """One polyline of the chart: its points, legend label and style (``dash`` in units of
+    the line width, as matplotlib scales its dash patterns; empty for a solid line)."""
+
+    x: NDArray[np.float64]
+    y: NDArray[np.float64]
+    label: str
+    colour: str
+    width: float = 2.2
+    dash: tuple[float, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Axis:
+    """An axis: its range, its label and whether it is logarithmic (base 10)."""
+
+    lo: float
+    hi: float
+    label: str
+    log: bool = False
+
+    def __post_init__(self) -> None:
+        ok = math.isfinite(self.lo) and math.isfinite(self.hi) and self.lo < self.hi
+        if not ok or (self.log and self.lo <= 0.0):
+            raise ValueError(f"axis {self.label!r}: expected lo < hi (> 0 when log), found {self}")
+
+    def fraction(self, v: ArrayLike) -> NDArray[np.float64]:
+        """Where values fall on the axis, 0 at ``lo`` and 1 at ``hi`` (outside: beyond)."""
+        a = np.asarray(v, dtype=np.float64)
+        if self.log:
+            a = np.log10(np.maximum(a, _LOG_FLOOR))
+            lo, hi = math.log10(self.lo), math.log10(self.hi)
+        else:
+            lo, hi = self.lo, self.hi
+        out: NDArray[np.float64] = (a - lo) / (hi - lo)
+        return out
+
+    def ticks(self) -> tuple[list[float], list[str], list[float]]:
+        """Major tick values, their labels, and the minor tick values (log axes only)."""
+        if self.log:
+            first, last = (
+                math.ceil(math.log10(self.lo) - 1e-9),
+                math.floor(math.log10(self.hi) + 1e-9),
+            )
+            major = [10.0**k for k in range(first, last + 1)]
+            labels = [
+                "1" if k == 0 else f"10{str(k).translate(_SUPERSCRIPT)}"
+                for k in range(first, last + 1)
+            ]
+            minor = [
+                m * 10.0**k
+                for k in range(first - 1, last + 1)
+                for m in range(2, 10)
+                if self.lo <= m * 10.0**k <= self.hi
+            ]
+            return major, labels, minor
+        step = _nice_step((self.hi - self.lo) / 5.0)
+        start = math.ceil(self.lo / step - 1e-9)
+        values = [k * step for k in range(start, math.floor(self.hi / step + 1e-9) + 1)]
+        power = math.floor(math.log10(step) + 1e-9)  # a 2.5 step needs one digit more
+        decimals = max(0, -power + (1 if round(step / 10.0**power, 6) == 2.5 else 0))
+        return values, [f"{v:.{decimals}f}" for v in values], []
+
+
+def _nice_step(raw: float) -> float:
+    """The step of 1, 2, 2.5 or 5 times a power of ten nearest above ``raw``."""
+    power = 10.0 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1.0, 2.0, 2.5, 5.0, 10.0) if m * power >= raw - 1e-12 * power)
+
+
+def _text_width(text: str, size: float) -> float:
+    return 0.6 * size * len(text)
+
+
+def _points(px: NDArray[np.float64], py: NDArray[np.float64]) -> str:
+    """The ``points`` attribute of a polyline, points within :data:`_RESOLUTION` of the last
+    kept one merged (the last point always kept)."""
+    keep: list[int] = []
+    lx = ly = math.inf
+    n = px.size
+    for i in range(n):
+        x, y = float(px[i]), float(py[i])
+        if abs(x - lx) >= _RESOLUTION or abs(y - ly) >= _RESOLUTION or i == n - 1:
+            keep.append(i)
+            lx, ly = x, y
+    return " ".join(f"{px[i]:.2f},{py[i]:.2f}" for i in keep)
+
+
+def line_chart(
+    series: Sequence[Series],
+    *,
+    x: Axis,
+    y: Axis,
+    title: str,
+    size: tuple[float, float] = (560.0, 380.0),
+) -> str:
+    """An SVG document of ``series`` on the axes ``x`` and ``y``, with ``title`` above and the
+    legend to the right of the plotting area (``size``: its width and height in pixels)."""
+    w, h = size
+    legend_w = max((_text_width(s.label, _FONT - 1) for s in series), default=0.0)
+    legend_w += _LEGEND_SAMPLE + 8.0 if series else 0.0
+    total_w = _LEFT + w + (_GAP + legend_w if series else 0.0) + 10.0
+    total_h = max(_TOP + h + _BOTTOM, _TOP + len(series) * _LEGEND_ROW + 10.0)
+    right, bottom = _LEFT + w, _TOP + h
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w:.0f}" height="{total_h:.0f}" '
+        f'viewBox="0 0 {total_w:.0f} {total_h:.0f}" font-family="DejaVu Sans, Liberation Sans, '
+        f'Arial, sans-serif" font-size="{_FONT:g}">',
+        f"<title>{escape(title)}</title>",
+        f'<rect width="{total_w:.0f}" height="{total_h:.0f}" fill="#ffffff"/>',
+        f'<clipPath id="area"><rect x="{_LEFT}" y="{_TOP}" width="{w}" height="{h}"/></clipPath>',
+    ]
+    grid, marks = [], []
+    for axis, horizontal in ((x, True), (y, False)):
+        major, labels, minor = axis.ticks()
+        for values, faint in ((minor, True), (major, False)):
+            for v in values:
+                f = float(axis.fraction(v))
+                p = _LEFT + f * w if horizontal else bottom - f * h
+                colour = "#e6e6e6" if faint else "#cccccc"
+                if horizontal:
+                    grid.append(
+                        f'<line x1="{p:.2f}" y1="{_TOP}" x2="{p:.2f}" y2="{bottom}" stroke="{colour}"/>'
+                    )
+                else:
+                    grid.append(
+                        f'<line x1="{_LEFT}" y1="{p:.2f}" x2="{right}" y2="{p:.2f}" stroke="{colour}"/>'
+                    )
+                length = 2.5 if faint else 5.0
+                if horizontal:
+                    marks.append(
+                        f'<line x1="{p:.2f}" y1="{bottom}" x2="{p:.2f}" y2="{bottom + length}" stroke="#000"/>'
+                    )
+                else:
+                    marks.append(
+                        f'<line x1="{_LEFT - length}" y1="{p:.2f}" x2="{_LEFT}" y2="{p:.2f}" stroke="#000"/>'
+                    )
+        for v, text in zip(major, labels, strict=True):
+            f = float(axis.fraction(v))
+            if horizontal:
+                marks.append(
+                    f'<text x="{_LEFT + f * w:.2f}" y="{bottom + 19}" text-anchor="middle">{escape(text)}</text>'
+                )
+            else:
+                marks.append(
+                    f'<text x="{_LEFT - 8}" y="{bottom - f * h + 4:.2f}" text-anchor="end">{escape(text)}</text>'
+                )
+    out += grid
+    out.append('<g clip-path="url(#area)" fill="none" stroke-linejoin="round">')
+    for s in series:
+        px = _LEFT + x.fraction(s.x) * w
+        py = bottom - y.fraction(s.y) * h
+        out.append(f'<polyline points="{_points(px, py)}" {_stroke(s)}/>')
+    out.append("</g>")
+    out += marks
+    out.append(
+        f'<rect x="{_LEFT}" y="{_TOP}" width="{w}" height="{h}" fill="none" stroke="#000" stroke-width="1"/>'
+    )
+    out.append(
+        f'<text x="{_LEFT + w / 2:.1f}" y="{_TOP - 12}" text-anchor="middle" font-size="{_FONT + 1:g}">{escape(title)}</text>'
+    )
+    out.append(
+        f'<text x="{_LEFT + w / 2:.1f}" y="{bottom + 40}" text-anchor="middle">{escape(x.label)}</text>'
+    )
+    out.append(
+        f'<text transform="translate({_LEFT - 52},{_TOP + h / 2:.1f}) rotate(-90)" text-anchor="middle">{escape(y.label)}</text>'
+    )
+    lx = right + _GAP
+    for i, s in enumerate(series):
+        ly = round(_TOP + 8.0 + i * _LEGEND_ROW)  # whole pixels: the sample's colour is exact
+        out.append(f'<line x1="{lx}" y1="{ly}" x2="{lx + _LEGEND_SAMPLE}" y2="{ly}" {_stroke(s)}/>')
+        out.append(
+            f'<text x="{lx + _LEGEND_SAMPLE + 6}" y="{ly + 4}" font-size="{_FONT - 1:g}">{escape(s.label)}</text>'
+        )
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _stroke(s: Series) -> str:
+    dash = ""
+    if s.dash:
+        dash = f' stroke-dasharray="{",".join(f"{d * s.width:.2f}" for d in s.dash)}"'
+    return f'fill="none" stroke="{s.colour}" stroke-width="{s.width:g}"{dash}'
+
+
+def svg_base64(svg: str) -> str:
+    """An SVG document base64-encoded, for a ``data:image/svg+xml;base64,`` URL."""
+    return base64.b64encode(svg.encode("utf-8")).decode("ascii")
