@@ -193,8 +193,7 @@ def _one_run_audits(
     # a DP-SGD target: audit its (eps, delta) claim at the accountant's delta, and record
     # the accountant's epsilon beside every empirical lower bound
     audit_delta = float(exp.target_info.get("delta", 0.0)) if eps_acc is not None else 0.0
-    # imported here: the bounds need SciPy's statistics (~0.8 s), which a run that stops at
-    # its input checks never reaches
+    # imported here, at its first use: a run that stops at its input checks never needs it
     from privaudit.stats.attack_bounds import SAMPLING_NOTE, attack_one_run_bounds
 
     audits: list[dict[str, Any]] = attack_one_run_bounds(

@@ -17,7 +17,6 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
-from scipy.optimize import brentq
 
 from privaudit._stats import (
     check_counts,
@@ -164,6 +163,8 @@ def gdp_epsilon(mu: float, delta: float) -> float:
 
     def g(e: float) -> float:
         return math.log(max(gdp_delta(e, mu), 1e-320)) - math.log(delta)
+
+    from scipy.optimize import brentq  # here: scipy.optimize costs ~0.2 s to import
 
     root = float(brentq(g, 0.0, hi, xtol=1e-13, rtol=1e-13))
     # Round down: step below the root until delta(eps) is strictly above delta.

@@ -60,7 +60,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import special
 
 from privaudit._validation import check_choice, check_positive_int, check_probability, fail
 from privaudit.stats.selection import GuessCounts
@@ -80,6 +80,8 @@ _CAP = 50.0
 
 
 def _laplace_sf(t: float, loc: float, b: float) -> float:
+    from scipy import stats  # here: scipy.stats costs ~0.4 s to import, every command's
+
     return float(stats.laplace.sf(t, loc=loc, scale=b))
 
 
@@ -115,6 +117,7 @@ def guess_success_probabilities(
 
         return rr(k_pos), rr(k_neg)
     sf_p, sf_q = _tails(family, theta)
+    from scipy import optimize  # here: scipy.optimize costs ~0.2 s to import, every command's
 
     def top(k: int, sf_mem: Callable[[float], float], sf_non: Callable[[float], float]) -> float:
         if k == 0:
@@ -137,6 +140,8 @@ def guess_success_probabilities(
 
 def _sum_binom_sf(v: int, k1: int, p1: float, k2: int, p2: float) -> float:
     """``P[Bin(k1, p1) + Bin(k2, p2) >= v]`` by convolution."""
+    from scipy import stats  # here, as in _laplace_sf
+
     a = stats.binom.pmf(np.arange(k1 + 1), k1, p1)
     b = stats.binom.pmf(np.arange(k2 + 1), k2, p2)
     pmf = np.convolve(a, b)
