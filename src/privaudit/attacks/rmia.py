@@ -469,8 +469,11 @@ def tune_offline_a(
         )
         log_p_out = _log_p_out(pseudo, others)  # the same for every a of the grid
         for a in grid:
-            lr_x, lr_z = _offline_log_ratios(pseudo, log_p_out, a)
-            s = _final_scores(lr_x, lr_z, score, gamma, None)
+            if score == "ratio":  # reads no population record: log r_x alone, the same floats
+                s = pseudo.log_px - _log_offline_prior(log_p_out[0], a)
+            else:
+                lr_x, lr_z = _offline_log_ratios(pseudo, log_p_out, a)
+                s = _final_scores(lr_x, lr_z, score, gamma, None)
             aucs[f"{a:.1f}"] += mann_whitney_auc(s, member[ok])
         counted += 1
     if counted == 0:

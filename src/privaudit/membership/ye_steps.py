@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import inspect
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -271,12 +272,17 @@ class YeSteps:
             )
         )
 
+    @functools.cached_property
+    def scale(self) -> NDArray[np.float64]:
+        """The whole dataset's spread per feature, in whose units label-only signals perturb
+        (computed once: every model's signals use it)."""
+        out: NDArray[np.float64] = self.dataset.X.std(axis=0)
+        return out
+
     def output(self, job: ModelJob, model: Model, name: str) -> NDArray[np.float64]:
         """The model's signals on evaluation set ``name``: (n_signals, n_records)."""
         data = self.eval_sets[name]
-        # label-only signals perturb in units of the whole dataset's spread
-        scale = self.dataset.X.std(axis=0)
-        sig = model_signals(job.model_id, model, data, self.signals, feature_scale=scale)
+        sig = model_signals(job.model_id, model, data, self.signals, feature_scale=self.scale)
         return np.stack([np.asarray(sig[s], dtype=np.float64) for s in self.signals])
 
     def output_key(self, job: ModelJob, name: str) -> dict[str, Any]:
