@@ -13,7 +13,7 @@ to the right of the plotting area (never over a curve). A series is a polyline t
 points in the order given, with its own colour, width and dash pattern; on a logarithmic
 axis a non-positive value is drawn at ``1e-300`` (far outside the area, so the segment
 from it enters from the edge, as matplotlib's ``nonpositive="clip"`` draws it). Points
-closer than a quarter of a pixel to the last kept one are merged (the drawing moves by at
+in the same quarter-pixel cell as the point before them are dropped (the drawing moves by at
 most that much), so a curve through 100,000 records stays a few thousand points. Text
 widths are estimated (0.6 em per character) to size the legend's column; a label is
 never cut.
@@ -122,17 +122,17 @@ def _text_width(text: str, size: float) -> float:
 
 
 def _points(px: NDArray[np.float64], py: NDArray[np.float64]) -> str:
-    """The ``points`` attribute of a polyline, points within :data:`_RESOLUTION` of the last
-    kept one merged (the last point always kept)."""
-    keep: list[int] = []
-    lx = ly = math.inf
-    n = px.size
-    for i in range(n):
-        x, y = float(px[i]), float(py[i])
-        if abs(x - lx) >= _RESOLUTION or abs(y - ly) >= _RESOLUTION or i == n - 1:
-            keep.append(i)
-            lx, ly = x, y
-    return " ".join(f"{px[i]:.2f},{py[i]:.2f}" for i in keep)
+    """The ``points`` attribute of a polyline: of each run of consecutive points in the same
+    cell of a :data:`_RESOLUTION`-pixel grid only the first is kept (and the last point), so
+    every point lies within that distance of a kept one along each axis, and a curve through
+    many records costs a point per cell it crosses, not per record."""
+    cx, cy = np.floor(px / _RESOLUTION), np.floor(py / _RESOLUTION)
+    keep = np.ones(px.size, dtype=bool)
+    keep[1:] = (cx[1:] != cx[:-1]) | (cy[1:] != cy[:-1])
+    keep[-1:] = True
+    return " ".join(
+        f"{x:.2f},{y:.2f}" for x, y in zip(px[keep].tolist(), py[keep].tolist(), strict=True)
+    )
 
 
 def line_chart(
