@@ -65,7 +65,9 @@ HEAD c47752f in its own venv with torch 2.13.0+cpu and torchvision 0.28.0, both 
 compiled, 5 rounds, defaults): privaudit median wall **7.61 s** (CPU 7.59 s: start-up
 1.42-1.59 s outside the timed steps, target and references 2.47-2.65, scoring 1.82-1.98,
 data / preflight / split 1.53-1.89); LeakPro wall 27.90 s (CPU 27.88 s); privaudit / LeakPro
-**0.273** wall, 0.272 CPU (per round 0.273-0.291; goal 0.2, not met). What changed, each with
+**0.273** wall, 0.272 CPU (per round 0.273-0.291; goal 0.2, not met); a second run right
+after the CI suite (load 1.0-1.6) gave 8.17 s against 28.44 s, **0.287** (per round
+0.278-0.291). What changed, each with
 the same scores and results.json (compared number for number with the run before):
 LiRA's clip tuning scores the clips at or above every ``|signal|`` once (they clip nothing),
 which was 2.0 s of the calibrated evaluation; the report's ROC curves and loss histograms are
