@@ -159,41 +159,10 @@ def line_chart(
         f'<rect width="{total_w:.0f}" height="{total_h:.0f}" fill="#ffffff"/>',
         f'<clipPath id="area"><rect x="{_LEFT}" y="{_TOP}" width="{w}" height="{h}"/></clipPath>',
     ]
-    grid, marks = [], []
-    for axis, horizontal in ((x, True), (y, False)):
-        major, labels, minor = axis.ticks()
-        for values, faint in ((minor, True), (major, False)):
-            for v in values:
-                f = float(axis.fraction(v))
-                p = _LEFT + f * w if horizontal else bottom - f * h
-                colour = "#e6e6e6" if faint else "#cccccc"
-                if horizontal:
-                    grid.append(
-                        f'<line x1="{p:.2f}" y1="{_TOP}" x2="{p:.2f}" y2="{bottom}" stroke="{colour}"/>'
-                    )
-                else:
-                    grid.append(
-                        f'<line x1="{_LEFT}" y1="{p:.2f}" x2="{right}" y2="{p:.2f}" stroke="{colour}"/>'
-                    )
-                length = 2.5 if faint else 5.0
-                if horizontal:
-                    marks.append(
-                        f'<line x1="{p:.2f}" y1="{bottom}" x2="{p:.2f}" y2="{bottom + length}" stroke="#000"/>'
-                    )
-                else:
-                    marks.append(
-                        f'<line x1="{_LEFT - length}" y1="{p:.2f}" x2="{_LEFT}" y2="{p:.2f}" stroke="#000"/>'
-                    )
-        for v, text in zip(major, labels, strict=True):
-            f = float(axis.fraction(v))
-            if horizontal:
-                marks.append(
-                    f'<text x="{_LEFT + f * w:.2f}" y="{bottom + 19}" text-anchor="middle">{escape(text)}</text>'
-                )
-            else:
-                marks.append(
-                    f'<text x="{_LEFT - 8}" y="{bottom - f * h + 4:.2f}" text-anchor="end">{escape(text)}</text>'
-                )
+    grid, marks = _axis_svg(x, True, w, h)
+    grid_y, marks_y = _axis_svg(y, False, w, h)
+    grid += grid_y
+    marks += marks_y
     out += grid
     out.append('<g clip-path="url(#area)" fill="none" stroke-linejoin="round">')
     for s in series:
@@ -223,6 +192,37 @@ def line_chart(
         )
     out.append("</svg>")
     return "\n".join(out)
+
+
+def _axis_svg(axis: Axis, horizontal: bool, w: float, h: float) -> tuple[list[str], list[str]]:
+    """An axis' grid lines (major and minor ticks) and its tick marks and labels: the x axis
+    along the bottom of the plotting area when ``horizontal``, else the y axis on its left."""
+    bottom = _TOP + h
+    major, labels, minor = axis.ticks()
+    grid: list[str] = []
+    marks: list[str] = []
+    for values, faint in ((minor, True), (major, False)):
+        colour, length = ("#e6e6e6", 2.5) if faint else ("#cccccc", 5.0)
+        for v in values:
+            f = float(axis.fraction(v))
+            if horizontal:
+                p = _LEFT + f * w
+                line = f'x1="{p:.2f}" y1="{_TOP}" x2="{p:.2f}" y2="{bottom}"'
+                mark = f'x1="{p:.2f}" y1="{bottom}" x2="{p:.2f}" y2="{bottom + length}"'
+            else:
+                p = bottom - f * h
+                line = f'x1="{_LEFT}" y1="{p:.2f}" x2="{_LEFT + w}" y2="{p:.2f}"'
+                mark = f'x1="{_LEFT - length}" y1="{p:.2f}" x2="{_LEFT}" y2="{p:.2f}"'
+            grid.append(f'<line {line} stroke="{colour}"/>')
+            marks.append(f'<line {mark} stroke="#000"/>')
+    for v, text in zip(major, labels, strict=True):
+        f = float(axis.fraction(v))
+        if horizontal:
+            where = f'x="{_LEFT + f * w:.2f}" y="{bottom + 19}" text-anchor="middle"'
+        else:
+            where = f'x="{_LEFT - 8}" y="{bottom - f * h + 4:.2f}" text-anchor="end"'
+        marks.append(f"<text {where}>{escape(text)}</text>")
+    return grid, marks
 
 
 def _stroke(s: Series) -> str:
