@@ -477,14 +477,12 @@ def _best_clip(
     best: tuple[float, float] | None = None
     chosen: float | None = None
     largest = float(np.abs(signals).max()) if signals.size else 0.0
-    unclipped: list[float | None] = []
+    scored: dict[float | None, float | None] = {}
     for c in grid:
-        if c is not None and not c >= largest:  # nan / inf: every clip computed
-            score = mean_tpr(c)
-        else:
-            if not unclipped:
-                unclipped.append(mean_tpr(None))
-            score = unclipped[0]
+        acting = c if c is not None and not c >= largest else None  # nan / inf: every clip acts
+        if acting not in scored:
+            scored[acting] = mean_tpr(acting)
+        score = scored[acting]
         if score is None:
             return None, {}
         table[repr(c)] = score

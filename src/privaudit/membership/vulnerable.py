@@ -196,7 +196,8 @@ def _nn_distances(
         d2 = (block**2).sum(axis=1)[:, None] + t_sq[None, :] - 2.0 * block @ T.T
         rows = np.arange(start, start + block.shape[0])
         own = column[rows]
-        d2[np.flatnonzero(own >= 0), own[own >= 0]] = np.inf  # not itself
+        mine = own >= 0
+        d2[np.flatnonzero(mine), own[mine]] = np.inf  # not itself
         j = np.argmin(d2, axis=1)
         for i, jj in zip(rows.tolist(), j.tolist(), strict=True):
             rid = ids[i].item() if isinstance(ids[i], np.generic) else ids[i]

@@ -31,7 +31,7 @@ from privaudit._stats import (
     betabinom_ppf,
     clopper_pearson_lower,
     clopper_pearson_upper,
-    mid_ranks,
+    mann_whitney_auc,
 )
 from privaudit._validation import (
     as_bool_array,
@@ -114,14 +114,8 @@ def auc(scores: ArrayLike, member: ArrayLike) -> float:
     >>> auc([0.9, 0.5, 0.5, 0.1], [True, True, False, False])
     0.875
     """
-    s, m, n_pos, n_neg = _scores_and_member(scores, member)
-    return _auc_unchecked(s, m, n_pos, n_neg)
-
-
-def _auc_unchecked(s: NDArray[np.float64], m: NDArray[np.bool_], n_pos: int, n_neg: int) -> float:
-    ranks = mid_ranks(s)  # scipy.stats.rankdata's floats, without importing scipy.stats
-    u = float(ranks[m].sum()) - n_pos * (n_pos + 1) / 2.0
-    return float(u / (float(n_pos) * float(n_neg)))
+    s, m, _, _ = _scores_and_member(scores, member)
+    return mann_whitney_auc(s, m)  # the inputs are checked: both classes, finite scores
 
 
 def roc_curve(scores: ArrayLike, member: ArrayLike) -> RocCurve:
@@ -168,7 +162,7 @@ def roc_curve(scores: ArrayLike, member: ArrayLike) -> RocCurve:
         fpr=fpr,
         tpr=tpr,
         thresholds=thresholds,
-        auc=_auc_unchecked(s, m, n_pos, n_neg),
+        auc=mann_whitney_auc(s, m),
         n_positives=n_pos,
         n_negatives=n_neg,
     )

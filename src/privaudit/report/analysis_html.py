@@ -69,7 +69,7 @@ def loss_histogram_svg(sets: list[Mapping[str, Any]], fpr: float) -> str | None:
             continue
         edges = np.asarray(h["edges"], dtype=float)
         frac = counts / counts.sum()
-        x = np.concatenate([[edges[0]], np.repeat(edges, 2)[1:-1], [edges[-1]]])
+        x = np.repeat(edges, 2)  # (e0, 0), (e0, f0), (e1, f0), (e1, f1), ..., (en, 0)
         y = np.concatenate([[0.0], np.repeat(frac, 2), [0.0]])
         colour = ROC_STYLES[len(series) % len(ROC_STYLES)][0]
         series.append(Series(x, y, f"{s['name']} ({s['n_records']})", colour))
