@@ -360,7 +360,9 @@ def test_tpr_at_fprs_equals_the_sweep_oracle() -> None:
 
 
 @pytest.mark.parametrize("scale", [0.02, 1.0])
-def test_clip_tuning_scores_the_clips_that_change_nothing_once(scale: float) -> None:
+def test_clip_tuning_scores_the_clips_that_change_nothing_once(
+    scale: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Clips at or above the largest |signal| are scored as None (once), with the very
     floats that scoring each of them gives; with signals below every clip only one
     clip is computed."""
@@ -369,7 +371,10 @@ def test_clip_tuning_scores_the_clips_that_change_nothing_once(scale: float) -> 
     data, _ = _hetero_world(3, n=2400, k=6)
     ref = data.reference["logit_confidence"].values * scale
     keep = data.reference_membership.keep
-    calls: list[float | None] = []
+    tuning = dict(online=False, location="mean", variance="shrunk", shrinkage="auto", floor=1e-3)
+    fast = lira_fit.tune_clip(ref, keep, **tuning)
+    fast_b = bavaria.tune_clip(ref, keep, online=True, predictive="t")
+    original = lira_fit._best_clip
 
     def every_clip(grid, mean_tpr, signals):  # the oracle: each clip scored on its own
         table = {repr(c): mean_tpr(c) for c in grid}
@@ -378,29 +383,22 @@ def test_clip_tuning_scores_the_clips_that_change_nothing_once(scale: float) -> 
         best = max(grid, key=lambda c: (table[repr(c)], np.inf if c is None else c))
         return best, table
 
-    tuning = dict(online=False, location="mean", variance="shrunk", shrinkage="auto", floor=1e-3)
-    fast = lira_fit.tune_clip(ref, keep, **tuning)
-    original = lira_fit._best_clip
-    try:
-        lira_fit._best_clip = every_clip
-        bavaria._best_clip = every_clip
+    with monkeypatch.context() as patched:
+        patched.setattr(lira_fit, "_best_clip", every_clip)
+        patched.setattr(bavaria, "_best_clip", every_clip)
         slow = lira_fit.tune_clip(ref, keep, **tuning)
         slow_b = bavaria.tune_clip(ref, keep, online=True, predictive="t")
-    finally:
-        lira_fit._best_clip = original
-        bavaria._best_clip = original
     assert fast == slow and len(slow[1]) == len(lira_fit.CLIP_GRID)
     assert len(slow_b[1]) == len(lira_fit.CLIP_GRID)
-    assert bavaria.tune_clip(ref, keep, online=True, predictive="t") == slow_b
+    assert fast_b == slow_b
+
+    calls: list[float | None] = []
 
     def counted(grid, mean_tpr, signals):
         return original(grid, lambda c: calls.append(c) or mean_tpr(c), signals)
 
-    lira_fit._best_clip = counted
-    try:
-        lira_fit.tune_clip(ref, keep, **tuning)
-    finally:
-        lira_fit._best_clip = original
+    monkeypatch.setattr(lira_fit, "_best_clip", counted)
+    lira_fit.tune_clip(ref, keep, **tuning)
     largest = float(np.abs(ref).max())
     assert calls == [c for c in lira_fit.CLIP_GRID if c is not None and c < largest] + [None]
     assert (len(calls) == 1) == (scale == 0.02)

@@ -164,3 +164,34 @@ def test_linear_tick_labels_show_every_digit_of_the_ticks(
     values, shown, minor = Axis(lo, hi, "x").ticks()
     assert shown == labels and minor == []
     assert [float(t) for t in shown] == pytest.approx(values)
+
+
+def test_loss_histogram_is_the_step_outline_of_each_sets_fractions() -> None:
+    from privaudit.report.analysis_html import loss_histogram_svg
+
+    def entry(name: str, counts: list[int]) -> dict[str, object]:
+        hist = {"edges": [0.0, 1.0, 2.0, 4.0], "counts": counts}
+        return {"fpr": 0.05, "name": name, "n_records": sum(counts), "loss": {"histogram": hist}}
+
+    sets = [entry("a", [2, 1, 1]), entry("b", [0, 3, 1]), {**entry("c", [1, 0, 0]), "fpr": 0.3}]
+    root = ET.fromstring(base64.b64decode(loss_histogram_svg(sets, 0.05) or "").decode())
+    frame = _frame(root)
+    x0, y0 = float(frame.get("x", 0)), float(frame.get("y", 0))
+    w, h = float(frame.get("width", 0)), float(frame.get("height", 0))
+    curves = root.findall("s:g/s:polyline", NS)
+    assert len(curves) == 2  # the sets at FPR 0.05 only
+    for poly, fracs in zip(curves, ([0.5, 0.25, 0.25], [0.0, 0.75, 0.25]), strict=True):
+        drawn = np.array([p.split(",") for p in (poly.get("points") or "").split()], float)
+        data_x = (drawn[:, 0] - x0) / w * 4.0  # the x axis spans the edges 0 .. 4
+        data_y = (y0 + h - drawn[:, 1]) / h * (1.05 * 0.75)  # 0 .. 1.05 x the largest fraction
+        outline = zip(
+            [0, 0, 1, 1, 2, 2, 4, 4],
+            [0, fracs[0], fracs[0], fracs[1], fracs[1], fracs[2], fracs[2], 0],
+            strict=True,
+        )
+        want: list[tuple[float, float]] = []
+        for pt in outline:  # a repeated point is drawn once
+            if not want or want[-1] != pt:
+                want.append(pt)
+        np.testing.assert_allclose(np.column_stack([data_x, data_y]), want, atol=0.01)
+    assert loss_histogram_svg(sets, 0.5) is None  # no set at that FPR
