@@ -77,12 +77,13 @@ normal and t quantiles and beta-binomial quantiles by scipy.special and numpy, t
 bounds' root finders imported where they run); the dataset's per-feature spread once instead
 of once per model's signals (36 times here, 0.6 s); Adult's one-hot encoding by category
 codes (0.12 s). What
-is left: ``import torch`` (1.0 s), the batched training of the target and its 8 references
-(2.4 s, 1.6x the FLOP estimate at the probe's rate: ``bench_peer_overhead.py``), the
-calibrated evaluation (about 1.0 s, every reference model attacked with the others, each
-with its own tuning: LeakPro has no such figure), the vulnerable-record analysis (0.35 s)
-and the interpreter, pandas, pydantic and the data (about 1.5 s). The 0.2 goal asks for 5.6 s,
-about what torch, the training and the data alone take here.
+is left: ``import torch`` (1.05 s, ``-X importtime``), the batched training of the target and
+its 8 references (2.35-2.6 s in ``results.json``'s timings; about 1.6x the FLOP estimate of
+``bench_peer_overhead.py`` at its probe's rate of 2026-12-04, computed, not measured here),
+the calibrated evaluation (1.27 s under cProfile: every reference model attacked with the
+others, each with its own tuning; LeakPro has no such figure), the vulnerable-record
+analysis (0.60 s under cProfile), the data (0.37-0.54 s) and the start-up outside the timed
+steps (1.42-1.59 s above). The 0.2 goal asks for 5.6 s.
 
 **Measured the same day before those changes** (idle, neither tree compiled): privaudit
 median wall 11.65 s (CPU 11.52 s: start-up 3.2-4.1 s outside the timed steps, target and
