@@ -402,3 +402,70 @@ def test_clip_tuning_scores_the_clips_that_change_nothing_once(
     largest = float(np.abs(ref).max())
     assert calls == [c for c in lira_fit.CLIP_GRID if c is not None and c < largest] + [None]
     assert (len(calls) == 1) == (scale == 0.02)
+
+
+def _loo_world(seed: int, k: int = 7, n: int = 600):
+    rng = np.random.default_rng(seed)
+    ref = rng.normal(size=(k, n)) * rng.uniform(0.3, 3.0, size=n) + 40.0 * rng.normal(size=n)
+    keep = rng.random((k, n)).argsort(axis=0) < k // 2  # each record IN for half the models
+    return ref, keep
+
+
+@pytest.mark.parametrize("online", [False, True])
+@pytest.mark.parametrize("variance", ["shrunk", "per-example", "fixed", "fixed-reference-code"])
+def test_left_out_fits_equal_fitting_the_other_models(online: bool, variance: str) -> None:
+    """The leave-one-model-out sums give each pseudo-target the mean, squared deviations
+    and scores that fitting the other models' signals directly gives (up to rounding)."""
+    from privaudit.attacks import lira_fit
+
+    ref, keep = _loo_world(1)
+    masks = [keep, ~keep] if online else [~keep]
+    core = lira_fit._online_core if online else lira_fit._offline_core
+    sums = [lira_fit._LeaveOneOut(ref, m) for m in masks]
+    nu = 4.0 if variance == "shrunk" else None
+    need = 2 if variance == "per-example" else 1
+    seen = 0
+    for j, others, ok, _ in lira_fit._pseudo_targets(keep, online, need, keep.shape[0]):
+        fits = [w.without(j, ok) for w in sums]
+        for (mu, ss, n), m in zip(fits, masks, strict=True):
+            direct_ss, direct_n = lira_fit._masked_mean_sq_dev(ref[others][:, ok], m[others][:, ok])
+            direct_mu = lira_fit._masked_location(ref[others][:, ok], m[others][:, ok], "mean")
+            np.testing.assert_array_equal(n, direct_n)
+            np.testing.assert_allclose(mu, direct_mu, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(ss, direct_ss, rtol=1e-9, atol=1e-9)
+        fast = lira_fit._left_out_scores(ref[j, ok], fits, variance, nu, 1e-6)
+        slow, _ = core(
+            ref[j, ok], ref[others][:, ok], keep[others][:, ok], "mean", variance, nu, 1e-6
+        )
+        np.testing.assert_allclose(fast, slow, rtol=1e-9, atol=1e-12)
+        seen += 1
+    assert seen == keep.shape[0]
+
+
+@pytest.mark.parametrize("online", [False, True])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_clip_tuning_equals_refitting_the_other_models(online: bool, seed: int) -> None:
+    """tune_clip's table and choice equal the slow oracle that fits every pseudo-target's
+    Gaussians on the other models' clipped signals directly."""
+    from privaudit.attacks import lira_fit
+
+    ref, keep = _loo_world(seed, k=8, n=3000)
+    masks = [keep, ~keep] if online else [~keep]
+    core = lira_fit._online_core if online else lira_fit._offline_core
+    table = {}
+    for c in lira_fit.CLIP_GRID:
+        rc = lira_fit._clipped(ref, c)
+        nu, _ = lira_fit._resolve_shrinkage("auto", "shrunk", rc, masks)
+        found = []
+        for j, others, ok, member in lira_fit._pseudo_targets(keep, online, 1, 16):
+            sc, _ = core(
+                rc[j, ok], rc[others][:, ok], keep[others][:, ok], "mean", "shrunk", nu, 1e-6
+            )
+            found.append(float(np.mean(lira_fit._tpr_at_fprs(sc, member, lira_fit.TUNING_FPRS))))
+        table[repr(c)] = sum(found, 0.0) / len(found)
+    best = max(lira_fit.CLIP_GRID, key=lambda c: (table[repr(c)], np.inf if c is None else c))
+    fast = lira_fit.tune_clip(
+        ref, keep, online=online, location="mean", variance="shrunk", shrinkage="auto", floor=1e-6
+    )
+    assert fast == (best, table)
+    assert len(set(table.values())) > 1  # the clips matter in this world

@@ -175,3 +175,9 @@ def test_nearest_training_record_matches_a_brute_force_search() -> None:
         d = np.sqrt(((Z[others] - Z[i]) ** 2).sum(axis=1))
         assert dist[ids[i]] == pytest.approx(float(d.min()), rel=1e-9, abs=1e-12)
         assert nn[ids[i]] == ids[others[int(np.argmin(d))]]
+
+    # only the records asked for (ids outside the features ignored), with the same answers
+    query = [*ids[rng.permutation(700)[:600]].tolist(), "absent"]
+    q_dist, q_nn = _nn_distances(X, ids, train_ids, query)
+    assert set(q_dist) == set(query) - {"absent"} == set(q_nn)
+    assert all(q_dist[r] == pytest.approx(dist[r], rel=1e-12) and q_nn[r] == nn[r] for r in q_dist)

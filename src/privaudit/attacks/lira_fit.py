@@ -137,9 +137,8 @@ def tune_shrinkage(
         if not (n_all >= need + 1).any():
             continue
         pooled, _ = _pooled_variance(v, mask)
-        centre = np.where(mask, v, 0.0).sum(axis=0) / np.maximum(n_all, 1)
-        vc = np.where(mask, v - centre[None, :], 0.0)
-        s1, s2 = vc.sum(axis=0), (vc * vc).sum(axis=0)
+        sums = _LeaveOneOut(v, mask)
+        vc, s1, s2 = sums.vc, sums.s1, sums.s2
         n_rem = np.broadcast_to((n_all[None, :] - 1).astype(np.float64), v.shape)
         ok = mask & (n_rem >= need)
         if not ok.any():
@@ -178,44 +177,91 @@ def _sigmas(
     Also returns the pooled variances used (``"shrunk"``; given by ``pooled`` to reuse
     the audited records' ones on calibration records), else ``[]``.
     """
-    n_rec = v.shape[1]
+    if variance == "fixed-reference-code":  # np.std of every signal of the first world
+        s = float(np.std(v[masks[0]]))
+        return [np.full(v.shape[1], s) for _ in masks], []
+    return _sigmas_from([_masked_mean_sq_dev(v, m) for m in masks], variance, nu=nu, pooled=pooled)
+
+
+def _sigmas_from(
+    sq: list[tuple[NDArray[np.float64], NDArray[np.int64]]],
+    variance: str,
+    *,
+    nu: float | None = None,
+    pooled: list[float] | None = None,
+) -> tuple[list[NDArray[np.float64]], list[float]]:
+    """:func:`_sigmas` from each world's per-record sums of squared deviations and counts
+    (:func:`_masked_mean_sq_dev`), for every mode but ``"fixed-reference-code"`` (which
+    reads the signals themselves)."""
     if variance == "per-example":
-        out = []
-        for m in masks:
-            ss, n = _masked_mean_sq_dev(v, m)
-            out.append(np.sqrt(ss / n))  # ddof=0, as np.std
-        return out, []
+        return [np.sqrt(ss / n) for ss, n in sq], []  # ddof=0, as np.std
     if variance == "shrunk":
         if nu is None:  # pragma: no cover - the attacks always resolve it
             raise DesignError("shrunk variance without a prior weight")
-        # each world's squared deviations once: the pooled variance is made of them too
-        sq = [_masked_mean_sq_dev(v, m) for m in masks]
+        # the pooled variance is made of the same squared deviations
         pv = [_pooled_from(ss, n)[0] for ss, n in sq] if pooled is None else list(pooled)
         out = [
             _shrunk_sigma(ss, n.astype(np.float64), p, nu)
             for (ss, n), p in zip(sq, pv, strict=True)
         ]
         return out, pv
-    if variance == "fixed":
-        total_ss = 0.0
-        total_n = 0
-        groups = 0
-        for m in masks:
-            ss, n = _masked_mean_sq_dev(v, m)
-            total_ss += float(ss.sum())
-            total_n += int(n.sum())
-            groups += int(n.size)
-        if total_n <= groups:
-            raise DesignError(
-                "reference_membership: expected more reference signals than (record, world) groups "
-                f"to pool a fixed LiRA variance, found {total_n} signal(s) in {groups} group(s); "
-                "use variance='fixed-reference-code' or more reference models"
-            )
-        s = float(np.sqrt(total_ss / (total_n - groups)))
-        return [np.full(n_rec, s) for _ in masks], []
-    # fixed-reference-code: np.std of every signal of the first world (IN online, OUT offline)
-    s = float(np.std(v[masks[0]]))
-    return [np.full(n_rec, s) for _ in masks], []
+    if variance != "fixed":  # pragma: no cover - _resolve_variance checked it
+        raise DesignError(f"variance {variance!r} needs the signals themselves")
+    total_ss = 0.0
+    total_n = 0
+    groups = 0
+    for ss, n in sq:
+        total_ss += float(ss.sum())
+        total_n += int(n.sum())
+        groups += int(n.size)
+    if total_n <= groups:
+        raise DesignError(
+            "reference_membership: expected more reference signals than (record, world) groups "
+            f"to pool a fixed LiRA variance, found {total_n} signal(s) in {groups} group(s); "
+            "use variance='fixed-reference-code' or more reference models"
+        )
+    s = float(np.sqrt(total_ss / (total_n - groups)))
+    return [np.full(sq[0][0].size, s) for _ in sq], []
+
+
+class _LeaveOneOut:
+    """One world's signals summed over every reference model, so that the world's mean and
+    squared deviations *without* one model follow in O(records) instead of O(models x
+    records): what leave-one-model-out tuning needs for every model in turn.
+
+    The signals are centred on the world's mean over all models first (``vc``), so that
+    ``ss = r2 - r1**2 / n`` of the remaining sums loses no precision to cancellation: the
+    same numbers as computing them from the remaining models directly, up to rounding.
+    """
+
+    def __init__(self, v: NDArray[np.float64], mask: NDArray[np.bool_]) -> None:
+        self.mask = mask
+        self.n = mask.sum(axis=0)
+        self.centre = np.where(mask, v, 0.0).sum(axis=0) / np.maximum(self.n, 1)
+        self.vc = np.where(mask, v - self.centre[None, :], 0.0)
+        self.s1 = self.vc.sum(axis=0)
+        self.s2 = (self.vc * self.vc).sum(axis=0)
+
+    def without(
+        self, j: int, ok: NDArray[np.bool_]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]:
+        """Mean, sum of squared deviations and count of the world's signals on the records
+        ``ok`` over every model but ``j`` (each record of ``ok`` keeps at least one)."""
+        d = self.vc[j, ok]
+        n = self.n[ok] - self.mask[j, ok]
+        r1 = self.s1[ok] - d
+        r2 = self.s2[ok] - d * d
+        mu = self.centre[ok] + r1 / n
+        ss = np.maximum(r2 - r1 * r1 / n, 0.0)
+        return mu, ss, n
+
+
+def _spread_from(mu: NDArray[np.float64], ss: NDArray[np.float64], n: NDArray[np.int64]) -> float:
+    """``np.std`` of every signal of one world from its per-record means, squared
+    deviations and counts (the ``"fixed-reference-code"`` sigma), up to rounding."""
+    total = float(n.sum())
+    grand = float((n * mu).sum()) / total
+    return float(np.sqrt((float(ss.sum()) + float((n * (mu - grand) ** 2).sum())) / total))
 
 
 def _check_clip(clip: float | str | None) -> float | str | None:
@@ -356,6 +402,18 @@ def _online_core(
     mu_in = _masked_location(ref, in_mask, location)
     mu_out = _masked_location(ref, out_mask, location)
     (s_in, s_out), _ = _sigmas(ref, [in_mask, out_mask], variance, nu=nu)
+    return _online_scores(obs, (mu_in, s_in), (mu_out, s_out), floor)
+
+
+def _online_scores(
+    obs: NDArray[np.float64],
+    fit_in: tuple[NDArray[np.float64], NDArray[np.float64]],
+    fit_out: tuple[NDArray[np.float64], NDArray[np.float64]],
+    floor: float,
+) -> tuple[NDArray[np.float64], int]:
+    """The online log-likelihood ratio of ``obs`` under the IN and OUT Gaussians
+    ``(mu, sigma)``, each sigma floored; and how many sigmas the floor raised."""
+    (mu_in, s_in), (mu_out, s_out) = fit_in, fit_out
     n_floored = int((s_in < floor).sum() + (s_out < floor).sum())
     s_in, s_out = np.maximum(s_in, floor), np.maximum(s_out, floor)
     scores = _log_normal_pdf(obs, mu_in, s_in) - _log_normal_pdf(obs, mu_out, s_out)
@@ -375,10 +433,38 @@ def _offline_core(
     out_mask = ~keep
     mu = _masked_location(ref, out_mask, location)
     (sigma,), _ = _sigmas(ref, [out_mask], variance, nu=nu)
+    return _offline_scores(obs, mu, sigma, floor)
+
+
+def _offline_scores(
+    obs: NDArray[np.float64], mu: NDArray[np.float64], sigma: NDArray[np.float64], floor: float
+) -> tuple[NDArray[np.float64], int]:
+    """The one-sided offline score of ``obs`` under the OUT Gaussian, sigma floored; and
+    how many sigmas the floor raised."""
     n_floored = int((sigma < floor).sum())
     sigma = np.maximum(sigma, floor)
     scores: NDArray[np.float64] = -special.ndtr(-(obs - mu) / sigma)
     return scores, n_floored
+
+
+def _left_out_scores(
+    obs: NDArray[np.float64],
+    fits: list[tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]],
+    variance: str,
+    nu: float | None,
+    floor: float,
+) -> NDArray[np.float64]:
+    """The mean-location score of ``obs`` from each world's ``(mean, squared deviations,
+    count)`` (:meth:`_LeaveOneOut.without`; IN then OUT online, OUT alone offline): what
+    :func:`_online_core` / :func:`_offline_core` compute from the models' signals."""
+    if variance == "fixed-reference-code":
+        spread = _spread_from(*fits[0])
+        sigmas = [np.full(obs.size, spread) for _ in fits]
+    else:
+        sigmas, _ = _sigmas_from([(ss, n) for _, ss, n in fits], variance, nu=nu)
+    if len(fits) == 2:
+        return _online_scores(obs, (fits[0][0], sigmas[0]), (fits[1][0], sigmas[1]), floor)[0]
+    return _offline_scores(obs, fits[0][0], sigmas[0], floor)[0]
 
 
 def tune_clip(
@@ -416,20 +502,26 @@ def tune_clip(
     targets = list(_pseudo_targets(keep, online, need, max_models))
     # the pseudo-targets' slices of the signals do not depend on the clip (which acts
     # elementwise): cut once and clipped per clip, unless they would take much memory
-    cut_once = len(targets) * ref.size <= _SLICE_CACHE_ELEMENTS
+    cut_once = location != "mean" and len(targets) * ref.size <= _SLICE_CACHE_ELEMENTS
     slices = [(ref[j, ok], ref[others][:, ok]) for j, others, ok, _ in targets] if cut_once else []
 
     def mean_tpr(c: float | None) -> float | None:
         rc = _clipped(ref, c)
         nu, _ = _resolve_shrinkage(shrinkage, variance, rc, masks)
+        # a mean's fit without model j follows from sums over all models (O(records) per
+        # pseudo-target): the same numbers as fitting the other models, up to rounding
+        sums = [_LeaveOneOut(rc, m) for m in masks] if location == "mean" else []
         found: list[float] = []
         for t, (j, others, ok, member) in enumerate(targets):
-            ko = keep[others][:, ok]
-            if cut_once:
-                obs, others_ref = _clipped(slices[t][0], c), _clipped(slices[t][1], c)
+            if sums:
+                fits = [w.without(j, ok) for w in sums]
+                sc = _left_out_scores(rc[j, ok], fits, variance, nu, floor)
             else:
-                obs, others_ref = rc[j, ok], rc[others][:, ok]
-            sc, _ = core(obs, others_ref, ko, location, variance, nu, floor)
+                if cut_once:
+                    obs, others_ref = _clipped(slices[t][0], c), _clipped(slices[t][1], c)
+                else:
+                    obs, others_ref = rc[j, ok], rc[others][:, ok]
+                sc, _ = core(obs, others_ref, keep[others][:, ok], location, variance, nu, floor)
             tprs = _tpr_at_fprs(sc, member, TUNING_FPRS)
             if tprs:
                 found.append(float(np.mean(tprs)))

@@ -377,10 +377,14 @@ def _log_p_out(
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     r""":math:`\log P_{OUT}` of the audited records and of the population over the OUT
     models among the ``sel`` rows (what offline RMIA's prior is made of, for every ``a``)."""
-    lx, lz = inp.loss_x[sel], inp.loss_z[sel]
-    out_x = ~inp.keep_x[sel]
+    lz = inp.loss_z[sel]
     out_z = np.ones(lz.shape, dtype=bool) if inp.keep_z is None else ~inp.keep_z[sel]
-    return _log_mean_p(lx, out_x), _log_mean_p(lz, out_z)
+    return _log_p_out_x(inp, sel), _log_mean_p(lz, out_z)
+
+
+def _log_p_out_x(inp: _Inputs, sel: NDArray[np.bool_]) -> NDArray[np.float64]:
+    r""":math:`\log P_{OUT}` of the audited records alone (:func:`_log_p_out`'s first array)."""
+    return _log_mean_p(inp.loss_x[sel], ~inp.keep_x[sel])
 
 
 def _offline_log_ratios(
@@ -467,10 +471,14 @@ def tune_offline_a(
             keep_z=None if inp.keep_z is None else inp.keep_z[:, z_ok],
             self_index=None,
         )
-        log_p_out = _log_p_out(pseudo, others)  # the same for every a of the grid
+        # the same for every a of the grid; the ratio score reads no population record
+        if score == "ratio":
+            log_p_out_x = _log_p_out_x(pseudo, others)
+        else:
+            log_p_out = _log_p_out(pseudo, others)
         for a in grid:
-            if score == "ratio":  # reads no population record: log r_x alone, the same floats
-                s = pseudo.log_px - _log_offline_prior(log_p_out[0], a)
+            if score == "ratio":  # log r_x alone: the same floats as _offline_log_ratios
+                s = pseudo.log_px - _log_offline_prior(log_p_out_x, a)
             else:
                 lr_x, lr_z = _offline_log_ratios(pseudo, log_p_out, a)
                 s = _final_scores(lr_x, lr_z, score, gamma, None)

@@ -38,7 +38,7 @@ All inputs are per-record arrays keyed by record id; nothing here trains a model
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -174,10 +174,13 @@ def _flag_fraction(
 
 
 def _nn_distances(
-    X: NDArray[np.float64], ids: NDArray[Any], train_ids: NDArray[Any]
+    X: NDArray[np.float64],
+    ids: NDArray[Any],
+    train_ids: NDArray[Any],
+    query: Collection[Any] | None = None,
 ) -> tuple[dict[Any, float], dict[Any, Any]]:
-    """Euclidean distance of each record to its nearest other record of ``train_ids``
-    (standardised features)."""
+    """Euclidean distance of each record (of ``query``, default all) to its nearest other
+    record of ``train_ids`` (features standardised over all records)."""
     pos = {r: i for i, r in enumerate(ids.tolist())}
     sd = X.std(axis=0)
     Z = (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
@@ -191,17 +194,22 @@ def _nn_distances(
     t_sq = (T**2).sum(axis=1)
     column = np.full(Z.shape[0], -1, dtype=np.intp)  # each record's columns among T
     column[tr] = np.arange(tr.size)
-    for start in range(0, Z.shape[0], 512):
-        block = Z[start : start + 512]
+    wanted = (
+        np.arange(Z.shape[0])
+        if query is None
+        else np.asarray(sorted({pos[r] for r in query if r in pos}), dtype=np.intp)
+    )
+    for start in range(0, wanted.size, 512):
+        rows = wanted[start : start + 512]
+        block = Z[rows]
         d2 = (block**2).sum(axis=1)[:, None] + t_sq[None, :] - 2.0 * block @ T.T
-        rows = np.arange(start, start + block.shape[0])
         own = column[rows]
         mine = own >= 0
         d2[np.flatnonzero(mine), own[mine]] = np.inf  # not itself
         j = np.argmin(d2, axis=1)
-        for i, jj in zip(rows.tolist(), j.tolist(), strict=True):
+        for b, (i, jj) in enumerate(zip(rows.tolist(), j.tolist(), strict=True)):
             rid = ids[i].item() if isinstance(ids[i], np.generic) else ids[i]
-            dist[rid] = float(np.sqrt(max(d2[i - start, jj], 0.0)))
+            dist[rid] = float(np.sqrt(max(d2[b, jj], 0.0)))
             nid = ids[tr[jj]]
             nn[rid] = nid.item() if isinstance(nid, np.generic) else nid
     return dist, nn
@@ -270,12 +278,14 @@ def vulnerable_records(
     mean_loss = _mean_member_loss(targets)
     nn_dist: dict[Any, float] = {}
     nn_id: dict[Any, Any] = {}
-    if features is not None:
+    members = _sorted_ids({r for t in targets for r, m in t.member.items() if m})
+    if features is not None:  # the sets and the ranking hold members only
         f_ids, X = features
         train = np.asarray([r for r in f_ids.tolist() if targets[0].member.get(r, False)])
-        nn_dist, nn_id = _nn_distances(np.asarray(X, dtype=np.float64), np.asarray(f_ids), train)
+        nn_dist, nn_id = _nn_distances(
+            np.asarray(X, dtype=np.float64), np.asarray(f_ids), train, members
+        )
 
-    members = _sorted_ids({r for t in targets for r, m in t.member.items() if m})
     sets: list[dict[str, Any]] = []
     flagged_by: dict[float, dict[str, dict[Any, tuple[int, int]]]] = {}
     for f in fprs:
