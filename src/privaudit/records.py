@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Self, TypeVar
@@ -79,13 +80,25 @@ def json_number(v: Any) -> float | None:
     return float(v)
 
 
+#: The id arrays :func:`_ids` returned, by ``id()``: read-only copies that nothing else can
+#: write, so a record built from another's ids (a subset of its models, say) skips the
+#: uniqueness check's sort. An entry leaves with its array.
+_CHECKED_IDS: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
+
+
 def _ids(ids: Any, name: str) -> np.ndarray:
+    checked = _CHECKED_IDS.get(id(ids))
+    if checked is not None and checked is ids:
+        return checked
     a = check_unique_ids(ids, name)
     if a.dtype.kind in "iu":
-        return _freeze(a.astype(np.int64))
-    if a.dtype.kind in "UO":
-        return _freeze(a.astype(str))
-    raise fail(name, "integer or string ids", f"dtype {a.dtype}")
+        out = _freeze(a.astype(np.int64))
+    elif a.dtype.kind in "UO":
+        out = _freeze(a.astype(str))
+    else:
+        raise fail(name, "integer or string ids", f"dtype {a.dtype}")
+    _CHECKED_IDS[id(out)] = out
+    return out
 
 
 @dataclasses.dataclass(frozen=True)

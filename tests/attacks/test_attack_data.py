@@ -57,6 +57,30 @@ def test_duplicate_and_empty_ids(w: World) -> None:
         AttackData(record_ids=np.array([], dtype=str), labels=np.array([], dtype=int), target={})
 
 
+def test_checked_ids_are_reused_without_a_second_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A record built from another record's (read-only) ids keeps that very array and skips
+    the uniqueness check; a new array with the same ids, or a duplicate, is checked."""
+    from privaudit import records
+
+    t = SignalTable("loss", np.array([3, 1, 2]), ("m0", "m1"), np.zeros((2, 3)))
+    calls: list[int] = []
+    original = records.check_unique_ids
+
+    def counted(ids, name="record_ids"):
+        calls.append(1)
+        return original(ids, name)
+
+    monkeypatch.setattr(records, "check_unique_ids", counted)
+    sub = SignalTable("loss", t.record_ids, ("m1",), t.values[1:])
+    mm = MembershipMatrix(t.record_ids, ("m0",), np.ones((1, 3), dtype=bool))
+    assert sub.record_ids is t.record_ids and mm.record_ids is t.record_ids and not calls
+    assert not t.record_ids.flags.writeable
+    SignalTable("loss", np.array([3, 1, 2]), ("m0",), np.zeros((1, 3)))
+    assert len(calls) == 1
+    with pytest.raises(InvalidInputError, match="unique ids"):
+        SignalTable("loss", np.array([3, 3, 2]), ("m0",), np.zeros((1, 3)))
+
+
 def test_target_must_be_one_model_and_tables_consistent(w: World) -> None:
     d = w.data
     with pytest.raises(InvalidInputError, match="1 model"):

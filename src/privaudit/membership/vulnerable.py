@@ -125,23 +125,32 @@ def agreement_at_fpr(
     """
     out = []
     all_ids = list(target.member)
+    column = {r: i for i, r in enumerate(all_ids)}
+    member = np.fromiter((bool(target.member[r]) for r in all_ids), bool, len(all_ids))
     for f in fprs:
         dec = _decisions(target, f)
-        dec["GT"] = {r: bool(target.member[r]) for r in all_ids}
-        names = list(dec)
+        names = [*dec, "GT"]
         k = len(names)
+        # each attack's decision per record, and which records it scored (GT: all)
+        said = np.zeros((k, member.size), dtype=bool)
+        scored = np.zeros((k, member.size), dtype=bool)
+        for i, d in enumerate(dec.values()):
+            cols = np.fromiter((column[r] for r in d), np.intp, len(d))
+            said[i, cols] = np.fromiter(d.values(), bool, len(d))
+            scored[i, cols] = True
+        said[-1], scored[-1] = member, True
         tr: list[list[float | None]] = [[None] * k for _ in range(k)]
         te: list[list[float | None]] = [[None] * k for _ in range(k)]
         ntr = [[0] * k for _ in range(k)]
         nte = [[0] * k for _ in range(k)]
-        for i, a in enumerate(names):
-            for j, b in enumerate(names):
-                common = dec[a].keys() & dec[b].keys()
+        for i in range(k):
+            for j in range(k):
+                common = scored[i] & scored[j]
                 for part, rate, count in ((True, tr, ntr), (False, te, nte)):
-                    ids = [r for r in common if bool(target.member[r]) == part]
-                    count[i][j] = len(ids)
-                    if ids:
-                        rate[i][j] = float(np.mean([dec[a][r] == dec[b][r] for r in ids]))
+                    sel = common & (member == part)
+                    count[i][j] = int(sel.sum())
+                    if count[i][j]:
+                        rate[i][j] = float(np.mean(said[i, sel] == said[j, sel]))
         out.append(
             {
                 "fpr": float(f),
