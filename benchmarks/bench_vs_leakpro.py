@@ -60,6 +60,24 @@ Both source trees are compiled to bytecode before the rounds (untimed): an edita
 in an environment with ``PYTHONDONTWRITEBYTECODE`` set (as this machine has) otherwise
 compiles every module at every start, on both sides.
 
+**Measured after the analysis speed-ups** (later on 2026-12-06, load 1.0-1.04, the same
+setting as the next paragraph): privaudit median wall **7.98 s** (per round 7.51-9.10; CPU
+7.97 s: start-up 1.55-1.83 s, target and references 2.67-3.33, scoring 1.34-1.41, data /
+preflight / split 1.89-2.57); LeakPro 29.22 s (28.07-32.01; CPU 29.20 s); privaudit / LeakPro
+**0.273** wall and CPU (per round 0.257-0.324; goal 0.2, not met). The machine ran slower than
+for the next paragraph (LeakPro's median 29.2 s against 27.9 s, privaudit's training 2.7-3.3 s
+against 2.5-2.65), so the ratio stayed. What changed, each with the same ``scores.npz`` and
+``results.json`` (but for ``created`` and ``timings``) at 8 and 32 references: LiRA's clip
+tuning fits each pseudo-target's Gaussians from sums over all reference models minus its own
+signal (O(records) a pseudo-target instead of O(models x records)); offline RMIA's ``a``
+tuning no longer computes the population's ``P_OUT`` that its ratio score does not read; the
+nearest-record distances only for the members the report shows; records built from another
+record's ids skip the uniqueness sort; Ye et al.'s Table 2 agreement on arrays. The same
+change measured against the tree before it, in one interleaved run
+(``bench_peer_overhead.py --audit-only --compare-src``, 5 rounds): wall 7.48 s against 8.01 s,
+scoring 1.35 s against 1.95 s; at 32 references (``--n-reference 32``, 3 rounds) wall 15.93 s
+against 20.30 s, scoring 2.51 s against 4.81 s.
+
 **Measured on an idle machine, after the speed-ups of 2026-12-06** (load 0.8-1.05, LeakPro at
 HEAD c47752f in its own venv with torch 2.13.0+cpu and torchvision 0.28.0, both trees
 compiled, 5 rounds, defaults): privaudit median wall **7.61 s** (CPU 7.59 s: start-up
