@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import csv
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -49,7 +52,25 @@ def test_record_risk_end_to_end_and_resume(
     rows = list(csv.DictReader((out / "records.csv").open()))
     assert [r["record_id"] for r in rows] == [r["record_id"] for r in rr["records"]]
     html = (out / "report.html").read_text()
-    assert "data:image/png;base64," in html and 'download="records.csv"' in html
+    assert "data:image/svg+xml;base64," in html and 'download="records.csv"' in html
+    assert "data:image/png" not in html
+    # the scatter: one dot per record, at (R_MS, R_T) on axes from min(0.3, risks) to 1
+    svg = ET.fromstring(base64.b64decode(html.split("data:image/svg+xml;base64,")[1].split('"')[0]))
+    ns = "{http://www.w3.org/2000/svg}"
+    dots = svg.findall(f"{ns}g/{ns}circle")
+    frame = next(r for r in svg.findall(f"{ns}rect") if r.get("stroke") == "#000")
+    left, top, w, h = (float(frame.get(k)) for k in ("x", "y", "width", "height"))
+    risks = [(r["auc_model-seeded"], r["auc_traditional"]) for r in rr["records"]]
+    lo = min(0.3, *(v for pair in risks for v in pair))
+    drawn = [
+        (
+            (float(d.get("cx")) - left) / w * (1 - lo) + lo,
+            (top + h - float(d.get("cy"))) / h * (1 - lo) + lo,
+        )
+        for d in dots
+    ]
+    assert len(dots) == 4
+    np.testing.assert_allclose(sorted(drawn), sorted(risks), atol=1e-4)
     # issue 28: how each game drew its datasets, where R_MS and R_T are shown
     how = rr["constructions"]
     assert "D0 - x + z with a fresh reference record z" in how["model-seeded"]

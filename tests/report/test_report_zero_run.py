@@ -82,8 +82,8 @@ def test_html_shows_corrections_numbers_plots_and_warnings(result: ZeroRunResult
     assert format_num(result.uncorrected["mu_lower_bound"]) in page
     assert format_num(result.headline["mu_lower_bound"]) in page
     assert "Bootstrap over propensity fits" in page
-    # two histograms (one per estimator) + one bootstrap plot, embedded, no external file
-    assert page.count('src="data:image/png;base64,') == 3
+    # two histograms (one per estimator) + one bootstrap plot, embedded SVG, no external file
+    assert page.count('src="data:image/svg+xml;base64,') == 3 and "data:image/png" not in page
     assert "http://" not in page and "https://" not in page
 
 
@@ -91,7 +91,7 @@ def test_html_without_bootstrap_has_no_bootstrap_section(result: ZeroRunResult) 
     entries = [{**e, "bootstrap": None} for e in result.estimators]
     page = render_zero_run_html(dataclasses.replace(result, estimators=tuple(entries)))
     assert "Bootstrap over propensity fits" not in page
-    assert page.count('src="data:image/png;base64,') == 2
+    assert page.count('src="data:image/svg+xml;base64,') == 2
 
 
 def test_infinite_bound_is_strict_json(result: ZeroRunResult, tmp_path: Path) -> None:

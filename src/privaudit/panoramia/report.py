@@ -33,6 +33,7 @@ import numpy as np
 from privaudit._validation import fail
 from privaudit.metrics.roc import MIN_RECORDS_FOR_A_RESULT
 from privaudit.report.results import ScoreTable, build_results, validate_results
+from privaudit.report.svg_chart import Axis, Series, line_chart, svg_base64
 from privaudit.report.writer import write_report
 
 __all__ = [
@@ -45,11 +46,11 @@ __all__ = [
     "RMRN_SCORES_FILE",
     "cap_warning",
     "classifier_inputs",
-    "eps_recall_png",
+    "eps_recall_svg",
     "implied_precision",
     "panoramia_context",
     "panoramia_results",
-    "precision_recall_png",
+    "precision_recall_svg",
     "recompute_panoramia",
     "size_warning",
     "write_panoramia_report",
@@ -175,7 +176,7 @@ PANORAMIA_THREAT_MODEL = (
     "later or elsewhere breaks them."
 )
 
-_COLOURS = {"mia": "tab:red", "baseline": "tab:blue", "rmrn": "tab:green"}
+_COLOURS = {"mia": "#d62728", "baseline": "#1f77b4", "rmrn": "#2ca02c"}
 
 
 def _reads_helper(pano: Mapping[str, Any], name: str) -> bool:
@@ -419,71 +420,71 @@ def _bound_name(name: str) -> str:
     return {"mia": "{c+eps}_lb", "baseline": "c_lb", "rmrn": "eps_lb"}[name]
 
 
-def _plot(pano: Mapping[str, Any], draw: Any, title: str) -> str | None:
-    """One figure of the curves: ``draw(ax, name, curve, bound, m)`` per curve; base64 PNG
-    (None without curves). The title says what ran and on how many records."""
-    from matplotlib.figure import Figure
-
-    from privaudit.report.plots import fig_to_base64
-
-    curves = _curves(pano)
-    if not curves:
+def _chart(pano: Mapping[str, Any], series: list[Series], y: Axis, title: str) -> str | None:
+    """One SVG document of the curves against recall (:mod:`privaudit.report.svg_chart`;
+    None without curves); the title says what ran and on how many records."""
+    if not series:
         return None
-    fig = Figure(figsize=(6.4, 4.8))
-    ax = fig.add_subplot()
-    for name, c, bound, m in curves:
-        draw(ax, name, c, bound, m)
-    ax.set_xlim(0.0, 1.0)
-    ax.set_title(
-        f"PANORAMIA ({pano['modality']}): {_sizes_line(pano)}\n{_what_ran(pano)}\n{title}",
-        fontsize=8,
+    return line_chart(
+        series,
+        x=Axis(0.0, 1.0, "recall (fraction of the test members guessed 'member')"),
+        y=y,
+        title=f"PANORAMIA ({pano['modality']}): {_sizes_line(pano)}\n{_what_ran(pano)}\n{title}",
+        size=(520.0, 360.0),
     )
-    ax.grid(True, alpha=0.25)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=1)
-    return fig_to_base64(fig)
 
 
-def precision_recall_png(pano: Mapping[str, Any]) -> str | None:
+def precision_recall_svg(pano: Mapping[str, Any]) -> str | None:
     """Precision against recall of the MIA, the baseline and RM;RN, with the precision each
-    bound implies (``e^B / (1 + e^B)``) dashed in the curve's colour; base64 PNG."""
-
-    def draw(ax: Any, name: str, c: Mapping[str, Any], bound: float | None, m: int) -> None:
+    bound implies (``e^B / (1 + e^B)``) dashed in the curve's colour, and chance (0.5)
+    dotted; an SVG document (None without curves)."""
+    series: list[Series] = []
+    for name, c, bound, m in _curves(pano):
         col = _COLOURS[name]
-        ax.plot(
-            c["recall"], c["precision"], color=col, lw=1.4, label=f"{_label(pano, name)}, m = {m}"
-        )
+        recall = np.asarray(c["recall"], dtype=np.float64)
+        precision = np.asarray(c["precision"], dtype=np.float64)
+        series.append(Series(recall, precision, f"{_label(pano, name)}, m = {m}", col, 1.4))
         if bound is not None:
             p = implied_precision(bound)
             label = f"precision implied by {_bound_name(name)} = {bound:.3f}: {p:.3f}"
-            ax.axhline(p, color=col, ls="--", lw=1.0, label=label)
-        ax.axhline(0.5, color="k", ls=":", lw=0.7)
-        ax.set_ylim(0.4, 1.02)
-        ax.set_xlabel("recall (fraction of the test members guessed 'member')")
-        ax.set_ylabel("precision of the 'member' guesses")
-
-    return _plot(pano, draw, f"confidence {pano['confidence']}")
+            series.append(Series(np.array([0.0, 1.0]), np.array([p, p]), label, col, 1.0, (4, 2)))
+    if series:
+        series.append(Series(np.array([0.0, 1.0]), np.array([0.5, 0.5]), "", "#000", 0.7, (1, 2)))
+    y = Axis(0.4, 1.02, "precision of the 'member' guesses")
+    return _chart(pano, series, y, f"confidence {pano['confidence']}")
 
 
-def eps_recall_png(pano: Mapping[str, Any]) -> str | None:
-    """The bound lb_t at each threshold against its recall (the maximum is the bound); base64 PNG."""
-
-    def draw(ax: Any, name: str, c: Mapping[str, Any], bound: float | None, m: int) -> None:
+def eps_recall_svg(pano: Mapping[str, Any]) -> str | None:
+    """The bound lb_t at each threshold against its recall (the maximum is the bound, dashed);
+    an SVG document (None without curves)."""
+    series: list[Series] = []
+    top = 0.0
+    for name, c, bound, m in _curves(pano):
         col = _COLOURS[name]
+        recall = np.asarray(c["recall"], dtype=np.float64)
+        lb = np.asarray(c["lb"], dtype=np.float64)
         label = f"{_label(pano, name)}: lb_t of {_bound_name(name)}, m = {m}"
-        ax.plot(c["recall"], c["lb"], color=col, lw=1.4, label=label)
+        series.append(Series(recall, lb, label, col, 1.4))
+        finite = lb[np.isfinite(lb)]
+        top = max(top, float(finite.max()) if finite.size else 0.0)
         if bound is not None:
-            ax.axhline(bound, color=col, ls="--", lw=0.9)
-        ax.set_ylim(bottom=0.0)
-        ax.set_xlabel("recall")
-        ax.set_ylabel("lb_t (eps-scale bound at the threshold)")
-
+            series.append(
+                Series(np.array([0.0, 1.0]), np.array([bound, bound]), "", col, 0.9, (4, 2))
+            )
+            top = max(top, float(bound))
     b = pano["bounds"]
-    return _plot(
+    y = Axis(0.0, top * 1.05 if top > 0 else 1.0, "lb_t (eps-scale bound at the threshold)")
+    return _chart(
         pano,
-        draw,
+        series,
+        y,
         f"union bound over {b['n_thresholds']} thresholds; eps_tilde = {b['eps_tilde']:.3f} = "
         f"max(0, {b['c_plus_eps_lb']:.3f} - {b['c_lb']:.3f})",
     )
+
+
+def _encoded(svg: str | None) -> str | None:
+    return None if svg is None else svg_base64(svg)
 
 
 def _settings_rows(d: Mapping[str, Any] | None) -> list[tuple[str, str]]:
@@ -510,8 +511,8 @@ def panoramia_context(results: Mapping[str, Any]) -> dict[str, Any]:
             "inputs": {role: classifier_inputs(pano, role) for role in ("mia", "baseline")},
             "cap_warning": cap_warning(b, int(pano["sizes"]["m"])),
             "size_warning": size_warning(pano),
-            "pr_plot": precision_recall_png(pano),
-            "eps_plot": eps_recall_png(pano),
+            "pr_plot": _encoded(precision_recall_svg(pano)),
+            "eps_plot": _encoded(eps_recall_svg(pano)),
             "generator_rows": _settings_rows(pano.get("generator")),
             "helper_rows": _settings_rows(pano.get("helper")),
             "classifier_rows": _settings_rows(pano.get("classifiers")),

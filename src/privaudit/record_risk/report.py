@@ -5,7 +5,7 @@
 :meth:`privaudit.record_risk.risk.RecordRiskResult.to_dict` (summary, comparison with
 noise floors, Hoeffding widths, the per-record table, warnings, timings). ``records.csv``
 is the per-record table; ``report.html`` (self-contained) shows the scatter of R_MS vs R_T
-with the risk thresholds t, the miss rates and RMSD beside their noise floors, and the
+with the risk thresholds t (an SVG image), the miss rates and RMSD beside their noise floors, and the
 per-record table with a CSV download. Written atomically, as the other reports.
 """
 
@@ -25,7 +25,7 @@ import numpy as np
 from privaudit._validation import fail
 from privaudit._version import __version__
 from privaudit.report.html import jinja_environment
-from privaudit.report.plots import fig_to_base64
+from privaudit.report.svg_chart import Axis, Series, line_chart, svg_base64
 from privaudit.report.writer import HTML_FILE, check_output_dir, write_text_files
 
 __all__ = [
@@ -33,7 +33,7 @@ __all__ = [
     "record_risk_payload",
     "records_csv",
     "render_record_risk_html",
-    "risk_scatter_png",
+    "risk_scatter_svg",
     "write_record_risk_report",
 ]
 
@@ -73,36 +73,34 @@ def records_csv(result: Any) -> str:
     return buf.getvalue()
 
 
-def risk_scatter_png(result: Any) -> str:
-    """R_MS (x) vs R_T (y) per record, with the thresholds t (0.8 solid), as base64 PNG."""
-    from matplotlib.figure import Figure
-
+def risk_scatter_svg(result: Any) -> str:
+    """R_MS (x) vs R_T (y) per record, with the diagonal and the thresholds t (0.8 solid,
+    the others dotted), as an SVG document (:mod:`privaudit.report.svg_chart`)."""
     r = _check(result)
-    ms = np.asarray(r.risks["model-seeded"]["auc"])
-    tr = np.asarray(r.risks["traditional"]["auc"])
-    fig = Figure(figsize=(5.4, 5.0))
-    ax = fig.add_subplot()
-    for sel, colour, label in ((True, "tab:red", "most vulnerable"), (False, "tab:blue", "random")):
+    ms = np.asarray(r.risks["model-seeded"]["auc"], dtype=np.float64)
+    tr = np.asarray(r.risks["traditional"]["auc"], dtype=np.float64)
+    lo = float(min(0.3, ms.min(), tr.min()))
+    series: list[Series] = []
+    for sel, colour, label in ((True, "#d62728", "most vulnerable"), (False, "#1f77b4", "random")):
         m = r.vulnerable == sel
         if m.any():
-            ax.scatter(
-                ms[m], tr[m], s=16, color=colour, alpha=0.75, label=f"{label} ({int(m.sum())})"
-            )
-    lo = float(min(0.3, ms.min(), tr.min()))
-    ax.plot([lo, 1], [lo, 1], color="k", lw=0.7)
+            label = f"{label} ({int(m.sum())})"
+            series.append(Series(ms[m], tr[m], label, colour, 4.0, style="points", opacity=0.75))
+    ends = np.array([lo, 1.0])
+    series.append(Series(ends, ends, "R_T = R_MS", "#000000", 0.9))
     for t in r.config.thresholds:
         main = abs(t - 0.8) < 1e-9
-        ls, lw = ("-", 1.0) if main else (":", 0.7)
-        ax.axvline(t, color="gray", ls=ls, lw=lw)
-        ax.axhline(t, color="gray", ls=ls, lw=lw)
-    ax.set_xlim(lo, 1.0)
-    ax.set_ylim(lo, 1.0)
-    ax.set_xlabel("R_MS: AUC in the model-seeded game (this release)")
-    ax.set_ylabel("R_T: AUC in the traditional game (averaged)")
-    ax.set_title("lower right of t = 0.8: high risk missed by the traditional game", fontsize=9)
-    ax.legend(fontsize=8, loc="upper left")
-    ax.grid(True, alpha=0.25)
-    return fig_to_base64(fig)
+        width, dash = (1.2, ()) if main else (1.0, (1.0, 2.0))
+        label = f"t = {t:g}" if main else ""
+        series.append(Series(np.array([t, t]), ends, label, "#808080", width, dash))
+        series.append(Series(ends, np.array([t, t]), "", "#808080", width, dash))
+    return line_chart(
+        series,
+        x=Axis(lo, 1.0, "R_MS: AUC in the model-seeded game (this release)"),
+        y=Axis(lo, 1.0, "R_T: AUC in the traditional game (averaged)"),
+        title="lower right of t = 0.8: high risk missed by the traditional game",
+        size=(420.0, 400.0),
+    )
 
 
 def render_record_risk_html(result: Any) -> str:
@@ -116,7 +114,7 @@ def render_record_risk_html(result: Any) -> str:
             r=d,
             version=__version__,
             games=list(r.risks),
-            scatter=risk_scatter_png(r),
+            scatter=svg_base64(risk_scatter_svg(r)),
             csv=base64.b64encode(records_csv(r).encode("utf-8")).decode("ascii"),
         )
     )

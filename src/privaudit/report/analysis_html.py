@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from privaudit.report.plots import ROC_STYLES
-from privaudit.report.svg_chart import Axis, Series, line_chart, svg_base64
+from privaudit.report.svg_chart import Axis, Series, line_chart, stairs, svg_base64
 
 __all__ = ["analysis_context", "loss_histogram_svg"]
 
@@ -69,8 +69,7 @@ def loss_histogram_svg(sets: list[Mapping[str, Any]], fpr: float) -> str | None:
             continue
         edges = np.asarray(h["edges"], dtype=float)
         frac = counts / counts.sum()
-        x = np.repeat(edges, 2)  # (e0, 0), (e0, f0), (e1, f0), (e1, f1), ..., (en, 0)
-        y = np.concatenate([[0.0], np.repeat(frac, 2), [0.0]])
+        x, y = stairs(edges, frac)
         colour = ROC_STYLES[len(series) % len(ROC_STYLES)][0]
         series.append(Series(x, y, f"{s['name']} ({s['n_records']})", colour))
         lo, hi, top = min(lo, edges[0]), max(hi, edges[-1]), max(top, float(frac.max()))

@@ -89,7 +89,6 @@ _PACKAGES = (
     "pandas",
     "pydantic",
     "jsonschema",
-    "matplotlib",
     "jinja2",
     "skops",
     "torch",

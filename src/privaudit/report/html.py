@@ -20,7 +20,6 @@ from privaudit.report.per_record import record_risk, record_risk_csv
 from privaudit.report.plots import (
     ROC_DASHES,
     ROC_STYLES,
-    fig_to_base64,
     roc_plot_svg,
     roc_polyline,
     roc_styles,
@@ -35,7 +34,6 @@ RISK_ROWS_SHOWN = 500
 __all__ = [
     "ROC_DASHES",
     "ROC_STYLES",
-    "fig_to_base64",
     "format_num",
     "format_pct",
     "jinja_environment",

@@ -1,18 +1,13 @@
-"""The report's plots, embedded in a page as ``data:`` URLs.
+"""The membership report's ROC plots, embedded in a page as ``data:`` URLs.
 
-The membership report's ROC curves (:func:`roc_svg`) are recomputed from the per-record
-scores and drawn as SVG (:mod:`privaudit.report.svg_chart`), without matplotlib. The
-other sections' figures are drawn with matplotlib's Agg backend on
-:class:`matplotlib.figure.Figure` objects (no pyplot global state; matplotlib is imported
-only when such a figure is drawn) and turned into base64 PNG by :func:`fig_to_base64`.
+The ROC curves (:func:`roc_svg`) are recomputed from the per-record scores and drawn as
+SVG (:mod:`privaudit.report.svg_chart`, which draws every report's charts), without
+matplotlib.
 """
 
 from __future__ import annotations
 
-import base64
-import io
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -25,19 +20,11 @@ from privaudit.report.svg_chart import Axis, Series, line_chart, svg_base64
 __all__ = [
     "ROC_DASHES",
     "ROC_STYLES",
-    "fig_to_base64",
     "roc_plot_svg",
     "roc_polyline",
     "roc_styles",
     "roc_svg",
 ]
-
-
-def fig_to_base64(fig: Any) -> str:
-    """A matplotlib figure as a base64-encoded PNG (110 dpi), for ``data:`` URLs."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 def roc_polyline(roc: RocCurve) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

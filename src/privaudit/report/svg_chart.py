@@ -1,16 +1,21 @@
-"""A line chart as a standalone SVG document: the membership report's figures.
+"""A chart as a standalone SVG document: every figure of privaudit's reports.
 
-The report's ROC curves and loss histograms are drawn here as SVG text, without
-matplotlib: a vector image that stays sharp at any zoom, and a ``privaudit run`` that does
-not spend about a second importing and warming up a plotting library for two figures
-(issue 32, item 0). The charts are embedded in the page as ``data:image/svg+xml``
-images, like the PNG figures of the other sections (:func:`svg_base64`).
+The reports' charts (ROC curves, loss and propensity histograms, the record-risk scatter,
+PANORAMIA's curves, the Zero-Run bootstrap) are drawn here as SVG text, without
+matplotlib: a vector image that stays sharp at any zoom, and a command that does not spend
+about a second importing and warming up a plotting library for a few figures. The charts
+are embedded in the page as ``data:image/svg+xml`` images (:func:`svg_base64`).
 
-What is drawn: a plotting area framed in black with its title above, axis labels, tick
+What is drawn: a plotting area framed in black with its title above (one line per line
+of the title), axis labels, tick
 marks and labels, light grid lines at the ticks (and, on a logarithmic axis, at the
 minor ticks 2-9 of each decade), the series clipped to the plotting area, and a legend
-to the right of the plotting area (never over a curve). A series is a polyline through its
-points in the order given, with its own colour, width and dash pattern; on a logarithmic
+to the right of the plotting area (never over a curve; a series with an empty label has
+no entry). A series is drawn in one of three styles (``Series.style``): ``"line"``, a
+polyline through its points in the order given, with its own colour, width and dash
+pattern; ``"points"``, a dot at each point (a scatter plot); ``"area"``, the polygon
+between its points and the bottom of the plotting area, filled at ``opacity`` (a
+histogram drawn as steps, with a ``"line"`` series for its outline). On a logarithmic
 axis a non-positive value is drawn at ``1e-300`` (far outside the area, so the segment
 from it enters from the edge, as matplotlib's ``nonpositive="clip"`` draws it). Points
 in the same quarter-pixel cell as the point before them are dropped (the drawing moves by at
@@ -30,7 +35,7 @@ from xml.sax.saxutils import escape
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["Axis", "Series", "line_chart", "svg_base64"]
+__all__ = ["STYLES", "Axis", "Series", "line_chart", "stairs", "svg_base64"]
 
 #: Geometry of the chart, in pixels.
 _LEFT, _TOP, _BOTTOM, _GAP = 74.5, 34.5, 52.0, 18.0  # half pixels: 1-pixel lines stay sharp
@@ -46,10 +51,16 @@ _SUPERSCRIPT = str.maketrans(
 )
 
 
+#: How a series is drawn (module docstring).
+STYLES = ("line", "points", "area")
+
+
 @dataclasses.dataclass(frozen=True)
 class Series:
-    """One polyline of the chart: its points, legend label and style (``dash`` in units of
-    the line width, as matplotlib scales its dash patterns; empty for a solid line)."""
+    """One series of the chart: its points, legend label (empty: no legend entry) and style:
+    ``style`` (:data:`STYLES`), ``width`` (a line's width, a point's radius), ``dash`` (in
+    units of the line width, as matplotlib scales its dash patterns; empty for a solid
+    line) and ``opacity`` (of the points or the filled area)."""
 
     x: NDArray[np.float64]
     y: NDArray[np.float64]
@@ -57,6 +68,14 @@ class Series:
     colour: str
     width: float = 2.2
     dash: tuple[float, ...] = ()
+    style: str = "line"
+    opacity: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.style not in STYLES:
+            raise ValueError(
+                f"series {self.label!r}: expected a style of {STYLES}, found {self.style!r}"
+            )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,50 +162,57 @@ def line_chart(
     title: str,
     size: tuple[float, float] = (560.0, 380.0),
 ) -> str:
-    """An SVG document of ``series`` on the axes ``x`` and ``y``, with ``title`` above and the
-    legend to the right of the plotting area (``size``: its width and height in pixels)."""
+    """An SVG document of ``series`` on the axes ``x`` and ``y``, with ``title`` above (a
+    line per ``\\n``) and the legend to the right of the plotting area (``size``: its width
+    and height in pixels)."""
     w, h = size
-    legend_w = max((_text_width(s.label, _FONT - 1) for s in series), default=0.0)
-    legend_w += _LEGEND_SAMPLE + 8.0 if series else 0.0
-    total_w = _LEFT + w + (_GAP + legend_w if series else 0.0) + 10.0
-    total_h = max(_TOP + h + _BOTTOM, _TOP + len(series) * _LEGEND_ROW + 10.0)
-    right, bottom = _LEFT + w, _TOP + h
+    titles = title.split("\n")
+    top = _TOP + (len(titles) - 1) * (_FONT + 3.0)
+    listed = [s for s in series if s.label]
+    legend_w = max((_text_width(s.label, _FONT - 1) for s in listed), default=0.0)
+    legend_w += _LEGEND_SAMPLE + 8.0 if listed else 0.0
+    total_w = _LEFT + w + (_GAP + legend_w if listed else 0.0) + 10.0
+    title_w = max(_text_width(line, _FONT + 1) for line in titles)
+    total_w = max(total_w, title_w + 20.0)  # a title wider than the plot: centred on the image
+    title_x = _LEFT + w / 2 if title_w <= w else total_w / 2
+    total_h = max(top + h + _BOTTOM, top + len(listed) * _LEGEND_ROW + 10.0)
+    right, bottom = _LEFT + w, top + h
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w:.0f}" height="{total_h:.0f}" '
         f'viewBox="0 0 {total_w:.0f} {total_h:.0f}" font-family="DejaVu Sans, Liberation Sans, '
         f'Arial, sans-serif" font-size="{_FONT:g}">',
-        f"<title>{escape(title)}</title>",
+        f"<title>{escape(' '.join(titles))}</title>",
         f'<rect width="{total_w:.0f}" height="{total_h:.0f}" fill="#ffffff"/>',
-        f'<clipPath id="area"><rect x="{_LEFT}" y="{_TOP}" width="{w}" height="{h}"/></clipPath>',
+        f'<clipPath id="area"><rect x="{_LEFT}" y="{top}" width="{w}" height="{h}"/></clipPath>',
     ]
-    grid, marks = _axis_svg(x, True, w, h)
-    grid_y, marks_y = _axis_svg(y, False, w, h)
-    grid += grid_y
-    marks += marks_y
-    out += grid
+    grid, marks = _axis_svg(x, True, top, w, h)
+    grid_y, marks_y = _axis_svg(y, False, top, w, h)
+    out += grid + grid_y
     out.append('<g clip-path="url(#area)" fill="none" stroke-linejoin="round">')
     for s in series:
         px = _LEFT + x.fraction(s.x) * w
         py = bottom - y.fraction(s.y) * h
-        out.append(f'<polyline points="{_points(px, py)}" {_stroke(s)}/>')
+        out += _drawn(s, px, py, bottom)
     out.append("</g>")
-    out += marks
+    out += marks + marks_y
     out.append(
-        f'<rect x="{_LEFT}" y="{_TOP}" width="{w}" height="{h}" fill="none" stroke="#000" stroke-width="1"/>'
+        f'<rect x="{_LEFT}" y="{top}" width="{w}" height="{h}" fill="none" stroke="#000" stroke-width="1"/>'
     )
-    out.append(
-        f'<text x="{_LEFT + w / 2:.1f}" y="{_TOP - 12}" text-anchor="middle" font-size="{_FONT + 1:g}">{escape(title)}</text>'
-    )
+    for i, line in enumerate(titles):
+        ty = _TOP - 12 + i * (_FONT + 3.0)
+        out.append(
+            f'<text x="{title_x:.1f}" y="{ty:.1f}" text-anchor="middle" font-size="{_FONT + 1:g}">{escape(line)}</text>'
+        )
     out.append(
         f'<text x="{_LEFT + w / 2:.1f}" y="{bottom + 40}" text-anchor="middle">{escape(x.label)}</text>'
     )
     out.append(
-        f'<text transform="translate({_LEFT - 52},{_TOP + h / 2:.1f}) rotate(-90)" text-anchor="middle">{escape(y.label)}</text>'
+        f'<text transform="translate({_LEFT - 52},{top + h / 2:.1f}) rotate(-90)" text-anchor="middle">{escape(y.label)}</text>'
     )
     lx = right + _GAP
-    for i, s in enumerate(series):
-        ly = round(_TOP + 8.0 + i * _LEGEND_ROW)  # whole pixels: the sample's colour is exact
-        out.append(f'<line x1="{lx}" y1="{ly}" x2="{lx + _LEGEND_SAMPLE}" y2="{ly}" {_stroke(s)}/>')
+    for i, s in enumerate(listed):
+        ly = round(top + 8.0 + i * _LEGEND_ROW)  # whole pixels: the sample's colour is exact
+        out.append(_legend_sample(s, lx, ly))
         out.append(
             f'<text x="{lx + _LEGEND_SAMPLE + 6}" y="{ly + 4}" font-size="{_FONT - 1:g}">{escape(s.label)}</text>'
         )
@@ -194,10 +220,45 @@ def line_chart(
     return "\n".join(out)
 
 
-def _axis_svg(axis: Axis, horizontal: bool, w: float, h: float) -> tuple[list[str], list[str]]:
+def _drawn(s: Series, px: NDArray[np.float64], py: NDArray[np.float64], bottom: float) -> list[str]:
+    """The SVG elements of one series at pixel positions ``(px, py)`` (module docstring)."""
+    if s.style == "points":
+        fill = f'fill="{s.colour}" fill-opacity="{s.opacity:g}" stroke="none"'
+        return [
+            f'<circle cx="{cx:.2f}" cy="{cy:.2f}" r="{s.width:g}" {fill}/>'
+            for cx, cy in zip(px.tolist(), py.tolist(), strict=True)
+            if math.isfinite(cx) and math.isfinite(cy)
+        ]
+    if s.style == "area":
+        ax = np.concatenate([px[:1], px, px[-1:]])
+        ay = np.concatenate([[bottom], py, [bottom]])
+        fill = f'fill="{s.colour}" fill-opacity="{s.opacity:g}" stroke="none"'
+        return [f'<polygon points="{_points(ax, ay)}" {fill}/>']
+    return [f'<polyline points="{_points(px, py)}" {_stroke(s)}/>']
+
+
+def _legend_sample(s: Series, lx: float, ly: float) -> str:
+    """A series' sample in the legend: its line, a dot or a filled box."""
+    if s.style == "points":
+        return (
+            f'<circle cx="{lx + _LEGEND_SAMPLE / 2:g}" cy="{ly}" r="{s.width:g}" fill="{s.colour}" '
+            f'fill-opacity="{s.opacity:g}"/>'
+        )
+    if s.style == "area":
+        return (
+            f'<rect x="{lx}" y="{ly - 5}" width="{_LEGEND_SAMPLE}" height="10" fill="{s.colour}" '
+            f'fill-opacity="{s.opacity:g}"/>'
+        )
+    return f'<line x1="{lx}" y1="{ly}" x2="{lx + _LEGEND_SAMPLE}" y2="{ly}" {_stroke(s)}/>'
+
+
+def _axis_svg(
+    axis: Axis, horizontal: bool, top: float, w: float, h: float
+) -> tuple[list[str], list[str]]:
     """An axis' grid lines (major and minor ticks) and its tick marks and labels: the x axis
-    along the bottom of the plotting area when ``horizontal``, else the y axis on its left."""
-    bottom = _TOP + h
+    along the bottom of the plotting area (its top edge at ``top``) when ``horizontal``,
+    else the y axis on its left."""
+    bottom = top + h
     major, labels, minor = axis.ticks()
     grid: list[str] = []
     marks: list[str] = []
@@ -207,7 +268,7 @@ def _axis_svg(axis: Axis, horizontal: bool, w: float, h: float) -> tuple[list[st
             f = float(axis.fraction(v))
             if horizontal:
                 p = _LEFT + f * w
-                line = f'x1="{p:.2f}" y1="{_TOP}" x2="{p:.2f}" y2="{bottom}"'
+                line = f'x1="{p:.2f}" y1="{top}" x2="{p:.2f}" y2="{bottom}"'
                 mark = f'x1="{p:.2f}" y1="{bottom}" x2="{p:.2f}" y2="{bottom + length}"'
             else:
                 p = bottom - f * h
@@ -230,6 +291,15 @@ def _stroke(s: Series) -> str:
     if s.dash:
         dash = f' stroke-dasharray="{",".join(f"{d * s.width:.2f}" for d in s.dash)}"'
     return f'fill="none" stroke="{s.colour}" stroke-width="{s.width:g}"{dash}'
+
+
+def stairs(edges: ArrayLike, heights: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The points of a histogram's outline, for a :class:`Series`: up from 0 at the first
+    edge, across each bin at its height, down to 0 at the last edge (matplotlib's
+    ``stairs``): ``(e0, 0), (e0, h0), (e1, h0), (e1, h1), ..., (en, hn-1), (en, 0)``."""
+    x = np.repeat(np.asarray(edges, dtype=np.float64), 2)
+    y = np.concatenate([[0.0], np.repeat(np.asarray(heights, dtype=np.float64), 2), [0.0]])
+    return x, y
 
 
 def svg_base64(svg: str) -> str:

@@ -8,8 +8,8 @@ estimator, the uncorrected, globally corrected (Zero-Run paper, Section 4, Corol
 propensity-score histograms per class, the bootstrap distribution over propensity fits
 (Section 6), the calibration and overlap diagnostics (Appendix F.2), the falsification
 tests (Remark C.1) and every warning and note. Every number on the page comes from
-``results.json``; the plots are matplotlib PNGs embedded as base64 (no other file, no
-network), drawn as in :mod:`privaudit.report.html`.
+``results.json``; the plots are SVG images embedded as base64 (no other file, no
+network), drawn by :mod:`privaudit.report.svg_chart`.
 
 Both files are written into a temporary directory and renamed into place, as
 :func:`privaudit.report.write_report` does: a failed run leaves the earlier report or
@@ -33,14 +33,14 @@ from privaudit._validation import fail
 from privaudit._version import __version__
 from privaudit.records import json_number
 from privaudit.report.html import jinja_environment
-from privaudit.report.plots import fig_to_base64
+from privaudit.report.svg_chart import Axis, Series, line_chart, stairs, svg_base64
 from privaudit.report.writer import HTML_FILE, check_output_dir, move_into_place
 from privaudit.zero_run.placebo import PLACEBO_SCORE
 
 __all__ = [
     "ZERO_RUN_RESULTS_FILE",
-    "bootstrap_png",
-    "propensity_histogram_png",
+    "bootstrap_svg",
+    "propensity_histogram_svg",
     "read_zero_run_results",
     "render_zero_run_html",
     "write_zero_run_report",
@@ -102,84 +102,92 @@ def read_zero_run_results(path: str | Path) -> dict[str, Any]:
     return d
 
 
-def propensity_histogram_png(diagnostics: Mapping[str, Any], *, title: str = "") -> str:
-    """Per-class histograms of held-out propensity scores, as a base64 PNG.
+def propensity_histogram_svg(diagnostics: Mapping[str, Any], *, title: str = "") -> str:
+    """Per-class histograms of held-out propensity scores, as an SVG document.
 
     Drawn from ``diagnostics["histogram"]`` (``edges`` on ``[0, 1]`` and the member and
     non-member counts) of :func:`privaudit.zero_run.propensity_diagnostics`. Each
     class is normalised to a density so that unequal class sizes stay comparable;
     overlap is the area both share (no overlap: the corrected bound collapses to 0,
-    Zero-Run paper, Prop. A.3). The y axis is logarithmic when the counts span more than
+    Zero-Run paper, Prop. A.3). The y axis is logarithmic when the densities span more than
     two orders of magnitude.
     """
-    from matplotlib.figure import Figure
-
     h = diagnostics["histogram"]
     edges = np.asarray(h["edges"], dtype=float)
     width = np.diff(edges)
-    fig = Figure(figsize=(5.6, 3.6))
-    ax = fig.add_subplot()
+    series: list[Series] = []
     peak, low = 0.0, math.inf
     for key, label, colour in (
-        ("member", "members", "tab:red"),
-        ("non_member", "non-members", "tab:blue"),
+        ("member", "members", "#d62728"),
+        ("non_member", "non-members", "#1f77b4"),
     ):
         counts = np.asarray(h[key], dtype=float)
         total = counts.sum()
         dens = counts / (total * width) if total > 0 else counts
-        ax.stairs(dens, edges, fill=True, alpha=0.35, color=colour, label=f"{label} ({int(total)})")
-        ax.stairs(dens, edges, color=colour, lw=1.2)
+        x, y = stairs(edges, dens)
+        series.append(Series(x, y, f"{label} ({int(total)})", colour, style="area", opacity=0.35))
+        series.append(Series(x, y, "", colour, 1.2))
         if (dens > 0).any():
             peak = max(peak, float(dens.max()))
             low = min(low, float(dens[dens > 0].min()))
-    if peak > 0 and low < math.inf and peak / low > 100.0:
-        ax.set_yscale("log")
-    ax.set_xlim(0.0, 1.0)
-    ax.axvline(0.5, color="k", lw=0.6, ls=":")
-    ax.set_xlabel("held-out propensity score  P(member | x)")
-    ax.set_ylabel("density")
+    log = peak > 0 and low < math.inf and peak / low > 100.0
+    y_axis = (
+        Axis(low / 2.0, peak * 2.0, "density", log=True)
+        if log
+        else Axis(0.0, max(peak, 1e-12) * 1.05, "density")
+    )
+    series.append(
+        Series(np.array([0.5, 0.5]), np.array([y_axis.lo, y_axis.hi]), "", "#000", 0.6, (1, 2))
+    )
     auc = diagnostics.get("auc")
     head = f"{title}: " if title else ""
-    ax.set_title(f"{head}AUC {auc:.3f}" if auc is not None else head.rstrip(": "), fontsize=10)
-    ax.legend(fontsize=8)
-    ax.grid(True, alpha=0.25)
-    return fig_to_base64(fig)
+    return line_chart(
+        series,
+        x=Axis(0.0, 1.0, "held-out propensity score  P(member | x)"),
+        y=y_axis,
+        title=f"{head}AUC {auc:.3f}" if auc is not None else head.rstrip(": "),
+    )
 
 
-def bootstrap_png(
+def bootstrap_svg(
     bootstrap: Mapping[str, Any], *, point_estimate: float | None = None, title: str = ""
 ) -> str:
-    """Histogram of the bootstrap pointwise mu bounds over propensity refits, as a base64 PNG.
+    """Histogram of the bootstrap pointwise mu bounds over propensity refits, as an SVG
+    document.
 
     Marks the reported lower quantile (Zero-Run paper, Section 6, "Bootstrapped Privacy
     Lower Bounds": the ``q``-quantile of the bounds over refitted propensity models with
     the audited model's scores held fixed) and the point estimate.
     """
-    from matplotlib.figure import Figure
-
     values = np.asarray(bootstrap["mu_values"], dtype=float)
-    fig = Figure(figsize=(5.6, 3.6))
-    ax = fig.add_subplot()
     finite = values[np.isfinite(values)]
+    q = json_number(bootstrap.get("mu_lower_quantile"))
+    marks = [v for v in (q, point_estimate) if v is not None and math.isfinite(v)]
+    series: list[Series] = []
+    peak = 1.0
+    span = [*finite.tolist(), *marks]
+    lo, hi = (min(span), max(span)) if span else (0.0, 1.0)
     if finite.size:
         n_bins = int(min(40, max(5, round(math.sqrt(finite.size)))))
-        ax.hist(finite, bins=n_bins, color="tab:gray", alpha=0.7, label=f"{values.size} refits")
-    q = json_number(bootstrap.get("mu_lower_quantile"))
+        counts, edges = np.histogram(finite, bins=n_bins)
+        x, y = stairs(edges.astype(float), counts.astype(float))
+        label = f"{values.size} refits"
+        series.append(Series(x, y, label, "#7f7f7f", style="area", opacity=0.7))
+        peak = max(peak, float(counts.max()))
+    top = np.array([0.0, peak * 1.05])
     if q is not None and math.isfinite(q):
-        ax.axvline(
-            q, color="tab:red", lw=1.5, label=f"{bootstrap.get('quantile', 0):g}-quantile {q:.3f}"
-        )
+        label = f"{bootstrap.get('quantile', 0):g}-quantile {q:.3f}"
+        series.append(Series(np.array([q, q]), top, label, "#d62728", 1.5))
     if point_estimate is not None and math.isfinite(point_estimate):
-        ax.axvline(
-            point_estimate, color="k", lw=1.2, ls="--", label=f"point estimate {point_estimate:.3f}"
-        )
-    ax.set_xlabel("pointwise-corrected mu lower bound")
-    ax.set_ylabel("refits")
-    if title:
-        ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
-    ax.grid(True, alpha=0.25)
-    return fig_to_base64(fig)
+        label = f"point estimate {point_estimate:.3f}"
+        series.append(Series(np.array([point_estimate] * 2), top, label, "#000000", 1.2, (3, 2)))
+    pad = 0.05 * (hi - lo) if hi > lo else max(abs(lo), 1.0) * 0.05
+    return line_chart(
+        series,
+        x=Axis(lo - pad, hi + pad, "pointwise-corrected mu lower bound"),
+        y=Axis(0.0, float(top[1]), "refits"),
+        title=title or "bootstrap over propensity refits",
+    )
 
 
 def _bound_cells(d: Mapping[str, Any]) -> dict[str, Any]:
@@ -242,8 +250,10 @@ def _estimator_view(e: Mapping[str, Any]) -> dict[str, Any]:
             for f in e.get("falsification") or []
         ],
         "placebo": e.get("placebo"),
-        "histogram_png": (
-            propensity_histogram_png(diag, title=str(e["name"])) if "histogram" in diag else None
+        "histogram_svg": (
+            svg_base64(propensity_histogram_svg(diag, title=str(e["name"])))
+            if "histogram" in diag
+            else None
         ),
     }
     if boot:
@@ -253,7 +263,9 @@ def _estimator_view(e: Mapping[str, Any]) -> dict[str, Any]:
             "mu_lower_quantile": json_number(boot.get("mu_lower_quantile")),
             "mu_median": json_number(boot.get("mu_median")),
             "epsilon_lower_quantile": json_number(boot.get("epsilon_lower_quantile")),
-            "png": bootstrap_png(boot, point_estimate=pointwise["mu"], title=str(e["name"]))
+            "svg": svg_base64(
+                bootstrap_svg(boot, point_estimate=pointwise["mu"], title=str(e["name"]))
+            )
             if boot.get("mu_values")
             else None,
         }
