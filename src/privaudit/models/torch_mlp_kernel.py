@@ -345,150 +345,265 @@ def train_mlp(
     computed, into buffers allocated once (see the module docstring).
     """
     torch = require_torch()
-    # only the rows some model trains on, so that the gathered table stays in cache;
-    # the models' rows are renumbered into that table before their batches are drawn
-    used = np.unique(np.concatenate([np.asarray(s) for s in subs]))
-    local = [np.searchsorted(used, s) for s in subs]
-    idx_np, count_np = batch_indices(local, seeds, r.batch_size, r.epochs)
-    n_steps, K, bs = idx_np.shape
-    Xu = np.ascontiguousarray(X[used], dtype=np.float32)
+    data = _Data.gather(X, y, subs, params, ops, dev)
+    batches = _Batches.draw(data.local, seeds, r.batch_size, r.epochs, dev)
+    state = make_state(data.work)
     # a linear layer needs its input's gradient only when something before it learns
     first_linear = next(i for i, op in enumerate(ops) if isinstance(op, LinearOp))
-    work = dict(params)
-    w0 = ops[0].weight if isinstance(ops[0], LinearOp) else None
-    d = Xu.shape[1]
-    pad = (-d) % 16 if dev == "cpu" and w0 is not None else 0
-    if pad and w0 is not None:
-        Xu = np.concatenate([Xu, np.zeros((Xu.shape[0], pad), dtype=np.float32)], axis=1)
-        wp = params[w0].new_zeros((*params[w0].shape[:2], d + pad))
-        wp[:, :, :d] = params[w0]
-        work[w0] = wp
-    state = make_state(work)
-    Xt = torch.from_numpy(Xu).to(dev)
-    yt = torch.from_numpy(np.ascontiguousarray(y[used], dtype=np.int64)).to(dev)
-    idx_all = torch.from_numpy(idx_np.reshape(n_steps, K * bs)).to(dev)
-    idx_steps = idx_all.unbind(0)  # one view per step, taken once
-    count = torch.from_numpy(count_np).to(dev)
-    # steps where every model has a whole batch, and where every model has the same
-    # number of rows (equal training-set sizes); Python lists, read once a step
-    full = [bool(v) for v in (count_np == bs).all(axis=1)]
-    same = [bool(v) for v in (count_np == count_np[:, :1]).all(axis=1)]
-    first_count = [int(v) for v in count_np[:, 0]]
-    active_np: NDArray[np.bool_] = count_np > 0
-    all_active_steps = [bool(v) for v in np.asarray(active_np.all(axis=1))]
-    all_active = torch.ones(K, dtype=torch.bool, device=dev)
-    rows = torch.arange(bs, device=dev)
-    minus_one = torch.full((K, 1, bs), -1.0, device=dev)
-    minus_one_scalar = torch.tensor(-1.0, device=dev)
     # plain SGD (no momentum, no weight decay) on a step where every model learns:
     # p <- p - lr * grad written straight into the parameters (baddbmm_ / add_)
     plain_sgd = r.optimizer == "sgd" and not r.momentum and not r.weight_decay
     lr = float(r.lr)
+    K, bs = batches.K, batches.bs
+    all_active = torch.ones(K, dtype=torch.bool, device=dev)
     with torch.no_grad():
-        xbuf = Xt.new_empty((K * bs, Xt.shape[1]))
-        ybuf = yt.new_empty((K * bs,))
-        layers: dict[int, _Layer] = {}
-        for i, op in enumerate(ops):
-            if not isinstance(op, LinearOp):
-                continue
-            w = work[op.weight]
-            b = work[op.bias] if op.bias is not None else None
-            nxt = ops[i + 1] if i + 1 < len(ops) else None
-            grad_in = w.new_empty((K, bs, w.shape[2])) if i > first_linear else None
-            layers[i] = _Layer(
-                weight=w,
-                bias=b,
-                weight_t=w.transpose(1, 2),
-                bias_row=None if b is None else b.unsqueeze(1),
-                out=w.new_empty((K, bs, w.shape[1])),
-                grad_in=grad_in,
-                grad_in_t=None if grad_in is None else grad_in.transpose(1, 2),
-                bias_grad=None if b is None else b.new_empty(b.shape),
-                double=(
-                    dev == "cpu"
-                    and b is not None
-                    and isinstance(nxt, ActivationOp)
-                    and nxt.name == "Tanh"
-                ),
-            )
-        for step in range(n_steps):
-            ix = idx_steps[step]
-            h = torch.index_select(Xt, 0, ix, out=xbuf).view(K, bs, -1)
-            yb = torch.index_select(yt, 0, ix, out=ybuf).view(K, 1, bs)
-            saved: list[tuple[Any, Any]] = []
-            double = False
-            for i, op in enumerate(ops):
-                if isinstance(op, LinearOp):
-                    saved.append((h, None))
-                    lay = layers[i]
-                    if lay.bias_row is None:
-                        h = torch.bmm(h, lay.weight_t, out=lay.out)
-                    elif lay.double:
-                        h = torch.baddbmm(
-                            lay.bias_row, h, lay.weight_t, beta=2.0, alpha=2.0, out=lay.out
-                        )
-                    else:
-                        h = torch.baddbmm(lay.bias_row, h, lay.weight_t, out=lay.out)
-                    double = lay.double
-                    continue
-                z = h
-                if double:  # z holds 2 Z (a linear layer's output, read by nothing else)
-                    h = _tanh_from_sigmoid_(z, minus_one_scalar)
-                elif i > 0 and isinstance(ops[i - 1], LinearOp) and op.forward_ is not None:
-                    # a linear layer's fresh output is read by nothing else: overwrite it
-                    h = op.forward_(z)
-                else:
-                    h = op.forward(z)
-                double = False
-                saved.append((z, h))
-            # d(mean CE)/d logits in the (K, C, rows) layout: softmax - one-hot, / n_k
-            dzt = torch.softmax(h.transpose(1, 2), dim=1)
-            dzt.scatter_add_(1, yb, minus_one)
-            if full[step]:
-                dzt.mul_(1.0 / bs)
-            elif same[step]:  # every model's first c rows are real
-                c = first_count[step]
-                dzt[:, :, c:].zero_()
-                dzt.mul_(1.0 / max(c, 1))
-            else:
-                n = count[step]
-                wt = (rows[None, :] < n[:, None]).to(dzt.dtype)
-                dzt.mul_((wt / n.clamp_min(1)[:, None].to(dzt.dtype)).unsqueeze(1))
-            dz, dz_t = dzt.transpose(1, 2), dzt  # the gradient and its transpose (a view)
-            fused = plain_sgd and all_active_steps[step]
-            grads: dict[str, Any] = {}
-            for i in range(len(ops) - 1, first_linear - 1, -1):
-                op = ops[i]
-                a, out = saved[i]
-                if isinstance(op, ActivationOp):
-                    if (
-                        op.backward_ is not None
-                        and i + 1 < len(ops)
-                        and isinstance(ops[i + 1], LinearOp)
-                    ):
-                        # dz is the next layer's input-gradient buffer, read by nothing else
-                        dz = op.backward_(dz, a, out)
-                        dz_t = layers[i + 1].grad_in_t
-                    else:
-                        dz = op.backward(dz, a, out)
-                        dz_t = None
-                    continue
-                lay = layers[i]
-                dh = torch.bmm(dz, lay.weight, out=lay.grad_in) if lay.grad_in is not None else None
-                if dz_t is None:
-                    dz_t = dz.transpose(1, 2)
-                if fused:
-                    lay.weight.baddbmm_(dz_t, a, alpha=-lr)
-                    if lay.bias is not None:
-                        lay.bias.add_(torch.sum(dz, dim=1, out=lay.bias_grad), alpha=-lr)
-                else:
-                    grads[op.weight] = torch.bmm(dz_t, a)
-                    if op.bias is not None:
-                        grads[op.bias] = dz.sum(dim=1)
-                dz, dz_t = dh, None
+        xbuf = data.X.new_empty((K * bs, data.X.shape[1]))
+        ybuf = data.y.new_empty((K * bs,))
+        loss = _LossGradient(batches, dev)
+        layers = _layers(ops, data.work, K, bs, first_linear, dev)
+        for step, ix in enumerate(batches.idx_steps):
+            h = torch.index_select(data.X, 0, ix, out=xbuf).view(K, bs, -1)
+            yb = torch.index_select(data.y, 0, ix, out=ybuf).view(K, 1, bs)
+            logits, saved = _forward(ops, layers, h, loss.minus_one_scalar)
+            dzt = loss(logits, yb, step)
+            fused = plain_sgd and batches.all_active[step]
+            grads = _backward(ops, layers, saved, dzt, first_linear, fused, lr)
             if not fused:
-                active = all_active if all_active_steps[step] else torch.from_numpy(active_np[step])
+                active = (
+                    all_active
+                    if batches.all_active[step]
+                    else torch.from_numpy(batches.active_np[step])
+                )
                 state.step(grads, active.to(dev))
-    if pad and w0 is not None:
-        with torch.no_grad():
-            params[w0].copy_(work[w0][:, :, :d])
+    data.unpad(params)
+
+
+@dataclasses.dataclass
+class _Data:
+    """What :func:`train_mlp` trains on: only the rows some model trains on (so that the
+    gathered table stays in cache), each model's rows renumbered into that table, the
+    first layer's input padded on the CPU (see :func:`train_mlp`'s notes) and the
+    parameters it trains (``work``: ``params`` with the padded first weight)."""
+
+    X: Any  # (rows used, d + pad) float32 on the device
+    y: Any  # (rows used,) int64 on the device
+    local: list[NDArray[np.int64]]  # model k's rows in that table
+    work: dict[str, Any]
+    w0: str | None  # the first layer's weight, when the network starts with a linear layer
+    d: int
+    pad: int
+
+    @classmethod
+    def gather(
+        cls,
+        X: NDArray[np.float64],
+        y: NDArray[np.int64],
+        subs: Sequence[NDArray[np.int64]],
+        params: dict[str, Any],
+        ops: Sequence[Op],
+        dev: str,
+    ) -> _Data:
+        torch = require_torch()
+        used = np.unique(np.concatenate([np.asarray(s) for s in subs]))
+        local = [np.searchsorted(used, s) for s in subs]
+        Xu = np.ascontiguousarray(X[used], dtype=np.float32)
+        work = dict(params)
+        w0 = ops[0].weight if isinstance(ops[0], LinearOp) else None
+        d = Xu.shape[1]
+        pad = (-d) % 16 if dev == "cpu" and w0 is not None else 0
+        if pad and w0 is not None:
+            Xu = np.concatenate([Xu, np.zeros((Xu.shape[0], pad), dtype=np.float32)], axis=1)
+            wp = params[w0].new_zeros((*params[w0].shape[:2], d + pad))
+            wp[:, :, :d] = params[w0]
+            work[w0] = wp
+        Xt = torch.from_numpy(Xu).to(dev)
+        yt = torch.from_numpy(np.ascontiguousarray(y[used], dtype=np.int64)).to(dev)
+        return cls(Xt, yt, local, work, w0, d, pad)
+
+    def unpad(self, params: dict[str, Any]) -> None:
+        """Copy the trained first weight, without its padding columns, into ``params``."""
+        if self.pad and self.w0 is not None:
+            with require_torch().no_grad():
+                params[self.w0].copy_(self.work[self.w0][:, :, : self.d])
+
+
+@dataclasses.dataclass
+class _Batches:
+    """Every step's rows of every model (:func:`batch_indices`), as one index view per
+    step, with what a step needs to know about them: ``count`` (real rows per model),
+    ``full`` (every model has a whole batch), ``same`` (every model has the same number
+    of rows, ``first_count``: that number), ``all_active`` (every model has rows) and
+    ``active_np`` (which models have rows); the flags are Python lists, read once a step."""
+
+    K: int
+    bs: int
+    idx_steps: tuple[Any, ...]
+    count: Any
+    full: list[bool]
+    same: list[bool]
+    first_count: list[int]
+    all_active: list[bool]
+    active_np: NDArray[np.bool_]
+
+    @classmethod
+    def draw(
+        cls,
+        local: Sequence[NDArray[np.int64]],
+        seeds: Sequence[int],
+        bs: int,
+        epochs: int,
+        dev: str,
+    ) -> _Batches:
+        torch = require_torch()
+        idx_np, count_np = batch_indices(local, seeds, bs, epochs)
+        n_steps, K, _ = idx_np.shape
+        idx_all = torch.from_numpy(idx_np.reshape(n_steps, K * bs)).to(dev)
+        active_np: NDArray[np.bool_] = count_np > 0
+        return cls(
+            K=K,
+            bs=bs,
+            idx_steps=idx_all.unbind(0),  # one view per step, taken once
+            count=torch.from_numpy(count_np).to(dev),
+            full=[bool(v) for v in (count_np == bs).all(axis=1)],
+            same=[bool(v) for v in (count_np == count_np[:, :1]).all(axis=1)],
+            first_count=[int(v) for v in count_np[:, 0]],
+            all_active=[bool(v) for v in np.asarray(active_np.all(axis=1))],
+            active_np=active_np,
+        )
+
+
+def _layers(
+    ops: Sequence[Op], work: dict[str, Any], K: int, bs: int, first_linear: int, dev: str
+) -> dict[int, _Layer]:
+    """Each linear layer's working state (:class:`_Layer`), by its position in ``ops``."""
+    layers: dict[int, _Layer] = {}
+    for i, op in enumerate(ops):
+        if not isinstance(op, LinearOp):
+            continue
+        w = work[op.weight]
+        b = work[op.bias] if op.bias is not None else None
+        nxt = ops[i + 1] if i + 1 < len(ops) else None
+        grad_in = w.new_empty((K, bs, w.shape[2])) if i > first_linear else None
+        layers[i] = _Layer(
+            weight=w,
+            bias=b,
+            weight_t=w.transpose(1, 2),
+            bias_row=None if b is None else b.unsqueeze(1),
+            out=w.new_empty((K, bs, w.shape[1])),
+            grad_in=grad_in,
+            grad_in_t=None if grad_in is None else grad_in.transpose(1, 2),
+            bias_grad=None if b is None else b.new_empty(b.shape),
+            double=(
+                dev == "cpu"
+                and b is not None
+                and isinstance(nxt, ActivationOp)
+                and nxt.name == "Tanh"
+            ),
+        )
+    return layers
+
+
+def _forward(
+    ops: Sequence[Op], layers: dict[int, _Layer], h: Any, minus_one_scalar: Any
+) -> tuple[Any, list[tuple[Any, Any]]]:
+    """One step's forward pass from the gathered batch ``h``: the logits and, per op, what
+    its backward reads (a linear layer's input; an activation's input and output)."""
+    torch = require_torch()
+    saved: list[tuple[Any, Any]] = []
+    double = False
+    for i, op in enumerate(ops):
+        if isinstance(op, LinearOp):
+            saved.append((h, None))
+            lay = layers[i]
+            if lay.bias_row is None:
+                h = torch.bmm(h, lay.weight_t, out=lay.out)
+            elif lay.double:
+                h = torch.baddbmm(lay.bias_row, h, lay.weight_t, beta=2.0, alpha=2.0, out=lay.out)
+            else:
+                h = torch.baddbmm(lay.bias_row, h, lay.weight_t, out=lay.out)
+            double = lay.double
+            continue
+        z = h
+        if double:  # z holds 2 Z (a linear layer's output, read by nothing else)
+            h = _tanh_from_sigmoid_(z, minus_one_scalar)
+        elif i > 0 and isinstance(ops[i - 1], LinearOp) and op.forward_ is not None:
+            # a linear layer's fresh output is read by nothing else: overwrite it
+            h = op.forward_(z)
+        else:
+            h = op.forward(z)
+        double = False
+        saved.append((z, h))
+    return h, saved
+
+
+class _LossGradient:
+    """d(mean cross-entropy)/d logits of a step, in the ``(K, C, rows)`` layout: softmax
+    minus one-hot, divided by each model's number of real rows, 0 on padding rows."""
+
+    def __init__(self, batches: _Batches, dev: str) -> None:
+        torch = require_torch()
+        self.batches = batches
+        self.rows = torch.arange(batches.bs, device=dev)
+        self.minus_one = torch.full((batches.K, 1, batches.bs), -1.0, device=dev)
+        self.minus_one_scalar = torch.tensor(-1.0, device=dev)
+
+    def __call__(self, logits: Any, yb: Any, step: int) -> Any:
+        torch = require_torch()
+        b = self.batches
+        dzt = torch.softmax(logits.transpose(1, 2), dim=1)
+        dzt.scatter_add_(1, yb, self.minus_one)
+        if b.full[step]:
+            dzt.mul_(1.0 / b.bs)
+        elif b.same[step]:  # every model's first c rows are real
+            c = b.first_count[step]
+            dzt[:, :, c:].zero_()
+            dzt.mul_(1.0 / max(c, 1))
+        else:
+            n = b.count[step]
+            wt = (self.rows[None, :] < n[:, None]).to(dzt.dtype)
+            dzt.mul_((wt / n.clamp_min(1)[:, None].to(dzt.dtype)).unsqueeze(1))
+        return dzt
+
+
+def _backward(
+    ops: Sequence[Op],
+    layers: dict[int, _Layer],
+    saved: list[tuple[Any, Any]],
+    dzt: Any,
+    first_linear: int,
+    fused: bool,
+    lr: float,
+) -> dict[str, Any]:
+    """One step's backward pass from the logits' gradient ``dzt`` (``(K, C, rows)``) down
+    to the first linear layer. ``fused``: plain SGD where every model learns, the update
+    written straight into the parameters (returns no gradient); else the parameters'
+    gradients, by name, for the optimizer."""
+    torch = require_torch()
+    dz, dz_t = dzt.transpose(1, 2), dzt  # the gradient and its transpose (a view)
+    grads: dict[str, Any] = {}
+    for i in range(len(ops) - 1, first_linear - 1, -1):
+        op = ops[i]
+        a, out = saved[i]
+        if isinstance(op, ActivationOp):
+            if op.backward_ is not None and i + 1 < len(ops) and isinstance(ops[i + 1], LinearOp):
+                # dz is the next layer's input-gradient buffer, read by nothing else
+                dz = op.backward_(dz, a, out)
+                dz_t = layers[i + 1].grad_in_t
+            else:
+                dz = op.backward(dz, a, out)
+                dz_t = None
+            continue
+        lay = layers[i]
+        dh = torch.bmm(dz, lay.weight, out=lay.grad_in) if lay.grad_in is not None else None
+        if dz_t is None:
+            dz_t = dz.transpose(1, 2)
+        if fused:
+            lay.weight.baddbmm_(dz_t, a, alpha=-lr)
+            if lay.bias is not None:
+                lay.bias.add_(torch.sum(dz, dim=1, out=lay.bias_grad), alpha=-lr)
+        else:
+            grads[op.weight] = torch.bmm(dz_t, a)
+            if op.bias is not None:
+                grads[op.bias] = dz.sum(dim=1)
+        dz, dz_t = dh, None
+    return grads
