@@ -52,6 +52,15 @@ the probe's compute-bound product) about 0.7x more. Earlier, "timed alone a step
 batch indices before training, 0.3-0.4 s a run; per-step allocations; a tanh pass;
 transposes), all bit for bit (the logits are identical to the kernel's before).
 
+**Again on 2026-12-06** (idle, load 0.2-0.4, ``--rounds 3``, defaults; the kernel written as
+named steps, the same operations): 0.941 ms per model-epoch-1,000 records (wall and CPU
+time) against an estimate of 0.532 ms at the probe's 103.9 GFLOP/s: ratio **1.77**; the
+matrix products alone 0.697 ms, ratio **1.31** (76% of the probe's rate; the first layer's
+product 90-91%). The tree before the kernel's split, run right after with
+``PYTHONPATH``: 0.944 ms, ratio 1.77. The machine ran faster that day (the probe's 104
+against 87 GFLOP/s), and the ratio is lower than two days earlier; the goal of 1.5 is still
+not met: the rest of the step costs about 0.46x of the estimate beside the products' 1.31x.
+
 **On an idle machine** (2026-12-04, the same machine with no other job, 1-minute load
 0.1-0.5, ``--rounds 5``, defaults): 1.464 ms in CPU time (median; minimum 1.381) against
 an estimate of 0.636 ms at the probe's 86.9 GFLOP/s: ratio **2.30** (minimum 2.14); the

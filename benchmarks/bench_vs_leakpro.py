@@ -60,7 +60,14 @@ Both source trees are compiled to bytecode before the rounds (untimed): an edita
 in an environment with ``PYTHONDONTWRITEBYTECODE`` set (as this machine has) otherwise
 compiles every module at every start, on both sides.
 
-**Measured after the analysis speed-ups** (later on 2026-12-06, load 1.0-1.04, the same
+**Measured on an idle, faster machine** (later on 2026-12-06, after the analysis speed-ups,
+load 0.6-1.0; the matrix-multiply probe of ``bench_peer_overhead.py`` ran at 104 GFLOP/s that
+hour against 87 on 2026-12-04): privaudit median wall **6.28 s** (per round 6.09-6.52; CPU
+6.27 s: start-up 1.15-1.26 s, target and references 2.38-2.47, scoring 1.21-1.24, data /
+preflight / split 1.34-1.57); LeakPro 24.23 s (23.98-24.47); privaudit / LeakPro **0.259**
+wall and CPU (per round 0.253-0.266; goal 0.2, not met: it asks for 4.8 s).
+
+**Measured after the analysis speed-ups** (earlier the same day, load 1.0-1.04, the same
 setting as the next paragraph): privaudit median wall **7.98 s** (per round 7.51-9.10; CPU
 7.97 s: start-up 1.55-1.83 s, target and references 2.67-3.33, scoring 1.34-1.41, data /
 preflight / split 1.89-2.57); LeakPro 29.22 s (28.07-32.01; CPU 29.20 s); privaudit / LeakPro
