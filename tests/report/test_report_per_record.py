@@ -60,6 +60,38 @@ def test_partial_attack_ranking_and_csv() -> None:
     assert row["score:b"] is None and row["flagged:b"] is None and row["flagged:a"] is False
 
 
+def test_csv_cells_are_the_rows_cells() -> None:
+    # the CSV is built a column at a time: every cell equals RecordRisk.row's value
+    # (floats as repr, booleans 1 / 0, None empty), rows in risk.order
+    import csv
+    import io
+
+    rng = np.random.default_rng(4)
+    n = 300
+    ids = np.array([f"r{i:04d}" for i in rng.permutation(n)])
+    member = rng.random(n) < 0.5
+    a = rng.standard_normal(n)
+    b = np.round(rng.standard_normal(n), 1)
+    b[rng.random(n) < 0.3] = np.nan
+    table = ScoreTable(ids, member, {"a": a, "b": b}, {"a": None, "b": 0.2})
+    risk = record_risk(table)
+    rows = list(csv.reader(io.StringIO(record_risk_csv(risk))))
+    header, body = rows[0], rows[1:]
+    assert len(body) == n
+    for line, i in zip(body, risk.order.tolist(), strict=True):
+        want = risk.row(int(i))
+        for col, cell in zip(header, line, strict=True):
+            v = want[col]
+            if v is None:
+                assert cell == "", (col, cell)
+            elif isinstance(v, bool):
+                assert cell == ("1" if v else "0"), (col, cell)
+            elif isinstance(v, float):
+                assert cell == repr(v), (col, cell)
+            else:
+                assert cell == str(v), (col, cell)
+
+
 def test_attack_score_fields_are_the_delong_interval() -> None:
     rng = np.random.default_rng(1)
     member = np.arange(200) < 100

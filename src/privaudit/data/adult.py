@@ -41,12 +41,12 @@ from __future__ import annotations
 import copy
 import functools
 import gzip
-import io
+import itertools
 import re
 from typing import Any
 
 import numpy as np
-import pandas as pd
+from numpy.typing import NDArray
 
 from privaudit.data._bundle import read_bundled
 from privaudit.data.dataset import Dataset
@@ -118,19 +118,30 @@ def _categories_from_names(names_text: str) -> dict[str, tuple[str, ...]]:
     return cats
 
 
-def _read_table(raw_gz: bytes, *, skip_first_line: bool) -> pd.DataFrame:
+def _read_table(raw_gz: bytes, *, skip_first_line: bool) -> list[NDArray[np.object_]]:
+    """The columns of a gzipped ``adult.data`` / ``adult.test``: 15 arrays of strings.
+
+    What ``pandas.read_csv(header=None, skipinitialspace=True, dtype=str,
+    keep_default_na=False, skip_blank_lines=True)`` reads from these two files (a test
+    checks the two agree field for field on the bundled bytes, which are checksummed), in
+    a fraction of its time and without importing pandas: blank lines are skipped, the
+    spaces after a ``,`` removed and the fields split on ``,``; a line without exactly 15
+    fields raises :class:`AdultDataError`.
+    """
     text = gzip.decompress(raw_gz).decode("ascii")
-    df = pd.read_csv(
-        io.StringIO(text),
-        header=None,
-        names=list(COLUMNS),
-        skipinitialspace=True,
-        skiprows=1 if skip_first_line else 0,
-        dtype=str,
-        keep_default_na=False,
-        skip_blank_lines=True,
-    )
-    return df
+    while ", " in text:
+        text = text.replace(", ", ",")
+    lines = [line for line in text.splitlines() if line.strip()]
+    if skip_first_line:
+        lines = lines[1:]
+    fields = np.array(",".join(lines).split(","), dtype=object)
+    n = len(COLUMNS)
+    if fields.size != n * len(lines):
+        bad = next(i for i, line in enumerate(lines) if line.count(",") != n - 1)
+        raise AdultDataError(
+            f"Adult: row {bad} has {lines[bad].count(',') + 1} fields, expected {n}"
+        )
+    return list(fields.reshape(len(lines), n).T)
 
 
 def load_adult() -> Dataset:
@@ -152,7 +163,7 @@ def load_adult() -> Dataset:
     Notes
     -----
     The parsed arrays are cached; every call returns a new :class:`Dataset` (with its
-    own ``info`` dict). The first call takes about a second.
+    own ``info`` dict).
     """
     ds = _load_adult_cached()
     return Dataset(
@@ -165,20 +176,25 @@ def _load_adult_cached() -> Dataset:
     names_text = _read_bundled("adult.names").decode("ascii")
     train = _read_table(_read_bundled("adult.data.gz"), skip_first_line=False)
     test = _read_table(_read_bundled("adult.test.gz"), skip_first_line=True)
-    if len(train) != N_ROWS_DATA or len(test) != N_ROWS_TEST:
+    if train[0].size != N_ROWS_DATA or test[0].size != N_ROWS_TEST:
         raise AdultDataError(
-            f"Adult: expected {N_ROWS_DATA} + {N_ROWS_TEST} rows, found {len(train)} + {len(test)}"
+            f"Adult: expected {N_ROWS_DATA} + {N_ROWS_TEST} rows, found {train[0].size} + "
+            f"{test[0].size}"
         )
-    test["income"] = test["income"].str.rstrip(".")
-    pool = pd.concat([train, test], ignore_index=True)
-    ids_all = np.array([f"adult-{k:06d}" for k in range(len(pool))])
+    # adult.test's labels end with "."
+    test[-1] = np.array([v.rstrip(".") for v in test[-1]], dtype=object)
+    columns = [np.concatenate(pair) for pair in zip(train, test, strict=True)]
+    n_raw = len(columns[0])
+    ids_all = np.array([f"adult-{k:06d}" for k in range(n_raw)])
 
-    has_missing = (pool == "?").any(axis=1).to_numpy()
+    has_missing = np.zeros(n_raw, dtype=bool)
+    for values in columns:
+        has_missing |= values == "?"
     keep = ~has_missing
-    pool = pool.loc[keep].reset_index(drop=True)
+    pool = {name: values[keep] for name, values in zip(COLUMNS, columns, strict=True)}
     ids = ids_all[keep]
 
-    income = pool["income"].to_numpy()
+    income = pool["income"]
     bad_label = ~np.isin(income, ["<=50K", ">50K"])
     if bad_label.any():
         raise AdultDataError(
@@ -191,18 +207,19 @@ def _load_adult_cached() -> Dataset:
     feature_names: list[str] = []
     scaling: dict[str, dict[str, float]] = {}
     for col in NUMERIC:
-        v = pool[col].astype(np.float64).to_numpy()
+        v = pool[col].astype(np.float64)
         mean = float(np.mean(v))
         std = float(np.std(v))
         blocks.append(((v - mean) / std)[:, None])
         feature_names.append(col)
         scaling[col] = {"mean": mean, "std": std}
     for col in CATEGORICAL:
-        values = pool[col].to_numpy()
-        unknown = sorted(set(values) - set(cats[col]))
-        if unknown:
+        position = {c: i for i, c in enumerate(cats[col])}
+        values = pool[col]
+        codes = np.fromiter(map(position.get, values, itertools.repeat(-1)), np.int64, values.size)
+        if (codes < 0).any():
+            unknown = sorted(set(values[codes < 0].tolist()))
             raise AdultDataError(f"Adult column {col!r}: values not in adult.names: {unknown[:5]}")
-        codes = pd.Categorical(values, categories=list(cats[col])).codes
         onehot = np.zeros((values.size, len(cats[col])), dtype=np.float64)
         onehot[np.arange(values.size), codes] = 1.0  # every value is a category (checked)
         blocks.append(onehot)

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from privaudit._validation import as_float_array, check_positive_int, check_unique_ids, fail
@@ -213,6 +212,8 @@ def load_precomputed(
     * tables: the ``id_column`` and either a ``loss`` column or logit columns named
       ``logit_0, logit_1, ...`` (numbered from 0, no gaps).
     """
+    import pandas as pd
+
     p = Path(path)
     if not p.is_file():
         raise fail("path", "an existing file", str(p))

@@ -129,22 +129,40 @@ def record_risk(table: ScoreTable) -> RecordRisk:
 
 
 def record_risk_csv(risk: RecordRisk) -> str:
-    """The whole table as CSV, most exposed first; empty cells where an attack did not score."""
-    buf = io.StringIO()
+    """The whole table as CSV, most exposed first; empty cells where an attack did not score.
+
+    The cells of :meth:`RecordRisk.row` (floats as ``repr``, booleans as ``1`` / ``0``,
+    NaN and None empty), built a column at a time."""
+    order = np.asarray(risk.order, dtype=np.intp)
     cols = ["record_id", "member", "min_fpr", "n_flagged"]
+    cells: list[list[str]] = [
+        [str(r) for r in risk.record_ids[order].tolist()],
+        _bool_cells(risk.member[order]),
+        _float_cells(risk.min_fpr[order]),
+        [str(v) for v in risk.n_flagged[order].tolist()],
+    ]
     for a in risk.attacks:
         cols += [f"score:{a}", f"fpr:{a}", f"flagged:{a}"]
+        scored = ~np.isnan(risk.scores[a][order])
+        fl = risk.flagged[a]
+        cells += [
+            _float_cells(risk.scores[a][order]),
+            _float_cells(risk.fpr[a][order]),
+            [""] * order.size if fl is None else _bool_cells(fl[order], scored),
+        ]
+    buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(cols)
-    for i in risk.order:
-        row = risk.row(int(i))
-        w.writerow(["" if row[c] is None else _cell(row[c]) for c in cols])
+    w.writerows(zip(*cells, strict=True))
     return buf.getvalue()
 
 
-def _cell(v: Any) -> str:
-    if isinstance(v, bool):
-        return "1" if v else "0"
-    if isinstance(v, float):
-        return repr(v)
-    return str(v)
+def _float_cells(v: NDArray[np.float64]) -> list[str]:
+    return ["" if x != x else repr(x) for x in np.asarray(v, dtype=np.float64).tolist()]
+
+
+def _bool_cells(v: NDArray[np.bool_], present: NDArray[np.bool_] | None = None) -> list[str]:
+    out = ["1" if x else "0" for x in np.asarray(v, dtype=bool).tolist()]
+    if present is not None:
+        out = [c if p else "" for c, p in zip(out, present.tolist(), strict=True)]
+    return out
