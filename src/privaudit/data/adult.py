@@ -165,10 +165,9 @@ def load_adult() -> Dataset:
     The parsed arrays are cached; every call returns a new :class:`Dataset` (with its
     own ``info`` dict).
     """
-    ds = _load_adult_cached()
-    return Dataset(
-        ds.name, ds.record_ids, ds.X, ds.y, ds.feature_names, ds.class_names, copy.deepcopy(ds.info)
-    )
+    ds = copy.copy(_load_adult_cached())  # the arrays are read-only: shared, not checked again
+    object.__setattr__(ds, "info", copy.deepcopy(ds.info))
+    return ds
 
 
 @functools.lru_cache(maxsize=1)
@@ -203,16 +202,19 @@ def _load_adult_cached() -> Dataset:
     y = (income == ">50K").astype(np.int64)
 
     cats = _categories_from_names(names_text)
-    blocks: list[np.ndarray] = []
+    n = y.size
+    # one array, the numeric columns then the one-hot blocks written into it
+    X = np.zeros((n, len(NUMERIC) + sum(len(cats[c]) for c in CATEGORICAL)), dtype=np.float64)
     feature_names: list[str] = []
     scaling: dict[str, dict[str, float]] = {}
-    for col in NUMERIC:
+    for j, col in enumerate(NUMERIC):
         v = pool[col].astype(np.float64)
         mean = float(np.mean(v))
         std = float(np.std(v))
-        blocks.append(((v - mean) / std)[:, None])
+        X[:, j] = (v - mean) / std
         feature_names.append(col)
         scaling[col] = {"mean": mean, "std": std}
+    rows = np.arange(n)
     for col in CATEGORICAL:
         position = {c: i for i, c in enumerate(cats[col])}
         values = pool[col]
@@ -220,11 +222,8 @@ def _load_adult_cached() -> Dataset:
         if (codes < 0).any():
             unknown = sorted(set(values[codes < 0].tolist()))
             raise AdultDataError(f"Adult column {col!r}: values not in adult.names: {unknown[:5]}")
-        onehot = np.zeros((values.size, len(cats[col])), dtype=np.float64)
-        onehot[np.arange(values.size), codes] = 1.0  # every value is a category (checked)
-        blocks.append(onehot)
+        X[rows, len(feature_names) + codes] = 1.0  # every value is a category (checked)
         feature_names.extend(f"{col}={c}" for c in cats[col])
-    X = np.hstack(blocks)
 
     info: dict[str, Any] = {
         "source": "UCI Adult (Census Income), Becker & Kohavi 1996, doi:10.24432/C5XW20, CC BY 4.0",

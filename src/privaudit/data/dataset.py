@@ -34,7 +34,9 @@ def _normalise_ids(ids: ArrayLike, name: str = "record_ids") -> NDArray[Any]:
         raise fail(name, "integer or string ids", f"dtype {a.dtype}")
     if a.dtype.kind in "iu":
         return a.astype(np.int64)
-    if a.dtype.kind in "UO":
+    if a.dtype.kind == "U":  # already strings, checked unique
+        return a
+    if a.dtype.kind == "O":
         s = a.astype(str)
         if np.unique(s).size != s.size:
             raise fail(name, "ids that stay unique as strings", "collisions after str()")
