@@ -180,3 +180,39 @@ def test_report_exists_error_speaks_the_api(tmp_path: Path) -> None:
     assert "--overwrite" in info.value.cli_message
     again = pickle.loads(pickle.dumps(info.value))
     assert str(again) == str(info.value) and again.path == tmp_path
+
+
+def test_only_the_script_changes_the_garbage_collector() -> None:
+    # privaudit._process: the script's process ends with the command, so it freezes what
+    # exists after torch's import and at the end; main(argv) in a caller's process (these
+    # tests, the Python API) leaves the collector as it was
+    import gc
+
+    from privaudit._process import heavy_import, process_ends_after_command
+
+    frozen, enabled = gc.get_freeze_count(), gc.isenabled()
+    assert main(["--version"]) == 0
+    with heavy_import():
+        junk = [[i] for i in range(1000)]
+    assert not process_ends_after_command()
+    assert gc.get_freeze_count() == frozen and gc.isenabled() == enabled and junk
+
+    out = _python(
+        """
+        import gc, sys
+        from privaudit._process import heavy_import
+        from privaudit.cli import main
+        before = gc.get_freeze_count()
+        sys.argv = ["privaudit", "--version"]
+        code = main()  # the script's entry point: argv from sys.argv
+        print("main froze", gc.get_freeze_count() > before)
+        gc.unfreeze()
+        with heavy_import():
+            import json
+        print("import froze", gc.get_freeze_count() > 0, "enabled", gc.isenabled())
+        sys.exit(code)
+        """
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.strip().splitlines()
+    assert lines[-2:] == ["main froze True", "import froze True enabled True"], lines

@@ -11,6 +11,7 @@ handlers exist) ends the same way, with nothing run.
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import shlex
 import shutil
@@ -20,6 +21,8 @@ import threading
 from collections.abc import Sequence
 from types import FrameType
 from typing import Any, Protocol
+
+from privaudit._process import end_after_command
 
 __all__ = ["interrupt_line", "interruptible", "resume_command"]
 
@@ -69,6 +72,8 @@ def interruptible(main: Main) -> Main:
     @functools.wraps(main)
     def run(argv: list[str] | None = None) -> int:
         script = argv is None  # the process ends after main: signals are ignored then
+        if script:
+            end_after_command()
         args = sys.argv[1:] if argv is None else list(argv)
         first = _FirstSignal()
         saved: dict[int, Any] = {}
@@ -95,5 +100,7 @@ def interruptible(main: Main) -> Main:
         finally:
             for s, h in saved.items():
                 signal.signal(s, signal.SIG_IGN if script else h)
+            if script:  # the process ends now (privaudit._process)
+                gc.freeze()
 
     return run

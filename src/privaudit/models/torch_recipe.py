@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from privaudit._process import heavy_import
 from privaudit._validation import as_float_array, check_positive_int, fail
 from privaudit.errors import InvalidInputError, PrivauditError
 
@@ -70,7 +71,11 @@ _EVAL_BATCH = 4096
 def require_torch() -> Any:
     """Import torch, or raise a clear error naming the extra to install."""
     try:
-        import torch
+        if "torch" in sys.modules:
+            import torch
+        else:
+            with heavy_import():  # the command line's process: see privaudit._process
+                import torch
     except ImportError as exc:  # pragma: no cover - exercised without torch only
         raise InvalidInputError(
             "model: expected PyTorch installed for a torch model "
