@@ -60,6 +60,33 @@ Both source trees are compiled to bytecode before the rounds (untimed): an edita
 in an environment with ``PYTHONDONTWRITEBYTECODE`` set (as this machine has) otherwise
 compiles every module at every start, on both sides.
 
+**Measured after the start-up speed-ups** (the afternoon of 2026-12-06, idle but for the
+two processes, load 0.5-1.0; LeakPro at HEAD c47752f in its own venv with torch 2.13.0+cpu and
+torchvision 0.29.1, 5 rounds, defaults): privaudit median wall **6.02 s** (per round
+5.88-6.43; CPU 6.02 s: start-up 0.79-0.85 s, target and references 2.53-2.97, scoring
+1.20-1.26, data / preflight / split 1.30-1.42); LeakPro 26.96 s (26.46-28.54); privaudit /
+LeakPro **0.223** wall and CPU (per round 0.215-0.225; goal 0.2, not met: it asks for 5.4 s
+against this hour's LeakPro). The tree before these changes, run in the same hour (the
+first bench of that session, 5 rounds): privaudit 7.20 s against LeakPro 27.60 s, **0.261**
+(per round 0.174-0.264, the 0.174 a LeakPro round slowed to 41 s), so the machine ran slower
+than in the next paragraph (LeakPro 27.6 s against 24.2 s) and the ratio had stayed. What
+changed, each with the same ``scores.npz``, ``results.json`` and report (compared number for
+number, but for ``created`` and ``timings``): Adult is read without pandas and pandas is no
+longer imported by a run of a bundled dataset (0.2-0.3 s of import, and a faster parse: the
+same dataset, pinned by its fingerprint); ``load_adult`` shares its cached read-only arrays
+instead of re-checking them; the per-record CSV of the report is built a column at a time;
+the Mann-Whitney AUC of RMIA's ``a`` tuning counts by binary search in the sorted classes;
+and the ``privaudit`` script's own process turns the garbage collector off while torch is
+imported, freezes what exists then, and freezes everything when the command returns (the
+interpreter's last collections walked every object torch left: 0.3-0.4 s). Interleaved
+against the tree before (``bench_peer_overhead.py --audit-only --compare-src``, 3 rounds):
+wall 5.99 s against 7.40 s (0.81x), start-up 0.81 s against 1.64 s, data / preflight /
+split 1.37 s against 1.66 s. What is left: importing torch (about 0.9 s of the preflight;
+LeakPro pays it too), training the target and 8 references (2.3-2.5 s, the kernel at 1.77x
+its FLOP estimate), the calibrated evaluation (about 0.7 s: each of 8 pseudo-targets tunes
+LiRA's clip and RMIA's ``a`` on the others, which LeakPro does not do) and the vulnerable-record
+analysis (0.3 s: nearest-record distances among the 5,000 members).
+
 **Measured on an idle, faster machine** (later on 2026-12-06, after the analysis speed-ups,
 load 0.6-1.0; the matrix-multiply probe of ``bench_peer_overhead.py`` ran at 104 GFLOP/s that
 hour against 87 on 2026-12-04): privaudit median wall **6.28 s** (per round 6.09-6.52; CPU
