@@ -273,3 +273,29 @@ def test_html_names_rmia_score_form(tmp_path: Path) -> None:
     html = (write_report(tmp_path / "rep", results, table) / HTML_FILE).read_text()
     assert 'rmia-offline <span class="ci">(log likelihood ratio)</span>' in html
     assert "pairwise-comparison score" in html  # the note names the paper's score beside it
+
+
+def test_compiled_templates_are_cached_and_a_cache_failure_is_only_slower(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # report/html.py keeps Jinja2's compiled templates between runs: the page is the same
+    # with the cache, without it, and when the cache folder refuses every write
+    from jinja2 import FileSystemBytecodeCache
+
+    from privaudit.report import html
+
+    results, table = _fixture(n=300)
+    assert isinstance(html.jinja_environment().bytecode_cache, FileSystemBytecodeCache)
+    cached = html.render_html(results, table)
+
+    def refuse(self: Any, bucket: Any) -> None:
+        raise PermissionError("read-only cache folder (simulated)")
+
+    monkeypatch.setattr(FileSystemBytecodeCache, "dump_bytecode", refuse)
+    monkeypatch.setattr(FileSystemBytecodeCache, "load_bytecode", lambda self, bucket: None)
+    assert html.render_html(results, table) == cached
+    out = write_report(tmp_path / "rep", results, table)
+    assert (out / HTML_FILE).read_text(encoding="utf-8") == cached
+    monkeypatch.setattr(html, "_bytecode_cache", lambda: None)
+    assert html.jinja_environment().bytecode_cache is None
+    assert html.render_html(results, table) == cached
