@@ -89,7 +89,7 @@ def _bytecode_cache() -> Any:
     """The compiled templates kept between runs: Jinja2's ``FileSystemBytecodeCache`` in its
     default directory (per user, mode 0700, in the system's temp folder; entries keyed by
     the template's name and source checksum, checked against the Python version), so that
-    a report does not compile its templates again (0.15-0.2 s of every report). Only our
+    a report does not compile its templates again (about 0.1 s of every report). Only our
     own templates are stored, no audit data; a folder that cannot be made or written
     costs that time, never the report (None, or a failed write ignored)."""
     from jinja2 import FileSystemBytecodeCache
