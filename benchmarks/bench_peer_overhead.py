@@ -61,6 +61,16 @@ product 90-91%). The tree before the kernel's split, run right after with
 against 87 GFLOP/s), and the ratio is lower than two days earlier; the goal of 1.5 is still
 not met: the rest of the step costs about 0.46x of the estimate beside the products' 1.31x.
 
+**Again on 2026-12-06, a slower hour** (load 0.4-0.5, ``--rounds 3``, the kernel unchanged):
+1.057 ms per model-epoch-1,000 records against an estimate of 0.573 ms at the probe's
+96.5 GFLOP/s: ratio **1.84** (minimum 1.81); the matrix products alone 0.719-0.740 ms, ratio
+1.26-1.30 (77-80% of the probe's rate). ``torch.profiler`` over a run of this setting (5
+epochs) gives a step's self times: the two ``baddbmm`` and two ``baddbmm_`` (the products)
+680 us, the batch gather 61 us (two ``index_select`` from a 4.5 MB table of the rows used:
+cache misses), ``sigmoid_`` 54 us, the input-gradient ``bmm`` 26 us, copies 18 us,
+``tanh_backward`` 15 us, bias sums 16 us, softmax and scatter 20 us; the rest of the
+measured 1,050-1,160 us a step is Python and dispatch (about 20 torch calls a step).
+
 **On an idle machine** (2026-12-04, the same machine with no other job, 1-minute load
 0.1-0.5, ``--rounds 5``, defaults): 1.464 ms in CPU time (median; minimum 1.381) against
 an estimate of 0.636 ms at the probe's 86.9 GFLOP/s: ratio **2.30** (minimum 2.14); the

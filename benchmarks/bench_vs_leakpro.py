@@ -78,7 +78,10 @@ instead of re-checking them; the per-record CSV of the report is built a column 
 the Mann-Whitney AUC of RMIA's ``a`` tuning counts by binary search in the sorted classes;
 and the ``privaudit`` script's own process turns the garbage collector off while torch is
 imported, freezes what exists then, and freezes everything when the command returns (the
-interpreter's last collections walked every object torch left: 0.3-0.4 s). Interleaved
+interpreter's last collections walked every object torch left: 0.3-0.4 s). With the report's
+compiled templates then kept between runs (Jinja2's bytecode cache, about 0.1 s), a third run
+in the same hour (5 rounds, LeakPro slower that hour): privaudit 6.25 s (6.12-7.26) against
+LeakPro 28.99 s (26.55-30.56), **0.216** wall, 0.215 CPU (per round 0.213-0.238). Interleaved
 against the tree before (``bench_peer_overhead.py --audit-only --compare-src``, 3 rounds):
 wall 5.99 s against 7.40 s (0.81x), start-up 0.81 s against 1.64 s, data / preflight /
 split 1.37 s against 1.66 s. What is left: importing torch (about 0.9 s of the preflight;
