@@ -10,10 +10,11 @@ does. Two costs of Python's cyclic garbage collector are then avoidable, and onl
   collector off for the import and then freezes what exists (``gc.freeze``: moved to a
   generation no collection scans; reference counting still frees them).
 * the interpreter's final collections at exit walk every object left (0.3-0.4 s after
-  an audit); :func:`privaudit.cli.interrupted.interruptible` freezes them when the
-  command has returned (atexit handlers and the modules' teardown still run).
+  an audit); :func:`command_returned` freezes them when the command has returned
+  (atexit handlers and the modules' teardown still run).
 
-:func:`end_after_command` is called by the script's entry point only: the tests, the
+:func:`end_after_command` and :func:`command_returned` are called by the script's entry
+point only (:func:`privaudit.cli.interrupted.interruptible`, with no argv): the tests, the
 Python API and a user's own process keep the collector as they set it.
 """
 
@@ -23,7 +24,12 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["end_after_command", "heavy_import", "process_ends_after_command"]
+__all__ = [
+    "command_returned",
+    "end_after_command",
+    "heavy_import",
+    "process_ends_after_command",
+]
 
 _ends_after_command = False
 
@@ -32,6 +38,13 @@ def end_after_command() -> None:
     """Mark this process as the command line's: it ends when the command returns."""
     global _ends_after_command
     _ends_after_command = True
+
+
+def command_returned() -> None:
+    """The command line's command has returned and its process ends: freeze every object,
+    so that the interpreter's last collections do not walk them (nothing elsewhere)."""
+    if _ends_after_command:
+        gc.freeze()
 
 
 def process_ends_after_command() -> bool:

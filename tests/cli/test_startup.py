@@ -188,12 +188,13 @@ def test_only_the_script_changes_the_garbage_collector() -> None:
     # tests, the Python API) leaves the collector as it was
     import gc
 
-    from privaudit._process import heavy_import, process_ends_after_command
+    from privaudit._process import command_returned, heavy_import, process_ends_after_command
 
     frozen, enabled = gc.get_freeze_count(), gc.isenabled()
     assert main(["--version"]) == 0
     with heavy_import():
         junk = [[i] for i in range(1000)]
+    command_returned()
     assert not process_ends_after_command()
     assert gc.get_freeze_count() == frozen and gc.isenabled() == enabled and junk
 

@@ -11,7 +11,6 @@ handlers exist) ends the same way, with nothing run.
 from __future__ import annotations
 
 import functools
-import gc
 import os
 import shlex
 import shutil
@@ -22,7 +21,7 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import Any, Protocol
 
-from privaudit._process import end_after_command
+from privaudit._process import command_returned, end_after_command
 
 __all__ = ["interrupt_line", "interruptible", "resume_command"]
 
@@ -100,7 +99,7 @@ def interruptible(main: Main) -> Main:
         finally:
             for s, h in saved.items():
                 signal.signal(s, signal.SIG_IGN if script else h)
-            if script:  # the process ends now (privaudit._process)
-                gc.freeze()
+            if script:
+                command_returned()  # the process ends now (privaudit._process)
 
     return run

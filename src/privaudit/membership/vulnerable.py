@@ -211,7 +211,8 @@ def _nn_distances(
     for start in range(0, wanted.size, 512):
         rows = wanted[start : start + 512]
         block = Z[rows]
-        # (|b|^2 + |t|^2) - 2 b.t, the same floats in two buffers: -2 b.t in the product's
+        # (|b|^2 + |t|^2) - 2 b.t as before (doubling is exact, x - y == x + (-y)), with
+        # the product's buffer reused for the result
         d2 = block @ T.T
         d2 *= -2.0
         d2 += (block**2).sum(axis=1)[:, None] + t_sq[None, :]
