@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from importlib import resources
 
@@ -112,6 +113,25 @@ def test_the_encoded_table_is_pinned(adult) -> None:  # type: ignore[no-untyped-
     # the digest of ids, features and labels as the pandas-based loader produced them
     # (2026-12-06): a change of parsing or encoding shows here
     assert adult.fingerprint() == "c3ffd4c939e7ca15e36de70cae24e72912f71edcb31de72a601350a9b8a7e20a"
+
+
+def test_the_bundled_parse_is_the_parse_of_the_uci_files() -> None:
+    # loads read adult_parsed.npz, not the two tables: it must hold exactly what parsing
+    # the checksummed UCI files gives (regenerate with _write_parsed after a parse change)
+    cats = adult_mod._categories_from_names(adult_mod._read_bundled("adult.names").decode())
+    fresh = adult_mod._parse_uci(cats)
+    bundled = adult_mod._read_parsed()
+    assert fresh.kept.size == 45_222 and fresh.equals(bundled)
+    bad = dataclasses.replace(bundled, codes=bundled.codes.copy())
+    bad.codes[7, 2] += 1
+    assert not fresh.equals(bad)
+
+
+def test_record_ids_are_the_formatted_pool_rows() -> None:
+    k = np.arange(N_POOL := 48_842)
+    expected = np.array([f"adult-{i:06d}" for i in range(N_POOL)])
+    got = adult_mod._record_ids(k)
+    assert got.dtype == expected.dtype and np.array_equal(got, expected)
 
 
 def test_a_short_line_is_reported() -> None:
