@@ -222,33 +222,19 @@ def zero_run_bounds(
     pi = check_propensity(propensity)
     check_same_length(scores=s, propensity=pi)
     beta = resolve_beta(beta, confidence)
-    if not 0.0 <= delta < 1.0:
-        raise fail("delta", "a value in [0, 1)", delta)
-    if global_method not in GLOBAL_GDP_METHODS:
-        raise fail("global_method", f"one of {GLOBAL_GDP_METHODS}", global_method)
-    wanted = set(corrections)
-    if isinstance(corrections, str) or not wanted or not wanted <= set(CORRECTIONS):
-        raise fail("corrections", f"a non-empty list from {CORRECTIONS}", corrections)
-    m = s.size
-    cands = default_guess_counts(m) if guess_counts is None else [int(r) for r in guess_counts]
-    if not cands or any(not 1 <= r <= m for r in cands):
-        raise fail("guess_counts", f"numbers of guesses in [1, {m}]", list(cands))
+    wanted = _check_settings(delta, global_method, corrections)
+    ctx = _selection(beta, guess_counts, mem)
     if eta is None:
         eta = overlap_eta(pi, mem, delta_ds)
-    ctx = _Selection(beta, cands, m, int(mem.sum()))
 
     out: dict[str, AuditResult] = {}
     if wanted & {"uncorrected", "global"}:
-        # Uncorrected: the most confident guesses, plain one-run audits.
-        plain = [propensity_aware_guesses(s, np.ones(m), r, threshold=threshold) for r in cands]
-        rv = [_counts(t, mem) for t in plain]
+        rv = _plain_counts(s, mem, ctx, threshold)
         if "uncorrected" in wanted:
             out["uncorrected"] = _uncorrected_bound(rv, ctx, delta)
         if "global" in wanted:
-            # Global: same guesses, composition penalty.
             out["global"] = _global_bound(rv, ctx, delta, eta, delta_ds, global_method)
     if "pointwise" in wanted:
-        # Pointwise: propensity-aware guesses, tampered.
         out["pointwise"] = _pointwise_bound(
             s, mem, pi, ctx, uniforms=uniforms, propensity_se=propensity_se, margin_z=margin_z,
             ranking_propensity=ranking_propensity, split=split, threshold=threshold,
@@ -295,6 +281,37 @@ class _Selection:
             f"The number of guesses r was chosen among {len(self.cands)} candidates on the audit "
             f"labels; each was tested at beta/{len(self.cands)} = {self.level:.3g} (Bonferroni).",
         ]
+
+
+def _check_settings(delta: float, global_method: str, corrections: Sequence[str]) -> set[str]:
+    """Validate ``delta``, ``global_method`` and ``corrections``; the set of corrections wanted."""
+    if not 0.0 <= delta < 1.0:
+        raise fail("delta", "a value in [0, 1)", delta)
+    if global_method not in GLOBAL_GDP_METHODS:
+        raise fail("global_method", f"one of {GLOBAL_GDP_METHODS}", global_method)
+    wanted = set(corrections)
+    if isinstance(corrections, str) or not wanted or not wanted <= set(CORRECTIONS):
+        raise fail("corrections", f"a non-empty list from {CORRECTIONS}", corrections)
+    return wanted
+
+
+def _selection(
+    beta: float, guess_counts: Sequence[int] | None, mem: NDArray[np.bool_]
+) -> _Selection:
+    """What the bounds share, with the candidate numbers of guesses given (checked) or default."""
+    m = mem.size
+    cands = default_guess_counts(m) if guess_counts is None else [int(r) for r in guess_counts]
+    if not cands or any(not 1 <= r <= m for r in cands):
+        raise fail("guess_counts", f"numbers of guesses in [1, {m}]", list(cands))
+    return _Selection(beta, cands, m, int(mem.sum()))
+
+
+def _plain_counts(
+    s: NDArray[np.float64], mem: NDArray[np.bool_], ctx: _Selection, threshold: float | None
+) -> list[tuple[int, int]]:
+    """Per candidate, (r, v) of the most confident guesses (uncorrected and global bounds)."""
+    plain = [propensity_aware_guesses(s, np.ones(ctx.m), r, threshold=threshold) for r in ctx.cands]
+    return [_counts(t, mem) for t in plain]
 
 
 def _uncorrected_bound(rv: list[tuple[int, int]], ctx: _Selection, delta: float) -> AuditResult:

@@ -198,6 +198,21 @@ def make_propensity_model(
     if pca_components is not None:
         pca_components = _check_pca_components(pca_components, features)
     seed = as_seed(seed)
+    pipeline = Pipeline(_pipeline_steps(estimator, features, pca_components, seed))
+    if estimator in _UNCALIBRATED:
+        return pipeline
+    return CalibratedClassifierCV(
+        pipeline,
+        method="isotonic" if estimator == "logistic-isotonic" else "sigmoid",
+        cv=StratifiedKFold(n_splits=n_inner, shuffle=True, random_state=seed),
+        ensemble=True,
+    )
+
+
+def _pipeline_steps(
+    estimator: str, features: FeatureMatrix, pca_components: int | None, seed: int
+) -> list[tuple[str, Any]]:
+    """The uncalibrated pipeline's steps: preprocessing, (PCA), (quadratic terms), classifier."""
     linear = estimator in _LINEAR
     steps: list[tuple[str, Any]] = [
         # standardise numeric columns for the linear models, unless PCA follows: then the
@@ -211,14 +226,7 @@ def make_propensity_model(
     if estimator == "logistic-quadratic":
         steps.append(("quadratic", _quadratic(features, pca_components)))
     steps.append(("classifier", _classifier(estimator, seed)))
-    if estimator in _UNCALIBRATED:
-        return Pipeline(steps)
-    return CalibratedClassifierCV(
-        Pipeline(steps),
-        method="isotonic" if estimator == "logistic-isotonic" else "sigmoid",
-        cv=StratifiedKFold(n_splits=n_inner, shuffle=True, random_state=seed),
-        ensemble=True,
-    )
+    return steps
 
 
 QUADRATIC_PAIRS_MAX = 16
