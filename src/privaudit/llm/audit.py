@@ -476,6 +476,147 @@ def _scoring_pass(
     return token_stats_cached(model, records, distribution=distribution, **kw)
 
 
+def _default_settings(reference: CausalLM | None, base: CausalLM | None) -> LLMAuditSettings:
+    """The default settings: every signal that the given reference and base models allow."""
+    names = tuple(
+        n
+        for n in LLMAuditSettings().signals
+        if (reference is not None or n not in REFERENCE_SIGNALS)
+        and (base is not None or n not in BASE_SIGNALS)
+    )
+    return LLMAuditSettings(signals=names)
+
+
+def _checked_membership(records: TextRecords) -> NDArray[np.bool_]:
+    """The records' true membership, known and with members and non-members."""
+    from privaudit._validation import check_both_classes
+
+    if records.member is None:
+        raise fail("records.member", "known membership (members and non-members)", "None")
+    check_both_classes(records.member, "records.member")
+    return records.member
+
+
+def _check_base_model(settings: LLMAuditSettings, base: CausalLM | None) -> None:
+    """Refuse the signals against the base without a base model."""
+    base_names = [n for n in settings.signals if n in BASE_SIGNALS]
+    if base_names and base is None:
+        raise fail(
+            "base",
+            f"the model the target was fine-tuned from, for the signals {base_names}",
+            "none",
+        )
+
+
+def _scoring_passes(
+    target: CausalLM,
+    reference: CausalLM | None,
+    records: TextRecords,
+    settings: LLMAuditSettings,
+    *,
+    store: ArtifactStore | str | Path | None,
+    progress: ProgressOption,
+    executor: Mapper | None,
+) -> tuple[list[TokenStats], list[TokenStats] | None]:
+    """Token statistics of the target and of ``reference`` (unless None), one task per model."""
+    passes: list[tuple[CausalLM, bool]] = [(target, "min-k++" in settings.signals)]
+    if reference is not None:
+        passes.append((reference, False))
+    scoring = functools.partial(
+        _scoring_pass,
+        records,
+        batch_size=settings.batch_size,
+        stride=settings.stride,
+        store=store if store is None or isinstance(store, ArtifactStore) else ArtifactStore(store),
+        progress=progress if executor is None else None,
+    )
+    mapper = executor if executor is not None else InlineMapper(progress=False)
+    stats = mapper.map(
+        scoring,
+        passes,
+        desc="scoring passes",
+        label=lambda p: "target" if p[0] is target else "reference",
+    )
+    return stats[0], stats[1] if len(stats) > 1 else None
+
+
+def _model_infos(
+    target: CausalLM, reference: CausalLM | None, base: CausalLM | None
+) -> dict[str, dict[str, Any]]:
+    """:func:`model_info` of every model given, by role."""
+    models = {"target": model_info(target)}
+    if reference is not None:
+        models["reference"] = model_info(reference)
+    if base is not None:
+        models["base"] = model_info(base)
+    return models
+
+
+def _text_signals(
+    target_stats: Sequence[TokenStats],
+    reference_stats: Sequence[TokenStats] | None,
+    records: TextRecords,
+    settings: LLMAuditSettings,
+    *,
+    same_tokenizer: bool,
+) -> dict[str, NDArray[np.float64]]:
+    """The configured signals other than the base ones (:func:`score_signals`)."""
+    text_names = tuple(n for n in settings.signals if n not in BASE_SIGNALS)
+    if not text_names:
+        return {}
+    return score_signals(
+        target_stats,
+        records,
+        dataclasses.replace(settings, signals=text_names),
+        reference_stats=reference_stats,
+        same_tokenizer=same_tokenizer,
+    )
+
+
+def _signals_against_base(
+    target: CausalLM,
+    base: CausalLM | None,
+    records: TextRecords,
+    settings: LLMAuditSettings,
+    signals: Mapping[str, NDArray[np.float64]],
+    *,
+    store: ArtifactStore | str | Path | None,
+    progress: ProgressOption,
+) -> tuple[
+    dict[str, NDArray[np.float64]],
+    tuple[dict[str, NDArray[Any]], ...] | None,
+    dict[str, Any] | None,
+]:
+    """All signals in the configured order, per-token scores and leaking texts (None: no base)."""
+    base_names = [n for n in settings.signals if n in BASE_SIGNALS]
+    if not base_names or base is None:
+        return dict(signals), None, None
+    from privaudit.signals.text_finetune import finetune_signals, token_scores
+
+    paired = paired_stats_cached(
+        target, base, records, stride=settings.stride, store=store, progress=progress
+    )
+    every = {**signals, **finetune_signals(paired, names=base_names)}
+    ordered = {n: every[n] for n in settings.signals}
+    token_level = tuple(token_scores(p) for p in paired)
+    return ordered, token_level, leaking_texts(target, records, paired, ordered)
+
+
+def _attacks(
+    signals: Mapping[str, NDArray[np.float64]],
+    records: TextRecords,
+    settings: LLMAuditSettings,
+) -> tuple[list[AttackScores], dict[str, AttackMetrics], BlindShiftTest | None, str | None]:
+    """Each attack's scores and metrics (signals, then the blind baseline), its test and warning."""
+    scores, metrics = signal_metrics(signals, records)
+    if not settings.blind_folds:
+        return scores, metrics, None, None
+    b, bm, test = blind_metrics(records, settings)
+    scores.append(b)
+    metrics[BLIND_BASELINE] = bm
+    return scores, metrics, test, blind_warning(test)
+
+
 def audit_language_model(
     target: CausalLM,
     records: TextRecords,
@@ -515,91 +656,30 @@ def audit_language_model(
         shipped to every shard). Per-text statistics do not depend on where they run, up
         to floating-point noise of the thread count (``torch`` reductions).
     """
-    from privaudit._validation import check_both_classes
-
     if settings is None:
-        names = tuple(
-            n
-            for n in LLMAuditSettings().signals
-            if (reference is not None or n not in REFERENCE_SIGNALS)
-            and (base is not None or n not in BASE_SIGNALS)
-        )
-        settings = LLMAuditSettings(signals=names)
-    if records.member is None:
-        raise fail("records.member", "known membership (members and non-members)", "None")
-    check_both_classes(records.member, "records.member")
-    base_names = [n for n in settings.signals if n in BASE_SIGNALS]
-    if base_names and base is None:
-        raise fail(
-            "base",
-            f"the model the target was fine-tuned from, for the signals {base_names}",
-            "none",
-        )
-    need_dist = "min-k++" in settings.signals
-    passes: list[tuple[CausalLM, bool]] = [(target, need_dist)]
-    reads_reference = reference is not None and any(
-        n in REFERENCE_SIGNALS for n in settings.signals
-    )
-    if reference is not None and reads_reference:
-        passes.append((reference, False))
-    scoring = functools.partial(
-        _scoring_pass,
+        settings = _default_settings(reference, base)
+    member = _checked_membership(records)
+    _check_base_model(settings, base)
+    read_reference = reference if any(n in REFERENCE_SIGNALS for n in settings.signals) else None
+    t_stats, r_stats = _scoring_passes(
+        target,
+        read_reference,
         records,
-        batch_size=settings.batch_size,
-        stride=settings.stride,
-        store=store if store is None or isinstance(store, ArtifactStore) else ArtifactStore(store),
-        progress=progress if executor is None else None,
+        settings,
+        store=store,
+        progress=progress,
+        executor=executor,
     )
-    mapper = executor if executor is not None else InlineMapper(progress=False)
-    stats = mapper.map(
-        scoring,
-        passes,
-        desc="scoring passes",
-        label=lambda p: "target" if p[0] is target else "reference",
+    models = _model_infos(target, reference, base)
+    same_tok = read_reference is None or (
+        str(read_reference.tokenizer_id) == str(target.tokenizer_id)
     )
-    t_stats = stats[0]
-    r_stats = stats[1] if len(stats) > 1 else None
-    same_tok = True
-    models = {"target": model_info(target)}
-    if reference is not None and reads_reference:
-        same_tok = str(reference.tokenizer_id) == str(target.tokenizer_id)
-    if reference is not None:
-        models["reference"] = model_info(reference)
-    if base is not None:
-        models["base"] = model_info(base)
-    text_names = tuple(n for n in settings.signals if n not in BASE_SIGNALS)
-    signals: dict[str, NDArray[np.float64]] = {}
-    if text_names:
-        signals = score_signals(
-            t_stats,
-            records,
-            dataclasses.replace(settings, signals=text_names),
-            reference_stats=r_stats,
-            same_tokenizer=same_tok,
-        )
-    token_level = None
-    leaking = None
-    if base_names and base is not None:
-        from privaudit.signals.text_finetune import finetune_signals, token_scores
-
-        paired = paired_stats_cached(
-            target, base, records, stride=settings.stride, store=store, progress=progress
-        )
-        signals.update(finetune_signals(paired, names=base_names))
-        signals = {n: signals[n] for n in settings.signals}  # the configured order
-        token_level = tuple(token_scores(p) for p in paired)
-        leaking = leaking_texts(target, records, paired, signals)
-    scores, metrics = signal_metrics(signals, records)
-    warning = None
-    test = None
-    if settings.blind_folds:
-        b, bm, test = blind_metrics(records, settings)
-        scores.append(b)
-        metrics[BLIND_BASELINE] = bm
-        warning = blind_warning(test)
-    cis = {
-        s.attack: auc_ci_fields(s.scores, records.member, groups=records.documents) for s in scores
-    }
+    signals = _text_signals(t_stats, r_stats, records, settings, same_tokenizer=same_tok)
+    signals, token_level, leaking = _signals_against_base(
+        target, base, records, settings, signals, store=store, progress=progress
+    )
+    scores, metrics, test, warning = _attacks(signals, records, settings)
+    cis = {s.attack: auc_ci_fields(s.scores, member, groups=records.documents) for s in scores}
     counts = {
         "target_tokens": int(sum(s.n_tokens for s in t_stats)),
         "reference_tokens": int(sum(s.n_tokens for s in r_stats)) if r_stats else 0,
