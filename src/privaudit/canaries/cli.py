@@ -40,6 +40,8 @@ from privaudit.errors import PrivauditError
 if TYPE_CHECKING:
     import numpy as np
 
+    from privaudit.canaries.result import CanaryAuditResult
+
 __all__ = ["CANARIES_HELP", "CANARY_COMMANDS", "audit_command", "make_command"]
 
 SET_FILE = "canary_set.npz"
@@ -464,19 +466,8 @@ def audit_command(
     as_json: bool = typer.Option(False, "--json", help="Print results.json to stdout."),
 ) -> None:
     """Score every canary, then bound eps and mu in one run (beside the accountant's eps)."""
-    import json
-    import math
-
     try:
-        from privaudit._validation import fail
-        from privaudit.report.writer import check_output_dir
-
-        if claimed_epsilon is not None and not (
-            math.isfinite(claimed_epsilon) and claimed_epsilon >= 0
-        ):
-            raise fail("--claimed-epsilon", "a finite number >= 0", claimed_epsilon)
-        if out is not None:
-            check_output_dir(out, overwrite=overwrite)
+        _check_audit_options(claimed_epsilon, out, overwrite)
         text = {
             "model": model,
             "base": base,
@@ -505,6 +496,30 @@ def audit_command(
     except OSError as exc:
         typer.echo(f"error: cannot write the report to {out} ({exc})", err=True)
         raise typer.Exit(2) from None
+    _print_result(result, out, as_json)
+    if claimed_epsilon is not None and _report_violations(result, claimed_epsilon, confidence):
+        raise typer.Exit(1)
+
+
+def _check_audit_options(claimed_epsilon: float | None, out: Path | None, overwrite: bool) -> None:
+    """Refuse a bad ``--claimed-epsilon``, or an ``--out`` that cannot take the report, early."""
+    import math
+
+    from privaudit._validation import fail
+    from privaudit.report.writer import check_output_dir
+
+    if claimed_epsilon is not None and not (
+        math.isfinite(claimed_epsilon) and claimed_epsilon >= 0
+    ):
+        raise fail("--claimed-epsilon", "a finite number >= 0", claimed_epsilon)
+    if out is not None:
+        check_output_dir(out, overwrite=overwrite)
+
+
+def _print_result(result: CanaryAuditResult, out: Path | None, as_json: bool) -> None:
+    """Print ``results.json`` (``--json``), else the summary and where the report went."""
+    import json
+
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False))
     else:
@@ -513,20 +528,24 @@ def audit_command(
             typer.echo(
                 f"report written to {out} (results.json, report.html, inputs.npz, bundle.json: re-check it with `privaudit verify`)"
             )
-    if claimed_epsilon is not None:
-        bounds = [
-            ("one-run", result.epsilon_lower_bound),
-            ("fdp-one-run", float(result.fdp.epsilon_lower_bound)),
-        ]
-        bad = [(n, b) for n, b in bounds if b > claimed_epsilon]
-        for n, b in bad:
-            typer.echo(
-                f"violation: {n}: epsilon lower bound {b:.6g} at confidence {confidence:g} "
-                f"(delta {result.delta:g}) exceeds the claimed epsilon {claimed_epsilon:g}",
-                err=True,
-            )
-        if bad:
-            raise typer.Exit(1)
+
+
+def _report_violations(
+    result: CanaryAuditResult, claimed_epsilon: float, confidence: float
+) -> bool:
+    """Print a ``violation:`` line for each eps lower bound above the claim; True if any."""
+    bounds = [
+        ("one-run", result.epsilon_lower_bound),
+        ("fdp-one-run", float(result.fdp.epsilon_lower_bound)),
+    ]
+    bad = [(n, b) for n, b in bounds if b > claimed_epsilon]
+    for n, b in bad:
+        typer.echo(
+            f"violation: {n}: epsilon lower bound {b:.6g} at confidence {confidence:g} "
+            f"(delta {result.delta:g}) exceeds the claimed epsilon {claimed_epsilon:g}",
+            err=True,
+        )
+    return bool(bad)
 
 
 def _audit(

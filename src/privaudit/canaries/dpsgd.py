@@ -120,10 +120,24 @@ def pretrained_mlp(
     import torch
 
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        module = _mlp(n_features, hidden, n_classes)
-        if public is not None:
-            _pretrain(module, public, public_epochs, seed)
+        return _initial_mlp(n_features, hidden, n_classes, public, public_epochs, seed)
+
+
+def _initial_mlp(
+    n_features: int,
+    hidden: int,
+    n_classes: int,
+    public: tuple[ArrayLike, ArrayLike] | None,
+    public_epochs: int,
+    seed: int,
+) -> Any:
+    """The MLP seeded with ``seed`` on torch's global generator, then trained on ``public``."""
+    import torch
+
+    torch.manual_seed(seed)
+    module = _mlp(n_features, hidden, n_classes)
+    if public is not None:
+        _pretrain(module, public, public_epochs, seed)
     return module
 
 
@@ -184,69 +198,33 @@ def train_dp_sgd_with_canaries(
     (full-batch DP-GD, ``batch_size >= len(X)``, needs it for a wide model).
     """
     try:
+        import opacus  # noqa: F401
         import torch
-        from opacus import PrivacyEngine
     except ImportError as exc:
         raise InvalidInputError(
             "opacus: expected Opacus installed (pip install 'privaudit[dp]'), found none"
         ) from exc
     if (noise_multiplier is None) == (target_epsilon is None):
         raise fail("noise_multiplier/target_epsilon", "exactly one of them", "both or neither")
-    Xa = as_float_array(X, "X", ndim=2)
-    ya = as_label_array(y, "y")
-    n_real = int(ya.size)
-    n_classes = max(2, int(ya.max()) + 1)
-    if input_canaries is not None:
-        Xa, ya = append_canaries(Xa, ya, *input_canaries)
-        n_classes = max(n_classes, input_canaries[0].n_classes)
-    data = torch.utils.data.TensorDataset(
-        torch.tensor(Xa, dtype=torch.float32), torch.tensor(ya, dtype=torch.long)
-    )
-    # the Poisson rate is that of the real records: batch_size / n_real (see opacus_hook)
-    rate = min(1.0, batch_size / n_real)
+    data, n_features, n_classes, rate = _training_data(X, y, input_canaries, batch_size)
     with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Full backward hook is firing")
         warnings.filterwarnings("ignore", module="opacus")
-        torch.manual_seed(seed)
-        module = _mlp(Xa.shape[1], hidden, n_classes)
-        if public is not None:
-            _pretrain(module, public, public_epochs, seed)
-        opt = torch.optim.SGD(module.parameters(), lr=lr, momentum=0.0)
-        loader = torch.utils.data.DataLoader(data, batch_size=max(1, round(rate * len(data))))
-        engine = PrivacyEngine(accountant="rdp")
-        common = {
-            "module": module,
-            "optimizer": opt,
-            "data_loader": loader,
-            "max_grad_norm": max_grad_norm,
-        }
-        if target_epsilon is not None:
-            priv, dp_opt, dp_loader = engine.make_private_with_epsilon(
-                **common, target_epsilon=target_epsilon, target_delta=delta, epochs=epochs
-            )
-        else:
-            priv, dp_opt, dp_loader = engine.make_private(
-                **common, noise_multiplier=noise_multiplier
-            )
+        module = _initial_mlp(n_features, hidden, n_classes, public, public_epochs, seed)
+        engine, priv, dp_opt, dp_loader = _make_private(
+            module,
+            data,
+            rate,
+            lr=lr,
+            max_grad_norm=max_grad_norm,
+            noise_multiplier=noise_multiplier,
+            target_epsilon=target_epsilon,
+            delta=delta,
+            epochs=epochs,
+        )
         q = float(dp_loader.sample_rate)
-        log: IterateLog | None = None
-        injector: GradientCanaryInjector | None = None
-        if gradient_canaries is not None:
-            gset, gcoins = gradient_canaries
-            if insert:
-                injector = GradientCanaryInjector(
-                    dp_opt, gset, gcoins, sample_rate=q, seed=seed + 1
-                )
-                injector.attach()
-            log = IterateLog(gset.coords)
-            log.record(module)
-        if max_physical_batch_size is not None:
-            from opacus.utils.batch_memory_manager import wrap_data_loader
-
-            size = check_positive_int(max_physical_batch_size, "max_physical_batch_size")
-            dp_loader = wrap_data_loader(
-                data_loader=dp_loader, max_batch_size=size, optimizer=dp_opt
-            )
+        log, injector = _canary_hooks(module, dp_opt, gradient_canaries, insert, q, seed)
+        dp_loader = _physical_batches(dp_loader, dp_opt, max_physical_batch_size)
         steps = 0
         for _ in range(epochs):
             for xb, yb in dp_loader:
@@ -277,3 +255,93 @@ def train_dp_sgd_with_canaries(
         trace=None if log is None else log.trace,
         gradient_canaries_inserted=0 if injector is None else injector.inserted,
     )
+
+
+def _training_data(
+    X: ArrayLike,
+    y: ArrayLike,
+    input_canaries: tuple[CanarySet, CanaryCoins] | None,
+    batch_size: int,
+) -> tuple[Any, int, int, float]:
+    """The records and included input canaries, their features, classes and Poisson rate."""
+    import torch
+
+    Xa = as_float_array(X, "X", ndim=2)
+    ya = as_label_array(y, "y")
+    n_real = int(ya.size)
+    n_classes = max(2, int(ya.max()) + 1)
+    if input_canaries is not None:
+        Xa, ya = append_canaries(Xa, ya, *input_canaries)
+        n_classes = max(n_classes, input_canaries[0].n_classes)
+    data = torch.utils.data.TensorDataset(
+        torch.tensor(Xa, dtype=torch.float32), torch.tensor(ya, dtype=torch.long)
+    )
+    # the Poisson rate is that of the real records: batch_size / n_real (see opacus_hook)
+    return data, Xa.shape[1], n_classes, min(1.0, batch_size / n_real)
+
+
+def _make_private(
+    module: Any,
+    data: Any,
+    rate: float,
+    *,
+    lr: float,
+    max_grad_norm: float,
+    noise_multiplier: float | None,
+    target_epsilon: float | None,
+    delta: float,
+    epochs: int,
+) -> tuple[Any, Any, Any, Any]:
+    """Opacus' RDP engine, private module, DP-SGD optimizer and Poisson loader over ``data``."""
+    import torch
+    from opacus import PrivacyEngine
+
+    opt = torch.optim.SGD(module.parameters(), lr=lr, momentum=0.0)
+    loader = torch.utils.data.DataLoader(data, batch_size=max(1, round(rate * len(data))))
+    engine = PrivacyEngine(accountant="rdp")
+    common = {
+        "module": module,
+        "optimizer": opt,
+        "data_loader": loader,
+        "max_grad_norm": max_grad_norm,
+    }
+    if target_epsilon is not None:
+        priv, dp_opt, dp_loader = engine.make_private_with_epsilon(
+            **common, target_epsilon=target_epsilon, target_delta=delta, epochs=epochs
+        )
+    else:
+        priv, dp_opt, dp_loader = engine.make_private(**common, noise_multiplier=noise_multiplier)
+    return engine, priv, dp_opt, dp_loader
+
+
+def _canary_hooks(
+    module: Any,
+    dp_opt: Any,
+    gradient_canaries: tuple[CanarySet, CanaryCoins] | None,
+    insert: bool,
+    sample_rate: float,
+    seed: int,
+) -> tuple[IterateLog | None, GradientCanaryInjector | None]:
+    """The gradient canaries' iterate log (first entry taken) and attached injector, if any."""
+    if gradient_canaries is None:
+        return None, None
+    gset, gcoins = gradient_canaries
+    injector: GradientCanaryInjector | None = None
+    if insert:
+        injector = GradientCanaryInjector(
+            dp_opt, gset, gcoins, sample_rate=sample_rate, seed=seed + 1
+        )
+        injector.attach()
+    log = IterateLog(gset.coords)
+    log.record(module)
+    return log, injector
+
+
+def _physical_batches(dp_loader: Any, dp_opt: Any, max_physical_batch_size: int | None) -> Any:
+    """``dp_loader``, split into physical batches of at most ``max_physical_batch_size``."""
+    if max_physical_batch_size is None:
+        return dp_loader
+    from opacus.utils.batch_memory_manager import wrap_data_loader
+
+    size = check_positive_int(max_physical_batch_size, "max_physical_batch_size")
+    return wrap_data_loader(data_loader=dp_loader, max_batch_size=size, optimizer=dp_opt)

@@ -214,13 +214,11 @@ def audit_command(
 
     from privaudit.report.bundle import audit_payload
     from privaudit.report.ci_formats import gates_from_audit
-    from privaudit.report.writer import check_output_dir, write_audit_bundle
 
     try:
-        fmt = ci_output.check_options(fmt, claimed_epsilon, format_file)
-        mlflow_cli.check(mlflow)
-        if bundle_dir is not None:
-            check_output_dir(bundle_dir, overwrite=overwrite)
+        fmt = _check_output_options(
+            fmt, claimed_epsilon, format_file, mlflow, bundle_dir, overwrite
+        )
         result, inputs = _compute(
             file,
             procedure,
@@ -244,22 +242,9 @@ def audit_command(
         typer.echo(error_line(exc), err=True)
         raise typer.Exit(2) from None
     if json_path is not None:
-        tmp = json_path.with_name(json_path.name + ".tmp")
-        try:
-            tmp.write_text(payload)
-            tmp.replace(json_path)
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            typer.echo(f"error: --json: cannot write {json_path} ({exc})", err=True)
-            raise typer.Exit(2) from None
+        _write_json(json_path, payload)
     if bundle_dir is not None:
-        try:
-            write_audit_bundle(bundle_dir, doc, inputs, overwrite=overwrite)
-        except (OSError, PrivauditError) as exc:
-            typer.echo(
-                f"error: --out: cannot write the bundle to {bundle_dir} ({cli_text(exc)})", err=True
-            )
-            raise typer.Exit(2) from None
+        _write_bundle(bundle_dir, doc, inputs, overwrite)
     if ci_output.human_output_wanted(fmt, format_file):
         _render(result, claimed_epsilon, Console(file=sys.stdout, soft_wrap=True))
     mlflow_cli.log(mlflow, doc, command="audit", artifact_dir=bundle_dir)
@@ -274,3 +259,48 @@ def audit_command(
     )
     if code:
         raise typer.Exit(code)
+
+
+def _check_output_options(
+    fmt: str,
+    claimed_epsilon: float | None,
+    format_file: Path | None,
+    mlflow: str | None,
+    bundle_dir: Path | None,
+    overwrite: bool,
+) -> str:
+    """Refuse bad output options (``--format``, its file, ``--mlflow``, ``--out``); the format."""
+    from privaudit.report.writer import check_output_dir
+
+    fmt = ci_output.check_options(fmt, claimed_epsilon, format_file)
+    mlflow_cli.check(mlflow)
+    if bundle_dir is not None:
+        check_output_dir(bundle_dir, overwrite=overwrite)
+    return fmt
+
+
+def _write_json(json_path: Path, payload: str) -> None:
+    """Write ``payload`` to ``--json`` atomically; exit 2 if it cannot be written."""
+    tmp = json_path.with_name(json_path.name + ".tmp")
+    try:
+        tmp.write_text(payload)
+        tmp.replace(json_path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        typer.echo(f"error: --json: cannot write {json_path} ({exc})", err=True)
+        raise typer.Exit(2) from None
+
+
+def _write_bundle(
+    bundle_dir: Path, doc: dict[str, Any], inputs: dict[str, Any], overwrite: bool
+) -> None:
+    """Write the re-verifiable bundle to ``--out``; exit 2 if it cannot be written."""
+    from privaudit.report.writer import write_audit_bundle
+
+    try:
+        write_audit_bundle(bundle_dir, doc, inputs, overwrite=overwrite)
+    except (OSError, PrivauditError) as exc:
+        typer.echo(
+            f"error: --out: cannot write the bundle to {bundle_dir} ({cli_text(exc)})", err=True
+        )
+        raise typer.Exit(2) from None
