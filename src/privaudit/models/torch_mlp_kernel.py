@@ -22,13 +22,14 @@ activation's backward is the ATen backward kernel autograd itself calls for it
 autograd's bit for bit given the same inputs (Rumelhart et al. 1986; Goodfellow et al.
 2016, Sec. 6.5 for the back-propagation equations).
 
-One exception to "the same operations as autograd": on the CPU, ``torch.tanh`` costs
-several times a ``sigmoid`` (a scalar loop in this build: about 4 ns an element, where
-the matrix products of a 128-unit layer cost about 1 ns a unit and record), so ``Tanh``
-is computed as :math:`2\,\sigma(2z) - 1`, the same function, with an absolute rounding
-difference of at most about :math:`2 \cdot 10^{-7}` from ``torch.tanh``; on CUDA
-``torch.tanh`` is used. Everything else agrees with one-by-one training up to the
-rounding of the matrix products (batched vs single), which the tests bound.
+One exception to "the same operations as autograd": on the CPU, ``torch.tanh`` is a
+scalar loop in this build (about 2.5 ns an element, where the matrix products of a
+128-unit layer cost about 1 ns a unit and record), so ``Tanh`` of a float32 buffer is
+numpy's vectorised ``np.tanh`` written into the tensor's memory: the same function, within
+about :math:`6 \cdot 10^{-8}` of the float64 ``tanh`` (``torch.tanh``: :math:`3 \cdot
+10^{-8}`; its backward reads only the output); on CUDA ``torch.tanh`` is used. Everything
+else agrees with one-by-one training up to the rounding of the matrix products (batched
+vs single), which the tests bound.
 
 Every mini-batch of every model is gathered with one index operation from index arrays
 prepared before training (the batches of :func:`~privaudit.models.torch_recipe.batch_order`
@@ -40,10 +41,8 @@ A step does the matrix products, the activations and the loss gradient and nothi
 else: its buffers (the gathered batch, every layer's output and input gradient) are
 allocated once and written with the ``out=`` forms of the same operations, an
 activation's backward is written into the next layer's input-gradient buffer (the
-``grad_input`` form of the same ATen kernel), the parameter views are taken once, and a
-linear layer followed by ``Tanh`` on the CPU writes :math:`2 Z` straight from
-``baddbmm`` (``alpha = beta = 2``; doubling is exact) so that the activation is
-``sigmoid_`` and one :math:`2 s - 1` pass. These change no bit of the result.
+``grad_input`` form of the same ATen kernel), and the parameter views are taken once.
+These change no bit of the result.
 """
 
 from __future__ import annotations
@@ -121,10 +120,13 @@ def _fast_tanh(z: Any) -> Any:
 
 
 def _fast_tanh_(z: Any) -> Any:
-    """``tanh`` in place: ``2 sigmoid(2 z) - 1`` on the CPU (see the module docstring)."""
-    if z.device.type != "cpu":
+    """``tanh`` in place: numpy's ``np.tanh`` on a contiguous float32 CPU tensor (see the
+    module docstring), ``torch.tanh`` otherwise."""
+    if z.device.type != "cpu" or z.dtype != require_torch().float32 or not z.is_contiguous():
         return z.tanh_()
-    return z.mul_(2.0).sigmoid_().mul_(2.0).sub_(1.0)
+    a = z.numpy()
+    np.tanh(a, out=a)
+    return z
 
 
 def _activation(m: Any) -> ActivationOp | None:
@@ -280,13 +282,6 @@ def batch_indices(
     return idx, count
 
 
-def _tanh_from_sigmoid_(u: Any, minus_one: Any) -> Any:
-    """``2 sigmoid(u) - 1`` in ``u``'s memory, for ``u = 2 z`` (``tanh(z)``; see the
-    module docstring): one pass for ``2 s - 1``, bit for bit ``s * 2 - 1`` (exact
-    doubling)."""
-    return require_torch().add(minus_one, u.sigmoid_(), alpha=2.0, out=u)
-
-
 @dataclasses.dataclass
 class _Layer:
     """A linear layer's working state in :func:`train_mlp`: its stacked parameters and
@@ -300,7 +295,6 @@ class _Layer:
     grad_in: Any | None  # (K, rows, in), where the input's gradient is needed
     grad_in_t: Any | None  # (K, in, rows) view of grad_in
     bias_grad: Any | None  # (K, out)
-    double: bool  # the output is doubled for the CPU tanh that follows
 
 
 def train_mlp(
@@ -364,7 +358,7 @@ def train_mlp(
         for step, ix in enumerate(batches.idx_steps):
             h = torch.index_select(data.X, 0, ix, out=xbuf).view(K, bs, -1)
             yb = torch.index_select(data.y, 0, ix, out=ybuf).view(K, 1, bs)
-            logits, saved = _forward(ops, layers, h, loss.minus_one_scalar)
+            logits, saved = _forward(ops, layers, h)
             dzt = loss(logits, yb, step)
             fused = plain_sgd and batches.all_active[step]
             grads = _backward(ops, layers, saved, dzt, first_linear, fused, lr)
@@ -482,7 +476,6 @@ def _layers(
             continue
         w = work[op.weight]
         b = work[op.bias] if op.bias is not None else None
-        nxt = ops[i + 1] if i + 1 < len(ops) else None
         grad_in = w.new_empty((K, bs, w.shape[2])) if i > first_linear else None
         layers[i] = _Layer(
             weight=w,
@@ -493,45 +486,32 @@ def _layers(
             grad_in=grad_in,
             grad_in_t=None if grad_in is None else grad_in.transpose(1, 2),
             bias_grad=None if b is None else b.new_empty(b.shape),
-            double=(
-                dev == "cpu"
-                and b is not None
-                and isinstance(nxt, ActivationOp)
-                and nxt.name == "Tanh"
-            ),
         )
     return layers
 
 
 def _forward(
-    ops: Sequence[Op], layers: dict[int, _Layer], h: Any, minus_one_scalar: Any
+    ops: Sequence[Op], layers: dict[int, _Layer], h: Any
 ) -> tuple[Any, list[tuple[Any, Any]]]:
     """One step's forward pass from the gathered batch ``h``: the logits and, per op, what
     its backward reads (a linear layer's input; an activation's input and output)."""
     torch = require_torch()
     saved: list[tuple[Any, Any]] = []
-    double = False
     for i, op in enumerate(ops):
         if isinstance(op, LinearOp):
             saved.append((h, None))
             lay = layers[i]
             if lay.bias_row is None:
                 h = torch.bmm(h, lay.weight_t, out=lay.out)
-            elif lay.double:
-                h = torch.baddbmm(lay.bias_row, h, lay.weight_t, beta=2.0, alpha=2.0, out=lay.out)
             else:
                 h = torch.baddbmm(lay.bias_row, h, lay.weight_t, out=lay.out)
-            double = lay.double
             continue
         z = h
-        if double:  # z holds 2 Z (a linear layer's output, read by nothing else)
-            h = _tanh_from_sigmoid_(z, minus_one_scalar)
-        elif i > 0 and isinstance(ops[i - 1], LinearOp) and op.forward_ is not None:
+        if i > 0 and isinstance(ops[i - 1], LinearOp) and op.forward_ is not None:
             # a linear layer's fresh output is read by nothing else: overwrite it
             h = op.forward_(z)
         else:
             h = op.forward(z)
-        double = False
         saved.append((z, h))
     return h, saved
 
@@ -545,7 +525,6 @@ class _LossGradient:
         self.batches = batches
         self.rows = torch.arange(batches.bs, device=dev)
         self.minus_one = torch.full((batches.K, 1, batches.bs), -1.0, device=dev)
-        self.minus_one_scalar = torch.tensor(-1.0, device=dev)
 
     def __call__(self, logits: Any, yb: Any, step: int) -> Any:
         torch = require_torch()
