@@ -208,15 +208,30 @@ def _log_offline_prior(log_p_out: NDArray[np.float64], a: float) -> NDArray[np.f
     small; at ``a = 1`` the prior is P_OUT itself, which may underflow) the log is
     taken as ``log(1/2) + logaddexp(log(1 + a) + log P_OUT, log(1 - a))``.
     """
-    q = -np.expm1(log_p_out)
-    small = q <= 0.5
-    far_idx = np.flatnonzero(~small)  # each branch computed where it is used only
-    out: NDArray[np.float64] = np.log1p(-0.5 * (1.0 + a) * np.where(small, q, 0.0))
-    if far_idx.size:
-        with np.errstate(divide="ignore"):
-            log_1ma = np.log1p(-a) if a < 1.0 else -np.inf
-            out[far_idx] = np.log(0.5) + np.logaddexp(np.log1p(a) + log_p_out[far_idx], log_1ma)
-    return out
+    return _OfflinePrior(log_p_out)(a)
+
+
+class _OfflinePrior:
+    r""":func:`_log_offline_prior` of one :math:`\log P_{OUT}` array for several ``a``: what
+    does not depend on ``a`` (``q``, the branch of each record) computed once."""
+
+    def __init__(self, log_p_out: NDArray[np.float64]) -> None:
+        q = -np.expm1(log_p_out)
+        small = q <= 0.5
+        self.log_p_out = log_p_out
+        self.far_idx = np.flatnonzero(~small)  # each branch computed where it is used only
+        self.q_small = np.where(small, q, 0.0)
+
+    def __call__(self, a: float) -> NDArray[np.float64]:
+        out: NDArray[np.float64] = np.log1p(-0.5 * (1.0 + a) * self.q_small)
+        far_idx = self.far_idx
+        if far_idx.size:
+            with np.errstate(divide="ignore"):
+                log_1ma = np.log1p(-a) if a < 1.0 else -np.inf
+                out[far_idx] = np.log(0.5) + np.logaddexp(
+                    np.log1p(a) + self.log_p_out[far_idx], log_1ma
+                )
+        return out
 
 
 #: Grid of the offline ``a`` (Zarifzadeh et al. 2024, App. B.2.2 / the paper code's
@@ -473,12 +488,12 @@ def tune_offline_a(
         )
         # the same for every a of the grid; the ratio score reads no population record
         if score == "ratio":
-            log_p_out_x = _log_p_out_x(pseudo, others)
+            prior = _OfflinePrior(_log_p_out_x(pseudo, others))
         else:
             log_p_out = _log_p_out(pseudo, others)
         for a in grid:
             if score == "ratio":  # log r_x alone: the same floats as _offline_log_ratios
-                s = pseudo.log_px - _log_offline_prior(log_p_out_x, a)
+                s = pseudo.log_px - prior(a)
             else:
                 lr_x, lr_z = _offline_log_ratios(pseudo, log_p_out, a)
                 s = _final_scores(lr_x, lr_z, score, gamma, None)
