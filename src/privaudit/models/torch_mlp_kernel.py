@@ -37,8 +37,11 @@ with ``default_rng(seed_k)``, as the one-by-one trainer draws them), from a tabl
 the rows some model trains on (the models' rows are renumbered into it before the
 batches are drawn, so no sort of the whole index table is needed).
 
-A step does the matrix products, the activations and the loss gradient and nothing
-else: its buffers (the gathered batch, every layer's output and input gradient) are
+A step where every model has the same number of real rows (the last, partial batch of an
+epoch when the models train on equally many records) computes those rows only, in the
+first rows of the buffers; other steps pad every model's batch to the batch size (the
+padding rows get zero gradient). A step does the matrix products, the activations and
+the loss gradient and nothing else: its buffers (the gathered batch, every layer's output and input gradient) are
 allocated once and written with the ``out=`` forms of the same operations, an
 activation's backward is written into the next layer's input-gradient buffer (the
 ``grad_input`` form of the same ATen kernel), and the parameter views are taken once.
@@ -296,6 +299,21 @@ class _Layer:
     grad_in_t: Any | None  # (K, in, rows) view of grad_in
     bias_grad: Any | None  # (K, out)
 
+    def first_rows(self, n: int) -> _Layer:
+        """This layer for a step of ``n`` rows a model: its output and input-gradient
+        buffers' first ``K n`` rows, as ``(K, n, .)`` arrays."""
+
+        def head(buf: Any) -> Any:
+            return buf.view(-1)[: buf.shape[0] * n * buf.shape[2]].view(buf.shape[0], n, -1)
+
+        grad_in = None if self.grad_in is None else head(self.grad_in)
+        return dataclasses.replace(
+            self,
+            out=head(self.out),
+            grad_in=grad_in,
+            grad_in_t=None if grad_in is None else grad_in.transpose(1, 2),
+        )
+
 
 def train_mlp(
     r: Any,
@@ -354,10 +372,17 @@ def train_mlp(
         xbuf = data.X.new_empty((K * bs, data.X.shape[1]))
         ybuf = data.y.new_empty((K * bs,))
         loss = _LossGradient(batches, dev)
-        layers = _layers(ops, data.work, K, bs, first_linear, dev)
+        full = _layers(ops, data.work, K, bs, first_linear, dev)
+        # a step of fewer rows a model (batches.rows) works in the first rows of the buffers
+        cut: dict[int, tuple[Any, Any, dict[int, _Layer]]] = {
+            n: (xbuf[: K * n], ybuf[: K * n], {i: lay.first_rows(n) for i, lay in full.items()})
+            for n in set(batches.rows)
+        }
         for step, ix in enumerate(batches.idx_steps):
-            h = torch.index_select(data.X, 0, ix, out=xbuf).view(K, bs, -1)
-            yb = torch.index_select(data.y, 0, ix, out=ybuf).view(K, 1, bs)
+            n = batches.rows[step]
+            xb, ybb, layers = cut[n]
+            h = torch.index_select(data.X, 0, ix, out=xb).view(K, n, -1)
+            yb = torch.index_select(data.y, 0, ix, out=ybb).view(K, 1, n)
             logits, saved = _forward(ops, layers, h)
             dzt = loss(logits, yb, step)
             fused = plain_sgd and batches.all_active[step]
@@ -423,19 +448,20 @@ class _Data:
 
 @dataclasses.dataclass
 class _Batches:
-    """Every step's rows of every model (:func:`batch_indices`), as one index view per
-    step, with what a step needs to know about them: ``count`` (real rows per model),
-    ``full`` (every model has a whole batch), ``same`` (every model has the same number
-    of rows, ``first_count``: that number), ``all_active`` (every model has rows) and
-    ``active_np`` (which models have rows); the flags are Python lists, read once a step."""
+    """Every step's rows of every model (:func:`batch_indices`), as one index tensor per
+    step, with what a step needs to know about them: ``rows`` (the rows a model computes:
+    the batch size, or the shared count of a step where every model has the same number
+    of real rows, then only those), ``same`` (every model has the same number of rows:
+    no padding row is computed), ``count`` (real rows per model), ``all_active`` (every
+    model has rows) and ``active_np`` (which models have rows); the flags are Python
+    lists, read once a step."""
 
     K: int
     bs: int
     idx_steps: tuple[Any, ...]
+    rows: list[int]
     count: Any
-    full: list[bool]
     same: list[bool]
-    first_count: list[int]
     all_active: list[bool]
     active_np: NDArray[np.bool_]
 
@@ -452,15 +478,20 @@ class _Batches:
         idx_np, count_np = batch_indices(local, seeds, bs, epochs)
         n_steps, K, _ = idx_np.shape
         idx_all = torch.from_numpy(idx_np.reshape(n_steps, K * bs)).to(dev)
+        steps: list[Any] = list(idx_all.unbind(0))  # one view per step, taken once
+        same = [bool(v) for v in (count_np == count_np[:, :1]).all(axis=1)]
+        rows = [int(count_np[j, 0]) if same[j] else bs for j in range(n_steps)]
+        for j in np.flatnonzero([r < bs for r in rows]).tolist():  # e.g. an epoch's last batch
+            real = np.ascontiguousarray(idx_np[j, :, : rows[j]]).reshape(-1)
+            steps[j] = torch.from_numpy(real).to(dev)
         active_np: NDArray[np.bool_] = count_np > 0
         return cls(
             K=K,
             bs=bs,
-            idx_steps=idx_all.unbind(0),  # one view per step, taken once
+            idx_steps=tuple(steps),
+            rows=rows,
             count=torch.from_numpy(count_np).to(dev),
-            full=[bool(v) for v in (count_np == bs).all(axis=1)],
-            same=[bool(v) for v in (count_np == count_np[:, :1]).all(axis=1)],
-            first_count=[int(v) for v in count_np[:, 0]],
+            same=same,
             all_active=[bool(v) for v in np.asarray(active_np.all(axis=1))],
             active_np=active_np,
         )
@@ -530,13 +561,9 @@ class _LossGradient:
         torch = require_torch()
         b = self.batches
         dzt = torch.softmax(logits.transpose(1, 2), dim=1)
-        dzt.scatter_add_(1, yb, self.minus_one)
-        if b.full[step]:
-            dzt.mul_(1.0 / b.bs)
-        elif b.same[step]:  # every model's first c rows are real
-            c = b.first_count[step]
-            dzt[:, :, c:].zero_()
-            dzt.mul_(1.0 / max(c, 1))
+        dzt.scatter_add_(1, yb, self.minus_one)  # reads the first rows' -1s of a cut step
+        if b.same[step]:  # every row computed is real
+            dzt.mul_(1.0 / max(b.rows[step], 1))
         else:
             n = b.count[step]
             wt = (self.rows[None, :] < n[:, None]).to(dzt.dtype)
