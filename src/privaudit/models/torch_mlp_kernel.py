@@ -41,11 +41,11 @@ A step where every model has the same number of real rows (the last, partial bat
 epoch when the models train on equally many records) computes those rows only, in the
 first rows of the buffers; other steps pad every model's batch to the batch size (the
 padding rows get zero gradient). A step does the matrix products, the activations and
-the loss gradient and nothing else: its buffers (the gathered batch, every layer's output and input gradient) are
-allocated once and written with the ``out=`` forms of the same operations, an
-activation's backward is written into the next layer's input-gradient buffer (the
-``grad_input`` form of the same ATen kernel), and the parameter views are taken once.
-These change no bit of the result.
+the loss gradient and nothing else: its buffers (the gathered batch, every layer's
+output and input gradient) are allocated once and written with the ``out=`` forms of
+the same operations, an activation's backward is written into the next layer's
+input-gradient buffer (the ``grad_input`` form of the same ATen kernel), and the
+parameter views are taken once. These change no bit of the result.
 """
 
 from __future__ import annotations
