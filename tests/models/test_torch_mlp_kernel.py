@@ -142,6 +142,37 @@ def test_equal_subsets_with_a_partial_last_batch() -> None:
             np.testing.assert_allclose(m.logits(X), one.logits(X), atol=5e-5, err_msg=opt)
 
 
+def test_first_bias_folded_or_not_trains_as_one_by_one() -> None:
+    # on the CPU the first layer's bias is the weight of a padding feature of ones when
+    # the input width is not a multiple of 16 (4 features here), and a separate bias when
+    # it is (16 features: no padding); both train as the one-by-one trainer does, with
+    # plain SGD (the update inside the weight product) and Adam (the optimizer's step)
+    pytest.importorskip("torch")
+    from privaudit.models.torch_batched import fit_many
+    from privaudit.models.torch_mlp_kernel import _Data, mlp_ops
+
+    rng = np.random.default_rng(3)
+    subsets = [np.arange(0, 90), np.arange(30, 120)]
+    for d in (4, 16):
+        X = rng.normal(size=(120, d))
+        y = (X[:, 0] > 0).astype(np.int64) + (X[:, 1] > 1).astype(np.int64)
+        for opt in ("sgd", "adam"):
+            rec = _recipe("Tanh", factory_kwargs={"act": "Tanh", "n_features": d}, optimizer=opt)
+            tr = TorchTrainer(rec, n_classes=3)
+            module = rec.build(0)
+            ops = mlp_ops(module)
+            assert ops is not None
+            stacked = {k: v.detach()[None] for k, v in module.state_dict().items()}
+            data = _Data.gather(X, y, [subsets[0]], stacked, ops, "cpu")
+            assert (data.b0 is not None) == (d % 16 != 0)
+            if data.b0 is not None:
+                assert (data.X[:, d] == 1.0).all() and data.b0 not in data.work
+            ms = fit_many(tr, X, y, subsets, [1, 2], n_classes=3, kernel="mlp")
+            for s, sd, m in zip(subsets, [1, 2], ms, strict=True):
+                one = tr.fit(X[s], y[s], seed=sd, n_classes=3)
+                np.testing.assert_allclose(m.logits(X), one.logits(X), atol=5e-5, err_msg=opt)
+
+
 def test_other_networks_fall_back_to_vmap() -> None:
     pytest.importorskip("torch")
     from privaudit.models.torch_batched import fit_many, mlp_layers

@@ -351,13 +351,17 @@ def train_mlp(
     of 16 (whole 64-byte rows: the batched products run faster): the padded weights get
     exactly zero gradients and stay zero under every optimizer, so the trained network
     is the unpadded one; the summation order of the products may change, not their
-    terms.
+    terms. Where the first layer has a bias, the first padding feature is 1 instead and
+    its weights are the bias: the forward product adds it and the weight gradient's
+    product sums the bias gradient (no separate bias pass either way), and every
+    optimizer here updates the bias column as it would the bias (elementwise).
 
     Per step only the matrix products, the activations and the loss gradient are
     computed, into buffers allocated once (see the module docstring).
     """
     torch = require_torch()
     data = _Data.gather(X, y, subs, params, ops, dev)
+    ops = data.ops
     batches = _Batches.draw(data.local, seeds, r.batch_size, r.epochs, dev)
     state = make_state(data.work)
     # a linear layer needs its input's gradient only when something before it learns
@@ -401,14 +405,18 @@ def train_mlp(
 class _Data:
     """What :func:`train_mlp` trains on: only the rows some model trains on (so that the
     gathered table stays in cache), each model's rows renumbered into that table, the
-    first layer's input padded on the CPU (see :func:`train_mlp`'s notes) and the
-    parameters it trains (``work``: ``params`` with the padded first weight)."""
+    first layer's input padded on the CPU (see :func:`train_mlp`'s notes), the
+    parameters it trains (``work``: ``params`` with the padded first weight, the first
+    bias folded into it) and the operations that train them (``ops``: the first linear
+    layer without its bias where it is folded)."""
 
     X: Any  # (rows used, d + pad) float32 on the device
     y: Any  # (rows used,) int64 on the device
     local: list[NDArray[np.int64]]  # model k's rows in that table
     work: dict[str, Any]
+    ops: list[Op]
     w0: str | None  # the first layer's weight, when the network starts with a linear layer
+    b0: str | None  # its bias, when folded into the padding column d
     d: int
     pad: int
 
@@ -430,20 +438,32 @@ class _Data:
         w0 = ops[0].weight if isinstance(ops[0], LinearOp) else None
         d = Xu.shape[1]
         pad = (-d) % 16 if dev == "cpu" and w0 is not None else 0
+        kernel_ops = list(ops)
+        b0 = None
         if pad and w0 is not None:
             Xu = np.concatenate([Xu, np.zeros((Xu.shape[0], pad), dtype=np.float32)], axis=1)
             wp = params[w0].new_zeros((*params[w0].shape[:2], d + pad))
             wp[:, :, :d] = params[w0]
+            b0 = ops[0].bias if isinstance(ops[0], LinearOp) else None
+            if b0 is not None:  # the bias as the weight of a feature that is always 1
+                Xu[:, d] = 1.0
+                wp[:, :, d] = params[b0]
+                del work[b0]
+                kernel_ops[0] = LinearOp(w0, None)
             work[w0] = wp
         Xt = torch.from_numpy(Xu).to(dev)
         yt = torch.from_numpy(np.ascontiguousarray(y[used], dtype=np.int64)).to(dev)
-        return cls(Xt, yt, local, work, w0, d, pad)
+        return cls(Xt, yt, local, work, kernel_ops, w0, b0, d, pad)
 
     def unpad(self, params: dict[str, Any]) -> None:
-        """Copy the trained first weight, without its padding columns, into ``params``."""
+        """Copy the trained first weight, without its padding columns, into ``params``
+        (and the folded bias, its column ``d``)."""
         if self.pad and self.w0 is not None:
             with require_torch().no_grad():
-                params[self.w0].copy_(self.work[self.w0][:, :, : self.d])
+                w = self.work[self.w0]
+                params[self.w0].copy_(w[:, :, : self.d])
+                if self.b0 is not None:
+                    params[self.b0].copy_(w[:, :, self.d])
 
 
 @dataclasses.dataclass
