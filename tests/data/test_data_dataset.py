@@ -28,6 +28,23 @@ def test_arrays_are_read_only_copies() -> None:
     assert ds.X.dtype == np.float64 and ds.y.dtype == np.int64 and ds.record_ids.dtype == np.int64
 
 
+def test_copy_false_adopts_the_arrays_read_only() -> None:
+    # a loader's or a subset's fresh arrays are taken as given (no second copy of a large
+    # table) and made read-only; subsets share nothing with their parent
+    X = np.arange(6.0).reshape(3, 2)
+    ids = np.array(["a", "b", "c"])
+    y = np.array([0, 1, 0])
+    ds = Dataset("t", ids, X, y, ("f", "g"), ("n", "p"), copy=False)
+    assert np.shares_memory(ds.X, X) and np.shares_memory(ds.record_ids, ids)
+    assert not X.flags.writeable and not ds.y.flags.writeable
+    sub = make(6).subset(["r4", "r1"])
+    parent = make(6)
+    assert not np.shares_memory(sub.X, parent.X) and not sub.X.flags.writeable
+    with pytest.raises(ValueError):
+        sub.X[0, 0] = 1.0
+    np.testing.assert_array_equal(sub.X, parent.X[[4, 1]])
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [

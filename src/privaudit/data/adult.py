@@ -306,4 +306,4 @@ def _load_adult_cached() -> Dataset:
         ],
         "numeric_scaling": scaling,
     }
-    return Dataset("adult", ids, X, y, tuple(feature_names), ("<=50K", ">50K"), info)
+    return Dataset("adult", ids, X, y, tuple(feature_names), ("<=50K", ">50K"), info, copy=False)
