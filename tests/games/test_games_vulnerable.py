@@ -181,3 +181,38 @@ def test_nearest_training_record_matches_a_brute_force_search() -> None:
     q_dist, q_nn = _nn_distances(X, ids, train_ids, query)
     assert set(q_dist) == set(query) - {"absent"} == set(q_nn)
     assert all(q_dist[r] == pytest.approx(dist[r], rel=1e-12) and q_nn[r] == nn[r] for r in q_dist)
+
+
+def test_nearest_among_the_training_records_themselves_matches_brute_force() -> None:
+    """The training records' own nearest others (the audit's case: the members asked
+    about are the training set), computed with each pair once across blocks of 512, with
+    exact ties (duplicated rows, binary features) going to the first training record as
+    the general search gives them."""
+    from privaudit.membership.vulnerable import _nn_distances
+
+    rng = np.random.default_rng(11)
+    X = np.concatenate([rng.normal(size=(1300, 3)), rng.random((1300, 4)) > 0.6], axis=1)
+    X[700:760] = X[100:160]  # duplicated rows: distance 0 to an earlier record
+    ids = np.array([f"r{i}" for i in range(1300)])
+    train_ids = ids[np.sort(rng.permutation(1300)[:1100])]
+    dist, nn = _nn_distances(X, ids, train_ids, train_ids.tolist())
+    outside = next(r for r in ids.tolist() if r not in set(train_ids.tolist()))
+    # one record outside the training set asked too: the general search, row by row
+    general_dist, _ = _nn_distances(X, ids, train_ids, [*train_ids.tolist(), outside])
+    del general_dist[outside]
+    sd = X.std(axis=0)
+    Z = (X - X.mean(axis=0)) / sd
+    train = [int(r[1:]) for r in train_ids]
+    assert set(dist) == set(train_ids.tolist())
+    for i in train:
+        others = [j for j in train if j != i]
+        d = np.sqrt(((Z[others] - Z[i]) ** 2).sum(axis=1))
+        r = f"r{i}"
+        assert dist[r] == pytest.approx(float(d.min()), rel=1e-9, abs=1e-7)
+        assert nn[r] == f"r{others[int(np.argmin(d))]}" or d[others.index(int(nn[r][1:]))] == (
+            pytest.approx(float(d.min()), rel=1e-9, abs=1e-7)
+        )
+    # the same answers up to the products' rounding (a pair's dot product may round
+    # differently in another position of another product)
+    assert set(general_dist) == set(dist)
+    assert all(dist[r] == pytest.approx(general_dist[r], rel=1e-12, abs=1e-12) for r in dist)

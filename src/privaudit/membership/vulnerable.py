@@ -208,6 +208,31 @@ def _nn_distances(
         if query is None
         else np.asarray(sorted({pos[r] for r in query if r in pos}), dtype=np.intp)
     )
+    if np.array_equal(wanted, tr):  # the training records among themselves: each pair once
+        best_d2, best = _nearest_among_themselves(T, t_sq)
+        rows_all, j_all = tr, best
+    else:
+        rows_all, j_all, best_d2 = _nearest_in(Z, wanted, T, t_sq, column)
+    for i, jj, v in zip(rows_all.tolist(), j_all.tolist(), best_d2.tolist(), strict=True):
+        rid = ids[i].item() if isinstance(ids[i], np.generic) else ids[i]
+        dist[rid] = float(np.sqrt(max(v, 0.0)))
+        nid = ids[tr[jj]]
+        nn[rid] = nid.item() if isinstance(nid, np.generic) else nid
+    return dist, nn
+
+
+def _nearest_in(
+    Z: NDArray[np.float64],
+    wanted: NDArray[np.intp],
+    T: NDArray[np.float64],
+    t_sq: NDArray[np.float64],
+    column: NDArray[np.intp],
+) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.float64]]:
+    """For each row of ``Z`` in ``wanted``: its nearest row of ``T`` other than itself
+    (``column``: each row's position among ``T``'s, or -1), as (rows, positions in ``T``,
+    squared distances); ties go to the first position."""
+    js: list[NDArray[np.intp]] = []
+    vs: list[NDArray[np.float64]] = []
     for start in range(0, wanted.size, 512):
         rows = wanted[start : start + 512]
         block = Z[rows]
@@ -220,12 +245,51 @@ def _nn_distances(
         mine = own >= 0
         d2[np.flatnonzero(mine), own[mine]] = np.inf  # not itself
         j = np.argmin(d2, axis=1)
-        for b, (i, jj) in enumerate(zip(rows.tolist(), j.tolist(), strict=True)):
-            rid = ids[i].item() if isinstance(ids[i], np.generic) else ids[i]
-            dist[rid] = float(np.sqrt(max(d2[b, jj], 0.0)))
-            nid = ids[tr[jj]]
-            nn[rid] = nid.item() if isinstance(nid, np.generic) else nid
-    return dist, nn
+        js.append(j)
+        vs.append(d2[np.arange(rows.size), j])
+    if not js:
+        return wanted, np.zeros(0, dtype=np.intp), np.zeros(0)
+    return wanted, np.concatenate(js), np.concatenate(vs)
+
+
+def _nearest_among_themselves(
+    T: NDArray[np.float64], t_sq: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+    """Each row of ``T``'s nearest other row: (squared distance, position), ties to the first
+    position, as :func:`_nearest_in` gives them, with each pair's distance computed once
+    (half the products): a block of rows against itself and the rows after it, whose
+    column minima are the later rows' candidates from this block (taken in position order,
+    a later candidate only when strictly nearer)."""
+    n = T.shape[0]
+    best_d2 = np.full(n, np.inf)
+    best = np.zeros(n, dtype=np.intp)
+    for s in range(0, n, 512):
+        e = min(s + 512, n)
+        b = e - s
+        d2 = T[s:e] @ T[s:].T
+        d2 *= -2.0
+        d2 += t_sq[s:e, None] + t_sq[None, s:]
+        d2[np.arange(b), np.arange(b)] = np.inf  # not itself
+        j = np.argmin(d2, axis=1)  # this block's rows: every position from s on
+        _take_nearer(best_d2, best, s, e, d2[np.arange(b), j], j + s)
+        if e < n:  # the later rows: their candidates among this block
+            jc = np.argmin(d2[:, b:], axis=0)
+            _take_nearer(best_d2, best, e, n, d2[jc, b + np.arange(n - e)], jc + s)
+    return best_d2, best
+
+
+def _take_nearer(
+    best_d2: NDArray[np.float64],
+    best: NDArray[np.intp],
+    lo: int,
+    hi: int,
+    d2: NDArray[np.float64],
+    j: NDArray[np.intp],
+) -> None:
+    """Rows ``lo:hi`` take the candidates ``(d2, j)`` strictly nearer than their best so far."""
+    nearer = d2 < best_d2[lo:hi]
+    best_d2[lo:hi] = np.where(nearer, d2, best_d2[lo:hi])
+    best[lo:hi] = np.where(nearer, j, best[lo:hi])
 
 
 def _summary(values: list[float]) -> dict[str, float | None]:
