@@ -71,6 +71,20 @@ cache misses), ``sigmoid_`` 54 us, the input-gradient ``bmm`` 26 us, copies 18 u
 ``tanh_backward`` 15 us, bias sums 16 us, softmax and scatter 20 us; the rest of the
 measured 1,050-1,160 us a step is Python and dispatch (about 20 torch calls a step).
 
+**Again on 2026-12-06, evening** (load 0.7-1.0 with the bench alone, ``--rounds 3``), after
+three changes to the step: ``Tanh`` on the CPU is numpy's ``np.tanh`` in the float32 buffer
+(one pass, where ``2 sigmoid(2z) - 1`` took two, and nearer the exact tanh), the first
+layer's bias is the weight of a padding feature of ones (no bias copy before the forward
+product, no bias-gradient sum after it), and a step where every model has the same real
+rows (an epoch's last, partial batch) computes only those: 0.986 ms per model-epoch-1,000
+records against an estimate of 0.553 ms at the probe's 99.9 GFLOP/s: ratio **1.78**
+(minimum 1.76); the matrix products alone 0.709-0.721 ms, ratio **1.29** (76-79% of the
+probe's rate; the first layer's product 91-93%). Interleaved with the tree before these
+changes (a scratch script timing ``fit_many`` of 8 models, 10 epochs, 4 alternations, CPU
+time a step): 994-1,017 us against 1,039-1,061 us, about 4% less. The goal of 1.5 is still
+not met: what is not a product now costs about 0.49x of the estimate (the gather of the
+batch, about 60 us a step, the activation and its backward, the loss, Python and dispatch).
+
 **On an idle machine** (2026-12-04, the same machine with no other job, 1-minute load
 0.1-0.5, ``--rounds 5``, defaults): 1.464 ms in CPU time (median; minimum 1.381) against
 an estimate of 0.636 ms at the probe's 86.9 GFLOP/s: ratio **2.30** (minimum 2.14); the

@@ -60,6 +60,21 @@ Both source trees are compiled to bytecode before the rounds (untimed): an edita
 in an environment with ``PYTHONDONTWRITEBYTECODE`` set (as this machine has) otherwise
 compiles every module at every start, on both sides.
 
+**Measured after the data and kernel speed-ups** (the evening of 2026-12-06, idle but for
+the two processes, load 0.4-1.0; the same LeakPro and settings, 5 rounds, defaults), three
+runs as the changes landed: with Adult read from its bundled parse (``adult_parsed.npz``,
+checksummed, tested against a fresh parse of the UCI tables; the data step 0.36 -> 0.05 s)
+privaudit 5.47 s against LeakPro 26.55 s, **0.206**; with the kernel's numpy tanh, folded
+first bias and cut last batch, and ``Dataset(copy=False)`` for Adult's and the subsets'
+arrays, 5.35 s against 26.61 s, **0.201** (per round 0.201-0.210); with the training set's
+nearest-record distances computed once per pair, 5.30 s against 26.11 s, **0.203** (per
+round 0.196-0.221: a first round slowed to 5.86 s; the last three 0.200, 0.196, 0.204). So
+the goal of 0.2 is met in single rounds, not by the median: it asks for about 5.2 s at
+these LeakPro times. Split of the last run's rounds: start-up 0.67-0.80 s, target and
+references 2.46-2.57, scoring 1.06-1.11, data / preflight / split 0.94-1.38 (importing torch
+about 0.8 s of it). Interleaved against the tree before these changes (scratch script, 3
+rounds each, ``privaudit run`` of this setting): 5.22-5.44 s against 5.79-5.93 s.
+
 **Measured after the start-up speed-ups** (the afternoon of 2026-12-06, idle but for the
 two processes, load 0.5-1.0; LeakPro at HEAD c47752f in its own venv with torch 2.13.0+cpu and
 torchvision 0.29.1, 5 rounds, defaults): privaudit median wall **6.02 s** (per round
