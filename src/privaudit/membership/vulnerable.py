@@ -201,8 +201,6 @@ def _nn_distances(
         return dist, nn
     T = Z[tr]
     t_sq = (T**2).sum(axis=1)
-    column = np.full(Z.shape[0], -1, dtype=np.intp)  # each record's columns among T
-    column[tr] = np.arange(tr.size)
     wanted = (
         np.arange(Z.shape[0])
         if query is None
@@ -210,10 +208,11 @@ def _nn_distances(
     )
     if np.array_equal(wanted, tr):  # the training records among themselves: each pair once
         best_d2, best = _nearest_among_themselves(T, t_sq)
-        rows_all, j_all = tr, best
     else:
-        rows_all, j_all, best_d2 = _nearest_in(Z, wanted, T, t_sq, column)
-    for i, jj, v in zip(rows_all.tolist(), j_all.tolist(), best_d2.tolist(), strict=True):
+        column = np.full(Z.shape[0], -1, dtype=np.intp)  # each record's row of T, or -1
+        column[tr] = np.arange(tr.size)
+        best_d2, best = _nearest_in(Z[wanted], column[wanted], T, t_sq)
+    for i, jj, v in zip(wanted.tolist(), best.tolist(), best_d2.tolist(), strict=True):
         rid = ids[i].item() if isinstance(ids[i], np.generic) else ids[i]
         dist[rid] = float(np.sqrt(max(v, 0.0)))
         nid = ids[tr[jj]]
@@ -222,34 +221,26 @@ def _nn_distances(
 
 
 def _nearest_in(
-    Z: NDArray[np.float64],
-    wanted: NDArray[np.intp],
-    T: NDArray[np.float64],
-    t_sq: NDArray[np.float64],
-    column: NDArray[np.intp],
-) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.float64]]:
-    """For each row of ``Z`` in ``wanted``: its nearest row of ``T`` other than itself
-    (``column``: each row's position among ``T``'s, or -1), as (rows, positions in ``T``,
-    squared distances); ties go to the first position."""
-    js: list[NDArray[np.intp]] = []
-    vs: list[NDArray[np.float64]] = []
-    for start in range(0, wanted.size, 512):
-        rows = wanted[start : start + 512]
-        block = Z[rows]
+    Q: NDArray[np.float64], own: NDArray[np.intp], T: NDArray[np.float64], t_sq: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+    """Each row of ``Q``'s nearest row of ``T`` other than itself (``own``: its own row of
+    ``T``, or -1): (squared distance, row of ``T``), ties to the first row."""
+    best_d2 = np.empty(own.size)
+    best = np.empty(own.size, dtype=np.intp)
+    for start in range(0, own.size, 512):
+        block = Q[start : start + 512]
         # (|b|^2 + |t|^2) - 2 b.t as before (doubling is exact, x - y == x + (-y)), with
         # the product's buffer reused for the result
         d2 = block @ T.T
         d2 *= -2.0
         d2 += (block**2).sum(axis=1)[:, None] + t_sq[None, :]
-        own = column[rows]
-        mine = own >= 0
-        d2[np.flatnonzero(mine), own[mine]] = np.inf  # not itself
+        o = own[start : start + 512]
+        mine = np.flatnonzero(o >= 0)
+        d2[mine, o[mine]] = np.inf  # not itself
         j = np.argmin(d2, axis=1)
-        js.append(j)
-        vs.append(d2[np.arange(rows.size), j])
-    if not js:
-        return wanted, np.zeros(0, dtype=np.intp), np.zeros(0)
-    return wanted, np.concatenate(js), np.concatenate(vs)
+        best[start : start + j.size] = j
+        best_d2[start : start + j.size] = d2[np.arange(j.size), j]
+    return best_d2, best
 
 
 def _nearest_among_themselves(
