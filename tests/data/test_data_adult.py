@@ -121,10 +121,10 @@ def test_the_bundled_parse_is_the_parse_of_the_uci_files() -> None:
     cats = adult_mod._categories_from_names(adult_mod._read_bundled("adult.names").decode())
     fresh = adult_mod._parse_uci(cats)
     bundled = adult_mod._read_parsed()
-    assert fresh.kept.size == 45_222 and fresh.equals(bundled)
-    bad = dataclasses.replace(bundled, codes=bundled.codes.copy())
-    bad.codes[7, 2] += 1
-    assert not fresh.equals(bad)
+    assert fresh.kept.size == 45_222
+    for f in dataclasses.fields(fresh):
+        a, b = getattr(fresh, f.name), getattr(bundled, f.name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), f.name
 
 
 def test_record_ids_are_the_formatted_pool_rows() -> None:

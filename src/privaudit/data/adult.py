@@ -192,13 +192,6 @@ class _Parsed:
     codes: NDArray[np.uint8]  # (n, 8) in CATEGORICAL's order
     y: NDArray[np.uint8]  # (n,)
 
-    def equals(self, other: _Parsed) -> bool:
-        return all(
-            np.array_equal(getattr(self, f.name), getattr(other, f.name))
-            and getattr(self, f.name).dtype == getattr(other, f.name).dtype
-            for f in dataclasses.fields(self)
-        )
-
 
 def _parse_uci(cats: dict[str, tuple[str, ...]]) -> _Parsed:
     """The parse of the two checksummed UCI files (what :data:`PARSED_FILE` holds)."""

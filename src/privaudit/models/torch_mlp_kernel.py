@@ -501,7 +501,7 @@ class _Batches:
         steps: list[Any] = list(idx_all.unbind(0))  # one view per step, taken once
         same = [bool(v) for v in (count_np == count_np[:, :1]).all(axis=1)]
         rows = [int(count_np[j, 0]) if same[j] else bs for j in range(n_steps)]
-        for j in np.flatnonzero([r < bs for r in rows]).tolist():  # e.g. an epoch's last batch
+        for j in [j for j, n in enumerate(rows) if n < bs]:  # e.g. an epoch's last batch
             real = np.ascontiguousarray(idx_np[j, :, : rows[j]]).reshape(-1)
             steps[j] = torch.from_numpy(real).to(dev)
         active_np: NDArray[np.bool_] = count_np > 0
