@@ -173,6 +173,72 @@ def test_first_bias_folded_or_not_trains_as_one_by_one() -> None:
                 np.testing.assert_allclose(m.logits(X), one.logits(X), atol=5e-5, err_msg=opt)
 
 
+def _one_hot_rows(rng: np.random.Generator, n: int, d: int, n_numeric: int) -> np.ndarray:
+    """``n_numeric`` standard-normal columns, then one-hot codes of 4 categorical
+    columns filling the rest of the ``d`` columns (one 1 in each group)."""
+    X = np.zeros((n, d))
+    X[:, :n_numeric] = rng.normal(size=(n, n_numeric))
+    groups = np.array_split(np.arange(n_numeric, d), 4)
+    for g in groups:
+        X[np.arange(n), rng.choice(g, size=n)] = 1.0
+    return X
+
+
+def test_sparse_rows_hold_every_nonzero_and_only_sparse_tables_use_them() -> None:
+    pytest.importorskip("torch")
+    from privaudit.models.torch_mlp_kernel import SPARSE_FRACTION, _SparseRows
+
+    rng = np.random.default_rng(5)
+    X = _one_hot_rows(rng, 300, 48, 3).astype(np.float32)
+    X[7, 0] = 0.0  # a row with fewer nonzeros: padded with feature 0, value 0
+    X[8, 1] = np.nan  # NaN is kept as a nonzero
+    sp = _SparseRows.of(X)
+    assert sp is not None and sp.idx.shape == (300, 7) and sp.width == 48
+    back = np.zeros_like(X)
+    np.add.at(back, (np.repeat(np.arange(300), 7), sp.idx.numpy().ravel()), sp.val.numpy().ravel())
+    np.testing.assert_array_equal(back, X)  # NaN == NaN in assert_array_equal
+    assert sp.val[7].tolist().count(0.0) == 1
+    dense = rng.normal(size=(50, 48)).astype(np.float32)
+    dense[:, : int(48 * (1 - SPARSE_FRACTION))] = 0.0  # a quarter nonzero: still sparse
+    assert _SparseRows.of(dense) is not None
+    dense[0, 0] = 1.0  # one row above a quarter: the dense product
+    assert _SparseRows.of(dense) is None
+    assert _SparseRows.of(np.zeros((4, 16), dtype=np.float32)) is None
+
+
+@pytest.mark.parametrize("d", [20, 48])
+def test_sparse_inputs_train_as_one_by_one(d: int) -> None:
+    # one-hot rows (3 numeric + 4 one-hot groups): the first layer's forward sums the
+    # weight rows of each record's nonzeros, its weight stored (K, in, out); d=20 pads
+    # to 32 with the bias folded in, d=48 has no padding and a separate bias; plain SGD
+    # (the transposed update inside the product) and Adam (transposed gradients for the
+    # optimizer) train as the one-by-one trainer does; dense rows keep the dense product
+    pytest.importorskip("torch")
+    from privaudit.models.torch_batched import fit_many
+    from privaudit.models.torch_mlp_kernel import _Data, mlp_ops
+
+    rng = np.random.default_rng(4)
+    X = _one_hot_rows(rng, 150, d, 3)  # d=20: 8 nonzeros of 32 with the bias column
+    y = (X[:, 0] > 0).astype(np.int64) + (X[:, 5] > 0).astype(np.int64)
+    subsets = [np.arange(0, 100), np.arange(40, 150), np.arange(10, 60)]
+    for opt in ("sgd", "adam"):
+        rec = _recipe("Tanh", factory_kwargs={"act": "Tanh", "n_features": d}, optimizer=opt)
+        tr = TorchTrainer(rec, n_classes=3)
+        module = rec.build(0)
+        ops = mlp_ops(module)
+        assert ops is not None
+        stacked = {k: v.detach()[None] for k, v in module.state_dict().items()}
+        data = _Data.gather(X, y, [subsets[0]], stacked, ops, "cpu")
+        assert data.sparse is not None and data.first_t
+        assert (data.b0 is not None) == (d % 16 != 0)
+        dense = _Data.gather(rng.normal(size=X.shape), y, [subsets[0]], stacked, ops, "cpu")
+        assert dense.sparse is None and not dense.first_t
+        ms = fit_many(tr, X, y, subsets, [1, 2, 3], n_classes=3, kernel="mlp")
+        for s, sd, m in zip(subsets, [1, 2, 3], ms, strict=True):
+            one = tr.fit(X[s], y[s], seed=sd, n_classes=3)
+            np.testing.assert_allclose(m.logits(X), one.logits(X), atol=5e-5, err_msg=opt)
+
+
 def test_other_networks_fall_back_to_vmap() -> None:
     pytest.importorskip("torch")
     from privaudit.models.torch_batched import fit_many, mlp_layers
