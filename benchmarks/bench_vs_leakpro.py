@@ -60,6 +60,18 @@ Both source trees are compiled to bytecode before the rounds (untimed): an edita
 in an environment with ``PYTHONDONTWRITEBYTECODE`` set (as this machine has) otherwise
 compiles every module at every start, on both sides.
 
+**Measured after the sparse first layer** (the late evening of 2026-12-06, idle but for the
+two processes, load 0.7-1.0; the same LeakPro and settings, 5 rounds, defaults): the kernel's
+first layer sums the weight rows of each Adult row's 15 nonzero features in its forward pass
+instead of the dense product (training about 10% faster): privaudit 5.36 s against LeakPro
+27.28 s, **0.196** wall and CPU (per round 0.179-0.200), the goal of 0.2 met by the median
+and in every round. LeakPro ran slower than in the runs below (26.98-28.23 s against
+25.9-26.6), so part of the gain is the machine's: interleaved against the tree before
+(scratch script, 3 rounds each, ``privaudit run`` of this setting) privaudit took 5.12-5.30 s
+against 5.57-5.90 s, training 2.19-2.40 s against 2.54-2.80. Split of the rounds: start-up
+0.69-0.79 s, target and references 2.10-2.45, scoring 1.06-1.17, data / preflight / split
+0.98-1.14.
+
 **Measured after the data and kernel speed-ups** (the evening of 2026-12-06, idle but for
 the two processes, load 0.4-1.0; the same LeakPro and settings, 5 rounds, defaults), three
 runs as the changes landed: with Adult read from its bundled parse (``adult_parsed.npz``,
