@@ -336,11 +336,7 @@ def _split_names(
     n_m, n_n = split.member_ids.size, split.non_member_ids.size
     data = _dataset_name(config)
     if t is None and config.dataset is None:  # given in code (privaudit.audit_model)
-        n_p = (
-            dataset.n_records - n_m - n_n
-            if split.population_ids is None
-            else int(split.population_ids.size)
-        )
+        n_p = _population_size(dataset, split)
         source = (
             "the rows of X in neither members nor non_members"
             if split.population_ids is None
@@ -361,11 +357,7 @@ def _split_names(
         members = f"{_described(n_m, 'member')} (the members file {mf})"
         non_members = f"{_described(n_n, 'non-member')} (the non-members file {nf})"
         audited = f"neither {mf} nor {nf}"
-    n_p = (
-        dataset.n_records - n_m - n_n
-        if split.population_ids is None
-        else int(split.population_ids.size)
-    )
+    n_p = _population_size(dataset, split)
     if t is not None and t.population is not None:
         source = f"the population file {Path(str(t.population)).name}"
     elif t is not None and t.population_table is not None:
@@ -411,27 +403,56 @@ def check_provided_split(
     check_labels(config, dataset)
     members, non_members, population = _split_names(config, dataset, split)
     n_m, n_n = int(split.member_ids.size), int(split.non_member_ids.size)
-    n_p = (
-        dataset.n_records - n_m - n_n
-        if split.population_ids is None
-        else int(split.population_ids.size)
-    )
-    more = (
-        "add records to the dataset table or give a population table (target.population_table)"
-        if config.dataset is not None
-        else "give more rows in X outside the audited ones, or a larger population"
-    )
+    n_p = _population_size(dataset, split)
+    more = _more_population(config)
+    _check_some_population(n_p, population=population, more=more)
+    from privaudit.membership.experiment_config import experiment_config
+
+    exp = experiment_config(config, dataset.n_records, split)
+    attacks = set(exp.attacks)
+    if "shadow" in attacks:
+        _check_shadow_population(n_m, n_p, members=members, population=population, more=more)
+    _check_calibration_population(exp, n_m, n_p, members=members, population=population, more=more)
+    if "leave-one-out" in attacks:
+        _check_leave_one_out_split(exp, n_m, n_n, members=members, non_members=non_members)
+    if references == "population":
+        _check_reference_population(config, n_m, n_p, population=population, more=more)
+    if "population" in attacks:
+        _check_population_classes(dataset, split, population=population, more=more)
+
+
+def _population_size(dataset: Dataset, split: ProvidedSplit) -> int:
+    """Number of population records of the split: its ids, or every record not audited."""
+    if split.population_ids is None:
+        return dataset.n_records - split.member_ids.size - split.non_member_ids.size
+    return int(split.population_ids.size)
+
+
+def _more_population(config: AuditConfig) -> str:
+    """The remedy for too small a population: more records, where the user gives them."""
+    if config.dataset is not None:
+        return (
+            "add records to the dataset table or give a population table (target.population_table)"
+        )
+    return "give more rows in X outside the audited ones, or a larger population"
+
+
+def _check_some_population(n_p: int, *, population: str, more: str) -> None:
+    """At least 2 population records: every attack calibrates or trains on them."""
     if n_p < 2:
         raise ConfigError(
             f"target: expected at least 2 population records (the attacker's records, "
             f"outside the audited ones: every attack calibrates or trains on them), found "
             f"{population}; {more}"
         )
-    from privaudit.membership.experiment_config import experiment_config
 
-    exp = experiment_config(config, dataset.n_records, split)
-    attacks = set(exp.attacks)
-    if "shadow" in attacks and n_m >= n_p:
+
+def _check_shadow_population(
+    n_m: int, n_p: int, *, members: str, population: str, more: str
+) -> None:
+    """Attack 'shadow': more population records than members (each shadow model trains on
+    as many as the target's members and needs population records it did not train on)."""
+    if n_m >= n_p:
         raise ConfigError(
             f"target: expected more population records than members for attack 'shadow' "
             f"(each shadow model trains on as many population records as the target's "
@@ -439,12 +460,23 @@ def check_provided_split(
             f"{population} for {members}; {more}, list fewer members, or leave 'shadow' "
             "out of attacks"
         )
+
+
+def _check_calibration_population(
+    exp: ExperimentConfig, n_m: int, n_p: int, *, members: str, population: str, more: str
+) -> None:
+    """Attacks 'reference' and 'distillation' calibrating on the population
+    (``threshold_calibration: population``): ``ceil(1/alpha - 1)`` population records that
+    none of their shadow or distilled models trains on."""
     need = math.ceil(1.0 / exp.alpha - 1.0 - 1e-9)
     for attack, size, trained in (
         ("reference", n_m, "shadow"),
         ("distillation", exp.distill_size or min(n_p, n_m), "distilled"),
     ):
-        if attack not in attacks or _setting(exp, attack, "threshold_calibration") != "population":
+        if (
+            attack not in exp.attacks
+            or _setting(exp, attack, "threshold_calibration") != "population"
+        ):
             continue
         free = n_p - max(size, n_p // 2)
         if free < need:
@@ -456,41 +488,59 @@ def check_provided_split(
                 f"for {members}; {more}, raise alpha, or set attack_params.{attack}."
                 "threshold_calibration: smoothed"
             )
-    if "leave-one-out" in attacks:
-        s = exp.leave_one_out_sample
-        want_m = math.ceil(s / 2)
-        if want_m > n_m or s - want_m > n_n:
-            raise ConfigError(
-                f"models.leave_one_out_sample: expected at most {min(2 * n_m, 2 * n_n + 1)} "
-                f"records (half members, half non-members), found {s} for {members} and "
-                f"{non_members}"
-            )
-    if references == "population":
-        n_src = max(n_p // 2, min(n_m, n_p - 2))
-        if n_src < 2 or n_p - n_src < 2:
-            field = "target.references" if config.target is not None else "references"
-            raise ConfigError(
-                f"{field}: 'population' sets part of the population aside for the "
-                f"reference models and keeps the rest for the attacks (at least 2 records "
-                f"each), found {population}; {more} or use references: pool"
-            )
-    if "population" in attacks:
-        y_p = dataset.y[
-            dataset.positions(split.population_ids)
-            if split.population_ids is not None
-            else ~np.isin(dataset.record_ids, split.audited_ids)
-        ]
-        y_a = dataset.y[dataset.positions(split.audited_ids)]
-        per_class = np.bincount(y_p, minlength=dataset.n_classes)
-        short = [int(c) for c in np.unique(y_a) if per_class[c] < 2]
-        if short:
-            listed = ", ".join(f"{dataset.class_names[c]!r} ({int(per_class[c])})" for c in short)
-            raise ConfigError(
-                f"target: expected at least 2 population records of every class of the "
-                f"audited records (attack 'population' compares a record's loss with those "
-                f"of population records of its class), found {listed} among {population}; "
-                f"{more}, or leave 'population' out of attacks"
-            )
+
+
+def _check_leave_one_out_split(
+    exp: ExperimentConfig, n_m: int, n_n: int, *, members: str, non_members: str
+) -> None:
+    """Attack 'leave-one-out': its sample, half members and half non-members, fits in the
+    audited records."""
+    s = exp.leave_one_out_sample
+    want_m = math.ceil(s / 2)
+    if want_m > n_m or s - want_m > n_n:
+        raise ConfigError(
+            f"models.leave_one_out_sample: expected at most {min(2 * n_m, 2 * n_n + 1)} "
+            f"records (half members, half non-members), found {s} for {members} and "
+            f"{non_members}"
+        )
+
+
+def _check_reference_population(
+    config: AuditConfig, n_m: int, n_p: int, *, population: str, more: str
+) -> None:
+    """``references: population``: the part of the population set aside for the reference
+    models and the rest, kept for the attacks, have at least 2 records each."""
+    n_src = max(n_p // 2, min(n_m, n_p - 2))
+    if n_src < 2 or n_p - n_src < 2:
+        field = "target.references" if config.target is not None else "references"
+        raise ConfigError(
+            f"{field}: 'population' sets part of the population aside for the "
+            f"reference models and keeps the rest for the attacks (at least 2 records "
+            f"each), found {population}; {more} or use references: pool"
+        )
+
+
+def _check_population_classes(
+    dataset: Dataset, split: ProvidedSplit, *, population: str, more: str
+) -> None:
+    """Attack 'population': at least 2 population records of every class of the audited
+    records (it compares a record's loss with those of population records of its class)."""
+    y_p = dataset.y[
+        dataset.positions(split.population_ids)
+        if split.population_ids is not None
+        else ~np.isin(dataset.record_ids, split.audited_ids)
+    ]
+    y_a = dataset.y[dataset.positions(split.audited_ids)]
+    per_class = np.bincount(y_p, minlength=dataset.n_classes)
+    short = [int(c) for c in np.unique(y_a) if per_class[c] < 2]
+    if short:
+        listed = ", ".join(f"{dataset.class_names[c]!r} ({int(per_class[c])})" for c in short)
+        raise ConfigError(
+            f"target: expected at least 2 population records of every class of the "
+            f"audited records (attack 'population' compares a record's loss with those "
+            f"of population records of its class), found {listed} among {population}; "
+            f"{more}, or leave 'population' out of attacks"
+        )
 
 
 def check_game(config: AuditConfig, dataset: Dataset, exp: ExperimentConfig) -> None:
