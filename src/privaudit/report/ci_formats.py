@@ -263,47 +263,68 @@ def render_sarif(
     exit_code: int,
 ) -> str:
     """SARIF 2.1.0: an ``error`` result per gate whose bound exceeds the claim."""
-    results: list[dict[str, Any]] = [
-        {
-            "ruleId": SARIF_RULE_ID,
-            "ruleIndex": 0,
-            "level": "error",
-            "kind": "fail",
-            "message": {"text": g.describe(claimed)},
-            "locations": [{"physicalLocation": {"artifactLocation": {"uri": artifact_uri}}}],
-            "properties": {
-                "gate": g.name,
-                "procedure": g.procedure,
-                "epsilonLowerBound": _json_float(g.epsilon_lower_bound),
-                "claimedEpsilon": claimed,
-                "confidence": g.confidence,
-                "delta": g.delta,
-            },
-        }
-        for g in gates
-        if g.violated(claimed)
-    ]
+    results = [_sarif_error(g, claimed, artifact_uri) for g in gates if g.violated(claimed)]
     ungated = [g for g in gates if not g.gated]
-    results += [
-        {
-            "ruleId": SARIF_NOT_GATED_RULE_ID,
-            "ruleIndex": 1,
-            "level": "note",
-            "kind": "informational",
-            "message": {"text": g.describe(claimed)},
-            "locations": [{"physicalLocation": {"artifactLocation": {"uri": artifact_uri}}}],
-            "properties": {
-                "gate": g.name,
-                "procedure": g.procedure,
-                "gated": False,
-                "notGatedReason": g.not_gated_reason,
-                "reported": {k: _json_float(v) for k, v in g.reported},
-                "claimedEpsilon": claimed,
-                "confidence": g.confidence,
-            },
-        }
-        for g in ungated
-    ]
+    results += [_sarif_note(g, claimed, artifact_uri) for g in ungated]
+    rules = _sarif_rules(not_gated=bool(ungated))
+    doc = _sarif_document(
+        command,
+        gates,
+        claimed,
+        rules=rules,
+        results=results,
+        artifact_uri=artifact_uri,
+        exit_code=exit_code,
+    )
+    return json.dumps(doc, indent=2, allow_nan=False)
+
+
+def _sarif_error(g: Gate, claimed: float | None, artifact_uri: str) -> dict[str, Any]:
+    """The ``error`` result of a gate whose bound exceeds the claim (rule
+    :data:`SARIF_RULE_ID`), located at the audited input."""
+    return {
+        "ruleId": SARIF_RULE_ID,
+        "ruleIndex": 0,
+        "level": "error",
+        "kind": "fail",
+        "message": {"text": g.describe(claimed)},
+        "locations": [{"physicalLocation": {"artifactLocation": {"uri": artifact_uri}}}],
+        "properties": {
+            "gate": g.name,
+            "procedure": g.procedure,
+            "epsilonLowerBound": _json_float(g.epsilon_lower_bound),
+            "claimedEpsilon": claimed,
+            "confidence": g.confidence,
+            "delta": g.delta,
+        },
+    }
+
+
+def _sarif_note(g: Gate, claimed: float | None, artifact_uri: str) -> dict[str, Any]:
+    """The ``note`` result of a gate that is not gated (rule :data:`SARIF_NOT_GATED_RULE_ID`):
+    the reason and the figures reported in place of a bound, located at the audited input."""
+    return {
+        "ruleId": SARIF_NOT_GATED_RULE_ID,
+        "ruleIndex": 1,
+        "level": "note",
+        "kind": "informational",
+        "message": {"text": g.describe(claimed)},
+        "locations": [{"physicalLocation": {"artifactLocation": {"uri": artifact_uri}}}],
+        "properties": {
+            "gate": g.name,
+            "procedure": g.procedure,
+            "gated": False,
+            "notGatedReason": g.not_gated_reason,
+            "reported": {k: _json_float(v) for k, v in g.reported},
+            "claimedEpsilon": claimed,
+            "confidence": g.confidence,
+        },
+    }
+
+
+def _sarif_rules(*, not_gated: bool) -> list[dict[str, Any]]:
+    """The driver's rules: :data:`SARIF_RULE_ID` (index 0), then
+    :data:`SARIF_NOT_GATED_RULE_ID` (index 1) when some gate is not gated."""
     rules: list[dict[str, Any]] = [
         {
             "id": SARIF_RULE_ID,
@@ -319,7 +340,7 @@ def render_sarif(
             "defaultConfiguration": {"level": "error"},
         }
     ]
-    if ungated:
+    if not_gated:
         rules.append(
             {
                 "id": SARIF_NOT_GATED_RULE_ID,
@@ -336,7 +357,23 @@ def render_sarif(
                 "defaultConfiguration": {"level": "note"},
             }
         )
-    doc = {
+    return rules
+
+
+def _sarif_document(
+    command: str,
+    gates: Sequence[Gate],
+    claimed: float | None,
+    *,
+    rules: list[dict[str, Any]],
+    results: list[dict[str, Any]],
+    artifact_uri: str,
+    exit_code: int,
+) -> dict[str, Any]:
+    """The SARIF log: one run whose tool is privaudit, with its invocation, the audited
+    input as its one artifact, the results, and every gate (gated or not) in its
+    properties."""
+    return {
         "$schema": SARIF_SCHEMA_URI,
         "version": "2.1.0",
         "runs": [
@@ -374,7 +411,6 @@ def render_sarif(
             }
         ],
     }
-    return json.dumps(doc, indent=2, allow_nan=False)
 
 
 def render(

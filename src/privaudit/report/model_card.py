@@ -94,32 +94,34 @@ def _max_bound(audits: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     return max(bounded, key=lambda a: float(a["epsilon_lower_bound"])) if bounded else None
 
 
-def card_metadata(
-    results: Mapping[str, Any], *, model_name: str | None = None, results_sha256: str | None = None
-) -> dict[str, Any]:
-    """The card's YAML metadata (module docstring) as a mapping."""
-    results = _checked(results)
-    attacks = list(results["attacks"])
-    audits = list(results.get("audits") or [])
-    name = model_name or _model_name(results)
-    dataset = _dataset_name(results)
+def _attack_metrics(a: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One attack's finite AUC, then its finite TPRs by increasing FPR."""
     metrics: list[dict[str, Any]] = []
-    for a in attacks:
-        auc = _finite(a.get("auc"))
-        if auc is not None:
+    auc = _finite(a.get("auc"))
+    if auc is not None:
+        metrics.append(
+            {"type": "auc", "name": f"membership-inference AUC ({a['name']})", "value": auc}
+        )
+    for key, value in sorted((a.get("tpr_at_fpr") or {}).items(), key=lambda kv: float(kv[0])):
+        v = _finite(value)
+        if v is not None:
             metrics.append(
-                {"type": "auc", "name": f"membership-inference AUC ({a['name']})", "value": auc}
+                {
+                    "type": f"tpr_at_fpr_{key}",
+                    "name": f"TPR at {_rate(key)} FPR ({a['name']})",
+                    "value": v,
+                }
             )
-        for key, value in sorted((a.get("tpr_at_fpr") or {}).items(), key=lambda kv: float(kv[0])):
-            v = _finite(value)
-            if v is not None:
-                metrics.append(
-                    {
-                        "type": f"tpr_at_fpr_{key}",
-                        "name": f"TPR at {_rate(key)} FPR ({a['name']})",
-                        "value": v,
-                    }
-                )
+    return metrics
+
+
+def _eval_metrics(
+    attacks: Sequence[Mapping[str, Any]], audits: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """The Hub's evaluation results: each attack's AUC and TPR at each reported FPR, then
+    each finite epsilon lower bound, all ``verified: false`` (computed by the model's owner).
+    Non-finite figures are left out."""
+    metrics = [m for a in attacks for m in _attack_metrics(a)]
     for b in audits:
         eps = _finite(b.get("epsilon_lower_bound"))
         if eps is not None:
@@ -134,6 +136,18 @@ def card_metadata(
             )
     for m in metrics:
         m["verified"] = False
+    return metrics
+
+
+def _privacy_audit(
+    results: Mapping[str, Any],
+    attacks: Sequence[Mapping[str, Any]],
+    audits: Sequence[Mapping[str, Any]],
+    results_sha256: str | None,
+) -> dict[str, Any]:
+    """The ``privacy_audit`` block: tool and schema versions, date, seed, game, alpha, the
+    numbers of members and non-members, the attacks, the strongest one, the largest epsilon
+    lower bound and, when given, the sha256 of ``results.json``."""
     strongest = _strongest(attacks)
     top = _max_bound(audits)
     game = results.get("game") or {}
@@ -162,6 +176,20 @@ def card_metadata(
     }
     if results_sha256:
         audit["results_sha256"] = results_sha256
+    return audit
+
+
+def card_metadata(
+    results: Mapping[str, Any], *, model_name: str | None = None, results_sha256: str | None = None
+) -> dict[str, Any]:
+    """The card's YAML metadata (module docstring) as a mapping."""
+    results = _checked(results)
+    attacks = list(results["attacks"])
+    audits = list(results.get("audits") or [])
+    name = model_name or _model_name(results)
+    dataset = _dataset_name(results)
+    metrics = _eval_metrics(attacks, audits)
+    audit = _privacy_audit(results, attacks, audits, results_sha256)
     return {
         "tags": ["privacy-audit", "membership-inference", "privaudit"],
         "model-index": [
@@ -285,38 +313,13 @@ def _caveats(results: Mapping[str, Any], fprs: Sequence[str]) -> list[str]:
     return out
 
 
-def model_card(
-    results: Mapping[str, Any], *, model_name: str | None = None, results_sha256: str | None = None
-) -> str:
-    """The model-card section (YAML front matter + markdown) of an audit's results.
-
-    Parameters
-    ----------
-    results : mapping
-        A ``results.json`` document of a membership audit (``privaudit run`` / ``demo`` /
-        ``panoramia``).
-    model_name : str, optional
-        The audited model's name in the card (default: the provided model file's name,
-        else ``"<model kind> on <dataset>"``).
-    results_sha256 : str, optional
-        The sha256 of the ``results.json`` file, recorded for provenance.
-    """
-    import yaml
-
-    results = _checked(results)
-    meta = card_metadata(results, model_name=model_name, results_sha256=results_sha256)
-    name = meta["model-index"][0]["name"]
-    fprs = sorted({k for a in results["attacks"] for k in a.get("tpr_at_fpr") or {}}, key=float)
-    settings = results.get("settings", {}) or {}
+def _summary_lines(results: Mapping[str, Any], name: str, fprs: Sequence[str]) -> list[str]:
+    """The card's heading and summary: what was audited, by which privaudit, when, and the
+    headline figures (the strongest attack and the largest epsilon lower bound, if any)."""
     target = results.get("target", {}) or {}
-    alpha = _finite(settings.get("alpha"))
     strongest = _strongest(results["attacks"])
     top = _max_bound(results.get("audits") or [])
     lines = [
-        "---",
-        yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).rstrip(),
-        "---",
-        "",
         f"## Privacy audit: {name}",
         "",
         f"Audited with privaudit {results.get('privaudit_version', '')} on "
@@ -338,11 +341,14 @@ def model_card(
             + (f", {top['attack']}" if top.get("attack") else "")
             + f", confidence {_num(top.get('confidence'), 4)}, delta {top.get('delta')})"
         )
-    model = settings.get("model", {}) or {}
-    lines += [
-        "",
-        "### What was audited",
-        "",
+    return lines
+
+
+def _audited_lines(results: Mapping[str, Any], alpha: float | None) -> list[str]:
+    """The "What was audited" list: the model and its accuracy, the records, the attacks."""
+    target = results.get("target", {}) or {}
+    model = (results.get("settings", {}) or {}).get("model", {}) or {}
+    return [
         f"- Model: {model.get('kind', '?')}"
         + (f" ({model.get('estimator')})" if model.get("estimator") else "")
         + f"; accuracy {_pct(target.get('train_accuracy'))} on its training records, "
@@ -351,44 +357,98 @@ def model_card(
         f"non-members ({_dataset_name(results)})",
         f"- Attacks: {', '.join(a['name'] for a in results['attacks'])}"
         + ("" if alpha is None else f"; alpha = {alpha:g}"),
-        "",
-        "### Results",
-        "",
-        *_table(
-            [
-                "attack",
-                "AUC [95% CI]",
-                *(f"TPR @ {_rate(k)} FPR" for k in fprs),
-                "achieved FPR at alpha" if alpha is not None else "achieved FPR",
-                "members / non-members",
-            ],
-            _attack_rows(results, fprs),
-        ),
     ]
+
+
+def _results_table(
+    results: Mapping[str, Any], fprs: Sequence[str], alpha: float | None
+) -> list[str]:
+    """The figures table: one row per attack (:func:`_attack_rows`)."""
+    header = [
+        "attack",
+        "AUC [95% CI]",
+        *(f"TPR @ {_rate(k)} FPR" for k in fprs),
+        "achieved FPR at alpha" if alpha is not None else "achieved FPR",
+        "members / non-members",
+    ]
+    return _table(header, _attack_rows(results, fprs))
+
+
+def _bounds_section(results: Mapping[str, Any]) -> list[str]:
+    """The "Differential-privacy lower bounds" section, a table of the finite bounds; no
+    lines when there is none."""
     audits = [
         b for b in results.get("audits") or [] if _finite(b.get("epsilon_lower_bound")) is not None
     ]
-    if audits:
-        lines += [
-            "",
-            "### Differential-privacy lower bounds",
-            "",
-            *_table(
-                ["procedure", "attack", "confidence", "delta", "epsilon lower bound"],
+    if not audits:
+        return []
+    return [
+        "",
+        "### Differential-privacy lower bounds",
+        "",
+        *_table(
+            ["procedure", "attack", "confidence", "delta", "epsilon lower bound"],
+            [
                 [
-                    [
-                        str(b.get("procedure")),
-                        f"`{b['attack']}`" if b.get("attack") else "",
-                        _num(b.get("confidence"), 4),
-                        str(b.get("delta")),
-                        _num(b.get("epsilon_lower_bound")),
-                    ]
-                    for b in audits
-                ],
-            ),
-        ]
-    lines += ["", "### Threat model", "", *_threat_lines(results), ""]
-    lines += ["### Caveats", "", *_caveats(results, fprs), ""]
+                    str(b.get("procedure")),
+                    f"`{b['attack']}`" if b.get("attack") else "",
+                    _num(b.get("confidence"), 4),
+                    str(b.get("delta")),
+                    _num(b.get("epsilon_lower_bound")),
+                ]
+                for b in audits
+            ],
+        ),
+    ]
+
+
+def model_card(
+    results: Mapping[str, Any], *, model_name: str | None = None, results_sha256: str | None = None
+) -> str:
+    """The model-card section (YAML front matter + markdown) of an audit's results.
+
+    Parameters
+    ----------
+    results : mapping
+        A ``results.json`` document of a membership audit (``privaudit run`` / ``demo`` /
+        ``panoramia``).
+    model_name : str, optional
+        The audited model's name in the card (default: the provided model file's name,
+        else ``"<model kind> on <dataset>"``).
+    results_sha256 : str, optional
+        The sha256 of the ``results.json`` file, recorded for provenance.
+    """
+    import yaml
+
+    results = _checked(results)
+    meta = card_metadata(results, model_name=model_name, results_sha256=results_sha256)
+    fprs = sorted({k for a in results["attacks"] for k in a.get("tpr_at_fpr") or {}}, key=float)
+    alpha = _finite((results.get("settings", {}) or {}).get("alpha"))
+    lines = [
+        "---",
+        yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).rstrip(),
+        "---",
+        "",
+        *_summary_lines(results, meta["model-index"][0]["name"], fprs),
+        "",
+        "### What was audited",
+        "",
+        *_audited_lines(results, alpha),
+        "",
+        "### Results",
+        "",
+        *_results_table(results, fprs, alpha),
+        *_bounds_section(results),
+        "",
+        "### Threat model",
+        "",
+        *_threat_lines(results),
+        "",
+        "### Caveats",
+        "",
+        *_caveats(results, fprs),
+        "",
+    ]
     return "\n".join(lines)
 
 
