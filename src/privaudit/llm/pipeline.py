@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -52,6 +51,7 @@ from privaudit.report.figures import ResultsFigures
 from privaudit.report.results import ScoreTable, attack_entry, build_results
 from privaudit.runtime.executor_setting import make_executor
 from privaudit.runtime.progress import ProgressOption, check_progress, progress_phase
+from privaudit.runtime.timings import timed
 from privaudit.stats.attack_bounds import grouped_one_run_bounds
 
 __all__ = [
@@ -423,12 +423,48 @@ def run_llm_audit(
     """
     progress = check_progress(progress)
     timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    out_dir = check_output_dir(config.output_dir, overwrite=overwrite) if write else None
-    config.check_paths()
-    config, adapter_base = _adapter_target(config)
-    records = read_text_records(config.data.texts, name="data.texts")
-    settings = LLMAuditSettings(
+    with timed(timings, "data"):  # steps 1-2: the report folder, the paths, the texts
+        out_dir = check_output_dir(config.output_dir, overwrite=overwrite) if write else None
+        config.check_paths()
+        config, adapter_base = _adapter_target(config)
+        records = read_text_records(config.data.texts, name="data.texts")
+        settings = _audit_settings(config)
+    with timed(timings, "models"), progress_phase("loading the models", enabled=progress):
+        target, reference, base = _load_models(config, adapter_base)
+    with timed(timings, "audit"):
+        result = audit_language_model(
+            target,
+            records,
+            settings,
+            reference=reference,
+            base=base,
+            store=config.cache_dir,
+            progress=progress,
+            executor=_scoring_executor(config),
+        )
+    models_cfg = _models_config(config)
+    results, table = llm_results(
+        result,
+        seed=config.seed,
+        data=_texts_source(config),
+        models_config=models_cfg,
+        provenance=provenance,
+        timings=timings,
+    )
+    manifest = _bundle_manifest(config, results)
+    if write and out_dir is not None:
+        with progress_phase("writing the report", enabled=progress):
+            write_report(out_dir, results, table, overwrite=overwrite, bundle=manifest)
+    return LLMAuditReport(
+        results=results, scores=table, audit=result, out_dir=out_dir, bundle=manifest
+    )
+
+
+def _audit_settings(config: LLMAuditConfig) -> LLMAuditSettings:
+    """The signal settings of the audit (:class:`~privaudit.llm.audit.LLMAuditSettings`):
+    the signals, min-k fraction, batch size, stride, blind baseline, confidence and seed
+    of ``config``."""
+    return LLMAuditSettings(
         signals=config.signal_names(),
         k=config.min_k_fraction,
         batch_size=config.batch_size,
@@ -438,83 +474,85 @@ def run_llm_audit(
         confidence=config.confidence,
         seed=config.seed,
     )
-    timings["data"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    with progress_phase("loading the models", enabled=progress):
-        if adapter_base is not None:
-            from privaudit.llm.adapter import load_adapter_target
 
-            target = load_adapter_target(
-                config.target.path,
-                adapter_base.path,
-                gguf_file=adapter_base.gguf_file,
-                device=config.device,
-                max_length=config.max_length,
-            )
-        else:
-            target = load_lm(
-                config.target, device=config.device, max_length=config.max_length, field="target"
-            )
-        reference = None
-        if config.reference is not None:
-            reference = load_lm(
-                config.reference,
-                device=config.device,
-                max_length=config.max_length,
-                field="reference",
-            )
-        base = None
-        if config.base is not None and any(s in BASE_SIGNALS for s in config.signal_names()):
-            base = load_lm(
-                config.base, device=config.device, max_length=config.max_length, field="base"
-            )
-    timings["models"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    # executor: ray sends the scoring passes to the cluster; local scores them here, one
-    # after the other with their progress (a pass is one model over every text)
-    executor = None
+
+def _load_models(
+    config: LLMAuditConfig, adapter_base: LLMModelConfig | None
+) -> tuple[Any, Any | None, Any | None]:
+    """Step 3: the target, the reference and the base, in that order, from local
+    directories (:func:`load_lm`). The target is merged into ``adapter_base`` when it is a
+    PEFT adapter (:func:`privaudit.llm.adapter.load_adapter_target`); the reference is None
+    without ``config.reference``; the base is None unless ``config.base`` is set and a base
+    signal (ez-mia, wbc, informia-token) runs."""
+    if adapter_base is not None:
+        from privaudit.llm.adapter import load_adapter_target
+
+        target = load_adapter_target(
+            config.target.path,
+            adapter_base.path,
+            gguf_file=adapter_base.gguf_file,
+            device=config.device,
+            max_length=config.max_length,
+        )
+    else:
+        target = load_lm(
+            config.target, device=config.device, max_length=config.max_length, field="target"
+        )
+    reference = None
+    if config.reference is not None:
+        reference = load_lm(
+            config.reference,
+            device=config.device,
+            max_length=config.max_length,
+            field="reference",
+        )
+    base = None
+    if config.base is not None and any(s in BASE_SIGNALS for s in config.signal_names()):
+        base = load_lm(
+            config.base, device=config.device, max_length=config.max_length, field="base"
+        )
+    return target, reference, base
+
+
+def _scoring_executor(config: LLMAuditConfig) -> Any:
+    """Where the scoring passes run (a pass is one model over every text): ``ray`` sends
+    them to the cluster (:func:`privaudit.runtime.executor_setting.make_executor`); None
+    (``local``) scores them here, one after the other with their progress."""
     if config.executor == "ray":
-        executor = make_executor("ray", address=config.ray_address, progress=False)
-    result = audit_language_model(
-        target,
-        records,
-        settings,
-        reference=reference,
-        base=base,
-        store=config.cache_dir,
-        progress=progress,
-        executor=executor,
-    )
-    timings["audit"] = time.perf_counter() - t0
+        return make_executor("ray", address=config.ray_address, progress=False)
+    return None
+
+
+def _models_config(config: LLMAuditConfig) -> dict[str, Any]:
+    """``results["settings"]["model"]``: the models as configured (target, and reference
+    and base when given)."""
     models_cfg: dict[str, Any] = {"kind": "huggingface", "target": config.target.describe()}
     if config.reference is not None:
         models_cfg["reference"] = config.reference.describe()
     if config.base is not None:
         models_cfg["base"] = config.base.describe()
-    results, table = llm_results(
-        result,
-        seed=config.seed,
-        data={
-            "name": "texts",
-            "path": str(config.data.texts),
-            "sha256": file_sha256(config.data.texts),
-        },
-        models_config=models_cfg,
-        provenance=provenance,
-        timings=timings,
-    )
-    manifest = make_manifest(
+    return models_cfg
+
+
+def _texts_source(config: LLMAuditConfig) -> dict[str, Any]:
+    """``results["settings"]["dataset"]``: where the texts came from, with the SHA-256 of
+    the JSONL file."""
+    return {
+        "name": "texts",
+        "path": str(config.data.texts),
+        "sha256": file_sha256(config.data.texts),
+    }
+
+
+def _bundle_manifest(config: LLMAuditConfig, results: Mapping[str, Any]) -> dict[str, Any]:
+    """The manifest of ``bundle.json`` (:func:`privaudit.report.bundle.make_manifest`): the
+    config as JSON, the root seed and the texts' fingerprint from ``results``."""
+    return make_manifest(
         kind="membership-inference",
         command="run_llm_audit",
         config=config.model_dump(mode="json"),
         seeds={"root": config.seed},
         dataset_fingerprint=results["settings"]["dataset"]["sha256"],
-    )
-    if write and out_dir is not None:
-        with progress_phase("writing the report", enabled=progress):
-            write_report(out_dir, results, table, overwrite=overwrite, bundle=manifest)
-    return LLMAuditReport(
-        results=results, scores=table, audit=result, out_dir=out_dir, bundle=manifest
     )
 
 

@@ -25,10 +25,8 @@ and no real non-members. Steps (each timed; the times go to ``results.json["timi
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +55,7 @@ from privaudit.report import RESULTS_FILE, check_output_dir
 from privaudit.report.bundle import make_manifest
 from privaudit.runtime.executor_setting import make_executor
 from privaudit.runtime.progress import ProgressOption, check_progress, progress_phase
+from privaudit.runtime.timings import timed
 
 __all__ = [
     "CACHE_NAME",
@@ -254,14 +253,6 @@ def _store(config: PanoramiaConfig, out_dir: Path | None, modality: Any) -> Any:
     return ArtifactStore(root)
 
 
-@contextlib.contextmanager
-def _timed(timings: dict[str, float], step: str) -> Iterator[None]:
-    """Time the block: its seconds go to ``timings[step]`` (``results.json["timings"]``)."""
-    t0 = time.perf_counter()
-    yield
-    timings[step] = time.perf_counter() - t0
-
-
 def _report_dir(config: PanoramiaConfig, *, overwrite: bool, write: bool) -> Path | None:
     """The report folder, checked before any work (None when not writing); a folder holding
     only the store of an unfinished run is resumed (:func:`_replace`)."""
@@ -370,14 +361,14 @@ def run_panoramia_audit(
 
     progress = check_progress(progress)
     timings: dict[str, float] = {}
-    with _timed(timings, "data"), progress_phase("loading the data", enabled=progress):
+    with timed(timings, "data"), progress_phase("loading the data", enabled=progress):
         out_dir = _report_dir(config, overwrite=overwrite, write=write)
         config.check_paths()
         known = load_known(config)
-    with _timed(timings, "target"), progress_phase("target and modality", enabled=progress):
+    with timed(timings, "target"), progress_phase("target and modality", enabled=progress):
         target, fingerprint = load_panoramia_target(config, n_classes=known.n_classes)
         modality = build_modality(config, known.n_classes)
-    with _timed(timings, "game"):  # step 4: the game
+    with timed(timings, "game"):  # step 4: the game
         store = _store(config, out_dir, modality)
         executor = make_executor(
             config.executor, n_jobs=config.n_jobs, address=config.ray_address, progress=False
