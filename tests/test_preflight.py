@@ -72,6 +72,25 @@ def test_preflight_passes_a_good_config_quickly_and_warns_on_small_pool(tmp_path
     assert not (tmp_path / "report").exists()
 
 
+def test_a_leave_one_out_sample_larger_than_the_pool_allows_is_refused(tmp_path: Path) -> None:
+    # 30 members and 30 non-members: at most 60 records (30 of each); 61 would need 31
+    # members, and the check names the pool
+    from privaudit.membership.preflight import check_sizes
+
+    for sample, ok in ((60, True), (61, False)):
+        cfg = _cfg(tmp_path, attacks=["leave-one-out"], models={"leave_one_out_sample": sample})
+        _, exp, _ = _prepared(cfg)
+        if ok:
+            check_sizes(cfg, exp)
+            continue
+        with pytest.raises(
+            ConfigError,
+            match=r"leave_one_out_sample: expected at most 60 records \(half members, half "
+            r"non-members of a pool with 30 members and 30 non-members\), found 61$",
+        ):
+            check_sizes(cfg, exp)
+
+
 def test_dry_run_finds_the_attack_with_a_bad_setting(tmp_path: Path) -> None:
     cfg = _cfg(
         tmp_path,

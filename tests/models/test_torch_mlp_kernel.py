@@ -4,6 +4,7 @@ training with torch.optim and autograd, for every activation it covers."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -143,6 +144,24 @@ def test_equal_subsets_with_a_partial_last_batch() -> None:
             np.testing.assert_allclose(m.logits(X), one.logits(X), atol=5e-5, err_msg=opt)
 
 
+def _trainer_and_gather(d: int, opt: str) -> tuple[TorchTrainer, Any]:
+    """The one-by-one trainer of a tanh MLP on ``d`` features with optimizer ``opt``, and
+    ``gather(X, y, rows)``: the kernel's training table (``_Data``) of its initial network
+    on those rows, on the CPU."""
+    from privaudit.models.torch_mlp_kernel import _Data, mlp_ops
+
+    rec = _recipe("Tanh", factory_kwargs={"act": "Tanh", "n_features": d}, optimizer=opt)
+    module = rec.build(0)
+    ops = mlp_ops(module)
+    assert ops is not None
+    stacked = {k: v.detach()[None] for k, v in module.state_dict().items()}
+
+    def gather(X: np.ndarray, y: np.ndarray, rows: np.ndarray) -> Any:
+        return _Data.gather(X, y, [rows], stacked, ops, "cpu")
+
+    return TorchTrainer(rec, n_classes=3), gather
+
+
 def test_first_bias_folded_or_not_trains_as_one_by_one() -> None:
     # on the CPU the first layer's bias is the weight of a padding feature of ones when
     # the input width is not a multiple of 16 (4 features here), and a separate bias when
@@ -150,7 +169,6 @@ def test_first_bias_folded_or_not_trains_as_one_by_one() -> None:
     # plain SGD (the update inside the weight product) and Adam (the optimizer's step)
     pytest.importorskip("torch")
     from privaudit.models.torch_batched import fit_many
-    from privaudit.models.torch_mlp_kernel import _Data, mlp_ops
 
     rng = np.random.default_rng(3)
     subsets = [np.arange(0, 90), np.arange(30, 120)]
@@ -158,13 +176,8 @@ def test_first_bias_folded_or_not_trains_as_one_by_one() -> None:
         X = rng.normal(size=(120, d))
         y = (X[:, 0] > 0).astype(np.int64) + (X[:, 1] > 1).astype(np.int64)
         for opt in ("sgd", "adam"):
-            rec = _recipe("Tanh", factory_kwargs={"act": "Tanh", "n_features": d}, optimizer=opt)
-            tr = TorchTrainer(rec, n_classes=3)
-            module = rec.build(0)
-            ops = mlp_ops(module)
-            assert ops is not None
-            stacked = {k: v.detach()[None] for k, v in module.state_dict().items()}
-            data = _Data.gather(X, y, [subsets[0]], stacked, ops, "cpu")
+            tr, gather = _trainer_and_gather(d, opt)
+            data = gather(X, y, subsets[0])
             assert (data.b0 is not None) == (d % 16 != 0)
             if data.b0 is not None:
                 assert (data.X[:, d] == 1.0).all() and data.b0 not in data.work
@@ -216,7 +229,6 @@ def test_sparse_inputs_train_as_one_by_one(d: int) -> None:
     # optimizer) train as the one-by-one trainer does; dense rows keep the dense product
     pytest.importorskip("torch")
     from privaudit.models.torch_batched import fit_many
-    from privaudit.models.torch_mlp_kernel import _Data, mlp_ops
 
     rng = np.random.default_rng(4)
     X = _one_hot_rows(rng, 150, d, 3)  # d=20: 8 nonzeros of 32 with the bias column
@@ -224,16 +236,11 @@ def test_sparse_inputs_train_as_one_by_one(d: int) -> None:
     uneven = [np.arange(0, 100), np.arange(40, 150), np.arange(10, 60)]
     even = [np.arange(0, 100), np.arange(50, 150)]  # each epoch ends in a cut step (4 rows)
     for opt, subsets in (("sgd", uneven), ("adam", uneven), ("sgd", even), ("adam", even)):
-        rec = _recipe("Tanh", factory_kwargs={"act": "Tanh", "n_features": d}, optimizer=opt)
-        tr = TorchTrainer(rec, n_classes=3)
-        module = rec.build(0)
-        ops = mlp_ops(module)
-        assert ops is not None
-        stacked = {k: v.detach()[None] for k, v in module.state_dict().items()}
-        data = _Data.gather(X, y, [subsets[0]], stacked, ops, "cpu")
+        tr, gather = _trainer_and_gather(d, opt)
+        data = gather(X, y, subsets[0])
         assert data.sparse is not None and data.first_t
         assert (data.b0 is not None) == (d % 16 != 0)
-        dense = _Data.gather(rng.normal(size=X.shape), y, [subsets[0]], stacked, ops, "cpu")
+        dense = gather(rng.normal(size=X.shape), y, subsets[0])
         assert dense.sparse is None and not dense.first_t
         seeds = [1, 2, 3][: len(subsets)]
         ms = fit_many(tr, X, y, subsets, seeds, n_classes=3, kernel="mlp")

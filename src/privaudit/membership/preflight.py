@@ -262,14 +262,12 @@ def check_sizes(config: AuditConfig, exp: ExperimentConfig) -> None:
                 "lower models.distill_size or raise alpha"
             )
     if "leave-one-out" in attacks:
-        s = exp.leave_one_out_sample
-        want_m = math.ceil(s / 2)
-        if want_m > members or s - want_m > non_members:
-            raise ConfigError(
-                f"models.leave_one_out_sample: expected at most {min(2 * members, 2 * non_members)} "
-                f"records (half members, half non-members of a pool with {members} members "
-                f"and {non_members} non-members), found {s}"
-            )
+        _check_leave_one_out_sample(
+            exp.leave_one_out_sample,
+            members,
+            non_members,
+            pool=f" of a pool with {members} members and {non_members} non-members",
+        )
 
 
 #: Fewest records of one label class the audit can split.
@@ -414,7 +412,9 @@ def check_provided_split(
         _check_shadow_population(n_m, n_p, members=members, population=population, more=more)
     _check_calibration_population(exp, n_m, n_p, members=members, population=population, more=more)
     if "leave-one-out" in attacks:
-        _check_leave_one_out_split(exp, n_m, n_n, members=members, non_members=non_members)
+        _check_leave_one_out_sample(
+            exp.leave_one_out_sample, n_m, n_n, found=f" for {members} and {non_members}"
+        )
     if references == "population":
         _check_reference_population(config, n_m, n_p, population=population, more=more)
     if "population" in attacks:
@@ -490,18 +490,17 @@ def _check_calibration_population(
             )
 
 
-def _check_leave_one_out_split(
-    exp: ExperimentConfig, n_m: int, n_n: int, *, members: str, non_members: str
+def _check_leave_one_out_sample(
+    s: int, n_m: int, n_n: int, *, pool: str = "", found: str = ""
 ) -> None:
-    """Attack 'leave-one-out': its sample, half members and half non-members, fits in the
-    audited records."""
-    s = exp.leave_one_out_sample
+    """Attack 'leave-one-out': its sample of ``s`` records, half members (rounded up) and
+    half non-members, fits in ``n_m`` members and ``n_n`` non-members; ``pool`` and
+    ``found`` describe them in the message."""
     want_m = math.ceil(s / 2)
     if want_m > n_m or s - want_m > n_n:
         raise ConfigError(
             f"models.leave_one_out_sample: expected at most {min(2 * n_m, 2 * n_n + 1)} "
-            f"records (half members, half non-members), found {s} for {members} and "
-            f"{non_members}"
+            f"records (half members, half non-members{pool}), found {s}{found}"
         )
 
 
