@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from privaudit.canaries.result import CanaryAuditResult
+    from privaudit.canaries.sets import CanaryCoins, CanarySet
 
 __all__ = ["CANARIES_HELP", "CANARY_COMMANDS", "audit_command", "make_command"]
 
@@ -188,23 +189,13 @@ def _make(
     overwrite: bool,
     text: dict[str, Any],
 ) -> list[str]:
-    import numpy as np
-
+    """Make the canary set of ``canaries make`` and its coins, write them (and what to append
+    to the training data) into ``out``, and return the lines to print."""
     from privaudit._validation import check_choice, fail
-    from privaudit.canaries.insert import canary_records
-    from privaudit.canaries.sets import (
-        CANARY_KINDS,
-        draw_coins,
-        make_gradient_canaries,
-        make_input_canaries,
-    )
-    from privaudit.cli_common.tables import read_table, table_column
+    from privaudit.canaries.sets import CANARY_KINDS, draw_coins, make_gradient_canaries
 
     check_choice(kind, "--kind", CANARY_KINDS)
-    if out.exists() and not out.is_dir():
-        raise fail("OUT", "a folder", f"the file {out}")
-    if out.exists() and not overwrite and any((out / f).exists() for f in (SET_FILE, COINS_FILE)):
-        raise fail("OUT", "a folder without a canary set (or --overwrite)", f"one in {out}")
+    _check_out(out, overwrite)
     columns: list[str] = []
     if kind != "text" and (text["source"] != "random" or text["base"] is not None):
         raise fail("--source", "text canaries (--kind text)", f"--kind {kind}")
@@ -223,14 +214,7 @@ def _make(
             raise fail("--pool", "a table of records for input canaries (and no --n-params)", pool)
         if candidates is not None:
             raise fail("--candidates", "gradient canaries (--kind gradient)", kind)
-        df = read_table(pool)
-        y = table_column(df, label_col, "--label-col")
-        columns = [str(c) for c in df.columns if str(c) != label_col]
-        try:
-            X = df[columns].to_numpy(dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise fail("--pool", "numeric feature columns", f"{exc}") from None
-        cs = make_input_canaries(X, y.to_numpy(), m, kind=kind, seed=seed)
+        cs, columns = _input_set(kind, m, seed, pool, label_col)
     coins = draw_coins(cs, seed=coin_seed)
     out.mkdir(parents=True, exist_ok=True)
     cs.save(out / SET_FILE)
@@ -240,30 +224,76 @@ def _make(
         f"coins (secret, keep apart): {out / COINS_FILE}, fingerprint {coins.fingerprint}",
     ]
     if cs.is_text:
-        import json
-
-        from privaudit.canaries.insert import canary_texts
-
-        texts = canary_texts(cs, coins)
-        with open(out / TEXT_APPEND_FILE, "w", encoding="utf-8") as fh:
-            for t in texts:
-                fh.write(json.dumps({"text": t}, ensure_ascii=False) + "\n")
-        lines.append(
-            f"texts to append to the fine-tuning data: {out / TEXT_APPEND_FILE} "
-            f"({int(coins.included.sum())} canaries x {cs.repetitions})"
-        )
+        lines.append(_write_texts(out, cs, coins))
     elif not cs.is_gradient:
-        import pandas as pd
-
-        ids, Xc, yc = canary_records(cs, coins)
-        rows = pd.DataFrame(Xc, columns=columns)
-        rows.insert(0, "id", ids)
-        rows[label_col] = yc
-        rows.to_csv(out / APPEND_FILE, index=False)
-        lines.append(
-            f"rows to append to the training data: {out / APPEND_FILE} ({ids.size} canaries)"
-        )
+        lines.append(_write_rows(out, cs, coins, columns, label_col))
     return lines
+
+
+def _check_out(out: Path, overwrite: bool) -> None:
+    """Refuse an ``OUT`` that is a file, or that holds a canary set already (without
+    ``--overwrite``)."""
+    from privaudit._validation import fail
+
+    if out.exists() and not out.is_dir():
+        raise fail("OUT", "a folder", f"the file {out}")
+    if out.exists() and not overwrite and any((out / f).exists() for f in (SET_FILE, COINS_FILE)):
+        raise fail("OUT", "a folder without a canary set (or --overwrite)", f"one in {out}")
+
+
+def _input_set(
+    kind: str, m: int, seed: int, pool: Path, label_col: str
+) -> tuple[CanarySet, list[str]]:
+    """The input canary set of ``canaries make --kind mislabel|ood``, drawn from the
+    ``--pool`` table, and the table's feature columns (every column but the label, all numeric)."""
+    import numpy as np
+
+    from privaudit._validation import fail
+    from privaudit.canaries.sets import make_input_canaries
+    from privaudit.cli_common.tables import read_table, table_column
+
+    df = read_table(pool)
+    y = table_column(df, label_col, "--label-col")
+    columns = [str(c) for c in df.columns if str(c) != label_col]
+    try:
+        X = df[columns].to_numpy(dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise fail("--pool", "numeric feature columns", f"{exc}") from None
+    return make_input_canaries(X, y.to_numpy(), m, kind=kind, seed=seed), columns
+
+
+def _write_texts(out: Path, cs: CanarySet, coins: CanaryCoins) -> str:
+    """Write the included text canaries' texts (each ``--repetitions`` times, one
+    ``{"text": ...}`` object a line) to ``OUT``; the line saying so."""
+    import json
+
+    from privaudit.canaries.insert import canary_texts
+
+    texts = canary_texts(cs, coins)
+    with open(out / TEXT_APPEND_FILE, "w", encoding="utf-8") as fh:
+        for t in texts:
+            fh.write(json.dumps({"text": t}, ensure_ascii=False) + "\n")
+    return (
+        f"texts to append to the fine-tuning data: {out / TEXT_APPEND_FILE} "
+        f"({int(coins.included.sum())} canaries x {cs.repetitions})"
+    )
+
+
+def _write_rows(
+    out: Path, cs: CanarySet, coins: CanaryCoins, columns: list[str], label_col: str
+) -> str:
+    """Write the included input canaries' rows (``id``, the pool's feature ``columns``, the
+    label) to ``OUT`` as CSV; the line saying so."""
+    import pandas as pd
+
+    from privaudit.canaries.insert import canary_records
+
+    ids, Xc, yc = canary_records(cs, coins)
+    rows = pd.DataFrame(Xc, columns=columns)
+    rows.insert(0, "id", ids)
+    rows[label_col] = yc
+    rows.to_csv(out / APPEND_FILE, index=False)
+    return f"rows to append to the training data: {out / APPEND_FILE} ({ids.size} canaries)"
 
 
 def _text_set(m: int, seed: int, text: dict[str, Any]) -> Any:

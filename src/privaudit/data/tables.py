@@ -371,63 +371,98 @@ def encode_like(
         A missing or extra column, a non-numeric value in a numeric column, an unseen
         category or label, missing values, duplicate ids.
     """
-    import pandas as pd
+    info = reference.info
+    encoding, label_column, id_column = _table_encoding(reference)
+    want = [*encoding, label_column] + ([id_column] if id_column else [])
+    frame = _columns_like(frame, want, drop, reference.name)
+    if len(frame) == 0:
+        raise fail("table", "at least one row", "an empty table")
+    X = np.hstack([_encode_column_like(frame[col], col, enc) for col, enc in encoding.items()])
+    if X.shape[1] != reference.n_features:  # pragma: no cover - guarded by the encoding
+        raise fail("features", f"{reference.n_features} columns", X.shape[1])
+    classes = [str(c) for c in info.get("class_values", reference.class_names)]
+    y = _class_labels_like(frame[label_column], label_column, classes)
+    ids = _record_ids_like(frame, id_column, name)
+    out_info = {**info, "source": source}
+    return Dataset(name, ids, X, y, reference.feature_names, reference.class_names, out_info)
 
+
+def _table_encoding(reference: Dataset) -> tuple[dict[str, Any], str, str | None]:
+    """The encoding record, label column and id column a table dataset keeps in its
+    ``info``; a dataset not read from a table (it has none) is an error."""
     info = reference.info
     encoding = info.get("encoding")
     label_column = info.get("label_column")
     if not isinstance(encoding, dict) or not isinstance(label_column, str):
         raise fail("reference", "a dataset read from a table (with its encoding)", reference.name)
-    id_column = info.get("id_column")
+    return encoding, label_column, info.get("id_column")
+
+
+def _columns_like(
+    frame: pd.DataFrame, want: list[str], drop: Sequence[str], reference_name: str
+) -> pd.DataFrame:
+    """A copy of ``frame`` with string column names and the ``drop`` columns removed, whose
+    columns must then be exactly ``want`` (in any order): the reference table's."""
     frame = frame.copy()
     frame.columns = [str(c) for c in frame.columns]
     frame = frame.drop(columns=[c for c in drop if c in frame.columns])
-    want = [*encoding, label_column] + ([id_column] if id_column else [])
     missing = [c for c in want if c not in frame.columns]
     extra = [c for c in frame.columns if c not in want]
     if missing or extra:
         raise fail(
             "columns",
-            f"the columns of the dataset table {reference.name!r} ({', '.join(want)})",
+            f"the columns of the dataset table {reference_name!r} ({', '.join(want)})",
             f"missing {missing}, extra {extra}",
         )
-    if len(frame) == 0:
-        raise fail("table", "at least one row", "an empty table")
-    blocks: list[np.ndarray] = []
-    for col, enc in encoding.items():
-        s = frame[col]
-        if s.isna().any():
-            raise fail(f"column {col!r}", "no missing values", f"{int(s.isna().sum())} missing")
-        if enc["kind"] == "numeric":
-            if not (pd.api.types.is_bool_dtype(s) or pd.api.types.is_numeric_dtype(s)):
-                raise fail(
-                    f"column {col!r}", "numbers (numeric in the dataset table)", f"{s.dtype} values"
-                )
-            v = s.astype(np.float64).to_numpy()
-            if not np.all(np.isfinite(v)):
-                raise fail(f"column {col!r}", "finite numbers", "NaN/inf")
-            if "mean" in enc:
-                v = v - enc["mean"]
-                if enc["std"] > 0:
-                    v = v / enc["std"]
-            blocks.append(v[:, None])
-        else:
-            cats = list(enc["categories"])
-            values = s.astype(str).to_numpy()
-            unseen = sorted(set(values.tolist()) - set(cats))
-            if unseen:
-                raise fail(
-                    f"column {col!r}",
-                    "categories of the dataset table " + ", ".join(map(repr, cats[:10])),
-                    f"unseen {unseen[:5]}",
-                )
-            blocks.append((values[:, None] == np.asarray(cats)[None, :]).astype(np.float64))
-    X = np.hstack(blocks)
-    if X.shape[1] != reference.n_features:  # pragma: no cover - guarded by the encoding
-        raise fail("features", f"{reference.n_features} columns", X.shape[1])
-    classes = [str(c) for c in info.get("class_values", reference.class_names)]
+    return frame
+
+
+def _encode_column_like(s: pd.Series, col: str, enc: dict[str, Any]) -> np.ndarray:
+    """One feature column as a block of X, encoded by the reference's record ``enc`` of it
+    (no missing values): a numeric column by :func:`_numeric_like`, any other one-hot by
+    :func:`_one_hot_like`."""
+    if s.isna().any():
+        raise fail(f"column {col!r}", "no missing values", f"{int(s.isna().sum())} missing")
+    if enc["kind"] == "numeric":
+        return _numeric_like(s, col, enc)
+    return _one_hot_like(s, col, list(enc["categories"]))
+
+
+def _numeric_like(s: pd.Series, col: str, enc: dict[str, Any]) -> np.ndarray:
+    """A numeric column (bool or numbers, all finite) as one float64 column, standardised
+    with the reference's mean and std when the reference's was."""
+    import pandas as pd
+
+    if not (pd.api.types.is_bool_dtype(s) or pd.api.types.is_numeric_dtype(s)):
+        raise fail(f"column {col!r}", "numbers (numeric in the dataset table)", f"{s.dtype} values")
+    v = s.astype(np.float64).to_numpy()
+    if not np.all(np.isfinite(v)):
+        raise fail(f"column {col!r}", "finite numbers", "NaN/inf")
+    if "mean" in enc:
+        v = v - enc["mean"]
+        if enc["std"] > 0:
+            v = v / enc["std"]
+    return v[:, None]
+
+
+def _one_hot_like(s: pd.Series, col: str, cats: list[Any]) -> np.ndarray:
+    """A categorical column one-hot over the reference's categories ``cats`` (values
+    compared as strings; a value that is none of them is an error)."""
+    values = s.astype(str).to_numpy()
+    unseen = sorted(set(values.tolist()) - set(cats))
+    if unseen:
+        raise fail(
+            f"column {col!r}",
+            "categories of the dataset table " + ", ".join(map(repr, cats[:10])),
+            f"unseen {unseen[:5]}",
+        )
+    return (values[:, None] == np.asarray(cats)[None, :]).astype(np.float64)
+
+
+def _class_labels_like(lab: pd.Series, label_column: str, classes: list[str]) -> np.ndarray:
+    """Each record's index among the reference's ``classes`` (labels matched by
+    :func:`_label_key`; a missing or unseen label is an error)."""
     index = {c: k for k, c in enumerate(classes)}
-    lab = frame[label_column]
     if lab.isna().any():
         raise fail(f"label column {label_column!r}", "no missing labels", "missing labels")
     keys = [_label_key(v) for v in lab.tolist()]
@@ -436,18 +471,21 @@ def encode_like(
         raise fail(
             f"label column {label_column!r}", f"the classes {classes}", f"unseen {unseen[:5]}"
         )
-    y = np.array([index[k] for k in keys], dtype=np.int64)
-    if id_column:
-        raw = frame[id_column]
-        if raw.isna().any():
-            raise fail(f"id column {id_column!r}", "no missing ids", "missing ids")
-        ids = raw.to_numpy()
-        if ids.dtype.kind not in "iu":
-            ids = raw.astype(str).to_numpy()
-    else:
-        ids = np.array([f"{name}-{k:06d}" for k in range(len(frame))])
-    out_info = {**info, "source": source}
-    return Dataset(name, ids, X, y, reference.feature_names, reference.class_names, out_info)
+    return np.array([index[k] for k in keys], dtype=np.int64)
+
+
+def _record_ids_like(frame: pd.DataFrame, id_column: str | None, name: str) -> np.ndarray:
+    """The id column's values (no missing ids; integers kept, anything else as strings), or
+    ``f"{name}-{row:06d}"`` without one."""
+    if not id_column:
+        return np.array([f"{name}-{k:06d}" for k in range(len(frame))])
+    raw = frame[id_column]
+    if raw.isna().any():
+        raise fail(f"id column {id_column!r}", "no missing ids", "missing ids")
+    ids = raw.to_numpy()
+    if ids.dtype.kind not in "iu":
+        ids = raw.astype(str).to_numpy()
+    return ids
 
 
 def append_records(dataset: Dataset, other: Dataset) -> Dataset:
