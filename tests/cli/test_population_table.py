@@ -15,6 +15,7 @@ from sklearn.linear_model import LogisticRegression
 
 from privaudit.cli import main
 from privaudit.data import encode_like, table_from_frame
+from privaudit.errors import InvalidInputError
 from privaudit.membership.config import config_from_dict
 
 
@@ -96,6 +97,24 @@ def test_population_table_is_encoded_as_the_dataset() -> None:
     mean, std = data["x1"].mean(), data["x1"].std(ddof=0)
     np.testing.assert_allclose(enc.X[:, 0], (pop["x1"] - mean) / std)
     np.testing.assert_array_equal(enc.record_ids, pop["rid"].to_numpy())
+
+
+def test_labels_written_as_whole_floats_match_the_dataset_s_classes() -> None:
+    # a label column read as floats (0.0 / 1.0) keeps its classes as the text "0.0" and
+    # "1.0"; a table whose labels are 0.0 / 1.0, 0 / 1 or "0" / "1" is encoded with the same
+    # classes (before: every one of them was an unseen label), an unseen one is still refused,
+    # and text classes that only differ as numbers ("1", "1.0") are matched by their text
+    frame = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0], "label": [0.0, 1.0, 0.0, 1.0]})
+    ds = table_from_frame(frame, "label", name="d")
+    assert ds.class_names == ("0.0", "1.0")
+    for labels in ([1.0, 0.0], [1, 0], ["1", "0"], ["1.0", "0.0"]):
+        enc = encode_like(pd.DataFrame({"x": [5.0, 6.0], "label": labels}), ds, name="p")
+        np.testing.assert_array_equal(enc.y, [1, 0])
+    with pytest.raises(InvalidInputError, match=r"unseen \['2.0'\]"):
+        encode_like(pd.DataFrame({"x": [5.0], "label": [2.0]}), ds, name="p")
+    text = table_from_frame(frame.assign(label=["1", "1.0", "1", "1.0"]), "label", name="t")
+    enc = encode_like(pd.DataFrame({"x": [5.0, 6.0], "label": ["1.0", "1"]}), text, name="p")
+    np.testing.assert_array_equal(enc.y, [1, 0])
 
 
 @pytest.mark.parametrize(

@@ -460,18 +460,36 @@ def _one_hot_like(s: pd.Series, col: str, cats: list[Any]) -> np.ndarray:
 
 
 def _class_labels_like(lab: pd.Series, label_column: str, classes: list[str]) -> np.ndarray:
-    """Each record's index among the reference's ``classes`` (labels matched by
-    :func:`_label_key`; a missing or unseen label is an error)."""
-    index = {c: k for k, c in enumerate(classes)}
+    """Each record's index among the reference's ``classes`` (a missing or unseen label is
+    an error). Labels and classes are matched by :func:`_class_key`, so that a label read
+    as ``1.0`` in one table and ``1`` in another (or as ``1.0`` in both: the reference's
+    classes are kept as the text ``"1.0"``) is the same class; where that would merge two of
+    the reference's classes (``"1"`` and ``"1.0"`` as text), by their exact text."""
     if lab.isna().any():
         raise fail(f"label column {label_column!r}", "no missing labels", "missing labels")
-    keys = [_label_key(v) for v in lab.tolist()]
-    unseen = sorted(set(keys) - set(index))
+    values = lab.tolist()
+    index = {_class_key(c): k for k, c in enumerate(classes)}
+    if len(index) == len(classes):
+        keys = [_class_key(_label_key(v)) for v in values]
+    else:
+        index = {c: k for k, c in enumerate(classes)}
+        keys = [str(v) for v in values]
+    unseen = sorted({str(v) for v, key in zip(values, keys, strict=True) if key not in index})
     if unseen:
         raise fail(
             f"label column {label_column!r}", f"the classes {classes}", f"unseen {unseen[:5]}"
         )
     return np.array([index[k] for k in keys], dtype=np.int64)
+
+
+def _class_key(text: str) -> str:
+    """A class's text with a whole number written as an integer (``"1.0"`` -> ``"1"``,
+    ``"-2.0"`` -> ``"-2"``); any other text as it is."""
+    try:
+        f = float(text)
+    except ValueError:
+        return text
+    return str(int(f)) if f.is_integer() else text
 
 
 def _record_ids_like(frame: pd.DataFrame, id_column: str | None, name: str) -> np.ndarray:
