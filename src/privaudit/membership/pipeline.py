@@ -87,6 +87,7 @@ from privaudit.report import (
 from privaudit.report.bundle import make_manifest
 from privaudit.runtime.executor import Executor, LocalExecutor, RayExecutor, resolve_n_jobs
 from privaudit.runtime.progress import ProgressOption, check_progress, progress_phase
+from privaudit.runtime.timings import timed
 
 __all__ = [
     "AuditReport",
@@ -278,24 +279,19 @@ def _run_audit(
     split: _Split | None,
     given: GivenInputs | None = None,
 ) -> AuditReport:
+    """Steps 2-6 of :func:`run_audit` and :func:`run_given_audit` (the module docstring):
+    the inputs, the checks before training, the experiment, the metrics and the analysis
+    sections, each timed into ``results.json["timings"]``; then the results, their bundle
+    manifest and the report directory. ``early`` is the executor whose workers already
+    started (:func:`_early_executor`); without one it is built after the checks."""
     out_dir = Path(config.output_dir)
     timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    trainer: Any
-    if given is None:
-        with progress_phase("loading the data", enabled=progress):
-            dataset, provided, data_warnings = _load_inputs(config, split)
-        timings["data"] = time.perf_counter() - t0 + (0.0 if split is None else split.seconds)
-        trainer = build_trainer(
-            config.model_section(), dataset.n_classes, config_dir=config.config_dir
-        )
-    else:
-        dataset, provided, data_warnings, trainer = given.dataset, given.target, [], given.trainer
-        timings["data"] = 0.0
+    dataset, provided, data_warnings, trainer = _audit_inputs(
+        config, split, given, progress, timings
+    )
 
     exp_cfg = experiment_config(config, dataset.n_records, provided)
-    t0 = time.perf_counter()
-    with progress_phase("checks before training", enabled=progress):
+    with timed(timings, "preflight"), progress_phase("checks before training", enabled=progress):
         checks = preflight(
             config,
             dataset,
@@ -305,32 +301,27 @@ def _run_audit(
             write=write,
             provided=provided is not None,
         )
-    timings["preflight"] = time.perf_counter() - t0
     executor = (
         early if early is not None else build_executor(config, exp_cfg.n_jobs, progress=progress)
     )
-    t0 = time.perf_counter()
-    exp, game_result, n_aimed = _train_and_attack(
-        config, dataset, provided, trainer, exp_cfg, executor, progress
-    )
-    timings["experiment"] = time.perf_counter() - t0
+    with timed(timings, "experiment"):
+        exp, game_result, n_aimed = _train_and_attack(
+            config, dataset, provided, trainer, exp_cfg, executor, progress
+        )
     for phase, sec in exp.timings.items():
         timings[f"experiment.{phase}"] = float(sec)
 
-    t0 = time.perf_counter()
-    with progress_phase("metrics", enabled=progress):
+    with timed(timings, "metrics"), progress_phase("metrics", enabled=progress):
         m = metrics_step(exp, game_result, exp_cfg)
-    timings["metrics"] = time.perf_counter() - t0
-
     game_doc = game_section(exp, game_result, m.scored.metrics)
-    t0 = time.perf_counter()
-    with progress_phase("analysis", enabled=progress):
-        # the calibrated evaluation's runs go to the audit's workers (or Ray cluster) too
-        sections = analysis_sections(
-            config, exp, game_result, dataset, m, game_doc, n_aimed, executor=executor
-        )
-    executor.close()  # the worker processes (on an error: when the executor is collected)
-    timings["analysis"] = time.perf_counter() - t0
+    with timed(timings, "analysis"):
+        with progress_phase("analysis", enabled=progress):
+            # the calibrated evaluation's runs go to the audit's workers (or Ray cluster) too
+            sections = analysis_sections(
+                config, exp, game_result, dataset, m, game_doc, n_aimed, executor=executor
+            )
+        executor.close()  # the worker processes (on an error: when the executor is collected)
+
     settings = audit_settings(config, exp, dataset, trainer, game_result, given=given)
     settings.update(executor_settings(config, executor))
     if data_warnings or checks:
@@ -349,13 +340,7 @@ def _run_audit(
         timings=timings,
         sections=sections,
     )
-    manifest = make_manifest(
-        kind="membership-inference",
-        command="run_audit" if given is None else "audit_model",
-        config=_manifest_config(config, given, settings),
-        seeds=settings["seeds"],
-        dataset_fingerprint=exp.dataset_fingerprint,
-    )
+    manifest = _bundle_manifest(config, given, settings, exp)
     if write:
         with progress_phase("writing the report", enabled=progress):
             write_report(out_dir, results, m.table, overwrite=overwrite, bundle=manifest)
@@ -368,6 +353,46 @@ def _run_audit(
         out_dir=out_dir if write else None,
         game=game_result,
         bundle=manifest,
+    )
+
+
+def _audit_inputs(
+    config: AuditConfig,
+    split: _Split | None,
+    given: GivenInputs | None,
+    progress: ProgressOption,
+    timings: dict[str, float],
+) -> tuple[Dataset, ProvidedTarget | None, list[str], Any]:
+    """Step 2: the dataset, the provided target (None without one), the warnings loading
+    raised and the recipe's trainer, from the config's files; given in code, those of
+    ``given``, which took no time to load. Records ``timings["data"]``: loading, with the
+    time step 2a took to read a provided split, not building the trainer."""
+    if given is not None:
+        timings["data"] = 0.0
+        return given.dataset, given.target, [], given.trainer
+    t0 = time.perf_counter()
+    with progress_phase("loading the data", enabled=progress):
+        dataset, provided, data_warnings = _load_inputs(config, split)
+    timings["data"] = time.perf_counter() - t0 + (0.0 if split is None else split.seconds)
+    trainer = build_trainer(config.model_section(), dataset.n_classes, config_dir=config.config_dir)
+    return dataset, provided, data_warnings, trainer
+
+
+def _bundle_manifest(
+    config: AuditConfig,
+    given: GivenInputs | None,
+    settings: dict[str, Any],
+    exp: ExperimentResult,
+) -> dict[str, Any]:
+    """The manifest of ``bundle.json`` (:func:`privaudit.report.bundle.make_manifest`): the
+    command that ran, its config (:func:`_manifest_config`), the seeds of ``settings`` and
+    the dataset's fingerprint."""
+    return make_manifest(
+        kind="membership-inference",
+        command="run_audit" if given is None else "audit_model",
+        config=_manifest_config(config, given, settings),
+        seeds=settings["seeds"],
+        dataset_fingerprint=exp.dataset_fingerprint,
     )
 
 

@@ -13,7 +13,11 @@ import io
 import math
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.table import Table
+    from rich.text import Text
 
 __all__ = ["IN_MEMORY", "summary_lines", "summary_parts", "summary_text"]
 
@@ -148,26 +152,50 @@ def summary_parts(
     """What the summary of a ``results.json`` document prints, in order: rich markup
     strings and the table (:func:`privaudit.membership.cli.render_summary` documents the
     columns and marks)."""
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
+    out: list[Any] = [*_headline(results), _attacks_table(results)]
+    calibrated = _calibrated_table(results)
+    if calibrated is not None:
+        out.extend(calibrated)
+    notes, warns = summary_lines(results)
+    out.append("records: members + non-members scored; models: attacker models used")
+    out.extend(notes)
+    out.append(_models_line(results["settings"], results["target"], cache_note=cache_note))
+    out.extend(f"[yellow]warning[/yellow]: {w}" for w in warns)
+    if out_dir is not None:
+        out.append(
+            f"Report written to [bold]{out_dir}[/bold] (report.html, results.json, scores.npz, "
+            "bundle.json: re-check it with `privaudit verify`)"
+        )
+    return out
 
-    out: list[Any] = []
+
+def _headline(results: dict[str, Any]) -> list[str]:
+    """The lines above the table: the target (model, data, accuracies, the audited
+    records) and, when the audit played a game, the game and its trials."""
     t = results["target"]
     s = results["settings"]
     data = s["dataset"].get("name") or Path(str(s["dataset"].get("path"))).name
-    out.append(
+    lines = [
         f"[bold]Target[/bold]: {s['model'].get('kind', '?')} on {data}; accuracy "
         f"{_pct1(t['train_accuracy'])} train, {_pct1(t['test_accuracy'])} test; "
         f"{t['n_members']} members + {t['n_non_members']} non-members audited"
-    )
+    ]
     game = results.get("game")
     if game:
-        out.append(
+        lines.append(
             f"[bold]Game[/bold]: {game.get('id', game.get('name'))} ({game.get('name')}), "
             f"{game.get('n_trials', 1)} trial(s); see the report's threat-model card"
         )
-    alpha = float(s["alpha"])
+    return lines
+
+
+def _attacks_table(results: dict[str, Any]) -> Table:
+    """The summary's table: one row per attack with its AUC, TPRs at low FPRs, achieved
+    FPR at alpha (:func:`_achieved_fpr_cell`), records scored and attacker models."""
+    from rich import box
+    from rich.table import Table
+
+    alpha = float(results["settings"]["alpha"])
     table = Table(
         title=f"Membership inference (alpha = {alpha:g})",
         box=box.SIMPLE_HEAD,
@@ -187,42 +215,37 @@ def summary_parts(
     ]:
         table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for a in results["attacks"]:
-        if a["achieved_fpr"] is None:
-            ach = Text("n/a")
-        else:
-            lo, hi = a["achieved_fpr_ci"]
-            colour = "green" if a["alpha_within_error"] else "red"
-            mark = {"average-over-targets": "*", "approximate": "~"}.get(
-                a.get("alpha_guarantee") or "", ""
-            )
-            ach = Text.assemble(
-                (_pct1(a["achieved_fpr"]) + _off_alpha(a, alpha), colour),
-                mark,
-                f" [{_ci(lo)}, {_ci(hi)}]",
-            )
+        achieved = _achieved_fpr_cell(a, alpha)
         table.add_row(
             a["name"] + ("!" if a.get("warnings") else ""),
             f"{a['auc']:.3f}",
             *(_pct(a["tpr_at_fpr"].get(key)) for key, _ in _TPR_COLUMNS),
-            ach,
+            achieved,
             f"{a['n_positives']}+{a['n_negatives']}",
             "-" if a["n_reference_models"] is None else str(a["n_reference_models"]),
         )
-    out.append(table)
-    calibrated = _calibrated_table(results)
-    if calibrated is not None:
-        out.extend(calibrated)
-    notes, warns = summary_lines(results)
-    out.append("records: members + non-members scored; models: attacker models used")
-    out.extend(notes)
-    out.append(_models_line(s, t, cache_note=cache_note))
-    out.extend(f"[yellow]warning[/yellow]: {w}" for w in warns)
-    if out_dir is not None:
-        out.append(
-            f"Report written to [bold]{out_dir}[/bold] (report.html, results.json, scores.npz, "
-            "bundle.json: re-check it with `privaudit verify`)"
-        )
-    return out
+    return table
+
+
+def _achieved_fpr_cell(attack: dict[str, Any], alpha: float) -> Text:
+    """An attack's achieved FPR at alpha with its 95% interval: green within sampling
+    error of alpha, red and marked (:func:`_off_alpha`) beyond it, ``*`` or ``~`` after a
+    threshold that holds alpha only on average over targets or is smoothed; ``n/a``
+    without a threshold."""
+    from rich.text import Text
+
+    if attack["achieved_fpr"] is None:
+        return Text("n/a")
+    lo, hi = attack["achieved_fpr_ci"]
+    colour = "green" if attack["alpha_within_error"] else "red"
+    mark = {"average-over-targets": "*", "approximate": "~"}.get(
+        attack.get("alpha_guarantee") or "", ""
+    )
+    return Text.assemble(
+        (_pct1(attack["achieved_fpr"]) + _off_alpha(attack, alpha), colour),
+        mark,
+        f" [{_ci(lo)}, {_ci(hi)}]",
+    )
 
 
 def _calibrated_table(results: dict[str, Any]) -> list[Any] | None:
