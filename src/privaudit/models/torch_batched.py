@@ -181,8 +181,11 @@ def _fit_group(
     C: int,
     kernel: str = "auto",
 ) -> list[TorchModel]:
+    """Train one group of models: one by one where batching does not apply, else stacked,
+    with the hand-written MLP kernel (the models split between Python threads where the
+    CPU has several torch threads) or with ``vmap`` and autograd."""
     torch = require_torch()
-    from torch.func import functional_call, stack_module_state
+    from torch.func import stack_module_state
 
     _set_worker_threads()
     r = trainer.recipe
@@ -196,14 +199,36 @@ def _fit_group(
     K = len(modules)
     for m in modules:
         m.to(dev).train()
-    ops = mlp_ops(modules[0])
-    fast = (
+    ops = _kernel_ops(r, modules[0], kernel)
+    params, _ = stack_module_state(modules)
+    if ops is None:
+        params = _train_vmap(r, params, modules[0], X, y, subs, seeds, dev)
+        return _unstack(modules, params, r, subs, seeds, dev, C)
+    params = {k: v.detach().clone().contiguous() for k, v in params.items()}
+    n_par = min(int(torch.get_num_threads()), K) if dev == "cpu" else 1
+    if n_par > 1:
+        return _train_mlp_threads(r, params, ops, X, y, subs, seeds, modules, C, n_par)
+    train_mlp(r, params, ops, X, y, subs, seeds, dev, _optimizer_of(r, K))
+    return _unstack(modules, params, r, subs, seeds, dev, C)
+
+
+def _kernel_ops(r: Any, module: Any, kernel: str) -> list[Op] | None:
+    """The operations the hand-written MLP kernel trains the group with, or None where
+    the ``vmap`` path trains it (asked for, or the kernel does not apply); ``kernel="mlp"``
+    is refused where the kernel does not apply.
+
+    The kernel covers a ``Sequential`` of ``Linear`` layers and elementwise activations
+    (:func:`~privaudit.models.torch_mlp_kernel.mlp_ops`) with the cross-entropy loss, no
+    augmentation and a constant learning rate (its updates take one constant rate).
+    """
+    ops = mlp_ops(module)
+    applies = (
         ops is not None
         and r.loss == "cross_entropy"
         and r.augmentation == "none"
-        and r.lr_schedule == "constant"  # the kernel's updates take one constant rate
+        and r.lr_schedule == "constant"
     )
-    if kernel == "mlp" and not fast:
+    if kernel == "mlp" and not applies:
         raise fail(
             "kernel",
             "'auto' or 'vmap' for this recipe ('mlp' needs a Sequential of Linear layers and "
@@ -211,61 +236,108 @@ def _fit_group(
             "learning rate)",
             "'mlp'",
         )
-    params, _ = stack_module_state(modules)
-    if fast and kernel != "vmap" and ops is not None:
-        params = {k: v.detach().clone().contiguous() for k, v in params.items()}
-        n_par = min(int(torch.get_num_threads()), K) if dev == "cpu" else 1
-        if n_par <= 1:
-            train_mlp(r, params, ops, X, y, subs, seeds, dev, _optimizer_of(r, K))
-            return _unstack(modules, params, r, subs, seeds, dev, C)
-        return _train_mlp_threads(r, params, ops, X, y, subs, seeds, modules, C, n_par)
-    params = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
-    base = copy.deepcopy(modules[0]).to("meta")
+    return ops if applies and kernel != "vmap" else None
 
-    def call(p: dict[str, Any], xb: Any) -> Any:
-        return functional_call(base, (p,), (xb,))
 
-    forward = torch.vmap(call)
+def _train_vmap(
+    r: Any,
+    stacked: dict[str, Any],
+    module: Any,
+    X: NDArray[np.float64],
+    y: NDArray[np.int64],
+    subs: list[NDArray[np.int64]],
+    seeds: list[int],
+    dev: str,
+) -> dict[str, Any]:
+    """Train the stacked parameters of ``module``'s network with ``vmap`` and autograd;
+    returns the trained parameters.
+
+    Each model draws its mini-batch order (:func:`batch_order`) and then its
+    augmentation from ``default_rng`` of its own seed; at every step each model takes its
+    own batch (none once its run has ended: its update is masked), at its own point of
+    the learning-rate schedule.
+    """
+    torch = require_torch()
+    params = {k: v.detach().clone().requires_grad_(True) for k, v in stacked.items()}
+    forward = _stacked_forward(module)
     rngs = [np.random.default_rng(s) for s in seeds]
     orders = [
         batch_order(s.size, r.batch_size, r.epochs, g) for s, g in zip(subs, rngs, strict=True)
     ]
-    n_steps = max(len(o) for o in orders)
-    bs = r.batch_size
     Xf = X.astype(np.float32)
-    state = _BatchedOptimizer(r, params, K)
-    for step in range(n_steps):
+    state = _BatchedOptimizer(r, params, len(subs))
+    for step in range(max(len(o) for o in orders)):
         if r.lr_schedule != "constant":  # each model at its own step of its own run
             state.lr = torch.tensor(
                 [lr_at(r, min(step, len(o) - 1), len(o)) for o in orders],
                 dtype=torch.float32,
                 device=dev,
             )
-        xb = np.zeros((K, bs, X.shape[1]), dtype=np.float32)
-        yb = np.zeros((K, bs), dtype=np.int64)
-        mask = np.zeros((K, bs), dtype=np.float32)
-        for k in range(K):
-            if step >= len(orders[k]):
-                continue
-            rows = subs[k][orders[k][step]]
-            block = Xf[rows]
-            if r.augmentation != "none" and r.input_shape is not None:
-                block = augment_batch(block, r.input_shape, r.augmentation, r.max_shift, rngs[k])
-            xb[k, : rows.size] = block
-            yb[k, : rows.size] = y[rows]
-            mask[k, : rows.size] = 1.0
+        xb, yb, mask = _step_batches(r, Xf, y, subs, orders, rngs, step)
         xt = torch.from_numpy(xb).to(dev)
         yt = torch.from_numpy(yb).to(dev)
         mt = torch.from_numpy(mask).to(dev)
-        logits = forward(params, xt)  # (K, bs, C)
-        ce = torch.nn.functional.cross_entropy(
-            logits.reshape(K * bs, -1), yt.reshape(-1), reduction="none"
-        ).reshape(K, bs)
-        per_model = (ce * mt).sum(1) / mt.sum(1).clamp_min(1.0)
+        per_model = _masked_losses(forward(params, xt), yt, mt)
         grads = torch.autograd.grad(per_model.sum(), list(params.values()))
         active = mt.sum(1) > 0
         state.step(dict(zip(params.keys(), grads, strict=True)), active)
-    return _unstack(modules, params, r, subs, seeds, dev, C)
+    return params
+
+
+def _stacked_forward(module: Any) -> Any:
+    """``(stacked parameters, (K, batch, ...) inputs) -> (K, batch, C) logits``: the
+    forward pass of every model at once, :func:`torch.vmap` of
+    :func:`torch.func.functional_call` on a weightless (``meta``) copy of ``module``."""
+    torch = require_torch()
+    from torch.func import functional_call
+
+    base = copy.deepcopy(module).to("meta")
+
+    def call(p: dict[str, Any], xb: Any) -> Any:
+        return functional_call(base, (p,), (xb,))
+
+    return torch.vmap(call)
+
+
+def _step_batches(
+    r: Any,
+    Xf: NDArray[np.float32],
+    y: NDArray[np.int64],
+    subs: list[NDArray[np.int64]],
+    orders: list[list[NDArray[np.int64]]],
+    rngs: list[np.random.Generator],
+    step: int,
+) -> tuple[NDArray[np.float32], NDArray[np.int64], NDArray[np.float32]]:
+    """Every model's mini-batch of ``step``, padded to ``batch_size`` rows: the inputs
+    ``(K, batch_size, d)`` (augmented with the model's own generator), the labels and
+    the mask of real rows ``(K, batch_size)``; all zero for a model whose run has
+    ended."""
+    K, bs = len(subs), r.batch_size
+    xb = np.zeros((K, bs, Xf.shape[1]), dtype=np.float32)
+    yb = np.zeros((K, bs), dtype=np.int64)
+    mask = np.zeros((K, bs), dtype=np.float32)
+    for k in range(K):
+        if step >= len(orders[k]):
+            continue
+        rows = subs[k][orders[k][step]]
+        block = Xf[rows]
+        if r.augmentation != "none" and r.input_shape is not None:
+            block = augment_batch(block, r.input_shape, r.augmentation, r.max_shift, rngs[k])
+        xb[k, : rows.size] = block
+        yb[k, : rows.size] = y[rows]
+        mask[k, : rows.size] = 1.0
+    return xb, yb, mask
+
+
+def _masked_losses(logits: Any, yt: Any, mt: Any) -> Any:
+    """Each model's cross-entropy loss, ``(K,)``: the mean over the real rows (``mt``) of
+    its padded batch (zero for a model without a batch)."""
+    torch = require_torch()
+    K, bs = mt.shape
+    ce = torch.nn.functional.cross_entropy(
+        logits.reshape(K * bs, -1), yt.reshape(-1), reduction="none"
+    ).reshape(K, bs)
+    return (ce * mt).sum(1) / mt.sum(1).clamp_min(1.0)
 
 
 def _unstack(
