@@ -104,7 +104,9 @@ trains with the dense product (``SPARSE_FRACTION`` 0 for that fit), and both are
 0.552 ms at the probe's 100.2 GFLOP/s, ratio **1.54** (minimum 1.52); the dense product
 0.959 ms, ratio **1.74**. The first ratio is not the kernel's efficiency: against the FLOPs
 it computes it is 2.63 (a gather of 15 weight rows a record runs far below the product's
-rate). The weight gradient stays the dense product: in a scratch measurement of one step
+rate). Again an hour later on a slower machine (the probe's 86.7-91.7 GFLOP/s, load
+0.6-0.7): 0.971 ms (rounds 0.937-1.134), ratio 1.60 (minimum 1.47); the dense product 1.110
+ms, ratio 1.83. The weight gradient stays the dense product: in a scratch measurement of one step
 (9 models, 128 rows, 14 nonzeros of 112), an ``index_add_`` of the sparse terms took about
 12 ms against 0.3-0.4 ms for the product, and a sparse CSR product 0.36 ms plus 1.4 ms to
 build its matrix.

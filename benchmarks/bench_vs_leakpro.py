@@ -70,7 +70,9 @@ and in every round. LeakPro ran slower than in the runs below (26.98-28.23 s aga
 (scratch script, 3 rounds each, ``privaudit run`` of this setting) privaudit took 5.12-5.30 s
 against 5.57-5.90 s, training 2.19-2.40 s against 2.54-2.80. Split of the rounds: start-up
 0.69-0.79 s, target and references 2.10-2.45, scoring 1.06-1.17, data / preflight / split
-0.98-1.14.
+0.98-1.14. Again an hour later, after the readability refactors (the same computations), on a
+slower machine (LeakPro 29.87-40.89 s; the 1-minute load 0.4-1.0 with the bench alone):
+privaudit 6.02 s against 31.43 s, **0.191** wall, 0.186 CPU (per round 0.174-0.195).
 
 **Measured after the data and kernel speed-ups** (the evening of 2026-12-06, idle but for
 the two processes, load 0.4-1.0; the same LeakPro and settings, 5 rounds, defaults), three
