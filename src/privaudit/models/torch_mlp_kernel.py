@@ -438,7 +438,12 @@ class _Data:
     d: int
     pad: int
     sparse: _SparseRows | None = None
-    first_t: bool = False
+
+    @property
+    def first_t(self) -> bool:
+        """The first weight is stored ``(K, in, out)``: where the first layer reads the
+        sparse rows."""
+        return self.sparse is not None
 
     @classmethod
     def gather(
@@ -476,7 +481,7 @@ class _Data:
             work[w0] = work[w0].transpose(1, 2).contiguous()
         Xt = torch.from_numpy(Xu).to(dev)
         yt = torch.from_numpy(np.ascontiguousarray(y[used], dtype=np.int64)).to(dev)
-        return cls(Xt, yt, local, work, kernel_ops, w0, b0, d, pad, sparse, sparse is not None)
+        return cls(Xt, yt, local, work, kernel_ops, w0, b0, d, pad, sparse)
 
     def unpad(self, params: dict[str, Any]) -> None:
         """Copy the trained first weight, without its padding columns, into ``params``
