@@ -342,12 +342,6 @@ def _encode_column(
     return block, [f"{col}={c}" for c in cats], {"kind": "one-hot", "categories": cats}
 
 
-def _label_key(v: Any) -> str:
-    if isinstance(v, float | np.floating) and float(v).is_integer():
-        return str(int(v))
-    return str(v)
-
-
 def encode_like(
     frame: pd.DataFrame,
     reference: Dataset,
@@ -470,7 +464,7 @@ def _class_labels_like(lab: pd.Series, label_column: str, classes: list[str]) ->
     values = lab.tolist()
     index = {_class_key(c): k for k, c in enumerate(classes)}
     if len(index) == len(classes):
-        keys = [_class_key(_label_key(v)) for v in values]
+        keys = [_class_key(str(v)) for v in values]
     else:
         index = {c: k for k, c in enumerate(classes)}
         keys = [str(v) for v in values]
