@@ -4,6 +4,7 @@ guesses fixed in advance by it."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -110,3 +111,18 @@ def test_planning_candidates_and_bad_input() -> None:
         ideal_canary_audit(100, sample_rate=0.5, steps=2, noise_multiplier=0.0)
     with pytest.raises(InvalidInputError, match="access"):
         ideal_canary_audit(100, sample_rate=0.5, steps=2, noise_multiplier=1.0, access="x")
+    good: dict[str, Any] = {
+        "sample_rate": 0.5,
+        "noise_multiplier": 1.0,
+        "confidence": 0.95,
+        "delta": 0.0,
+    }
+    for name, bad in [
+        ("sample_rate", "x"),
+        ("noise_multiplier", None),
+        ("confidence", "0.9"),
+        ("delta", [0.0]),
+        ("sample_rate", True),
+    ]:
+        with pytest.raises(InvalidInputError, match=f"{name}: expected a number"):
+            ideal_canary_audit(100, steps=2, **{**good, name: bad})

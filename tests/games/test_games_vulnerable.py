@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from privaudit.errors import InvalidInputError
 from privaudit.membership.vulnerable import (
     ScoredTarget,
     agreement_at_fpr,
@@ -146,6 +147,20 @@ def test_majority_rule_over_several_targets() -> None:
     r_correct = set(sets["R-correct"]["record_ids"])
     assert r_correct <= set(range(20)) and len(r_correct) >= 14
     assert set(sets["SP-correct"]["record_ids"]) <= set(range(20, 40))
+
+
+def test_majority_one_asks_for_every_target_as_the_config_allows() -> None:
+    # the audit config accepts majority in (0.5, 1]; 1 means flagged on every target
+    targets, _ = _sec54_world(10, flip=0.1, seed=3)
+    every = vulnerable_records(targets, fprs=(0.3,), majority=1.0)
+    most = vulnerable_records(targets, fprs=(0.3,))
+    sets = {s["name"]: set(s["record_ids"]) for s in every["sets"]}
+    default = {s["name"]: set(s["record_ids"]) for s in most["sets"]}
+    assert every["majority"] == 1.0
+    assert sets["R-correct"] < default["R-correct"]  # a flip on any target drops a record
+    for bad in (0.0, 1.5, float("nan")):
+        with pytest.raises(InvalidInputError, match="majority"):
+            vulnerable_records(targets, fprs=(0.3,), majority=bad)
 
 
 def test_without_l_or_groups_says_so() -> None:

@@ -181,24 +181,10 @@ def ideal_canary_audit(
     >>> plan.k_pos > 0 and plan.epsilon_lower_bound > 0
     True
     """
-    m = check_positive_int(m, "m", minimum=2)
-    steps = check_positive_int(steps, "steps")
-    runs = check_positive_int(runs, "runs")
-    check_choice(access, "access", ACCESS)
-    q = float(sample_rate)
-    if not 0.0 < q <= 1.0:
-        raise fail("sample_rate", "a rate in (0, 1]", sample_rate)
-    sigma = float(noise_multiplier)
-    if not (math.isfinite(sigma) and sigma > 0):
-        raise fail("noise_multiplier", "a finite number > 0", noise_multiplier)
-    if not 0.0 < confidence < 1.0:
-        raise fail("confidence", "a value in (0, 1)", confidence)
-    if not 0.0 <= delta < 1.0:
-        raise fail("delta", "a value in [0, 1)", delta)
-    given = planning_candidates(m) if candidates is None else candidates
-    cands = [(int(a), int(b)) for a, b in given]
-    if not cands:
-        raise fail("candidates", "at least one (k_pos, k_neg)", "none")
+    m, steps, runs, q, sigma = _checked_setting(
+        m, sample_rate, steps, noise_multiplier, access, delta, confidence, runs
+    )
+    cands = _checked_candidates(m, candidates)
     union = default_candidates(m)
     beta = 1.0 - float(confidence)
     rng = np.random.default_rng([int(seed), 0x1DEA])
@@ -206,40 +192,19 @@ def ideal_canary_audit(
     union_lb = np.zeros(runs)
     sorted_runs: list[SortedScores] = []
     for i in range(runs):
-        included = rng.random(m) < 0.5
-        trace = _simulated_trace(rng, included, q, steps, sigma)
-        s = gradient_canary_scores(
-            trace,
-            lr=1.0,
-            expected_batch_size=1.0,
-            max_grad_norm=1.0,
-            access=access,
-            noise_multiplier=sigma,
-            sample_rate=q,
-        )
-        ss = SortedScores(np.asarray(s, dtype=np.float64), included)
+        ss = _simulated_run(rng, m, q, steps, sigma, access)
         sorted_runs.append(ss)
-        for j, (kp, kn) in enumerate(cands):
-            c = ss.counts(kp, kn)
-            table[i, j] = eps_lb_one_run(c.m, c.r, c.v, delta, beta)
-        best = 0.0
-        for kp, kn in union:
-            c = ss.counts(kp, kn)
-            best = max(best, eps_lb_one_run(c.m, c.r, c.v, delta, beta / len(union)))
-        union_lb[i] = best
+        table[i] = _fixed_guess_bounds(ss, cands, delta, beta)
+        union_lb[i] = _union_bound(ss, union, delta, beta)
     means = table.mean(axis=0)
     j = int(np.argmax(means))
     kp, kn = cands[j]
-    mus = []
-    for ss in sorted_runs:
-        c = ss.counts(kp, kn)
-        mus.append(gdp_mu_lb_one_run(c.m, c.r, c.v, beta))
     return IdealCanaryAudit(
         k_pos=kp,
         k_neg=kn,
         epsilon_lower_bound=float(means[j]),
         epsilon_lower_bound_union=float(union_lb.mean()),
-        mu_lower_bound=float(np.mean(mus)),
+        mu_lower_bound=_mean_mu_bound(sorted_runs, kp, kn, beta),
         by_candidate={f"{a},{b}": float(v) for (a, b), v in zip(cands, means, strict=True)},
         m=m,
         steps=steps,
@@ -250,3 +215,103 @@ def ideal_canary_audit(
         confidence=float(confidence),
         access=access,
     )
+
+
+def _checked_setting(
+    m: int,
+    sample_rate: float,
+    steps: int,
+    noise_multiplier: float,
+    access: str,
+    delta: float,
+    confidence: float,
+    runs: int,
+) -> tuple[int, int, int, float, float]:
+    """Refuse a setting that cannot be simulated (naming the argument); return the checked
+    ``(m, steps, runs, q, sigma)``."""
+    m = check_positive_int(m, "m", minimum=2)
+    steps = check_positive_int(steps, "steps")
+    runs = check_positive_int(runs, "runs")
+    check_choice(access, "access", ACCESS)
+    q = _number(sample_rate, "sample_rate")
+    if not 0.0 < q <= 1.0:
+        raise fail("sample_rate", "a rate in (0, 1]", sample_rate)
+    sigma = _number(noise_multiplier, "noise_multiplier")
+    if not (math.isfinite(sigma) and sigma > 0):
+        raise fail("noise_multiplier", "a finite number > 0", noise_multiplier)
+    if not 0.0 < _number(confidence, "confidence") < 1.0:
+        raise fail("confidence", "a value in (0, 1)", confidence)
+    if not 0.0 <= _number(delta, "delta") < 1.0:
+        raise fail("delta", "a value in [0, 1)", delta)
+    return m, steps, runs, q, sigma
+
+
+def _number(x: object, name: str) -> float:
+    """``x`` as a float, or the error naming ``name`` (not a bare ValueError or TypeError)."""
+    if isinstance(x, bool | str):
+        raise fail(name, "a number", repr(x))
+    try:
+        return float(x)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise fail(name, "a number", repr(x)) from None
+
+
+def _checked_candidates(m: int, candidates: list[tuple[int, int]] | None) -> list[tuple[int, int]]:
+    """The guess counts to try, as ints: ``candidates``, default :func:`planning_candidates`."""
+    given = planning_candidates(m) if candidates is None else candidates
+    cands = [(int(a), int(b)) for a, b in given]
+    if not cands:
+        raise fail("candidates", "at least one (k_pos, k_neg)", "none")
+    return cands
+
+
+def _simulated_run(
+    rng: np.random.Generator, m: int, q: float, steps: int, sigma: float, access: str
+) -> SortedScores:
+    """One simulated run: fair coins for the ``m`` canaries, the ideal mechanism's iterates,
+    and their scores as the real audit computes them (sorted, with the coins)."""
+    included = rng.random(m) < 0.5
+    trace = _simulated_trace(rng, included, q, steps, sigma)
+    s = gradient_canary_scores(
+        trace,
+        lr=1.0,
+        expected_batch_size=1.0,
+        max_grad_norm=1.0,
+        access=access,
+        noise_multiplier=sigma,
+        sample_rate=q,
+    )
+    return SortedScores(np.asarray(s, dtype=np.float64), included)
+
+
+def _fixed_guess_bounds(
+    ss: SortedScores, cands: list[tuple[int, int]], delta: float, beta: float
+) -> list[float]:
+    """The one-run eps bound of one run at each candidate, guesses fixed (no union bound)."""
+    out = []
+    for kp, kn in cands:
+        c = ss.counts(kp, kn)
+        out.append(eps_lb_one_run(c.m, c.r, c.v, delta, beta))
+    return out
+
+
+def _union_bound(
+    ss: SortedScores, union: list[tuple[int, int]], delta: float, beta: float
+) -> float:
+    """The best one-run eps bound of one run over the ``union`` candidates, each at level
+    ``beta / len(union)`` (the union-bound correction), and at least 0."""
+    best = 0.0
+    for kp, kn in union:
+        c = ss.counts(kp, kn)
+        best = max(best, eps_lb_one_run(c.m, c.r, c.v, delta, beta / len(union)))
+    return best
+
+
+def _mean_mu_bound(sorted_runs: list[SortedScores], kp: int, kn: int, beta: float) -> float:
+    """Mean f-DP (mu-GDP) lower bound (Mahloujifar et al. 2024) over the runs at
+    ``(kp, kn)``."""
+    mus = []
+    for ss in sorted_runs:
+        c = ss.counts(kp, kn)
+        mus.append(gdp_mu_lb_one_run(c.m, c.r, c.v, beta))
+    return float(np.mean(mus))

@@ -30,7 +30,8 @@ computes, from the per-record scores of one or several target models:
   here the standardised feature space, since a model need not expose a penultimate
   layer). Finally a **ranking** of the most vulnerable members by Attack L's score
   (the smallest leave-one-out p-value first), with their ids, loss, nearest neighbour
-  and which attacks flagged them.
+  and which attacks flagged them on at least one target (not the majority rule of the
+  sets: a record in the ranking may be flagged by an attack on one target of several).
 
 All inputs are per-record arrays keyed by record id; nothing here trains a model.
 """
@@ -308,7 +309,7 @@ def vulnerable_records(
         FPRs at which the attacks decide (default 0.05 and 0.3).
     majority : float
         A record is flagged (missed) by an attack when it is on at least this fraction
-        of the targets it is a member of (the paper: 80%).
+        of the targets it is a member of (the paper: 80%), in (0, 1]; 1: on every one.
     features : (record_ids, X), optional
         Features of the audited records, for nearest-neighbour distances (to the
         first target's members).
@@ -327,60 +328,27 @@ def vulnerable_records(
     """
     if not targets:
         raise fail("targets", "at least one scored target", "none")
-    check_probability(majority, "majority")
+    majority = _checked_majority(majority)
     present = set.intersection(*(set(t.scores) for t in targets))
-    weak = [a for a in WEAK_ATTACKS if a in present]
-    strong = [a for a in STRONG_ATTACKS if a in present]
-    every = [a for a in ALL_CORRECT_ATTACKS if a in present]
+    weak, strong, every = _attack_groups(present)
     has_l = LEAVE_ONE_OUT in present
-    notes: list[str] = []
-    if not weak or not strong:
-        notes.append(
-            "R-correct and SP-correct need attacks reference and shadow or population; "
-            f"run: {', '.join(sorted(present))}"
-        )
-    if not has_l:
-        notes.append("Attack L was not run: no L-based vulnerability (add 'leave-one-out')")
+    notes = _coverage_notes(present, weak, strong, has_l)
 
     l_score, l_nonmembers = _member_mean_scores(targets, LEAVE_ONE_OUT if has_l else None)
     mean_loss = _mean_member_loss(targets)
-    nn_dist: dict[Any, float] = {}
-    nn_id: dict[Any, Any] = {}
     members = _sorted_ids({r for t in targets for r, m in t.member.items() if m})
-    if features is not None:  # the sets and the ranking hold members only
-        f_ids, X = features
-        train = np.asarray([r for r in f_ids.tolist() if targets[0].member.get(r, False)])
-        nn_dist, nn_id = _nn_distances(
-            np.asarray(X, dtype=np.float64), np.asarray(f_ids), train, members
-        )
+    nn_dist, nn_id = _member_neighbours(targets, members, features)
 
     sets: list[dict[str, Any]] = []
     flagged_by: dict[float, dict[str, dict[Any, tuple[int, int]]]] = {}
     for f in fprs:
-        decs = [_decisions(t, f) for t in targets]
-        flagged_by[f] = {a: _flag_fraction(targets, decs, a) for a in present}
+        flagged_by[f] = _flags_at_fpr(targets, present, f)
         groups = _record_types(members, flagged_by[f], majority, every, weak, strong)
-        l_thr = None
-        if has_l and l_nonmembers.size:
-            l_thr = float(np.quantile(l_nonmembers, 1.0 - f, method="higher"))
+        l_thr = _l_threshold(l_nonmembers, f) if has_l else None
         sets += _set_entries(f, groups, mean_loss, nn_dist, n_bins, l_score, l_nonmembers, l_thr)
 
     ranked_by, rank_score = _ranking_scores(targets, present, l_score)
-    order = sorted(rank_score, key=lambda r: (-rank_score[r], str(r)))[:top]
-    records = [
-        {
-            "record_id": _plain_id(r),
-            "score": rank_score[r],
-            "loss": mean_loss.get(r),
-            "nn_distance": nn_dist.get(r),
-            "nn_record_id": _plain_id(nn_id[r]) if r in nn_id else None,
-            "flagged_by": {
-                str(f): sorted(a for a, fr in flagged_by[f].items() if fr.get(r, (0, 0))[0] > 0)
-                for f in fprs
-            },
-        }
-        for r in order
-    ]
+    records = _ranked_records(rank_score, top, fprs, flagged_by, mean_loss, nn_dist, nn_id)
     return {
         "fprs": [float(f) for f in fprs],
         "majority": float(majority),
@@ -395,6 +363,98 @@ def vulnerable_records(
         "ranking": {"ranked_by": ranked_by, "records": records},
         "notes": notes,
     }
+
+
+def _checked_majority(majority: float) -> float:
+    """``majority`` as a fraction in (0, 1]: 1 asks for a record flagged on every target."""
+    v = check_probability(majority, "majority", open_interval=False)
+    if v == 0.0:
+        raise fail("majority", "a value in (0, 1]", v)
+    return v
+
+
+def _attack_groups(present: set[str]) -> tuple[list[str], list[str], list[str]]:
+    """The Sec. 5.4 groups among the attacks every target ran: (weak S and P, strong R,
+    all-correct S, P, R and D)."""
+    weak = [a for a in WEAK_ATTACKS if a in present]
+    strong = [a for a in STRONG_ATTACKS if a in present]
+    every = [a for a in ALL_CORRECT_ATTACKS if a in present]
+    return weak, strong, every
+
+
+def _coverage_notes(
+    present: set[str], weak: list[str], strong: list[str], has_l: bool
+) -> list[str]:
+    """What the analysis cannot report for lack of an attack (record types, Attack L)."""
+    notes: list[str] = []
+    if not weak or not strong:
+        notes.append(
+            "R-correct and SP-correct need attacks reference and shadow or population; "
+            f"run: {', '.join(sorted(present))}"
+        )
+    if not has_l:
+        notes.append("Attack L was not run: no L-based vulnerability (add 'leave-one-out')")
+    return notes
+
+
+def _member_neighbours(
+    targets: Sequence[ScoredTarget],
+    members: list[Any],
+    features: tuple[NDArray[Any], NDArray[np.float64]] | None,
+) -> tuple[dict[Any, float], dict[Any, Any]]:
+    """Each member's distance to its nearest neighbour among the first target's members
+    (Sec. 5.4, Fig. 7; standardised features), and that neighbour's id; nothing without
+    ``features``. The sets and the ranking hold members only."""
+    if features is None:
+        return {}, {}
+    f_ids, X = features
+    train = np.asarray([r for r in f_ids.tolist() if targets[0].member.get(r, False)])
+    return _nn_distances(np.asarray(X, dtype=np.float64), np.asarray(f_ids), train, members)
+
+
+def _flags_at_fpr(
+    targets: Sequence[ScoredTarget], present: set[str], f: float
+) -> dict[str, dict[Any, tuple[int, int]]]:
+    """Per attack, per member: (times flagged, times scored as a member) over the targets,
+    each attack deciding at FPR ``f`` on each target."""
+    decs = [_decisions(t, f) for t in targets]
+    return {a: _flag_fraction(targets, decs, a) for a in present}
+
+
+def _l_threshold(l_nonmembers: NDArray[np.float64], f: float) -> float | None:
+    """Attack L's threshold at FPR ``f``: the (higher) ``1 - f`` quantile of the pooled
+    non-member scores; None without non-member scores."""
+    if not l_nonmembers.size:
+        return None
+    return float(np.quantile(l_nonmembers, 1.0 - f, method="higher"))
+
+
+def _ranked_records(
+    rank_score: dict[Any, float],
+    top: int,
+    fprs: Sequence[float],
+    flagged_by: dict[float, dict[str, dict[Any, tuple[int, int]]]],
+    mean_loss: dict[Any, float],
+    nn_dist: dict[Any, float],
+    nn_id: dict[Any, Any],
+) -> list[dict[str, Any]]:
+    """The ``top`` most vulnerable members (highest score first, ties by id as a string):
+    their id, score, loss, nearest neighbour and the attacks that flagged them at each FPR."""
+    order = sorted(rank_score, key=lambda r: (-rank_score[r], str(r)))[:top]
+    return [
+        {
+            "record_id": _plain_id(r),
+            "score": rank_score[r],
+            "loss": mean_loss.get(r),
+            "nn_distance": nn_dist.get(r),
+            "nn_record_id": _plain_id(nn_id[r]) if r in nn_id else None,
+            "flagged_by": {
+                str(f): sorted(a for a, fr in flagged_by[f].items() if fr.get(r, (0, 0))[0] > 0)
+                for f in fprs
+            },
+        }
+        for r in order
+    ]
 
 
 def _set_entries(
