@@ -204,6 +204,7 @@ def _bound_cells(d: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _estimator_view(e: Mapping[str, Any]) -> dict[str, Any]:
+    """What the template shows of one estimator entry: bounds, diagnostics, tests and plots."""
     diag = e.get("diagnostics") or {}
     boot = e.get("bootstrap")
     pointwise = _bound_cells(e["pointwise"])
@@ -219,57 +220,77 @@ def _estimator_view(e: Mapping[str, Any]) -> dict[str, Any]:
         "eps_bar_ds": json_number(extra.get("eps_bar_ds")),
         "mu_bar_ds": json_number(extra.get("mu_bar_ds")),
         "bootstrap": None,
-        "diag": {
-            "auc": json_number(diag.get("auc")),
-            "log_loss": json_number(diag.get("log_loss")),
-            "brier": json_number(diag.get("brier")),
-            "ece": json_number(diag.get("ece")),
-            "calibration_intercept": json_number(diag.get("calibration_intercept")),
-            "calibration_slope": json_number(diag.get("calibration_slope")),
-            "fraction_extreme": json_number(diag.get("fraction_extreme")),
-            "extreme_threshold": json_number(diag.get("extreme_threshold")),
-            "support_low": json_number(support.get("low")),
-            "support_high": json_number(support.get("high")),
-            "support_inside": json_number(support.get("fraction_inside")),
-            "retention_mean": json_number(diag.get("retention_mean")),
-            "retention_sum": json_number(diag.get("retention_sum")),
-            "ess_member": json_number((ess.get("member") or {}).get("ess")),
-            "ess_member_fraction": json_number((ess.get("member") or {}).get("fraction")),
-            "ess_non_member": json_number((ess.get("non_member") or {}).get("ess")),
-            "ess_non_member_fraction": json_number((ess.get("non_member") or {}).get("fraction")),
-            "overlap_poor": diag.get("overlap_poor"),
-        },
-        "falsification": [
-            {
-                "challenger": f.get("challenger"),
-                "p_value": json_number(f.get("p_value")),
-                "rejected": bool(f.get("rejected")),
-                "r": f.get("r"),
-                "v_retained": f.get("v_retained"),
-            }
-            for f in e.get("falsification") or []
-        ],
+        "diag": _diagnostic_cells(diag, ess, support),
+        "falsification": _falsification_rows(e.get("falsification") or []),
         "placebo": e.get("placebo"),
-        "histogram_svg": (
-            svg_base64(propensity_histogram_svg(diag, title=str(e["name"])))
-            if "histogram" in diag
-            else None
-        ),
+        "histogram_svg": _histogram_cell(diag, e["name"]),
     }
     if boot:
-        view["bootstrap"] = {
-            "n": boot.get("n"),
-            "quantile": json_number(boot.get("quantile")),
-            "mu_lower_quantile": json_number(boot.get("mu_lower_quantile")),
-            "mu_median": json_number(boot.get("mu_median")),
-            "epsilon_lower_quantile": json_number(boot.get("epsilon_lower_quantile")),
-            "svg": svg_base64(
-                bootstrap_svg(boot, point_estimate=pointwise["mu"], title=str(e["name"]))
-            )
-            if boot.get("mu_values")
-            else None,
-        }
+        view["bootstrap"] = _bootstrap_cells(boot, pointwise["mu"], e["name"])
     return view
+
+
+def _diagnostic_cells(
+    diag: Mapping[str, Any], ess: Mapping[str, Any], support: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The calibration, overlap and effective-sample-size diagnostics (Appendix F.2)."""
+    return {
+        "auc": json_number(diag.get("auc")),
+        "log_loss": json_number(diag.get("log_loss")),
+        "brier": json_number(diag.get("brier")),
+        "ece": json_number(diag.get("ece")),
+        "calibration_intercept": json_number(diag.get("calibration_intercept")),
+        "calibration_slope": json_number(diag.get("calibration_slope")),
+        "fraction_extreme": json_number(diag.get("fraction_extreme")),
+        "extreme_threshold": json_number(diag.get("extreme_threshold")),
+        "support_low": json_number(support.get("low")),
+        "support_high": json_number(support.get("high")),
+        "support_inside": json_number(support.get("fraction_inside")),
+        "retention_mean": json_number(diag.get("retention_mean")),
+        "retention_sum": json_number(diag.get("retention_sum")),
+        "ess_member": json_number((ess.get("member") or {}).get("ess")),
+        "ess_member_fraction": json_number((ess.get("member") or {}).get("fraction")),
+        "ess_non_member": json_number((ess.get("non_member") or {}).get("ess")),
+        "ess_non_member_fraction": json_number((ess.get("non_member") or {}).get("fraction")),
+        "overlap_poor": diag.get("overlap_poor"),
+    }
+
+
+def _falsification_rows(tests: Any) -> list[dict[str, Any]]:
+    """One row per falsification test (challenger propensity model, Remark C.1)."""
+    return [
+        {
+            "challenger": f.get("challenger"),
+            "p_value": json_number(f.get("p_value")),
+            "rejected": bool(f.get("rejected")),
+            "r": f.get("r"),
+            "v_retained": f.get("v_retained"),
+        }
+        for f in tests
+    ]
+
+
+def _histogram_cell(diag: Mapping[str, Any], name: Any) -> str | None:
+    """The per-class propensity histogram as base64 SVG, or None without histogram data."""
+    return (
+        svg_base64(propensity_histogram_svg(diag, title=str(name))) if "histogram" in diag else None
+    )
+
+
+def _bootstrap_cells(
+    boot: Mapping[str, Any], point_estimate: float | None, name: Any
+) -> dict[str, Any]:
+    """The bootstrap summary over propensity refits (Section 6) and its plot, if it has values."""
+    return {
+        "n": boot.get("n"),
+        "quantile": json_number(boot.get("quantile")),
+        "mu_lower_quantile": json_number(boot.get("mu_lower_quantile")),
+        "mu_median": json_number(boot.get("mu_median")),
+        "epsilon_lower_quantile": json_number(boot.get("epsilon_lower_quantile")),
+        "svg": svg_base64(bootstrap_svg(boot, point_estimate=point_estimate, title=str(name)))
+        if boot.get("mu_values")
+        else None,
+    }
 
 
 def _setting_text(v: Any) -> str:

@@ -90,6 +90,7 @@ from privaudit._validation import (
     check_probability,
     fail,
 )
+from privaudit.records import AuditResult
 from privaudit.runtime.mapping import InlineMapper, Mapper
 from privaudit.runtime.seeds import derive_rng, derive_seed, spawn_seeds
 from privaudit.zero_run.bounds import (
@@ -295,68 +296,119 @@ def _run_task(task: _Task) -> list[dict[str, Any]]:
     uniforms = derive_rng(task.seed, purpose="zero-run-gaussian-shift/tampering").random(task.m)
     feature = data.feature(task.gamma)
     base = data.mechanism_score()
-    beta = 1.0 - task.confidence
     rows: list[dict[str, Any]] = []
     for prop in task.propensities:
         if prop == "oracle":
-            pi = oracle_propensity(feature, task.gamma)
-            scores = base + 2.0 * task.gamma * feature  # logit(pi), exactly
-            eta, dds = oracle_overlap_eta(task.gamma, task.oracle_delta_ds)
-            res = zero_run_bounds(
-                scores,
-                data.member,
-                pi,
-                uniforms=uniforms,
-                confidence=task.confidence,
-                delta_ds=dds,
-                eta=eta,
-                global_method="absorb",
-            )
-        else:
-            fit_kw: dict[str, Any] = {
-                "estimator": task.estimator,
-                "seed": derive_seed(task.seed, purpose="zero-run-gaussian-shift/propensity"),
+            pi, res = _oracle_audit(task, data, feature, base, uniforms)
+        elif prop == "estimated":
+            pi, res = _estimated_audit(task, data, base, uniforms)
+        else:  # "estimated-plugin"
+            pi, res = _plugin_audit(task, data, base, uniforms)
+        rows.extend(_propensity_rows(task, data, prop, pi, res))
+    return rows
+
+
+def _oracle_audit(
+    task: _Task,
+    data: GaussianShiftData,
+    feature: NDArray[np.float64],
+    base: NDArray[np.float64],
+    uniforms: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], dict[str, AuditResult]]:
+    """``(pi, bounds)`` with the closed-form propensity and its exact overlap ("absorb")."""
+    pi = oracle_propensity(feature, task.gamma)
+    scores = base + 2.0 * task.gamma * feature  # logit(pi), exactly
+    eta, dds = oracle_overlap_eta(task.gamma, task.oracle_delta_ds)
+    res = zero_run_bounds(
+        scores,
+        data.member,
+        pi,
+        uniforms=uniforms,
+        confidence=task.confidence,
+        delta_ds=dds,
+        eta=eta,
+        global_method="absorb",
+    )
+    return pi, res
+
+
+def _fit_kwargs(task: _Task) -> dict[str, Any]:
+    """Estimator and derived seed of the task's cross-fitted propensity."""
+    return {
+        "estimator": task.estimator,
+        "seed": derive_seed(task.seed, purpose="zero-run-gaussian-shift/propensity"),
+    }
+
+
+def _estimated_audit(
+    task: _Task,
+    data: GaussianShiftData,
+    base: NDArray[np.float64],
+    uniforms: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], dict[str, AuditResult]]:
+    """``(pi, bounds)`` with the audit's own correction: paired fit, margin or split rule."""
+    fit_kw = _fit_kwargs(task)
+    fit = cross_fit_propensity_pair(data.features(task.gamma), data.member, **fit_kw)
+    # the attack uses estimate a, never the split rule's tampering estimate b
+    scores = base + np.clip(fit.logit_a, -_LOGIT_CAP, _LOGIT_CAP)
+    kw = pointwise_inputs(task.estimator, fit, task.margin_z)
+    res = zero_run_bounds(scores, data.member, uniforms=uniforms, confidence=task.confidence, **kw)
+    return fit.pi, res
+
+
+def _plugin_audit(
+    task: _Task,
+    data: GaussianShiftData,
+    base: NDArray[np.float64],
+    uniforms: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], dict[str, AuditResult]]:
+    """``(pi, bounds)`` with the paper's plain plug-in estimate (a labelled comparison)."""
+    fit_kw = _fit_kwargs(task)
+    pi = cross_fit_propensity(data.features(task.gamma), data.member, **fit_kw)
+    scores = base + _attack_logit(pi)
+    res = zero_run_bounds(
+        scores, data.member, uniforms=uniforms, confidence=task.confidence, propensity=pi
+    )
+    return pi, res
+
+
+def _propensity_rows(
+    task: _Task,
+    data: GaussianShiftData,
+    prop: str,
+    pi: NDArray[np.float64],
+    res: dict[str, AuditResult],
+) -> list[dict[str, Any]]:
+    """One output row per correction of the bounds obtained with propensity ``prop``."""
+    beta = 1.0 - task.confidence
+    prop_auc = float(roc_auc_score(data.member, pi))
+    rows: list[dict[str, Any]] = []
+    for corr in CORRECTIONS:
+        r = res[corr]
+        mu_lb = r.mu_lower_bound
+        rows.append(
+            {
+                "seed_index": task.seed_index,
+                "seed": task.seed,
+                "level": task.gamma,
+                "feature_auc": shift_feature_auc(task.gamma),
+                "propensity": prop,
+                "correction": corr,
+                "mu_lower_bound": float("nan") if mu_lb is None else float(mu_lb),
+                "epsilon_lower_bound": float(r.epsilon_lower_bound),
+                "mu_true": task.mu,
+                "beta": beta,
+                "m": task.m,
+                "n_members": int(data.member.sum()),
+                "r": int(r.counts.get("r", 0)),
+                "v": int(r.counts.get("v", 0)),
+                "v_retained": int(r.counts.get("v_retained", r.counts.get("v", 0))),
+                "propensity_auc": prop_auc,
+                "eta": float(res["global"].extra["eta"]),
+                "delta_ds": float(res["global"].extra["delta_ds"]),
+                "retention_mean": float(res["pointwise"].extra["retention_mean"]),
             }
-            if prop == "estimated":  # the audit's own correction (margin or split rule)
-                fit = cross_fit_propensity_pair(data.features(task.gamma), data.member, **fit_kw)
-                pi = fit.pi
-                # the attack uses estimate a, never the split rule's tampering estimate b
-                scores = base + np.clip(fit.logit_a, -_LOGIT_CAP, _LOGIT_CAP)
-                kw = pointwise_inputs(task.estimator, fit, task.margin_z)
-            else:  # "estimated-plugin": the paper's plug-in, a labelled comparison
-                pi = cross_fit_propensity(data.features(task.gamma), data.member, **fit_kw)
-                scores = base + _attack_logit(pi)
-                kw = {"propensity": pi}
-            res = zero_run_bounds(
-                scores, data.member, uniforms=uniforms, confidence=task.confidence, **kw
-            )
-        prop_auc = float(roc_auc_score(data.member, pi))
-        for corr in CORRECTIONS:
-            r = res[corr]
-            mu_lb = r.mu_lower_bound
-            rows.append(
-                {
-                    "seed_index": task.seed_index,
-                    "seed": task.seed,
-                    "level": task.gamma,
-                    "feature_auc": shift_feature_auc(task.gamma),
-                    "propensity": prop,
-                    "correction": corr,
-                    "mu_lower_bound": float("nan") if mu_lb is None else float(mu_lb),
-                    "epsilon_lower_bound": float(r.epsilon_lower_bound),
-                    "mu_true": task.mu,
-                    "beta": beta,
-                    "m": task.m,
-                    "n_members": int(data.member.sum()),
-                    "r": int(r.counts.get("r", 0)),
-                    "v": int(r.counts.get("v", 0)),
-                    "v_retained": int(r.counts.get("v_retained", r.counts.get("v", 0))),
-                    "propensity_auc": prop_auc,
-                    "eta": float(res["global"].extra["eta"]),
-                    "delta_ds": float(res["global"].extra["delta_ds"]),
-                    "retention_mean": float(res["pointwise"].extra["retention_mean"]),
-                }
-            )
+        )
     return rows
 
 
@@ -593,11 +645,26 @@ def figure2_checks(
         raise fail("summary", "a non-empty summary", "no rows")
     levels = sorted({k[0] for k in cells})
     props = sorted({k[1] for k in cells})
+    return [
+        _uncorrected_exceeds(cells, levels, props, mu_true, strong_min_level),
+        _corrected_valid(cells, beta, alpha),
+        _pointwise_beats_global(cells, levels, props, lo, hi),
+    ]
 
-    def verdict(oks: list[bool]) -> bool | None:
-        return None if not oks else all(oks)
 
-    # 1. uncorrected exceeds mu_true at strong shift
+_Cells = dict[tuple[Any, Any, Any], dict[str, Any]]
+"""Summary rows of :func:`figure2_checks` by ``(level, propensity, correction)``."""
+
+
+def _verdict(oks: list[bool]) -> bool | None:
+    """``passed`` of a claim: all cells pass, or None when no cell qualifies."""
+    return None if not oks else all(oks)
+
+
+def _uncorrected_exceeds(
+    cells: _Cells, levels: list[Any], props: list[Any], mu_true: float, strong_min_level: float
+) -> dict[str, Any]:
+    """Claim 1 of Figure 2(a): mean uncorrected ``mu_lb`` > ``mu_true`` at strong shift."""
     oks, det = [], []
     for lv in (x for x in levels if x >= strong_min_level):
         for p in props:
@@ -605,16 +672,16 @@ def figure2_checks(
             if c is not None:
                 oks.append(c["mean"] > mu_true)
                 det.append(f"gamma={lv:g} {p}: mean uncorrected {c['mean']:.3f} vs {mu_true:.4g}")
-    checks = [
-        {
-            "name": "uncorrected-exceeds",
-            "passed": verdict(oks),
-            "description": f"mean uncorrected mu_lb > mu_true at gamma >= {strong_min_level:g}",
-            "details": det,
-        }
-    ]
+    return {
+        "name": "uncorrected-exceeds",
+        "passed": _verdict(oks),
+        "description": f"mean uncorrected mu_lb > mu_true at gamma >= {strong_min_level:g}",
+        "details": det,
+    }
 
-    # 2. corrected audits valid
+
+def _corrected_valid(cells: _Cells, beta: float, alpha: float) -> dict[str, Any]:
+    """Claim 2 of Figure 2(a): global and pointwise violations compatible with rate <= beta."""
     corrected = [
         c
         for k, c in cells.items()
@@ -630,19 +697,21 @@ def figure2_checks(
                 f"gamma={c['level']:g} {c['propensity']}/{c['correction']}: "
                 f"{c['n_above']}/{c['n']} above, P[Bin(n, beta) >= k] = {pval:.3g}"
             )
-    checks.append(
-        {
-            "name": "corrected-valid",
-            "passed": verdict(oks),
-            "description": (
-                f"global and pointwise: runs with mu_lb > mu_true compatible with rate <= "
-                f"beta = {beta:g} (binomial test at {alpha:g}/{len(corrected)} per cell)"
-            ),
-            "details": det or [f"no corrected run above mu_true in {len(corrected)} cells"],
-        }
-    )
+    return {
+        "name": "corrected-valid",
+        "passed": _verdict(oks),
+        "description": (
+            f"global and pointwise: runs with mu_lb > mu_true compatible with rate <= "
+            f"beta = {beta:g} (binomial test at {alpha:g}/{len(corrected)} per cell)"
+        ),
+        "details": det or [f"no corrected run above mu_true in {len(corrected)} cells"],
+    }
 
-    # 3. pointwise beats global at moderate shift
+
+def _pointwise_beats_global(
+    cells: _Cells, levels: list[Any], props: list[Any], lo: float, hi: float
+) -> dict[str, Any]:
+    """Claim 3 of Figure 2(a): mean pointwise ``mu_lb`` > mean global at moderate shift."""
     oks, det = [], []
     for lv in (x for x in levels if lo <= x <= hi):
         for p in props:
@@ -652,15 +721,12 @@ def figure2_checks(
                 det.append(
                     f"gamma={lv:g} {p}: mean pointwise {pw['mean']:.3f} vs global {gl['mean']:.3f}"
                 )
-    checks.append(
-        {
-            "name": "pointwise-beats-global",
-            "passed": verdict(oks),
-            "description": f"mean pointwise mu_lb > mean global at {lo:g} <= gamma <= {hi:g}",
-            "details": det,
-        }
-    )
-    return checks
+    return {
+        "name": "pointwise-beats-global",
+        "passed": _verdict(oks),
+        "description": f"mean pointwise mu_lb > mean global at {lo:g} <= gamma <= {hi:g}",
+        "details": det,
+    }
 
 
 # --- validation helpers ---------------------------------------------------------------
