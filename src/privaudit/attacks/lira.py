@@ -306,8 +306,7 @@ def lira_offline(
         shrinkage=shrinkage,
         floor=floor,
     )
-    obs, ref, n_clipped = _clip_both(raw_obs, raw_ref, clip_v)
-    obs = member_oriented(signal, obs)
+    _, ref, n_clipped = _clip_both(raw_obs, raw_ref, clip_v)
     ref = member_oriented(signal, ref)
     nu, shrink_info = _resolve_shrinkage(shrinkage, variance, ref, [out_mask])
     views = _views(data, augmented_queries)
@@ -316,10 +315,7 @@ def lira_offline(
     )
     n_clipped += nc
     scale = _view_scale(resid, out_mask)
-    if offline_test == "one-sided":
-        scores = -special.ndtr(-np.mean(z_obs, axis=0) / scale)  # -Pr[Z > phi]
-    else:
-        scores = np.mean(two_sided, axis=0)
+    scores = _offline_scores(offline_test, z_obs, two_sided, scale)
     calib: dict[str, Any] = {"threshold_calibration": threshold_calibration}
     if offline_test == "one-sided":
         calib["alpha_guarantee"] = "approximate"
@@ -353,6 +349,21 @@ def lira_offline(
             "alpha_calibrated": offline_test == "one-sided",
         },
     )
+
+
+def _offline_scores(
+    offline_test: str,
+    z_obs: list[NDArray[np.float64]],
+    two_sided: list[NDArray[np.float64]],
+    scale: float,
+) -> NDArray[np.float64]:
+    r"""Offline LiRA's score from the per-view fits: one-sided :math:`-\Pr[Z > \phi]` (Sec. IV-C)
+    on the mean standardised signal over the views, else the mean two-sided score."""
+    if offline_test == "one-sided":
+        out: NDArray[np.float64] = -special.ndtr(-np.mean(z_obs, axis=0) / scale)  # -Pr[Z > phi]
+    else:
+        out = np.mean(two_sided, axis=0)
+    return out
 
 
 def _offline_views(

@@ -567,11 +567,28 @@ def log_ratios(
     Online, ``prior`` is :data:`PRIORS`' ``"balanced"`` (each world averaged on its own,
     a missing one imputed with ``a``, moment-matched for ``"auto"``) or ``"mean"``.
     """
+    _check_a(a)
+    check_choice(prior, "prior", tuple(PRIORS))
+    inp, n_models = _read_inputs(data)
+    info = _base_info(inp, n_models, score, gamma)
+    if offline:
+        a_used = _offline_a(inp, a, score=score, gamma=gamma, info=info)
+    else:
+        a_used = _online_a(inp, a, prior=prior, info=info)
+    lr_x, lr_z = _log_ratios(inp, offline=offline, a=a_used, prior=prior)
+    return inp, info, lr_x, lr_z
+
+
+def _check_a(a: float | str) -> None:
+    """Reject an ``a`` that is neither ``"auto"`` nor a number in [0, 1] (a bool is no number)."""
     if not (
         a == "auto" or (isinstance(a, int | float) and not isinstance(a, bool) and 0.0 <= a <= 1.0)
     ):
         raise fail("a", "a number in [0, 1] or 'auto' (estimated on the reference models)", a)
-    check_choice(prior, "prior", tuple(PRIORS))
+
+
+def _read_inputs(data: AttackData) -> tuple[_Inputs, int]:
+    """RMIA's :class:`_Inputs` from the ``loss`` tables, and the number of reference models."""
     signal = "loss"
     pop_table = data.table("population_target", signal)
     membership = require(data.reference_membership, "reference_membership")
@@ -585,7 +602,11 @@ def log_ratios(
         keep_z=None if pop_membership is None else np.asarray(pop_membership.keep),
         self_index=_self_index(data.record_ids, pop_table.record_ids),
     )
-    n_models = membership.n_models
+    return inp, membership.n_models
+
+
+def _base_info(inp: _Inputs, n_models: int, score: str, gamma: float) -> dict[str, Any]:
+    """The parameters online and offline RMIA share (``gamma`` for the fraction form only)."""
     info: dict[str, Any] = {
         "score": score,
         "score_name": SCORE_NAMES[score],
@@ -595,55 +616,72 @@ def log_ratios(
     }
     if score == "fraction":
         info["gamma"] = float(gamma)
-    a_used = 1.0
-    if not offline:
-        info["reference_average"] = prior
-        n_in = inp.keep_x.sum(axis=0)
-        info.update(n_in_min=int(n_in.min()), n_in_max=int(n_in.max()))
-        if prior == "balanced":
-            n_models_x = inp.keep_x.shape[0]
-            n_one_world = int(((n_in == 0) | (n_in == n_models_x)).sum())
-            info["n_records_one_world"] = n_one_world
-            if a == "auto" and n_one_world:
-                a_used, info["a_rule"] = _matched_or_paper_a(inp)
-            elif a == "auto":
-                a_used, info["a_rule"] = 1.0, "not needed (every record has both worlds)"
-            else:
-                a_used = float(a)
-                info["a_rule"] = "given"
-            info["a"] = a_used
+    return info
+
+
+def _online_a(inp: _Inputs, a: float | str, *, prior: str, info: dict[str, Any]) -> float:
+    """Online RMIA's ``a`` (it imputes a world with no model; balanced prior only); ``info`` gets
+    it, its rule and the IN-model counts."""
+    info["reference_average"] = prior
+    n_in = inp.keep_x.sum(axis=0)
+    info.update(n_in_min=int(n_in.min()), n_in_max=int(n_in.max()))
+    if prior != "balanced":
+        return 1.0  # the plain mean reads no a
+    n_models_x = inp.keep_x.shape[0]
+    n_one_world = int(((n_in == 0) | (n_in == n_models_x)).sum())
+    info["n_records_one_world"] = n_one_world
+    if a == "auto" and n_one_world:
+        a_used, info["a_rule"] = _matched_or_paper_a(inp)
+    elif a == "auto":
+        a_used, info["a_rule"] = 1.0, "not needed (every record has both worlds)"
     else:
-        n_out_x = (~inp.keep_x).sum(axis=0)
-        if n_out_x.min() < 1:
-            raise DesignError(
-                "reference_membership: expected at least 1 OUT reference model per audited record "
-                f"for offline RMIA, found {int((n_out_x < 1).sum())} record(s) with none"
-            )
-        if inp.keep_z is not None and (~inp.keep_z).sum(axis=0).min() < 1:
-            raise DesignError(
-                "reference_population_membership: expected at least 1 OUT reference model per "
-                "population record for offline RMIA, found records with none"
-            )
-        if a == "auto":
-            try:
-                a_used, grid_auc, n_pseudo = tune_offline_a(inp, score=score, gamma=gamma)
-                info.update(a_rule="auto", a_tuning_auc=grid_auc, a_tuning_models=n_pseudo)
-            except DesignError:  # no reference model to attack with the others
-                a_used, info["a_rule"] = _matched_or_paper_a(inp)
-        else:
-            a_used = float(a)
-            info["a_rule"] = "given"
-        info.update(
-            a=a_used,
-            reference_average="mean",
-            n_out_min=int(n_out_x.min()),
-            n_out_max=int(n_out_x.max()),
-            population_out_source="all models"
-            if inp.keep_z is None
-            else "reference_population_membership",
+        a_used = float(a)
+        info["a_rule"] = "given"
+    info["a"] = a_used
+    return a_used
+
+
+def _offline_a(
+    inp: _Inputs, a: float | str, *, score: str, gamma: float, info: dict[str, Any]
+) -> float:
+    """Offline RMIA's ``a`` (given, tuned by :func:`tune_offline_a`, or matched); ``info`` gets
+    it, its rule and the OUT-model counts."""
+    n_out_x = _offline_out_counts(inp)
+    if a == "auto":
+        try:
+            a_used, grid_auc, n_pseudo = tune_offline_a(inp, score=score, gamma=gamma)
+            info.update(a_rule="auto", a_tuning_auc=grid_auc, a_tuning_models=n_pseudo)
+        except DesignError:  # no reference model to attack with the others
+            a_used, info["a_rule"] = _matched_or_paper_a(inp)
+    else:
+        a_used = float(a)
+        info["a_rule"] = "given"
+    info.update(
+        a=a_used,
+        reference_average="mean",
+        n_out_min=int(n_out_x.min()),
+        n_out_max=int(n_out_x.max()),
+        population_out_source="all models"
+        if inp.keep_z is None
+        else "reference_population_membership",
+    )
+    return a_used
+
+
+def _offline_out_counts(inp: _Inputs) -> NDArray[np.int64]:
+    """OUT reference models per audited record; every audited and population record needs one."""
+    n_out_x = (~inp.keep_x).sum(axis=0)
+    if n_out_x.min() < 1:
+        raise DesignError(
+            "reference_membership: expected at least 1 OUT reference model per audited record "
+            f"for offline RMIA, found {int((n_out_x < 1).sum())} record(s) with none"
         )
-    lr_x, lr_z = _log_ratios(inp, offline=offline, a=a_used, prior=prior)
-    return inp, info, lr_x, lr_z
+    if inp.keep_z is not None and (~inp.keep_z).sum(axis=0).min() < 1:
+        raise DesignError(
+            "reference_population_membership: expected at least 1 OUT reference model per "
+            "population record for offline RMIA, found records with none"
+        )
+    return n_out_x
 
 
 _FIELDS = (

@@ -444,6 +444,33 @@ def fit_out_world(
     shared = vals.ndim == 1
     if not (sigma_floor > 0 and np.isfinite(sigma_floor)):
         raise fail("sigma_floor", "a positive finite number", sigma_floor)
+    v2, valid = _columns_and_mask(vals, mask, shared)
+    if rescale == "logit" and np.any(v2[valid] < 0):
+        raise fail(name, "non-negative losses for logit rescaling", f"minimum {v2[valid].min()}")
+    counts = _valid_counts(valid, name)
+    sorted_values = np.sort(np.where(valid, v2, np.inf), axis=0)
+    mu, dev = _rescaled_mean_and_dev(v2, valid, counts, rescale)
+    sigma, df = _sigma_and_df(dev, counts, variance, pooled)
+    floored = sigma < sigma_floor
+    sigma = np.where(floored, sigma_floor, sigma)
+    _read_only(sorted_values, counts, mu, sigma, df)
+    return OutWorld(
+        sorted_values=sorted_values,
+        counts=counts,
+        mu=mu,
+        sigma=sigma,
+        rescale=rescale,
+        shared=shared,
+        n_sigma_floored=int(floored.sum()),
+        variance=variance,
+        df=df,
+    )
+
+
+def _columns_and_mask(
+    vals: NDArray[np.float64], mask: ArrayLike | None, shared: bool
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """The sample as (k, C) columns (one column when shared) and its mask of valid entries."""
     if shared:
         if mask is not None:
             raise fail("mask", "None for a shared (1-D) sample", "a mask")
@@ -456,8 +483,11 @@ def fit_out_world(
         )
         if valid.shape != v2.shape:
             raise fail("mask", f"shape {v2.shape}", valid.shape)
-    if rescale == "logit" and np.any(v2[valid] < 0):
-        raise fail(name, "non-negative losses for logit rescaling", f"minimum {v2[valid].min()}")
+    return v2, valid
+
+
+def _valid_counts(valid: NDArray[np.bool_], name: str) -> NDArray[np.int64]:
+    """Valid values per column; each column needs at least 2."""
     counts = valid.sum(axis=0).astype(np.int64)
     if counts.size and counts.min() < 2:
         bad = int(np.count_nonzero(counts < 2))
@@ -465,12 +495,27 @@ def fit_out_world(
             f"{name}: expected at least 2 out-world values per record, found {bad} record(s) "
             f"with fewer (minimum {int(counts.min())})"
         )
-    filled = np.where(valid, v2, np.inf)
-    sorted_values = np.sort(filled, axis=0)
+    return counts
+
+
+def _rescaled_mean_and_dev(
+    v2: NDArray[np.float64], valid: NDArray[np.bool_], counts: NDArray[np.int64], rescale: str
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per-column mean of the rescaled valid values, and their deviations (0 where invalid)."""
     g = logit_rescale(v2) if rescale == "logit" else v2
     g = np.where(valid, g, 0.0)
     mu = g.sum(axis=0) / counts
     dev = np.where(valid, g - mu[None, :], 0.0)
+    return mu, dev
+
+
+def _sigma_and_df(
+    dev: NDArray[np.float64],
+    counts: NDArray[np.int64],
+    variance: str,
+    pooled: tuple[float, int] | None,
+) -> tuple[NDArray[np.float64], NDArray[np.int64] | None]:
+    r"""Each column's ``ddof=1`` standard deviation (App. B.3) or the pooled :math:`s_p`; t's df."""
     df: NDArray[np.int64] | None = None
     if variance == "pooled":
         if pooled is None:
@@ -486,21 +531,14 @@ def fit_out_world(
         if pooled is not None:
             raise fail("pooled", "None unless variance='pooled'", pooled)
         sigma = np.sqrt((dev * dev).sum(axis=0) / (counts - 1))
-    floored = sigma < sigma_floor
-    sigma = np.where(floored, sigma_floor, sigma)
-    for a in (sorted_values, counts, mu, sigma) + (() if df is None else (df,)):
-        a.setflags(write=False)
-    return OutWorld(
-        sorted_values=sorted_values,
-        counts=counts,
-        mu=mu,
-        sigma=sigma,
-        rescale=rescale,
-        shared=shared,
-        n_sigma_floored=int(floored.sum()),
-        variance=variance,
-        df=df,
-    )
+    return sigma, df
+
+
+def _read_only(*arrays: NDArray[Any] | None) -> None:
+    """Mark the fitted arrays read-only (None skipped)."""
+    for a in arrays:
+        if a is not None:
+            a.setflags(write=False)
 
 
 def smoothed_cdf(
