@@ -314,6 +314,11 @@ def test_helpers_reject_bad_input() -> None:
         summarize_shift_experiment([nan_row], MU)
     with pytest.raises(InvalidInputError, match="summary"):
         figure2_checks([], MU)
+    with pytest.raises(InvalidInputError, match="1 repeated row"):
+        figure2_checks([*_fake_summary(), _fake_summary()[0]], MU)
+    for bad in (None, "1.0", -1.0, np.inf, True):
+        with pytest.raises(InvalidInputError, match="strong_min_level"):
+            figure2_checks(_fake_summary(), MU, strong_min_level=bad)  # type: ignore[arg-type]
 
 
 def test_estimated_uses_the_audits_margin_and_plugin_is_a_labelled_comparison() -> None:

@@ -640,9 +640,20 @@ def figure2_checks(
     lo, hi = (float(x) for x in moderate_levels)
     if not 0.0 <= lo <= hi:
         raise fail("moderate_levels", "a range (low, high) with 0 <= low <= high", moderate_levels)
+    if isinstance(strong_min_level, bool) or not (
+        isinstance(strong_min_level, int | float | np.integer | np.floating)
+        and 0.0 <= strong_min_level < math.inf
+    ):
+        raise fail("strong_min_level", "a finite level >= 0", repr(strong_min_level))
     cells = {(s["level"], s["propensity"], s["correction"]): s for s in summary}
     if not cells:
         raise fail("summary", "a non-empty summary", "no rows")
+    if len(cells) != len(summary):
+        raise fail(
+            "summary",
+            "one row per (level, propensity, correction)",
+            f"{len(summary) - len(cells)} repeated row(s)",
+        )
     levels = sorted({k[0] for k in cells})
     props = sorted({k[1] for k in cells})
     return [
