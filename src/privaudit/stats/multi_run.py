@@ -9,6 +9,8 @@ scores it; a fixed test "score >= threshold" gives ``tp, fn`` on the positives a
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
@@ -216,55 +218,15 @@ def multi_run_audit(
     delta = _check_delta(delta)
     k = check_positive_int(group_size, "group_size")
     s, mem = prepare_scores(scores, member)
-    notes: list[str] = []
-    extra: dict[str, object] = {}
-
-    if threshold is not None and thresholds is not None:
-        raise fail("threshold, thresholds", "at most one of the two", "both")
-    if threshold is not None or thresholds is not None:
-        grid = np.atleast_1d(
-            np.asarray(threshold if threshold is not None else thresholds, dtype=np.float64)
-        )
-        if grid.ndim != 1 or grid.size == 0 or np.isnan(grid).any():
-            raise fail("thresholds", "a non-empty 1-D list of numbers", grid)
-        n_pos, n_neg = int(mem.sum()), int((~mem).sum())
-        a = alpha / (2.0 * grid.size)
-        tp, fp = threshold_counts(s, mem, grid)
-        eps, mu = _bounds_all(tp, fp, n_pos, n_neg, a, a, delta)
-        best = int(np.argmax(eps))
-        best_mu = int(np.argmax(mu))
-        desc = "fixed" if grid.size == 1 else f"union-bound over {grid.size} fixed thresholds"
-        t_best = float(grid[best])
-        extra["threshold"] = t_best
-        extra["threshold_mu"] = float(grid[best_mu])
-        extra["level_per_rate"] = {"tpr": a, "fpr": a}
-        counts = _counts(int(tp[best]), n_pos, int(fp[best]), n_neg)
-        if best_mu != best:
-            extra["counts_mu"] = _counts(int(tp[best_mu]), n_pos, int(fp[best_mu]), n_neg)
-        eps_v, mu_v = float(eps[best]), float(mu[best_mu])
+    grid = _fixed_threshold_grid(threshold, thresholds)
+    if grid is not None:
+        found = _audit_fixed_grid(s, mem, grid, alpha, delta)
     else:
-        check_choice(selection, "selection", MULTI_RUN_SELECTIONS)
-        if selection == "union-bound":
-            eps_v, mu_v, counts, extra2 = _union_all_thresholds(s, mem, alpha, delta)
-            extra.update(extra2)
-            desc = "union-bound over all thresholds (every count level)"
-            notes.append(
-                "Threshold chosen on the same trials; the Clopper-Pearson bounds were made "
-                "simultaneous over all count levels (alpha/(2P) for TPR, alpha/(2N) for FPR)."
-            )
-        else:
-            eps_v, mu_v, counts, extra2 = _held_out(s, mem, alpha, delta, holdout_fraction, rng)
-            extra.update(extra2)
-            desc = (
-                f"held-out: threshold chosen on {extra2['n_selection_trials']} trials, "
-                f"audited on {extra2['n_audit_trials']}"
-            )
-    extra["beta"] = alpha
+        found = _audit_data_chosen_threshold(s, mem, alpha, delta, selection, holdout_fraction, rng)
+    found.extra["beta"] = alpha
     if k > 1:
-        eps_v, mu_v = eps_v / k, mu_v / k
-        extra["group_size"] = k
-        notes.append(f"Bounds divided by the group size {k} (group privacy).")
-    notes.append(
+        _divide_by_group_size(found, k)
+    found.notes.append(
         "Converting mu_lower_bound to (eps, delta) assumes a Gaussian trade-off curve; "
         "epsilon_lower_bound does not."
     )
@@ -272,13 +234,106 @@ def multi_run_audit(
         procedure="multi-run",
         confidence=1.0 - alpha,
         delta=delta,
-        epsilon_lower_bound=eps_v,
-        mu_lower_bound=mu_v,
-        counts=counts,
-        threshold_selection=desc,
-        extra=extra,
-        notes=tuple(notes),
+        epsilon_lower_bound=found.eps,
+        mu_lower_bound=found.mu,
+        counts=found.counts,
+        threshold_selection=found.description,
+        extra=found.extra,
+        notes=tuple(found.notes),
     )
+
+
+@dataclasses.dataclass
+class _ThresholdAudit:
+    """The bounds of the chosen test, its counts, and how the threshold was chosen."""
+
+    eps: float
+    mu: float
+    counts: dict[str, int]
+    description: str
+    extra: dict[str, object]
+    notes: list[str]
+
+
+def _fixed_threshold_grid(
+    threshold: float | None, thresholds: ArrayLike | None
+) -> NDArray[np.float64] | None:
+    """The thresholds fixed in advance, as a checked 1-D grid (None: chosen on the data)."""
+    if threshold is not None and thresholds is not None:
+        raise fail("threshold, thresholds", "at most one of the two", "both")
+    if threshold is None and thresholds is None:
+        return None
+    grid = np.atleast_1d(
+        np.asarray(threshold if threshold is not None else thresholds, dtype=np.float64)
+    )
+    if grid.ndim != 1 or grid.size == 0 or np.isnan(grid).any():
+        raise fail("thresholds", "a non-empty 1-D list of numbers", grid)
+    return grid
+
+
+def _audit_fixed_grid(
+    s: NDArray[np.float64],
+    mem: NDArray[np.bool_],
+    grid: NDArray[np.float64],
+    alpha: float,
+    delta: float,
+) -> _ThresholdAudit:
+    """Best of the ``L`` fixed thresholds, each rate at ``alpha/(2L)`` (Bonferroni)."""
+    n_pos, n_neg = int(mem.sum()), int((~mem).sum())
+    a = alpha / (2.0 * grid.size)
+    tp, fp = threshold_counts(s, mem, grid)
+    eps, mu = _bounds_all(tp, fp, n_pos, n_neg, a, a, delta)
+    best = int(np.argmax(eps))
+    best_mu = int(np.argmax(mu))
+    desc = "fixed" if grid.size == 1 else f"union-bound over {grid.size} fixed thresholds"
+    extra: dict[str, object] = {
+        "threshold": float(grid[best]),
+        "threshold_mu": float(grid[best_mu]),
+        "level_per_rate": {"tpr": a, "fpr": a},
+    }
+    counts = _counts(int(tp[best]), n_pos, int(fp[best]), n_neg)
+    if best_mu != best:
+        extra["counts_mu"] = _counts(int(tp[best_mu]), n_pos, int(fp[best_mu]), n_neg)
+    return _ThresholdAudit(float(eps[best]), float(mu[best_mu]), counts, desc, extra, [])
+
+
+def _audit_data_chosen_threshold(
+    s: NDArray[np.float64],
+    mem: NDArray[np.bool_],
+    alpha: float,
+    delta: float,
+    selection: str,
+    holdout_fraction: float,
+    rng: np.random.Generator | int | None,
+) -> _ThresholdAudit:
+    """A threshold chosen on the data: union bound over all of them, or held out."""
+    check_choice(selection, "selection", MULTI_RUN_SELECTIONS)
+    if selection == "union-bound":
+        eps_v, mu_v, counts, extra = _union_all_thresholds(s, mem, alpha, delta)
+        return _ThresholdAudit(
+            eps_v,
+            mu_v,
+            counts,
+            "union-bound over all thresholds (every count level)",
+            extra,
+            [
+                "Threshold chosen on the same trials; the Clopper-Pearson bounds were made "
+                "simultaneous over all count levels (alpha/(2P) for TPR, alpha/(2N) for FPR)."
+            ],
+        )
+    eps_v, mu_v, counts, extra = _held_out(s, mem, alpha, delta, holdout_fraction, rng)
+    desc = (
+        f"held-out: threshold chosen on {extra['n_selection_trials']} trials, "
+        f"audited on {extra['n_audit_trials']}"
+    )
+    return _ThresholdAudit(eps_v, mu_v, counts, desc, extra, [])
+
+
+def _divide_by_group_size(found: _ThresholdAudit, k: int) -> None:
+    """Group privacy (JUO20's k copies): both bounds divided by ``k``, with a note."""
+    found.eps, found.mu = found.eps / k, found.mu / k
+    found.extra["group_size"] = k
+    found.notes.append(f"Bounds divided by the group size {k} (group privacy).")
 
 
 def _counts(tp: int, n_pos: int, fp: int, n_neg: int) -> dict[str, int]:

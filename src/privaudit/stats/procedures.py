@@ -108,21 +108,33 @@ def run_procedure(
             selection=selection,
             rng=seed,
         )
-    if delta != 0.0:
-        raise fail("--delta", "0 for panoramia (pure-DP tests only)", delta)
-    if k_pos is not None or k_neg is not None:
+    return _run_panoramia(s, m, baseline, p)
+
+
+def _run_panoramia(
+    s: np.ndarray, m: np.ndarray, baseline: ArrayLike | None, p: ProcedureParams
+) -> AuditResult:
+    """PANORAMIA once its preconditions hold: delta = 0, no guess counts, a baseline."""
+    if p.delta != 0.0:
+        raise fail("--delta", "0 for panoramia (pure-DP tests only)", p.delta)
+    if p.k_pos is not None or p.k_neg is not None:
         raise fail("--k-pos/--k-neg", "no guess counts for panoramia", "given")
     if baseline is None:
         raise fail("--baseline-col", "baseline scores for panoramia", "none")
     if p.thresholds == "code":
-        for name, vals in (("scores", s), ("baseline", np.asarray(baseline))):
-            if vals.size and (vals.min() < 0.0 or vals.max() > 1.0):
-                raise fail(
-                    "--thresholds code",
-                    f"{name} in [0, 1] (use --thresholds quantiles or --thresholds all for "
-                    "other scores)",
-                    f"range [{vals.min():.4g}, {vals.max():.4g}]",
-                )
+        _check_code_grid_range(s, baseline)
     return panoramia_audit(
-        s, baseline, m, beta=beta, confidence=confidence, thresholds=p.thresholds
+        s, baseline, m, beta=p.beta, confidence=p.confidence, thresholds=p.thresholds
     )
+
+
+def _check_code_grid_range(s: np.ndarray, baseline: ArrayLike) -> None:
+    """The authors' code grid covers [0, 1]: scores and baseline must lie in it."""
+    for name, vals in (("scores", s), ("baseline", np.asarray(baseline))):
+        if vals.size and (vals.min() < 0.0 or vals.max() > 1.0):
+            raise fail(
+                "--thresholds code",
+                f"{name} in [0, 1] (use --thresholds quantiles or --thresholds all for "
+                "other scores)",
+                f"range [{vals.min():.4g}, {vals.max():.4g}]",
+            )

@@ -246,70 +246,89 @@ def run_guess_selection(
     otherwise as described in the module docstring. The returned ``level`` is the
     failure probability at which the reported bound was computed.
     """
-    m = int(scores.size)
     if k_pos is not None or k_neg is not None:
-        kp, kn = int(k_pos or 0), int(k_neg or 0)
-        counts = SortedScores(scores, member).counts(kp, kn)
-        notes: tuple[str, ...] = ()
-        if counts.r < kp + kn:
-            notes = (
-                f"{kp + kn - counts.r} guess(es) abstained because of tied scores at the "
-                "k boundary.",
-            )
-        return GuessSelection(bound(counts, beta), counts, beta, "fixed", notes, {})
+        return _fixed_selection(scores, member, bound, beta, k_pos, k_neg)
     check_choice(selection, "selection", SELECTIONS)
+    cands = _checked_candidates(candidates, int(scores.size))
+    if selection == "union-bound":
+        return _union_bound_selection(scores, member, bound, beta, cands)
+    return _held_out_selection(scores, member, bound, beta, cands, holdout_fraction, rng)
+
+
+def _fixed_selection(
+    scores: NDArray[np.float64],
+    member: NDArray[np.bool_],
+    bound: BoundFn,
+    beta: float,
+    k_pos: int | None,
+    k_neg: int | None,
+) -> GuessSelection:
+    """The bound of guess counts fixed in advance, at ``beta`` (a missing one is 0)."""
+    kp, kn = int(k_pos or 0), int(k_neg or 0)
+    counts = SortedScores(scores, member).counts(kp, kn)
+    notes: tuple[str, ...] = ()
+    if counts.r < kp + kn:
+        notes = (
+            f"{kp + kn - counts.r} guess(es) abstained because of tied scores at the k boundary.",
+        )
+    return GuessSelection(bound(counts, beta), counts, beta, "fixed", notes, {})
+
+
+def _checked_candidates(
+    candidates: Sequence[tuple[int, int]] | None, m: int
+) -> list[tuple[int, int]]:
+    """The distinct candidate ``(k_pos, k_neg)`` (default :func:`default_candidates`), checked."""
     cands = _unique_candidates(candidates if candidates is not None else default_candidates(m))
     for kp, kn in cands:
         check_guess_counts(kp, kn, m)
-    if selection == "union-bound":
-        srt = SortedScores(scores, member)
-        level = beta / len(cands)
-        all_counts = [srt.counts(kp, kn) for kp, kn in cands]
-        values = [bound(c, level) for c in all_counts]
-        best = int(np.argmax(values))
-        return GuessSelection(
-            values[best],
-            all_counts[best],
-            level,
-            f"union-bound over {len(cands)} candidate (k_pos, k_neg)",
-            (
-                f"(k_pos, k_neg) chosen among {len(cands)} candidates on the audit labels; "
-                f"each candidate was tested at beta/{len(cands)} = {level:.3g} (Bonferroni).",
-            ),
-            {
-                "candidates": [list(c) for c in cands],
-                "candidate_bounds": [float(x) for x in values],
-            },
-        )
-    # held-out
-    frac = check_probability(holdout_fraction, "holdout_fraction")
-    gen = np.random.default_rng(rng)
-    perm = gen.permutation(m)
-    n_sel = round(frac * m)
-    if n_sel < 1 or n_sel > m - 1:
-        raise fail("holdout_fraction", f"a split leaving both parts non-empty (m={m})", frac)
-    sel_idx, aud_idx = perm[:n_sel], perm[n_sel:]
+    return cands
+
+
+def _union_bound_selection(
+    scores: NDArray[np.float64],
+    member: NDArray[np.bool_],
+    bound: BoundFn,
+    beta: float,
+    cands: list[tuple[int, int]],
+) -> GuessSelection:
+    """The best candidate on all the data, each tested at ``beta / K`` (Bonferroni)."""
+    srt = SortedScores(scores, member)
+    level = beta / len(cands)
+    all_counts = [srt.counts(kp, kn) for kp, kn in cands]
+    values = [bound(c, level) for c in all_counts]
+    best = int(np.argmax(values))
+    return GuessSelection(
+        values[best],
+        all_counts[best],
+        level,
+        f"union-bound over {len(cands)} candidate (k_pos, k_neg)",
+        (
+            f"(k_pos, k_neg) chosen among {len(cands)} candidates on the audit labels; "
+            f"each candidate was tested at beta/{len(cands)} = {level:.3g} (Bonferroni).",
+        ),
+        {
+            "candidates": [list(c) for c in cands],
+            "candidate_bounds": [float(x) for x in values],
+        },
+    )
+
+
+def _held_out_selection(
+    scores: NDArray[np.float64],
+    member: NDArray[np.bool_],
+    bound: BoundFn,
+    beta: float,
+    cands: list[tuple[int, int]],
+    holdout_fraction: float,
+    rng: np.random.Generator | int | None,
+) -> GuessSelection:
+    """The candidate chosen on a random part of the examples, audited on the rest at beta."""
+    m = int(scores.size)
+    n_sel, sel_idx, aud_idx = _held_out_split(m, holdout_fraction, rng)
     srt_sel = SortedScores(scores[sel_idx], member[sel_idx])
     srt_aud = SortedScores(scores[aud_idx], member[aud_idx])
-
-    def scaled(c: tuple[int, int], n: int) -> tuple[int, int]:
-        return (c[0] * n) // m, (c[1] * n) // m
-
-    best_val, best_c = -np.inf, None
-    for c in cands:
-        kp, kn = scaled(c, n_sel)
-        if kp + kn == 0:
-            continue
-        val = bound(srt_sel.counts(kp, kn), beta)
-        if val > best_val:
-            best_val, best_c = val, c
-    if best_c is None:
-        raise fail("candidates", "at least one candidate with a guess on the selection part", 0)
-    kp, kn = scaled(best_c, m - n_sel)
-    if kp + kn == 0:
-        kp = 1 if best_c[0] > 0 else 0
-        kn = 1 - kp
-    counts = srt_aud.counts(kp, kn)
+    best_c = _best_candidate_on(srt_sel, cands, bound, beta, m)
+    counts = srt_aud.counts(*_audit_guess_counts(best_c, m - n_sel, m))
     return GuessSelection(
         bound(counts, beta),
         counts,
@@ -321,3 +340,51 @@ def run_guess_selection(
         ),
         {"candidates": [list(c) for c in cands], "selected_candidate": list(best_c)},
     )
+
+
+def _held_out_split(
+    m: int, holdout_fraction: float, rng: np.random.Generator | int | None
+) -> tuple[int, NDArray[np.intp], NDArray[np.intp]]:
+    """A random split: the size of the selection part, its indices, the audit part's."""
+    frac = check_probability(holdout_fraction, "holdout_fraction")
+    gen = np.random.default_rng(rng)
+    perm = gen.permutation(m)
+    n_sel = round(frac * m)
+    if n_sel < 1 or n_sel > m - 1:
+        raise fail("holdout_fraction", f"a split leaving both parts non-empty (m={m})", frac)
+    return n_sel, perm[:n_sel], perm[n_sel:]
+
+
+def _scaled(c: tuple[int, int], n: int, m: int) -> tuple[int, int]:
+    """A candidate for ``m`` examples scaled down to ``n`` examples (rounded down)."""
+    return (c[0] * n) // m, (c[1] * n) // m
+
+
+def _best_candidate_on(
+    srt_sel: SortedScores,
+    cands: list[tuple[int, int]],
+    bound: BoundFn,
+    beta: float,
+    m: int,
+) -> tuple[int, int]:
+    """The candidate with the largest bound on the selection part (first one on ties)."""
+    best_val, best_c = -np.inf, None
+    for c in cands:
+        kp, kn = _scaled(c, srt_sel.m, m)
+        if kp + kn == 0:
+            continue
+        val = bound(srt_sel.counts(kp, kn), beta)
+        if val > best_val:
+            best_val, best_c = val, c
+    if best_c is None:
+        raise fail("candidates", "at least one candidate with a guess on the selection part", 0)
+    return best_c
+
+
+def _audit_guess_counts(best_c: tuple[int, int], n_aud: int, m: int) -> tuple[int, int]:
+    """The chosen candidate scaled to the audit part; one guess if that leaves none."""
+    kp, kn = _scaled(best_c, n_aud, m)
+    if kp + kn == 0:
+        kp = 1 if best_c[0] > 0 else 0
+        kn = 1 - kp
+    return kp, kn
