@@ -79,8 +79,12 @@ def test_audit_fixed_threshold_equals_count_function() -> None:
     grid = multi_run_audit(s, mem, thresholds=[0.0, 1.0, 2.0])
     assert grid.threshold_selection == "union-bound over 3 fixed thresholds"
     assert grid.extra["level_per_rate"]["tpr"] == pytest.approx(0.05 / 6)
-    half = multi_run_audit(s, mem, group_size=2, threshold=1.0, delta=1e-3)
-    assert half.epsilon_lower_bound == pytest.approx(res.epsilon_lower_bound / 2)
+    pure = multi_run_audit(s, mem, threshold=1.0)
+    half = multi_run_audit(s, mem, group_size=2, threshold=1.0)
+    assert half.epsilon_lower_bound == pytest.approx(pure.epsilon_lower_bound / 2)
+    # with delta > 0 the group's delta grows too: below the group bound / 2
+    half_d = multi_run_audit(s, mem, group_size=2, threshold=1.0, delta=1e-3)
+    assert 0 < half_d.epsilon_lower_bound < res.epsilon_lower_bound / 2
 
 
 def test_union_bound_over_all_thresholds_is_brute_force_max() -> None:
@@ -163,3 +167,67 @@ def test_invariant_to_permutation_and_transforms(seed: int) -> None:
         other = multi_run_audit(t, mm)
         assert other.epsilon_lower_bound == base.epsilon_lower_bound
         assert other.mu_lower_bound == base.mu_lower_bound
+
+
+def _slow_group_eps(p: float, q: float, delta: float, k: int) -> tuple[float, float]:
+    """Bracket of the record-level eps from a group test by a scan: the largest eps on a
+    fine grid whose guarantee (k eps, delta sum_(i<k) e^(i eps)) the rates p > ... reject,
+    and the next grid point (not rejected)."""
+    step = 1e-4
+    eps = 0.0
+    if not q + k * delta < p:
+        return 0.0, 0.0
+    while (
+        math.exp(k * (eps + step)) * q + delta * sum(math.exp(i * (eps + step)) for i in range(k))
+        < p
+    ):
+        eps += step
+    return eps, eps + step
+
+
+@pytest.mark.parametrize(
+    ("p", "q", "delta", "k"),
+    [
+        (0.123, 0.01, 5e-3, 4),
+        (0.9, 0.05, 1e-5, 2),
+        (0.5, 0.2, 1e-2, 3),
+        (0.3, 0.0, 1e-3, 5),  # no false positives: only delta's growth bounds eps
+        (0.02, 0.01, 5e-3, 3),  # rejected at no eps
+        (0.999, 1e-4, 1e-6, 10),
+    ],
+)
+def test_group_eps_matches_a_scan_of_the_guarantee(
+    p: float, q: float, delta: float, k: int
+) -> None:
+    got = float(mr._group_eps(np.array([p]), np.array([q]), delta, k)[0])
+    lo, hi = _slow_group_eps(p, q, delta, k)
+    assert lo - 1e-12 <= got <= hi
+    # and never above the pure-DP bound divided by k (delta only ever lowers it)
+    if q > 0 and p > delta:
+        assert got <= math.log((p - delta) / q) / k + 1e-12
+
+
+def test_group_size_with_delta_holds_on_a_mechanism_tight_for_groups() -> None:
+    """A binary mechanism that is (eps, delta)-DP per record and as leaky as group
+    privacy allows for k records: flag with probability f(c) = e^(c eps) f0 +
+    delta sum_(i<c) e^(i eps) when c of the k copies are in (each step f(c+1) =
+    e^eps f(c) + delta, and f <= (1 - delta)/(1 + e^eps) keeps the other three
+    inequalities). Dividing the group bound by k claims eps_lb > eps in almost every
+    run; the group rule stays at or below eps in all but about beta of them."""
+    eps, delta, k, f0, n = 0.5, 5e-3, 4, 0.01, 40_000
+    f_k = math.exp(k * eps) * f0 + delta * sum(math.exp(i * eps) for i in range(k))
+    assert f_k <= (1 - delta) / (1 + math.exp(eps))
+    rng = np.random.default_rng(11)
+    mem = np.r_[np.ones(n, bool), np.zeros(n, bool)]
+    above, divided_above, runs = 0, 0, 40
+    for _ in range(runs):
+        s = np.r_[rng.random(n) < f_k, rng.random(n) < f0].astype(np.float64)
+        res = multi_run_audit(s, mem, threshold=1.0, delta=delta, group_size=k)
+        group = multi_run_audit(s, mem, threshold=1.0, delta=delta)
+        above += res.epsilon_lower_bound > eps
+        divided_above += group.epsilon_lower_bound / k > eps
+        assert res.epsilon_lower_bound <= group.epsilon_lower_bound / k
+        assert res.mu_lower_bound == pytest.approx(group.mu_lower_bound / k)  # type: ignore[operator]
+    assert divided_above >= runs * 0.9  # the old rule: not a valid bound here
+    assert stats.binom.sf(above - 1, runs, 0.05) > 0.01  # at most beta, up to chance
+    assert res.extra["group_size"] == k and "delta grows" in res.notes[-2]

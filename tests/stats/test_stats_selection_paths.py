@@ -70,16 +70,18 @@ def test_union_bound_tests_each_candidate_at_beta_over_k() -> None:
     assert sel.value == 20.0 and sel.extra["candidate_bounds"] == [2.0, 10.0, 20.0]
 
 
-def test_multi_run_group_size_divides_both_bounds_after_beta() -> None:
+def test_multi_run_group_size_divides_both_pure_dp_bounds_after_beta() -> None:
     rs = np.random.default_rng(0)
     mem = rs.random(400) < 0.5
     s = rs.normal(size=400) + 2.0 * mem
-    one = multi_run_audit(s, mem, delta=1e-5)
-    three = multi_run_audit(s, mem, delta=1e-5, group_size=3)
+    one = multi_run_audit(s, mem)
+    three = multi_run_audit(s, mem, group_size=3)
     assert three.epsilon_lower_bound == one.epsilon_lower_bound / 3
     assert three.mu_lower_bound == one.mu_lower_bound / 3  # type: ignore[operator]
     assert list(three.extra)[-2:] == ["beta", "group_size"]
-    assert three.notes[-2].startswith("Bounds divided by the group size 3")
+    assert (
+        three.notes[-2] == "Group privacy over the group size 3: mu divided by 3; eps divided by 3."
+    )
 
 
 def test_multi_run_threshold_and_thresholds_exclusive() -> None:

@@ -39,9 +39,15 @@ def _check_rate_counts(tp: int, fn: int, fp: int, tn: int) -> tuple[int, int, in
 
 
 def _eps_from_rates(
-    tpr_lb: NDArray[np.float64], fpr_ub: NDArray[np.float64], delta: float
+    tpr_lb: NDArray[np.float64], fpr_ub: NDArray[np.float64], delta: float, group_size: int = 1
 ) -> NDArray[np.float64]:
-    """``max(0, log((TPR_lb - d)/FPR_ub), log((1 - FPR_ub - d)/(1 - TPR_lb)))``, vectorised."""
+    """``max(0, log((TPR_lb - d)/FPR_ub), log((1 - FPR_ub - d)/(1 - TPR_lb)))``, vectorised;
+    for a group of ``k > 1`` records, the record-level bound :func:`_group_eps`."""
+    if group_size > 1 and delta > 0.0:
+        return np.maximum(
+            _group_eps(tpr_lb, fpr_ub, delta, group_size),
+            _group_eps(1.0 - fpr_ub, 1.0 - tpr_lb, delta, group_size),
+        )
     with np.errstate(divide="ignore", invalid="ignore"):
         e1 = np.where(
             tpr_lb > delta, np.log(np.maximum(tpr_lb - delta, 1e-300)) - np.log(fpr_ub), -np.inf
@@ -54,7 +60,53 @@ def _eps_from_rates(
             -np.inf,
         )
         e2 = np.where((tnr_lb > delta) & (fnr_ub <= 0), np.inf, e2)
-    return np.maximum(0.0, np.maximum(e1, e2))
+    eps = np.maximum(0.0, np.maximum(e1, e2))
+    return eps / group_size if group_size > 1 else eps  # pure DP: k eps for k records
+
+
+def _group_eps(
+    p_lb: NDArray[np.float64], q_ub: NDArray[np.float64], delta: float, k: int
+) -> NDArray[np.float64]:
+    r"""Record-level eps lower bound from a test on groups of ``k`` records, ``delta > 0``.
+
+    Along a chain of ``k`` neighbouring datasets the (eps, delta)-DP inequality applied
+    ``k`` times gives :math:`\Pr[M(D)\in S] \le e^{k\varepsilon}\Pr[M(D')\in S] +
+    \delta_k` with :math:`\delta_k = \delta\sum_{i<k} e^{i\varepsilon}` for datasets
+    ``k`` records apart (group privacy; Dwork and Roth 2014, Thm. 2.2 gives the
+    ``delta = 0`` case, where the bound is the record-level one divided by ``k``). So
+    the group test's rates satisfy :math:`p \le e^{k\varepsilon} q + \delta_k` (``p``
+    the TPR and ``q`` the FPR, or ``p`` the TNR and ``q`` the FNR). An eps with
+    :math:`e^{k\varepsilon} q_{ub} + \delta_k(\varepsilon) < p_{lb}` is excluded at the
+    bounds' confidence; the left side increases with eps, so the excluded eps are
+    ``[0, root)`` and the bound is the root (0 where eps = 0 is not excluded). It is
+    found by bisection in log space, and the lower end of the final bracket is returned
+    (never above the root). Dividing the group bound by ``k`` instead is valid only for
+    ``delta = 0``: it ignores the growth of delta.
+    """
+    p = np.asarray(p_lb, dtype=np.float64)
+    q = np.asarray(q_ub, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        log_p, log_q, log_d = np.log(p), np.log(q), np.log(delta)
+
+    def excluded(eps: NDArray[np.float64]) -> NDArray[np.bool_]:
+        # log(e^{k eps} q + delta sum_{i<k} e^{i eps}) < log p, the sum as
+        # e^{(k-1) eps} sum_{j<k} e^{-j eps} (each term in [1, k], no overflow)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tail = np.where(eps > 0, np.expm1(-k * eps) / np.expm1(-eps), float(k))
+        return np.logaddexp(k * eps + log_q, log_d + (k - 1) * eps + np.log(tail)) < log_p
+
+    lo = np.zeros_like(p)
+    ok = excluded(lo)
+    # an upper end where h >= 0: e^{k eps} q >= p, or delta e^{(k-1) eps} >= p when q = 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        hi = np.where(q > 0, (log_p - log_q) / k, (log_p - log_d) / (k - 1))
+    hi = np.where(ok, np.maximum(hi, 0.0), 0.0)
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        below = excluded(mid)
+        lo = np.where(ok & below, mid, lo)
+        hi = np.where(ok & ~below, mid, hi)
+    return np.where(ok, lo, 0.0)
 
 
 def _mu_from_rates(tpr_lb: NDArray[np.float64], fpr_ub: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -163,10 +215,14 @@ def _bounds_all(
     a_pos: float,
     a_neg: float,
     delta: float,
+    group_size: int,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Record-level eps and mu bounds of every test (a group test's divided as in
+    :func:`_eps_from_rates`; mu-GDP gives ``k mu`` for ``k`` records, Dong, Roth, Su 2022)."""
     tpr_lb = np.asarray(clopper_pearson_lower(tp, np.full_like(tp, n_pos), a_pos))
     fpr_ub = np.asarray(clopper_pearson_upper(fp, np.full_like(fp, n_neg), a_neg))
-    return _eps_from_rates(tpr_lb, fpr_ub, delta), _mu_from_rates(tpr_lb, fpr_ub)
+    eps = _eps_from_rates(tpr_lb, fpr_ub, delta, group_size)
+    return eps, _mu_from_rates(tpr_lb, fpr_ub) / group_size
 
 
 def multi_run_audit(
@@ -208,8 +264,13 @@ def multi_run_audit(
     * neither, ``selection="held-out"``: the threshold maximising the bound on a random
       ``holdout_fraction`` of the trials is applied to the others at ``alpha/2`` per rate.
 
-    ``group_size = k`` divides both bounds by k (JUO20's k poisoned copies: a k-record
-    change of an eps-DP mechanism is k eps-DP, of a mu-GDP one k mu-GDP).
+    ``group_size = k``: each trial inserted ``k`` copies (JUO20's poisoning), and the
+    bounds are made record-level by group privacy: a mu-GDP mechanism is ``k mu``-GDP
+    for ``k`` records (mu divided by k), an eps-DP one ``k eps``-DP (eps divided by k,
+    ``delta = 0``); with ``delta > 0`` an (eps, delta)-DP mechanism is only
+    ``(k eps, delta sum_{i<k} e^{i eps})``-DP for ``k`` records, and the eps bound is the
+    largest eps that guarantee is rejected at (:func:`_group_eps`), below the group
+    bound divided by k.
 
     ``beta`` (default 0.05) is the failure probability ``alpha`` of the bounds, used
     exactly; ``confidence = 1 - beta`` is accepted as a convenience (``beta`` wins).
@@ -220,12 +281,14 @@ def multi_run_audit(
     s, mem = prepare_scores(scores, member)
     grid = _fixed_threshold_grid(threshold, thresholds)
     if grid is not None:
-        found = _audit_fixed_grid(s, mem, grid, alpha, delta)
+        found = _audit_fixed_grid(s, mem, grid, alpha, delta, k)
     else:
-        found = _audit_data_chosen_threshold(s, mem, alpha, delta, selection, holdout_fraction, rng)
+        found = _audit_data_chosen_threshold(
+            s, mem, alpha, delta, k, selection, holdout_fraction, rng
+        )
     found.extra["beta"] = alpha
     if k > 1:
-        _divide_by_group_size(found, k)
+        _note_group_size(found, k, delta)
     found.notes.append(
         "Converting mu_lower_bound to (eps, delta) assumes a Gaussian trade-off curve; "
         "epsilon_lower_bound does not."
@@ -277,12 +340,13 @@ def _audit_fixed_grid(
     grid: NDArray[np.float64],
     alpha: float,
     delta: float,
+    group_size: int,
 ) -> _ThresholdAudit:
     """Best of the ``L`` fixed thresholds, each rate at ``alpha/(2L)`` (Bonferroni)."""
     n_pos, n_neg = int(mem.sum()), int((~mem).sum())
     a = alpha / (2.0 * grid.size)
     tp, fp = threshold_counts(s, mem, grid)
-    eps, mu = _bounds_all(tp, fp, n_pos, n_neg, a, a, delta)
+    eps, mu = _bounds_all(tp, fp, n_pos, n_neg, a, a, delta, group_size)
     best = int(np.argmax(eps))
     best_mu = int(np.argmax(mu))
     desc = "fixed" if grid.size == 1 else f"union-bound over {grid.size} fixed thresholds"
@@ -302,6 +366,7 @@ def _audit_data_chosen_threshold(
     mem: NDArray[np.bool_],
     alpha: float,
     delta: float,
+    group_size: int,
     selection: str,
     holdout_fraction: float,
     rng: np.random.Generator | int | None,
@@ -309,7 +374,7 @@ def _audit_data_chosen_threshold(
     """A threshold chosen on the data: union bound over all of them, or held out."""
     check_choice(selection, "selection", MULTI_RUN_SELECTIONS)
     if selection == "union-bound":
-        eps_v, mu_v, counts, extra = _union_all_thresholds(s, mem, alpha, delta)
+        eps_v, mu_v, counts, extra = _union_all_thresholds(s, mem, alpha, delta, group_size)
         return _ThresholdAudit(
             eps_v,
             mu_v,
@@ -321,7 +386,7 @@ def _audit_data_chosen_threshold(
                 "simultaneous over all count levels (alpha/(2P) for TPR, alpha/(2N) for FPR)."
             ],
         )
-    eps_v, mu_v, counts, extra = _held_out(s, mem, alpha, delta, holdout_fraction, rng)
+    eps_v, mu_v, counts, extra = _held_out(s, mem, alpha, delta, group_size, holdout_fraction, rng)
     desc = (
         f"held-out: threshold chosen on {extra['n_selection_trials']} trials, "
         f"audited on {extra['n_audit_trials']}"
@@ -329,11 +394,16 @@ def _audit_data_chosen_threshold(
     return _ThresholdAudit(eps_v, mu_v, counts, desc, extra, [])
 
 
-def _divide_by_group_size(found: _ThresholdAudit, k: int) -> None:
-    """Group privacy (JUO20's k copies): both bounds divided by ``k``, with a note."""
-    found.eps, found.mu = found.eps / k, found.mu / k
+def _note_group_size(found: _ThresholdAudit, k: int, delta: float) -> None:
+    """Say how the group test's bounds were made record-level (:func:`_bounds_all`)."""
     found.extra["group_size"] = k
-    found.notes.append(f"Bounds divided by the group size {k} (group privacy).")
+    eps_rule = (
+        f"eps divided by {k}"
+        if delta == 0.0
+        else f"eps the largest value whose group guarantee (k eps, delta sum_(i<{k}) e^(i eps)) "
+        "the test rejects (delta grows with the group, so eps is not just divided)"
+    )
+    found.notes.append(f"Group privacy over the group size {k}: mu divided by {k}; {eps_rule}.")
 
 
 def _counts(tp: int, n_pos: int, fp: int, n_neg: int) -> dict[str, int]:
@@ -341,7 +411,7 @@ def _counts(tp: int, n_pos: int, fp: int, n_neg: int) -> dict[str, int]:
 
 
 def _union_all_thresholds(
-    s: NDArray[np.float64], mem: NDArray[np.bool_], alpha: float, delta: float
+    s: NDArray[np.float64], mem: NDArray[np.bool_], alpha: float, delta: float, group_size: int
 ) -> tuple[float, float, dict[str, int], dict[str, object]]:
     n_pos, n_neg = int(mem.sum()), int((~mem).sum())
     cand = np.unique(s)  # every distinct "score >= t" test (plus t above all: no signal)
@@ -350,9 +420,9 @@ def _union_all_thresholds(
     # Only distinct (tp, fp) pairs matter.
     pairs, idx = np.unique(np.stack([tp, fp], axis=1), axis=0, return_index=True)
     if pairs.shape[0] > _EXHAUSTIVE_MAX:
-        keep = _screen(pairs[:, 0], pairs[:, 1], n_pos, n_neg, a_pos, a_neg, delta)
+        keep = _screen(pairs[:, 0], pairs[:, 1], n_pos, n_neg, a_pos, a_neg, delta, group_size)
         pairs, idx = pairs[keep], idx[keep]
-    eps, mu = _bounds_all(pairs[:, 0], pairs[:, 1], n_pos, n_neg, a_pos, a_neg, delta)
+    eps, mu = _bounds_all(pairs[:, 0], pairs[:, 1], n_pos, n_neg, a_pos, a_neg, delta, group_size)
     be, bm = int(np.argmax(eps)), int(np.argmax(mu))
     counts = _counts(int(pairs[be, 0]), n_pos, int(pairs[be, 1]), n_neg)
     extra: dict[str, object] = {
@@ -389,6 +459,7 @@ def _screen(
     a_pos: float,
     a_neg: float,
     delta: float,
+    group_size: int,
 ) -> NDArray[np.int64]:
     """Indices of the candidates ranked best (eps and mu) by Wilson-score approximations.
 
@@ -398,8 +469,8 @@ def _screen(
     """
     tpr = _wilson(tp, n_pos, a_pos, lower=True)
     fpr = _wilson(fp, n_neg, a_neg, lower=False)
-    eps = _eps_from_rates(tpr, fpr, delta)
-    mu = _mu_from_rates(tpr, fpr)
+    eps = _eps_from_rates(tpr, fpr, delta, group_size)
+    mu = _mu_from_rates(tpr, fpr)  # its ranking does not depend on the group size
     k = min(_SCREEN_KEEP, tp.size)
     top = np.concatenate([np.argpartition(-eps, k - 1)[:k], np.argpartition(-mu, k - 1)[:k]])
     return np.unique(top)
@@ -410,6 +481,7 @@ def _held_out(
     mem: NDArray[np.bool_],
     alpha: float,
     delta: float,
+    group_size: int,
     holdout_fraction: float,
     rng: np.random.Generator | int | None,
 ) -> tuple[float, float, dict[str, int], dict[str, object]]:
@@ -431,13 +503,13 @@ def _held_out(
     cand = np.unique(s[sel])
     tp, fp = threshold_counts(s[sel], ms, cand)
     if cand.size > _EXHAUSTIVE_MAX:  # selection only: any rule is valid here
-        keep = _screen(tp, fp, int(ms.sum()), int((~ms).sum()), a, a, delta)
+        keep = _screen(tp, fp, int(ms.sum()), int((~ms).sum()), a, a, delta, group_size)
         cand, tp, fp = cand[keep], tp[keep], fp[keep]
-    eps_s, mu_s = _bounds_all(tp, fp, int(ms.sum()), int((~ms).sum()), a, a, delta)
+    eps_s, mu_s = _bounds_all(tp, fp, int(ms.sum()), int((~ms).sum()), a, a, delta, group_size)
     t_eps, t_mu = float(cand[int(np.argmax(eps_s))]), float(cand[int(np.argmax(mu_s))])
     n_pos, n_neg = int(ma.sum()), int((~ma).sum())
     tp2, fp2 = threshold_counts(s[aud], ma, np.array([t_eps, t_mu]))
-    eps, mu = _bounds_all(tp2, fp2, n_pos, n_neg, a, a, delta)
+    eps, mu = _bounds_all(tp2, fp2, n_pos, n_neg, a, a, delta, group_size)
     counts = _counts(int(tp2[0]), n_pos, int(fp2[0]), n_neg)
     extra: dict[str, object] = {
         "threshold": t_eps,
