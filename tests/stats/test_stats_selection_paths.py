@@ -103,3 +103,17 @@ def test_run_procedure_panoramia_checks_in_order() -> None:
         run_procedure(
             "panoramia", s01, mem, baseline=s01 * 2, params=ProcedureParams(thresholds="code")
         )
+
+
+def test_guess_counts_are_whole_numbers_never_truncated() -> None:
+    s, mem = _data(40)
+    whole = run_guess_selection(s, mem, _v, 0.05, k_pos=5, k_neg=5)
+    as_float = run_guess_selection(s, mem, _v, 0.05, k_pos=5.0, k_neg=np.int64(5))  # type: ignore[arg-type]
+    assert as_float.counts == whole.counts
+    for bad in (2.7, True, "5", float("nan")):
+        with pytest.raises(InvalidInputError, match="k_pos: expected a whole number"):
+            run_guess_selection(s, mem, _v, 0.05, k_pos=bad, k_neg=None)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="candidates: k_neg: expected a whole number"):
+        run_guess_selection(s, mem, _v, 0.05, k_pos=None, k_neg=None, candidates=[(5, 5.5)])  # type: ignore[list-item]
+    with pytest.raises(InvalidInputError, match="pairs"):
+        run_guess_selection(s, mem, _v, 0.05, k_pos=None, k_neg=None, candidates=[(5,)])  # type: ignore[list-item]

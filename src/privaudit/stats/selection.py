@@ -212,13 +212,25 @@ class GuessSelection:
 BoundFn = Callable[[GuessCounts, float], float]
 
 
+def _whole(x: object, name: str) -> int:
+    """``x`` as an int when it is a whole number (``3``, ``np.int64(3)``, ``3.0``), else the
+    error naming ``name``: a guess count is never truncated (2.7 is not 2)."""
+    whole = isinstance(x, int | np.integer) or (
+        isinstance(x, float | np.floating) and float(x).is_integer()
+    )
+    if isinstance(x, bool) or not whole:
+        raise fail(name, "a whole number of guesses", repr(x))
+    return int(x)  # type: ignore[call-overload]
+
+
 def _unique_candidates(cands: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     for c in cands:
         try:
-            kp, kn = (int(c[0]), int(c[1]))
-        except (TypeError, ValueError, IndexError):
+            a, b = c
+        except (TypeError, ValueError):
             raise fail("candidates", "a list of (k_pos, k_neg) pairs", repr(c)) from None
+        kp, kn = _whole(a, "candidates: k_pos"), _whole(b, "candidates: k_neg")
         if (kp, kn) not in out:
             out.append((kp, kn))
     if not out:
@@ -264,7 +276,8 @@ def _fixed_selection(
     k_neg: int | None,
 ) -> GuessSelection:
     """The bound of guess counts fixed in advance, at ``beta`` (a missing one is 0)."""
-    kp, kn = int(k_pos or 0), int(k_neg or 0)
+    kp = 0 if k_pos is None else _whole(k_pos, "k_pos")
+    kn = 0 if k_neg is None else _whole(k_neg, "k_neg")
     counts = SortedScores(scores, member).counts(kp, kn)
     notes: tuple[str, ...] = ()
     if counts.r < kp + kn:
