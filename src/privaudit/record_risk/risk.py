@@ -329,16 +329,7 @@ def run_record_risk(
     # 2-4. shadow releases and the per-target attack -------------------------------------
     fitted: list[Any] = [None] * plan.n_targets
     if att.trained:
-        worker = RoundsWorker(
-            target,
-            kind,
-            setup.universe,
-            plan,
-            att,
-            setup.targets_data,
-            {**setup.key_base, "mode": "summary"},
-        )
-        fitted = _fit_attacks(worker, plan, config, executor, store, timings, releases)
+        fitted = _fit_attacks(target, kind, att, config, setup, executor, store, timings, releases)
 
     # 2-4. the game rounds, scored in the workers ---------------------------------------
     t0 = time.perf_counter()
@@ -346,15 +337,7 @@ def run_record_risk(
     timings["games"] = time.perf_counter() - t0
 
     # 5. metrics ------------------------------------------------------------------------
-    scores, members = _game_scores(res, spans, plan.n_targets, str(target.name), warnings)
-    risks = _risks(scores, members, config.rho)
-    comparison = compare_risks(
-        risks["model-seeded"]["auc"],
-        risks["traditional"]["auc"],
-        risks["model-seeded-2"]["auc"] if config.replicates else None,
-        risks["traditional-2"]["auc"] if config.replicates else None,
-        config.thresholds,
-    )
+    risks, comparison = _metrics_step(res, spans, plan, config, str(target.name), warnings)
     timings["total"] = time.perf_counter() - t_start
     return RecordRiskResult(
         target={"kind": kind, "name": str(target.name), "settings": target.settings()},
@@ -510,9 +493,11 @@ def _count(releases: dict[str, int], tasks: list[Any], created: list[bool]) -> N
 
 
 def _fit_attacks(
-    worker: RoundsWorker,
-    plan: RecordRiskPlan,
+    target: Any,
+    kind: str,
+    att: RecordAttack,
     config: RecordRiskConfig,
+    setup: _Setup,
     executor: Executor,
     store: ArtifactStore | None,
     timings: dict[str, float],
@@ -523,6 +508,16 @@ def _fit_attacks(
 
     Returns the fitted attack of each target, in target order.
     """
+    plan = setup.plan
+    worker = RoundsWorker(
+        target,
+        kind,
+        setup.universe,
+        plan,
+        att,
+        setup.targets_data,
+        {**setup.key_base, "mode": "summary"},
+    )
     t0 = time.perf_counter()
     tasks = _tasks(plan.rounds("shadow"), config.rounds_per_task)
     res, created = train_many(
@@ -574,6 +569,28 @@ def _game_tasks(
         spans.append((name, kind_g, len(all_tasks), len(all_tasks) + len(tasks_g)))
         all_tasks += tasks_g
     return all_tasks, spans
+
+
+def _metrics_step(
+    res: list[dict[str, NDArray[Any]]],
+    spans: list[tuple[str, str, int, int]],
+    plan: RecordRiskPlan,
+    config: RecordRiskConfig,
+    target_name: str,
+    warnings: list[str],
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Step 5: each game's per-record risks (from the rounds' scores) and their comparison
+    (:func:`compare_risks`, with the replicates' noise floors when they were played)."""
+    scores, members = _game_scores(res, spans, plan.n_targets, target_name, warnings)
+    risks = _risks(scores, members, config.rho)
+    comparison = compare_risks(
+        risks["model-seeded"]["auc"],
+        risks["traditional"]["auc"],
+        risks["model-seeded-2"]["auc"] if config.replicates else None,
+        risks["traditional-2"]["auc"] if config.replicates else None,
+        config.thresholds,
+    )
+    return risks, comparison
 
 
 def _game_scores(

@@ -41,7 +41,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from privaudit._validation import check_choice, check_positive_int, fail
 from privaudit.runtime import interrupts
@@ -61,7 +61,7 @@ from privaudit.runtime.process_pool import (
     run_limited,
     worker_call,
 )
-from privaudit.runtime.progress import ProgressOption, progress_bar
+from privaudit.runtime.progress import ProgressHandle, ProgressOption, progress_bar
 from privaudit.runtime.ray_executor import RayExecutor
 
 __all__ = [
@@ -276,52 +276,14 @@ class LocalExecutor(Executor):
         head, buffers = pickle_out_of_band(fn)
         pool = self._ensure_pool()
         here = _ThisProcess() if self.use_main_process else None
-        results: list[Any] = [None] * len(items)
         finished = cancelled = False
         try:
             key = pool.ship(head, buffers)
             with progress_bar(desc, len(items), enabled=self.progress) as bar:
-                # a task goes to a free slot (a worker process, or this process) when one
-                # frees up, so no slot waits behind a task queued for another
-                running: dict[Future[Any], tuple[int, bool]] = {}  # -> (index, here?)
-                processes: dict[int, Any] = {}
-                nxt = 0
-                while nxt < len(items) or running:
-                    busy_here = any(h for _, h in running.values())
-                    busy_pool = len(running) - busy_here
-                    while nxt < len(items) and (
-                        busy_pool < pool.n_workers or (here is not None and not busy_here)
-                    ):
-                        interrupts.check(None, desc)  # a CLI command after a swallowed signal
-                        if busy_pool < pool.n_workers:
-                            fut = pool.submit(worker_call, key, nxt, items[nxt])
-                            running[fut] = (nxt, False)
-                            busy_pool += 1
-                        elif here is not None:
-                            fut = here.submit(fn, items[nxt], self.threads_per_worker)
-                            running[fut] = (nxt, True)
-                            busy_here = True
-                        nxt += 1
-                    processes.update(pool.processes())  # started on demand by submit
-                    done, _ = wait(running, return_when=FIRST_COMPLETED)
-                    for fut in sorted(done, key=lambda f: running[f][0]):
-                        i, _ = running.pop(fut)
-                        error = fut.exception()
-                        if error is not None:
-                            for other in running:
-                                other.cancel()
-                            if not isinstance(error, Exception):  # an interrupt in the task
-                                raise error
-                            if isinstance(error, BrokenProcessPool):
-                                # every pending task fails; name the one whose worker died
-                                dead = pool.died_running(processes)
-                                i = i if dead is None else dead
-                                error = BrokenProcessPool(
-                                    f"a worker process died (killed or out of memory): {error}"
-                                )
-                            raise TaskError(desc, i, name(items[i]), error) from error
-                        results[i] = fut.result()
-                        bar.advance()
+                tasks = _ParallelMap(
+                    fn, items, pool, key, here, self.threads_per_worker, desc, name
+                )
+                results = tasks.run(bar)
             pool.prune()
             finished = True
         except BaseException as exc:
@@ -339,3 +301,78 @@ class LocalExecutor(Executor):
             if not finished:  # a failed task, a dead worker or an interrupt: a fresh pool next time
                 self._close(terminate=cancelled)
         return results
+
+
+class _ParallelMap:
+    """One parallel map's tasks: which item runs in which slot (a worker process, or this
+    process), and the results so far, in the order of the items."""
+
+    def __init__(
+        self,
+        fn: Callable[[Any], Any],
+        items: list[Any],
+        pool: ProcessPool,
+        key: str,
+        here: _ThisProcess | None,
+        threads_per_worker: int,
+        desc: str,
+        name: Callable[[Any], str],
+    ) -> None:
+        self.fn, self.items, self.pool, self.key, self.here = fn, items, pool, key, here
+        self.threads_per_worker, self.desc, self.name = threads_per_worker, desc, name
+        self.results: list[Any] = [None] * len(items)
+        self.running: dict[Future[Any], tuple[int, bool]] = {}  # -> (index, here?)
+        self.processes: dict[int, Any] = {}
+        self.submitted = 0  # items[:submitted] were submitted
+
+    def run(self, bar: ProgressHandle) -> list[Any]:
+        """Every item's result, in item order; the first failed task (in item order among
+        those that finish together) raises."""
+        while self.submitted < len(self.items) or self.running:
+            self._submit_to_free_slots()
+            self.processes.update(self.pool.processes())  # started on demand by submit
+            done, _ = wait(self.running, return_when=FIRST_COMPLETED)
+            for fut in sorted(done, key=lambda f: self.running[f][0]):
+                i, _ = self.running.pop(fut)
+                error = fut.exception()
+                if error is not None:
+                    self._fail(i, error)
+                self.results[i] = fut.result()
+                bar.advance()
+        return self.results
+
+    def _submit_to_free_slots(self) -> None:
+        """Submit the next items while a slot is free, worker processes first."""
+        # a task goes to a free slot (a worker process, or this process) when one
+        # frees up, so no slot waits behind a task queued for another
+        here, pool = self.here, self.pool
+        busy_here = any(h for _, h in self.running.values())
+        busy_pool = len(self.running) - busy_here
+        while self.submitted < len(self.items) and (
+            busy_pool < pool.n_workers or (here is not None and not busy_here)
+        ):
+            interrupts.check(None, self.desc)  # a CLI command after a swallowed signal
+            nxt = self.submitted
+            if busy_pool < pool.n_workers:
+                fut = pool.submit(worker_call, self.key, nxt, self.items[nxt])
+                self.running[fut] = (nxt, False)
+                busy_pool += 1
+            elif here is not None:
+                fut = here.submit(self.fn, self.items[nxt], self.threads_per_worker)
+                self.running[fut] = (nxt, True)
+                busy_here = True
+            self.submitted += 1
+
+    def _fail(self, i: int, error: BaseException) -> NoReturn:
+        """Cancel the pending tasks and raise task ``i``'s error (an interrupt as itself,
+        an exception as a :class:`TaskError` naming the item)."""
+        for other in self.running:
+            other.cancel()
+        if not isinstance(error, Exception):  # an interrupt in the task
+            raise error
+        if isinstance(error, BrokenProcessPool):
+            # every pending task fails; name the one whose worker died
+            dead = self.pool.died_running(self.processes)
+            i = i if dead is None else dead
+            error = BrokenProcessPool(f"a worker process died (killed or out of memory): {error}")
+        raise TaskError(self.desc, i, self.name(self.items[i]), error) from error

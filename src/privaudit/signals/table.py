@@ -84,6 +84,21 @@ def model_signals(
     dict signal name -> float64 array (n_records,)
     """
     bs = check_positive_int(batch_size, "batch_size")
+    names, queried = _requested_signals(model_id, model, signals)
+    _check_labels(model_id, model, dataset)
+    losses_only = _gives_losses_only(model_id, model, names)
+    out = _logit_signals(model_id, model, dataset, names, bs, losses_only=losses_only)
+    if queried:
+        out["label_robustness"] = _queried_robustness(model_id, model, dataset, feature_scale)
+    _check_finite(model_id, out)
+    return out
+
+
+def _requested_signals(
+    model_id: str, model: Model | PrecomputedModel, signals: Sequence[str]
+) -> tuple[list[str], list[str]]:
+    """The requested signals, checked: those computed from logits, and the query signals
+    (refused for a precomputed model)."""
     names = [check_choice(s, "signals", ALL_SIGNALS) for s in signals]
     queried = [s for s in names if s in QUERY_SIGNALS]
     names = [s for s in names if s not in QUERY_SIGNALS]
@@ -94,6 +109,11 @@ def model_signals(
             "on perturbed records)",
             queried,
         )
+    return names, queried
+
+
+def _check_labels(model_id: str, model: Model | PrecomputedModel, dataset: Dataset) -> None:
+    """Refuse a dataset with a label beyond the model's classes."""
     y = dataset.y
     C = int(model.n_classes)
     if y.size and int(y.max()) >= C:
@@ -102,6 +122,11 @@ def model_signals(
             f"labels below the {C} classes of model {model_id!r}",
             f"maximum label {int(y.max())}",
         )
+
+
+def _gives_losses_only(model_id: str, model: Model | PrecomputedModel, names: list[str]) -> bool:
+    """Whether ``model`` is a losses-only precomputed model (which refuses the signals
+    not in :data:`LOSS_DERIVABLE`)."""
     losses_only = isinstance(model, PrecomputedModel) and not model.has_logits
     if losses_only:
         refused = [s for s in names if s not in LOSS_DERIVABLE]
@@ -111,10 +136,25 @@ def model_signals(
                 f"signals computable from losses only ({', '.join(LOSS_DERIVABLE)})",
                 refused,
             )
+    return losses_only
+
+
+def _logit_signals(
+    model_id: str,
+    model: Model | PrecomputedModel,
+    dataset: Dataset,
+    names: list[str],
+    batch_size: int,
+    *,
+    losses_only: bool,
+) -> dict[str, NDArray[np.float64]]:
+    """The signals ``names`` batch by batch, from one logits call per batch (or from the
+    stored losses of a losses-only model)."""
+    y = dataset.y
     n = dataset.n_records
     out = {s: np.empty(n, dtype=np.float64) for s in names}
-    for start in range(0, n, bs):
-        sl = slice(start, min(start + bs, n))
+    for start in range(0, n, batch_size):
+        sl = slice(start, min(start + batch_size, n))
         if losses_only:
             loss = cast(PrecomputedModel, model).losses_for(dataset.record_ids[sl])
             for s in names:
@@ -123,27 +163,42 @@ def model_signals(
             z = _batch_logits(model_id, model, dataset, sl)
             for s in names:
                 out[s][sl] = compute_signal(s, z, y[sl])
-    if queried:
-        scale = dataset.X.std(axis=0) if feature_scale is None else feature_scale
-        rob = np.empty(n, dtype=np.float64)
-        for start in range(0, n, _QUERY_BATCH):
-            sl = slice(start, min(start + _QUERY_BATCH, n))
-            try:
-                rob[sl] = label_robustness(
-                    model, dataset.X[sl], y[sl], dataset.record_ids[sl], scale=scale
-                )
-            except PrivauditError:
-                raise
-            except Exception as exc:
-                raise TrainingError(
-                    f"model {model_id!r}: logits on perturbed records failed: "
-                    f"{type(exc).__name__}: {exc}"
-                ) from exc
-        out["label_robustness"] = rob
+    return out
+
+
+def _queried_robustness(
+    model_id: str,
+    model: Model | PrecomputedModel,
+    dataset: Dataset,
+    feature_scale: NDArray[np.float64] | None,
+) -> NDArray[np.float64]:
+    """The label-only robustness of every record, in batches of noisy queries (noise in
+    units of ``feature_scale``, default the columns' standard deviation in ``dataset``)."""
+    y = dataset.y
+    n = dataset.n_records
+    scale = dataset.X.std(axis=0) if feature_scale is None else feature_scale
+    rob = np.empty(n, dtype=np.float64)
+    for start in range(0, n, _QUERY_BATCH):
+        sl = slice(start, min(start + _QUERY_BATCH, n))
+        try:
+            rob[sl] = label_robustness(
+                model, dataset.X[sl], y[sl], dataset.record_ids[sl], scale=scale
+            )
+        except PrivauditError:
+            raise
+        except Exception as exc:
+            raise TrainingError(
+                f"model {model_id!r}: logits on perturbed records failed: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+    return rob
+
+
+def _check_finite(model_id: str, out: dict[str, NDArray[np.float64]]) -> None:
+    """Refuse a NaN or infinite signal value (the signal functions already guard against them)."""
     for s, v in out.items():
         if not np.all(np.isfinite(v)):  # pragma: no cover - guarded by the signal functions
             raise fail(f"signal {s!r} of model {model_id!r}", "finite values", "NaN/inf")
-    return out
 
 
 def signal_table(
