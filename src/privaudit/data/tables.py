@@ -568,65 +568,71 @@ def load_table(
         Unknown file type, missing label/id/feature columns (the message lists the
         available ones), NaN features, missing labels, a single class, duplicate ids.
     """
-    import pandas as pd
-
     p = Path(path)
     if not p.is_file():
         raise fail("path", "an existing file", str(p))
-    suffixes = [s.lower() for s in p.suffixes]
     stem = p.name.split(".")[0] or "table"
-    ds_name = name or stem
-    src = f"file {p.name}"
+    frame = _read_table_file(p, label_column, id_column)
+    return table_from_frame(
+        frame,
+        label_column,
+        name=name or stem,
+        id_column=id_column,
+        feature_columns=feature_columns,
+        standardize=standardize,
+        source=f"file {p.name}",
+    )
+
+
+def _read_table_file(p: Path, label_column: str, id_column: str | None) -> pd.DataFrame:
+    """The table in ``p`` as a DataFrame, read as its suffix says: CSV (``.csv``,
+    ``.csv.gz``), Parquet (``.parquet``, ``.pq``) or NumPy (``.npz``); others are errors."""
+    suffixes = [s.lower() for s in p.suffixes]
     if suffixes[-1:] == [".csv"] or suffixes[-2:] == [".csv", ".gz"]:
-        frame = read_csv_file(p)
-    elif suffixes[-1:] in ([".parquet"], [".pq"]):
-        frame = read_parquet_file(p)
-    elif suffixes[-1:] == [".npz"]:
-        with open_npz(p) as z:
-            keys = list(z.files)
-            if "X" not in keys:
-                raise fail("npz file", "an array named 'X' (features)", f"arrays {keys}")
-            if label_column not in keys:
-                raise fail(
-                    "label_column",
-                    "one of the arrays " + ", ".join(map(repr, keys)),
-                    repr(label_column),
-                )
-            Xz = npz_array(z, "X", p)
-            if Xz.ndim != 2:
-                raise fail("X", "a 2-dimensional feature array", f"shape {Xz.shape}")
-            frame = pd.DataFrame(Xz, columns=[f"x{j}" for j in range(Xz.shape[1])])
-            labels = npz_array(z, label_column, p)
-            if labels.ndim != 1 or labels.size != Xz.shape[0]:
-                raise fail(
-                    label_column, f"a 1-D array of {Xz.shape[0]} labels", f"shape {labels.shape}"
-                )
-            frame[label_column] = labels
-            if id_column is not None:
-                if id_column not in keys:
-                    raise fail(
-                        "id_column",
-                        "one of the arrays " + ", ".join(map(repr, keys)),
-                        repr(id_column),
-                    )
-                idz = npz_array(z, id_column, p)
-                if idz.ndim != 1 or idz.size != Xz.shape[0]:
-                    raise fail(id_column, f"a 1-D array of {Xz.shape[0]} ids", f"shape {idz.shape}")
-                frame[id_column] = idz
-    elif suffixes[-1:] == [".npy"]:
+        return read_csv_file(p)
+    if suffixes[-1:] in ([".parquet"], [".pq"]):
+        return read_parquet_file(p)
+    if suffixes[-1:] == [".npz"]:
+        return _read_npz_table(p, label_column, id_column)
+    if suffixes[-1:] == [".npy"]:
         raise fail(
             "path",
             "a .npz file with arrays 'X' and the label array (a .npy holds one array and no label names)",
             p.name,
         )
-    else:
-        raise fail("path", "a .csv, .csv.gz, .parquet, .pq or .npz file", p.name)
-    return table_from_frame(
-        frame,
-        label_column,
-        name=ds_name,
-        id_column=id_column,
-        feature_columns=feature_columns,
-        standardize=standardize,
-        source=src,
-    )
+    raise fail("path", "a .csv, .csv.gz, .parquet, .pq or .npz file", p.name)
+
+
+def _read_npz_table(p: Path, label_column: str, id_column: str | None) -> pd.DataFrame:
+    """An ``.npz`` table: the 2-D array ``X`` as columns ``x0, x1, ...``, then the 1-D label
+    array ``label_column`` and, when asked, the 1-D id array ``id_column``."""
+    import pandas as pd
+
+    with open_npz(p) as z:
+        keys = list(z.files)
+        if "X" not in keys:
+            raise fail("npz file", "an array named 'X' (features)", f"arrays {keys}")
+        _require_npz_array(keys, label_column, "label_column")
+        Xz = npz_array(z, "X", p)
+        if Xz.ndim != 2:
+            raise fail("X", "a 2-dimensional feature array", f"shape {Xz.shape}")
+        frame = pd.DataFrame(Xz, columns=[f"x{j}" for j in range(Xz.shape[1])])
+        frame[label_column] = _npz_vector(z, label_column, p, Xz.shape[0], "labels")
+        if id_column is not None:
+            _require_npz_array(keys, id_column, "id_column")
+            frame[id_column] = _npz_vector(z, id_column, p, Xz.shape[0], "ids")
+    return frame
+
+
+def _require_npz_array(keys: list[str], key: str, parameter: str) -> None:
+    """An error naming ``parameter`` unless ``key`` is one of the archive's arrays."""
+    if key not in keys:
+        raise fail(parameter, "one of the arrays " + ", ".join(map(repr, keys)), repr(key))
+
+
+def _npz_vector(z: Any, key: str, p: Path, n: int, what: str) -> np.ndarray:
+    """The archive's array ``key``, which must be 1-D with one entry (of ``what``) per row."""
+    a = npz_array(z, key, p)
+    if a.ndim != 1 or a.size != n:
+        raise fail(key, f"a 1-D array of {n} {what}", f"shape {a.shape}")
+    return a

@@ -391,57 +391,101 @@ def read_text_records(
     p = Path(path)
     if not p.is_file():
         raise fail(name, "an existing JSONL file", f"no file at {p}")
+    lines = _read_utf8_lines(p, name)
+    ids, texts, docs, member = _parse_records(lines, name, p)
+    if not ids:
+        raise fail(name, "at least one record", f"no records in {p}")
+    _check_membership(docs, member, name, p, require_both)
+    return TextRecords(
+        ids=tuple(ids), texts=tuple(texts), documents=tuple(docs), member=np.asarray(member)
+    )
+
+
+def _read_utf8_lines(p: Path, name: str) -> list[str]:
+    """The lines of a UTF-8 text file (other bytes are an error naming ``name``)."""
+    try:
+        return p.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise fail(name, "UTF-8 text", f"bytes that are not UTF-8 in {p} ({exc.reason})") from None
+
+
+def _parse_records(
+    lines: list[str], name: str, p: Path
+) -> tuple[list[str], list[str], list[str], list[bool]]:
+    """The ids, texts, documents and memberships of the non-blank lines, each line
+    validated in turn (an error names the line); ids unique across lines."""
     ids: list[str] = []
     texts: list[str] = []
     docs: list[str] = []
     member: list[bool] = []
     first_line: dict[str, int] = {}
-    try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise fail(name, "UTF-8 text", f"bytes that are not UTF-8 in {p} ({exc.reason})") from None
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         where = f"{name} ({p.name} line {lineno})"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise fail(where, "one JSON object per line", f"invalid JSON ({exc.msg})") from None
-        if not isinstance(obj, dict):
-            raise fail(where, "a JSON object", type(obj).__name__)
-        extra = set(obj) - {"id", "text", "member", "document"}
-        if extra:
-            raise fail(where, "only the keys id, text, member, document", sorted(extra))
-        for key in ("id", "text", "member"):
-            if key not in obj:
-                raise fail(where, f"a key {key!r}", f"keys {sorted(obj)}")
-        rid = obj["id"]
-        if isinstance(rid, bool) or not isinstance(rid, str | int):
-            raise fail(f"{where}.id", "a string or integer", repr(rid))
-        rid = str(rid)
-        if rid in first_line:
-            raise fail(
-                f"{where}.id",
-                "unique ids",
-                f"{rid!r} also on line {first_line[rid]}",
-            )
+        obj = _json_record(line, where)
+        rid = _record_id(obj, where, first_line)
         first_line[rid] = lineno
-        text = obj["text"]
-        if not isinstance(text, str) or not text.strip():
-            raise fail(f"{where}.text", "a non-empty string", repr(text)[:40])
-        m = obj["member"]
-        if not isinstance(m, bool):
-            raise fail(f"{where}.member", "true or false", repr(m))
-        doc = obj.get("document", rid)
-        if isinstance(doc, bool) or not isinstance(doc, str | int):
-            raise fail(f"{where}.document", "a string or integer", repr(doc))
+        text, m, doc = _record_fields(obj, where, rid)
         ids.append(rid)
         texts.append(text)
-        docs.append(str(doc))
+        docs.append(doc)
         member.append(m)
-    if not ids:
-        raise fail(name, "at least one record", f"no records in {p}")
+    return ids, texts, docs, member
+
+
+def _json_record(line: str, where: str) -> dict[str, Any]:
+    """One line as a JSON object with the keys id, text, member (document optional)."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise fail(where, "one JSON object per line", f"invalid JSON ({exc.msg})") from None
+    if not isinstance(obj, dict):
+        raise fail(where, "a JSON object", type(obj).__name__)
+    extra = set(obj) - {"id", "text", "member", "document"}
+    if extra:
+        raise fail(where, "only the keys id, text, member, document", sorted(extra))
+    for key in ("id", "text", "member"):
+        if key not in obj:
+            raise fail(where, f"a key {key!r}", f"keys {sorted(obj)}")
+    return obj
+
+
+def _record_id(obj: dict[str, Any], where: str, first_line: dict[str, int]) -> str:
+    """The record's id as a string (a string or integer not on an earlier line)."""
+    rid = obj["id"]
+    if isinstance(rid, bool) or not isinstance(rid, str | int):
+        raise fail(f"{where}.id", "a string or integer", repr(rid))
+    rid = str(rid)
+    if rid in first_line:
+        raise fail(
+            f"{where}.id",
+            "unique ids",
+            f"{rid!r} also on line {first_line[rid]}",
+        )
+    return rid
+
+
+def _record_fields(obj: dict[str, Any], where: str, rid: str) -> tuple[str, bool, str]:
+    """The record's non-empty text, boolean membership and document (a string or
+    integer, as a string; default its id)."""
+    text = obj["text"]
+    if not isinstance(text, str) or not text.strip():
+        raise fail(f"{where}.text", "a non-empty string", repr(text)[:40])
+    m = obj["member"]
+    if not isinstance(m, bool):
+        raise fail(f"{where}.member", "true or false", repr(m))
+    doc = obj.get("document", rid)
+    if isinstance(doc, bool) or not isinstance(doc, str | int):
+        raise fail(f"{where}.document", "a string or integer", repr(doc))
+    return text, m, str(doc)
+
+
+def _check_membership(
+    docs: list[str], member: list[bool], name: str, p: Path, require_both: bool
+) -> None:
+    """Both classes present (members only with ``require_both=False``) and each document
+    wholly member or wholly non-member (the split is by document)."""
     n_in = sum(member)
     if n_in == 0 or (require_both and n_in == len(member)):
         raise fail(
@@ -456,9 +500,6 @@ def read_text_records(
             "each document wholly member or wholly non-member (split by document)",
             f"{len(mixed)} document(s) in both classes, e.g. {mixed[:3]}",
         )
-    return TextRecords(
-        ids=tuple(ids), texts=tuple(texts), documents=tuple(docs), member=np.asarray(member)
-    )
 
 
 def _documents_in_both_classes(docs: Sequence[str], member: Sequence[bool]) -> list[str]:

@@ -308,72 +308,135 @@ class BayesianNetworkGenerator:
         """Learn the structure and the (noisy) conditionals of ``codes``."""
         card = tuple(int(c) for c in cardinalities)
         X = check_codes(codes, card)
-        n, d = X.shape
+        n = X.shape[0]
         if n < 2:
             raise fail("codes", "at least 2 training rows", n)
         rng = np.random.default_rng(seed)
         k = self.degree_for(n, card)
+        order, parents = self._greedy_structure(X, card, k, rng)
+        root, conditionals = self._noisy_conditionals(X, card, k, order, parents, rng)
+        return BayesianNetwork(tuple(order), tuple(parents), k, card, root, conditionals)
+
+    def _greedy_structure(
+        self, X: NDArray[np.int64], card: tuple[int, ...], k: int, rng: np.random.Generator
+    ) -> tuple[list[int], list[tuple[int, ...]]]:
+        """GreedyBayes (Zhang et al. Algorithm 4): the attribute order and parent sets."""
+        n, d = X.shape
         Hm = _subset_entropies(X, card, k + 1)
-
-        def index(attrs: tuple[int, ...]) -> NDArray[np.int64]:
-            return np.asarray(
-                np.ravel_multi_index(tuple(X[:, a] for a in attrs), [card[a] for a in attrs]),
-                dtype=np.int64,
-            )
-
         order = [int(rng.integers(d))]
         parents: list[tuple[int, ...]] = [()]
         eps_step = None
         if self.epsilon is not None and d > 1:
             eps_step = self.beta * self.epsilon / (d - 1)
         while len(order) < d:
-            placed = tuple(order)
-            rest = [a for a in range(d) if a not in placed]
-            cands = list(itertools.combinations(sorted(placed), min(k, len(placed))))
-            pairs = [(x, pi) for x in rest for pi in cands]
-            pmask = [sum(1 << p for p in pi) for pi in cands]
-            mi = np.asarray([Hm[1 << x] + Hm[m] - Hm[m | (1 << x)] for x in rest for m in pmask])
+            pairs, mi = _candidate_pairs(order, d, k, Hm)
             if eps_step is None:
-                best = np.flatnonzero(mi >= mi.max() - 1e-12)
-                pick = int(best[rng.integers(best.size)])
+                pick = _best_pair(mi, rng)
             else:
-                binary = np.asarray(
-                    [card[x] == 2 or math.prod(card[p] for p in pi) == 2 for x, pi in pairs]
-                )
-                sens = np.where(
-                    binary,
-                    mutual_information_sensitivity(n, True),
-                    mutual_information_sensitivity(n, False),
-                )
-                logits = eps_step * mi / (2.0 * sens)
-                p = np.exp(logits - logits.max())
-                pick = int(rng.choice(len(pairs), p=p / p.sum()))
+                pick = _exponential_mechanism_pair(mi, pairs, card, n, eps_step, rng)
             x, pi = pairs[pick]
             order.append(x)
             parents.append(tuple(pi))
+        return order, parents
 
-        # Parameters: the d - k joints Pr[X_i, Pi_i] for positions k .. d - 1.
+    def _noisy_conditionals(
+        self,
+        X: NDArray[np.int64],
+        card: tuple[int, ...],
+        k: int,
+        order: list[int],
+        parents: list[tuple[int, ...]],
+        rng: np.random.Generator,
+    ) -> tuple[NDArray[np.float64], dict[int, NDArray[np.float64]]]:
+        """NoisyConditionals (Zhang et al. Algorithm 1): the root joint and the cumulative
+        conditionals, from the d - k joints Pr[X_i, Pi_i] for positions k .. d - 1."""
+        n, d = X.shape
         scale = None
         if self.epsilon is not None:
             eps2 = (1.0 - self.beta) * self.epsilon
             scale = 2.0 * (d - k) / (n * eps2)
-
-        def joint(attrs: tuple[int, ...]) -> NDArray[np.float64]:
-            size = math.prod(card[a] for a in attrs)
-            p = np.bincount(index(attrs), minlength=size).astype(np.float64) / n
-            if scale is not None:
-                p = np.maximum(p + rng.laplace(0.0, scale, size=size), 0.0)
-            return p
-
         head = tuple(order[: k + 1])
-        root = joint(head)
-        total = root.sum()
-        root = root / total if total > 0 else np.full(root.size, 1.0 / root.size)
+        root = _normalised(_noisy_joint(X, card, head, scale, rng))
         conditionals: dict[int, NDArray[np.float64]] = {}
         for pos in range(k + 1, d):
             a, pi = order[pos], parents[pos]
-            j = joint((*pi, a)).reshape(-1, card[a])
-            mass = j.sum(axis=1, keepdims=True)
-            cond = np.where(mass > 0, j / np.where(mass > 0, mass, 1.0), 1.0 / card[a])
-            conditionals[a] = np.cumsum(cond, axis=1)
-        return BayesianNetwork(tuple(order), tuple(parents), k, card, root, conditionals)
+            j = _noisy_joint(X, card, (*pi, a), scale, rng)
+            conditionals[a] = _cumulative_conditional(j, card[a])
+        return root, conditionals
+
+
+def _candidate_pairs(
+    order: list[int], d: int, k: int, Hm: dict[int, float]
+) -> tuple[list[tuple[int, tuple[int, ...]]], NDArray[np.float64]]:
+    """Every pair (X, Pi) of a remaining attribute and ``min(k, |V|)`` placed ones, with
+    its mutual information I(X; Pi) in bits (from the subset entropies ``Hm``)."""
+    placed = tuple(order)
+    rest = [a for a in range(d) if a not in placed]
+    cands = list(itertools.combinations(sorted(placed), min(k, len(placed))))
+    pairs = [(x, pi) for x in rest for pi in cands]
+    pmask = [sum(1 << p for p in pi) for pi in cands]
+    mi = np.asarray([Hm[1 << x] + Hm[m] - Hm[m | (1 << x)] for x in rest for m in pmask])
+    return pairs, mi
+
+
+def _best_pair(mi: NDArray[np.float64], rng: np.random.Generator) -> int:
+    """BayNet's choice: a pair of maximal mutual information (ties broken at random)."""
+    best = np.flatnonzero(mi >= mi.max() - 1e-12)
+    return int(best[rng.integers(best.size)])
+
+
+def _exponential_mechanism_pair(
+    mi: NDArray[np.float64],
+    pairs: list[tuple[int, tuple[int, ...]]],
+    card: tuple[int, ...],
+    n: int,
+    eps_step: float,
+    rng: np.random.Generator,
+) -> int:
+    """PrivBayes' choice: a pair drawn with probability proportional to
+    ``exp(eps_step * I / (2 S_I))``, S_I of Lemma 4.1 (binary when X or Pi is)."""
+    binary = np.asarray([card[x] == 2 or math.prod(card[p] for p in pi) == 2 for x, pi in pairs])
+    sens = np.where(
+        binary,
+        mutual_information_sensitivity(n, True),
+        mutual_information_sensitivity(n, False),
+    )
+    logits = eps_step * mi / (2.0 * sens)
+    p = np.exp(logits - logits.max())
+    return int(rng.choice(len(pairs), p=p / p.sum()))
+
+
+def _noisy_joint(
+    X: NDArray[np.int64],
+    card: tuple[int, ...],
+    attrs: tuple[int, ...],
+    scale: float | None,
+    rng: np.random.Generator,
+) -> NDArray[np.float64]:
+    """The normalised joint of ``attrs`` (C order), plus Laplace noise of ``scale`` with
+    negative cells set to 0 when ``scale`` is given (PrivBayes)."""
+    n = X.shape[0]
+    size = math.prod(card[a] for a in attrs)
+    cells = np.asarray(
+        np.ravel_multi_index(tuple(X[:, a] for a in attrs), [card[a] for a in attrs]),
+        dtype=np.int64,
+    )
+    p = np.bincount(cells, minlength=size).astype(np.float64) / n
+    if scale is not None:
+        p = np.maximum(p + rng.laplace(0.0, scale, size=size), 0.0)
+    return p
+
+
+def _normalised(joint: NDArray[np.float64]) -> NDArray[np.float64]:
+    """A joint rescaled to sum to 1 (uniform when it has no mass)."""
+    total = joint.sum()
+    return joint / total if total > 0 else np.full(joint.size, 1.0 / joint.size)
+
+
+def _cumulative_conditional(joint: NDArray[np.float64], card_a: int) -> NDArray[np.float64]:
+    """Cumulative ``Pr[X | Pi]`` per parent configuration of a joint over (Pi, X); a
+    configuration with no mass gets the uniform conditional (as DataSynthesizer does)."""
+    j = joint.reshape(-1, card_a)
+    mass = j.sum(axis=1, keepdims=True)
+    cond = np.where(mass > 0, j / np.where(mass > 0, mass, 1.0), 1.0 / card_a)
+    return np.cumsum(cond, axis=1)

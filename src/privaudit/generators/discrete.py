@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -133,12 +133,41 @@ def discretise(dataset: Dataset, *, n_bins: int = 8, include_label: bool = True)
     """
     n_bins = check_positive_int(n_bins, "n_bins", minimum=2)
     X = dataset.X
-    names: list[str] = []
-    cols: list[NDArray[np.int64]] = []
-    levels: list[tuple[str, ...]] = []
+    order, blocks = _attribute_order(dataset.feature_names)
+    attributes = [
+        _one_hot_attribute(X, dataset.feature_names, what, blocks[what])
+        if kind == "cat"
+        else _binned_attribute(X[:, what], dataset, what, n_bins)
+        for kind, what in order
+    ]
+    if include_label:
+        attributes.append(
+            _Attribute("label", dataset.y.astype(np.int64), tuple(dataset.class_names))
+        )
+    codes = np.stack([a.codes for a in attributes], axis=1)
+    card = tuple(len(a.levels) for a in attributes)
+    names = tuple(a.name for a in attributes)
+    levels = tuple(a.levels for a in attributes)
+    return DiscreteTable(dataset.record_ids, codes, card, names, levels)
+
+
+class _Attribute(NamedTuple):
+    """One discrete attribute: its name, each record's code and each code's label."""
+
+    name: str
+    codes: NDArray[np.int64]
+    levels: tuple[str, ...]
+
+
+def _attribute_order(
+    feature_names: tuple[str, ...],
+) -> tuple[list[tuple[str, Any]], dict[str, list[int]]]:
+    """The attributes in feature order, ``("cat", column)`` for a one-hot block
+    ``"column=value"`` (placed at its first feature) and ``("num", j)`` for any other
+    feature ``j``; and each block's feature positions."""
     blocks: dict[str, list[int]] = {}
     order: list[tuple[str, Any]] = []
-    for j, f in enumerate(dataset.feature_names):
+    for j, f in enumerate(feature_names):
         if "=" in f:
             col = f.split("=", 1)[0]
             if col not in blocks:
@@ -147,50 +176,62 @@ def discretise(dataset: Dataset, *, n_bins: int = 8, include_label: bool = True)
             blocks[col].append(j)
         else:
             order.append(("num", j))
-    for kind, what in order:
-        if kind == "cat":
-            idx = blocks[what]
-            block = X[:, idx]
-            if not np.all(np.isin(block, (0.0, 1.0))) or not np.all(block.sum(axis=1) == 1):
-                raise fail(f"features {what}=*", "a one-hot block (one 1 per row)", "other values")
-            cols.append(np.argmax(block, axis=1).astype(np.int64))
-            names.append(str(what))
-            levels.append(tuple(dataset.feature_names[k].split("=", 1)[1] for k in idx))
-        else:
-            v = X[:, what]
-            qs = np.unique(np.quantile(v, np.linspace(0, 1, n_bins + 1)[1:-1]))
-            vals, cnt = np.unique(v, return_counts=True)
-            mode = vals[np.argmax(cnt)]
-            if qs.size + 1 < n_bins and np.any(v != mode):
-                # a value holding many records (capital-gain is 0 for 92% of Adult) gets
-                # its own bin; the other values are cut into quantile bins of their own
-                rest = v[v != mode]
-                extra = np.quantile(rest, np.linspace(0, 1, n_bins - qs.size)[1:-1])
-                cuts = (
-                    [mode, np.nextafter(mode, np.inf)]
-                    if mode > rest.min()
-                    else [np.nextafter(mode, np.inf)]
-                )
-                qs = np.unique(np.concatenate([qs, extra, cuts]))
-            code = np.searchsorted(qs, v, side="right").astype(np.int64)
-            used, code = np.unique(code, return_inverse=True)
-            edges = np.concatenate([[-np.inf], qs, [np.inf]])
-            cols.append(code.astype(np.int64))
-            names.append(dataset.feature_names[what])
-            single = edges[1:] == np.nextafter(edges[:-1], np.inf)  # a one-value bin
-            sc = dataset.info.get("numeric_scaling", {}).get(dataset.feature_names[what])
-            if isinstance(sc, dict):  # labels in the original units (Adult's scaling)
-                edges = edges * float(sc["std"]) + float(sc["mean"])
-            levels.append(
-                tuple(
-                    f"{edges[u]:.4g}" if single[u] else f"[{edges[u]:.4g}, {edges[u + 1]:.4g})"
-                    for u in used
-                )
-            )
-    if include_label:
-        cols.append(dataset.y.astype(np.int64))
-        names.append("label")
-        levels.append(tuple(dataset.class_names))
-    codes = np.stack(cols, axis=1)
-    card = tuple(len(lv) for lv in levels)
-    return DiscreteTable(dataset.record_ids, codes, card, tuple(names), tuple(levels))
+    return order, blocks
+
+
+def _one_hot_attribute(
+    X: NDArray[np.float64], feature_names: tuple[str, ...], column: str, idx: list[int]
+) -> _Attribute:
+    """The one-hot block ``column=*`` (features ``idx`` of ``X``) folded back into one
+    attribute: the code is the position of the hot value (one 1 per row, else an error)."""
+    block = X[:, idx]
+    if not np.all(np.isin(block, (0.0, 1.0))) or not np.all(block.sum(axis=1) == 1):
+        raise fail(f"features {column}=*", "a one-hot block (one 1 per row)", "other values")
+    codes = np.argmax(block, axis=1).astype(np.int64)
+    levels = tuple(feature_names[k].split("=", 1)[1] for k in idx)
+    return _Attribute(str(column), codes, levels)
+
+
+def _binned_attribute(v: NDArray[np.float64], dataset: Dataset, j: int, n_bins: int) -> _Attribute:
+    """Numeric feature ``j`` of ``dataset`` (values ``v``) cut into at most ``n_bins`` bins:
+    only the bins that hold records become codes, labelled by their edges."""
+    qs = _cut_points(v, n_bins)
+    code = np.searchsorted(qs, v, side="right").astype(np.int64)
+    used, code = np.unique(code, return_inverse=True)
+    edges = np.concatenate([[-np.inf], qs, [np.inf]])
+    name = dataset.feature_names[j]
+    scaling = dataset.info.get("numeric_scaling", {}).get(name)
+    return _Attribute(name, code.astype(np.int64), _bin_labels(edges, used, scaling))
+
+
+def _cut_points(v: NDArray[np.float64], n_bins: int) -> NDArray[np.float64]:
+    """Sorted cut points of at most ``n_bins`` quantile bins of ``v`` (when ties leave fewer
+    bins, the most common value gets a bin of its own)."""
+    qs = np.unique(np.quantile(v, np.linspace(0, 1, n_bins + 1)[1:-1]))
+    vals, cnt = np.unique(v, return_counts=True)
+    mode = vals[np.argmax(cnt)]
+    if qs.size + 1 < n_bins and np.any(v != mode):
+        # a value holding many records (capital-gain is 0 for 92% of Adult) gets
+        # its own bin; the other values are cut into quantile bins of their own
+        rest = v[v != mode]
+        extra = np.quantile(rest, np.linspace(0, 1, n_bins - qs.size)[1:-1])
+        cuts = (
+            [mode, np.nextafter(mode, np.inf)]
+            if mode > rest.min()
+            else [np.nextafter(mode, np.inf)]
+        )
+        qs = np.unique(np.concatenate([qs, extra, cuts]))
+    return qs
+
+
+def _bin_labels(
+    edges: NDArray[np.float64], used: NDArray[np.int64], scaling: Any
+) -> tuple[str, ...]:
+    """Labels of the used bins: ``"[lo, hi)"``, or the value of a one-value bin; in the
+    original units when ``scaling`` is a ``{"mean", "std"}`` record (Adult's scaling)."""
+    single = edges[1:] == np.nextafter(edges[:-1], np.inf)  # a one-value bin
+    if isinstance(scaling, dict):
+        edges = edges * float(scaling["std"]) + float(scaling["mean"])
+    return tuple(
+        f"{edges[u]:.4g}" if single[u] else f"[{edges[u]:.4g}, {edges[u + 1]:.4g})" for u in used
+    )
