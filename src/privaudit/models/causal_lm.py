@@ -682,7 +682,7 @@ def generate_ids(
         A prompt with no token, ``max_new_tokens >= lm.max_length``, ``top_k < 1``, a
         non-positive temperature.
     """
-    torch = _torch()
+    _torch()  # a missing torch is reported before any argument
     prompts = _check_texts(prompts)
     max_new_tokens = check_positive_int(max_new_tokens, "max_new_tokens")
     top_k = check_positive_int(top_k, "top_k")
@@ -694,64 +694,142 @@ def generate_ids(
         )
     if not prompts:
         return []
-    budget = lm.max_length - max_new_tokens
-    ids = [p[-budget:] for p in lm.tokenize(prompts)]
-    empty = [i for i, p in enumerate(ids) if not p]
-    if empty:
-        raise fail("prompts", "prompts of at least one token", f"none at index {empty[0]}")
+    ids = _prompt_ids(lm, prompts, lm.max_length - max_new_tokens)
     rngs = [np.random.default_rng(s) for s in spawn_seeds(seed, len(ids), purpose="lm-generate")]
-    eos = lm.tokenizer.eos_token_id
-    eos = None if eos is None else int(eos)
-    pad = eos if eos is not None else 0
-    k = min(top_k, lm.vocab_size)
-    cache_arg = _cache_argument(lm.model)
+    sampling = _Sampling.of(lm, max_new_tokens=max_new_tokens, top_k=top_k, temperature=temperature)
     out: list[list[int]] = [[] for _ in ids]
     order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
     for b in range(0, len(order), batch_size):
         rows = order[b : b + batch_size]
-        width = len(ids[rows[0]])
-        x = torch.full((len(rows), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for r, i in enumerate(rows):
-            x[r, width - len(ids[i]) :] = torch.tensor(ids[i], dtype=torch.long)
-            mask[r, width - len(ids[i]) :] = 1
-        pos = (mask.cumsum(1) - 1).clamp_min(0)
-        done = [False] * len(rows)
-        with torch.inference_mode():
-            res = lm.model(
-                input_ids=x.to(lm.device),
-                attention_mask=mask.to(lm.device),
-                position_ids=pos.to(lm.device),
-                use_cache=True,
-            )
-            for step in range(max_new_tokens):
-                logits = res.logits[:, -1].to(torch.float64) / temperature
-                vals, idx = torch.topk(logits, k, dim=-1)
-                cdf = torch.softmax(vals, dim=-1).cumsum(-1).cpu().numpy()
-                idx_np = idx.cpu().numpy()
-                nxt = np.full(len(rows), pad, dtype=np.int64)
-                for r, i in enumerate(rows):
-                    if done[r]:
-                        continue
-                    u = rngs[i].random() * cdf[r, -1]
-                    tok = int(idx_np[r, min(int(np.searchsorted(cdf[r], u, side="right")), k - 1)])
-                    nxt[r] = tok
-                    if tok == eos:
-                        done[r] = True
-                    else:
-                        out[i].append(tok)
-                if all(done) or step == max_new_tokens - 1:
-                    break
-                mask = torch.cat([mask, torch.ones((len(rows), 1), dtype=torch.long)], dim=1)
-                pos = pos[:, -1:] + 1
-                res = lm.model(
-                    input_ids=torch.from_numpy(nxt)[:, None].to(lm.device),
-                    attention_mask=mask.to(lm.device),
-                    position_ids=pos.to(lm.device),
-                    use_cache=True,
-                    **{cache_arg: _cache_of(res)},
-                )
+        batch = _generate_batch(sampling, [ids[i] for i in rows], [rngs[i] for i in rows])
+        for i, continuation in zip(rows, batch, strict=True):
+            out[i] = continuation
     return out
+
+
+def _prompt_ids(lm: CausalLM, prompts: list[str], budget: int) -> list[list[int]]:
+    """Token ids of each prompt, cut to its last ``budget`` tokens (none is empty)."""
+    ids = [p[-budget:] for p in lm.tokenize(prompts)]
+    empty = [i for i, p in enumerate(ids) if not p]
+    if empty:
+        raise fail("prompts", "prompts of at least one token", f"none at index {empty[0]}")
+    return ids
+
+
+@dataclasses.dataclass(frozen=True)
+class _Sampling:
+    """What every batch of one :func:`generate_ids` call shares: the model, the number of
+    new tokens, the top ``k``, the temperature, the end-of-sequence token (None: never
+    stop early), the padding token (EOS, else 0) and the cache argument's name."""
+
+    lm: CausalLM
+    max_new_tokens: int
+    k: int
+    temperature: float
+    eos: int | None
+    pad: int
+    cache_arg: str
+
+    @classmethod
+    def of(cls, lm: CausalLM, *, max_new_tokens: int, top_k: int, temperature: float) -> _Sampling:
+        """The sampling of ``lm`` (``k`` at most its vocabulary)."""
+        eos = lm.tokenizer.eos_token_id
+        eos = None if eos is None else int(eos)
+        pad = eos if eos is not None else 0
+        k = min(top_k, lm.vocab_size)
+        cache_arg = _cache_argument(lm.model)
+        return cls(lm, max_new_tokens, k, temperature, eos, pad, cache_arg)
+
+
+def _generate_batch(
+    sampling: _Sampling, prompts: list[list[int]], rngs: list[np.random.Generator]
+) -> list[list[int]]:
+    """The continuation of each prompt of one batch: one left-padded pass over the
+    prompts, then one step per new token on the key/value cache, until every row has met
+    EOS or ``max_new_tokens`` are drawn."""
+    torch = _torch()
+    lm = sampling.lm
+    x, mask, pos = _left_padded(prompts, sampling.pad)
+    out: list[list[int]] = [[] for _ in prompts]
+    done = [False] * len(prompts)
+    with torch.inference_mode():
+        res = _cached_forward(lm, x, mask, pos)
+        for step in range(sampling.max_new_tokens):
+            nxt = _top_k_draws(res.logits[:, -1], sampling, rngs, done)
+            _extend(out, done, nxt, sampling.eos)
+            if all(done) or step == sampling.max_new_tokens - 1:
+                break
+            mask = torch.cat([mask, torch.ones((len(prompts), 1), dtype=torch.long)], dim=1)
+            pos = pos[:, -1:] + 1
+            res = _cached_forward(
+                lm,
+                torch.from_numpy(nxt)[:, None],
+                mask,
+                pos,
+                **{sampling.cache_arg: _cache_of(res)},
+            )
+    return out
+
+
+def _cached_forward(lm: CausalLM, ids: Any, mask: Any, pos: Any, **cache: Any) -> Any:
+    """One forward pass of ``lm.model`` on its device that returns the key/value cache
+    (``cache``: the previous pass's, named as the model's forward expects)."""
+    return lm.model(
+        input_ids=ids.to(lm.device),
+        attention_mask=mask.to(lm.device),
+        position_ids=pos.to(lm.device),
+        use_cache=True,
+        **cache,
+    )
+
+
+def _extend(
+    out: list[list[int]], done: list[bool], nxt: NDArray[np.int64], eos: int | None
+) -> None:
+    """Each running row's new token appended to its continuation, or, at ``eos`` (not
+    appended), the row marked done (in place)."""
+    for r, tok in enumerate(nxt.tolist()):
+        if done[r]:
+            continue
+        if tok == eos:
+            done[r] = True
+        else:
+            out[r].append(tok)
+
+
+def _left_padded(prompts: list[list[int]], pad: int) -> tuple[Any, Any, Any]:
+    """Prompts longest first, left-padded with ``pad``: the ids, the attention mask and
+    position ids that count real tokens only (0 on the padding)."""
+    torch = _torch()
+    width = len(prompts[0])
+    x = torch.full((len(prompts), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for r, p in enumerate(prompts):
+        x[r, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+        mask[r, width - len(p) :] = 1
+    pos = (mask.cumsum(1) - 1).clamp_min(0)
+    return x, mask, pos
+
+
+def _top_k_draws(
+    logits: Any, sampling: _Sampling, rngs: list[np.random.Generator], done: list[bool]
+) -> NDArray[np.int64]:
+    """The next token of each row (``sampling.pad`` for rows done): top-k sampling of
+    ``logits / temperature`` (Fan et al. 2018; Holtzman et al. 2020, Sec. 3-4), one
+    uniform from the row's generator through the inverse CDF of the renormalised top-k
+    probabilities."""
+    torch = _torch()
+    k = sampling.k
+    vals, idx = torch.topk(logits.to(torch.float64) / sampling.temperature, k, dim=-1)
+    cdf = torch.softmax(vals, dim=-1).cumsum(-1).cpu().numpy()
+    idx_np = idx.cpu().numpy()
+    nxt = np.full(len(rngs), sampling.pad, dtype=np.int64)
+    for r, rng in enumerate(rngs):
+        if done[r]:
+            continue
+        u = rng.random() * cdf[r, -1]
+        nxt[r] = int(idx_np[r, min(int(np.searchsorted(cdf[r], u, side="right")), k - 1)])
+    return nxt
 
 
 def _cache_argument(model: Any) -> str:

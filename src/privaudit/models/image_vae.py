@@ -552,11 +552,42 @@ def fit_conditional_vae(
     -------
     ConditionalVAE
     """
-    torch = require_torch()
+    require_torch()  # a missing torch is reported before any argument
     s = settings if isinstance(settings, VAESettings) else VAESettings.from_mapping(settings)
+    shape, Xa, ya, C = _fit_inputs(X, y, seed=seed, input_shape=input_shape, n_classes=n_classes)
+    dev = resolve_device(s.device)
+    t0 = time.perf_counter()
+    module, losses, bce_last = _train(
+        Xa, ya, shape, C, s, seed=int(seed), dev=dev, progress=progress
+    )
+    counts = np.bincount(ya, minlength=C).astype(np.float64)
+    vae = ConditionalVAE(
+        module.cpu(), input_shape=shape, n_classes=C, class_counts=counts, vae_settings=s
+    )
+    vae.pixel_map = _matched_pixel_map(vae, Xa, int(seed))
+    vae.fit_info = {
+        "seed": int(seed),
+        "n_train": int(Xa.shape[0]),
+        "epochs": int(s.epochs),
+        "seconds": round(time.perf_counter() - t0, 3),
+        "loss_by_epoch": [round(v, 4) for v in losses],
+        "bce_per_pixel": bce_last,
+        "device": dev,
+    }
+    return vae
+
+
+def _fit_inputs(
+    X: ArrayLike,
+    y: ArrayLike,
+    *,
+    seed: int,
+    input_shape: Sequence[int],
+    n_classes: int | None,
+) -> tuple[tuple[int, int, int], NDArray[np.float64], NDArray[np.int64], int]:
+    """The checked shape, images, labels and number of classes of a fit (at least 2)."""
     shape = _check_shape(input_shape)
-    d = shape[0] * shape[1] * shape[2]
-    Xa = _check_images(X, d)
+    Xa = _check_images(X, shape[0] * shape[1] * shape[2])
     n = Xa.shape[0]
     if n < 2:
         raise fail("X", "at least 2 images", n)
@@ -565,62 +596,86 @@ def fit_conditional_vae(
     ya = as_label_array(y, "y")
     C = int(ya.max()) + 1 if n_classes is None else int(n_classes)
     C = max(C, 2)
-    ya = _check_labels(ya, n, C)
-    dev = resolve_device(s.device)
-    rng = np.random.default_rng(int(seed))
-    t0 = time.perf_counter()
+    return shape, Xa, _check_labels(ya, n, C), C
+
+
+def _train(
+    Xa: NDArray[np.float64],
+    ya: NDArray[np.int64],
+    shape: tuple[int, int, int],
+    C: int,
+    s: VAESettings,
+    *,
+    seed: int,
+    dev: str,
+    progress: ProgressOption,
+) -> tuple[Any, list[float], float]:
+    """Adam over ``s.epochs`` epochs of seeded mini-batches: the module (eval mode), the
+    mean negative ELBO per image of each epoch and the last epoch's BCE per pixel."""
+    torch = require_torch()
+    n, d = Xa.shape
+    rng = np.random.default_rng(seed)
     losses: list[float] = []
     bce_last = float("nan")
     Xt = torch.from_numpy(np.array(Xa, dtype=np.float32))
     Yt = _onehot(torch, ya, C, "cpu")
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(seed))
+        torch.manual_seed(seed)
         module = _build_module(shape, C, s).to(dev)
         module.train()
         opt = torch.optim.Adam(module.parameters(), lr=s.lr)
         with progress_bar("conditional VAE", s.epochs, enabled=progress) as bar:
             for _ in range(s.epochs):
-                tot, tot_bce = 0.0, 0.0
                 perm = torch.as_tensor(rng.permutation(n))
-                for start in range(0, n, s.batch_size):
-                    idx = perm[start : start + s.batch_size]
-                    xb = Xt[idx].to(dev)
-                    oh = Yt[idx].to(dev)
-                    mu, logvar = module.encode(xb, oh)
-                    z = mu + torch.exp(0.5 * logvar) * torch.randn_like(mu)
-                    logits = module.decode(z, oh)
-                    bce = torch.nn.functional.binary_cross_entropy_with_logits(
-                        logits, xb, reduction="sum"
-                    )
-                    kl = -0.5 * torch.sum(1.0 + logvar - mu.pow(2) - logvar.exp())
-                    loss = (bce + s.kl_weight * kl) / idx.numel()
-                    opt.zero_grad(set_to_none=True)
-                    loss.backward()
-                    opt.step()
-                    tot += float((bce + kl).detach())
-                    tot_bce += float(bce.detach())
+                tot, tot_bce = _train_epoch(module, opt, Xt, Yt, perm, s, dev)
                 losses.append(tot / n)
                 bce_last = tot_bce / (n * d)
                 bar.advance()
     module.eval()
-    counts = np.bincount(ya, minlength=C).astype(np.float64)
-    vae = ConditionalVAE(
-        module.cpu(), input_shape=shape, n_classes=C, class_counts=counts, vae_settings=s
-    )
-    # the "matched" decoding map: decoder means of n prior samples (labels in D_G's
-    # proportions) against the training pixels, at the same quantile levels
-    qrng = np.random.default_rng([int(seed), 1])
-    yq = np.asarray(qrng.choice(C, size=n, p=vae.class_proportions), dtype=np.int64)
+    return module, losses, bce_last
+
+
+def _train_epoch(
+    module: Any, opt: Any, Xt: Any, Yt: Any, perm: Any, s: VAESettings, dev: str
+) -> tuple[float, float]:
+    """One Adam step per mini-batch of ``perm`` on the negative ELBO (KL weighted by
+    ``s.kl_weight``); the epoch's summed unweighted negative ELBO and summed BCE."""
+    torch = require_torch()
+    tot, tot_bce = 0.0, 0.0
+    for start in range(0, perm.numel(), s.batch_size):
+        idx = perm[start : start + s.batch_size]
+        xb = Xt[idx].to(dev)
+        oh = Yt[idx].to(dev)
+        bce, kl = _elbo_terms(torch, module, xb, oh)
+        loss = (bce + s.kl_weight * kl) / idx.numel()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        tot += float((bce + kl).detach())
+        tot_bce += float(bce.detach())
+    return tot, tot_bce
+
+
+def _elbo_terms(torch: Any, module: Any, xb: Any, oh: Any) -> tuple[Any, Any]:
+    """The summed reconstruction BCE at one reparameterised draw ``z = mu + sigma eps``
+    and the KL divergence of ``q(z|x,y)`` from ``N(0, I)`` (Kingma & Welling 2014)."""
+    mu, logvar = module.encode(xb, oh)
+    z = mu + torch.exp(0.5 * logvar) * torch.randn_like(mu)
+    logits = module.decode(z, oh)
+    bce = torch.nn.functional.binary_cross_entropy_with_logits(logits, xb, reduction="sum")
+    kl = -0.5 * torch.sum(1.0 + logvar - mu.pow(2) - logvar.exp())
+    return bce, kl
+
+
+def _matched_pixel_map(
+    vae: ConditionalVAE, Xa: NDArray[np.float64], seed: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The "matched" decoding map: decoder means of n prior samples (labels in D_G's
+    proportions) against the training pixels, at the same quantile levels."""
+    n = Xa.shape[0]
+    s = vae.vae_settings
+    qrng = np.random.default_rng([seed, 1])
+    yq = np.asarray(qrng.choice(vae.n_classes, size=n, p=vae.class_proportions), dtype=np.int64)
     zq = qrng.standard_normal((n, s.latent_dim)) * s.temperature
     levels = np.linspace(0.0, 1.0, _N_QUANTILES)
-    vae.pixel_map = _fit_pixel_map(vae._decoder_means(yq, zq), Xa, shape, levels)
-    vae.fit_info = {
-        "seed": int(seed),
-        "n_train": int(n),
-        "epochs": int(s.epochs),
-        "seconds": round(time.perf_counter() - t0, 3),
-        "loss_by_epoch": [round(v, 4) for v in losses],
-        "bce_per_pixel": bce_last,
-        "device": dev,
-    }
-    return vae
+    return _fit_pixel_map(vae._decoder_means(yq, zq), Xa, vae.input_shape, levels)

@@ -52,7 +52,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -371,6 +371,40 @@ def _run(
 ) -> dict[int, CausalLM]:
     """Train ``max(at)`` steps of ``recipe``'s schedule; the model after each step in ``at``."""
     torch = _torch()
+    pieces = _training_pieces(base, texts, recipe)
+    order_seed, lora_seed, loop_seed = _seeds(recipe.seed)
+    model = copy.deepcopy(base.model)
+    lora = recipe.lora_rank is not None
+    params = _trainable_parameters(model, recipe, lora_seed)
+    optimizer = torch.optim.AdamW(
+        params, lr=recipe.learning_rate, weight_decay=recipe.weight_decay, betas=(0.9, 0.999)
+    )
+    batches = _batches(len(pieces), recipe.batch_size, torch.Generator().manual_seed(order_seed))
+    out: dict[int, CausalLM] = {}
+    model.train()
+    with (
+        torch.random.fork_rng(devices=_all_cuda_devices()),
+        progress_bar(f"fine-tuning ({base.name})", at[-1], enabled=progress) as bar,
+    ):
+        torch.manual_seed(loop_seed)
+        for step in range(at[-1]):
+            batch = [pieces[i] for i in next(batches)]
+            loss = _step(
+                model, optimizer, params, batch, recipe.learning_rate_at(step), base.device
+            )
+            bar.advance()
+            if on_step is not None:
+                on_step(step, float(loss.detach()))
+            if step + 1 in at[:-1]:  # a copy: training goes on
+                out[step + 1] = _finished(copy.deepcopy(model), base, lora)
+    out[at[-1]] = _finished(model, base, lora)
+    return out
+
+
+def _training_pieces(
+    base: CausalLM, texts: Sequence[str], recipe: FineTuneRecipe
+) -> list[list[int]]:
+    """The pieces ``recipe`` trains on, after checking the arguments (at least one piece)."""
     if not isinstance(base, CausalLM):
         raise fail("base", "a CausalLM", type(base).__name__)
     if not isinstance(recipe, FineTuneRecipe):
@@ -388,51 +422,52 @@ def _run(
             f"texts: expected at least one text of 2 tokens or more to train on, found none "
             f"among {len(texts)} text(s)"
         )
-    order_seed, lora_seed, loop_seed = _seeds(recipe.seed)
-    model = copy.deepcopy(base.model)
-    device = base.device
-    lora = recipe.lora_rank is not None
+    return pieces
+
+
+def _trainable_parameters(model: Any, recipe: FineTuneRecipe, lora_seed: int) -> list[Any]:
+    """What trains: every parameter (full fine-tuning), or the LoRA factors wrapped into
+    ``model`` with ``A`` drawn from ``lora_seed`` (Hu et al. 2022, Sec. 4.1)."""
+    torch = _torch()
     if recipe.lora_rank is None:
-        params = [p for p in model.parameters() if p.requires_grad]
-    else:
-        gen = torch.Generator().manual_seed(lora_seed)
-        params = apply_lora(model, recipe.lora_rank, recipe.lora_alpha, gen)
-    optimizer = torch.optim.AdamW(
-        params, lr=recipe.learning_rate, weight_decay=recipe.weight_decay, betas=(0.9, 0.999)
-    )
-    order_gen = torch.Generator().manual_seed(order_seed)
+        return [p for p in model.parameters() if p.requires_grad]
+    gen = torch.Generator().manual_seed(lora_seed)
+    return apply_lora(model, recipe.lora_rank, recipe.lora_alpha, gen)
+
+
+def _batches(n_pieces: int, batch_size: int, generator: Any) -> Iterator[list[int]]:
+    """Endless batches of piece indices walking through fresh random permutations of the
+    pieces (epochs) from ``generator``; a batch may straddle two permutations."""
+    torch = _torch()
     queue: list[int] = []
-    out: dict[int, CausalLM] = {}
-    model.train()
-    with (
-        torch.random.fork_rng(devices=_all_cuda_devices()),
-        progress_bar(f"fine-tuning ({base.name})", at[-1], enabled=progress) as bar,
-    ):
-        torch.manual_seed(loop_seed)
-        for step in range(at[-1]):
-            while len(queue) < recipe.batch_size:
-                queue += torch.randperm(len(pieces), generator=order_gen).tolist()
-            batch, queue = queue[: recipe.batch_size], queue[recipe.batch_size :]
-            ids, mask = _pad([pieces[i] for i in batch])
-            ids, mask = ids.to(device), mask.to(device)
-            for group in optimizer.param_groups:
-                group["lr"] = recipe.learning_rate_at(step)
-            logits = model(input_ids=ids, attention_mask=mask).logits
-            labels_mask = (mask[:, 1:] * mask[:, :-1]).bool()
-            loss = torch.nn.functional.cross_entropy(
-                logits[:, :-1][labels_mask].float(), ids[:, 1:][labels_mask]
-            )
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, CLIP_NORM)
-            optimizer.step()
-            bar.advance()
-            if on_step is not None:
-                on_step(step, float(loss.detach()))
-            if step + 1 in at[:-1]:  # a copy: training goes on
-                out[step + 1] = _finished(copy.deepcopy(model), base, lora)
-    out[at[-1]] = _finished(model, base, lora)
-    return out
+    while True:
+        while len(queue) < batch_size:
+            queue += torch.randperm(n_pieces, generator=generator).tolist()
+        batch, queue = queue[:batch_size], queue[batch_size:]
+        yield batch
+
+
+def _step(
+    model: Any, optimizer: Any, params: list[Any], batch: list[list[int]], lr: float, device: str
+) -> Any:
+    """One AdamW step at learning rate ``lr`` on the mean cross-entropy of the real
+    next-token labels of ``batch`` (right-padded), gradients clipped to ``CLIP_NORM``;
+    returns the loss."""
+    torch = _torch()
+    ids, mask = _pad(batch)
+    ids, mask = ids.to(device), mask.to(device)
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    logits = model(input_ids=ids, attention_mask=mask).logits
+    labels_mask = (mask[:, 1:] * mask[:, :-1]).bool()
+    loss = torch.nn.functional.cross_entropy(
+        logits[:, :-1][labels_mask].float(), ids[:, 1:][labels_mask]
+    )
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, CLIP_NORM)
+    optimizer.step()
+    return loss
 
 
 def _pad(pieces: list[list[int]]) -> tuple[Any, Any]:
