@@ -209,6 +209,8 @@ def test_make_generator_and_bad_input() -> None:
         BayesianNetworkGenerator().fit(np.array([[0, 5]]), (2, 2), seed=0)
     with pytest.raises(InvalidInputError, match="epsilon"):
         BayesianNetworkGenerator(epsilon=-1.0)
+    with pytest.raises(InvalidInputError, match="cardinalities: expected at least one attribute"):
+        BayesianNetworkGenerator(degree=1).fit(np.zeros((5, 0), dtype=np.int64), (), seed=0)
 
 
 class Bootstrap:

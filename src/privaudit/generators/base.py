@@ -62,6 +62,8 @@ def check_codes(
     codes: NDArray[Any], cardinalities: tuple[int, ...], name: str = "codes"
 ) -> NDArray[np.int64]:
     """``codes`` as a (n, d) int64 array within the domain, else InvalidInputError."""
+    if not cardinalities:
+        raise fail("cardinalities", "at least one attribute", "none")
     a = np.asarray(codes)
     if a.ndim != 2 or a.shape[1] != len(cardinalities):
         raise fail(name, f"an array of shape (n, {len(cardinalities)})", f"shape {a.shape}")
