@@ -136,3 +136,87 @@ def test_matched_decoding_keeps_the_shapes_with_the_real_pixel_histogram(mnist_s
     assert abs(grey(matched) - grey(X)) < 0.5 * abs(grey(mean) - grey(X))
     assert abs((matched > 0.5).mean() - (X > 0.5).mean()) < 0.03
     assert vae.settings()["decode"] == "matched"
+
+
+def test_fit_forks_the_rng_of_every_cuda_device(monkeypatch, mnist_small):
+    """``torch.manual_seed`` also seeds every CUDA device, so the fit must fork them all
+    (else a caller's CUDA RNG state changes). No GPU here: CUDA is faked with 2 devices
+    and ``fork_rng`` is spied on (then run on the CPU generator only)."""
+    import contextlib
+
+    X, y = mnist_small
+    real_fork = torch.random.fork_rng
+    forked: list[list[int]] = []
+    seeded_in: list[list[int] | None] = []
+    current: list[list[int]] = []
+
+    @contextlib.contextmanager
+    def spy_fork(devices=None, *args, **kwargs):
+        forked.append(list(devices) if devices is not None else None)
+        current.append(forked[-1])
+        try:
+            with real_fork(*args, devices=[], **kwargs):
+                yield
+        finally:
+            current.pop()
+
+    real_seed = torch.manual_seed
+
+    def spy_seed(seed):
+        seeded_in.append(current[-1] if current else None)
+        return real_seed(seed)
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.random, "fork_rng", spy_fork)
+    monkeypatch.setattr(torch, "manual_seed", spy_seed)
+    fit_conditional_vae(X[:16], y[:16], seed=0, n_classes=10, settings={**SMALL, "epochs": 1})
+    assert forked == [[0, 1]]
+    assert seeded_in and all(d == [0, 1] for d in seeded_in)  # seeded only inside the fork
+
+
+@pytest.mark.parametrize(
+    ("n_classes", "found"),
+    [
+        (1, "found 1"),
+        (0, "found 0"),
+        (-3, "found -3"),
+        (2.9, "found 2.9"),
+        ("10", "found '10'"),
+        ("ten", "found 'ten'"),
+    ],
+)
+def test_bad_n_classes_is_an_error_naming_it(mnist_small, n_classes, found):
+    X, y = mnist_small
+    keep = y < 2
+    with pytest.raises(InvalidInputError, match=f"n_classes: expected an integer.*{found}"):
+        fit_conditional_vae(X[keep], y[keep], seed=0, n_classes=n_classes, settings=SMALL)
+
+
+def test_empty_labels_are_an_error_naming_y(mnist_small):
+    X, _ = mnist_small
+    empty = np.array([], dtype=np.int64)
+    with pytest.raises(InvalidInputError, match="y: expected 5 labels, found 0 labels"):
+        fit_conditional_vae(X[:5], empty, seed=0, settings=SMALL)
+    with pytest.raises(InvalidInputError, match="y: expected 5 labels, found 0 labels"):
+        fit_conditional_vae(X[:5], [], seed=0, settings=SMALL)
+    with pytest.raises(InvalidInputError, match="y: expected 5 labels, found 0 labels"):
+        fit_conditional_vae(X[:5], empty, seed=0, n_classes=10, settings=SMALL)
+
+
+def test_valid_n_classes_unchanged(mnist_small):
+    """Integer and numpy-integer n_classes, and the default (max(y) + 1, at least 2: one
+    class seen still gives a 2-class model), fit as before."""
+    X, y = mnist_small
+    one = {**SMALL, "epochs": 1}
+    a = fit_conditional_vae(X[:40], y[:40], seed=1, n_classes=10, settings=one)
+    b = fit_conditional_vae(X[:40], y[:40], seed=1, n_classes=np.int64(10), settings=one)
+    assert b.n_classes == 10 and isinstance(b.n_classes, int)
+    assert all(
+        np.array_equal(a.module.state_dict()[k], v) for k, v in b.module.state_dict().items()
+    )
+    assert (
+        fit_conditional_vae(X[:40], y[:40], seed=1, settings=one).n_classes == int(y[:40].max()) + 1
+    )
+    zeros = np.zeros(6, dtype=np.int64)
+    assert fit_conditional_vae(X[:6], zeros, seed=1, settings=one).n_classes == 2

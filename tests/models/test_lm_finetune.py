@@ -157,3 +157,13 @@ def test_recipe_and_input_validation(base: CausalLM) -> None:
     r = FineTuneRecipe(steps=100, warmup_steps=10, learning_rate=1.0)
     got = [r.learning_rate_at(s) for s in (0, 9, 10, 99)]
     assert got == pytest.approx([0.1, 1.0, 1.0, 0.1])
+
+
+@pytest.mark.parametrize("recipe", ["x", None, {"steps": 5}])
+def test_finetune_checks_the_recipe_type_first(base: CausalLM, recipe: object) -> None:
+    """The type is checked before any field is read (not an AttributeError on
+    ``recipe.trained_steps``): the same error as finetune_snapshots."""
+    with pytest.raises(InvalidInputError, match="recipe: expected a FineTuneRecipe"):
+        finetune(base, MEMBERS, recipe)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="recipe: expected a FineTuneRecipe"):
+        finetune_snapshots(base, MEMBERS, recipe, [1])  # type: ignore[arg-type]

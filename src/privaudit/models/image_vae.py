@@ -43,9 +43,10 @@ off the decoder's pixel probabilities ``p``:
 * ``decode="bernoulli"``: one Bernoulli draw per pixel (binary images).
 
 Reproducibility: the initial weights and the reparameterisation noise come from
-``torch.manual_seed(seed)`` inside ``torch.random.fork_rng`` (the caller's global state is
-untouched), the batch order from ``numpy.random.default_rng(seed)``; sampling uses its own
-seed the same way. On CPU two fits with the same seed give the same weights bit for bit.
+``torch.manual_seed(seed)`` inside ``torch.random.fork_rng`` over the CPU and every CUDA
+device (``manual_seed`` seeds them all; the caller's global state, CUDA included, is
+untouched), the batch order from ``numpy.random.default_rng(seed)``; sampling uses its
+own seed the same way. On CPU two fits with the same seed give the same weights bit for bit.
 Weights are saved as safetensors with JSON metadata (:meth:`ConditionalVAE.save`,
 :func:`load_conditional_vae`); nothing is pickled.
 """
@@ -64,6 +65,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from privaudit._validation import as_float_array, as_label_array, check_positive_int, fail
+from privaudit.models.causal_lm import _all_cuda_devices
 from privaudit.models.torch_models import read_state_dict
 from privaudit.models.torch_recipe import require_torch, resolve_device
 from privaudit.runtime.progress import ProgressOption, progress_bar
@@ -542,7 +544,8 @@ def fit_conditional_vae(
         Initial weights, reparameterisation noise and batch order.
     input_shape : (C, H, W)
     n_classes : int, optional
-        Default ``max(y) + 1`` (at least 2).
+        An integer >= 2 (the model needs two classes at least); default ``max(y) + 1``,
+        or 2 when every label is 0.
     settings : VAESettings or mapping, optional
     progress : progress option, optional
         Progress over epochs (:mod:`privaudit.runtime.progress`; None = a bar on a
@@ -593,9 +596,12 @@ def _fit_inputs(
         raise fail("X", "at least 2 images", n)
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
         raise fail("seed", "an integer", repr(seed))
+    if n_classes is not None:
+        n_classes = check_positive_int(n_classes, "n_classes", minimum=2)
     ya = as_label_array(y, "y")
-    C = int(ya.max()) + 1 if n_classes is None else int(n_classes)
-    C = max(C, 2)
+    if ya.size != n:  # before max(y): an empty y has none
+        raise fail("y", f"{n} labels", f"{ya.size} labels")
+    C = max(int(ya.max()) + 1, 2) if n_classes is None else n_classes
     return shape, Xa, _check_labels(ya, n, C), C
 
 
@@ -619,8 +625,8 @@ def _train(
     bce_last = float("nan")
     Xt = torch.from_numpy(np.array(Xa, dtype=np.float32))
     Yt = _onehot(torch, ya, C, "cpu")
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with torch.random.fork_rng(devices=_all_cuda_devices()):
+        torch.manual_seed(seed)  # seeds every CUDA device too: all are forked
         module = _build_module(shape, C, s).to(dev)
         module.train()
         opt = torch.optim.Adam(module.parameters(), lr=s.lr)

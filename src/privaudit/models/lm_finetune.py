@@ -310,8 +310,11 @@ def finetune(
     InsufficientDataError
         No text has 2 tokens or more.
     InvalidInputError
-        ``recipe.max_length`` exceeds the base model's context.
+        ``recipe`` is not a :class:`FineTuneRecipe`, or ``recipe.max_length`` exceeds the
+        base model's context.
     """
+    if not isinstance(recipe, FineTuneRecipe):  # before recipe.trained_steps is read
+        raise fail("recipe", "a FineTuneRecipe", type(recipe).__name__)
     (snapshot,) = _run(base, texts, recipe, (recipe.trained_steps,), progress, on_step).values()
     return snapshot
 
