@@ -10,7 +10,7 @@ from privaudit.data import Dataset
 from privaudit.errors import InvalidInputError
 from privaudit.models import PrecomputedModel, SklearnTrainer, TrainingError
 from privaudit.records import SignalTable
-from privaudit.signals import SIGNALS, compute_signal, entropy, signal_table
+from privaudit.signals import SIGNALS, compute_signal, entropy, model_signals, signal_table
 
 
 class CountingModel:
@@ -143,3 +143,101 @@ def test_errors(ds: Dataset) -> None:
 
 def test_entropy_without_labels() -> None:
     np.testing.assert_allclose(entropy(np.zeros((2, 4))), np.log(4.0))
+
+
+class _Boundary(CountingModel):
+    """Class 1 iff x_0 > 0 (a label-only signal sees a boundary); counts ``logits`` calls
+    and the number of rows of each."""
+
+    def __init__(self) -> None:
+        super().__init__(np.zeros((4, 2)))
+        self.rows: list[int] = []
+
+    @property
+    def n_classes(self) -> int:
+        return 2
+
+    def logits(self, X: np.ndarray) -> np.ndarray:
+        self.calls += 1
+        self.rows.append(int(X.shape[0]))
+        return np.stack([np.zeros(X.shape[0]), 50.0 * X[:, 0]], axis=1)
+
+
+@pytest.fixture
+def ds2() -> Dataset:
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(30, 4))
+    return Dataset(
+        "two",
+        np.array([f"r{k:02d}" for k in range(30)]),
+        X,
+        (X[:, 0] > 0).astype(np.int64),
+        ("a", "b", "c", "d"),
+        ("x", "y"),
+    )
+
+
+def test_query_signals_only_skip_the_logits_pass(ds2: Dataset) -> None:
+    """Only query signals requested: no batch of plain logits is computed (and thrown away);
+    the query signal is bit-identical to the one computed beside logit signals."""
+    only = _Boundary()
+    out = model_signals("m", only, ds2, ["label_robustness"], batch_size=7)
+    # one query batch (30 <= 256 records): the clean rows, then their noisy copies
+    assert only.rows == [30, 30 * 5 * 8]
+    both = model_signals("m", _Boundary(), ds2, ["loss", "label_robustness"], batch_size=7)
+    np.testing.assert_array_equal(out["label_robustness"], both["label_robustness"])
+    # logit signals still take one logits call per batch (30 records in batches of 7: 5)
+    logit_only = _Boundary()
+    model_signals("m", logit_only, ds2, ["loss", "entropy"], batch_size=7)
+    assert logit_only.rows == [7, 7, 7, 7, 2]
+
+
+def test_model_signals_follow_the_requested_order(ds2: Dataset) -> None:
+    """The result holds the signals in the order asked, query signals included."""
+    out = model_signals("m", _Boundary(), ds2, ["label_robustness", "loss", "prob_true"])
+    assert list(out) == ["label_robustness", "loss", "prob_true"]
+    out = model_signals("m", _Boundary(), ds2, ["loss", "label_robustness", "prob_true"])
+    assert list(out) == ["loss", "label_robustness", "prob_true"]
+
+
+def test_model_signals_refuse_duplicates_like_signal_table(ds2: Dataset) -> None:
+    W = np.ones((4, 2))
+    with pytest.raises(InvalidInputError, match=r"signals: expected unique signal names") as tab:
+        signal_table({"m": CountingModel(W)}, ds2, ["loss", "loss"])
+    with pytest.raises(InvalidInputError, match=r"signals: expected unique signal names") as one:
+        model_signals("m", CountingModel(W), ds2, ["loss", "loss"])
+    assert str(one.value) == str(tab.value)
+    with pytest.raises(InvalidInputError, match=r"signals: expected unique signal names"):
+        model_signals("m", _Boundary(), ds2, ["label_robustness", "loss", "label_robustness"])
+
+
+def test_each_query_signal_is_stored_under_its_own_name(
+    ds2: Dataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second query signal: computed by its own function, stored under its own name."""
+    import privaudit.signals.table as table
+
+    def half(
+        model: object, X: np.ndarray, y: np.ndarray, ids: np.ndarray, **kw: object
+    ) -> np.ndarray:
+        return np.full(X.shape[0], 0.5)
+
+    monkeypatch.setattr(table, "QUERY_SIGNALS", (*table.QUERY_SIGNALS, "half"))
+    monkeypatch.setattr(table, "ALL_SIGNALS", (*table.ALL_SIGNALS, "half"))
+    functions = {**getattr(table, "_QUERY_FUNCTIONS", {}), "half": half}
+    monkeypatch.setattr(table, "_QUERY_FUNCTIONS", functions, raising=False)
+    out = model_signals("m", _Boundary(), ds2, ["half", "loss"])
+    assert list(out) == ["half", "loss"]
+    np.testing.assert_array_equal(out["half"], np.full(30, 0.5))
+    out = model_signals("m", _Boundary(), ds2, ["label_robustness", "half"])
+    assert sorted(out) == ["half", "label_robustness"]
+    np.testing.assert_array_equal(
+        out["label_robustness"],
+        model_signals("m", _Boundary(), ds2, ["label_robustness"])["label_robustness"],
+    )
+
+
+def test_every_query_signal_has_its_function() -> None:
+    import privaudit.signals.table as table
+
+    assert set(table._QUERY_FUNCTIONS) == set(table.QUERY_SIGNALS)

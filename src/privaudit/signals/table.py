@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -29,6 +29,13 @@ _QUERY_BATCH = 256
 
 #: Every signal :func:`model_signals` computes: from logits, then from label queries.
 ALL_SIGNALS: tuple[str, ...] = (*SIGNALS, *QUERY_SIGNALS)
+
+#: The function of each query signal (:data:`~privaudit.signals.perturb.QUERY_SIGNALS`):
+#: ``f(model, X, y, record_ids, *, scale) -> float64 (n,)``, called in batches of
+#: ``_QUERY_BATCH`` records.
+_QUERY_FUNCTIONS: dict[str, Callable[..., NDArray[np.float64]]] = {
+    "label_robustness": label_robustness,
+}
 
 
 def _batch_logits(model_id: str, model: Any, dataset: Dataset, sl: slice) -> NDArray[np.float64]:
@@ -70,36 +77,46 @@ def model_signals(
 ) -> dict[str, NDArray[np.float64]]:
     """Every requested signal of one model on every record of ``dataset``.
 
-    Records are processed in batches of ``batch_size``; each batch needs one call of
-    ``model.logits`` (or one look-up of a precomputed model), shared by all signals.
-    A losses-only :class:`PrecomputedModel` gives the :data:`LOSS_DERIVABLE` signals
-    and refuses the others. The query signals (:data:`~privaudit.signals.perturb.QUERY_SIGNALS`,
-    label-only) query the model on noisy copies of the records, with noise in units of
-    ``feature_scale`` (default: the columns' standard deviation in ``dataset``; pass
-    the whole dataset's so that every evaluated subset is perturbed alike); a
-    precomputed model cannot answer them.
+    The logit signals (:data:`~privaudit.signals.SIGNALS`) are computed in batches of
+    ``batch_size`` records; each batch needs one call of ``model.logits`` (or one
+    look-up of a precomputed model), shared by all of them, and none is made when no
+    logit signal is requested. A losses-only :class:`PrecomputedModel` gives the
+    :data:`LOSS_DERIVABLE` signals and refuses the others. The query signals
+    (:data:`~privaudit.signals.perturb.QUERY_SIGNALS`, label-only) query the model on
+    noisy copies of the records, with noise in units of ``feature_scale`` (default: the
+    columns' standard deviation in ``dataset``; pass the whole dataset's so that every
+    evaluated subset is perturbed alike); a precomputed model cannot answer them.
+
+    ``signals`` are names from :data:`ALL_SIGNALS`, no duplicates (as
+    :func:`signal_table`).
 
     Returns
     -------
-    dict signal name -> float64 array (n_records,)
+    dict signal name -> float64 array (n_records,), in the order of ``signals``.
     """
     bs = check_positive_int(batch_size, "batch_size")
-    names, queried = _requested_signals(model_id, model, signals)
+    requested = list(signals)
+    names, queried = _requested_signals(model_id, model, requested)
     _check_labels(model_id, model, dataset)
     losses_only = _gives_losses_only(model_id, model, names)
-    out = _logit_signals(model_id, model, dataset, names, bs, losses_only=losses_only)
-    if queried:
-        out["label_robustness"] = _queried_robustness(model_id, model, dataset, feature_scale)
+    out: dict[str, NDArray[np.float64]] = {}
+    if names:
+        out.update(_logit_signals(model_id, model, dataset, names, bs, losses_only=losses_only))
+    for s in queried:
+        out[s] = _queried_signal(model_id, model, dataset, s, feature_scale)
     _check_finite(model_id, out)
-    return out
+    return {s: out[s] for s in requested}
 
 
 def _requested_signals(
     model_id: str, model: Model | PrecomputedModel, signals: Sequence[str]
 ) -> tuple[list[str], list[str]]:
-    """The requested signals, checked: those computed from logits, and the query signals
-    (refused for a precomputed model)."""
-    names = [check_choice(s, "signals", ALL_SIGNALS) for s in signals]
+    """The requested signals, checked (known, no duplicates): those computed from logits,
+    and the query signals (refused for a precomputed model)."""
+    requested = list(signals)
+    if len(set(requested)) != len(requested):
+        raise fail("signals", "unique signal names", requested)
+    names = [check_choice(s, "signals", ALL_SIGNALS) for s in requested]
     queried = [s for s in names if s in QUERY_SIGNALS]
     names = [s for s in names if s not in QUERY_SIGNALS]
     if queried and isinstance(model, PrecomputedModel):
@@ -166,24 +183,25 @@ def _logit_signals(
     return out
 
 
-def _queried_robustness(
+def _queried_signal(
     model_id: str,
     model: Model | PrecomputedModel,
     dataset: Dataset,
+    signal: str,
     feature_scale: NDArray[np.float64] | None,
 ) -> NDArray[np.float64]:
-    """The label-only robustness of every record, in batches of noisy queries (noise in
-    units of ``feature_scale``, default the columns' standard deviation in ``dataset``)."""
+    """The query signal ``signal`` (:data:`_QUERY_FUNCTIONS`) of every record, in batches
+    of noisy queries (noise in units of ``feature_scale``, default the columns' standard
+    deviation in ``dataset``)."""
+    function = _QUERY_FUNCTIONS[signal]
     y = dataset.y
     n = dataset.n_records
     scale = dataset.X.std(axis=0) if feature_scale is None else feature_scale
-    rob = np.empty(n, dtype=np.float64)
+    values = np.empty(n, dtype=np.float64)
     for start in range(0, n, _QUERY_BATCH):
         sl = slice(start, min(start + _QUERY_BATCH, n))
         try:
-            rob[sl] = label_robustness(
-                model, dataset.X[sl], y[sl], dataset.record_ids[sl], scale=scale
-            )
+            values[sl] = function(model, dataset.X[sl], y[sl], dataset.record_ids[sl], scale=scale)
         except PrivauditError:
             raise
         except Exception as exc:
@@ -191,7 +209,7 @@ def _queried_robustness(
                 f"model {model_id!r}: logits on perturbed records failed: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
-    return rob
+    return values
 
 
 def _check_finite(model_id: str, out: dict[str, NDArray[np.float64]]) -> None:
