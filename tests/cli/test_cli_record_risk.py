@@ -203,3 +203,36 @@ def test_record_risk_torch_without_torch_exits_2(
     err = capsys.readouterr().err
     assert "expected PyTorch installed" in err and "privaudit[torch]" in err
     assert not (tmp_path / "report").exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        # seed 0, 4 targets: the shadow releases give every target 2 IN and 2 OUT from 7 on
+        ({"n_shadow": 6}, "n_shadow: expected at least 7 shadow releases for attack 'tapas-query'"),
+        (
+            {
+                "target": {"kind": "classifier", "model": {"kind": "logistic"}},
+                "attack": "lira",
+                "attack_params": {},
+                "n_shadow": 4,
+            },
+            "n_shadow: expected at least 7 shadow releases for attack 'lira'",
+        ),
+    ],
+)
+def test_too_few_shadow_releases_exit_2_before_any_training(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: dict, message: str
+) -> None:
+    path = write(tmp_path, {**SMOKE, **change})
+    assert main(["record-risk", str(path)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert message in err and "found" in err
+    assert not (tmp_path / "report").exists()
+    assert not (tmp_path / "cache").exists()  # nothing trained, nothing cached
+    # the minimum itself runs (validated, not trained here)
+    from privaudit.record_risk.config import load_record_risk_config
+
+    assert (
+        load_record_risk_config(write(tmp_path, {**SMOKE, **change, "n_shadow": 7})).n_shadow == 7
+    )

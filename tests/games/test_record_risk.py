@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from typing import Any, ClassVar
@@ -370,3 +371,99 @@ def test_amortised_traditional_rounds_change_r_t_where_targets_interact(tmp_path
     assert plain.to_dict()["constructions"]["traditional"].startswith("per-target")
     with pytest.raises(InvalidInputError, match="traditional"):
         RecordRiskConfig(**base, traditional="plain")
+
+
+def _shadow_rounds_needed(ds: Dataset, seed: int, n_targets: int, limit: int = 200) -> int:
+    """Fewest shadow releases giving every target at least 2 IN and 2 OUT, read off the
+    plan's own shadow rounds (round r's membership does not depend on n_shadow)."""
+    plan = small_plan(ds, n=80, n_aux=200, n_targets=n_targets, n_shadow=limit, seed=seed)
+    member = np.asarray([plan.round(*key).member for key in plan.rounds("shadow")])
+    ok = np.all((np.cumsum(member, 0) >= 2) & (np.cumsum(~member, 0) >= 2), axis=1)
+    assert ok.any()
+    return int(np.argmax(ok)) + 1
+
+
+class _CountingLogReg:
+    """A logistic-regression trainer that counts its fits."""
+
+    name = "logreg"
+
+    def __init__(self) -> None:
+        from sklearn.linear_model import LogisticRegression
+
+        from privaudit.models.sklearn import SklearnTrainer
+
+        self.inner = SklearnTrainer(LogisticRegression(max_iter=200), n_classes=2, name="logreg")
+        self.fits = 0
+
+    def settings(self) -> dict[str, Any]:
+        return self.inner.settings()
+
+    def fit(self, X: Any, y: Any, *, seed: int, **kw: Any) -> Any:
+        self.fits += 1
+        return self.inner.fit(X, y, seed=seed, **kw)
+
+
+class _NeverFits:
+    """A generator that must not be trained."""
+
+    randomised = True
+    name = "never"
+
+    def settings(self) -> dict[str, Any]:
+        return {}
+
+    def fit(self, codes: Any, cardinalities: Any, *, seed: int) -> Any:
+        raise AssertionError("trained before the shadow design was checked")
+
+
+def test_trained_attack_refuses_too_few_shadow_releases_before_training() -> None:
+    """lira (and tapas-query) fit each target on its IN and OUT shadow releases and need 2
+    of each. Target k is IN shadow release r with probability 1/2, drawn from the seed
+    alone, so whether n_shadow releases give every target 2 IN and 2 OUT is known before
+    any training: too few is refused then, naming n_shadow, the attack and the minimum."""
+    ds, table = universe(600)
+    seed, K = 1, 4
+    need = _shadow_rounds_needed(ds, seed, K)
+    assert need == 12  # > 4, the smallest n_shadow allowed at all
+    cfg = RecordRiskConfig(
+        n=80, n_targets=K, n_rounds=8, n_shadow=need - 1, n_aux=200, seed=seed, replicates=False
+    )
+    trainer = _CountingLogReg()
+    message = rf"n_shadow: expected at least {need} .*'lira'.*found {need - 1}"
+    with pytest.raises(InvalidInputError, match=message):
+        run_record_risk(ds, trainer, "lira", cfg)
+    assert trainer.fits == 0
+    with pytest.raises(
+        InvalidInputError, match=rf"n_shadow: expected at least {need} .*'tapas-query'"
+    ):
+        run_record_risk(ds, _NeverFits(), "tapas-query", cfg, table=table)
+    # untrained attacks take any n_shadow
+    run_record_risk(ds, trainer, "loss", dataclasses.replace(cfg, n_shadow=4))
+    # the minimum is enough: every target's attack fits
+    trainer.fits = 0
+    res = run_record_risk(ds, trainer, "lira", dataclasses.replace(cfg, n_shadow=need))
+    assert trainer.fits == need + 8 + 4 + K * 4
+    assert res.risks["model-seeded"]["auc"].shape == (K,)
+
+
+def test_shadow_membership_is_the_plans_and_the_minimum_is_exact() -> None:
+    """The shadow bits computed from the seed alone are the plan's, whatever the data and
+    n_shadow; the fewest releases giving every target 2 IN and 2 OUT is the first prefix
+    that does (and 2 of each needs at least 4)."""
+    from privaudit.record_risk.rounds import shadow_membership, shadow_rounds_needed
+
+    ds, _ = universe(600)
+    other, _ = universe(700, seed=9)
+    for seed, K in [(0, 1), (1, 4), (2, 3), (3, 16), (5, 64)]:
+        plan = small_plan(ds, n=80, n_aux=200, n_targets=K, n_shadow=40, seed=seed)
+        bits = shadow_membership(seed, K, 40)
+        assert np.array_equal(bits, [plan.round(*key).member for key in plan.rounds("shadow")])
+        again = small_plan(other, n=80, n_aux=200, n_targets=K, n_shadow=6, seed=seed)
+        assert np.array_equal(bits[:6], [again.round(*k).member for k in again.rounds("shadow")])
+        need = shadow_rounds_needed(seed, K, 2, limit=1000)
+        assert need == _shadow_rounds_needed(ds, seed, K) and need >= 4
+        ins = bits[:need].sum(axis=0)
+        assert ins.min() >= 2 and need - ins.max() >= 2
+        assert shadow_rounds_needed(seed, K, 2, limit=need - 1) is None
+        assert shadow_rounds_needed(seed, K, 0, limit=10) == 0

@@ -50,13 +50,22 @@ from privaudit.errors import DesignError
 from privaudit.signals.queries import closest_distance, query_counts
 
 __all__ = [
+    "MIN_SHADOW_PER_SIDE",
     "RECORD_ATTACKS",
     "ClassifierSignalAttack",
     "DistanceAttack",
     "QueryAttack",
     "RecordAttack",
+    "check_shadow_releases",
     "make_record_attack",
 ]
+
+#: Fewest IN and fewest OUT shadow releases of a target that the built-in trained attacks
+#: (``tapas-query``, ``lira``) fit it on.
+MIN_SHADOW_PER_SIDE = 2
+
+#: How far :func:`check_shadow_releases` looks for the fewest shadow releases that suffice.
+_SHADOW_SEARCH_LIMIT = 10_000
 
 
 class RecordAttack:
@@ -81,6 +90,11 @@ class RecordAttack:
     def score(self, fitted: Any, features: NDArray[Any]) -> NDArray[np.float64]:
         return np.asarray(features, dtype=np.float64)[:, 0]
 
+    def shadow_minimum(self) -> int:
+        """Fewest IN and fewest OUT shadow releases of each target that ``fit_target``
+        needs (0: no requirement known, as for an untrained attack)."""
+        return 0
+
 
 def _compact(release: Any) -> NDArray[Any]:
     """A synthetic table in the smallest integer type that holds its codes."""
@@ -90,11 +104,53 @@ def _compact(release: Any) -> NDArray[Any]:
 
 def _check_shadow(member: NDArray[np.bool_], name: str) -> None:
     n_in = int(np.sum(member))
-    if n_in < 2 or len(member) - n_in < 2:
+    p = MIN_SHADOW_PER_SIDE
+    if n_in < p or len(member) - n_in < p:
         raise DesignError(
-            f"{name}: a target needs at least 2 IN and 2 OUT shadow releases, found "
+            f"{name}: a target needs at least {p} IN and {p} OUT shadow releases, found "
             f"{n_in} IN and {len(member) - n_in} OUT; raise n_shadow"
         )
+
+
+def check_shadow_releases(
+    attack: RecordAttack, *, n_shadow: int, n_targets: int, seed: int
+) -> None:
+    """Refuse ``n_shadow`` shadow releases that leave some target with fewer IN or OUT
+    releases than ``attack`` fits on (:meth:`RecordAttack.shadow_minimum`), before any
+    training.
+
+    Which targets are IN which shadow release is drawn from ``seed`` alone
+    (:func:`~privaudit.record_risk.rounds.shadow_membership`), so the fewest releases
+    that suffice for ``n_targets`` targets is exact
+    (:func:`~privaudit.record_risk.rounds.shadow_rounds_needed`), and named.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming ``n_shadow``, the attack and the minimum.
+    """
+    from privaudit.record_risk.rounds import shadow_rounds_needed
+
+    p = attack.shadow_minimum()
+    if p <= 0:
+        return
+    limit = max(int(n_shadow), _SHADOW_SEARCH_LIMIT)
+    need = shadow_rounds_needed(seed, n_targets, p, limit=limit)
+    if need is not None and need <= n_shadow:
+        return
+    least = f"at least {need}" if need is not None else f"more than {limit}"
+    fewest = (
+        f"the first {need} releases are the fewest that give every target {p} of each"
+        if need is not None
+        else f"no number up to {limit} gives every target {p} of each"
+    )
+    raise fail(
+        "n_shadow",
+        f"{least} shadow releases for attack {attack.name!r} (it fits each target on at least "
+        f"{p} IN and {p} OUT shadow releases; a target is IN a release with probability 1/2, "
+        f"drawn from the seed: with seed {seed} and {n_targets} targets {fewest})",
+        n_shadow,
+    )
 
 
 @dataclasses.dataclass
@@ -142,6 +198,9 @@ class QueryAttack(RecordAttack):
             n_jobs=1,
         )
         return rf.fit(np.asarray(features, dtype=np.float32), np.asarray(member, dtype=int))
+
+    def shadow_minimum(self) -> int:
+        return MIN_SHADOW_PER_SIDE
 
     def score(self, fitted: Any, features: NDArray[Any]) -> NDArray[np.float64]:
         X = np.ascontiguousarray(features, dtype=np.float32)
@@ -220,6 +279,9 @@ class ClassifierSignalAttack(RecordAttack):
             float(f[~m].mean()),
             max(float(f[~m].std(ddof=1)), self.min_std),
         )
+
+    def shadow_minimum(self) -> int:
+        return MIN_SHADOW_PER_SIDE if self.trained else 0
 
     def score(self, fitted: Any, features: NDArray[Any]) -> NDArray[np.float64]:
         f = np.asarray(features, dtype=np.float64)[:, 0]

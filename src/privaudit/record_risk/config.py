@@ -88,7 +88,13 @@ class RecordRiskFileConfig(StrictModel):
     n: Annotated[int, Field(ge=8)] = 1000
     n_targets: Annotated[int, Field(ge=1)] = 64
     n_rounds: Annotated[int, Field(ge=4)] = 400
-    n_shadow: Annotated[int, Field(ge=4)] = 200
+    n_shadow: Annotated[int, Field(ge=4)] = Field(
+        default=200,
+        description="Shadow releases the attacker trains on (tapas-query, lira). Each target "
+        "is IN a shadow release with probability 1/2, drawn from the seed; the attack fits "
+        "each target on at least 2 IN and 2 OUT, so fewer releases than give every target "
+        "that with this seed and n_targets are refused (the message names the minimum).",
+    )
     n_aux: Annotated[int, Field(ge=8)] = 10_000
     vulnerable_fraction: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5
     replicates: bool = True
@@ -129,7 +135,17 @@ class RecordRiskFileConfig(StrictModel):
         if self.n_targets > self.n:
             raise ValueError(f"n_targets: expected at most n={self.n} (targets are records of D0)")
         check_ray_address(self.executor, self.ray_address)
+        self._shadow_releases_suffice()
         return self
+
+    def _shadow_releases_suffice(self) -> None:
+        """Refuse too few shadow releases for a trained attack (before any training)."""
+        from privaudit.record_risk.attacks import check_shadow_releases, make_record_attack
+
+        attack = make_record_attack(self.attack_name(), self.target.kind)
+        check_shadow_releases(
+            attack, n_shadow=self.n_shadow, n_targets=self.n_targets, seed=self.seed
+        )
 
     def attack_name(self) -> str:
         """The attack, or the default for the target kind."""

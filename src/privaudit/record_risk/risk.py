@@ -22,8 +22,9 @@ synthetic-data generator (:mod:`privaudit.generators`) or a classifier
    classifier's loss and logit-scaled confidence on the targets) and per-target features
    (query counts, distances, losses);
 4. **attacks** -- for a trained attack, a per-target model fitted on ``n_shadow`` shadow
-   releases from auxiliary data (each target IN with probability 1/2), then applied to
-   every game round inside the worker (only scores leave it);
+   releases from auxiliary data (each target IN with probability 1/2, drawn from the
+   seed: too few releases to give every target 2 IN and 2 OUT are refused before any
+   training), then applied to every game round inside the worker (only scores leave it);
 5. **metrics** -- per-record AUC per game with its standard error and the Hoeffding width
    of Prop. 1-2; miss rates and RMSD between the games, and their noise floors from an
    independent replicate of each game (:mod:`privaudit.record_risk.metrics`).
@@ -50,7 +51,7 @@ from privaudit._validation import check_choice, check_positive_int, check_probab
 from privaudit.data.dataset import Dataset
 from privaudit.generators.discrete import DiscreteTable, discretise
 from privaudit.models.train_many import fits_many, train_many
-from privaudit.record_risk.attacks import RecordAttack, make_record_attack
+from privaudit.record_risk.attacks import RecordAttack, check_shadow_releases, make_record_attack
 from privaudit.record_risk.metrics import (
     THRESHOLDS,
     auc_standard_error,
@@ -98,7 +99,13 @@ class RecordRiskConfig:
     n_rounds : int
         Rounds per game per target (model-seeded: half IN, shared; half OUT, per target).
     n_shadow : int
-        Shadow releases the attacker trains on (trained attacks only).
+        Shadow releases the attacker trains on (trained attacks only). Each target is IN a
+        shadow release with probability 1/2, drawn from ``seed``; ``tapas-query`` and
+        ``lira`` fit each target on at least 2 IN and 2 OUT of them, so
+        :func:`run_record_risk` refuses, before any training, an ``n_shadow`` below the
+        fewest releases that give every one of the ``n_targets`` targets 2 of each with
+        this seed (:func:`~privaudit.record_risk.rounds.shadow_rounds_needed`; never
+        below 4).
     n_aux : int
         Auxiliary pool (attacker's data, disjoint from the evaluation pool).
     replicates : bool
@@ -436,7 +443,8 @@ def _check_inputs(
     dataset: Dataset, target: Any, attack: str | RecordAttack, config: RecordRiskConfig
 ) -> tuple[str, RecordAttack]:
     """Validate the inputs; the target's kind ("generator" if it has ``randomised``, else
-    "classifier") and the attack, built from its name for that kind or checked against it."""
+    "classifier") and the attack, built from its name for that kind or checked against it
+    (and against the shadow releases: :func:`check_shadow_releases`, before any training)."""
     if not isinstance(dataset, Dataset):
         raise fail("dataset", "a privaudit Dataset", type(dataset).__name__)
     if not isinstance(config, RecordRiskConfig):
@@ -449,6 +457,9 @@ def _check_inputs(
     att = make_record_attack(attack, kind) if isinstance(attack, str) else attack
     if att.target_kind != kind:
         raise fail("attack", f"an attack on a {kind}", att.name)
+    check_shadow_releases(
+        att, n_shadow=config.n_shadow, n_targets=config.n_targets, seed=config.seed
+    )
     return kind, att
 
 

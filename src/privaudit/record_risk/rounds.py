@@ -65,7 +65,12 @@ Record-Specific Privacy Risk Evaluation" (DPM @ ESORICS 2025; arXiv 2405.15423):
   ``n - 1`` records stay fixed (the point of the game), only the record in ``x``'s slot
   varies, and Prop. 1's Hoeffding width holds unchanged (the rounds are i.i.d.).
 * **Shadow rounds** (the attacker's training data): like traditional rounds, but the
-  background comes from the auxiliary pool, disjoint from the evaluation pool.
+  background comes from the auxiliary pool, disjoint from the evaluation pool. Each
+  target is IN a shadow release with probability 1/2, so no ``n_shadow`` guarantees a
+  trained attack the 2 IN and 2 OUT releases of every target that it fits on; but the
+  bits come from the seed alone (:func:`shadow_membership`), so the fewest releases that
+  give them (:func:`shadow_rounds_needed`) is known before any training, and a smaller
+  ``n_shadow`` is refused then.
 
 Randomness: the split (auxiliary / evaluation pool, ``D0``, random targets) comes from
 ``derive_rng(seed, "record-risk/split")``; each game ``g`` and replicate has a *data*
@@ -102,6 +107,8 @@ __all__ = [
     "distance_vulnerability",
     "game_constructions",
     "make_plan",
+    "shadow_membership",
+    "shadow_rounds_needed",
 ]
 
 #: Round kinds: traditional (amortised), traditional per target, model-seeded IN,
@@ -124,6 +131,63 @@ class RoundSpec:
     seed: int
     scored: NDArray[np.int64]
     member: NDArray[np.bool_]
+
+
+def _streams(seed: int, kind: str, replicate: int) -> tuple[int, int]:
+    """(data seed, training seed) of a game and replicate of the experiment ``seed``."""
+    game = "model-seeded" if kind.startswith("ms") else kind
+    base = f"record-risk/{game}/{replicate}"
+    return (
+        derive_seed(seed, purpose=base + "/data"),
+        derive_seed(seed, purpose=base + "/train"),
+    )
+
+
+def _amortised_draw(
+    data_seed: int, index: int, n_targets: int
+) -> tuple[np.random.Generator, NDArray[np.bool_]]:
+    """The data generator of amortised round ``index`` (traditional or shadow) after
+    drawing its membership bits, and the bits: each target IN with probability 1/2."""
+    rng = derive_rng(data_seed, purpose=f"round/{index}")
+    return rng, rng.random(n_targets) < 0.5
+
+
+def shadow_membership(seed: int, n_targets: int, n_shadow: int) -> NDArray[np.bool_]:
+    """Which targets are IN each shadow release: ``(n_shadow, n_targets)`` bool, row ``r``
+    the ``member`` of :meth:`RecordRiskPlan.round` ``("shadow", 0, r)``.
+
+    It depends on ``seed`` and the target positions ``0..n_targets-1`` only (not on the
+    data, nor on ``n_shadow``: the first ``m`` rows are the same for every
+    ``n_shadow >= m``), so it is known before any release is trained.
+    """
+    data_seed, _ = _streams(seed, "shadow", 0)
+    out = np.empty((n_shadow, n_targets), dtype=bool)
+    for r in range(n_shadow):
+        out[r] = _amortised_draw(data_seed, r, n_targets)[1]
+    return out
+
+
+def shadow_rounds_needed(seed: int, n_targets: int, per_side: int, *, limit: int) -> int | None:
+    """The fewest shadow releases in which every target is IN at least ``per_side`` times
+    and OUT at least ``per_side`` times (``0`` when ``per_side <= 0``), or ``None`` when
+    ``limit`` releases are not enough.
+
+    Each target is IN a shadow release with probability 1/2 independently, so no number
+    of releases guarantees it a priori (target ``k`` misses it at ``m`` releases with
+    probability ``2 P(Bin(m, 1/2) < per_side)``); but the draws come from ``seed`` alone
+    (:func:`shadow_membership`), so for a given seed and number of targets the answer is
+    exact, and every ``n_shadow`` at least this one gives the attack its releases.
+    """
+    if per_side <= 0:
+        return 0
+    data_seed, _ = _streams(seed, "shadow", 0)
+    n_in = np.zeros(n_targets, dtype=np.int64)
+    for r in range(limit):
+        n_in += _amortised_draw(data_seed, r, n_targets)[1]
+        m = r + 1
+        if m >= 2 * per_side and int(n_in.min()) >= per_side and m - int(n_in.max()) >= per_side:
+            return m
+    return None
 
 
 def game_constructions(traditional: str = "amortised") -> dict[str, str]:
@@ -223,12 +287,7 @@ class RecordRiskPlan:
 
     def streams(self, kind: str, replicate: int) -> tuple[int, int]:
         """(data seed, training seed) of a game and replicate; independent streams."""
-        game = "model-seeded" if kind.startswith("ms") else kind
-        base = f"record-risk/{game}/{replicate}"
-        return (
-            derive_seed(self.seed, purpose=base + "/data"),
-            derive_seed(self.seed, purpose=base + "/train"),
-        )
+        return _streams(self.seed, kind, replicate)
 
     def rounds(self, kind: str, replicate: int = 0) -> list[tuple[str, int, int, int]]:
         """Round keys ``(kind, replicate, index, target)`` of one game."""
@@ -253,8 +312,7 @@ class RecordRiskPlan:
         data_seed, train_seed = self.streams(kind, replicate)
         K = self.n_targets
         if kind in ("traditional", "shadow"):
-            rng = derive_rng(data_seed, purpose=f"round/{index}")
-            bits = rng.random(K) < 0.5
+            rng, bits = _amortised_draw(data_seed, index, K)
             pool = self.background if kind == "traditional" else self.aux
             rest = rng.choice(pool, size=self.n - int(bits.sum()), replace=False)
             pos = np.concatenate([self.targets[bits], rest]).astype(np.int64)
