@@ -20,7 +20,14 @@ from privaudit._validation import fail
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["npz_array", "open_npz", "read_csv_file", "read_frame", "read_parquet_file"]
+__all__ = [
+    "describe_name",
+    "npz_array",
+    "open_npz",
+    "read_csv_file",
+    "read_frame",
+    "read_parquet_file",
+]
 
 
 _PARQUET_MAGIC = b"PAR1"
@@ -100,8 +107,15 @@ def open_npz(p: Path) -> Any:
         found = "an empty file" if not head else "a file that is not a NumPy .npz archive"
         raise fail("path", "a NumPy .npz file", f"{found}: {p}")
     try:
-        return np.load(p, allow_pickle=False)
+        fh = open(p, "rb")  # owned by the archive returned; closed here on failure
+    except OSError as exc:
+        raise fail("path", "a readable file", f"{p} ({exc.strerror or exc})") from None
+    try:
+        # what np.load(p) does for a zip, except that np.load leaves its file open when
+        # the archive cannot be read (a truncated or corrupt .npz)
+        return np.lib.npyio.NpzFile(fh, own_fid=True, allow_pickle=False)
     except Exception as exc:  # zipfile.BadZipFile, ValueError, OSError
+        fh.close()
         raise fail("path", "a readable .npz file", f"{p} ({_first_line(exc)})") from None
 
 
@@ -121,6 +135,18 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
 
 
+def describe_name(p: Path) -> str:
+    """A file's name for an error about its suffix: the name as it is when it has a suffix
+    (``a.txt``); said to have none when it has none, and what its suffix is when it starts
+    with a dot (``.csv`` is a hidden file's name with no suffix, not a ``.csv`` file)."""
+    dot = " (a leading dot starts no suffix)" if p.name.startswith(".") else ""
+    if not p.suffixes:
+        return f"{p.name!r}, a name with no suffix{dot}"
+    if dot:
+        return f"{p.name!r}, a name with the suffix {''.join(p.suffixes)}{dot}"
+    return p.name
+
+
 def _is_frame_file(p: Path) -> bool:
     """Whether the name says CSV (``.csv``, ``.csv.gz``) or Parquet (``.parquet``, ``.pq``)."""
     suffixes = [s.lower() for s in p.suffixes]
@@ -133,7 +159,7 @@ def read_frame(path: str | Path) -> pd.DataFrame:
     if not p.is_file():
         raise fail("path", "an existing file", str(p))
     if not _is_frame_file(p):
-        raise fail("path", "a .csv, .csv.gz, .parquet or .pq table", p.name)
+        raise fail("path", "a .csv, .csv.gz, .parquet or .pq table", describe_name(p))
     if p.suffix.lower() in (".parquet", ".pq"):
         return read_parquet_file(p)
     return read_csv_file(p)

@@ -28,6 +28,7 @@ import numpy as np
 from privaudit._validation import fail
 from privaudit.data.dataset import Dataset
 from privaudit.data.table_files import (
+    describe_name,
     npz_array,
     open_npz,
     read_csv_file,
@@ -548,8 +549,9 @@ def load_table(
     path : str or Path
         ``.csv`` (optionally ``.csv.gz``), ``.parquet`` / ``.pq``, or ``.npz``. An
         ``.npz`` must hold a 2-D numeric array ``X``; ``label_column`` names the 1-D
-        label array in it (typically ``"y"``) and ``id_column`` an optional 1-D id array.
-        It is opened with ``allow_pickle=False``.
+        label array in it (typically ``"y"``) and ``id_column`` an optional 1-D id array
+        (neither may be named like a column of ``X``: ``x0``, ``x1``, ...). It is opened
+        with ``allow_pickle=False``.
     label_column : str
         Column (or ``.npz`` array) of class labels.
     id_column : str, optional
@@ -566,7 +568,8 @@ def load_table(
     ------
     InvalidInputError
         Unknown file type, missing label/id/feature columns (the message lists the
-        available ones), NaN features, missing labels, a single class, duplicate ids.
+        available ones), NaN features, missing labels, a single class, duplicate ids, an
+        ``.npz`` label or id array named like a feature column.
     """
     p = Path(path)
     if not p.is_file():
@@ -600,7 +603,7 @@ def _read_table_file(p: Path, label_column: str, id_column: str | None) -> pd.Da
             "a .npz file with arrays 'X' and the label array (a .npy holds one array and no label names)",
             p.name,
         )
-    raise fail("path", "a .csv, .csv.gz, .parquet, .pq or .npz file", p.name)
+    raise fail("path", "a .csv, .csv.gz, .parquet, .pq or .npz file", describe_name(p))
 
 
 def _read_npz_table(p: Path, label_column: str, id_column: str | None) -> pd.DataFrame:
@@ -616,12 +619,27 @@ def _read_npz_table(p: Path, label_column: str, id_column: str | None) -> pd.Dat
         Xz = npz_array(z, "X", p)
         if Xz.ndim != 2:
             raise fail("X", "a 2-dimensional feature array", f"shape {Xz.shape}")
-        frame = pd.DataFrame(Xz, columns=[f"x{j}" for j in range(Xz.shape[1])])
+        columns = [f"x{j}" for j in range(Xz.shape[1])]
+        _require_not_a_column(columns, label_column, "label_column")
+        frame = pd.DataFrame(Xz, columns=columns)
         frame[label_column] = _npz_vector(z, label_column, p, Xz.shape[0], "labels")
         if id_column is not None:
             _require_npz_array(keys, id_column, "id_column")
+            _require_not_a_column(columns, id_column, "id_column")
             frame[id_column] = _npz_vector(z, id_column, p, Xz.shape[0], "ids")
     return frame
+
+
+def _require_not_a_column(columns: list[str], key: str, parameter: str) -> None:
+    """An error naming ``parameter`` when the array ``key`` is named like one of the columns
+    ``x0, x1, ...`` of ``X``: read into the table it would replace that feature column."""
+    if key in columns:
+        names = f"names {columns[0]} .. {columns[-1]}" if len(columns) > 1 else f"name {key}"
+        raise fail(
+            parameter,
+            f"an array name other than the {names} of the column{'s' * (len(columns) > 1)} of X",
+            f"{key!r} (it would replace feature column {key}; rename the array)",
+        )
 
 
 def _require_npz_array(keys: list[str], key: str, parameter: str) -> None:

@@ -379,9 +379,11 @@ def read_text_records(
 ) -> TextRecords:
     """Read a user's texts from JSONL: ``id``, ``text``, ``member`` (and optional ``document``).
 
-    Validated at the boundary: every line a JSON object with a string or integer ``id``,
-    a non-empty string ``text``, a boolean ``member``; ids unique; both classes present
-    (members only is accepted with ``require_both=False``: PANORAMIA needs no non-members).
+    Lines end at ``"\\n"`` (or ``"\\r\\n"``) only, and a UTF-8 byte-order mark at the
+    start is skipped; blank lines are skipped. Validated at the boundary: every other line
+    a JSON object with a string or integer ``id``, a non-empty string ``text``, a boolean
+    ``member``; ids unique; both classes present (members only is accepted with
+    ``require_both=False``: PANORAMIA needs no non-members).
 
     Raises
     ------
@@ -402,11 +404,23 @@ def read_text_records(
 
 
 def _read_utf8_lines(p: Path, name: str) -> list[str]:
-    """The lines of a UTF-8 text file (other bytes are an error naming ``name``)."""
+    r"""The lines of a UTF-8 text file (other bytes are an error naming ``name``).
+
+    A byte-order mark at the start is skipped. Lines end at ``"\n"`` only, as JSON Lines
+    are defined (one ``"\r"`` before it is dropped: ``"\r\n"`` files read the same), not
+    at the other breaks of :meth:`str.splitlines` (U+2028, U+2029 and U+0085, which
+    ``json.dumps(..., ensure_ascii=False)`` writes raw inside strings; ``"\x0b"``,
+    ``"\x0c"``, ``"\x1c"``-``"\x1e"``). Item ``k`` of the list is line ``k + 1`` of the
+    file; the newline ending the last line opens no extra line.
+    """
     try:
-        return p.read_text(encoding="utf-8").splitlines()
+        text = p.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise fail(name, "UTF-8 text", f"bytes that are not UTF-8 in {p} ({exc.reason})") from None
+    lines = text.split("\n")
+    if lines[-1] == "":  # the newline ending the last line (or an empty file)
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def _parse_records(
