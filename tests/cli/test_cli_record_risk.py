@@ -236,3 +236,32 @@ def test_too_few_shadow_releases_exit_2_before_any_training(
     assert (
         load_record_risk_config(write(tmp_path, {**SMOKE, **change, "n_shadow": 7})).n_shadow == 7
     )
+
+
+@pytest.mark.parametrize(
+    ("change", "need"),
+    [
+        # seed 3, 4 targets: the amortised game's replicate has every target IN and OUT
+        # only from round 6 on
+        ({"seed": 3, "n_rounds": 5}, 6),
+        # seed 1, per-target rounds: the replicate from round 8 on (12 shadow releases)
+        ({"seed": 1, "n_shadow": 12, "traditional": "per-target", "n_rounds": 7}, 8),
+    ],
+)
+def test_too_few_game_rounds_exit_2_before_any_training(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: dict, need: int
+) -> None:
+    path = write(tmp_path, {**SMOKE, **change})
+    assert main(["record-risk", str(path)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    n_rounds, seed = change["n_rounds"], change["seed"]
+    assert f"n_rounds: expected at least {need} rounds per game" in err
+    assert f"with seed {seed} and 4 targets, {n_rounds} rounds" in err
+    assert f"the first {need} rounds are the fewest" in err and f"found {n_rounds}" in err
+    assert not (tmp_path / "report").exists()
+    assert not (tmp_path / "cache").exists()  # nothing trained, nothing cached
+    # the minimum itself runs (validated, not trained here)
+    from privaudit.record_risk.config import load_record_risk_config
+
+    cfg = load_record_risk_config(write(tmp_path, {**SMOKE, **change, "n_rounds": need}))
+    assert cfg.n_rounds == need

@@ -467,3 +467,114 @@ def test_shadow_membership_is_the_plans_and_the_minimum_is_exact() -> None:
         assert ins.min() >= 2 and need - ins.max() >= 2
         assert shadow_rounds_needed(seed, K, 2, limit=need - 1) is None
         assert shadow_rounds_needed(seed, K, 0, limit=10) == 0
+
+
+def _game_rounds_needed(ds: Dataset, seed: int, n_targets: int, kind: str, replicate: int) -> int:
+    """Fewest rounds of a traditional game (``kind`` "traditional" or
+    "traditional-target") giving every target at least 1 IN and 1 OUT round, read off the
+    plan's own rounds (round r's membership does not depend on n_rounds)."""
+    limit = 60
+    plan = small_plan(ds, n=80, n_aux=200, n_targets=n_targets, n_rounds=limit, seed=seed)
+    member = _plan_membership(plan, kind, replicate)
+    ok = np.all((np.cumsum(member, 0) >= 1) & (np.cumsum(~member, 0) >= 1), axis=1)
+    assert ok.any()
+    return int(np.argmax(ok)) + 1
+
+
+def _plan_membership(plan: Any, kind: str, replicate: int) -> Any:
+    """(round, target) membership of one traditional game of ``plan``, from its rounds."""
+    keys = plan.rounds(kind, replicate)
+    if kind == "traditional":
+        return np.asarray([plan.round(*key).member for key in keys])
+    # per target: the keys run target by target
+    bits = np.asarray([plan.round(*key).member[0] for key in keys])
+    return bits.reshape(plan.n_targets, plan.n_rounds).T
+
+
+@pytest.mark.parametrize(
+    ("traditional", "seed", "K", "replicates", "need", "short"),
+    [
+        # seed 1, 4 targets: some target is IN (or OUT) of all 4 first amortised rounds
+        ("amortised", 1, 4, False, 5, "in the game;"),
+        # seed 3: the game has both by round 4, its replicate only by round 6
+        ("amortised", 3, 4, True, 6, "in its replicate;"),
+        # seed 1, per-target rounds: the game by round 4, the replicate by round 8
+        ("per-target", 1, 4, True, 8, "in its replicate;"),
+    ],
+)
+def test_too_few_game_rounds_are_refused_before_training(
+    traditional: str, seed: int, K: int, replicates: bool, need: int, short: str
+) -> None:
+    """The per-record AUC of a game needs every target IN at least once and OUT at least
+    once in that game (and in its replicate). The traditional rounds draw each target IN
+    with probability 1/2 from the seed alone, so whether n_rounds rounds give that is known
+    before any training: too few is refused then, naming n_rounds, the seed, the number of
+    targets and the minimum (the run used to train every round and fail in the metrics)."""
+    ds, table = universe(600)
+    kind = "traditional" if traditional == "amortised" else "traditional-target"
+    reps = (0, 1) if replicates else (0,)
+    assert max(_game_rounds_needed(ds, seed, K, kind, r) for r in reps) == need
+    cfg = RecordRiskConfig(
+        n=80,
+        n_targets=K,
+        n_rounds=need - 1,
+        n_shadow=16,
+        n_aux=200,
+        seed=seed,
+        replicates=replicates,
+        traditional=traditional,
+    )
+    message = (
+        rf"n_rounds: expected at least {need} rounds per game .*{traditional} traditional "
+        rf"game.*seed {seed} and {K} targets, {need - 1} rounds .*{short} the first {need} "
+        rf"rounds are the fewest.*found {need - 1}$"
+    )
+    trainer = _CountingLogReg()
+    with pytest.raises(InvalidInputError, match=message):
+        run_record_risk(ds, trainer, "loss", cfg)
+    assert trainer.fits == 0
+    with pytest.raises(InvalidInputError, match=message):
+        run_record_risk(ds, trainer, "lira", cfg)
+    assert trainer.fits == 0
+    with pytest.raises(InvalidInputError, match=message):
+        run_record_risk(ds, _NeverFits(), "dcr", cfg, table=table)
+    # the minimum is enough: every target IN and OUT of every game, and the model-seeded
+    # game half IN and half OUT by construction
+    res = run_record_risk(ds, trainer, "loss", dataclasses.replace(cfg, n_rounds=need))
+    for game, r in res.risks.items():
+        assert r["auc"].shape == (K,) and np.all(r["n_in"] >= 1) and np.all(r["n_out"] >= 1)
+        assert np.all(r["n_in"] + r["n_out"] == need), game
+        if game.startswith("model-seeded"):
+            assert np.all(r["n_in"] == need // 2)
+    assert trainer.fits == res.releases["trained"]
+
+
+def test_game_membership_is_the_plans_and_the_minimum_is_exact() -> None:
+    """The traditional bits computed from the seed alone are the plan's, in either
+    construction and replicate, whatever the data and n_rounds; the fewest rounds giving
+    every target 1 IN and 1 OUT is the first prefix that does. The model-seeded rounds
+    draw nothing: n_rounds // 2 IN and the rest OUT for every target."""
+    from privaudit.record_risk.rounds import round_membership, rounds_needed
+
+    ds, _ = universe(600)
+    other, _ = universe(700, seed=9)
+    for seed, K in [(0, 1), (1, 4), (2, 3), (3, 16)]:
+        plan = small_plan(ds, n=80, n_aux=200, n_targets=K, n_rounds=24, seed=seed)
+        again = small_plan(other, n=80, n_aux=200, n_targets=K, n_rounds=6, seed=seed)
+        for kind in ("traditional", "traditional-target"):
+            for rep in (0, 1):
+                bits = round_membership(seed, kind, K, 24, rep)
+                assert np.array_equal(bits, _plan_membership(plan, kind, rep))
+                assert np.array_equal(bits[:6], _plan_membership(again, kind, rep))
+                need = rounds_needed(seed, kind, K, 1, replicate=rep)
+                assert need == _game_rounds_needed(ds, seed, K, kind, rep) and need is not None
+                ins = bits[:need].sum(axis=0)
+                assert ins.min() >= 1 and need - ins.max() >= 1
+                assert rounds_needed(seed, kind, K, 1, limit=need - 1, replicate=rep) is None
+    plan = small_plan(ds, n_rounds=5)
+    ms_in = [plan.round(*key).member for key in plan.rounds("ms-in")]
+    ms_out = [plan.round(*key).member for key in plan.rounds("ms-out")]
+    assert len(ms_in) == 2 and all(m.all() for m in ms_in)
+    assert len(ms_out) == 3 * plan.n_targets and not any(m.any() for m in ms_out)
+    with pytest.raises(InvalidInputError, match="kind"):
+        round_membership(0, "ms-in", 4, 4)

@@ -87,7 +87,14 @@ class RecordRiskFileConfig(StrictModel):
     attack_params: dict[str, Any] = Field(default_factory=dict)
     n: Annotated[int, Field(ge=8)] = 1000
     n_targets: Annotated[int, Field(ge=1)] = 64
-    n_rounds: Annotated[int, Field(ge=4)] = 400
+    n_rounds: Annotated[int, Field(ge=4)] = Field(
+        default=400,
+        description="Rounds per game per target (model-seeded: half IN, half OUT). In the "
+        "traditional game each target is IN a round with probability 1/2, drawn from the "
+        "seed; its per-record AUC needs every target IN at least once and OUT at least once "
+        "(in the game and in its replicate), so fewer rounds than give every target that "
+        "with this seed and n_targets are refused (the message names the minimum).",
+    )
     n_shadow: Annotated[int, Field(ge=4)] = Field(
         default=200,
         description="Shadow releases the attacker trains on (tapas-query, lira). Each target "
@@ -136,6 +143,7 @@ class RecordRiskFileConfig(StrictModel):
             raise ValueError(f"n_targets: expected at most n={self.n} (targets are records of D0)")
         check_ray_address(self.executor, self.ray_address)
         self._shadow_releases_suffice()
+        self._game_rounds_suffice()
         return self
 
     def _shadow_releases_suffice(self) -> None:
@@ -145,6 +153,19 @@ class RecordRiskFileConfig(StrictModel):
         attack = make_record_attack(self.attack_name(), self.target.kind)
         check_shadow_releases(
             attack, n_shadow=self.n_shadow, n_targets=self.n_targets, seed=self.seed
+        )
+
+    def _game_rounds_suffice(self) -> None:
+        """Refuse too few rounds for every target to be IN and OUT of the traditional game
+        (and of its replicate), before any training."""
+        from privaudit.record_risk.rounds import check_game_rounds
+
+        check_game_rounds(
+            n_rounds=self.n_rounds,
+            n_targets=self.n_targets,
+            seed=self.seed,
+            traditional=self.traditional,
+            replicates=self.replicates,
         )
 
     def attack_name(self) -> str:

@@ -26,8 +26,11 @@ synthetic-data generator (:mod:`privaudit.generators`) or a classifier
    seed: too few releases to give every target 2 IN and 2 OUT are refused before any
    training), then applied to every game round inside the worker (only scores leave it);
 5. **metrics** -- per-record AUC per game with its standard error and the Hoeffding width
-   of Prop. 1-2; miss rates and RMSD between the games, and their noise floors from an
-   independent replicate of each game (:mod:`privaudit.record_risk.metrics`).
+   of Prop. 1-2 (it needs every target IN and OUT at least once in each game: the
+   traditional game draws each target IN with probability 1/2 from the seed, so too few
+   rounds for that are refused before any training); miss rates and RMSD between the
+   games, and their noise floors from an independent replicate of each game
+   (:mod:`privaudit.record_risk.metrics`).
 
 Cost: ``n_shadow + 2 (n_rounds + n_rounds/2 + K n_rounds/2)`` releases with replicates
 (``K`` targets); with K = 64 and 400 rounds about 27,000 generator fits. With
@@ -62,6 +65,7 @@ from privaudit.record_risk.metrics import (
 from privaudit.record_risk.rounds import (
     PER_TARGET_KINDS,
     RecordRiskPlan,
+    check_game_rounds,
     game_constructions,
     make_plan,
 )
@@ -98,6 +102,12 @@ class RecordRiskConfig:
         Targets K (records of D0); ``vulnerable_fraction`` of them the most vulnerable.
     n_rounds : int
         Rounds per game per target (model-seeded: half IN, shared; half OUT, per target).
+        In the traditional game each target is IN a round with probability 1/2, drawn from
+        ``seed``, and its per-record AUC needs it IN at least once and OUT at least once
+        (in the game and in its replicate), so :func:`run_record_risk` refuses, before any
+        training, an ``n_rounds`` below the fewest rounds that give every one of the
+        ``n_targets`` targets both with this seed
+        (:func:`~privaudit.record_risk.rounds.check_game_rounds`; never below 4).
     n_shadow : int
         Shadow releases the attacker trains on (trained attacks only). Each target is IN a
         shadow release with probability 1/2, drawn from ``seed``; ``tapas-query`` and
@@ -444,7 +454,8 @@ def _check_inputs(
 ) -> tuple[str, RecordAttack]:
     """Validate the inputs; the target's kind ("generator" if it has ``randomised``, else
     "classifier") and the attack, built from its name for that kind or checked against it
-    (and against the shadow releases: :func:`check_shadow_releases`, before any training)."""
+    (and against the shadow releases: :func:`check_shadow_releases`); the game rounds
+    (:func:`~privaudit.record_risk.rounds.check_game_rounds`). All before any training."""
     if not isinstance(dataset, Dataset):
         raise fail("dataset", "a privaudit Dataset", type(dataset).__name__)
     if not isinstance(config, RecordRiskConfig):
@@ -459,6 +470,13 @@ def _check_inputs(
         raise fail("attack", f"an attack on a {kind}", att.name)
     check_shadow_releases(
         att, n_shadow=config.n_shadow, n_targets=config.n_targets, seed=config.seed
+    )
+    check_game_rounds(
+        n_rounds=config.n_rounds,
+        n_targets=config.n_targets,
+        seed=config.seed,
+        traditional=config.traditional,
+        replicates=config.replicates,
     )
     return kind, att
 

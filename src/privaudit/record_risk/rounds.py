@@ -72,6 +72,17 @@ Record-Specific Privacy Risk Evaluation" (DPM @ ESORICS 2025; arXiv 2405.15423):
   give them (:func:`shadow_rounds_needed`) is known before any training, and a smaller
   ``n_shadow`` is refused then.
 
+Which rounds draw their membership: the traditional rounds (amortised: one bit per target
+per round; per-target: one bit per round of that target) and the shadow rounds, each bit
+IN with probability 1/2 (:func:`round_membership`). The model-seeded rounds do not:
+``n_rounds // 2`` IN rounds (``D0``, every target IN) and ``n_rounds - n_rounds // 2``
+OUT rounds per target, so with ``n_rounds >= 4`` every target has at least 2 of each. The
+per-record AUC of a game (:func:`~privaudit.record_risk.metrics.per_record_auc`) needs
+every target IN at least once and OUT at least once in that game's rounds, separately in
+the traditional game and in its replicate; as for the shadow releases the bits come from
+the seed alone, so the fewest rounds that give them (:func:`rounds_needed`) is exact,
+and a smaller ``n_rounds`` is refused before any training (:func:`check_game_rounds`).
+
 Randomness: the split (auxiliary / evaluation pool, ``D0``, random targets) comes from
 ``derive_rng(seed, "record-risk/split")``; each game ``g`` and replicate has a *data*
 stream and an independent *training* stream; round ``r`` of it uses
@@ -91,6 +102,7 @@ the rest of ``D0``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -100,13 +112,19 @@ from privaudit._validation import check_positive_int, fail
 from privaudit.runtime.seeds import derive_rng, derive_seed
 
 __all__ = [
+    "DRAWN_KINDS",
     "GAME_KINDS",
+    "MIN_GAME_PER_SIDE",
     "PER_TARGET_KINDS",
+    "ROUNDS_SEARCH_LIMIT",
     "RecordRiskPlan",
     "RoundSpec",
+    "check_game_rounds",
     "distance_vulnerability",
     "game_constructions",
     "make_plan",
+    "round_membership",
+    "rounds_needed",
     "shadow_membership",
     "shadow_rounds_needed",
 ]
@@ -116,6 +134,14 @@ __all__ = [
 GAME_KINDS: tuple[str, ...] = ("traditional", "traditional-target", "ms-in", "ms-out", "shadow")
 #: Round kinds with one target per round (their rounds score that target only).
 PER_TARGET_KINDS: tuple[str, ...] = ("traditional-target", "ms-out")
+#: Round kinds whose membership is drawn from the seed (each target IN with probability
+#: 1/2); the model-seeded rounds are IN (``ms-in``) or OUT (``ms-out``) by construction.
+DRAWN_KINDS: tuple[str, ...] = ("traditional", "traditional-target", "shadow")
+#: Fewest IN and fewest OUT rounds of each target in one game (and in its replicate) that
+#: the per-record AUC needs (:func:`~privaudit.record_risk.metrics.per_record_auc`).
+MIN_GAME_PER_SIDE = 1
+#: How far :func:`rounds_needed` looks by default for the fewest rounds that suffice.
+ROUNDS_SEARCH_LIMIT = 10_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,42 +178,146 @@ def _amortised_draw(
     return rng, rng.random(n_targets) < 0.5
 
 
-def shadow_membership(seed: int, n_targets: int, n_shadow: int) -> NDArray[np.bool_]:
-    """Which targets are IN each shadow release: ``(n_shadow, n_targets)`` bool, row ``r``
-    the ``member`` of :meth:`RecordRiskPlan.round` ``("shadow", 0, r)``.
+def _target_draw(data_seed: int, target: int, index: int) -> tuple[np.random.Generator, bool]:
+    """The data generator of per-target traditional round ``index`` of ``target`` after
+    drawing its membership bit, and the bit: IN with probability 1/2."""
+    rng = derive_rng(data_seed, purpose=f"target/{target}/{index}")
+    return rng, bool(rng.random() < 0.5)
+
+
+def _bits(
+    seed: int, kind: str, replicate: int, n_targets: int
+) -> Callable[[int, NDArray[np.int64]], NDArray[np.bool_]]:
+    """``draw(index, which)``: the membership bits of targets ``which`` in round ``index``
+    of a drawn round kind (:data:`DRAWN_KINDS`) and replicate, as
+    :meth:`RecordRiskPlan.round` draws them (the same functions, so they cannot drift)."""
+    if kind not in DRAWN_KINDS:
+        raise fail(
+            "kind", "a round kind with drawn membership: " + ", ".join(DRAWN_KINDS), repr(kind)
+        )
+    data_seed, _ = _streams(seed, kind, replicate)
+    if kind == "traditional-target":
+        return lambda index, which: np.fromiter(
+            (_target_draw(data_seed, int(k), index)[1] for k in which), dtype=bool, count=len(which)
+        )
+    return lambda index, which: _amortised_draw(data_seed, index, n_targets)[1][which]
+
+
+def round_membership(
+    seed: int, kind: str, n_targets: int, n_rounds: int, replicate: int = 0
+) -> NDArray[np.bool_]:
+    """Which targets are IN each round of a drawn round kind (:data:`DRAWN_KINDS`):
+    ``(n_rounds, n_targets)`` bool, entry ``[r, k]`` the membership of target ``k`` in
+    :meth:`RecordRiskPlan.round` ``(kind, replicate, r)`` (amortised, shadow) or
+    ``(kind, replicate, r, k)`` (``traditional-target``).
 
     It depends on ``seed`` and the target positions ``0..n_targets-1`` only (not on the
-    data, nor on ``n_shadow``: the first ``m`` rows are the same for every
-    ``n_shadow >= m``), so it is known before any release is trained.
+    data, nor on ``n_rounds``: the first ``m`` rows are the same for every
+    ``n_rounds >= m``), so it is known before any release is trained.
     """
-    data_seed, _ = _streams(seed, "shadow", 0)
-    out = np.empty((n_shadow, n_targets), dtype=bool)
-    for r in range(n_shadow):
-        out[r] = _amortised_draw(data_seed, r, n_targets)[1]
+    draw = _bits(seed, kind, replicate, n_targets)
+    every = np.arange(n_targets, dtype=np.int64)
+    out = np.empty((n_rounds, n_targets), dtype=bool)
+    for r in range(n_rounds):
+        out[r] = draw(r, every)
     return out
+
+
+def shadow_membership(seed: int, n_targets: int, n_shadow: int) -> NDArray[np.bool_]:
+    """Which targets are IN each shadow release: ``(n_shadow, n_targets)`` bool, row ``r``
+    the ``member`` of :meth:`RecordRiskPlan.round` ``("shadow", 0, r)``
+    (:func:`round_membership` of the shadow rounds)."""
+    return round_membership(seed, "shadow", n_targets, n_shadow)
+
+
+def rounds_needed(
+    seed: int,
+    kind: str,
+    n_targets: int,
+    per_side: int,
+    *,
+    limit: int = ROUNDS_SEARCH_LIMIT,
+    replicate: int = 0,
+) -> int | None:
+    """The fewest rounds of a drawn round kind (:data:`DRAWN_KINDS`) and replicate in
+    which every target is IN at least ``per_side`` times and OUT at least ``per_side``
+    times (``0`` when ``per_side <= 0``), or ``None`` when ``limit`` rounds are not enough.
+
+    Each target is IN a round with probability 1/2 independently, so no number of rounds
+    guarantees it a priori (target ``k`` misses it at ``m`` rounds with probability
+    ``2 P(Bin(m, 1/2) < per_side)``); but the draws come from ``seed`` alone
+    (:func:`round_membership`), so for a given seed and number of targets the answer is
+    exact, and every number of rounds at least this one gives every target its rounds.
+    """
+    if per_side <= 0:
+        return 0
+    draw = _bits(seed, kind, replicate, n_targets)
+    open_ = np.arange(n_targets, dtype=np.int64)  # the targets still short of a side
+    n_in = np.zeros(n_targets, dtype=np.int64)
+    for r in range(limit):
+        n_in += draw(r, open_)
+        m = r + 1
+        done = (n_in >= per_side) & (m - n_in >= per_side)
+        if done.all():
+            return m
+        open_, n_in = open_[~done], n_in[~done]
+    return None
 
 
 def shadow_rounds_needed(seed: int, n_targets: int, per_side: int, *, limit: int) -> int | None:
     """The fewest shadow releases in which every target is IN at least ``per_side`` times
     and OUT at least ``per_side`` times (``0`` when ``per_side <= 0``), or ``None`` when
-    ``limit`` releases are not enough.
+    ``limit`` releases are not enough (:func:`rounds_needed` of the shadow rounds)."""
+    return rounds_needed(seed, "shadow", n_targets, per_side, limit=limit)
 
-    Each target is IN a shadow release with probability 1/2 independently, so no number
-    of releases guarantees it a priori (target ``k`` misses it at ``m`` releases with
-    probability ``2 P(Bin(m, 1/2) < per_side)``); but the draws come from ``seed`` alone
-    (:func:`shadow_membership`), so for a given seed and number of targets the answer is
-    exact, and every ``n_shadow`` at least this one gives the attack its releases.
+
+def check_game_rounds(
+    *, n_rounds: int, n_targets: int, seed: int, traditional: str, replicates: bool
+) -> None:
+    """Refuse ``n_rounds`` rounds that leave some target of the traditional game (or of
+    its replicate) never IN or never OUT, which its per-record AUC needs
+    (:data:`MIN_GAME_PER_SIDE`), before any training.
+
+    ``traditional`` is ``"amortised"`` or ``"per-target"`` (``RecordRiskConfig``). The
+    model-seeded game needs no check: ``n_rounds // 2`` IN and ``n_rounds - n_rounds // 2``
+    OUT rounds of every target by construction. The traditional bits come from ``seed``
+    alone (:func:`round_membership`), so the fewest rounds that suffice for ``n_targets``
+    targets is exact (:func:`rounds_needed`, the larger over the replicates), and named.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming ``n_rounds``, the seed, the number of targets and the minimum.
     """
-    if per_side <= 0:
-        return 0
-    data_seed, _ = _streams(seed, "shadow", 0)
-    n_in = np.zeros(n_targets, dtype=np.int64)
-    for r in range(limit):
-        n_in += _amortised_draw(data_seed, r, n_targets)[1]
-        m = r + 1
-        if m >= 2 * per_side and int(n_in.min()) >= per_side and m - int(n_in.max()) >= per_side:
-            return m
-    return None
+    kind = "traditional" if traditional == "amortised" else "traditional-target"
+    p = MIN_GAME_PER_SIDE
+    limit = max(int(n_rounds), ROUNDS_SEARCH_LIMIT)
+    needs = {
+        rep: rounds_needed(seed, kind, n_targets, p, limit=limit, replicate=rep)
+        for rep in ((0, 1) if replicates else (0,))
+    }
+    short = [rep for rep, need in needs.items() if need is None or need > n_rounds]
+    if not short:
+        return
+    counts = [need for need in needs.values() if need is not None]
+    need = max(counts) if len(counts) == len(needs) else None
+    least = f"at least {need}" if need is not None else f"more than {limit}"
+    games = " and its replicate" if replicates else ""
+    fewest = (
+        f"the first {need} rounds are the fewest that give every target both in the game{games}"
+        if need is not None
+        else f"no number up to {limit} gives every target both in the game{games}"
+    )
+    where = " and in ".join(("the game", "its replicate")[rep] for rep in short)
+    raise fail(
+        "n_rounds",
+        f"{least} rounds per game (the per-record AUC needs every target IN at least {p} and "
+        f"OUT at least {p} of the rounds of each game; in the {traditional} traditional game "
+        f"a target is IN each of its rounds with probability 1/2, drawn from the seed: with "
+        f"seed {seed} and {n_targets} targets, {n_rounds} rounds leave some target always IN "
+        f"or always OUT in {where}; {fewest})",
+        n_rounds,
+    )
 
 
 def game_constructions(traditional: str = "amortised") -> dict[str, str]:
@@ -321,9 +451,8 @@ class RecordRiskPlan:
         if kind == "traditional-target":
             if not 0 <= target < K:
                 raise fail("target", f"a target index in 0..{K - 1}", target)
-            rng = derive_rng(data_seed, purpose=f"target/{target}/{index}")
+            rng, bit = _target_draw(data_seed, target, index)
             x = self.targets[target]
-            bit = bool(rng.random() < 0.5)
             evaluation = np.concatenate([self.d0, self.reference])
             pool = evaluation[evaluation != x]
             rest = rng.choice(pool, size=self.n - int(bit), replace=False)
