@@ -57,6 +57,37 @@ def test_without_leakage_the_calibrated_tpr_is_the_per_record_fpr() -> None:
     assert f["calibrated_plug_in"]["tpr"] > f["calibrated"]["tpr"] + 3 * sd, f
 
 
+def test_offline_p_value_scores_are_calibrated_on_their_gaussian_scale() -> None:
+    """Offline LiRA's -p and offline BaVarIA's -log p are not Gaussian per record: fitted as
+    they are, BaVarIA's calibrated FPR was about twice alpha (1.9% at 1% here) and LiRA's
+    calibrated TPR about 0 on a leaky model. On z = Phi^-1(1 - p): at or below alpha
+    without leakage, and a real detection rate with it; the pooled figure unchanged."""
+    names = ["lira-offline", "bavaria-offline"]
+    null = calibrated_evaluation(make_world(21, n=1000, n_pop=300, delta=0.0).data, names)
+    for a in null["attacks"]:
+        f = a["figures"][0]
+        assert f["fpr"] == 0.01 and "Phi^-1(1 - p)" in a["calibration_scale"]
+        sd = np.sqrt(0.01 * 0.99 / (4 * a["n_records"]))
+        assert f["calibrated"]["tpr"] < 0.01 + 3 * sd, (a["name"], f["calibrated"])
+    leaky = make_world(22, n=600, n_pop=300, delta=3.0)
+    doc = calibrated_evaluation(leaky.data, ["lira-offline"], fprs=(0.01,))
+    f = doc["attacks"][0]["figures"][0]
+    assert f["calibrated"]["tpr"] > 0.1, f
+    keep = np.asarray(leaky.data.reference_membership.keep)
+    raw = np.stack(
+        [
+            run_attack("lira-offline", pseudo_target_data(leaky.data, j), seed=j).scores
+            for j in range(8)
+        ]
+    )
+    ok = ((~keep).sum(axis=0) >= 2) & (keep.sum(axis=0) >= 1)
+    assert f["pooled"]["tpr"] == calibrated_tpr_at_fpr(raw[:, ok], keep[:, ok], 0.01).pooled_tpr
+    two_sided = calibrated_evaluation(
+        leaky.data, ["lira-offline"], {"lira-offline": {"offline_test": "two-sided"}}
+    )
+    assert not two_sided["attacks"] and "two-sided" in two_sided["skipped"][0]["reason"]
+
+
 def test_an_attack_the_pseudo_targets_cannot_support_is_skipped() -> None:
     # 3 reference models, every record IN for one: when that one plays the target the
     # record has no IN model left (online LiRA cannot score it); RMIA online scores every

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import special
 
 from privaudit.attacks import AttackData, run_attack
 from privaudit.errors import DesignError
@@ -50,6 +51,7 @@ __all__ = [
     "MAX_PSEUDO_TARGETS",
     "calibrated_evaluation",
     "calibrated_section",
+    "gaussian_scale",
     "pseudo_target_data",
 ]
 
@@ -152,7 +154,7 @@ class _PseudoTargetRun:
         )
         self.params = {name: dict(p) for name, p in params.items()}
 
-    def __call__(self, item: tuple[str, int]) -> tuple[NDArray[Any], NDArray[np.float64]] | str:
+    def __call__(self, item: tuple[str, int]) -> _Run | str:
         name, j = item
         try:
             res = run_attack(
@@ -160,12 +162,51 @@ class _PseudoTargetRun:
             )
         except DesignError as err:
             return str(err)
-        return res.record_ids, np.asarray(res.scores, dtype=np.float64)
+        return res.record_ids, np.asarray(res.scores, dtype=np.float64), dict(res.params)
+
+
+#: One pseudo-target's run: record ids, scores, the attack's params.
+_Run = tuple[NDArray[Any], NDArray[np.float64], dict[str, Any]]
+
+
+def gaussian_scale(name: str, params: Mapping[str, Any]) -> tuple[Any, str] | None:
+    r"""The map of attack ``name``'s score to the scale on which a record's OUT scores are
+    about Gaussian, and its description; None where the score is on that scale already.
+
+    The calibrated figure fits a Gaussian to each record's OUT scores, so it holds its
+    per-record FPR only where they are about Gaussian. A likelihood-ratio score (LiRA and
+    BaVarIA online, RMIA, InfoRMIA) is used as it is. The offline attacks whose score is a
+    one-sided p-value :math:`p` of a record's OUT fit are not: offline LiRA's
+    :math:`-p` is bounded in [-1, 0] (its calibrated TPR was about 0 whatever the
+    attack's power) and offline BaVarIA's :math:`-\log p` is about exponential (its
+    calibrated FPR about twice alpha at 1%). Both are mapped to
+    :math:`z = \Phi^{-1}(1 - p)`, the standardised signal, Gaussian when the signal is
+    (exactly so for offline LiRA and BaVarIA-n; for BaVarIA-t the Student-t predictive's
+    p-value, near Gaussian). Strictly increasing, so the pooled figure is unchanged.
+    Offline LiRA's two-sided score (the reference code's :math:`-\log` OUT density) has no
+    such map: ``"unsupported"`` is returned as the description and the attack is skipped.
+    """
+    if name == "lira-offline":
+        if params.get("offline_test", "one-sided") != "one-sided":
+            return None, "unsupported"
+        tiny = np.finfo(np.float64).tiny  # -score == 0 (p below 1e-308): z = 37.5
+
+        def lira_z(s: NDArray[np.float64]) -> NDArray[np.float64]:
+            return np.asarray(-special.ndtri(np.clip(-s, tiny, 1.0)), dtype=np.float64)
+
+        return lira_z, "z = Phi^-1(1 - p) of the one-sided p-value p = -score"
+    if name == "bavaria-offline":
+
+        def bavaria_z(s: NDArray[np.float64]) -> NDArray[np.float64]:
+            return np.asarray(-special.ndtri_exp(-s), dtype=np.float64)
+
+        return bavaria_z, "z = Phi^-1(1 - p) of the one-sided p-value p = exp(-score)"
+    return None
 
 
 def _evaluate(
     name: str,
-    runs: Sequence[tuple[NDArray[Any], NDArray[np.float64]] | str],
+    runs: Sequence[_Run | str],
     record_ids: NDArray[Any],
     keep: np.ndarray,
     fprs: Sequence[float],
@@ -173,10 +214,12 @@ def _evaluate(
     """The figures of attack ``name`` from its runs on the pseudo-targets (in order)."""
     scores = np.empty(keep.shape, dtype=np.float64)
     pos = {r: i for i, r in enumerate(record_ids.tolist())}
+    scale = None
     for j, run in enumerate(runs):
         if isinstance(run, str):  # the first pseudo-target that cannot support the attack
             raise DesignError(run)
-        ids, sc = run
+        ids, sc, params = run
+        scale = gaussian_scale(name, params)
         col = np.asarray([pos[r] for r in ids.tolist()], dtype=np.intp)
         if col.size != keep.shape[1]:
             raise DesignError(f"{name} scored {col.size} of {keep.shape[1]} records")
@@ -187,12 +230,19 @@ def _evaluate(
             "reference_membership: expected records with at least 2 OUT and 1 IN reference "
             "models among the pseudo-targets, found none"
         )
+    if scale is not None and scale[1] == "unsupported":
+        raise DesignError(
+            f"{name}: its two-sided score has no per-record Gaussian scale to calibrate on"
+        )
     s, m = scores[:, usable], keep[:, usable]
+    z = s if scale is None else scale[0](s)
     figures = []
     for f in fprs:
-        fpc = calibrated_tpr_at_fpr(s, m, f)
-        plug = calibrated_tpr_at_fpr(s, m, f, finite_population_correction=False)
+        pooled = calibrated_tpr_at_fpr(s, m, f).to_dict()["pooled"]
+        fpc = calibrated_tpr_at_fpr(z, m, f)
+        plug = calibrated_tpr_at_fpr(z, m, f, finite_population_correction=False)
         doc = fpc.to_dict()
+        doc["pooled"] = pooled
         doc["calibrated_plug_in"] = plug.to_dict()["calibrated"]
         n_out_pairs = int((~m).sum())
         if n_out_pairs * f < 1.0:  # as the attacks table: no pooled TPR below one FP
@@ -206,6 +256,7 @@ def _evaluate(
         figures.append(doc)
     return {
         "name": name,
+        "calibration_scale": "the score" if scale is None else scale[1],
         "n_records": int(usable.sum()),
         "n_records_left_out": int((~usable).sum()),
         "figures": figures,
