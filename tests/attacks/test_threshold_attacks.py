@@ -36,11 +36,54 @@ def test_population_is_target_loss_cdf_over_population(w: World) -> None:
     x = d.target["loss"].values[0]
     expected = np.array([-_cdf1(pop, xi, "linear") for xi in x])
     np.testing.assert_allclose(res.scores, expected, rtol=1e-12)
-    # with the linear method and alpha, decisions = loss <= np.quantile(pop, alpha)
-    res = run_attack("population", d, signal="loss", alpha=0.1, smoothing="linear")
+    # the paper's reading of the linear quantile: decisions = loss <= np.quantile(pop, alpha)
+    res = run_attack(
+        "population",
+        d,
+        signal="loss",
+        alpha=0.1,
+        smoothing="linear",
+        threshold_calibration="smoothed",
+    )
     c = np.quantile(pop, 0.1)
     x_ok = np.abs(x - c) > 1e-9
     np.testing.assert_array_equal(res.decisions()[x_ok], (x <= c)[x_ok])
+    assert res.params["alpha_guarantee"] == "approximate"
+    # the default (conformal): loss below the floor((N+1) alpha)-th smallest population loss
+    res = run_attack("population", d, signal="loss", alpha=0.1, smoothing="linear")
+    j = int(np.floor((pop.size + 1) * 0.1 + 1e-9))
+    np.testing.assert_array_equal(res.decisions(), x < np.sort(pop)[j - 1])
+    assert res.params["alpha_guarantee"] == "per-target"
+    assert res.params["threshold_sample_size"] == pop.size
+
+
+def test_population_alpha_decision_holds_alpha_in_expectation() -> None:
+    """Non-members exchangeable with N population records: the conformal decision's FPR
+    is at most alpha on average; the interpolated quantile's is alpha + (1 - 2 alpha)/(N+1)
+    (5.9% at alpha 5%, N = 99)."""
+    from privaudit.records import SignalTable
+
+    rng = np.random.default_rng(3)
+    n_pop, n_x, runs, alpha = 99, 400, 300, 0.05
+    fpr: dict[str, list[float]] = {"population": [], "smoothed": []}
+    for _ in range(runs):
+        pop, x = rng.exponential(size=n_pop), rng.exponential(size=n_x)
+        ids = np.array([f"r{i}" for i in range(n_x)])
+        pids = np.array([f"p{i}" for i in range(n_pop)])
+        data = AttackData(
+            record_ids=ids,
+            labels=np.zeros(n_x, dtype=np.int64),
+            target={"loss": SignalTable("loss", ids, ("t",), x[None, :])},
+            population_target={"loss": SignalTable("loss", pids, ("t",), pop[None, :])},
+        )
+        for cal in fpr:
+            res = run_attack(
+                "population", data, signal="loss", alpha=alpha, threshold_calibration=cal
+            )
+            fpr[cal].append(res.decisions().mean())
+    se = np.sqrt(alpha / (n_x * runs))  # the decisions' spread within a run, roughly
+    assert np.mean(fpr["population"]) < alpha + 3 * se
+    assert np.mean(fpr["smoothed"]) > alpha + (1 - 2 * alpha) / (n_pop + 1) / 2
 
 
 def test_population_per_class(w: World) -> None:

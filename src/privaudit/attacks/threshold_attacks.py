@@ -71,6 +71,7 @@ from numpy.typing import NDArray
 from privaudit._validation import check_choice, fail
 from privaudit.attacks._orient import loss_like, member_oriented
 from privaudit.attacks.base import AttackData, register, require
+from privaudit.attacks.calibration import calibrate_threshold
 from privaudit.attacks.thresholds import (
     SMOOTHING_METHODS,
     describe,
@@ -165,6 +166,8 @@ def population_attack(
     smoothing: str = "linear",
     per_class: bool = False,
     sigma_floor: float = 1e-8,
+    threshold_calibration: str = "population",
+    alpha: float | None = None,
 ) -> Result:
     r"""Attack P: threshold :math:`c_\alpha(\theta)` from the target's losses on population data.
 
@@ -172,8 +175,22 @@ def population_attack(
     population. Score :math:`-F_{pop}(\ell(\theta, z))`. With ``per_class=True`` the
     population is split by class (a label-conditional variant; the paper samples its
     population per class, App. B).
+
+    The alpha decision of the linear smoothing (the paper's empirical quantile,
+    ``per_class=False``, ``threshold_calibration="population"``, the default) is
+    conformal: the threshold is
+    :func:`~privaudit.attacks.calibration.conformal_threshold` of the population records'
+    own scores, which flags a record iff its loss is below the
+    :math:`\lfloor (N+1)\alpha \rfloor`-th smallest population loss, so a non-member of
+    the target, exchangeable with the ``N`` population records, is flagged with
+    probability at most alpha (``-F_{pop}`` is monotone in the loss). Reading the
+    interpolated quantile at ``-alpha`` instead gives an expected FPR of
+    :math:`\alpha + (1 - 2\alpha)/(N+1)`, above alpha: that is
+    ``threshold_calibration="smoothed"``. Per class, and with the Gaussian smoothings,
+    the decision is ``score >= -alpha`` and its guarantee approximate.
     """
     smoothing = _smoothing(smoothing)
+    check_choice(threshold_calibration, "threshold_calibration", ("population", "smoothed"))
     x, rescale = _target_loss_like(data, signal)
     out, _ = loss_like(signal, data.table("population_target", signal).values[0])
     if per_class:
@@ -195,15 +212,16 @@ def population_attack(
         world = fit_out_world(out, rescale=rescale, sigma_floor=sigma_floor, name="population")
         scores = world.score(x, smoothing)
         info = describe(world)
-    if smoothing == "linear":  # the empirical alpha-quantile of the target's own signals
-        sizes = info.get("out_values_per_class") if per_class else None
-        n_thr = min(sizes.values()) if sizes else int(out.size)
-        guarantee: dict[str, Any] = {
-            "alpha_guarantee": "per-target",
-            "threshold_sample_size": int(n_thr),
-        }
-    else:
-        guarantee = {"alpha_guarantee": "approximate"}
+    conformal = smoothing == "linear" and not per_class
+    guarantee: dict[str, Any] = {"alpha_guarantee": "approximate"}
+    if conformal and threshold_calibration == "population" and alpha is not None:
+        # conformal on the population's own scores (docstring): exact, not the
+        # interpolated quantile, whose expected FPR is alpha + (1 - 2 alpha)/(N + 1)
+        guarantee = calibrate_threshold(
+            {"threshold_calibration": "population"}, world.score(out, smoothing), alpha
+        )
+    elif conformal:
+        guarantee["threshold_calibration"] = "smoothed"
     return (
         data.record_ids,
         scores,
