@@ -146,7 +146,7 @@ def test_absorbed_overlap_failure_is_paid_once_across_candidates() -> None:
     from privaudit.zero_run import default_guess_counts, propensity_aware_guesses
 
     member, scores, _, _ = _shifted(2000, 0.0, seed=4)
-    m, beta, dds = member.size, 0.05, 0.005
+    m, beta, dds = member.size, 0.05, 1e-5  # m * delta_DS = 0.02 < beta
     u = draw_uniforms(m, 0)
     got = zero_run_bounds(
         scores, member, np.full(m, 0.5), uniforms=u, global_method="absorb", delta_ds=dds, eta=0.5
@@ -157,9 +157,13 @@ def test_absorbed_overlap_failure_is_paid_once_across_candidates() -> None:
     for r in cands:
         t = propensity_aware_guesses(scores, np.ones(m), r)
         rr, vv = int((t != 0).sum()), int(((t != 0) & (t == s)).sum())
-        best = max(best, gdp_mu_lb_one_run(m, rr, vv, (beta - dds) / len(cands)))
+        best = max(best, gdp_mu_lb_one_run(m, rr, vv, (beta - m * dds) / len(cands)))
     assert got.mu_lower_bound == pytest.approx(best, abs=1e-9)
     with pytest.raises(InvalidInputError, match="delta_ds"):
         zero_run_bounds(
             scores, member, np.full(m, 0.5), uniforms=u, global_method="absorb", delta_ds=0.06
+        )
+    with pytest.raises(InvalidInputError, match="m \\* delta_ds"):  # m * delta_DS = 0.05
+        zero_run_bounds(
+            scores, member, np.full(m, 0.5), uniforms=u, global_method="absorb", delta_ds=2.5e-5
         )

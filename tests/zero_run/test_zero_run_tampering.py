@@ -200,11 +200,15 @@ def test_global_correction_reduces_to_plain_audit_without_shift() -> None:
     assert got == pytest.approx(math.sqrt(max(0.0, mu_tot**2 - mu_bar_ds(0.3) ** 2)))
     got_e = global_eps_lb(m, r, v, eta=0.3, delta_ds=0.0, beta=0.05)
     assert got_e == pytest.approx(max(0.0, eps_lb_one_run(m, r, v, 0.0, 0.05) - eps_bar_ds(0.3)))
-    # delta_DS only weakens the bound; absorb tests at beta - delta_DS.
+    # delta_DS only weakens the bound; absorb tests at beta - m * delta_DS.
     t1 = global_gdp_mu_lb(m, r, v, eta=0.45, delta_ds=1e-3, beta=0.05)
     t0 = global_gdp_mu_lb(m, r, v, eta=0.45, delta_ds=0.0, beta=0.05)
-    ab = global_gdp_mu_lb(m, r, v, eta=0.45, delta_ds=1e-3, beta=0.05, method="absorb")
+    ab = global_gdp_mu_lb(m, r, v, eta=0.45, delta_ds=1e-5, beta=0.05, method="absorb")
     assert 0 < t1 <= t0 and 0 < ab <= t0
+    mu_ab = math.sqrt(gdp_mu_lb_one_run(m, r, v, 0.05 - m * 1e-5) ** 2 - mu_bar_ds(0.45) ** 2)
+    assert ab == pytest.approx(mu_ab)
+    with pytest.raises(InvalidInputError, match="m \\* delta_ds"):
+        global_gdp_mu_lb(m, r, v, eta=0.45, delta_ds=1e-3, beta=0.05, method="absorb")
 
 
 def test_overlap_eta_is_the_per_class_quantile() -> None:

@@ -356,7 +356,8 @@ def _estimator_entry(
     """One estimator's result entry: diagnostics, bootstrap, falsification, global and pointwise.
 
     The pointwise bound of a refused family (:data:`POINTWISE_REFUSED`) is set to 0
-    (:func:`_refuse`). Returns the entry and its warnings: those of the diagnostics, of the
+    (:func:`_refuse`), and so is the global bound of an estimator that is refused, falsified
+    or fails the placebo check (``global_refused`` says why; :func:`_global_refusal`). Returns the entry and its warnings: those of the diagnostics, of the
     falsification test, then the refusal.
     """
     diag = propensity_diagnostics(run.pis[name], run.member)
@@ -382,9 +383,15 @@ def _estimator_entry(
                 f"eps >= {placebo['epsilon_lower_bound']:.3g} where the truth is 0: this "
                 "estimator's correction is too weak for this shift; left out of the headline."
             )
+    global_refused = _global_refusal(refused, falsification, placebo)
+    glob = bounds["global"]
+    if global_refused is not None:
+        glob = _refuse(glob, global_refused)
+        warnings.append(f"[{name}] global bound refused: {global_refused}.")
     entry = {
         "name": name,
-        "global": bounds["global"].to_dict(),
+        "global": glob.to_dict(),
+        "global_refused": global_refused,
         "pointwise": pointwise.to_dict(),
         "pointwise_refused": refused,
         "diagnostics": diag,
@@ -601,8 +608,36 @@ def _falsification(
     return falsification
 
 
+def _global_refusal(
+    refused: str | None,
+    falsification: Sequence[Mapping[str, Any]],
+    placebo: Mapping[str, Any] | None,
+) -> str | None:
+    """Why an estimator's global bound is not printed, or None.
+
+    The global correction takes its overlap level ``eta`` from the same propensities as the
+    pointwise one, so an estimator whose pointwise correction is refused
+    (:data:`POINTWISE_REFUSED`), falsified or fails the placebo check gives no global bound
+    either.
+    """
+    reasons = []
+    if refused is not None:
+        reasons.append(f"the pointwise bound of this estimator is refused ({refused})")
+    if any(f.get("rejected") for f in falsification):
+        reasons.append("this estimator's propensities failed the falsification test")
+    if placebo is not None and placebo.get("failed"):
+        reasons.append("this estimator failed the placebo check")
+    if not reasons:
+        return None
+    return (
+        "; ".join(reasons) + ": its propensities (and the overlap level eta estimated from "
+        "them) are not trusted"
+    )
+
+
 def _refuse(pointwise: AuditResult, refused: str) -> AuditResult:
-    """A refused estimator's pointwise bound: set to 0 (trivial, valid), the original kept.
+    """A refused estimator's pointwise (or global) bound: set to 0 (trivial, valid), the
+    original kept.
 
     The unrefused values go to ``extra`` and the reason heads the notes
     (:data:`POINTWISE_REFUSED`).

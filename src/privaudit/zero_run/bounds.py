@@ -195,15 +195,18 @@ def zero_run_bounds(
         tampering term is not recoverable from its text.
     delta_ds : float
         The overlap assumption's ``delta_DS`` (paper Assumption 4.3) for the global
-        correction; ``eta`` is estimated from ``propensity`` (:func:`.overlap_eta`) unless
-        given. The default 0 takes ``eta`` as the most extreme propensity observed in
+        correction; ``eta`` is estimated (:func:`.overlap_eta`, a plug-in: a note says so)
+        unless given, from the propensities the pointwise correction tampers with
+        (``propensity``, made conservative by ``margin_z`` standard errors when
+        ``propensity_se`` is given). The default 0 takes ``eta`` as the most extreme propensity observed in
         either class. With ``delta_DS > 0`` keep it well below ``beta * v / m`` (GDP,
         ``"tensor"``) and ``1 / m`` (eps): the ``f_{0, delta_DS}`` factor and Steinke et
         al.'s ``2 m delta`` term otherwise wipe out the bound.
     eta : float, optional
         A known overlap level (e.g. from an oracle propensity), used instead of the estimate.
     global_method : {"tensor", "absorb"}
-        See :func:`.global_gdp_mu_lb`.
+        See :func:`.global_gdp_mu_lb`: ``"absorb"`` pays the overlap failure of any of
+        the ``m`` examples (``m * delta_ds``, which must stay below ``beta``) once.
     guess_counts : sequence of int, optional
         Candidate numbers of guesses; default :func:`default_guess_counts`.
     threshold : float, optional
@@ -224,8 +227,15 @@ def zero_run_bounds(
     beta = resolve_beta(beta, confidence)
     wanted = _check_settings(delta, global_method, corrections)
     ctx = _selection(beta, guess_counts, mem)
+    eta_plugin = eta is None
     if eta is None:
-        eta = overlap_eta(pi, mem, delta_ds)
+        # the same conservative (margin-corrected) propensities the pointwise correction uses
+        pi_eta = pi
+        if propensity_se is not None:
+            se = as_float_array(propensity_se, "propensity_se", ndim=1, allow_inf=True)
+            check_same_length(propensity=pi, propensity_se=se)
+            pi_eta = conservative_propensity(pi, se, margin_z)
+        eta = overlap_eta(pi_eta, mem, delta_ds)
 
     out: dict[str, AuditResult] = {}
     if wanted & {"uncorrected", "global"}:
@@ -233,7 +243,9 @@ def zero_run_bounds(
         if "uncorrected" in wanted:
             out["uncorrected"] = _uncorrected_bound(rv, ctx, delta)
         if "global" in wanted:
-            out["global"] = _global_bound(rv, ctx, delta, eta, delta_ds, global_method)
+            out["global"] = _global_bound(
+                rv, ctx, delta, eta, delta_ds, global_method, eta_plugin=eta_plugin
+            )
     if "pointwise" in wanted:
         out["pointwise"] = _pointwise_bound(
             s, mem, pi, ctx, uniforms=uniforms, propensity_se=propensity_se, margin_z=margin_z,
@@ -354,26 +366,34 @@ def _global_bound(
     eta: float,
     delta_ds: float,
     global_method: str,
+    *,
+    eta_plugin: bool = False,
 ) -> AuditResult:
     """Corollary 4.4's globally corrected bounds of the same guesses as the uncorrected one.
 
     The overlap level ``eta`` (with ``delta_DS``) is paid as a composition penalty
-    (:mod:`.global_correction`). With ``global_method="absorb"`` the overlap failure is one
-    event shared by every candidate, so it is paid once (the level of each candidate's test
-    is raised accordingly).
+    (:mod:`.global_correction`). With ``global_method="absorb"`` the overlap failure (some
+    of the ``m`` examples outside the overlap region: probability up to ``m delta_DS``, a
+    union bound over the examples) is one event shared by every candidate, so it is paid
+    once (the level of each candidate's test is raised accordingly). ``eta_plugin``: ``eta``
+    was estimated from the propensities (a note says so).
     """
     m, level, beta = ctx.m, ctx.level, ctx.beta
     g_level = level
     if global_method == "absorb":
-        if not delta_ds < beta:
+        if not m * delta_ds < beta:
             raise fail(
-                "delta_ds", f"less than beta ({beta:g}) for global_method 'absorb'", delta_ds
+                "delta_ds",
+                f"m * delta_ds < beta ({beta:g}) for global_method 'absorb' (m = {m}: some "
+                "example falls outside the overlap region with probability up to "
+                "m * delta_ds); use global_method 'tensor'",
+                delta_ds,
             )
-        # The overlap failure (probability <= delta_DS) is one event shared by every
+        # The overlap failure (probability <= m delta_DS) is one event shared by every
         # candidate, so it is paid once: each candidate's G_mu test runs at
-        # (beta - delta_DS) / K, and global_gdp_mu_lb(method="absorb") tests at its
-        # beta argument minus delta_DS.
-        g_level = (beta - delta_ds) / len(ctx.cands) + delta_ds
+        # (beta - m delta_DS) / K, and global_gdp_mu_lb(method="absorb") tests at its
+        # beta argument minus m delta_DS.
+        g_level = (beta - m * delta_ds) / len(ctx.cands) + m * delta_ds
     mu_g = [
         global_gdp_mu_lb(m, r, v, eta=eta, delta_ds=delta_ds, beta=g_level, method=global_method)
         for r, v in rv
@@ -388,6 +408,12 @@ def _global_bound(
         f"mu_bar_DS = {mu_bar_ds(eta):.4g} (Corollary 4.4).",
         *ctx.notes,
     ]
+    if eta_plugin:
+        global_notes.append(
+            "eta was estimated from the propensities (the margin-corrected ones when standard "
+            "errors are given): a plug-in estimate of a population quantity, valid only "
+            "asymptotically; give a known eta for an exact global correction."
+        )
     if abs(n1 / m - 0.5) > 0.05:
         global_notes.append(
             f"Members are {n1}/{m} of the examples: with unbalanced classes the global GDP and "

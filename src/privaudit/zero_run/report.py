@@ -212,9 +212,15 @@ def _estimator_view(e: Mapping[str, Any]) -> dict[str, Any]:
     extra = e["global"].get("extra", {}) or {}
     ess = diag.get("ess", {}) or {}
     support = diag.get("common_support", {}) or {}
+    falsified = any(f.get("rejected") for f in e.get("falsification") or [])
+    placebo_failed = bool((e.get("placebo") or {}).get("failed"))
     view: dict[str, Any] = {
         "name": e["name"],
         "global": glob,
+        "global_refused": e.get("global_refused"),
+        "check_mark": "refused"
+        if e.get("pointwise_refused")
+        else ("failed checks" if falsified or placebo_failed else None),
         "pointwise": pointwise,
         "eta": json_number(extra.get("eta")),
         "eps_bar_ds": json_number(extra.get("eps_bar_ds")),

@@ -40,7 +40,7 @@ class ZeroRunResult(Record):
         under shift; shown for comparison).
     estimators : list of dict
         One entry per propensity estimator: ``{"name", "global": AuditResult dict,
-        "pointwise": AuditResult dict, "diagnostics": dict, "bootstrap": dict | None,
+        "pointwise": AuditResult dict, "global_refused": str | None, "diagnostics": dict, "bootstrap": dict | None,
         "falsification": list of dict, "placebo": dict | None}`` (``placebo``: the
         estimator's pointwise audit of the placebo score, :func:`.placebo.placebo_check`;
         None when the check did not run).

@@ -46,12 +46,12 @@ mechanism score with ``pi_hat``, Section 7). The same scores feed the three audi
 * ``"oracle"``: ``pi_hat = pi``; the global correction uses the exact overlap
   (:func:`oracle_overlap_eta`): ``delta_DS = oracle_delta_ds``, ``eta = expit(-2 gamma c)``
   where ``P(|A| > c | S = s) = delta_DS`` (the same for both classes by symmetry), with
-  ``global_method="absorb"`` (Algorithm 6); at ``gamma = 0``: ``eta = 1/2``,
-  ``delta_DS = 0``. :func:`~privaudit.zero_run.bounds.zero_run_bounds` tests each of
-  its ``K`` candidate guess counts at ``beta / K`` and the absorb method subtracts
-  ``delta_DS`` from that per-candidate level, so the default is
-  ``delta_DS = beta / (10 K)`` (``K = len(default_guess_counts(m))``, 9 at ``m = 4000``):
-  every candidate is tested at ``0.9 beta / K``, and the result is ``beta``-valid.
+  ``global_method="tensor"`` (Algorithm 5: ``G_mu (x) f_{0, delta_DS}``, which pays
+  ``delta_DS`` per example inside the test and is ``beta``-valid; Algorithm 6, "absorb",
+  would have to pay ``m delta_DS`` up front, more than ``beta`` here); at ``gamma = 0``:
+  ``eta = 1/2``, ``delta_DS = 0``. The default is ``delta_DS = beta / (10 K)``
+  (``K = len(default_guess_counts(m))``, 9 at ``m = 4000``), small against the
+  ``beta v / m`` that the ``f_{0, delta_DS}`` factor would otherwise erase.
 * ``"estimated"``: the correction the audit itself uses (:func:`.zero_run_audit`):
   ``pi_hat`` from paired cross-fitting (five fits on 2/5 of the data, two independent
   out-of-sample estimates per record; :func:`.propensity.cross_fit_propensity_pair`) on
@@ -315,7 +315,7 @@ def _oracle_audit(
     base: NDArray[np.float64],
     uniforms: NDArray[np.float64],
 ) -> tuple[NDArray[np.float64], dict[str, AuditResult]]:
-    """``(pi, bounds)`` with the closed-form propensity and its exact overlap ("absorb")."""
+    """``(pi, bounds)`` with the closed-form propensity and its exact overlap ("tensor")."""
     pi = oracle_propensity(feature, task.gamma)
     scores = base + 2.0 * task.gamma * feature  # logit(pi), exactly
     eta, dds = oracle_overlap_eta(task.gamma, task.oracle_delta_ds)
@@ -327,7 +327,7 @@ def _oracle_audit(
         confidence=task.confidence,
         delta_ds=dds,
         eta=eta,
-        global_method="absorb",
+        global_method="tensor",
     )
     return pi, res
 
@@ -464,9 +464,9 @@ def gaussian_shift_experiment(
     confidence : float
         ``1 - beta`` of every bound.
     oracle_delta_ds : float, optional
-        ``delta_DS`` of the oracle global correction, in ``(0, beta / K)`` with ``K`` the
-        number of candidate guess counts of ``zero_run_bounds`` at this ``m``
-        (:func:`~privaudit.zero_run.bounds.default_guess_counts`); default
+        ``delta_DS`` of the oracle global correction (``"tensor"``), in ``(0, beta / K)``
+        with ``K`` the number of candidate guess counts of ``zero_run_bounds`` at this
+        ``m`` (:func:`~privaudit.zero_run.bounds.default_guess_counts`); default
         ``beta / (10 K)`` (see the module docstring).
     margin_z : float
         Standard errors added to ``|logit pi_hat|`` for ``"estimated"`` (default: the

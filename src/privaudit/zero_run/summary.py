@@ -113,7 +113,10 @@ def _bounds_table(result: Any) -> Table:
     (plus the bootstrap lower quantile when there is one) and the (r, v) counts."""
     unc = result.uncorrected
     has_boot = any(e.get("bootstrap") for e in result.estimators)
-    bounds = Table(title="Bounds: uncorrected (not valid under shift) vs corrected")
+    bounds = Table(
+        title="Bounds: uncorrected (not valid under shift) vs corrected; an estimator marked "
+        "(failed checks) or (refused) is not a valid corrected bound"
+    )
     bounds.add_column("estimator")
     for col in ("mu uncorr.", "mu global", "mu pointwise"):
         bounds.add_column(col, justify="right")
@@ -123,10 +126,11 @@ def _bounds_table(result: Any) -> Table:
         bounds.add_column(col, justify="right")
     for e in result.estimators:
         g, p = e["global"], e["pointwise"]
+        g_refused = bool(e.get("global_refused"))
         row = [
-            escape(str(e["name"])),
+            escape(str(e["name"]) + _check_mark(e)),
             _fmt(unc.get("mu_lower_bound")),
-            _fmt(g.get("mu_lower_bound")),
+            "refused" if g_refused else _fmt(g.get("mu_lower_bound")),
             _fmt(p.get("mu_lower_bound")),
         ]
         if has_boot:
@@ -137,13 +141,24 @@ def _bounds_table(result: Any) -> Table:
         uc, pc = unc.get("counts", {}), p.get("counts", {})
         row += [
             _fmt(unc.get("epsilon_lower_bound")),
-            _fmt(g.get("epsilon_lower_bound")),
+            "refused" if g_refused else _fmt(g.get("epsilon_lower_bound")),
             _fmt(p.get("epsilon_lower_bound")),
             f"{uc.get('r', '?')}/{uc.get('v', '?')}",
             f"{pc.get('r', '?')}/{pc.get('v', '?')}",
         ]
         bounds.add_row(*row)
     return bounds
+
+
+def _check_mark(e: Any) -> str:
+    """`` (refused)`` for a refused family, `` (failed checks)`` for an estimator that was
+    falsified or failed the placebo check, else empty: its corrected bounds are not valid."""
+    if e.get("pointwise_refused"):
+        return " (refused)"
+    falsified = any(f.get("rejected") for f in e.get("falsification") or [])
+    if falsified or (e.get("placebo") or {}).get("failed"):
+        return " (failed checks)"
+    return ""
 
 
 _DIAGNOSTIC_COLUMNS = (
