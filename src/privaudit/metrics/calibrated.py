@@ -35,7 +35,7 @@ model j and ``member[j, i]`` whether model j trained on record i:
     1908; the prediction interval of a Gaussian sample). Without it :math:`c_i =
     \Phi^{-1}(1-\alpha)` with ``ddof=0`` (``np.std``, as the reference LiRA code fits its
     Gaussians): the plug-in that treats the fitted Gaussian as exact, whose FPR exceeds
-    :math:`\alpha` for small :math:`n_i` (e.g. 0.031 instead of 0.01 with 4 OUT
+    :math:`\alpha` for small :math:`n_i` (e.g. 0.085 instead of 0.01 with 4 OUT
     scores), which inflates the calibrated TPR: the finite-population bias.
 
 What the available text (the abstract and summaries) does not settle: the paper's
