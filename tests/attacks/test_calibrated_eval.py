@@ -133,3 +133,23 @@ def test_the_runs_on_worker_processes_give_the_same_document() -> None:
     assert [a["name"] for a in there["attacks"]] == ["rmia-online", "rmia-offline"]
     (offline,) = [a for a in there["attacks"] if a["name"] == "rmia-offline"]
     assert offline["n_records"] > 0
+
+
+def test_gaussian_scale_is_finite_at_the_scores_bounds_and_exact_between() -> None:
+    """p = 1 (offline LiRA's score -1, BaVarIA's 0) and p = 0 (LiRA's 0, BaVarIA's huge):
+    finite (the Gaussian fit needs finite scores: the demo's records reach both), and
+    Phi^-1(1 - p) where it is finite."""
+    from scipy import stats
+
+    from privaudit.membership.calibrated_eval import gaussian_scale
+
+    lira = np.array([-1.0, -0.999, -0.5, -0.1, -1e-10, -1e-300, -0.0])
+    bav = np.array([0.0, 1e-12, 0.5, 3.0, 50.0, 700.0, 800.0, 1e5])
+    for name, s, p in (("lira-offline", lira, -lira), ("bavaria-offline", bav, np.exp(-bav))):
+        scale = gaussian_scale(name, {})
+        assert scale is not None
+        z = scale[0](s)
+        assert np.all(np.isfinite(z)) and np.all(np.diff(z) >= 0)
+        want = stats.norm.isf(p)
+        ok = np.isfinite(want)
+        np.testing.assert_allclose(z[ok], want[ok], rtol=1e-9, atol=1e-12)

@@ -189,19 +189,34 @@ def gaussian_scale(name: str, params: Mapping[str, Any]) -> tuple[Any, str] | No
     if name == "lira-offline":
         if params.get("offline_test", "one-sided") != "one-sided":
             return None, "unsupported"
-        tiny = np.finfo(np.float64).tiny  # -score == 0 (p below 1e-308): z = 37.5
-
-        def lira_z(s: NDArray[np.float64]) -> NDArray[np.float64]:
-            return np.asarray(-special.ndtri(np.clip(-s, tiny, 1.0)), dtype=np.float64)
-
-        return lira_z, "z = Phi^-1(1 - p) of the one-sided p-value p = -score"
+        return (
+            lambda s: _z_of_p(np.clip(-s, 0.0, 1.0)),
+            "z = Phi^-1(1 - p) of the one-sided p-value p = -score",
+        )
     if name == "bavaria-offline":
-
-        def bavaria_z(s: NDArray[np.float64]) -> NDArray[np.float64]:
-            return np.asarray(-special.ndtri_exp(-s), dtype=np.float64)
-
-        return bavaria_z, "z = Phi^-1(1 - p) of the one-sided p-value p = exp(-score)"
+        return (
+            lambda s: _z_of_p(np.exp(-s), -s),
+            "z = Phi^-1(1 - p) of the one-sided p-value p = exp(-score)",
+        )
     return None
+
+
+#: |z| at most Phi^-1(1 - tiny) (37.5): p = 0 or p = 1 (a score at its bound) stays finite.
+_Z_MAX = float(-special.ndtri(np.finfo(np.float64).tiny))
+
+
+def _z_of_p(
+    p: NDArray[np.float64], log_p: NDArray[np.float64] | None = None
+) -> NDArray[np.float64]:
+    """``Phi^-1(1 - p)``, from ``log p`` where ``p`` is small (no rounding of ``1 - p``) and
+    from ``1 - p`` otherwise, clipped to ``[-_Z_MAX, _Z_MAX]``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if log_p is None:
+            log_p = np.log(p)
+        small = -special.ndtri_exp(np.minimum(log_p, np.log(0.5)))
+        large = special.ndtri(np.clip(1.0 - p, 0.0, 0.5))
+    z = np.where(p < 0.5, small, large)
+    return np.asarray(np.clip(z, -_Z_MAX, _Z_MAX), dtype=np.float64)
 
 
 def _evaluate(
