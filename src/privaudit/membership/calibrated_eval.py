@@ -253,11 +253,10 @@ def _evaluate(
     z = s if scale is None else scale[0](s)
     figures = []
     for f in fprs:
-        pooled = calibrated_tpr_at_fpr(s, m, f).to_dict()["pooled"]
-        fpc = calibrated_tpr_at_fpr(z, m, f)
+        doc = calibrated_tpr_at_fpr(z, m, f).to_dict()
+        if scale is not None:  # the pooled figure from the attack's own scores
+            doc["pooled"] = calibrated_tpr_at_fpr(s, m, f).to_dict()["pooled"]
         plug = calibrated_tpr_at_fpr(z, m, f, finite_population_correction=False)
-        doc = fpc.to_dict()
-        doc["pooled"] = pooled
         doc["calibrated_plug_in"] = plug.to_dict()["calibrated"]
         n_out_pairs = int((~m).sum())
         if n_out_pairs * f < 1.0:  # as the attacks table: no pooled TPR below one FP
