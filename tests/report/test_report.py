@@ -299,3 +299,39 @@ def test_compiled_templates_are_cached_and_a_cache_failure_is_only_slower(
     monkeypatch.setattr(html, "_bytecode_cache", lambda: None)
     assert html.jinja_environment().bytecode_cache is None
     assert html.render_html(results, table) == cached
+
+
+def test_fpr_cell_marks_a_threshold_checked_with_its_calibration_error(tmp_path: Path) -> None:
+    """The green/red check of a population-calibrated threshold is beta-binomial, not the
+    printed Clopper-Pearson interval: its cell is marked and says which check ran."""
+    rng = np.random.default_rng(5)
+    n = 400
+    member = rng.random(n) < 0.5
+    ids = np.array([f"r{i}" for i in range(n)])
+    scores = rng.normal(size=n) + member
+    calibrated = AttackScores("population", ids, scores, {"threshold_sample_size": 199}, 0.05, 1.6)
+    plain = AttackScores("lira-online", ids, scores, {}, 0.05, 1.6)
+    entries = [
+        attack_entry(attack_metrics(s, member), n_reference_models=0) for s in (calibrated, plain)
+    ]
+    results, _ = _fixture(n=n)
+    results["attacks"] = entries
+    results["settings"]["attacks"] = ["population", "lira-online"]
+    html = (
+        write_report(
+            tmp_path / "rep",
+            results,
+            ScoreTable.from_attack_scores([calibrated, plain], ids, member),
+        )
+        / HTML_FILE
+    ).read_text()
+    rows = {
+        name: html.split(f'<td class="name">{name}', 1)[1].split("</tr>", 1)[0]
+        for name in ("population", "lira-online")
+    }
+    assert "<sup>&dagger;</sup>" in rows["population"]
+    assert (
+        'title="beta-binomial: ' in rows["population"] and "199 calibration" in rows["population"]
+    )
+    assert "&dagger;" not in rows["lira-online"]
+    assert 'title="Clopper-Pearson 95% interval' in rows["lira-online"]
