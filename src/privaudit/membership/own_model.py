@@ -34,7 +34,7 @@ import hashlib
 import pickle
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -160,17 +160,10 @@ def audit_model(
         ``non_members``, an unfitted model, unknown ids, a bad setting
         (``models.n_reference: ...``).
     """
-    from privaudit.models.sklearn import SklearnModel
-
-    if isinstance(model, SklearnModel):  # privaudit's adapter: audit the estimator it wraps
-        model = model.estimator
+    model = _unwrapped(model)
     dataset = _dataset(X, y, ids)
-    member_ids = _ids(members, "members", dataset)
-    non_member_ids = _ids(non_members, "non_members", dataset)
-    population_ids = None if population is None else _ids(population, "population", dataset)
-    _check_disjoint(member_ids, non_member_ids, population_ids)
-    if references not in REFERENCE_LAYOUTS:
-        raise fail("references", " or ".join(map(repr, REFERENCE_LAYOUTS)), repr(references))
+    split = _audited_ids(dataset, members, non_members, population)
+    _check_references(references)
     config = _config(
         attacks=attacks,
         attack_params=attack_params,
@@ -186,21 +179,7 @@ def audit_model(
     target_model, kind = _target(model, recipe, dataset)
     _check_fits(config, kind, references)
     trainer, model_kind = _trainer(model, recipe, dataset.n_classes)
-    target = ProvidedTarget(
-        model=target_model,
-        member_ids=member_ids,
-        non_member_ids=non_member_ids,
-        population_ids=population_ids,
-        references=references,
-        accuracy_tolerance=accuracy_tolerance,
-        fingerprint=_fingerprint(model),
-        description={
-            "kind": kind,
-            "source": IN_MEMORY,
-            "model": f"{type(model).__module__}.{type(model).__qualname__}",
-            "references": references,
-        },
-    )
+    target = _provided_target(model, target_model, kind, split, references, accuracy_tolerance)
     given = GivenInputs(
         dataset=dataset,
         target=target,
@@ -282,6 +261,27 @@ def _ids(value: ArrayLike, name: str, dataset: Dataset) -> NDArray[Any]:
     return ids
 
 
+class _AuditedIds(NamedTuple):
+    """The record ids of the audited split: the target's ``members`` and ``non_members``,
+    and the attacker's ``population`` (None: every other row)."""
+
+    members: NDArray[Any]
+    non_members: NDArray[Any]
+    population: NDArray[Any] | None
+
+
+def _audited_ids(
+    dataset: Dataset, members: ArrayLike, non_members: ArrayLike, population: ArrayLike | None
+) -> _AuditedIds:
+    """The record ids of ``members``, ``non_members`` and ``population`` (ids or masks),
+    checked in that order, then checked to be disjoint."""
+    member_ids = _ids(members, "members", dataset)
+    non_member_ids = _ids(non_members, "non_members", dataset)
+    population_ids = None if population is None else _ids(population, "population", dataset)
+    _check_disjoint(member_ids, non_member_ids, population_ids)
+    return _AuditedIds(member_ids, non_member_ids, population_ids)
+
+
 def _check_disjoint(
     members: NDArray[Any], non_members: NDArray[Any], population: NDArray[Any] | None
 ) -> None:
@@ -302,6 +302,16 @@ def _check_disjoint(
 
 
 # ---------------------------------------------------------------------------- the model
+
+
+def _unwrapped(model: Any) -> Any:
+    """The model to audit: the estimator that privaudit's own scikit-learn adapter
+    (:class:`~privaudit.models.sklearn.SklearnModel`) wraps, any other model itself."""
+    from privaudit.models.sklearn import SklearnModel
+
+    if isinstance(model, SklearnModel):
+        return model.estimator
+    return model
 
 
 def _is_sklearn(obj: Any) -> bool:
@@ -412,6 +422,35 @@ def _trainer(model: Any, recipe: Any, n_classes: int) -> tuple[Any, str]:
     )
 
 
+def _provided_target(
+    model: Any,
+    target_model: Any,
+    kind: str,
+    split: _AuditedIds,
+    references: str,
+    accuracy_tolerance: float,
+) -> ProvidedTarget:
+    """The target as the pipeline takes it: the model as privaudit queries it
+    (``target_model``), the audited split, where the references train, and what
+    ``results.json["target"]`` records of it (its kind, an in-memory source, the class of
+    ``model`` and the fingerprint that keys its cache entries)."""
+    return ProvidedTarget(
+        model=target_model,
+        member_ids=split.members,
+        non_member_ids=split.non_members,
+        population_ids=split.population,
+        references=references,
+        accuracy_tolerance=accuracy_tolerance,
+        fingerprint=_fingerprint(model),
+        description={
+            "kind": kind,
+            "source": IN_MEMORY,
+            "model": f"{type(model).__module__}.{type(model).__qualname__}",
+            "references": references,
+        },
+    )
+
+
 def _fingerprint(model: Any) -> str:
     """SHA-256 of the model's pickled state (never unpickled): it keys the cache entries
     that depend on the target, as a model file's SHA-256 does for ``privaudit run``."""
@@ -450,6 +489,12 @@ def _config(**settings: Any) -> AuditConfig:
         what="audit setting",
         context={GIVEN_IN_CODE: True},
     )
+
+
+def _check_references(references: str) -> None:
+    """``references`` names where the reference models train (``REFERENCE_LAYOUTS``)."""
+    if references not in REFERENCE_LAYOUTS:
+        raise fail("references", " or ".join(map(repr, REFERENCE_LAYOUTS)), repr(references))
 
 
 def _check_fits(config: AuditConfig, kind: str, references: str) -> None:

@@ -257,6 +257,14 @@ def _result_sizes(n_known: int, split: PanoramiaSplit, labels: Labels) -> dict[s
     }
 
 
+def _unique_member_ids(modality: Modality[R], members: R) -> Sequence[str]:
+    """The record ids of the known members, refused when one repeats."""
+    member_ids = modality.ids(members)
+    if len(set(member_ids)) != len(member_ids):
+        raise fail("members", "unique record ids", "duplicates")
+    return member_ids
+
+
 def _split_and_sample(
     steps: PanoramiaSteps[R],
     members: R,
@@ -283,6 +291,24 @@ def _split_and_sample(
     return split, d_g, synth, generator_info
 
 
+def _classifier_data(
+    modality: Modality[R], members: R, synth: R, split: PanoramiaSplit
+) -> tuple[tuple[R, R, R], Labels]:
+    """Step 3: the classifiers' (train, validation, test) records and labels, from the
+    split's parts: ``D_in``'s members against ``D_out``'s generated records, the test
+    records the coin-flip slots in their order."""
+    return classifier_records(
+        modality,
+        members,
+        synth,
+        train=(split.train_members, split.train_synthetic),
+        val=(split.val_members, split.val_synthetic),
+        test_pool=(split.members, split.audit_synthetic),
+        test_ids=split.test_ids,
+        test_member=split.test_member,
+    )
+
+
 def _add_real(
     real: RealComparison | None, classifiers: dict[str, Any], curves: dict[str, Any]
 ) -> dict[str, Any]:
@@ -294,12 +320,34 @@ def _add_real(
     return {"rmrn": None if real is None else real.rmrn, "o1": None if real is None else real.o1}
 
 
-def _section(
-    settings: Mapping[str, Any], name: str, info: Mapping[str, Any], **counts: int
+def _generator_section(
+    settings: Mapping[str, Any], generator_info: Mapping[str, Any], split: PanoramiaSplit
 ) -> dict[str, Any]:
-    """The result's ``generator`` / ``helper`` section: the modality's settings, the
-    counts of records, then the fitted model's own record."""
-    return {**dict(settings.get(name, {})), **counts, **info}
+    """The result's ``generator`` section: the modality's generator settings, the counts of
+    records (``D_G`` it trained on, the synthetic pool it sampled), then its fit record."""
+    counts = {"n_train": len(split.generator), "n_sampled": len(split.synthetic)}
+    return {**dict(settings.get("generator", {})), **counts, **generator_info}
+
+
+def _helper_section(
+    settings: Mapping[str, Any], helper_info: Mapping[str, Any], split: PanoramiaSplit
+) -> dict[str, Any]:
+    """The result's ``helper`` section: the modality's helper settings, the count of
+    records (the helper pool it trained on), then its fit record."""
+    counts = {"n_train": len(split.helper_pool)}
+    return {**dict(settings.get("helper", {})), **counts, **helper_info}
+
+
+def _score_table(
+    split: PanoramiaSplit, y_test: NDArray[np.bool_], test_scores: Mapping[str, NDArray[np.float64]]
+) -> ScoreTable:
+    """The test slots' scores: record ids, coin (``member``), ``"panoramia-mia"`` and
+    ``"panoramia-baseline"``."""
+    return ScoreTable(
+        record_ids=np.asarray(split.test_ids),
+        member=y_test,
+        scores={f"panoramia-{role}": sc for role, sc in test_scores.items()},
+    )
 
 
 def run_panoramia(
@@ -357,9 +405,7 @@ def run_panoramia(
     """
     steps = PanoramiaSteps(modality, store)
     beta = resolve_beta(None, confidence)
-    member_ids = modality.ids(members)
-    if len(set(member_ids)) != len(member_ids):
-        raise fail("members", "unique record ids", "duplicates")
+    member_ids = _unique_member_ids(modality, members)
     nm_ids = modality.ids(non_members) if non_members is not None else ()
     settings = modality.settings()
 
@@ -370,16 +416,7 @@ def run_panoramia(
         )
 
     # 3. classifier data
-    records, labels = classifier_records(
-        modality,
-        members,
-        synth,
-        train=(split.train_members, split.train_synthetic),
-        val=(split.val_members, split.val_synthetic),
-        test_pool=(split.members, split.audit_synthetic),
-        test_ids=split.test_ids,
-        test_member=split.test_member,
-    )
+    records, labels = _classifier_data(modality, members, synth, split)
     y_test = labels[2]
     criterion = selection_criterion(beta)
 
@@ -409,11 +446,7 @@ def run_panoramia(
                 reference=reference, helper=helper if mia_reads_helper else None,
             )  # fmt: skip
     comparisons = _add_real(real, classifiers, curves)
-    table = ScoreTable(
-        record_ids=np.asarray(split.test_ids),
-        member=y_test,
-        scores={f"panoramia-{role}": sc for role, sc in test_scores.items()},
-    )
+    table = _score_table(split, y_test, test_scores)
     return PanoramiaResult(
         modality=modality.name,
         seed=int(seed),
@@ -422,14 +455,8 @@ def run_panoramia(
         bounds=bounds,
         comparisons=comparisons,
         curves=curves,
-        generator=_section(
-            settings,
-            "generator",
-            generator_info,
-            n_train=len(split.generator),
-            n_sampled=len(split.synthetic),
-        ),
-        helper=_section(settings, "helper", helper_info, n_train=len(split.helper_pool)),
+        generator=_generator_section(settings, generator_info, split),
+        helper=_helper_section(settings, helper_info, split),
         classifiers=classifiers,
         split=split,
         notes=NOTES,
