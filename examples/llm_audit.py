@@ -168,7 +168,7 @@ def main() -> None:
         target={"kind": "huggingface", "path": dirs["target"]},
         reference={"path": dirs["reference"]},
         base=base_model,  # what the target was fine-tuned from: ez-mia, wbc, informia-token
-        data={"texts": texts_file},
+        data={"texts": texts_file, "randomised_split": True},  # the split drawn above
         batch_size=cfg["batch_size"],
         device="cpu",
         seed=args.seed,

@@ -20,7 +20,8 @@ members, non_members = rows[:600], rows[600:1200]  # trained on / never seen by 
 model = MLPClassifier((64,), max_iter=400, random_state=0).fit(X[members], y[members])
 
 result = privaudit.audit_model(model, X, y, members=members, non_members=non_members,
-                               attacks=["population", "lira-online", "rmia-online"], seed=0)
+                               attacks=["population", "lira-online", "rmia-online"], seed=0,
+                               randomised_split=True)  # members drawn at random above
 print(result)
 best = result.strongest_attack()
 print(f"strongest attack: {best.name}, AUC {best.auc:.3f}, TPR at 1% FPR {best.tpr(0.01):.1%}")

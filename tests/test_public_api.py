@@ -198,6 +198,7 @@ def api_result(own: dict[str, Any]) -> privaudit.AuditReport:
         models=MODELS,
         seed=3,
         progress=False,
+        randomised_split=True,  # the fixture's members were drawn at random
     )
 
 
@@ -222,6 +223,7 @@ def cli_run(own: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> di
             "path": "target.skops",
             "members": "members.txt",
             "non_members": "non_members.txt",
+            "randomised_split": True,
         },
         "model": {"kind": "mlp", "params": params},
         "attacks": ATTACKS,
@@ -312,6 +314,51 @@ def test_typed_figures_are_those_of_results_json(api_result: privaudit.AuditRepo
     assert [b.attack for b in bounds] == ATTACKS
     assert all(b.procedure == "one-run" and b.epsilon_lower_bound >= 0 for b in bounds)
     assert bounds[0].epsilon_lower_bound == api_result.results["audits"][0]["epsilon_lower_bound"]
+
+
+def test_bounds_are_refused_unless_the_split_is_declared_random(
+    own: dict[str, Any], api_result: privaudit.AuditReport, tmp_path: Path
+) -> None:
+    """The one-run bounds hold over a random draw of the members, which privaudit did not
+    make for a model trained outside it: without the declaration they are refused (the
+    trivial 0, not gated, the reason given), and the attacks' figures are unchanged."""
+    plain = privaudit.audit_model(
+        own["model"],
+        own["X"],
+        own["y"],
+        members=own["members"],
+        non_members=own["non_members"],
+        attacks=ATTACKS,
+        models=MODELS,
+        seed=3,
+        progress=False,
+    )
+    assert plain.results["attacks"] == api_result.results["attacks"]
+    assert plain.results["target"]["randomised_split"] is False
+    assert api_result.results["target"]["randomised_split"] is True
+    assert all(b.refused is None for b in api_result.bounds)
+    for b, declared in zip(plain.bounds, api_result.bounds, strict=True):
+        assert b.epsilon_lower_bound == 0.0 and b.refused is not None
+        assert "randomised_split" in b.refused and "zero-run" in b.refused
+        assert b.counts == declared.counts  # the same guesses: only the bound is withheld
+    card = plain.results["threat_model"]["bounds"][0]
+    assert card["refused"].startswith("refused: the auditor chose the members")
+    assert "The auditor chose the split" in card["assumption"]
+    folder = plain.save(tmp_path / "plain")
+    html = (folder / "report.html").read_text(encoding="utf-8")
+    assert "refused<sup>&Dagger;</sup>" in html and "No eps lower bound is printed" in html
+    assert privaudit.verify_bundle(folder).ok  # the refusal is recomputed, not only recorded
+    with pytest.raises(privaudit.InvalidInputError, match="randomised_split: expected True or"):
+        privaudit.audit_model(
+            own["model"],
+            own["X"],
+            own["y"],
+            members=own["members"],
+            non_members=own["non_members"],
+            attacks=["population"],
+            randomised_split="yes",  # type: ignore[arg-type]
+            progress=False,
+        )
 
 
 def test_save_writes_what_the_cli_writes_and_verify_passes(

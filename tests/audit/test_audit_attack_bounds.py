@@ -7,7 +7,12 @@ import pytest
 
 from privaudit.errors import InvalidInputError
 from privaudit.stats import one_run_audit
-from privaudit.stats.attack_bounds import SAMPLING_NOTE, attack_one_run_bounds
+from privaudit.stats.attack_bounds import (
+    SAMPLING_NOTE,
+    SPLIT_NOT_RANDOMISED,
+    attack_one_run_bounds,
+    grouped_one_run_bounds,
+)
 
 
 def test_each_attack_is_the_one_run_audit_at_the_bonferroni_level() -> None:
@@ -131,3 +136,35 @@ def test_grouped_bound_coverage_when_the_model_ignores_the_data() -> None:
         grouped_pos += grouped_one_run_bounds(cols, docs)[0]["epsilon_lower_bound"] > 0
     assert grouped_pos <= 0.05 * reps + 2 * np.sqrt(0.05 * 0.95 * reps)
     assert naive_pos > grouped_pos
+
+
+def test_a_chosen_split_makes_a_model_that_saw_nothing_look_leaky() -> None:
+    """Why a split nobody drew at random gets no bound: scores that ignore the model
+    entirely (eps = 0) but a split chosen by the score (members: the records scored
+    highest, as when an auditor picks the records a model fits best) give a large bound
+    that is false; with ``refused`` the entry holds the trivial 0, not gated."""
+    rng = np.random.default_rng(7)
+    scores = rng.standard_normal(1000)  # the record's own property, not the model's
+    member = np.zeros(1000, dtype=bool)
+    member[np.argsort(-scores)[:500]] = True  # the split chosen, not drawn
+    (claimed,) = attack_one_run_bounds({"loss": (scores, member)})
+    assert claimed["epsilon_lower_bound"] > 3.0  # false: nothing was trained on anything
+    (refused,) = attack_one_run_bounds({"loss": (scores, member)}, refused=SPLIT_NOT_RANDOMISED)
+    assert refused["epsilon_lower_bound"] == 0.0 and refused["mu_lower_bound"] is None
+    assert refused["extra"]["gated"] is False
+    assert refused["extra"]["not_gated_reason"] == SPLIT_NOT_RANDOMISED
+    assert "candidate_bounds" not in refused["extra"]  # each as unfounded as the bound
+    assert refused["notes"][0].startswith("REFUSED (bound set to 0): refused: the auditor chose")
+    assert refused["counts"] == claimed["counts"]  # what the attack did stays on record
+
+
+def test_a_refused_grouped_bound_keeps_its_units() -> None:
+    rng = np.random.default_rng(8)
+    groups = np.repeat(np.arange(100), 3)
+    member = np.repeat(rng.permutation(100) < 50, 3)
+    cols = {"s": (rng.standard_normal(300) + 3.0 * member, member)}
+    (e,) = grouped_one_run_bounds(cols, groups, unit="document", refused="refused: a reason")
+    assert e["epsilon_lower_bound"] == 0.0 and e["extra"]["gated"] is False
+    assert e["extra"]["not_gated_reason"] == "refused: a reason"
+    assert e["extra"]["unit"] == "document" and e["extra"]["n_units"] == 100
+    assert e["extra"]["unit_epsilon_lower_bound"] == 0.0

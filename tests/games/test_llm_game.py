@@ -243,3 +243,48 @@ def test_base_signals_need_a_base(world) -> None:  # type: ignore[no-untyped-def
     )
     # the target against itself: no shift anywhere, no window votes member
     assert np.all(res.scores[0].scores == 0.0) and res.leaking is not None
+
+
+def test_bounds_need_a_split_declared_random_that_the_blind_baseline_does_not_refute(
+    tmp_path: Path,
+    world,  # type: ignore[no-untyped-def]
+) -> None:
+    """The one-run bounds rest on member documents drawn at random: refused (0, not
+    gated) unless the auditor declares it, and refused too when the blind baseline finds
+    the two text samples differ, which a random draw would rarely give."""
+    records, target, reference = world
+    res = audit_language_model(target, records, reference=reference)
+    assert res.blind_test is not None and res.blind_test.p_value >= 0.05
+    kw = {"seed": 0, "data": {"name": "t"}, "models_config": {"kind": "fake"}}
+    declared, table = llm_results(res, randomised_split=True, **kw)  # type: ignore[arg-type]
+    undeclared, _ = llm_results(res, **kw)  # type: ignore[arg-type]
+    assert max(a["epsilon_lower_bound"] for a in declared["audits"]) > 0.0
+    assert all("gated" not in (a.get("extra") or {}) for a in declared["audits"])
+    assert declared["target"]["randomised_split"] is True
+    assert undeclared["target"]["randomised_split"] is False
+    for a in undeclared["audits"]:
+        assert a["epsilon_lower_bound"] == 0.0 and a["extra"]["gated"] is False
+        assert "declared" not in a["extra"]["not_gated_reason"]
+        assert "data.randomised_split" in a["extra"]["not_gated_reason"]
+    assert llm_summary(undeclared)["epsilon_lower_bound"] == 0.0
+    # the counts behind the refused bounds are those of the declared ones
+    assert [a["counts"] for a in undeclared["audits"]] == [a["counts"] for a in declared["audits"]]
+    manifest = make_manifest(
+        kind="membership-inference", command="t", config={}, seeds={}, dataset_fingerprint=None
+    )
+    out = write_report(tmp_path / "rep", undeclared, table, bundle=manifest)
+    assert verify_bundle(out).ok  # the refusal is recomputed, not only recorded
+    assert "refused<sup>&Dagger;</sup>" in (out / "report.html").read_text()
+    shifted = TextRecords(
+        ids=records.ids,
+        texts=tuple(
+            t + (" ZZQ" if m else "") for t, m in zip(records.texts, records.member, strict=True)
+        ),
+        documents=records.documents,
+        member=records.member,
+    )
+    res2 = audit_language_model(target, shifted, reference=reference)
+    refuted, _ = llm_results(res2, randomised_split=True, **kw)  # type: ignore[arg-type]
+    for a in refuted["audits"]:
+        assert a["epsilon_lower_bound"] == 0.0 and a["extra"]["gated"] is False
+        assert "blind baseline separates" in a["extra"]["not_gated_reason"]

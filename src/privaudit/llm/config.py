@@ -10,6 +10,8 @@ Example::
     base: {path: models/pretrained-lm}    # optional: the model the target was fine-tuned
                                           # from (ez-mia, wbc, informia-token need it)
     data: {texts: texts.jsonl}            # one JSON object per line: id, text, member, [document]
+                                          # randomised_split: true when the member documents
+                                          # were drawn at random (else no eps bound is printed)
     signals: [loss, zlib, min-k, min-k++, reference, reference-ratio, ez-mia, wbc, informia-token]
                                           # default: all that apply
     min_k_fraction: 0.2
@@ -65,6 +67,13 @@ class LLMDataConfig(StrictModel):
 
     texts: Path = Field(
         description="JSONL, one object per line: id, text, member (true/false), optional document."
+    )
+    randomised_split: bool = Field(
+        default=False,
+        description="true: the member documents were drawn at random from one source, "
+        "independently of the texts, before the target was trained; the one-run eps "
+        "bounds rest on this declaration (refused without it, and when the blind "
+        "baseline finds the member and non-member texts differ).",
     )
 
 

@@ -37,11 +37,12 @@ from privaudit.data.text import TextRecords, read_text_records
 from privaudit.llm.audit import (
     BASE_SIGNALS,
     REFERENCE_SIGNALS,
+    SHIFT_TEST_LEVEL,
     LLMAuditResult,
     LLMAuditSettings,
     audit_language_model,
 )
-from privaudit.llm.blind import BLIND_BASELINE
+from privaudit.llm.blind import BLIND_BASELINE, BlindShiftTest
 from privaudit.llm.config import LLMAuditConfig, LLMModelConfig
 from privaudit.models.provided import file_sha256
 from privaudit.records import AttackScores
@@ -52,7 +53,7 @@ from privaudit.report.results import ScoreTable, attack_entry, build_results
 from privaudit.runtime.executor_setting import make_executor
 from privaudit.runtime.progress import ProgressOption, check_progress, progress_phase
 from privaudit.runtime.timings import timed
-from privaudit.stats.attack_bounds import grouped_one_run_bounds
+from privaudit.stats.attack_bounds import SPLIT_NOT_RANDOMISED, grouped_one_run_bounds
 
 __all__ = [
     "LLM_BASE_THREAT_MODEL",
@@ -73,9 +74,10 @@ LLM_SAMPLING_NOTE = (
     "its role). Steinke et al. need one independent inclusion coin per audited example, so "
     "the examples are the documents (score: the mean over its chunks); a document of k "
     "chunks bounds the chunk-level eps by the document bound / k (group privacy). The bound "
-    "assumes the documents were assigned at random (privaudit's split: a seeded uniformly "
-    "random subset, treated as independent coins; for texts supplied by the user, the "
-    "user's split)."
+    "assumes the documents were assigned at random, as the auditor declared "
+    "(data.randomised_split; privaudit cannot check it, and refuses the bound without it "
+    "or when the blind baseline finds the two samples differ); a seeded uniformly random "
+    "subset is treated as independent coins."
 )
 
 
@@ -120,8 +122,29 @@ def _split_sha256(ids: tuple[str, ...], member: np.ndarray) -> str:
     return hashlib.sha256("\n".join(map(str, lines)).encode()).hexdigest()
 
 
+def split_refusal(randomised_split: bool, blind_test: BlindShiftTest | None) -> str | None:
+    """Why the one-run bounds of an LLM audit are refused, or None: the member documents
+    were not declared drawn at random, or the blind baseline's shift test rejects that
+    member and non-member texts come from one source (which a random draw would give)."""
+    if not randomised_split:
+        return SPLIT_NOT_RANDOMISED.replace("randomised_split", "data.randomised_split")
+    if blind_test is not None and blind_test.p_value < SHIFT_TEST_LEVEL:
+        return (
+            "refused: the split was declared random, but the blind baseline separates member "
+            f"from non-member texts (AUC {blind_test.auc:.3f}, permutation p = "
+            f"{blind_test.p_value:.3f} < {SHIFT_TEST_LEVEL:g}), which a random draw of the "
+            f"{blind_test.unit}s from one source rarely gives; audit with 'privaudit "
+            "zero-run', made for shifted splits"
+        )
+    return None
+
+
 def llm_one_run_bounds(
-    signal_scores: Sequence[AttackScores], records: TextRecords, *, confidence: float = 0.95
+    signal_scores: Sequence[AttackScores],
+    records: TextRecords,
+    *,
+    confidence: float = 0.95,
+    refused: str | None = None,
 ) -> list[dict[str, Any]]:
     """Steinke et al.'s one-run eps lower bound from each signal's scores, Bonferroni over
     the signals, with the documents as the audited examples
@@ -129,7 +152,8 @@ def llm_one_run_bounds(
     the mean of its chunks' scores; with several chunks per document the chunk-level bound
     is the document bound divided by the most chunks in one document), under
     :data:`LLM_SAMPLING_NOTE`. The blind baseline is not a privacy attack on the model and
-    is not audited."""
+    is not audited. ``refused`` (:func:`split_refusal`): every bound the trivial 0, not
+    gated, with the reason."""
     if records.member is None:
         raise fail("records.member", "known membership", "None")
     cols = {s.attack: (s.scores, records.member) for s in signal_scores}
@@ -139,6 +163,7 @@ def llm_one_run_bounds(
         unit="document",
         confidence=confidence,
         sampling_assumption=LLM_SAMPLING_NOTE,
+        refused=refused,
     )
 
 
@@ -150,6 +175,7 @@ def llm_results(
     models_config: Mapping[str, Any],
     provenance: Mapping[str, Any] | None = None,
     timings: Mapping[str, float] | None = None,
+    randomised_split: bool = False,
 ) -> tuple[dict[str, Any], ScoreTable]:
     """The results document and the score table of a language-model audit.
 
@@ -169,12 +195,16 @@ def llm_results(
         split of Tiny Shakespeare by role, the fine-tuning recipes): ``llm.provenance``.
     timings : mapping, optional
         Seconds per step.
+    randomised_split : bool
+        The auditor's declaration that the member documents were drawn at random
+        (``data.randomised_split``): without it the one-run bounds are refused
+        (:func:`split_refusal`).
     """
     table = llm_score_table(result)
     entries = _attack_entries(result)
     counts = result.records.counts()
     settings = _llm_settings(result, data, models_config)
-    target = _llm_target(result, counts)
+    target = {**_llm_target(result, counts), "randomised_split": bool(randomised_split)}
     llm = _llm_section(result, counts, provenance)
     doc = build_results(
         seed=seed,
@@ -185,6 +215,7 @@ def llm_results(
             [s for s in result.scores if s.attack != BLIND_BASELINE],
             result.records,
             confidence=result.settings.confidence,
+            refused=split_refusal(randomised_split, result.blind_test),
         ),
         timings=timings,
         sections={"llm": llm},
@@ -450,6 +481,7 @@ def run_llm_audit(
         models_config=models_cfg,
         provenance=provenance,
         timings=timings,
+        randomised_split=config.data.randomised_split,
     )
     manifest = _bundle_manifest(config, results)
     if write and out_dir is not None:

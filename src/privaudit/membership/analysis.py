@@ -188,18 +188,30 @@ def _one_run_audits(
     exp: ExperimentResult, table: ScoreTable, game_result: GameResult | None
 ) -> list[dict[str, Any]]:
     """Steinke et al.'s one-run bound of every attack; for a DP-SGD target at the
-    accountant's delta, with the accountant's epsilon beside each bound."""
+    accountant's delta, with the accountant's epsilon beside each bound. A provided
+    target's split was chosen by the auditor: its bounds are refused unless the auditor
+    declared it drawn at random (:data:`~privaudit.stats.attack_bounds.SPLIT_NOT_RANDOMISED`),
+    and then rest on that declaration."""
     eps_acc = exp.target_info.get("accountant_epsilon")
     # a DP-SGD target: audit its (eps, delta) claim at the accountant's delta, and record
     # the accountant's epsilon beside every empirical lower bound
     audit_delta = float(exp.target_info.get("delta", 0.0)) if eps_acc is not None else 0.0
     # imported here, at its first use: a run that stops at its input checks never needs it
-    from privaudit.stats.attack_bounds import SAMPLING_NOTE, attack_one_run_bounds
+    from privaudit.stats.attack_bounds import (
+        DECLARED_SPLIT_NOTE,
+        SAMPLING_NOTE,
+        SPLIT_NOT_RANDOMISED,
+        attack_one_run_bounds,
+    )
 
+    note = SAMPLING_NOTE if game_result is None else _pooled_note(game_result)
+    if exp.target_origin == "provided":
+        note = DECLARED_SPLIT_NOTE if exp.split_randomised else "The auditor chose the split."
     audits: list[dict[str, Any]] = attack_one_run_bounds(
         {n: table.scored(n)[1:] for n in table.attacks},
-        sampling_assumption=SAMPLING_NOTE if game_result is None else _pooled_note(game_result),
+        sampling_assumption=note,
         delta=audit_delta,
+        refused=None if exp.split_randomised else SPLIT_NOT_RANDOMISED,
     )
     if eps_acc is not None:
         for a in audits:

@@ -205,6 +205,13 @@ class TargetConfig(StrictModel):
         description="Largest accepted accuracy gap between the target and a model trained "
         "with the recipe (a warning otherwise).",
     )
+    randomised_split: bool = Field(
+        default=False,
+        description="true: the members were drawn at random, independently of the records, "
+        "before the target was trained (each record with probability 1/2, or a uniformly "
+        "random half of the audited records); the one-run eps bounds rest on this "
+        "declaration, which privaudit cannot check. false (default): they are refused.",
+    )
 
     @model_validator(mode="after")
     def _membership_source(self) -> TargetConfig:

@@ -204,6 +204,10 @@ class ExperimentResult:
         The records attacked by Attack L.
     target_origin : {"trained", "provided"}
         Whether privaudit trained the target or the auditor provided it (and its split).
+    split_randomised : bool
+        Whether the membership was drawn at random independently of the records: True
+        when privaudit drew it, the auditor's declaration
+        (:attr:`~privaudit.models.provided.ProvidedTarget.randomised_split`) otherwise.
     recipe_check : dict or None
         For a provided target: the target's accuracy and that of a model trained with
         the recipe, on the audited non-members, the tolerance and whether it held.
@@ -235,6 +239,7 @@ class ExperimentResult:
     population_ids: NDArray[Any]
     leave_one_out_ids: NDArray[Any] | None = None
     target_origin: str = "trained"
+    split_randomised: bool = True
     recipe_check: Mapping[str, Any] | None = None
     target_info: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     attack_data: AttackData | None = dataclasses.field(default=None, repr=False, compare=False)
@@ -412,6 +417,7 @@ def run_experiment(
         population_ids=split.population.record_ids,
         leave_one_out_ids=loo_ids,
         target_origin="trained" if provided is None else "provided",
+        split_randomised=provided is None or provided.randomised_split,
         recipe_check=target.recipe_check,
         target_info=target.info,
         attack_data=data,

@@ -167,6 +167,7 @@ def load_provided_target(
         accuracy_tolerance=t.accuracy_tolerance,
         fingerprint=file_sha256(t.path),
         description=t.describe(),
+        randomised_split=t.randomised_split,
     )
 
 

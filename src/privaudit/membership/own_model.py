@@ -23,7 +23,8 @@ Example::
     members, non_members = rows[:600], rows[600:1200]
     model = MLPClassifier((64,), max_iter=400, random_state=0).fit(X[members], y[members])
     result = privaudit.audit_model(model, X, y, members=members, non_members=non_members,
-                                   attacks=["population", "lira-online", "rmia-online"])
+                                   attacks=["population", "lira-online", "rmia-online"],
+                                   randomised_split=True)  # the members were drawn at random
     print(result)                  # the summary `privaudit run` prints
     result.save("my-audit")        # results.json, scores.npz, report.html, bundle.json
 """
@@ -86,6 +87,7 @@ def audit_model(
     ray_address: str | None = None,
     cache_dir: str | Path | None = None,
     accuracy_tolerance: float = 0.05,
+    randomised_split: bool = False,
     vulnerable: Mapping[str, Any] | None = None,
     progress: ProgressOption = None,
 ) -> AuditReport:
@@ -141,6 +143,13 @@ def audit_model(
     accuracy_tolerance : float
         Largest accepted accuracy gap between ``model`` and a model trained with
         ``recipe`` (a warning otherwise: the reference models would not resemble it).
+    randomised_split : bool
+        Declare that ``members`` were drawn at random, independently of the records,
+        before the model was trained (each record with probability 1/2, or a uniformly
+        random half of the audited records): the one-run epsilon lower bounds rest on it.
+        privaudit cannot check it; False (default): the bounds are refused (the trivial
+        0, not gated), since a chosen split can make a model that never saw the audited
+        records look leaky. The attacks' figures are computed either way.
     vulnerable : mapping, optional
         ``audit.yaml``'s ``vulnerable`` section (Ye et al. Sec. 5.4 analysis).
     progress : progress option, optional
@@ -179,7 +188,9 @@ def audit_model(
     target_model, kind = _target(model, recipe, dataset)
     _check_fits(config, kind, references)
     trainer, model_kind = _trainer(model, recipe, dataset.n_classes)
-    target = _provided_target(model, target_model, kind, split, references, accuracy_tolerance)
+    target = _provided_target(
+        model, target_model, kind, split, references, accuracy_tolerance, randomised_split
+    )
     given = GivenInputs(
         dataset=dataset,
         target=target,
@@ -429,11 +440,13 @@ def _provided_target(
     split: _AuditedIds,
     references: str,
     accuracy_tolerance: float,
+    randomised_split: bool,
 ) -> ProvidedTarget:
     """The target as the pipeline takes it: the model as privaudit queries it
     (``target_model``), the audited split, where the references train, and what
     ``results.json["target"]`` records of it (its kind, an in-memory source, the class of
-    ``model`` and the fingerprint that keys its cache entries)."""
+    ``model`` and the fingerprint that keys its cache entries), and whether its split was
+    declared random."""
     return ProvidedTarget(
         model=target_model,
         member_ids=split.members,
@@ -448,6 +461,7 @@ def _provided_target(
             "model": f"{type(model).__module__}.{type(model).__qualname__}",
             "references": references,
         },
+        randomised_split=randomised_split,
     )
 
 

@@ -106,8 +106,8 @@ def target_entry(
 ) -> dict[str, Any]:
     """``results.json["target"]``: the summary with accuracies None when unknown and the
     origin; for a DP-SGD target the accountant's epsilon and delta; for a provided target
-    its description, the SHA-256 of its file and of its split (sorted member and
-    non-member ids), and the recipe check."""
+    its description, whether its split was declared random, the SHA-256 of its file and
+    of its split (sorted member and non-member ids), and the recipe check."""
     out = dict(summary)
     for k in ("train_accuracy", "test_accuracy"):
         v = out.get(k)
@@ -121,6 +121,7 @@ def target_entry(
         out["delta"] = float(exp.target_info["delta"])
     if provided is not None:
         out.update(provided.description)
+        out["randomised_split"] = provided.randomised_split
         out["model_sha256"] = provided.fingerprint
         out["split_sha256"] = split_fingerprint(exp.record_ids, exp.membership)
         out["n_population"] = int(exp.population_ids.size)

@@ -217,6 +217,14 @@ def _attack(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _refusal(bound: Mapping[str, Any]) -> dict[str, str]:
+    """``{"refused": reason}`` for a bound that is not gated (e.g. a split the auditor chose)."""
+    extra = bound.get("extra") or {}
+    if extra.get("gated") is False:
+        return {"refused": str(extra.get("not_gated_reason"))}
+    return {}
+
+
 def threat_model(
     game: Mapping[str, Any],
     attacks: Sequence[Mapping[str, Any]],
@@ -262,9 +270,12 @@ def threat_model(
             "assumption": (
                 "the epsilon lower bound holds with the stated confidence when the audited "
                 "records' membership was randomised independently of the records (the "
-                "game's coin b; here a uniformly random half of the pool) and the guesses "
-                "depend on the target's outputs, not on the membership" + over
-            ),
+                "game's coin b) and the guesses depend on the target's outputs, not on the "
+                "membership" + over + ". Here: " + str(b.get("sampling_assumption") or "")
+            )
+            .strip()
+            .rstrip("."),
+            **_refusal(b),
         }
         for b in audits
     ]

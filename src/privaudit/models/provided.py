@@ -72,6 +72,12 @@ class ProvidedTarget:
         cache key that depends on the target.
     description : mapping
         JSON-able facts recorded in ``results.json["target"]`` (kind, file, ...).
+    randomised_split : bool
+        The auditor's declaration that the members were drawn at random, independently of
+        the records, before the target was trained (each record a member with probability
+        1/2, or a uniformly random half of the audited records). privaudit cannot check
+        it; the one-run eps bounds rest on it and are refused without it
+        (:data:`privaudit.stats.attack_bounds.SPLIT_NOT_RANDOMISED`).
     """
 
     model: Any
@@ -82,6 +88,7 @@ class ProvidedTarget:
     accuracy_tolerance: float = 0.05
     fingerprint: str = ""
     description: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    randomised_split: bool = False
 
     def __post_init__(self) -> None:
         if not hasattr(self.model, "n_classes"):
@@ -99,6 +106,9 @@ class ProvidedTarget:
                 "references", " or ".join(map(repr, REFERENCE_LAYOUTS)), repr(self.references)
             )
         check_probability(self.accuracy_tolerance, "accuracy_tolerance")
+        if not isinstance(self.randomised_split, bool | np.bool_):
+            raise fail("randomised_split", "True or False", repr(self.randomised_split))
+        object.__setattr__(self, "randomised_split", bool(self.randomised_split))
         object.__setattr__(self, "description", dict(self.description))
 
     @property

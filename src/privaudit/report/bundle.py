@@ -577,7 +577,10 @@ def _verify_attack_audits(
         delta = float(per_attack[0]["delta"])
         cols = {a["attack"]: table.scored(a["attack"])[1:] for a in per_attack}
         note = per_attack[0].get("sampling_assumption")
-        extra = {} if note is None else {"sampling_assumption": str(note)}
+        extra: dict[str, Any] = {} if note is None else {"sampling_assumption": str(note)}
+        recorded_extra = per_attack[0].get("extra") or {}
+        if recorded_extra.get("gated") is False:  # refused (e.g. a split the auditor chose)
+            extra["refused"] = str(recorded_extra.get("not_gated_reason"))
         unit = (per_attack[0].get("extra") or {}).get("unit")
         if unit is not None and table.groups is not None:
             # membership randomised by groups (e.g. documents): the groups were audited

@@ -200,6 +200,10 @@ class BoundFigures:
         How thresholds or guess counts were chosen (held-out, union bound, fixed).
     counts : dict
         The numbers the bound was computed from.
+    refused : str or None
+        Why no bound is printed (``epsilon_lower_bound`` is then the trivial 0 and no
+        claimed epsilon is checked against it), e.g. a split the auditor chose; None for
+        a bound.
     """
 
     procedure: str
@@ -211,11 +215,15 @@ class BoundFigures:
     threshold_selection: str = "fixed"
     family_confidence: float | None = None
     counts: dict[str, Any] = dataclasses.field(default_factory=dict)
+    refused: str | None = None
 
     @classmethod
     def from_dict(cls, audit: Mapping[str, Any]) -> BoundFigures:
         """The figures of one ``results.json["audits"]`` entry."""
         eps = _num(audit.get("epsilon_lower_bound"))
+        extra = audit.get("extra") or {}
+        gated = audit.get("gated", extra.get("gated"))
+        reason = audit.get("not_gated_reason", extra.get("not_gated_reason"))
         return cls(
             procedure=str(audit["procedure"]),
             attack=None if audit.get("attack") is None else str(audit["attack"]),
@@ -226,6 +234,7 @@ class BoundFigures:
             threshold_selection=str(audit.get("threshold_selection", "fixed")),
             family_confidence=_num(audit.get("family_confidence")),
             counts=dict(audit.get("counts") or {}),
+            refused=None if gated is not False else str(reason or "not a lower bound"),
         )
 
 

@@ -89,8 +89,16 @@ def _strongest(attacks: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
     return max(attacks, key=lambda a: _finite(a.get("auc")) or 0.0)
 
 
+def _bound(audit: Mapping[str, Any]) -> float | None:
+    """An audit entry's finite eps lower bound; None for a refused (not gated) entry,
+    whose recorded 0 is no figure to publish."""
+    if (audit.get("extra") or {}).get("gated") is False:
+        return None
+    return _finite(audit.get("epsilon_lower_bound"))
+
+
 def _max_bound(audits: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
-    bounded = [a for a in audits if _finite(a.get("epsilon_lower_bound")) is not None]
+    bounded = [a for a in audits if _bound(a) is not None]
     return max(bounded, key=lambda a: float(a["epsilon_lower_bound"])) if bounded else None
 
 
@@ -123,7 +131,7 @@ def _eval_metrics(
     Non-finite figures are left out."""
     metrics = [m for a in attacks for m in _attack_metrics(a)]
     for b in audits:
-        eps = _finite(b.get("epsilon_lower_bound"))
+        eps = _bound(b)
         if eps is not None:
             who = f", {b['attack']}" if b.get("attack") else ""
             metrics.append(
@@ -341,6 +349,12 @@ def _summary_lines(results: Mapping[str, Any], name: str, fprs: Sequence[str]) -
             + (f", {top['attack']}" if top.get("attack") else "")
             + f", confidence {_num(top.get('confidence'), 4)}, delta {top.get('delta')})"
         )
+    refused = [
+        b for b in results.get("audits") or [] if (b.get("extra") or {}).get("gated") is False
+    ]
+    if top is None and refused:
+        reason = str(refused[0]["extra"].get("not_gated_reason", "")).rstrip(".")
+        lines.append(f"- **Epsilon lower bound**: {reason}.")
     return lines
 
 
@@ -377,9 +391,7 @@ def _results_table(
 def _bounds_section(results: Mapping[str, Any]) -> list[str]:
     """The "Differential-privacy lower bounds" section, a table of the finite bounds; no
     lines when there is none."""
-    audits = [
-        b for b in results.get("audits") or [] if _finite(b.get("epsilon_lower_bound")) is not None
-    ]
+    audits = [b for b in results.get("audits") or [] if _bound(b) is not None]
     if not audits:
         return []
     return [

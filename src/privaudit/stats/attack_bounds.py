@@ -18,6 +18,15 @@ against ``m/4``), so at a fixed guess count its tail at the binomial's critical 
 exceed beta (by up to 1.8x in a scratch computation on pools of 200 to 1,000). With the
 union bound over guess counts that the pipeline uses, the error stayed below beta in the
 settings computed; independent coins (as the canary audits draw) would remove the question.
+
+The membership must have been drawn at random, independently of the records, before the
+model was trained: Steinke et al.'s guarantee is over that draw. A split the auditor
+chose (e.g. the first rows, or the records a model fits well) carries no such guarantee:
+a model that never saw the audited records, with members chosen as the records it fits
+best, gets a "bound" of eps >= 5.5 at 95% from the loss attack (scratch check on the
+digits data). Where nothing vouches for the draw (``refused``), every entry's bound is
+the trivial 0 and it is marked not gated (``extra["gated"]`` False, with the reason),
+so no claimed eps is checked against it.
 """
 
 from __future__ import annotations
@@ -35,7 +44,9 @@ from privaudit.stats.one_run import one_run_audit
 
 __all__ = [
     "ATTACK_BOUND_PROCEDURE",
+    "DECLARED_SPLIT_NOTE",
     "SAMPLING_NOTE",
+    "SPLIT_NOT_RANDOMISED",
     "attack_one_run_bounds",
     "group_scores",
     "grouped_one_run_bounds",
@@ -52,12 +63,32 @@ SAMPLING_NOTE = (
 )
 
 
+#: The sampling assumption of a provided target's bounds when its split is declared random.
+DECLARED_SPLIT_NOTE = (
+    "The auditor declared that the target's members were drawn at random, independently "
+    "of the records, before it was trained (randomised_split); privaudit cannot check "
+    "it, and the bound holds only if it is true. Steinke et al. assume independent "
+    "inclusion with probability 1/2."
+)
+
+
+#: Why the bounds of a split privaudit did not draw are refused (``not_gated_reason``).
+SPLIT_NOT_RANDOMISED = (
+    "refused: the auditor chose the members, and nothing says they were drawn at random "
+    "independently of the records before training, which the one-run bound needs "
+    "(Steinke et al. 2023, Sec. 3): a chosen split can make a model that never saw the "
+    "audited records look leaky. Declare randomised_split if the members were so drawn, "
+    "or audit with 'privaudit zero-run', made for splits that were not randomised"
+)
+
+
 def attack_one_run_bounds(
     columns: Mapping[str, tuple[ArrayLike, ArrayLike]],
     *,
     confidence: float = 0.95,
     delta: float = 0.0,
     sampling_assumption: str = SAMPLING_NOTE,
+    refused: str | None = None,
 ) -> list[dict[str, Any]]:
     """One-run eps lower bound of each attack, Bonferroni-corrected over the attacks.
 
@@ -74,6 +105,11 @@ def attack_one_run_bounds(
         How membership was drawn and what the bound assumes about it (recorded in each
         entry as ``sampling_assumption`` and in its notes); e.g. scores pooled over
         several trials of a game.
+    refused : str, optional
+        Why no bound may be printed (e.g. :data:`SPLIT_NOT_RANDOMISED`): every entry's
+        ``epsilon_lower_bound`` is then the trivial 0 (``mu_lower_bound`` None), its
+        ``extra`` holds ``gated`` False and ``not_gated_reason``, and its notes say why;
+        the guess counts stay, to show what the attack did.
 
     Returns
     -------
@@ -106,8 +142,20 @@ def attack_one_run_bounds(
             f"bound over the attacks holds with confidence {confidence:g}.",
             sampling_assumption,
         ]
+        if refused is not None:
+            _refuse(d, refused)
         out.append(d)
     return out
+
+
+def _refuse(entry: dict[str, Any], reason: str) -> None:
+    """Set an entry's bound to the trivial 0, not gated, with ``reason`` (``refused``); the
+    candidate guess counts' bounds go too (each is as unfounded as the bound)."""
+    entry["epsilon_lower_bound"] = 0.0
+    entry["mu_lower_bound"] = None
+    extra = {k: v for k, v in dict(entry.get("extra") or {}).items() if k != "candidate_bounds"}
+    entry["extra"] = {**extra, "gated": False, "not_gated_reason": reason}
+    entry["notes"] = [f"REFUSED (bound set to 0): {reason}.", *entry["notes"]]
 
 
 def group_scores(
@@ -141,6 +189,7 @@ def grouped_one_run_bounds(
     unit: str = "group",
     confidence: float = 0.95,
     sampling_assumption: str = SAMPLING_NOTE,
+    refused: str | None = None,
 ) -> list[dict[str, Any]]:
     """One-run eps lower bounds when membership was randomised by groups of records.
 
@@ -157,7 +206,7 @@ def grouped_one_run_bounds(
     With one record per group this is :func:`attack_one_run_bounds` on the records,
     unchanged. Each entry's ``extra`` holds ``unit``, ``n_units``, ``max_records_per_unit``
     and, when ``k_max > 1``, ``unit_epsilon_lower_bound`` / ``unit_mu_lower_bound`` (the
-    bounds for one whole group).
+    bounds for one whole group). ``refused``: as :func:`attack_one_run_bounds`'s.
     """
     if not columns:
         raise fail("columns", "scores of at least one attack", "none")
@@ -169,7 +218,7 @@ def grouped_one_run_bounds(
         grouped[name] = (gs, gm)
         k_max, n_units = int(sizes.max()), int(sizes.size)
     entries = attack_one_run_bounds(
-        grouped, confidence=confidence, sampling_assumption=sampling_assumption
+        grouped, confidence=confidence, sampling_assumption=sampling_assumption, refused=refused
     )
     for e in entries:
         extra: dict[str, Any] = dict(e.get("extra") or {})
