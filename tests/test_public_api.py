@@ -336,6 +336,11 @@ def test_bounds_are_refused_unless_the_split_is_declared_random(
     assert plain.results["attacks"] == api_result.results["attacks"]
     assert plain.results["target"]["randomised_split"] is False
     assert api_result.results["target"]["randomised_split"] is True
+    check = api_result.results["target"]["split_check"]  # the declaration, checked
+    assert check["refuted"] is False and check["n_records"] == 300
+    assert "split_check" not in plain.results["target"]  # nothing declared, nothing to check
+    html = (api_result.save(tmp_path / "declared") / "report.html").read_text(encoding="utf-8")
+    assert "not refuted (which does not prove the draw random)" in html
     assert all(b.refused is None for b in api_result.bounds)
     for b, declared in zip(plain.bounds, api_result.bounds, strict=True):
         assert b.epsilon_lower_bound == 0.0 and b.refused is not None

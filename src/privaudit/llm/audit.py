@@ -60,11 +60,11 @@ from privaudit.data.text import (
 )
 from privaudit.llm.blind import (
     BLIND_BASELINE,
-    BlindShiftTest,
     blind_baseline_and_test,
 )
 from privaudit.metrics.auc_ci import auc_ci_fields
 from privaudit.metrics.roc import AttackMetrics, attack_metrics
+from privaudit.metrics.shift_test import ShiftTest
 from privaudit.records import AttackScores
 from privaudit.runtime import interrupts
 from privaudit.runtime.mapping import InlineMapper, Mapper
@@ -164,7 +164,7 @@ class LLMAuditResult:
     same_tokenizer: bool
     blind_warning: str | None
     token_counts: dict[str, int]
-    blind_test: BlindShiftTest | None = None
+    blind_test: ShiftTest | None = None
     #: Per-token scores of every text against the base (``shift``, ``error``,
     #: ``informia``: :func:`privaudit.signals.text_finetune.token_scores`); None without
     #: a base signal.
@@ -428,7 +428,7 @@ def signal_metrics(
 
 def blind_metrics(
     records: TextRecords, settings: LLMAuditSettings
-) -> tuple[AttackScores, AttackMetrics, BlindShiftTest | None]:
+) -> tuple[AttackScores, AttackMetrics, ShiftTest | None]:
     """The blind baseline (:mod:`privaudit.llm.blind`), its metrics and its
     document-level permutation test (None when ``blind_permutations`` is 0)."""
     if records.member is None:
@@ -449,7 +449,7 @@ def blind_metrics(
 SHIFT_TEST_LEVEL = 0.05
 
 
-def blind_warning(test: BlindShiftTest | None) -> str | None:
+def blind_warning(test: ShiftTest | None) -> str | None:
     """The warning when the blind baseline's AUC is significantly above what member and
     non-member texts drawn from one source give: its document-permutation p-value below
     :data:`SHIFT_TEST_LEVEL`. None without a test."""
@@ -606,7 +606,7 @@ def _attacks(
     signals: Mapping[str, NDArray[np.float64]],
     records: TextRecords,
     settings: LLMAuditSettings,
-) -> tuple[list[AttackScores], dict[str, AttackMetrics], BlindShiftTest | None, str | None]:
+) -> tuple[list[AttackScores], dict[str, AttackMetrics], ShiftTest | None, str | None]:
     """Each attack's scores and metrics (signals, then the blind baseline), its test and warning."""
     scores, metrics = signal_metrics(signals, records)
     if not settings.blind_folds:

@@ -51,20 +51,18 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from privaudit._stats import mann_whitney_auc
 from privaudit._validation import (
     as_bool_array,
     check_both_classes,
-    check_positive_int,
     check_unique_ids,
     fail,
 )
 from privaudit.errors import InsufficientDataError
+from privaudit.metrics.shift_test import RidgeCrossFit, ShiftTest
 from privaudit.records import AttackScores
 
 __all__ = [
     "BLIND_BASELINE",
-    "BlindShiftTest",
     "blind_baseline",
     "blind_baseline_and_test",
     "blind_shift_test",
@@ -72,25 +70,6 @@ __all__ = [
 
 #: The attack name of the baseline in ``results.json``.
 BLIND_BASELINE = "blind-baseline"
-
-
-@dataclasses.dataclass(frozen=True)
-class BlindShiftTest:
-    """Permutation test of "the texts alone predict membership" (module docstring).
-
-    ``auc``: the blind baseline's out-of-fold AUC; ``p_value``: the share of document-label
-    permutations (plus the observed one) whose AUC reaches it; ``null_auc_95``: the 95%
-    quantile of the permutation AUCs; ``unit``: what was permuted.
-    """
-
-    auc: float
-    p_value: float
-    null_auc_95: float
-    n_permutations: int
-    unit: str = "document"
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 def blind_baseline(
@@ -152,7 +131,7 @@ def blind_baseline_and_test(
     max_features: int = 20000,
     ridge: float = 1.0,
     seed: int = 0,
-) -> tuple[AttackScores, BlindShiftTest | None]:
+) -> tuple[AttackScores, ShiftTest | None]:
     """:func:`blind_baseline` and :func:`blind_shift_test` (None when ``n_permutations``
     is 0) from one preparation of the features, folds and ridge solves."""
     fit = _BlindFit.prepare(
@@ -192,7 +171,7 @@ def blind_shift_test(
     max_features: int = 20000,
     ridge: float = 1.0,
     seed: int = 0,
-) -> BlindShiftTest:
+) -> ShiftTest:
     """Permutation p-value of the blind baseline's AUC, permuting document labels.
 
     Under the null hypothesis "membership was assigned to documents at random, whatever
@@ -218,53 +197,45 @@ def blind_shift_test(
 
 def _shift_test(
     fit: _BlindFit, observed_scores: NDArray[np.float64], n_permutations: int, seed: int
-) -> BlindShiftTest:
+) -> ShiftTest:
     """The permutation test of :func:`blind_shift_test` given the observed scores."""
-    n_perm = check_positive_int(n_permutations, "n_permutations")
-    observed = mann_whitney_auc(observed_scores, fit.y.astype(bool))
-    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0xB11D]))
-    # one label per document (every record of a document shares it), permuted as a unit
-    doc_codes, doc_index = np.unique(fit.groups.astype(str), return_inverse=True)
-    doc_label = np.zeros(doc_codes.size, dtype=np.int64)
-    doc_label[doc_index] = fit.y
-    null = np.empty(n_perm)
-    for i in range(n_perm):
-        y = rng.permutation(doc_label)[doc_index]
-        null[i] = mann_whitney_auc(fit.cross_fit(y), y.astype(bool))
-    return BlindShiftTest(
-        auc=float(observed),
-        p_value=float((1 + np.sum(null >= observed - 1e-12)) / (1 + n_perm)),
-        null_auc_95=float(np.quantile(null, 0.95)),
-        n_permutations=n_perm,
-    )
+    return fit.crossfit.shift_test(observed_scores, n_permutations, seed, unit="document")
 
 
 @dataclasses.dataclass(frozen=True)
 class _BlindFit:
-    """The label-free part of the baseline, computed once: the texts' features, the folds
-    and, per fold, the ridge solve; :meth:`cross_fit` then costs two small matrix-vector
-    products per fold, so a permutation test is cheap.
+    """The label-free part of the baseline, computed once: the texts' features and the
+    cross-fitted ridge (:class:`~privaudit.metrics.shift_test.RidgeCrossFit`: folds of
+    whole documents, one inverse per fold); :meth:`cross_fit` then costs two small
+    matrix-vector products per fold, so a permutation test is cheap.
 
     Features: TF-IDF of character n-grams (fitted on all texts, no labels), reduced to at
     most ``_MAX_DIM`` dimensions by a truncated SVD (latent semantic analysis; with fewer
-    texts than that it keeps their whole span). Folds: documents dealt at random into
-    ``k`` folds of near-equal size, independent of the labels (a permutation of the labels
-    must meet the same folds). Classifier per fold: ridge regression of the 0/1 label,
-    centred on the training part, ``beta = (Z'Z + lambda I)^-1 Z'(y - mean y)``; the score
-    ``z . beta`` carries no per-fold intercept, so folds are not offset from one another.
+    texts than that it keeps their whole span).
     """
 
     ids: NDArray[Any]
-    y: NDArray[np.int64]
-    groups: NDArray[Any]
-    z: NDArray[np.float64]  # (n_records, d) reduced features
-    folds: tuple[NDArray[np.intp], ...]  # test indices of each fold
-    solves: tuple[NDArray[np.float64], ...]  # (d, d) (Z_tr'Z_tr + lambda I)^-1 per fold
-    k: int
+    crossfit: RidgeCrossFit
     ngram_range: tuple[int, int]
     max_features: int
     ridge: float
     seed: int
+
+    @property
+    def y(self) -> NDArray[np.int64]:
+        return self.crossfit.y
+
+    @property
+    def k(self) -> int:
+        return self.crossfit.k
+
+    @property
+    def z(self) -> NDArray[np.float64]:
+        return self.crossfit.z
+
+    def cross_fit(self, y: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Out-of-fold ridge scores of labels ``y`` (higher = label 1)."""
+        return self.crossfit.cross_fit(y)
 
     @classmethod
     def prepare(
@@ -303,8 +274,7 @@ class _BlindFit:
                 f"documents: expected at least 2 documents of each class for cross-fitting, "
                 f"found {n_doc_min} in the smaller class"
             )
-        k = min(int(n_folds), n_doc_min)
-        if k < 2:
+        if min(int(n_folds), n_doc_min) < 2:
             raise fail("n_folds", "at least 2 folds", n_folds)
         vec = TfidfVectorizer(
             analyzer="char_wb",
@@ -317,40 +287,8 @@ class _BlindFit:
         if d < 1:
             raise InsufficientDataError("blind baseline: the texts give fewer than 2 features")
         z = TruncatedSVD(n_components=d, random_state=0).fit_transform(x)
-        # documents dealt into folds at random, label-free
-        docs, doc_of = np.unique(groups.astype(str), return_inverse=True)
-        rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0xF01D]))
-        fold_of_doc = rng.permutation(docs.size) % k
-        fold_of = fold_of_doc[doc_of]
-        folds, solves = [], []
-        for f in range(k):
-            tr = fold_of != f
-            folds.append(np.flatnonzero(~tr))
-            solves.append(np.linalg.inv(z[tr].T @ z[tr] + ridge * np.eye(d)))
-        return cls(
-            ids,
-            m.astype(np.int64),
-            groups,
-            z,
-            tuple(folds),
-            tuple(solves),
-            k,
-            tuple(ngram_range),  # type: ignore[arg-type]
-            int(max_features),
-            float(ridge),
-            int(seed),
-        )
-
-    def cross_fit(self, y: NDArray[np.int64]) -> NDArray[np.float64]:
-        """Out-of-fold ridge scores of labels ``y`` (higher = label 1)."""
-        scores = np.full(y.size, np.nan)
-        for test, solve in zip(self.folds, self.solves, strict=True):
-            tr = np.ones(y.size, dtype=bool)
-            tr[test] = False
-            yc = y[tr] - y[tr].mean()
-            beta = solve @ (self.z[tr].T @ yc)
-            scores[test] = self.z[test] @ beta
-        return scores
+        crossfit = RidgeCrossFit.prepare(z, m, groups, n_folds=n_folds, ridge=ridge, seed=seed)
+        return cls(ids, crossfit, tuple(ngram_range), int(max_features), float(ridge), int(seed))  # type: ignore[arg-type]
 
 
 #: Largest number of SVD dimensions of the blind baseline's features.

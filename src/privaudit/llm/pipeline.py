@@ -42,8 +42,9 @@ from privaudit.llm.audit import (
     LLMAuditSettings,
     audit_language_model,
 )
-from privaudit.llm.blind import BLIND_BASELINE, BlindShiftTest
+from privaudit.llm.blind import BLIND_BASELINE
 from privaudit.llm.config import LLMAuditConfig, LLMModelConfig
+from privaudit.metrics.shift_test import ShiftTest
 from privaudit.models.provided import file_sha256
 from privaudit.records import AttackScores
 from privaudit.report import check_output_dir, write_report
@@ -122,7 +123,7 @@ def _split_sha256(ids: tuple[str, ...], member: np.ndarray) -> str:
     return hashlib.sha256("\n".join(map(str, lines)).encode()).hexdigest()
 
 
-def split_refusal(randomised_split: bool, blind_test: BlindShiftTest | None) -> str | None:
+def split_refusal(randomised_split: bool, blind_test: ShiftTest | None) -> str | None:
     """Why the one-run bounds of an LLM audit are refused, or None: the member documents
     were not declared drawn at random, or the blind baseline's shift test rejects that
     member and non-member texts come from one source (which a random draw would give)."""

@@ -11,6 +11,7 @@ vulnerable records (Ye et al. Sec. 5.4), whose leave-one-out sample
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ from privaudit.membership.config import AuditConfig
 from privaudit.membership.experiment import ExperimentConfig, ExperimentResult
 from privaudit.membership.experiment_config import n_models_behind
 from privaudit.membership.games import GameResult, game_attack_metrics, pool_game
+from privaudit.membership.split_check import split_check_refusal
 from privaudit.membership.threat_model import threat_model
 from privaudit.membership.vulnerable import ScoredTarget, agreement_at_fpr, vulnerable_records
 from privaudit.metrics.roc import AgreementMatrix, AttackMetrics, agreement_matrix, attack_metrics
@@ -126,11 +128,16 @@ class Metrics:
 
 
 def metrics_step(
-    exp: ExperimentResult, game_result: GameResult | None, exp_cfg: ExperimentConfig
+    exp: ExperimentResult,
+    game_result: GameResult | None,
+    exp_cfg: ExperimentConfig,
+    *,
+    split_check: Mapping[str, Any] | None = None,
 ) -> Metrics:
     """Step 5: every metric of every attack (over a game's trials, on its pooled draws),
     the agreement matrix, the per-record scores with their DeLong AUC intervals, and the
-    one-run bounds."""
+    one-run bounds (refused when ``split_check`` refutes a provided target's declared
+    random split: :mod:`privaudit.membership.split_check`)."""
     scored = _scored_experiment(exp) if game_result is None else _scored_game(game_result)
     entries = [
         attack_entry(scored.metrics[name], n_reference_models=n_models_behind(name, exp_cfg))
@@ -142,7 +149,7 @@ def metrics_step(
     )
     for entry in entries:  # the DeLong AUC interval, from the saved scores
         entry.update(attack_score_fields(table, entry["name"]))
-    audits = _one_run_audits(exp, table, game_result)
+    audits = _one_run_audits(exp, table, game_result, split_check)
     return Metrics(scored, entries, agreement, excluded, table, audits)
 
 
@@ -185,13 +192,17 @@ def analysis_sections(
 
 
 def _one_run_audits(
-    exp: ExperimentResult, table: ScoreTable, game_result: GameResult | None
+    exp: ExperimentResult,
+    table: ScoreTable,
+    game_result: GameResult | None,
+    split_check: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Steinke et al.'s one-run bound of every attack; for a DP-SGD target at the
     accountant's delta, with the accountant's epsilon beside each bound. A provided
     target's split was chosen by the auditor: its bounds are refused unless the auditor
-    declared it drawn at random (:data:`~privaudit.stats.attack_bounds.SPLIT_NOT_RANDOMISED`),
-    and then rest on that declaration."""
+    declared it drawn at random (:data:`~privaudit.stats.attack_bounds.SPLIT_NOT_RANDOMISED`)
+    and the records alone do not refute that (``split_check``), and then rest on that
+    declaration."""
     eps_acc = exp.target_info.get("accountant_epsilon")
     # a DP-SGD target: audit its (eps, delta) claim at the accountant's delta, and record
     # the accountant's epsilon beside every empirical lower bound
@@ -211,7 +222,9 @@ def _one_run_audits(
         {n: table.scored(n)[1:] for n in table.attacks},
         sampling_assumption=note,
         delta=audit_delta,
-        refused=None if exp.split_randomised else SPLIT_NOT_RANDOMISED,
+        refused=SPLIT_NOT_RANDOMISED
+        if not exp.split_randomised
+        else split_check_refusal(None if split_check is None else dict(split_check)),
     )
     if eps_acc is not None:
         for a in audits:

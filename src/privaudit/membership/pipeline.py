@@ -73,6 +73,7 @@ from privaudit.membership.sections import (
     target_entry,
     target_summary,
 )
+from privaudit.membership.split_check import check_declared_split
 from privaudit.models import SklearnTrainer
 from privaudit.models.provided import (
     ProvidedSplit,
@@ -301,6 +302,13 @@ def _run_audit(
             write=write,
             provided=provided is not None,
         )
+    split_check = None
+    if provided is not None and provided.randomised_split:
+        with (
+            timed(timings, "split_check"),
+            progress_phase("checking the declared random split", enabled=progress),
+        ):
+            split_check = check_declared_split(dataset, provided, seed=config.seed)
     executor = (
         early if early is not None else build_executor(config, exp_cfg.n_jobs, progress=progress)
     )
@@ -312,7 +320,7 @@ def _run_audit(
         timings[f"experiment.{phase}"] = float(sec)
 
     with timed(timings, "metrics"), progress_phase("metrics", enabled=progress):
-        m = metrics_step(exp, game_result, exp_cfg)
+        m = metrics_step(exp, game_result, exp_cfg, split_check=split_check)
     game_doc = game_section(exp, game_result, m.scored.metrics)
     with timed(timings, "analysis"):
         with progress_phase("analysis", enabled=progress):
@@ -331,7 +339,9 @@ def _run_audit(
     results = build_results(
         seed=config.seed,
         settings=settings,
-        target=target_entry(target_summary(exp, game_result, m.scored.member), exp, provided),
+        target=target_entry(
+            target_summary(exp, game_result, m.scored.member), exp, provided, split_check
+        ),
         attacks=m.entries,
         audits=m.audits,
         agreement=m.agreement,

@@ -102,12 +102,16 @@ def target_summary(
 
 
 def target_entry(
-    summary: dict[str, Any], exp: ExperimentResult, provided: ProvidedTarget | None
+    summary: dict[str, Any],
+    exp: ExperimentResult,
+    provided: ProvidedTarget | None,
+    split_check: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``results.json["target"]``: the summary with accuracies None when unknown and the
     origin; for a DP-SGD target the accountant's epsilon and delta; for a provided target
-    its description, whether its split was declared random, the SHA-256 of its file and
-    of its split (sorted member and non-member ids), and the recipe check."""
+    its description, whether its split was declared random (and the check of that
+    declaration, :mod:`privaudit.membership.split_check`), the SHA-256 of its file and of
+    its split (sorted member and non-member ids), and the recipe check."""
     out = dict(summary)
     for k in ("train_accuracy", "test_accuracy"):
         v = out.get(k)
@@ -122,6 +126,8 @@ def target_entry(
     if provided is not None:
         out.update(provided.description)
         out["randomised_split"] = provided.randomised_split
+        if split_check is not None:
+            out["split_check"] = dict(split_check)
         out["model_sha256"] = provided.fingerprint
         out["split_sha256"] = split_fingerprint(exp.record_ids, exp.membership)
         out["n_population"] = int(exp.population_ids.size)
