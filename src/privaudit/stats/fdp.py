@@ -259,8 +259,9 @@ def fdp_one_run_audit(
 
     ``parametric="gaussian"`` (or another family of :mod:`.parametric`) adds
     ``extra["parametric"]``: an **assumption-based** estimate and bound of mu (or eps),
-    valid only inside that family (:func:`privaudit.stats.parametric.parametric_one_run`);
-    the assumption-free ``mu_lower_bound`` is unchanged.
+    valid only inside that family (:func:`privaudit.stats.parametric.parametric_one_run`),
+    its bound computed at ``beta_sel`` like the others (the selection is paid for); the
+    assumption-free ``mu_lower_bound`` is unchanged.
     """
     beta = resolve_beta(beta, confidence)
     _check_epsilon_and_delta(epsilon, delta)
@@ -281,7 +282,7 @@ def fdp_one_run_audit(
     eps_fdp = fdp_eps_lb_one_run(c.m, c.r, c.v, delta, sel.level)
     extra, notes = _fdp_extra_and_notes(beta, sel, eps_fdp)
     if parametric is not None:
-        _attach_parametric_estimate(extra, notes, sel, family=parametric, beta=beta)
+        _attach_parametric_estimate(extra, notes, sel, family=parametric, selection=selection)
     eps_gauss = mu_to_epsilon(sel.value, delta) if delta > 0 else None
     if eps_gauss is not None:
         extra["epsilon_if_gaussian"] = eps_gauss
@@ -341,17 +342,18 @@ def _attach_parametric_estimate(
     sel: GuessSelection,
     *,
     family: str,
-    beta: float,
+    selection: str,
 ) -> None:
     """``extra["parametric"]``: the assumption-based estimate and bound of ``family`` on the
-    selected counts, and the note that it holds only inside that family."""
+    selected counts, and the note that it holds only inside that family. The bound is at the
+    selection's level ``sel.level`` (``beta / K`` under the union bound over ``K``
+    candidates), as ``mu_lower_bound`` is."""
     attach_parametric(
         extra,
         notes,
-        sel.counts,
+        sel,
         family=family,
-        beta=beta,
-        selected=sel.description != "fixed",
+        selection="fixed" if sel.description == "fixed" else selection,
         bound_name="the lower bounds",
     )
 

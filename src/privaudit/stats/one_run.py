@@ -231,7 +231,9 @@ def one_run_audit(
     parametric : str, optional
         A family of :mod:`privaudit.stats.parametric` (e.g. ``"randomized-response"``):
         adds ``extra["parametric"]``, an **assumption-based** estimate and bound valid only
-        inside that family, beside the assumption-free bound.
+        inside that family, beside the assumption-free bound. Its bound is computed at the
+        level of the assumption-free one (``extra["beta_per_test"]``: ``beta / K`` when the
+        guess counts were selected with the union bound), so the selection is paid for.
     selection : {"union-bound", "held-out"}
         How ``(k_pos, k_neg)`` is chosen when not given: ``"union-bound"`` tries every
         candidate on all the data at level ``beta / K`` (Bonferroni over the ``K``
@@ -281,10 +283,9 @@ def one_run_audit(
         attach_parametric(
             extra,
             notes,
-            sel.counts,
+            sel,
             family=parametric,
-            beta=beta,
-            selected=sel.description != "fixed",
+            selection="fixed" if sel.description == "fixed" else selection,
             bound_name="epsilon_lower_bound",
         )
     return AuditResult(

@@ -38,9 +38,14 @@ Where it holds and where it breaks (tests and ``benchmarks/bench_tightness.py``)
 * Gaussian family: any mu-GDP mechanism with *independent* canaries has a ROC below
   ``G_mu``'s, so its top-k precision is at most the Gaussian one at the same ``mu`` and
   the Gaussian lower bound stays valid asymptotically (extremality of ``G_mu``).
-* Randomized-response family: ``p_+ = q(eps)``, the worst case of every eps-DP mechanism,
-  so its lower bound *is* the assumption-free one (Steinke et al.); only its point estimate
-  ``logit(v / r)`` is tighter.
+* Randomized-response family: ``p_+ = q(eps)`` (for ``k_+, k_- <= m/2``), the worst case
+  of every eps-DP mechanism, so its lower bound *is* the assumption-free one: Steinke et
+  al.'s eps-DP (``delta = 0``) bound on the same counts at the same level (Steinke, Nasr,
+  Jagielski 2023, Theorem 3.1; when no guess abstained for a tie at the boundary, else
+  the parametric one is the lower). In an audit whose guess counts were selected with the union
+  bound that level is ``beta / K`` for both (below), so it equals the reported
+  ``epsilon_lower_bound`` of :func:`~privaudit.stats.one_run.one_run_audit` at
+  ``delta = 0``; only its point estimate ``logit(v / r)`` is tighter.
 * Laplace family: it breaks when mis-specified -- on a randomized-response mechanism with
   the same eps and every canary guessed (``k = m/2`` per side) the Laplace model expects
   precision 0.697 where 0.731 is delivered (eps = 1) and puts eps near 1.24: with
@@ -48,6 +53,15 @@ Where it holds and where it breaks (tests and ``benchmarks/bench_tightness.py``)
 * Canaries that share randomness within the run (not independent given membership) make
   the count over-dispersed and the binomial null too narrow.
 * The point estimate is not a bound in any family (above the truth about half the time).
+
+Selected guess counts (audit-math.md section 6, item 1). When an audit chooses
+``(k_+, k_-)`` among ``K`` candidates on the audit labels (``selection="union-bound"`` of
+:mod:`.selection`), the parametric test of the chosen counts is one of ``K`` tests, and
+only their union has probability ``beta``: the lower bound is computed at ``beta / K``, the
+level of the assumption-free bound (at ``beta`` it exceeded the true ``mu`` in 14% of
+Gaussian ``mu = 0.5`` audits with ``m = 1000``, ``K = 7``). With ``"held-out"`` selection
+the counts come from the other part of the examples and the bound is at ``beta``. The point
+estimate pays nothing for a selection on the labels, and is biased upward by it.
 
 The same model plans an audit before it runs: :func:`privaudit.stats.audit_plan.plan_one_run_audit`
 fixes the guess counts from the expected leakage.
@@ -63,7 +77,7 @@ import numpy as np
 from scipy import special
 
 from privaudit._validation import check_choice, check_positive_int, check_probability, fail
-from privaudit.stats.selection import GuessCounts
+from privaudit.stats.selection import GuessSelection
 
 __all__ = [
     "PARAMETRIC_FAMILIES",
@@ -75,6 +89,9 @@ __all__ = [
 ]
 
 PARAMETRIC_FAMILIES = ("gaussian", "laplace", "randomized-response")
+
+# How an audit's guess counts were chosen (:func:`parametric_extra`).
+_SELECTION_MODES = ("fixed", "union-bound", "held-out")
 
 _CAP = 50.0
 
@@ -134,7 +151,7 @@ def guess_success_probabilities(
     p_plus = top(k_pos, sf_p, sf_q)
     # bottom k_-: by symmetry of both families (member/non-member mirror around theta/2
     # for gaussian, 1/2 for laplace), the non-member rate of the lowest k equals p_+(k)
-    p_minus = top(k_neg, sf_p, sf_q)
+    p_minus = p_plus if k_neg == k_pos else top(k_neg, sf_p, sf_q)
     return p_plus, p_minus
 
 
@@ -251,25 +268,45 @@ def parametric_one_run(
 
 
 def parametric_extra(
-    m: int, k_pos: int, k_neg: int, v: int, *, family: str, beta: float, selected: bool
+    m: int,
+    k_pos: int,
+    k_neg: int,
+    v: int,
+    *,
+    family: str,
+    beta: float,
+    selection: str = "fixed",
 ) -> dict[str, object]:
     """The assumption-based figures an audit result carries beside its bound (``extra``).
 
-    ``selected``: the guess counts were chosen on the audit labels, which makes the
-    estimate optimistic (fix them in advance with :func:`plan_one_run_audit`).
+    ``beta`` is the level of the test of these counts: the audit's ``beta`` for counts
+    fixed in advance or chosen on held-out examples, ``beta / K`` when they were chosen
+    among ``K`` candidates on the audit labels (module docstring, "Selected guess
+    counts"). ``selection`` (``"fixed"``, ``"union-bound"`` or ``"held-out"``) says how
+    they were chosen; the note says what that costs.
     """
+    check_choice(selection, "selection", _SELECTION_MODES)
     p = parametric_one_run(m, k_pos, k_neg, v, family=family, beta=beta)
     note = p.assumption
-    if selected:
+    if selection == "union-bound":
         note += (
-            " The guess counts were chosen on these labels, which biases the estimate "
-            "upward; fix them in advance (plan_one_run_audit)."
+            " The guess counts were chosen on these labels among several candidates: the "
+            f"lower bound pays for it (tested at beta / K = {p.beta:.3g}, the level of the "
+            "assumption-free bound), the estimate does not and is biased upward; fix them "
+            "in advance (plan_one_run_audit)."
+        )
+    elif selection == "held-out":
+        note += (
+            " The guess counts were chosen on the held-out examples, independent of the "
+            f"audited ones: the estimate and the lower bound (at beta = {p.beta:.3g}) use "
+            "the audited examples only."
         )
     return {
         "family": family,
         "parameter": p.parameter,
         "estimate": p.estimate,
         "lower_bound": p.lower_bound,
+        "beta": p.beta,
         "assumption": note,
     }
 
@@ -277,22 +314,29 @@ def parametric_extra(
 def attach_parametric(
     extra: dict[str, object],
     notes: list[str],
-    counts: GuessCounts,
+    sel: GuessSelection,
     *,
     family: str,
-    beta: float,
-    selected: bool,
+    selection: str,
     bound_name: str,
 ) -> None:
-    """Add :func:`parametric_extra` of ``counts`` (a GuessCounts) and its warning note."""
+    """Add :func:`parametric_extra` of a guess selection and its warning note.
+
+    The parametric lower bound is computed at ``sel.level``, the level at which the
+    assumption-free bound of the same counts was computed (``beta / K`` under the union
+    bound over ``K`` candidates, else ``beta``): testing the selected counts at the full
+    ``beta`` would ignore the selection. ``selection`` is ``"fixed"`` when the counts were
+    given, else the audit's selection mode.
+    """
+    counts = sel.counts
     extra["parametric"] = parametric_extra(
         counts.m,
         counts.k_pos,
         counts.k_neg,
         counts.v,
         family=family,
-        beta=beta,
-        selected=selected,
+        beta=sel.level,
+        selection=selection,
     )
     notes.append(
         "extra.parametric is ASSUMPTION-BASED (valid only if the mechanism is in the "
