@@ -8,6 +8,10 @@ guesses are the ``k_pos`` highest and ``k_neg`` lowest scores, fixed in advance
 (``threshold_selection = "fixed"``), or chosen among the default candidates with the
 Bonferroni correction paid (``"union-bound"``). Each bound holds at the stated confidence
 on its own. Nothing here is re-implemented: this module only wires the canaries in.
+
+Text canaries trained on ``repetitions = k > 1`` times are audited as groups of ``k``
+training records; the reported bounds are per training record, by group privacy
+(:mod:`privaudit.canaries.group`), with the group bounds kept in ``extra``.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from privaudit.stats.one_run import one_run_audit
 if TYPE_CHECKING:
     from privaudit.records import AuditResult
 
-__all__ = ["audit_canaries", "canary_bounds"]
+__all__ = ["audit_canaries", "canary_bounds", "canary_repetitions"]
 
 
 def canary_bounds(
@@ -37,12 +41,20 @@ def canary_bounds(
     k_neg: int | None = None,
     confidence: float = 0.95,
     delta: float = 0.0,
+    repetitions: int = 1,
 ) -> tuple[AuditResult, AuditResult]:
     """``(one_run, fdp)``: the two one-run audits of the scores and coins.
 
     With ``k_pos``/``k_neg`` (either one; the other defaults to 0) the guesses are fixed
     in advance; with neither, the union bound over the default candidates is paid.
+    ``repetitions``: the number of times each included canary was trained on; above 1 the
+    audits test groups of that many records and their bounds are made per record
+    (:func:`privaudit.canaries.group.record_level_bounds`).
     """
+    from privaudit._validation import check_positive_int
+    from privaudit.canaries.group import record_level_bounds
+
+    k = check_positive_int(repetitions, "repetitions")
     sel = "union-bound"
     common = {
         "k_pos": k_pos,
@@ -53,7 +65,7 @@ def canary_bounds(
     }
     one = one_run_audit(scores, included, **common)  # type: ignore[arg-type]
     fdp = fdp_one_run_audit(scores, included, **common)  # type: ignore[arg-type]
-    return one, fdp
+    return record_level_bounds(one, fdp, k)
 
 
 def audit_canaries(
@@ -97,6 +109,11 @@ def audit_canaries(
     Returns
     -------
     CanaryAuditResult
+        Per training record: for text canaries with ``repetitions = k > 1`` each coin adds
+        ``k`` records, the audits test that group, and the bounds are made per record by
+        group privacy (eps and mu divided by ``k`` at ``delta = 0``; with ``delta > 0`` the
+        largest eps whose group guarantee ``(k eps, delta sum_{i<k} e^{i eps})`` is
+        rejected); the group bounds are in each audit's ``extra``.
 
     Examples
     --------
@@ -122,8 +139,15 @@ def audit_canaries(
         )
     if accountant_epsilon is not None and not accountant_epsilon >= 0:
         raise fail("accountant_epsilon", "a number >= 0 (inf allowed)", accountant_epsilon)
+    repetitions = canary_repetitions(canaries)
     one, fdp = canary_bounds(
-        s, coins.included, k_pos=k_pos, k_neg=k_neg, confidence=confidence, delta=delta
+        s,
+        coins.included,
+        k_pos=k_pos,
+        k_neg=k_neg,
+        confidence=confidence,
+        delta=delta,
+        repetitions=repetitions,
     )
     return CanaryAuditResult(
         canary_kind=canaries.kind,
@@ -141,4 +165,11 @@ def audit_canaries(
         set_fingerprint=canaries.fingerprint,
         coins_fingerprint=coins.fingerprint,
         settings=dict(settings or {}),
+        repetitions=repetitions,
     )
+
+
+def canary_repetitions(canaries: CanarySet) -> int:
+    """How many training records one canary's coin adds: ``repetitions`` for text canaries,
+    1 for the others."""
+    return max(1, int(canaries.repetitions)) if canaries.is_text else 1

@@ -21,6 +21,9 @@ causal LM (``--model``: a Hugging Face model directory, e.g. a saved tiny GPT, o
 the base-calibrated log-likelihood (the default for sampled canaries, whose ``--base`` must
 be the model they were sampled from), or the sampled exposure), and writes ``results.json``,
 ``report.html``, ``inputs.npz`` and ``bundle.json`` (``privaudit verify`` recomputes it).
+The bounds are per training record: text canaries trained on ``--repetitions`` k > 1 times
+are audited as groups of k records and made per record by group privacy
+(:mod:`privaudit.canaries.group`), and ``--claimed-epsilon`` gates those.
 
 Exit codes: 0 done, 1 a bound exceeds ``--claimed-epsilon``, 2 bad input (coins of
 another set, a tampered coin file, outputs missing canary ids, a model that cannot be
@@ -482,7 +485,9 @@ def audit_command(
         None, "--accountant-epsilon", help="The accountant's eps, shown beside the bounds."
     ),
     claimed_epsilon: float | None = typer.Option(
-        None, "--claimed-epsilon", help="Exit 1 when an eps lower bound exceeds this claim."
+        None,
+        "--claimed-epsilon",
+        help="Exit 1 when an eps lower bound (per training record) exceeds this claim.",
     ),
     coins_fingerprint: str | None = typer.Option(
         None,
@@ -563,15 +568,25 @@ def _print_result(result: CanaryAuditResult, out: Path | None, as_json: bool) ->
 def _report_violations(
     result: CanaryAuditResult, claimed_epsilon: float, confidence: float
 ) -> bool:
-    """Print a ``violation:`` line for each eps lower bound above the claim; True if any."""
+    """Print a ``violation:`` line for each eps lower bound above the claim; True if any.
+
+    The bounds compared are per training record: for text canaries trained on
+    ``repetitions > 1`` times the audits' group bounds were made per record by group
+    privacy (:mod:`privaudit.canaries.group`), so a per-record claim is gated on them.
+    """
     bounds = [
         ("one-run", result.epsilon_lower_bound),
         ("fdp-one-run", float(result.fdp.epsilon_lower_bound)),
     ]
+    per = (
+        f" per training record (each canary trained on {result.repetitions} times)"
+        if result.repetitions > 1
+        else ""
+    )
     bad = [(n, b) for n, b in bounds if b > claimed_epsilon]
     for n, b in bad:
         typer.echo(
-            f"violation: {n}: epsilon lower bound {b:.6g} at confidence {confidence:g} "
+            f"violation: {n}: epsilon lower bound {b:.6g}{per} at confidence {confidence:g} "
             f"(delta {result.delta:g}) exceeds the claimed epsilon {claimed_epsilon:g}",
             err=True,
         )

@@ -61,7 +61,9 @@ def canary_texts(canaries: CanarySet, coins: CanaryCoins) -> list[str]:
 
     Append them to the fine-tuning texts (any framework; the order of the training data is
     the training recipe's business). The excluded canaries are never trained on (Steinke,
-    Nasr, Jagielski 2023, Algorithm 1, lines 3-4).
+    Nasr, Jagielski 2023, Algorithm 1, lines 3-4). With ``repetitions > 1`` one coin
+    changes that many training records: :func:`~privaudit.canaries.audit_canaries` audits
+    the group and reports per-record bounds by group privacy.
 
     Raises
     ------

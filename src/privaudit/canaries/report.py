@@ -70,13 +70,14 @@ def render_canary_html(result: Any) -> str:
         f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(json.dumps(v))}</td></tr>"
         for k, v in doc["settings"].items()
     )
+    group = _group_html(c)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>privaudit canary audit</title>
 <style>body{{font-family:sans-serif;margin:2em;max-width:70em}}table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:.3em .6em;text-align:left}}</style></head><body>
 <h1>Canary audit (one run)</h1>
 <p>{c["m"]} {html.escape(c["kind"])} canaries, {c["n_included"]} included by their secret coins;
-access: <b>{html.escape(c["access"])}</b>. Guesses: {html.escape(c["guesses"])}.</p>
+access: <b>{html.escape(c["access"])}</b>. Guesses: {html.escape(c["guesses"])}.</p>{group}
 <table><tr><th>one-run eps lower bound</th><td>{_num(c["epsilon_lower_bound"])}</td></tr>
 <tr><th>f-DP mu-GDP lower bound</th><td>{_num(c["mu_lower_bound"])}</td></tr>
 <tr><th>accountant's eps (upper bound)</th><td>{_num(c["accountant_epsilon"])}</td></tr>
@@ -92,6 +93,24 @@ Mahloujifar, Melis, Chaudhuri (2024).</p></body></html>
 """
 
 
+def _group_html(c: dict[str, Any]) -> str:
+    """The paragraph saying the bounds are per training record when each canary was
+    trained on several times, with the bounds of one canary (the group)."""
+    g = c.get("group_bounds")
+    if not g:
+        return ""
+    k = int(g["records_per_canary"])
+    return (
+        f"\n<p>Each included canary was trained on <b>{k} times</b>: the audit tests one "
+        f"canary, a group of {k} training records, and the bounds below are <b>per training "
+        "record</b>, by group privacy (divided by k at delta = 0; with delta &gt; 0 the "
+        "largest eps whose group guarantee (k eps, delta sum<sub>i&lt;k</sub> e<sup>i "
+        f"eps</sup>) is rejected). For one canary: eps {_num(g['epsilon_lower_bound'])} "
+        f"(one-run), {_num(g['fdp_epsilon_lower_bound'])} (f-DP), mu-GDP "
+        f"{_num(g['mu_lower_bound'])}.</p>"
+    )
+
+
 def canary_manifest_config(result: Any) -> dict[str, Any]:
     """The ``config`` of the bundle manifest: what :func:`verify_canaries` re-runs with."""
     return {
@@ -101,6 +120,7 @@ def canary_manifest_config(result: Any) -> dict[str, Any]:
         "k_neg": result.k_neg,
         "confidence": result.confidence,
         "delta": result.delta,
+        "repetitions": result.repetitions,
         "accountant_epsilon": result.accountant_epsilon,
         "set_fingerprint": result.set_fingerprint,
         "coins_fingerprint": result.coins_fingerprint,

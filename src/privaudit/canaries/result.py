@@ -19,6 +19,7 @@ __all__ = [
     "audit_entry",
     "fraction_of_accountant",
     "guesses_text",
+    "headline_bounds",
 ]
 
 RESULTS_SCHEMA_VERSION = "1.0"
@@ -44,6 +45,29 @@ def fraction_of_accountant(eps_lb: float, accountant: float | None) -> float | N
     return eps_lb / accountant
 
 
+def headline_bounds(
+    one: AuditResult, fdp: AuditResult, accountant: float | None, repetitions: int
+) -> dict[str, Any]:
+    """The bounds of ``results.json``'s ``canaries`` section (also what ``privaudit verify``
+    recomputes): per training record, the group bounds beside them when each canary was
+    trained on ``repetitions > 1`` times (:mod:`privaudit.canaries.group`)."""
+    eps = float(one.epsilon_lower_bound)
+    out: dict[str, Any] = {
+        "epsilon_lower_bound": eps,
+        "mu_lower_bound": float(fdp.mu_lower_bound or 0.0),
+        "fraction_of_accountant": fraction_of_accountant(eps, accountant),
+        "repetitions": int(repetitions),
+    }
+    if repetitions > 1:
+        out["group_bounds"] = {
+            "records_per_canary": int(repetitions),
+            "epsilon_lower_bound": float(one.extra["group_epsilon_lower_bound"]),
+            "fdp_epsilon_lower_bound": float(fdp.extra["group_epsilon_lower_bound"]),
+            "mu_lower_bound": float(fdp.extra["group_mu_lower_bound"]),
+        }
+    return out
+
+
 def audit_entry(a: AuditResult) -> dict[str, Any]:
     """One element of ``results.json``'s ``audits`` (the fields of :class:`AuditResult`)."""
     return dict(_plain({f.name: getattr(a, f.name) for f in dataclasses.fields(a)}))
@@ -60,7 +84,8 @@ class CanaryAuditResult:
     ids, scores, included : arrays
         Per canary: id, score (higher = more likely included), coin.
     one_run, fdp : AuditResult
-        Steinke et al.'s eps bound at ``delta`` and the f-DP audit (mu-GDP, eps).
+        Steinke et al.'s eps bound at ``delta`` and the f-DP audit (mu-GDP, eps), per
+        training record (with ``repetitions > 1`` the group bounds are in their ``extra``).
     accountant_epsilon : float or None
         The accountant's eps of the run, for comparison.
     k_pos, k_neg : int or None
@@ -68,6 +93,9 @@ class CanaryAuditResult:
     confidence, delta : float
     set_fingerprint, coins_fingerprint : str
     settings : dict
+    repetitions : int
+        Training copies of each included canary (text canaries; 1 for the others): the
+        audits test groups of that many records, made per record by group privacy.
     """
 
     canary_kind: str
@@ -85,6 +113,7 @@ class CanaryAuditResult:
     set_fingerprint: str
     coins_fingerprint: str
     settings: dict[str, Any]
+    repetitions: int = 1
 
     @property
     def m(self) -> int:
@@ -93,12 +122,12 @@ class CanaryAuditResult:
 
     @property
     def epsilon_lower_bound(self) -> float:
-        """Steinke et al.'s one-run eps lower bound at ``delta``."""
+        """Steinke et al.'s one-run eps lower bound at ``delta``, per training record."""
         return float(self.one_run.epsilon_lower_bound)
 
     @property
     def mu_lower_bound(self) -> float:
-        """The f-DP one-run mu-GDP lower bound."""
+        """The f-DP one-run mu-GDP lower bound, per training record."""
         return float(self.fdp.mu_lower_bound or 0.0)
 
     def canaries_section(self) -> dict[str, Any]:
@@ -113,12 +142,10 @@ class CanaryAuditResult:
                     "set_fingerprint": self.set_fingerprint,
                     "coins_fingerprint": self.coins_fingerprint,
                     "accountant_epsilon": self.accountant_epsilon,
-                    "epsilon_lower_bound": self.epsilon_lower_bound,
-                    "mu_lower_bound": self.mu_lower_bound,
-                    "fraction_of_accountant": self.fraction_of_accountant(),
-                    "guesses": "fixed in advance"
-                    if self.k_pos is not None or self.k_neg is not None
-                    else "union-bound over the default candidates",
+                    **headline_bounds(
+                        self.one_run, self.fdp, self.accountant_epsilon, self.repetitions
+                    ),
+                    "guesses": guesses_text(self.k_pos, self.k_neg),
                 }
             )
         )
@@ -164,4 +191,13 @@ class CanaryAuditResult:
             f"  f-DP mu-GDP lower bound  {self.mu_lower_bound:.4f}  (eps from f-DP {float(self.fdp.epsilon_lower_bound):.4f})",
             f"  accountant's eps         {'-' if acc is None else f'{acc:.4f}'}",
         ]
+        k = self.repetitions
+        if k > 1:
+            g_eps = float(self.one_run.extra["group_epsilon_lower_bound"])
+            g_mu = float(self.fdp.extra["group_mu_lower_bound"])
+            lines.insert(
+                1,
+                f"  bounds per training record: each included canary was trained on {k} times; "
+                f"for one canary ({k} records): eps {g_eps:.4f}, mu {g_mu:.4f}",
+            )
         return "\n".join(lines)

@@ -31,7 +31,9 @@ seen the canary). High-temperature samples from the base model are made by
 :func:`~privaudit.canaries.text_sampled.sample_text_canaries`.
 
 Each included canary goes into training ``repetitions`` times (the Secret Sharer's
-insertion count; :func:`~privaudit.canaries.insert.canary_texts`).
+insertion count; :func:`~privaudit.canaries.insert.canary_texts`). One coin then changes
+``repetitions`` training records, so the audit tests that group and reports per-record
+bounds by group privacy (:mod:`privaudit.canaries.group`).
 """
 
 from __future__ import annotations
@@ -89,7 +91,8 @@ def make_text_canaries(
         The alphabet (a string: one symbol per character); at least 2 distinct symbols, no
         symbol the start of another (so a key or secret parses back into its symbols).
     repetitions : int
-        Copies of each included canary in training (at least 1).
+        Copies of each included canary in training (at least 1); above 1 the audit's
+        per-record bounds are its group bounds made per record (about divided by it).
     seed : int
         Seed of the draw.
 

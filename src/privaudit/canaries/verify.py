@@ -1,5 +1,8 @@
 """``privaudit verify`` of a canary bundle: both one-run bounds recomputed from ``inputs.npz``.
 
+The manifest records the training copies of each canary (``repetitions``), so the
+per-record bounds of repeated text canaries are recomputed as the audit derived them.
+
 The command line registers :func:`verify_canaries` for bundles of kind ``canaries``
 (:func:`privaudit.cli.verification.verify_bundle`); the generic part (manifest, digests,
 comparison with tolerances) is the report core's.
@@ -22,7 +25,7 @@ def verify_canaries(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
     """Recompute the ``audits`` and the headline of a canary audit from its saved scores."""
     from privaudit.canaries.audit import canary_bounds
     from privaudit.canaries.report import CANARY_INPUTS_FILE, CANARY_RESULTS_FILE
-    from privaudit.canaries.result import audit_entry, fraction_of_accountant, guesses_text
+    from privaudit.canaries.result import audit_entry, guesses_text, headline_bounds
 
     recorded = load_json(folder / CANARY_RESULTS_FILE)
     try:
@@ -32,6 +35,8 @@ def verify_canaries(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
         raise BundleError(f"BUNDLE: cannot read the canary inputs ({exc})") from None
     cfg = manifest["config"]
     try:
+        # the training copies of each canary (bundles written before it was recorded: 1)
+        repetitions = cfg.get("repetitions")
         one, fdp = canary_bounds(
             scores,
             included,
@@ -39,22 +44,24 @@ def verify_canaries(folder: Path, manifest: Mapping[str, Any]) -> list[Check]:
             k_neg=cfg["k_neg"],
             confidence=cfg["confidence"],
             delta=cfg["delta"],
+            repetitions=1 if repetitions is None else repetitions,
         )
+        head = headline_bounds(
+            one, fdp, cfg["accountant_epsilon"], 1 if repetitions is None else repetitions
+        )
+        if repetitions is None:
+            del head["repetitions"]
         want = {
             "audits": [audit_entry(one), audit_entry(fdp)],
             "canaries": {
                 "m": int(scores.size),
                 "n_included": int(included.sum()),
-                "epsilon_lower_bound": float(one.epsilon_lower_bound),
-                "mu_lower_bound": float(fdp.mu_lower_bound or 0.0),
                 "set_fingerprint": cfg["set_fingerprint"],
                 "coins_fingerprint": cfg["coins_fingerprint"],
                 "kind": cfg["canary_kind"],
                 "access": cfg["access"],
                 "accountant_epsilon": cfg["accountant_epsilon"],
-                "fraction_of_accountant": fraction_of_accountant(
-                    float(one.epsilon_lower_bound), cfg["accountant_epsilon"]
-                ),
+                **head,
                 "guesses": guesses_text(cfg["k_pos"], cfg["k_neg"]),
             },
         }

@@ -21,7 +21,13 @@ from privaudit.stats._level import resolve_beta
 from privaudit.stats._tails import clopper_pearson_lower, clopper_pearson_upper
 from privaudit.stats.selection import prepare_scores
 
-__all__ = ["multi_run_audit", "multi_run_eps_lb", "multi_run_mu_lb", "threshold_counts"]
+__all__ = [
+    "log_group_delta",
+    "multi_run_audit",
+    "multi_run_eps_lb",
+    "multi_run_mu_lb",
+    "threshold_counts",
+]
 
 MULTI_RUN_SELECTIONS = ("union-bound", "held-out")
 
@@ -89,11 +95,8 @@ def _group_eps(
         log_p, log_q, log_d = np.log(p), np.log(q), np.log(delta)
 
     def excluded(eps: NDArray[np.float64]) -> NDArray[np.bool_]:
-        # log(e^{k eps} q + delta sum_{i<k} e^{i eps}) < log p, the sum as
-        # e^{(k-1) eps} sum_{j<k} e^{-j eps} (each term in [1, k], no overflow)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            tail = np.where(eps > 0, np.expm1(-k * eps) / np.expm1(-eps), float(k))
-        return np.logaddexp(k * eps + log_q, log_d + (k - 1) * eps + np.log(tail)) < log_p
+        # log(e^{k eps} q + delta_k(eps)) < log p
+        return np.logaddexp(k * eps + log_q, log_group_delta(eps, delta, k)) < log_p
 
     lo = np.zeros_like(p)
     ok = excluded(lo)
@@ -107,6 +110,23 @@ def _group_eps(
         lo = np.where(ok & below, mid, lo)
         hi = np.where(ok & ~below, mid, hi)
     return np.where(ok, lo, 0.0)
+
+
+def log_group_delta(eps: ArrayLike, delta: float, k: int) -> NDArray[np.float64]:
+    r"""``log delta_k(eps)``, the delta of an (eps, delta)-DP guarantee for groups of ``k``.
+
+    Applying the (eps, delta)-DP inequality along a chain of ``k`` neighbouring datasets
+    gives :math:`\Pr[M(D)\in S] \le e^{k\varepsilon}\Pr[M(D')\in S] + \delta_k` with
+    :math:`\delta_k(\varepsilon) = \delta\sum_{i<k} e^{i\varepsilon}` (group privacy;
+    Dwork and Roth 2014, Thm. 2.2 for ``delta = 0``). The sum is computed as
+    :math:`e^{(k-1)\varepsilon}\sum_{j<k} e^{-j\varepsilon}` (each term in ``[1, k]``, no
+    overflow). Vectorised over ``eps``; ``delta > 0``, ``k >= 1``. Shared by
+    :func:`_group_eps` and the canary audit of repeated canaries.
+    """
+    e = np.asarray(eps, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tail = np.where(e > 0, np.expm1(-k * e) / np.expm1(-e), float(k))
+        return np.log(delta) + (k - 1) * e + np.log(tail)
 
 
 def _mu_from_rates(tpr_lb: NDArray[np.float64], fpr_ub: NDArray[np.float64]) -> NDArray[np.float64]:
