@@ -232,18 +232,14 @@ def zero_run_audit(
         margin_z, headline_rule, n_bootstrap, bootstrap_quantile, seed
     )
     fit_kw = {"n_folds": n_folds, "n_inner": n_inner, "pca_components": pca_components}
-    # Step 2: the propensities, given or cross-fitted on the features.
+    # Step 2: the propensities, given or cross-fitted on the features, and the placebo score.
     with progress_phase(
         "propensity models" if propensity is None else "given propensities", enabled=progress
     ):
         feats, fits, pis, challenger_pis = _propensities(
             s, mem, features, propensity, (estimators, challengers), n_bootstrap, seed, fit_kw
         )
-        placebo_score = (
-            placebo_scores(feats, s, seed=derive_seed(seed, purpose="zero-run-placebo"))
-            if placebo and feats is not None
-            else None
-        )
+        placebo_score = _placebo_score(feats, s, seed) if placebo else None
     # Step 3: every estimator's bounds (at beta / J), diagnostics, bootstrap, falsification.
     n_tests = _n_tests(pis, fits, headline_rule)
     bound_kw = {"beta": beta / n_tests, "delta": delta, "delta_ds": delta_ds, "margin_z": margin_z}
@@ -269,25 +265,17 @@ def zero_run_audit(
         executor=executor if executor is not None else InlineMapper(progress=progress),
     )
     with progress_phase("bounds, diagnostics and tests", enabled=progress):
-        all_bounds = {
-            name: zero_run_bounds(s, mem, uniforms=uniforms, **run.args[name]) for name in pis
-        }
+        all_bounds = _estimator_bounds(run)
         uncorrected = _uncorrected(s, mem, pis, all_bounds, uniforms, n_tests, beta, delta)
         entries, warnings = _estimator_entries(run, all_bounds)
-    # Step 4: the headline, and a warning when the shift explains the uncorrected bound.
+    # Step 4: the headline, and a warning when it is refused or the shift explains the
+    # uncorrected bound.
     headline = _headline(entries, headline_rule, q, n_bootstrap, beta / n_tests)
     warnings.extend(_refusal_warning(headline))
     warnings.extend(_shift_warning(uncorrected, headline))
-    return ZeroRunResult(
-        confidence=1.0 - beta,
-        n_members=int(mem.sum()),
-        n_non_members=int((~mem).sum()),
-        headline=headline,
-        uncorrected=uncorrected,
-        estimators=tuple(entries),
-        warnings=tuple(dict.fromkeys(warnings)),
-        notes=_notes(headline_rule, n_tests, beta, margin_z, given=propensity is not None),
-        settings=_settings(run, headline_rule, given=propensity is not None),
+    given = propensity is not None
+    return _result(
+        run, headline, uncorrected, entries, warnings, headline_rule, n_tests, given=given
     )
 
 
@@ -335,6 +323,27 @@ def _coins(m: int, seed: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]
     uniforms = draw_uniforms(m, derive_rng(seed, purpose="zero-run-tampering"))
     test_uniforms = draw_uniforms(m, derive_rng(seed, purpose="zero-run-falsification"))
     return uniforms, test_uniforms
+
+
+def _placebo_score(
+    feats: FeatureMatrix | None, s: NDArray[np.float64], seed: int
+) -> NDArray[np.float64] | None:
+    """The placebo check's score (:func:`.placebo.placebo_scores`): the attack's score
+    projected on the features, seeded by ``"zero-run-placebo"``; None when the propensities
+    are given (no features)."""
+    if feats is None:
+        return None
+    return placebo_scores(feats, s, seed=derive_seed(seed, purpose="zero-run-placebo"))
+
+
+def _estimator_bounds(run: _AuditRun) -> dict[str, dict[str, AuditResult]]:
+    """Every estimator's uncorrected, global and pointwise bounds
+    (:func:`.bounds.zero_run_bounds` with its :func:`_bound_arguments`), all on the audit's
+    tampering coins."""
+    return {
+        name: zero_run_bounds(run.scores, run.member, uniforms=run.uniforms, **run.args[name])
+        for name in run.pis
+    }
 
 
 def _estimator_entries(
@@ -439,6 +448,32 @@ def _settings(run: _AuditRun, headline_rule: str, *, given: bool) -> dict[str, A
         "propensity": "given" if given else "cross-fitted",
         "features": list(run.feats.column_names) if run.feats is not None else None,
     }
+
+
+def _result(
+    run: _AuditRun,
+    headline: dict[str, Any],
+    uncorrected: dict[str, Any],
+    entries: Sequence[dict[str, Any]],
+    warnings: Sequence[str],
+    headline_rule: str,
+    n_tests: int,
+    *,
+    given: bool,
+) -> ZeroRunResult:
+    """The audit's result: the class sizes, the headline, the uncorrected and per-estimator
+    bounds, the warnings (repeats dropped, first occurrence kept), the notes and the settings."""
+    return ZeroRunResult(
+        confidence=1.0 - run.beta,
+        n_members=int(run.member.sum()),
+        n_non_members=int((~run.member).sum()),
+        headline=headline,
+        uncorrected=uncorrected,
+        estimators=tuple(entries),
+        warnings=tuple(dict.fromkeys(warnings)),
+        notes=_notes(headline_rule, n_tests, run.beta, run.bound_kw["margin_z"], given=given),
+        settings=_settings(run, headline_rule, given=given),
+    )
 
 
 def _check_settings(

@@ -387,12 +387,8 @@ def zero_run_command(
     mlflow: str | None = mlflow_cli.option(),
 ) -> None:
     """Zero-Run audit: DP lower bounds from known members vs shifted known non-members."""
-    from privaudit.report.writer import check_output_dir
-
     try:
-        mlflow_cli.check(mlflow)
-        if out is not None:
-            check_output_dir(out, overwrite=overwrite)  # fail before any work
+        _check_before_work(mlflow, out, overwrite)
         settings = _AuditSettings(
             estimators=_estimator_names(estimators, features, propensity_col),
             challengers=_challenger_names(challengers, propensity_col),
@@ -432,6 +428,16 @@ def zero_run_command(
         raise typer.Exit(2) from None
     _print_result(result, payload, inputs.columns, out)
     mlflow_cli.log(mlflow, out if out is not None else result.to_dict(), command="zero-run")
+
+
+def _check_before_work(mlflow: str | None, out: Path | None, overwrite: bool) -> None:
+    """What can be refused before any work: the ``--mlflow`` target, then an ``--out`` that
+    exists without ``--overwrite`` (or is a file)."""
+    from privaudit.report.writer import check_output_dir
+
+    mlflow_cli.check(mlflow)
+    if out is not None:
+        check_output_dir(out, overwrite=overwrite)
 
 
 @dataclasses.dataclass(frozen=True)
