@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -167,3 +168,31 @@ def test_absorbed_overlap_failure_is_paid_once_across_candidates() -> None:
         zero_run_bounds(
             scores, member, np.full(m, 0.5), uniforms=u, global_method="absorb", delta_ds=2.5e-5
         )
+
+
+def test_the_headline_names_the_estimator_of_each_bound() -> None:
+    """The headline's mu and eps are each the extreme over the same estimators, possibly
+    from different ones (e.g. one's bootstrap quantile of mu, another's of eps): each is
+    named, and the summary says so when they differ."""
+    from privaudit.zero_run.audit import _headline
+
+    def entry(name: str, mu: float, eps: float) -> dict[str, Any]:
+        return {
+            "name": name,
+            "pointwise_refused": None,
+            "falsification": [],
+            "placebo": None,
+            "bootstrap": None,
+            "pointwise": {"mu_lower_bound": mu, "epsilon_lower_bound": eps},
+        }
+
+    entries = [entry("logistic", 0.5, 1.0), entry("forest", 0.4, 1.2)]
+    h = _headline(entries, "max", 0.05, 0, 0.025)
+    assert (h["estimator"], h["mu_lower_bound"]) == ("logistic", 0.5)
+    assert (h["epsilon_estimator"], h["epsilon_lower_bound"]) == ("forest", 1.2)
+    low = _headline(entries, "min", 0.05, 0, 0.05)
+    assert (low["estimator"], low["epsilon_estimator"]) == ("forest", "logistic")
+    from privaudit.zero_run.summary import _eps_estimator_text
+
+    assert _eps_estimator_text(h) == " (eps from forest)"
+    assert _eps_estimator_text({**h, "epsilon_estimator": "logistic"}) == ""

@@ -730,13 +730,13 @@ def _headline(
         failed = set(falsified) | set(placebo_failed)
         pool = [e for e in admitted if e["name"] not in failed]
         chosen = max(pool, key=_headline_mu) if pool else None
-        head_mu = _headline_mu(chosen) if chosen is not None else 0.0
-        head_eps = max((_headline_eps(e) for e in pool), default=0.0)
+        eps_from = max(pool, key=_headline_eps) if pool else None
     else:
         pool = admitted
         chosen = min(pool, key=_headline_mu) if pool else None
-        head_mu = _headline_mu(chosen) if chosen is not None else 0.0
-        head_eps = min((_headline_eps(e) for e in pool), default=0.0)
+        eps_from = min(pool, key=_headline_eps) if pool else None
+    head_mu = _headline_mu(chosen) if chosen is not None else 0.0
+    head_eps = _headline_eps(eps_from) if eps_from is not None else 0.0
     if chosen is None:
         basis = (
             "refused: every estimator refused for the pointwise bound (trivial bound 0)"
@@ -754,6 +754,9 @@ def _headline(
         "mu_lower_bound": head_mu,
         "epsilon_lower_bound": head_eps,
         "estimator": (chosen or entries[0])["name"],
+        # the eps bound is the extreme pointwise eps over the same estimators, which may be
+        # another estimator's than the mu bound's (each is valid by the same union bound)
+        "epsilon_estimator": (eps_from or chosen or entries[0])["name"],
         "correction": "pointwise",
         "rule": headline_rule,
         "beta_per_estimator": beta_per_estimator,

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -18,6 +18,12 @@ from rich.table import Table
 from privaudit.records import json_number
 
 __all__ = ["render_zero_run_summary"]
+
+
+def _eps_estimator_text(h: Mapping[str, Any]) -> str:
+    """ ", eps from E" when the headline's eps comes from another estimator than its mu."""
+    e = h.get("epsilon_estimator")
+    return "" if e is None or e == h.get("estimator") else f" (eps from {e})"
 
 
 def _rule_text(h: dict[str, Any]) -> str:
@@ -101,8 +107,9 @@ def _print_header(result: Any, console: Console, features: Sequence[str] | None)
         f"[bold]headline[/bold]: mu >= [bold]{_fmt(h.get('mu_lower_bound'))}[/bold] (mu-GDP), "
         f"eps >= [bold]{_fmt(h.get('epsilon_lower_bound'))}[/bold] (pure eps-DP); "
         + escape(
-            f"{h.get('correction')} correction, estimator {h.get('estimator')} "
-            f"({_rule_text(h)}), {h.get('basis')}"
+            f"{h.get('correction')} correction, estimator {h.get('estimator')}"
+            + _eps_estimator_text(h)
+            + f" ({_rule_text(h)}), {h.get('basis')}"
         ),
         highlight=False,
     )
