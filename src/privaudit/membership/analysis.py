@@ -162,12 +162,16 @@ def analysis_sections(
     game_doc: dict[str, Any],
     n_aimed: int,
     executor: Executor | None = None,
+    exp_vulnerable: ExperimentResult | None = None,
 ) -> dict[str, Any]:
     """The results' analysis sections: the threat model, the attacks' agreement at fixed
-    FPRs, the vulnerable records (with the leave-one-out sample behind them) and the
-    pooled vs per-record calibrated TPR of the reference-model attacks
-    (:mod:`privaudit.membership.calibrated_eval`, its runs on ``executor`` when given)."""
+    FPRs, the vulnerable records (with the leave-one-out sample behind them; from
+    ``exp_vulnerable``, the pass whose Attack L also scored records aimed at the record
+    types, when given) and the pooled vs per-record calibrated TPR of the reference-model
+    attacks (:mod:`privaudit.membership.calibrated_eval`, its runs on ``executor`` when
+    given)."""
     scored = m.scored
+    vexp = exp if exp_vulnerable is None else exp_vulnerable
     sections: dict[str, Any] = {
         "threat_model": threat_model(game_doc, m.entries, audits=m.audits),
         "agreement_at_fpr": agreement_at_fpr(
@@ -177,10 +181,10 @@ def analysis_sections(
             ),
             fprs=config.vulnerable.fprs,
         ),
-        "vulnerable_records": _vulnerable(config, exp, game_result, dataset),
+        "vulnerable_records": _vulnerable(config, vexp, game_result, dataset),
     }
     sections["vulnerable_records"]["leave_one_out_sample"] = {
-        "n_records": 0 if exp.leave_one_out_ids is None else int(exp.leave_one_out_ids.size),
+        "n_records": 0 if vexp.leave_one_out_ids is None else int(vexp.leave_one_out_ids.size),
         "n_aimed_at_record_types": n_aimed,
     }
     calibrated = calibrated_section(exp, executor=executor)
