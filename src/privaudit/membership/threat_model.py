@@ -110,7 +110,13 @@ ATTACK_ASSUMPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
     ),
     "lira-offline": (
-        (_POP, _ALGO, "reference models that did not train on the audited records"),
+        (
+            _POP,
+            _ALGO,
+            "reference models; each record is scored against those that did not train on it "
+            "(with references on the pool each trained on half the audited records, and the "
+            "score's clip is tuned on their IN and OUT scores)",
+        ),
         ("LiRA offline (Carlini et al. 2022): Gaussian OUT distribution per record", _CONFORMAL),
     ),
     "rmia-online": (
@@ -125,7 +131,13 @@ ATTACK_ASSUMPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
     ),
     "rmia-offline": (
-        (_POP, _ALGO, "OUT reference models evaluated on population records"),
+        (
+            _POP,
+            _ALGO,
+            "reference models evaluated on population records; each record's Pr(x) from those "
+            "that did not train on it (with references on the pool each trained on half the "
+            "audited records, and the map a is tuned on their IN and OUT pairs)",
+        ),
         (
             "RMIA offline (Zarifzadeh et al. 2024): Pr(x) from OUT models through the linear "
             "map a; no alpha threshold (read its ROC)",
@@ -140,7 +152,12 @@ ATTACK_ASSUMPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
     ),
     "bavaria-offline": (
-        (_POP, _ALGO, "reference models that did not train on the audited records"),
+        (
+            _POP,
+            _ALGO,
+            "reference models; each record is scored against those that did not train on it "
+            "(with references on the pool each trained on half the audited records)",
+        ),
         (
             "BaVarIA offline (Brannvall 2026): one-sided test against each record's OUT "
             "predictive; no alpha threshold (read its ROC)",
@@ -155,7 +172,12 @@ ATTACK_ASSUMPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
     ),
     "informia-offline": (
-        (_POP, _ALGO, "OUT reference models evaluated on population records"),
+        (
+            _POP,
+            _ALGO,
+            "reference models evaluated on population records; Pr(x) as RMIA offline's (the "
+            "map a tuned on their IN and OUT pairs when they trained on audited records)",
+        ),
         (
             "InfoRMIA offline (Tao and Shokri 2026): the information gain in bits with Pr(x) "
             "as RMIA offline (OUT models, the linear map a), plus the population term; no "
@@ -163,7 +185,12 @@ ATTACK_ASSUMPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
     ),
     "calibrated-loss": (
-        (_POP, _ALGO, "reference models that did not train on the audited records"),
+        (
+            _POP,
+            _ALGO,
+            "reference models; each record's mean loss on those that did not train on it "
+            "(with references on the pool each trained on half the audited records)",
+        ),
         (
             "difficulty calibration (Watson et al. 2022): the target's loss minus the "
             "record's mean loss on OUT reference models",
