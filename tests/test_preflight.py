@@ -72,6 +72,22 @@ def test_preflight_passes_a_good_config_quickly_and_warns_on_small_pool(tmp_path
     assert not (tmp_path / "report").exists()
 
 
+def test_shadow_models_that_would_all_train_on_the_same_records_are_flagged(
+    tmp_path: Path,
+) -> None:
+    """Each shadow model draws the target's 30 members' worth of records from
+    max(30, n_population // 2) population records: with 50 of them that is all 30, the
+    same for every shadow model, where Ye et al. draw each at random."""
+    cfg = _cfg(tmp_path, attacks=["shadow"], sizes={"n_target_pool": 60, "n_population": 50})
+    data, exp, trainer = _prepared(cfg)
+    with pytest.warns(PrivauditWarning, match="every shadow model trains on the same 30"):
+        found = preflight(cfg, data, exp, trainer)
+    assert any("at least 120 population records" in w for w in found)
+    roomy = _cfg(tmp_path, attacks=["shadow"])  # 120 population records: 60 to draw from
+    data, exp, trainer = _prepared(roomy)
+    assert not any("same" in w for w in preflight(roomy, data, exp, trainer))
+
+
 def test_a_leave_one_out_sample_larger_than_the_pool_allows_is_refused(tmp_path: Path) -> None:
     # 30 members and 30 non-members: at most 60 records (30 of each); 61 would need 31
     # members, and the check names the pool

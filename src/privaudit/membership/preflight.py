@@ -122,6 +122,8 @@ def preflight(
     check_query_views(experiment, dataset, trainer)
     dry_run_attacks(experiment, dataset.n_classes)
     found = _warnings(config, experiment)
+    if not provided:
+        found += _shared_training_sets(experiment)
     for w in found:
         warnings.warn(w, PrivauditWarning, stacklevel=2)
     return found
@@ -938,6 +940,33 @@ def check_model(config: AuditConfig, dataset: Dataset, trainer: Any) -> None:
 
 
 # ---------------------------------------------------------------------------- warnings
+
+
+def _shared_training_sets(exp: ExperimentConfig) -> list[str]:
+    """Warnings for shadow and distilled models that would all train on the same records:
+    each draws its training set (as many records as the target's members, or
+    ``distill_size``) from ``max(size, n_population // 2)`` population records
+    (:class:`privaudit.membership.ye.YeModels`), the whole source when it is no larger, so
+    the models differ only by their seeds where Ye et al. (App. B.2) draw each from the
+    population at random."""
+    members = exp.n_target_pool // 2
+    out = []
+    roles = []
+    if "shadow" in exp.attacks and exp.n_population // 2 <= members:
+        roles.append(("shadow", members))
+    if "distillation" in exp.attacks:
+        size = exp.distill_size or min(exp.n_population, members)
+        if exp.n_population // 2 <= size:
+            roles.append(("distilled", size))
+    for role, size in roles:
+        out.append(
+            f"sizes.n_population: every {role} model trains on the same {size} population "
+            f"records (the {role} models draw {size} from max({size}, n_population // 2 = "
+            f"{exp.n_population // 2}) records), so they differ only by seed where Ye et al. "
+            f"draw each from the population at random; give at least {4 * size} population "
+            "records for distinct training sets"
+        )
+    return out
 
 
 def _warnings(config: AuditConfig, exp: ExperimentConfig) -> list[str]:
