@@ -231,3 +231,77 @@ def test_nearest_among_the_training_records_themselves_matches_brute_force() -> 
     # differently in another position of another product)
     assert set(general_dist) == set(dist)
     assert all(dist[r] == pytest.approx(general_dist[r], rel=1e-12, abs=1e-12) for r in dist)
+
+
+def _gaussian_l_targets(
+    n_targets: int, delta: float, seed: int, n: int = 2000
+) -> list[ScoredTarget]:
+    """Attack L alone on ``n_targets`` targets, each with a random half of the records as
+    members: a member's score is N(delta, 1), a non-member's N(0, 1), independently per
+    target. On one target L's TPR at FPR f is Phi(delta - z_f), its AUC Phi(delta / sqrt 2)."""
+    rng = np.random.default_rng(seed)
+    ids = np.arange(n)
+    targets = []
+    for _ in range(n_targets):
+        member = np.zeros(n, bool)
+        member[rng.permutation(n)[: n // 2]] = True
+        s = rng.normal(size=n) + delta * member
+        member_of = dict(zip(ids.tolist(), member.tolist(), strict=True))
+        targets.append(ScoredTarget({"leave-one-out": (ids, s)}, member_of))
+    return targets
+
+
+@pytest.mark.parametrize(
+    ("n_targets", "delta", "fpr"),
+    [(4, 0.0, 0.05), (4, 2.5, 0.05), (8, 1.0, 0.05), (8, 1.0, 0.3)],
+)
+def test_l_vulnerability_over_several_targets_is_at_the_stated_fpr(
+    n_targets: int, delta: float, fpr: float
+) -> None:
+    """Over several targets a member's L score is not averaged before it is compared with
+    the single non-member scores: L's TPR at FPR f is the per-target one, Phi(delta - z_f),
+    and its AUC Phi(delta / sqrt 2) (with the members' mean scores: 0.021 at delta 0 and
+    0.88 at delta 2.5 for a true 0.05 and 0.80; AUC 0.82 for a true 0.76)."""
+    from scipy.stats import norm
+
+    out = vulnerable_records(_gaussian_l_targets(n_targets, delta, seed=5), fprs=(fpr,))
+    (random_set,) = [s for s in out["sets"] if s["name"] == "random"]
+    l_view = random_set["leave_one_out"]
+    # ~n_targets * 1000 member scores and as many non-member scores: SE < 0.01
+    assert l_view["tpr"] == pytest.approx(norm.cdf(delta - norm.isf(fpr)), abs=0.02)
+    assert l_view["auc"] == pytest.approx(norm.cdf(delta / np.sqrt(2)), abs=0.015)
+    assert l_view["n_l_scores"] > l_view["n_scored_by_l"] == random_set["n_records"]
+
+
+def test_l_vulnerability_weighs_each_member_once_and_is_plain_on_one_target() -> None:
+    """Each member weighs 1, split over its targets: its share of pairs won against the
+    non-members; on one target the plain AUC (metrics.roc.auc) and TPR."""
+    from privaudit.metrics.roc import auc
+
+    targets, _ = _sec54_world(1)
+    out = vulnerable_records(targets, fprs=(0.3,))
+    ids, loo = targets[0].scores["leave-one-out"]
+    member = np.asarray([targets[0].member[r] for r in ids.tolist()])
+    (rnd,) = [s for s in out["sets"] if s["name"] == "random"]
+    assert rnd["leave_one_out"]["auc"] == pytest.approx(auc(loo, member), rel=1e-12)
+    thr = np.quantile(loo[~member], 0.7, method="higher")
+    assert rnd["leave_one_out"]["tpr"] == pytest.approx(np.mean(loo[member] > thr))
+    # two targets, record 0 a member of both (scores 3 and -3), record 1 of the first
+    t1 = ScoredTarget(
+        {"leave-one-out": (np.arange(4), np.array([3.0, 1.0, 0.0, 2.0]))},
+        {0: True, 1: True, 2: False, 3: False},
+    )
+    t2 = ScoredTarget(
+        {"leave-one-out": (np.arange(4), np.array([-3.0, 5.0, 0.0, 2.0]))},
+        {0: True, 1: False, 2: False, 3: False},
+    )
+    view = next(
+        s["leave_one_out"]
+        for s in vulnerable_records([t1, t2], fprs=(0.3,))["sets"]
+        if s["name"] == "random"
+    )
+    # non-member scores 0, 2 (first target) and 5, 0, 2 (second): record 0 beats 4 of 5 at 3
+    # and none at -3 (weight 1/2 each), record 1 beats 2 of 5 (weight 1)
+    assert view["auc"] == pytest.approx((0.5 * 0.8 + 0.5 * 0.0 + 1.0 * 0.4) / 2)
+    assert view["mean_score"] == pytest.approx((0.0 + 1.0) / 2)
+    assert view["n_scored_by_l"] == 2 and view["n_l_scores"] == 3

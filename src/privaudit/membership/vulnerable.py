@@ -24,7 +24,12 @@ computes, from the per-record scores of one or several target models:
   missed on at least that fraction, as in the paper. For each set: its **L-based
   vulnerability** (Sec. 5.4: "the performance of the leave-one-out attack on models
   trained with and without this record"): Attack L's AUC of the set's members against
-  the non-members L scored, its TPR at each FPR, and its mean score; the histogram of
+  the non-members L scored, its TPR at each FPR, and its mean score. The AUC and TPR
+  take one L score per (target, member) pair, as a single target gives it, never a
+  member's score averaged over its targets (an average has a smaller spread than the
+  single non-member scores it is compared with, so its "TPR at FPR f" would not be at
+  FPR f); each member weighs 1 in total, split evenly over the targets it is a member
+  of. Then the histogram of
   the target's loss on the set (Fig. 5); and the distance of each record to its nearest
   neighbour in the target's training set (Sec. 5.4, Fig. 7 looks at latent neighbours;
   here the standardised feature space, since a model need not expose a penultimate
@@ -46,7 +51,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from privaudit._validation import check_probability, fail
-from privaudit.metrics.roc import auc, roc_curve
+from privaudit.metrics.roc import roc_curve
 
 __all__ = [
     "VULNERABLE_FPRS",
@@ -334,7 +339,8 @@ def vulnerable_records(
     has_l = LEAVE_ONE_OUT in present
     notes = _coverage_notes(present, weak, strong, has_l)
 
-    l_score, l_nonmembers = _member_mean_scores(targets, LEAVE_ONE_OUT if has_l else None)
+    l_scores, l_nonmembers = _member_scores(targets, LEAVE_ONE_OUT if has_l else None)
+    l_score = {r: _mean(v) for r, v in l_scores.items()}
     mean_loss = _mean_member_loss(targets)
     members = _sorted_ids({r for t in targets for r, m in t.member.items() if m})
     nn_dist, nn_id = _member_neighbours(targets, members, features)
@@ -345,7 +351,7 @@ def vulnerable_records(
         flagged_by[f] = _flags_at_fpr(targets, present, f)
         groups = _record_types(members, flagged_by[f], majority, every, weak, strong)
         l_thr = _l_threshold(l_nonmembers, f) if has_l else None
-        sets += _set_entries(f, groups, mean_loss, nn_dist, n_bins, l_score, l_nonmembers, l_thr)
+        sets += _set_entries(f, groups, mean_loss, nn_dist, n_bins, l_scores, l_nonmembers, l_thr)
 
     ranked_by, rank_score = _ranking_scores(targets, present, l_score)
     records = _ranked_records(rank_score, top, fprs, flagged_by, mean_loss, nn_dist, nn_id)
@@ -463,7 +469,7 @@ def _set_entries(
     mean_loss: dict[Any, float],
     nn_dist: dict[Any, float],
     n_bins: int,
-    l_score: dict[Any, float],
+    l_scores: dict[Any, list[float]],
     l_nonmembers: NDArray[np.float64],
     l_thr: float | None,
 ) -> list[dict[str, Any]]:
@@ -487,7 +493,7 @@ def _set_entries(
                 "fpr": float(f),
                 "n_records": len(recs),
                 "record_ids": [_plain_id(r) for r in recs[:200]],
-                "leave_one_out": _l_vulnerability(recs, l_score, l_nonmembers, l_thr),
+                "leave_one_out": _l_vulnerability(recs, l_scores, l_nonmembers, l_thr),
                 "loss": {
                     **_summary(lv),
                     "histogram": {
@@ -501,11 +507,11 @@ def _set_entries(
     return out
 
 
-def _member_mean_scores(
+def _member_scores(
     targets: Sequence[ScoredTarget], attack: str | None
-) -> tuple[dict[Any, float], NDArray[np.float64]]:
-    """An attack's score per member, averaged over the targets it is a member of (and the
-    attack scored it), and every non-member score of every target (pooled).
+) -> tuple[dict[Any, list[float]], NDArray[np.float64]]:
+    """An attack's scores of each member, one per target it is a member of (and the attack
+    scored it), and every non-member score of every target (pooled).
 
     ``attack=None`` (not run): nothing.
     """
@@ -520,8 +526,13 @@ def _member_mean_scores(
                 per_member.setdefault(r, []).append(float(v))
             else:
                 non_members.append(float(v))
-    means = {r: _mean(v) for r, v in per_member.items()}
-    return means, np.asarray(non_members, dtype=np.float64)
+    return per_member, np.asarray(non_members, dtype=np.float64)
+
+
+def _member_mean_scores(targets: Sequence[ScoredTarget], attack: str | None) -> dict[Any, float]:
+    """An attack's score per member, averaged over the targets it is a member of (and the
+    attack scored it): what ranks the members, never what an AUC or TPR compares."""
+    return {r: _mean(v) for r, v in _member_scores(targets, attack)[0].items()}
 
 
 def _mean_member_loss(targets: Sequence[ScoredTarget]) -> dict[Any, float]:
@@ -578,21 +589,44 @@ def _record_types(
 
 def _l_vulnerability(
     recs: list[Any],
-    l_score: dict[Any, float],
+    l_scores: dict[Any, list[float]],
     l_nonmembers: NDArray[np.float64],
     l_thr: float | None,
 ) -> dict[str, Any]:
     """Attack L's view of one record set: its mean score, its AUC against the non-members and
-    its TPR at the FPR's threshold (``l_thr``); None where L did not score the set."""
-    ls = [l_score[r] for r in recs if r in l_score]
-    vuln: dict[str, Any] = {"n_scored_by_l": len(ls), "mean_score": None, "auc": None, "tpr": None}
-    if ls:
-        vuln["mean_score"] = float(np.mean(ls))
-        if l_nonmembers.size:
-            sc = np.concatenate([np.asarray(ls), l_nonmembers])
-            mm = np.concatenate([np.ones(len(ls), bool), np.zeros(l_nonmembers.size, bool)])
-            vuln["auc"] = float(auc(sc, mm))
-            vuln["tpr"] = float(np.mean(np.asarray(ls) > l_thr)) if l_thr is not None else None
+    its TPR at the FPR's threshold (``l_thr``); None where L did not score the set.
+
+    Ye et al. (2022, Sec. 5.4) measure a record's vulnerability by Attack L on models
+    trained with and without it: each (target, member) score is one such attack, and is
+    compared as it is with the single non-member scores that set the FPR (pooled over the
+    targets). A member's score averaged over several targets would have a smaller spread
+    than those, so its "TPR at FPR f" would be at another FPR and its AUC inflated. Each
+    member weighs 1, split evenly over its targets: the AUC is the weighted share of
+    (member score, non-member score) pairs in the member's favour (ties 1/2), the TPR the
+    weighted share of member scores above the threshold, i.e. the mean over the set's
+    members of the share of their targets on which L flags them. With one target per
+    member these are the plain AUC and TPR. ``mean_score`` averages each member's mean
+    score.
+    """
+    lists = [l_scores[r] for r in recs if r in l_scores]
+    vuln: dict[str, Any] = {
+        "n_scored_by_l": len(lists),
+        "n_l_scores": sum(len(v) for v in lists),
+        "mean_score": None,
+        "auc": None,
+        "tpr": None,
+    }
+    if not lists:
+        return vuln
+    vuln["mean_score"] = float(np.mean([_mean(v) for v in lists]))
+    if l_nonmembers.size:
+        s = np.fromiter((x for v in lists for x in v), np.float64, vuln["n_l_scores"])
+        w = np.repeat([1.0 / len(v) for v in lists], [len(v) for v in lists])
+        neg = np.sort(l_nonmembers)
+        below = np.searchsorted(neg, s, side="left")
+        tied = np.searchsorted(neg, s, side="right") - below
+        vuln["auc"] = float(np.sum(w * (below + 0.5 * tied)) / (neg.size * np.sum(w)))
+        vuln["tpr"] = float(np.sum(w * (s > l_thr)) / np.sum(w)) if l_thr is not None else None
     return vuln
 
 
@@ -606,7 +640,7 @@ def _ranking_scores(
         return LEAVE_ONE_OUT, dict(l_score)
     for a in ("lira-online", "rmia-online", "reference", "learned", "lira-offline"):
         if a in present:
-            return a, _member_mean_scores(targets, a)[0]
+            return a, _member_mean_scores(targets, a)
     return None, {}
 
 
