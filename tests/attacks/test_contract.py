@@ -125,19 +125,24 @@ def test_alpha_threshold_contract(world: World, name: str) -> None:
         assert dec[member].mean() > dec[~member].mean()
         assert dec[~member].mean() < 0.1 + 4 * np.sqrt(0.09 / (~member).sum())
         return
+    # the score is -p (threshold -alpha) or, offline LiRA's, -log p (threshold -log alpha)
+    log_p = res.params.get("score_kind") == "-log p-value"
+    paper = float(-np.log(0.1)) if log_p else -0.1
     if res.params.get("threshold_calibration", "smoothed") == "smoothed":
-        assert res.threshold == -0.1
+        assert res.threshold == pytest.approx(paper, rel=1e-15)
     else:  # population-calibrated (conformal) threshold, recorded in params
         assert res.threshold == res.params["threshold"] and res.params["n_calibration"] > 0
         smoothed = run_attack(name, world.data, alpha=0.1, threshold_calibration="smoothed")
-        assert smoothed.threshold == -0.1
+        assert smoothed.threshold == pytest.approx(paper, rel=1e-15)
         np.testing.assert_array_equal(smoothed.scores, res.scores)  # same scores, same ROC
     dec = res.decisions()
     assert res.threshold is not None
     np.testing.assert_array_equal(dec, res.scores >= res.threshold)
-    # p-value scores lie in [-1, 0], except the linear smoothing's tie-free extension
-    # beyond the out-world sample (thresholds.OutWorld.linear_score)
-    if res.params.get("smoothing") != "linear":
+    # p-value scores lie in [-1, 0] (-log p in [0, inf)), except the linear smoothing's
+    # tie-free extension beyond the out-world sample (thresholds.OutWorld.linear_score)
+    if log_p:
+        assert res.scores.min() >= 0.0 and np.all(np.isfinite(res.scores))
+    elif res.params.get("smoothing") != "linear":
         assert res.scores.min() >= -1.0 and res.scores.max() <= 0.0
     member = _labels(world, res)
     # alpha-attack: flags more members than non-members on the leaky world

@@ -8,6 +8,7 @@ import pytest
 
 from privaudit.attacks import AttackData, run_attack
 from privaudit.errors import DesignError
+from privaudit.records import MembershipMatrix, SignalTable
 
 from .conftest import World, make_world, pair_auc
 from .test_rmia import literal_ratios, overlapping_population
@@ -78,3 +79,48 @@ def test_empty_population_is_refused() -> None:
         informia_scores(np.zeros(3), np.zeros(0))
     with pytest.raises(DesignError, match="other than x itself"):
         informia_scores(np.zeros(1), np.zeros(1), self_index=np.array([0]))
+
+
+def _leaky_references_untouched_target(seed: int, n: int = 2000, k: int = 8) -> AttackData:
+    """Reference models that fit their members better (logit confidence up by up to 6), each
+    record IN for half of them; a target that trained on none of the audited records; a
+    population that no reference model trained on (no reference_population_membership, as
+    the experiment engine passes it). Signals: the loss of a 2-class logit."""
+    rng = np.random.default_rng(seed)
+    mu, sd = rng.normal(2.0, 2.0, 2 * n), rng.uniform(0.5, 2.0, 2 * n)
+    shift = 3.0 * rng.uniform(0.0, 2.0, n)
+    keep = np.argsort(rng.random((k, n)), axis=0) < k // 2
+
+    def loss(phi: np.ndarray) -> np.ndarray:
+        return np.asarray(np.logaddexp(0.0, -phi))
+
+    ids, pop_ids = np.arange(n), np.arange(n, 2 * n)
+    mids = tuple(f"ref{j}" for j in range(k))
+
+    def table(rows: np.ndarray, who: np.ndarray, models: tuple[str, ...]) -> dict:
+        return {"loss": SignalTable("loss", who, models, loss(rows))}
+
+    return AttackData(
+        record_ids=ids,
+        labels=np.zeros(n, dtype=int),
+        target=table(mu[None, :n] + sd[:n] * rng.normal(size=(1, n)), ids, ("t",)),
+        reference=table(mu[:n] + sd[:n] * rng.normal(size=(k, n)) + keep * shift, ids, mids),
+        reference_membership=MembershipMatrix(ids, mids, keep),
+        population_target=table(mu[None, n:] + sd[n:] * rng.normal(size=(1, n)), pop_ids, ("t",)),
+        reference_population=table(mu[n:] + sd[n:] * rng.normal(size=(k, n)), pop_ids, mids),
+    )
+
+
+def test_online_bits_are_zero_for_target_non_members_with_a_population_of_out_records() -> None:
+    """Audited records the target never trained on are typical population records: their
+    mean information gain is about 0 bits. Pr(x) = (P_IN + P_OUT)/2 for the audited
+    records; the population records have OUT models only, so their Pr(z) imputes the IN
+    world with a (moment-matched) as well: with a = 1 (Pr(z) = P_OUT, as when a was read
+    as "not needed" because every audited record has both worlds) the mean was -0.21 bits
+    here."""
+    d = _leaky_references_untouched_target(0)
+    res = run_attack("informia-online", d)
+    assert abs(float(np.mean(res.scores))) < 0.1, float(np.mean(res.scores))
+    assert res.params["a_rule"] == "moment-matched" and 0.0 < res.params["a"] < 1.0
+    assert res.params["n_records_one_world"] == 0
+    assert res.params["n_population_one_world"] == d.population_target["loss"].values.shape[1]

@@ -10,7 +10,7 @@ from privaudit.attacks import AttackData, run_attack
 from privaudit.errors import DesignError
 from privaudit.records import MembershipMatrix, SignalTable
 
-from .conftest import World, make_world, tables
+from .conftest import World, make_world, pair_auc, tables
 
 
 def _slow_lira(
@@ -41,7 +41,7 @@ def _slow_lira(
                 - stats.norm.logpdf(obs[i], loc(outs), s_out)
             )
         elif test == "one-sided":
-            out.append(-stats.norm.sf(obs[i], loc(outs), s_out))
+            out.append(-stats.norm.logsf(obs[i], loc(outs), s_out))
         else:
             out.append(-stats.norm.logpdf(obs[i], loc(outs), s_out))
     return np.array(out)
@@ -95,7 +95,8 @@ def test_two_sided_offline_has_no_alpha_threshold(world: World) -> None:
     with pytest.raises(InvalidInputError, match="alpha"):
         run_attack("lira-offline", world.data, offline_test="two-sided", alpha=0.01)
     res = run_attack("lira-offline", world.data, alpha=0.01, threshold_calibration="smoothed")
-    assert res.threshold == -0.01
+    assert res.threshold == pytest.approx(-np.log(0.01))  # the score is -log p: p <= alpha
+    assert res.params["threshold"] == res.threshold
     cal = run_attack("lira-offline", world.data, alpha=0.01)
     assert cal.params["threshold_calibration"] == "population"
     assert cal.threshold == cal.params["threshold"]
@@ -469,3 +470,84 @@ def test_clip_tuning_equals_refitting_the_other_models(online: bool, seed: int) 
     )
     assert fast == (best, table)
     assert len(set(table.values())) > 1  # the clips matter in this world
+
+
+def _one_signal_data(obs: np.ndarray, ref: np.ndarray, keep: np.ndarray) -> AttackData:
+    """LiRA's inputs with the logit-scaled confidence alone, as given."""
+    ids = np.arange(obs.size)
+    mids = tuple(f"ref{j}" for j in range(keep.shape[0]))
+    sig = "logit_confidence"
+    return AttackData(
+        record_ids=ids,
+        labels=np.zeros(obs.size, dtype=int),
+        target={sig: SignalTable(sig, ids, ("t",), obs[None, :])},
+        reference={sig: SignalTable(sig, ids, mids, ref)},
+        reference_membership=MembershipMatrix(ids, mids, keep),
+    )
+
+
+def test_shrunk_sigma_of_a_record_with_one_model_is_the_pooled_one() -> None:
+    """nu = 0 and one model in the world: no variance from the record nor from the prior;
+    the pooled sigma (every nu > 0 gives it too), not 0."""
+    from privaudit.attacks.lira_fit import _shrunk_sigma
+
+    ss, n = np.array([0.0, 2.0, 0.0]), np.array([1, 3, 1])
+    for nu in (0.0, 0.5, 4.0):
+        sig = _shrunk_sigma(ss, n, 1.5, nu)
+        np.testing.assert_allclose(sig[[0, 2]], np.sqrt(1.5), rtol=1e-12)
+    np.testing.assert_allclose(_shrunk_sigma(ss, n, 1.5, 0.0)[1], 1.0, rtol=1e-12)
+
+
+@pytest.mark.parametrize("shrinkage", ["auto", 0.0])
+def test_online_records_with_one_in_model_keep_a_finite_variance(shrinkage: str | float) -> None:
+    """An unbalanced layout: most records IN for 6-15 of 32 models, a tenth IN for one.
+    Per-record spreads differ by a factor up to e^4, so the tuning picks nu = 0; the
+    records with one IN model used to get sigma_in = 0 (floored: scores near -1e14, their
+    AUC near 0.6); they get the pooled sigma, as with any nu > 0."""
+    rng = np.random.default_rng(11)
+    k, n = 32, 1500
+    cnt = rng.integers(6, 16, n)
+    cnt[: n // 10] = 1
+    keep = np.zeros((k, n), dtype=bool)
+    for i in range(n):
+        keep[rng.permutation(k)[: cnt[i]], i] = True
+    mu, sd = rng.normal(2.0, 2.0, n), np.exp(rng.uniform(-2.0, 2.0, n))
+    ref = mu + sd * rng.normal(size=(k, n)) + keep * 2.0 * sd
+    member = rng.random(n) < 0.5
+    obs = mu + sd * rng.normal(size=n) + member * 2.0 * sd
+    d = _one_signal_data(obs, ref, keep)
+    res = run_attack("lira-online", d, clip=None, shrinkage=shrinkage)
+    ref_res = run_attack("lira-online", d, clip=None, shrinkage=0.5)
+    if shrinkage == "auto":
+        assert res.params["shrinkage"] == 0.0  # the case at issue
+    one = cnt == 1
+    assert res.params["n_sigma_floored"] == 0
+    assert res.scores[one].min() > -1e6
+    assert (
+        pair_auc(res.scores[one], member[one]) > pair_auc(ref_res.scores[one], member[one]) - 0.05
+    )
+
+
+def test_offline_one_sided_score_keeps_strong_records_apart() -> None:
+    """Standardised signals of 1, 45 and 70 OUT sigmas: Pr[Z > phi] rounds to 0 above
+    about 38 sigmas, so -p tied the two strong records (at -0.0); -log p orders all three,
+    exactly as the Gaussian's log survival function, and the smoothed threshold -log(alpha)
+    is the paper's p <= alpha."""
+    out = np.array([-1.5, -0.5, 0.5, 1.5])  # mean 0, np.std sqrt(1.25)
+    keep = np.zeros((8, 3), dtype=bool)
+    keep[:4] = True
+    ref = np.vstack([np.full((4, 3), 100.0), np.repeat(out[:, None], 3, axis=1)])
+    s = np.sqrt(1.25)
+    obs = np.array([1.0, 45.0, 70.0]) * s
+    d = _one_signal_data(obs, ref, keep)
+    res = run_attack(
+        "lira-offline",
+        d,
+        variance="per-example",
+        clip=None,
+        alpha=0.01,
+        threshold_calibration="smoothed",
+    )
+    assert np.all(np.isfinite(res.scores)) and np.all(np.diff(res.scores) > 0)
+    np.testing.assert_allclose(res.scores, -stats.norm.logsf(obs / s), rtol=1e-12)
+    np.testing.assert_array_equal(res.decisions(), stats.norm.sf(obs / s) <= 0.01)

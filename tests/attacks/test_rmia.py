@@ -515,3 +515,29 @@ def test_offline_a_is_moment_matched_on_population_records_the_references_traine
     # without the population's membership nothing informs a: the paper's value, named
     res = run_attack("rmia-offline", dataclasses.replace(d, reference_population_membership=None))
     assert res.params["a"] == 0.3 and "paper" in res.params["a_rule"]
+
+
+def test_online_population_records_with_out_models_only_get_the_imputed_prior() -> None:
+    """Every audited record has both worlds, but no reference model trained on a population
+    record (no reference_population_membership): Pr(z) imputes z's IN world with the
+    moment-matched a, 1/2 [(1 + a) P_OUT(z) + (1 - a)], as Pr(x) averages both worlds (the
+    rule is recorded as such, not as "not needed"). With the population's membership and
+    both worlds for every population record, a is not needed."""
+    from privaudit.attacks.rmia import log_ratios, moment_matched_a
+
+    w = make_world(43, n=300, n_pop=200, k=8)
+    d = dataclasses.replace(w.data, reference_population_membership=None)
+    res = run_attack("rmia-online", d)
+    loss_x = d.reference["loss"].values
+    a = moment_matched_a(loss_x, np.asarray(d.reference_membership.keep))
+    assert res.params["a_rule"] == "moment-matched"
+    assert res.params["a"] == pytest.approx(a, rel=1e-12) and 0.0 < a < 1.0
+    assert res.params["n_records_one_world"] == 0 and res.params["n_population_one_world"] == 200
+    _, _, _, lr_z = log_ratios(d, offline=False, a="auto")
+    pz = np.exp(-d.population_target["loss"].values[0])
+    p_out = np.exp(-d.reference_population["loss"].values).mean(axis=0)
+    expected = np.log(pz / (0.5 * ((1 + a) * p_out + (1 - a))))
+    np.testing.assert_allclose(lr_z, expected, rtol=1e-10, atol=1e-12)
+    bal = run_attack("rmia-online", w.data)  # the world's population: IN for half the models
+    assert bal.params["a_rule"].startswith("not needed") and bal.params["a"] == 1.0
+    assert bal.params["n_population_one_world"] == 0

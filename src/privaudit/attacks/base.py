@@ -78,7 +78,10 @@ a requested false-positive rate ``alpha`` (Ye et al. 2022, Eq. 5): their score i
 ``-F_out(x)``, minus the smoothed out-world CDF (= the p-value) of the target's
 signal, so ``scores >= -alpha`` is exactly the paper's decision at FPR ``alpha``;
 :func:`run_attack` then sets ``AttackScores.alpha = alpha`` and
-``AttackScores.threshold = -alpha``. Sweeping the threshold gives the ROC.
+``AttackScores.threshold = -alpha``. Sweeping the threshold gives the ROC. Offline LiRA
+(and offline BaVarIA) score ``-log p`` instead, a strictly increasing map of ``-p`` that
+does not round to 0 for strong records, with the threshold ``-log alpha`` in
+``params["threshold"]``.
 
 The per-record attacks R, D, L and offline LiRA instead calibrate the threshold on
 population records by default (``threshold_calibration="population"``,

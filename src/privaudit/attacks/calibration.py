@@ -40,7 +40,7 @@ alpha-quantile of the target's losses on population data: this rule is attack P'
 applied to the per-record score instead of the raw loss).
 
 ``threshold_calibration="smoothed"`` keeps the paper's rule (threshold ``-alpha`` on the
-score ``-F_out``), recorded in ``params``.
+score ``-F_out``; ``-log alpha`` on offline LiRA's ``-log p``), recorded in ``params``.
 """
 
 from __future__ import annotations

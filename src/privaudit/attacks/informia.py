@@ -11,8 +11,15 @@ it beyond the reference models, corrected by the same quantity over the populati
     \hat D_{KL} = \frac{1}{|Z|}\sum_{z \in Z} \log_2 \frac{\Pr(z)}{\Pr(z|\theta)},
 
 with :math:`\Pr(x|\theta)` the target's probability of the true class and :math:`\Pr(x)`
-exactly RMIA's (:mod:`privaudit.attacks.rmia`: online, the mean over all reference models;
-offline, :math:`\tfrac12[(1+a)\Pr_{OUT}(x) + (1-a)]` with ``a`` tuned on the reference models).
+exactly RMIA's (:mod:`privaudit.attacks.rmia`: online, by default (``prior="balanced"``)
+:math:`\tfrac12[\Pr_{IN}(x) + \Pr_{OUT}(x)]`, each world the mean of its own reference
+models and a world with no model imputed with ``a``, and with ``prior="mean"`` the mean over
+all reference models; offline, :math:`\tfrac12[(1+a)\Pr_{OUT}(x) + (1-a)]` with ``a`` tuned
+on the reference models). :math:`\Pr(z)` of a population record is estimated by the same
+rule: online, a population record that no reference model trained on (no
+``reference_population_membership``) has its IN world imputed with ``a`` (moment-matched
+for ``a="auto"``), so that :math:`\Pr(z)` and :math:`\Pr(x)` are the same average and
+0 bits is a typical population record.
 The population term is the plug-in estimate over the population records ``z`` (the audited
 record itself left out where it is also a population record), so it can come out negative
 when the reference models fit the population better than the target does. As a sum it is the

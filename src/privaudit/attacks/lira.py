@@ -14,16 +14,31 @@ Online (Carlini et al. Alg. 1)
 Offline (Sec. IV-C)
     OUT models only. ``offline_test="one-sided"`` (default, the paper):
     :math:`\Lambda = \Pr[Z > \phi_i]` for :math:`Z \sim \mathcal N(\mu_{out,i},
-    \sigma_{out,i}^2)`, the p-value of a one-sided test; the score is :math:`-\Lambda`
-    (an alpha-attack: ``score >= -alpha``). ``offline_test="two-sided"``: the public
+    \sigma_{out,i}^2)`, the p-value of a one-sided test; the score is
+    :math:`-\log \Lambda` (``-log_ndtr(-z)``, z the standardised signal), the paper's
+    test on a scale that stays finite and strictly increasing in z where :math:`\Lambda`
+    itself rounds to 0 (z above about 38: strong members would tie at the top); an
+    alpha-attack: ``score >= -log(alpha)``, the paper's :math:`\Lambda \le \alpha`.
+    BaVarIA's offline score is on the same scale. ``offline_test="two-sided"``: the public
     reference code's score :math:`-\log \mathcal N(\phi_i; \mu_{out,i}, \sigma_{out,i}^2)`
     (tensorflow/privacy ``mi_lira_2021/plot.py``), low OUT density on either side; no
     alpha threshold.
 
 Location: ``"mean"`` (the paper) or ``"median"`` (the reference code). Variance:
 
-* ``"auto"`` (default): ``"fixed"`` with fewer than :data:`AUTO_FIXED_BELOW` reference
-  models, else ``"per-example"``; ``params`` records the rule and the mode it chose;
+* ``"auto"`` (default): ``"shrunk"`` below with ``shrinkage="auto"``, whatever the number
+  of reference models (``lira_fit._resolve_variance``; ``params["variance"]`` records
+  ``"shrunk"`` and ``params["variance_rule"]`` ``"auto"``);
+* ``"shrunk"`` (privaudit's, between the paper's per-example and fixed variances): per
+  record and world,
+  :math:`\sigma_i^2 = (\nu\,\sigma_p^2 + SS_i)/(\nu + n_i - 1)`, the per-example
+  variance shrunk toward the pooled within-record variance :math:`\sigma_p^2` of that
+  world with :math:`\nu` pseudo-observations (:math:`\nu = \infty`: the pooled one,
+  :math:`\nu = 0`: the per-example one with ``ddof=1``; a record with one model in a
+  world gets :math:`\sigma_p`). ``shrinkage="auto"`` (default) chooses :math:`\nu` from
+  0, 0.5, 1, ..., 64, inf by the leave-one-model-out predictive likelihood of the
+  reference signals (:func:`tune_shrinkage`; ``params["shrinkage"]``,
+  ``params["shrinkage_loglik"]``); a number fixes it;
 * ``"per-example"``: :math:`\sigma_{in,i}`, :math:`\sigma_{out,i}` = standard deviations
   (``ddof=0``, as ``np.std`` in the reference code) of record i's IN / OUT signals;
   needs at least 2 IN (online) and 2 OUT models per record;
@@ -263,8 +278,9 @@ def lira_offline(
 ) -> Result:
     r"""Offline LiRA against the OUT Gaussian :math:`\mathcal N(\mu_{out,i}, \sigma_{out,i}^2)`.
 
-    ``one-sided`` (default; Carlini et al. Sec. IV-C): score :math:`-\Pr[Z > \phi_i]`
-    with the signal oriented "higher = member", an alpha-attack. ``two-sided`` (the
+    ``one-sided`` (default; Carlini et al. Sec. IV-C): score :math:`-\log\Pr[Z > \phi_i]`
+    with the signal oriented "higher = member", an alpha-attack (the log of the paper's
+    p-value, so that it does not round to 0 for strong records). ``two-sided`` (the
     reference code): score :math:`-\log\mathcal N(\phi_i; \mu_{out,i}, \sigma_{out,i}^2)`.
     Raises :class:`DesignError` when a record lacks OUT models.
 
@@ -274,7 +290,8 @@ def lira_offline(
     the size an audited record gets, with the same location and variance rule (a fixed
     sigma is the one fitted on the audited records), and takes the conformal quantile
     of those scores (:mod:`privaudit.attacks.calibration`); ``"smoothed"`` is the
-    paper's ``Lambda <= alpha`` (threshold ``-alpha``).
+    paper's ``Lambda <= alpha`` (threshold ``-log(alpha)``, in ``params["threshold"]``;
+    ``params["score_kind"]`` is ``"-log p-value"``).
 
     ``augmented_queries=True`` (Sec. VI-A): one OUT Gaussian per query view
     (``data.views``). One-sided: the statistic is the mean over the V views of the
@@ -319,11 +336,14 @@ def lira_offline(
     calib: dict[str, Any] = {"threshold_calibration": threshold_calibration}
     if offline_test == "one-sided":
         calib["alpha_guarantee"] = "approximate"
+        calib["score_kind"] = "-log p-value"  # not -p: the smoothed threshold is -log(alpha)
     if alpha is not None and offline_test == "one-sided" and threshold_calibration == "population":
         cal = _offline_calibration_scores(
             views, fits, signal, n_out, rng, clip_v, location, variance, nu, floor, scale
         )
         calibrate_threshold(calib, cal, alpha)
+    elif alpha is not None and offline_test == "one-sided":  # Lambda <= alpha
+        calib["threshold"] = float(-np.log(alpha))
     return (
         data.record_ids,
         scores,
@@ -357,10 +377,11 @@ def _offline_scores(
     two_sided: list[NDArray[np.float64]],
     scale: float,
 ) -> NDArray[np.float64]:
-    r"""Offline LiRA's score from the per-view fits: one-sided :math:`-\Pr[Z > \phi]` (Sec. IV-C)
-    on the mean standardised signal over the views, else the mean two-sided score."""
+    r"""Offline LiRA's score from the per-view fits: one-sided :math:`-\log\Pr[Z > \phi]`
+    (Sec. IV-C) on the mean standardised signal over the views, else the mean two-sided
+    score."""
     if offline_test == "one-sided":
-        out: NDArray[np.float64] = -special.ndtr(-np.mean(z_obs, axis=0) / scale)  # -Pr[Z > phi]
+        out: NDArray[np.float64] = _one_sided(np.mean(z_obs, axis=0) / scale)
     else:
         out = np.mean(two_sided, axis=0)
     return out
@@ -444,5 +465,12 @@ def _offline_calibration_scores(
             c_sigma = np.full(c_obs.size, float(sigma[0]) if sigma.size else floor)
         c_sigma = np.maximum(c_sigma, floor)
         c_z.append((c_obs - c_mu) / c_sigma)
-    cal: NDArray[np.float64] = -special.ndtr(-np.mean(c_z, axis=0) / scale)
-    return cal
+    return _one_sided(np.mean(c_z, axis=0) / scale)
+
+
+def _one_sided(z: NDArray[np.float64]) -> NDArray[np.float64]:
+    r"""The one-sided offline score :math:`-\log\Pr[Z > z] = -\log\Phi(-z)` of standardised
+    signals (Carlini et al. 2022, Sec. IV-C: the log of the test's p-value; ``log_ndtr``
+    keeps it finite and strictly increasing where the p-value underflows)."""
+    out: NDArray[np.float64] = -special.log_ndtr(-z)
+    return out

@@ -97,13 +97,22 @@ def _pooled_from(ss: NDArray[np.float64], n: NDArray[np.int64]) -> tuple[float, 
 def _shrunk_sigma(
     ss: NDArray[np.float64], n: NDArray[np.int64], pooled_var: float, nu: float
 ) -> NDArray[np.float64]:
-    r""":math:`\sqrt{(\nu\,\sigma_p^2 + SS_i)/(\nu + n_i - 1)}`; ``nu = inf`` is :math:`\sigma_p`."""
+    r""":math:`\sqrt{(\nu\,\sigma_p^2 + SS_i)/(\nu + n_i - 1)}`; ``nu = inf`` is :math:`\sigma_p`.
+
+    LiRA's per-example variance (Carlini et al. 2022, Sec. IV) shrunk toward the pooled
+    :math:`\sigma_p^2` with :math:`\nu` pseudo-observations. Where :math:`\nu + n_i - 1
+    \le 0` (``nu = 0`` and a record with one model in the world) neither the record nor
+    the prior carries a variance; the pooled :math:`\sigma_p` is used there, the limit of
+    the formula as :math:`\nu \to 0^+` for :math:`n_i = 1` (:math:`SS_i = 0`), and the
+    value every :math:`\nu > 0` gives such a record; never 0 (a zero sigma, floored at
+    ``sigma_floor``, scores the record near :math:`-10^{14}`).
+    """
     if np.isinf(nu):
         return np.full(ss.shape, np.sqrt(pooled_var))
     df = n - 1.0
     with np.errstate(divide="ignore", invalid="ignore"):
         var = (nu * pooled_var + ss) / (nu + df)
-    out: NDArray[np.float64] = np.sqrt(np.where(nu + df > 0, var, 0.0))
+    out: NDArray[np.float64] = np.sqrt(np.where(nu + df > 0, var, pooled_var))
     return out
 
 
@@ -124,7 +133,11 @@ def tune_shrinkage(
     *new* model's signal best, which is exactly how LiRA uses the fit on the target.
     Only pairs whose world keeps at least 2 other models are scored (so that
     :math:`\nu = 0` is defined); with fewer, pairs with 1 other model are scored and
-    :math:`\nu = 0` is left out. No target output is read.
+    :math:`\nu = 0` is left out. The chosen weight is applied to every record; a record
+    with one model in a world gets the pooled variance there whatever the weight
+    (:func:`_shrunk_sigma`: :math:`\nu\sigma_p^2/\nu` for every :math:`\nu > 0`, and
+    its limit for :math:`\nu = 0`), so :math:`\nu = 0` stays a candidate when such
+    records exist. No target output is read.
 
     Returns ``(nu, {repr(nu): mean log density}, n_pairs)``.
     """
@@ -439,11 +452,12 @@ def _offline_core(
 def _offline_scores(
     obs: NDArray[np.float64], mu: NDArray[np.float64], sigma: NDArray[np.float64], floor: float
 ) -> tuple[NDArray[np.float64], int]:
-    """The one-sided offline score of ``obs`` under the OUT Gaussian, sigma floored; and
-    how many sigmas the floor raised."""
+    r"""The one-sided offline score :math:`-\log\Pr[Z > obs]` of ``obs`` under the OUT
+    Gaussian (Carlini et al. 2022, Sec. IV-C; the log keeps strong records apart), sigma
+    floored; and how many sigmas the floor raised."""
     n_floored = int((sigma < floor).sum())
     sigma = np.maximum(sigma, floor)
-    scores: NDArray[np.float64] = -special.ndtr(-(obs - mu) / sigma)
+    scores: NDArray[np.float64] = -special.log_ndtr(-(obs - mu) / sigma)
     return scores, n_floored
 
 

@@ -19,7 +19,11 @@ where :math:`\Pr(x) = \mathbb E_{\theta'}[\Pr(x|\theta')]` over reference models
 * offline: :math:`\Pr(x) = \tfrac12[(1+a)\Pr_{OUT}(x) + (1-a)]`, the linear
   approximation :math:`\Pr_{IN} \approx a \Pr_{OUT} + (1-a)` (Sec. 3, "offline"), where
   :math:`\Pr_{OUT}(x)` is the mean over the reference models that did not train on x.
-  The same formula gives :math:`\Pr(z)` for population records.
+
+:math:`\Pr(z)` of a population record is estimated by the same rule as :math:`\Pr(x)`
+(Sec. 3), from its own reference models: IN or OUT per ``reference_population_membership``;
+without it every reference model is OUT for every population record, so online its IN
+world is imputed with ``a`` as a missing world of an audited record is.
 
 Log space. Everything is computed from the cross-entropy loss (the ``loss`` signal,
 :math:`\log \Pr(x|\theta) = -\ell`, which the signal layer keeps exact down to about
@@ -66,9 +70,11 @@ can be attacked with the others (one reference model) it is moment-matched
 (:func:`moment_matched_a`, privaudit's estimator), and where nothing can be matched either,
 the paper's 0.3 (:data:`PAPER_A`); ``params["a_rule"]`` names the rule. A number fixes it
 (the paper's CIFAR-10 configurations use 0.3). Online, ``a`` only imputes a missing world
-(moment-matched for ``"auto"``). Measured on the demo target before the tuning
-change: a = 0 gave AUC 0.715 and the fixed 0.3 0.709. Gamma: 2.0 (the paper's
-configurations; the ml_privacy_meter library uses 1), used by the fraction form only.
+of an audited or a population record (moment-matched for ``"auto"``; ``params["a_rule"]``
+is "not needed" only where every audited and population record has both worlds).
+Measured on the demo target before the tuning change: a = 0 gave AUC 0.715 and the fixed
+0.3 0.709. Gamma: 2.0 (the paper's configurations; the ml_privacy_meter library uses 1),
+used by the fraction form only.
 One query per record (no augmentations, so no majority vote).
 """
 
@@ -620,8 +626,17 @@ def _base_info(inp: _Inputs, n_models: int, score: str, gamma: float) -> dict[st
 
 
 def _online_a(inp: _Inputs, a: float | str, *, prior: str, info: dict[str, Any]) -> float:
-    """Online RMIA's ``a`` (it imputes a world with no model; balanced prior only); ``info`` gets
-    it, its rule and the IN-model counts."""
+    r"""Online RMIA's ``a`` (it imputes a world with no model; balanced prior only); ``info`` gets
+    it, its rule, the IN-model counts and how many audited and population records have
+    one world only.
+
+    :math:`\Pr(z)` of a population record is estimated as :math:`\Pr(x)` is (Zarifzadeh
+    et al. 2024, Sec. 3: both are the mean of :math:`\Pr(\cdot|\theta')` over reference
+    models that train on the record with probability 1/2), so a population record with
+    one world (every one when ``reference_population_membership`` is absent: no reference
+    model trained on it) needs ``a`` as much as an audited one does; with ``a = 1`` its
+    :math:`\Pr(z)` would be :math:`P_{OUT}(z)` beside :math:`\tfrac12(P_{IN} + P_{OUT})`
+    for the audited records, and every population log ratio too large."""
     info["reference_average"] = prior
     n_in = inp.keep_x.sum(axis=0)
     info.update(n_in_min=int(n_in.min()), n_in_max=int(n_in.max()))
@@ -629,11 +644,20 @@ def _online_a(inp: _Inputs, a: float | str, *, prior: str, info: dict[str, Any])
         return 1.0  # the plain mean reads no a
     n_models_x = inp.keep_x.shape[0]
     n_one_world = int(((n_in == 0) | (n_in == n_models_x)).sum())
+    if inp.keep_z is None:  # no reference model trained on a population record
+        n_one_world_z = int(inp.loss_z.shape[1])
+    else:
+        n_in_z = inp.keep_z.sum(axis=0)
+        n_one_world_z = int(((n_in_z == 0) | (n_in_z == n_models_x)).sum())
     info["n_records_one_world"] = n_one_world
-    if a == "auto" and n_one_world:
+    info["n_population_one_world"] = n_one_world_z
+    if a == "auto" and (n_one_world or n_one_world_z):
         a_used, info["a_rule"] = _matched_or_paper_a(inp)
     elif a == "auto":
-        a_used, info["a_rule"] = 1.0, "not needed (every record has both worlds)"
+        a_used, info["a_rule"] = (
+            1.0,
+            "not needed (every audited and population record has both worlds)",
+        )
     else:
         a_used = float(a)
         info["a_rule"] = "given"
