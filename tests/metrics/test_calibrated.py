@@ -1,9 +1,10 @@
-"""Per-record calibrated TPR at FPR (Jälkö et al. 2026): a simulation with known per-record FPRs.
+"""Per-record calibrated TPR at FPR (Jälkö et al. 2026): simulations with known truth.
 
 Every record i has its own OUT score distribution N(mu_i, sd_i^2) (heterogeneous records,
-as in a real audit) and IN = OUT shifted by delta_i. The true FPR of a threshold t for
-record i is known exactly, 1 - Phi((t - mu_i) / sd_i), so we can check which figure
-holds alpha per record.
+as in a real audit) and IN scores of a known law. The true FPR of a threshold t for record
+i is 1 - Phi((t - mu_i) / sd_i), and its true TPR at its own FPR-alpha threshold
+mu_i + z_alpha sd_i is known too, so every printed figure is checked against what its
+label says.
 """
 
 from __future__ import annotations
@@ -13,7 +14,17 @@ import pytest
 from scipy import stats
 
 from privaudit.errors import InvalidInputError
-from privaudit.metrics.calibrated import calibrated_tpr_at_fpr, record_thresholds
+from privaudit.metrics.calibrated import (
+    calibrated_tpr_at_fpr,
+    calibrated_tprs_at_fprs,
+    record_thresholds,
+)
+
+
+def _balanced(rng: np.random.Generator, m: int, n: int) -> np.ndarray:
+    """Every record IN for exactly half of the m evaluation models (the reference models'
+    layout when all of them play the target)."""
+    return np.argsort(rng.uniform(size=(m, n)), axis=0) < m // 2
 
 
 def _world(seed: int, n: int, m_in: int, m_out: int):  # type: ignore[no-untyped-def]
@@ -51,25 +62,124 @@ def test_calibrated_holds_the_per_record_fpr_and_pooled_does_not(seed: int) -> N
     assert pooled_fpr[groups[-1]].mean() > 3 * alpha
     assert pooled_fpr[groups[0]].mean() < alpha / 3
     assert abs(cal_fpr.mean() - alpha) < 0.0015, cal_fpr.mean()
-    assert 0.0 < res.calibrated_tpr < 1.0 and res.pooled_record_fpr_max > 3 * alpha
+    # the printed spread of the per-record FPRs at the pooled threshold is their true
+    # between-record SD (the binomial noise of 16 OUT scores per record removed)
+    assert res.pooled_record_fpr_sd == pytest.approx(pooled_fpr.std(), rel=0.2)
+    lo, hi = res.pooled_record_fpr_sd_ci
+    assert lo < pooled_fpr.std() < hi
+
+
+def _known_world(kind: str, rng: np.random.Generator, n: int, member: np.ndarray):  # type: ignore[no-untyped-def]
+    """Scores of a world whose mean per-record TPR at per-record FPR alpha is known:
+    ``truth(alpha)``, the mean over records of P(IN score > mu_i + z_alpha sd_i)."""
+    if kind == "identical":  # every record OUT N(0, 1), IN N(3, 1)
+        mu, sd, sd_in, d = np.zeros(n), np.ones(n), np.ones(n), np.full(n, 3.0)
+    else:
+        mu, sd = rng.normal(0.0, 2.0, n), np.exp(rng.normal(0.0, 0.6, n))
+        d = rng.exponential(1.5, n) * sd
+        # "unequal": IN scores of a record less spread than its OUT ones, by a record's factor
+        sd_in = sd * (np.exp(rng.normal(-0.3, 0.3, n)) if kind == "unequal" else 1.0)
+    if kind == "skewed-in":  # IN = OUT + an exponential shift per (model, record): not Gaussian
+        g = rng.exponential(1.5, n)
+        shift = g[None, :] * rng.exponential(size=member.shape)
+        s = mu + sd * (rng.normal(size=member.shape) + member * shift)
+        e = rng.exponential(size=(4000, n))
+
+        def truth(a: float) -> float:
+            return float(stats.norm.sf(stats.norm.isf(a) - g[None, :] * e).mean())
+
+        return s, truth
+    s = np.where(member, mu + d + sd_in * rng.normal(size=member.shape), mu)
+    s = s + np.where(member, 0.0, sd * rng.normal(size=member.shape))
+
+    def truth(a: float) -> float:
+        return float(stats.norm.cdf((d - stats.norm.isf(a) * sd) / sd_in).mean())
+
+    return s, truth
+
+
+@pytest.mark.parametrize("kind", ["identical", "heterogeneous", "unequal", "skewed-in"])
+@pytest.mark.parametrize("n_models", [8, 16])
+def test_the_calibrated_tpr_is_the_mean_per_record_tpr_at_per_record_fpr(
+    kind: str, n_models: int
+) -> None:
+    """4 or 8 OUT scores per record (8 or 16 reference models, every one the target in
+    turn): the calibrated TPR estimates the mean over records of the TPR at the record's
+    own FPR-alpha threshold, at 1% and 0.1%, whether the records are identical or not and
+    whatever the IN scores' law. A threshold fitted from so few OUT scores is far from
+    the record's: with 4 OUT scores and identical records its TPR was 0.24 against 0.75 at
+    1% and 0.04 against 0.46 at 0.1%, and it is what the calibrated figure used to be."""
+    rng = np.random.default_rng(7)
+    n = 2400
+    member = _balanced(rng, n_models, n)
+    s, truth = _known_world(kind, rng, n, member)
+    for alpha in (0.01, 0.001):
+        res = calibrated_tpr_at_fpr(s, member, alpha)
+        want = truth(alpha)
+        assert res.calibrated_tpr is not None
+        assert abs(res.calibrated_tpr - want) < 0.04, (kind, alpha, res.calibrated_tpr, want)
+        assert res.n_records_calibrated == n
+        if kind == "identical":  # the fitted threshold's TPR: far below the record's
+            assert res.fitted_threshold_tpr < want - 0.2, (alpha, res.fitted_threshold_tpr)
+
+
+def test_without_leakage_the_calibrated_tpr_is_alpha() -> None:
+    rng = np.random.default_rng(3)
+    n = 2400
+    member = _balanced(rng, 16, n)
+    mu, sd = rng.normal(0.0, 2.0, n), np.exp(rng.normal(0.0, 0.6, n))
+    s = mu + sd * rng.normal(size=member.shape)  # IN and OUT scores alike
+    r1, r01 = calibrated_tprs_at_fprs(s, member, (0.01, 0.001))
+    assert r1.calibrated_tpr is not None and r01.calibrated_tpr is not None
+    assert abs(r1.calibrated_tpr - 0.01) < 0.005, r1.calibrated_tpr
+    assert abs(r01.calibrated_tpr - 0.001) < 0.0015, r01.calibrated_tpr
+
+
+def test_the_record_fpr_spread_is_zero_when_every_record_is_alike() -> None:
+    """Every record alike (OUT N(0, 1), IN N(3, 1)): the pooled threshold gives every
+    record the same true FPR, so its spread over records is 0 (its interval holds 0);
+    with 4 OUT scores per record their empirical FPRs at it are 0, 0.25, 0.5, ... (their
+    largest was the old figure, 0.5), and 4% of the records were above 2 alpha."""
+    rng = np.random.default_rng(8)
+    member = _balanced(rng, 8, 5000)
+    s = rng.normal(size=member.shape) + 3.0 * member
+    for alpha in (0.01, 0.001):
+        res = calibrated_tpr_at_fpr(s, member, alpha)
+        lo, hi = res.pooled_record_fpr_sd_ci
+        assert lo == 0.0 and res.pooled_record_fpr_sd <= hi < 2 * alpha, (alpha, lo, hi)
+        empirical = (np.where(~member, s >= res.pooled_threshold, False)).sum(axis=0) / 4
+        assert empirical.max() >= 0.25  # what a per-record empirical FPR reads
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_finite_population_correction_removes_the_plug_in_bias(seed: int) -> None:
+def test_the_plug_in_threshold_has_the_fpr_it_is_labelled_with(seed: int) -> None:
     """With 4 OUT scores per record the plug-in Gaussian (ddof=0, normal quantile) has true
-    FPR about 3x alpha and so overstates the calibrated TPR; the t prediction quantile holds
-    alpha in expectation."""
+    FPR about 8.5x alpha at 1% (returned as its FPR) and so overstates the TPR; the t
+    prediction quantile holds alpha in expectation."""
     alpha, n = 0.01, 20000
     s, member, mu, sd = _world(seed, n, 4, 4)
     fpc = record_thresholds(s, ~member, alpha)
     plug = record_thresholds(s, ~member, alpha, finite_population_correction=False)
     assert abs(_true_fpr(fpc, mu, sd).mean() - alpha) < 0.001
-    assert _true_fpr(plug, mu, sd).mean() > 2.5 * alpha
-    a = calibrated_tpr_at_fpr(s, member, alpha)
-    b = calibrated_tpr_at_fpr(s, member, alpha, finite_population_correction=False)
-    assert b.calibrated_tpr > a.calibrated_tpr  # the positive bias
-    d = a.to_dict()
+    res = calibrated_tpr_at_fpr(s, member, alpha)
+    assert res.plug_in_fpr == pytest.approx(_true_fpr(plug, mu, sd).mean(), abs=0.003)
+    assert res.plug_in_fpr > 2.5 * alpha
+    assert res.plug_in_tpr > res.fitted_threshold_tpr  # the positive bias
+    d = res.to_dict()
     assert "pooled" in d["pooled"]["label"] and "calibrated" in d["calibrated"]["label"]
+    assert f"{res.plug_in_fpr:.3g}" in d["calibrated_plug_in"]["label"]
+    assert d["fitted_threshold"]["fpr"] == alpha and d["n_out_median"] == 4
+
+
+def test_too_few_out_scores_per_record_give_no_calibrated_figure() -> None:
+    rng = np.random.default_rng(4)
+    member = _balanced(rng, 6, 500)  # 3 OUT scores per record
+    s = rng.normal(size=member.shape) + 2.0 * member
+    res = calibrated_tpr_at_fpr(s, member, 0.01)
+    assert res.calibrated_tpr is None and res.n_records_calibrated == 0
+    d = res.to_dict()
+    assert d["calibrated"]["tpr"] is None and "n/a" in d["calibrated"]["note"]
+    assert 0.0 <= d["fitted_threshold"]["tpr"] <= 1.0
 
 
 def test_input_errors() -> None:

@@ -22,20 +22,25 @@ def test_small_run_reports_pooled_and_calibrated_tpr_side_by_side(small_run: Pat
     assert lira["name"] == "lira-online"
     for fig in lira["figures"]:
         assert "pooled" in fig["pooled"]["label"]
-        assert "finite-population corrected" in fig["calibrated"]["label"]
+        assert "deconvolved" in fig["calibrated"]["label"]
         assert "no finite-population correction" in fig["calibrated_plug_in"]["label"]
-        assert 0.0 <= fig["calibrated"]["tpr"] <= 1.0
+        # 4 reference models: 2 OUT scores per record, too few to deconvolve (4 needed)
+        assert fig["calibrated"]["tpr"] is None and "n/a" in fig["calibrated"]["note"]
+        assert fig["n_out_median"] == 2 and 0.0 <= fig["fitted_threshold"]["tpr"] <= 1.0
+        assert fig["calibrated_plug_in"]["fpr"] > fig["fpr"]
     # 4 pseudo-targets x 80 non-members: no pooled TPR at 0.1% FPR (below one false
-    # positive, as in the attacks table); the per-record calibrated one exists
+    # positive, as in the attacks table); the fitted-threshold one exists
     at_01 = lira["figures"][1]
     assert at_01["pooled"]["tpr"] is None and "n/a" in at_01["pooled"]["note"]
-    assert at_01["calibrated"]["tpr"] is not None
+    assert at_01["pooled"]["record_fpr_sd"] is None
+    assert at_01["fitted_threshold"]["tpr"] is not None
     html = (small_run / "report.html").read_text()
     for text in (
         "Pooled and per-record calibrated TPR at FPR",
         "pooled TPR",
         "calibrated TPR, plug-in",
-        "finite-population corrected",
+        "fitted-threshold TPR",
+        "record FPR spread",
     ):
         assert text in html, text
     text = summary_text(results)
@@ -45,7 +50,8 @@ def test_small_run_reports_pooled_and_calibrated_tpr_side_by_side(small_run: Pat
         and "cal@1%" in text
     )
     # the schema holds the section to its shape
-    bad = copy.deepcopy(results)
-    del bad["calibrated_evaluation"]["attacks"][0]["figures"][0]["calibrated_plug_in"]
-    with pytest.raises(InvalidInputError):
-        validate_results(bad)
+    for key in ("calibrated_plug_in", "fitted_threshold"):
+        bad = copy.deepcopy(results)
+        del bad["calibrated_evaluation"]["attacks"][0]["figures"][0][key]
+        with pytest.raises(InvalidInputError):
+            validate_results(bad)

@@ -6,9 +6,27 @@ target in turn, attacked with the others, and each record is scored by the model
 trained on it (IN) and the models that did not (OUT). The TPR at FPR of the scores pooled
 over records is then not calibrated per record (one threshold gives each record its own
 FPR), and the per-record Gaussian thresholds fitted on finitely many models are biased
-upwards; :func:`privaudit.metrics.calibrated_tpr_at_fpr` computes the pooled figure, the
-per-record calibrated one with the finite-population correction (Student-t prediction
-quantile) and the plug-in one without it.
+upwards; :func:`privaudit.metrics.calibrated.calibrated_tprs_at_fprs` computes the pooled
+figure (with the between-record spread of the per-record FPRs at its threshold), the
+per-record calibrated one, the TPR of a per-record threshold fitted from the record's OUT
+scores, the check of that threshold's FPR on the scores and the plug-in TPR
+(:mod:`privaudit.metrics.calibrated`).
+
+Why these figures. With an audit's 8 to 32 reference models a record has 4 to 16 OUT
+scores, too few to fit its FPR-alpha threshold: a threshold fitted from them (the
+Student-t prediction quantile, exact FPR alpha) is so noisy that its TPR is far below the
+record's TPR at FPR alpha (0.24 against 0.75 at 1% with 4 OUT scores), and a per-record
+Gaussian fit of the IN and OUT scores is biased upwards at 0.1% and assumes Gaussian IN
+scores. The calibrated figure therefore deconvolves: the fitted OUT Gaussian's noise has a
+known law, so the law of the IN scores standardised by the *true* OUT Gaussian is fitted
+over all records, and the mean per-record TPR at FPR alpha read from it; it assumes
+Gaussian OUT scores per record only, as the per-record threshold does, and needs 4 OUT
+scores per record (8 reference models). The fitted-threshold and plug-in figures stay
+beside it, labelled with what they are (a feasible attack's TPR at FPR alpha; the
+efficient LiRA evaluation's figure, at a per-record FPR above alpha, returned with it).
+More pseudo-targets shrink the noise the deconvolution undoes, so every reference model
+plays the target (up to :data:`MAX_PSEUDO_TARGETS`): each record then has exactly half of
+them as OUT models.
 
 :func:`calibrated_section` runs that evaluation on an audit's reference models: reference
 model j (the first :data:`MAX_PSEUDO_TARGETS` of them) plays the target and the attack
@@ -20,7 +38,7 @@ own population signals are its reference row on the population records (a non-me
 every population record unless ``reference_population_membership`` says otherwise; then
 RMIA's population is not all non-members of that pseudo-target, as noted in the section).
 A record enters an attack's figures when the pseudo-targets give it at least 2 OUT and 1
-IN score.
+IN score, and its calibrated figure with at least 4 OUT scores.
 
 Each (attack, pseudo-target) run is independent of the others, so an audit sends them as
 the tasks of one map through its executor (its worker processes, or its Ray cluster): the
@@ -41,7 +59,7 @@ from scipy import special
 from privaudit.attacks import AttackData, run_attack
 from privaudit.errors import DesignError
 from privaudit.membership.experiment import ExperimentResult
-from privaudit.metrics.calibrated import calibrated_tpr_at_fpr
+from privaudit.metrics.calibrated import MIN_OUT_DECONVOLVED, calibrated_tprs_at_fprs
 from privaudit.records import MembershipMatrix, SignalTable
 from privaudit.runtime.executor_base import Executor
 
@@ -72,19 +90,25 @@ CALIBRATED_FPRS: tuple[float, ...] = (0.01, 0.001)
 
 #: At most this many reference models play the target (the first ones, each attacked with
 #: all the others): the cost is one attack run per pseudo-target, and the attacks' own
-#: tuning (LiRA's clip and shrinkage, RMIA's offline a, BaVarIA's clip) runs in each.
-MAX_PSEUDO_TARGETS = 8
+#: tuning (LiRA's clip and shrinkage, RMIA's offline a, BaVarIA's clip) runs in each. Every
+#: reference model of an audit up to 64: the calibrated figure needs 4 OUT scores per
+#: record and is the more precise the more it has.
+MAX_PSEUDO_TARGETS = 64
 
 _METHOD = (
     "Each reference model in turn plays the target, attacked with the other reference "
     "models (leave one reference model out; the real target is not used); each record is "
     "scored by the pseudo-targets that trained on it (IN) and those that did not (OUT). "
-    "Pooled: one threshold over all (pseudo-target, record) scores at pooled FPR alpha. "
-    "Calibrated (Jalko et al. 2026): per record, a threshold from its OUT scores under a "
-    "Gaussian model at FPR alpha, the TPR of its IN scores there, averaged over records; "
-    "finite-population corrected: the Student-t prediction quantile of a new OUT score "
-    "(exact for Gaussian scores, whatever the number of models); plug-in: the fitted "
-    "Gaussian used as exact (the efficient LiRA evaluation's upward bias)."
+    "Pooled: one threshold over all (pseudo-target, record) scores at pooled FPR alpha, "
+    "with the between-record SD of the per-record FPRs there (binomial noise removed). "
+    "Calibrated (Jalko et al. 2026): the mean over records of the TPR at the record's own "
+    "FPR-alpha threshold, each record's OUT scores Gaussian: the law of the IN scores "
+    "standardised by their record's OUT Gaussian is fitted over all records by "
+    f"deconvolving the known noise of the fitted OUT Gaussians (records with >= "
+    f"{MIN_OUT_DECONVOLVED} OUT scores). Fitted threshold: the TPR of a threshold fitted from "
+    "each record's OUT scores at per-record FPR alpha exactly (the Student-t prediction "
+    "quantile), below the calibrated TPR by its noise. Plug-in: the fitted Gaussian used as "
+    "exact (the efficient LiRA evaluation), at the per-record FPR given with it, above alpha."
 )
 
 
@@ -175,25 +199,21 @@ def gaussian_scale(name: str, params: Mapping[str, Any]) -> tuple[Any, str] | No
 
     The calibrated figure fits a Gaussian to each record's OUT scores, so it holds its
     per-record FPR only where they are about Gaussian. A likelihood-ratio score (LiRA and
-    BaVarIA online, RMIA, InfoRMIA) is used as it is. The offline attacks whose score is a
-    one-sided p-value :math:`p` of a record's OUT fit are not: offline LiRA's
-    :math:`-p` is bounded in [-1, 0] (its calibrated TPR was about 0 whatever the
-    attack's power) and offline BaVarIA's :math:`-\log p` is about exponential (its
-    calibrated FPR about twice alpha at 1%). Both are mapped to
-    :math:`z = \Phi^{-1}(1 - p)`, the standardised signal, Gaussian when the signal is
+    BaVarIA online, RMIA, InfoRMIA) is used as it is. The offline attacks whose score is
+    minus the log of a one-sided p-value :math:`p` of a record's OUT fit (offline LiRA,
+    Carlini et al. 2022, Sec. IV-C, and offline BaVarIA) are not: :math:`-\log p` is about
+    exponential (offline BaVarIA's calibrated FPR was about twice alpha at 1%; offline
+    LiRA's score :math:`-p`, before it took the log, was bounded in [-1, 0] and its
+    calibrated TPR about 0). Both are mapped to :math:`z = \Phi^{-1}(1 - p)` from
+    :math:`\log p = -\text{score}`, the standardised signal, Gaussian when the signal is
     (exactly so for offline LiRA and BaVarIA-n; for BaVarIA-t the Student-t predictive's
     p-value, near Gaussian). Strictly increasing, so the pooled figure is unchanged.
     Offline LiRA's two-sided score (the reference code's :math:`-\log` OUT density) has no
     such map: ``"unsupported"`` is returned as the description and the attack is skipped.
     """
-    if name == "lira-offline":
-        if params.get("offline_test", "one-sided") != "one-sided":
-            return None, "unsupported"
-        return (
-            lambda s: _z_of_p(np.clip(-s, 0.0, 1.0)),
-            "z = Phi^-1(1 - p) of the one-sided p-value p = -score",
-        )
-    if name == "bavaria-offline":
+    if name == "lira-offline" and params.get("offline_test", "one-sided") != "one-sided":
+        return None, "unsupported"
+    if name in ("lira-offline", "bavaria-offline"):
         return (
             lambda s: _z_of_p(np.exp(-s), -s),
             "z = Phi^-1(1 - p) of the one-sided p-value p = exp(-score)",
@@ -209,12 +229,16 @@ def _z_of_p(
     p: NDArray[np.float64], log_p: NDArray[np.float64] | None = None
 ) -> NDArray[np.float64]:
     """``Phi^-1(1 - p)``, from ``log p`` where ``p`` is small (no rounding of ``1 - p``) and
-    from ``1 - p`` otherwise, clipped to ``[-_Z_MAX, _Z_MAX]``."""
+    from ``1 - p`` otherwise (``-expm1(log p)`` when ``log_p`` is given: exact where ``p``
+    rounds to 1), clipped to ``[-_Z_MAX, _Z_MAX]``."""
     with np.errstate(divide="ignore", invalid="ignore"):
         if log_p is None:
             log_p = np.log(p)
+            q = 1.0 - p
+        else:
+            q = -np.expm1(log_p)
         small = -special.ndtri_exp(np.minimum(log_p, np.log(0.5)))
-        large = special.ndtri(np.clip(1.0 - p, 0.0, 0.5))
+        large = special.ndtri(np.clip(q, 0.0, 0.5))
     z = np.where(p < 0.5, small, large)
     return np.asarray(np.clip(z, -_Z_MAX, _Z_MAX), dtype=np.float64)
 
@@ -252,16 +276,13 @@ def _evaluate(
     s, m = scores[:, usable], keep[:, usable]
     z = s if scale is None else scale[0](s)
     figures = []
-    for f in fprs:
-        doc = calibrated_tpr_at_fpr(z, m, f).to_dict()
-        if scale is not None:  # the pooled figure from the attack's own scores
-            doc["pooled"] = calibrated_tpr_at_fpr(s, m, f).to_dict()["pooled"]
-        plug = calibrated_tpr_at_fpr(z, m, f, finite_population_correction=False)
-        doc["calibrated_plug_in"] = plug.to_dict()["calibrated"]
+    # the pooled figure from the attack's own scores (z is a strictly increasing map of them)
+    for res in calibrated_tprs_at_fprs(z, m, fprs, pooled_scores=None if scale is None else s):
+        doc, f = res.to_dict(), res.fpr
         n_out_pairs = int((~m).sum())
         if n_out_pairs * f < 1.0:  # as the attacks table: no pooled TPR below one FP
             doc["pooled"].update(
-                tpr=None, threshold=None, record_fpr_max=None, record_fpr_share_above_2x=None
+                tpr=None, threshold=None, record_fpr_sd=None, record_fpr_sd_ci=None
             )
             doc["pooled"]["note"] = (
                 f"n/a: a pooled TPR at FPR {f:g} needs >= {int(np.ceil(1.0 / f - 1e-9))} "

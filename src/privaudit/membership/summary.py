@@ -266,7 +266,7 @@ def _calibrated_table(results: dict[str, Any]) -> list[Any] | None:
     )
     table.add_column("attack", justify="left", no_wrap=True)
     for f in fprs:
-        for kind in ("pool", "cal", "plug"):
+        for kind in ("pool", "cal", "fit"):
             table.add_column(f"{kind}@{100 * f:g}%", justify="right", no_wrap=True)
     for a in ce["attacks"]:
         by_fpr = {float(f["fpr"]): f for f in a["figures"]}
@@ -276,16 +276,29 @@ def _calibrated_table(results: dict[str, Any]) -> list[Any] | None:
             if fig is None:
                 cells += ["n/a"] * 3
                 continue
+            off = fig["calibrated"]["tpr"] is not None and not fig.get("fpr_check", {}).get(
+                "consistent", True
+            )
             cells += [
                 _pct1(fig["pooled"]["tpr"]),
-                _pct1(fig["calibrated"]["tpr"]),
-                _pct1(fig["calibrated_plug_in"]["tpr"]),
+                _pct1(fig["calibrated"]["tpr"]) + ("!" if off else ""),
+                _pct1(fig.get("fitted_threshold", {}).get("tpr")),
             ]
         table.add_row(a["name"], *cells)
+    n_out = next(
+        (f.get("n_out_median") for a in ce["attacks"] for f in a["figures"]),
+        None,
+    )
     legend = (
         "pool: pooled TPR, one threshold over all records (not a per-record FPR); cal: "
-        "per-record calibrated TPR at per-record FPR (Jalko et al. 2026), finite-population "
-        "corrected; plug: the same without the correction (overstated with few models)"
+        "per-record calibrated TPR, the mean over records of the TPR at the record's own "
+        "FPR threshold (Jalko et al. 2026; OUT scores Gaussian per record, the fitted "
+        "Gaussians' noise deconvolved); fit: the TPR of a threshold fitted from each "
+        "record's OUT scores"
+        + ("" if n_out is None else f" (median {n_out:g})")
+        + " at that FPR exactly, lower by the threshold's noise; !: OUT scores not Gaussian "
+        "per record (an OUT score exceeds the threshold fitted from its record's others far "
+        "more or less often than the FPR), the per-record figures approximate"
     )
     return [table, legend]
 
