@@ -186,8 +186,8 @@ def own() -> dict[str, Any]:
     }
 
 
-@pytest.fixture(scope="module")
-def api_result(own: dict[str, Any]) -> privaudit.AuditReport:
+def _audit_own(own: dict[str, Any], **kw: Any) -> privaudit.AuditReport:
+    """``audit_model`` on the fixture's model and split, with the module's attacks."""
     return privaudit.audit_model(
         own["model"],
         own["X"],
@@ -198,8 +198,13 @@ def api_result(own: dict[str, Any]) -> privaudit.AuditReport:
         models=MODELS,
         seed=3,
         progress=False,
-        randomised_split=True,  # the fixture's members were drawn at random
+        **kw,
     )
+
+
+@pytest.fixture(scope="module")
+def api_result(own: dict[str, Any]) -> privaudit.AuditReport:
+    return _audit_own(own, randomised_split=True)  # the fixture's members were drawn at random
 
 
 @pytest.fixture(scope="module")
@@ -322,17 +327,7 @@ def test_bounds_are_refused_unless_the_split_is_declared_random(
     """The one-run bounds hold over a random draw of the members, which privaudit did not
     make for a model trained outside it: without the declaration they are refused (the
     trivial 0, not gated, the reason given), and the attacks' figures are unchanged."""
-    plain = privaudit.audit_model(
-        own["model"],
-        own["X"],
-        own["y"],
-        members=own["members"],
-        non_members=own["non_members"],
-        attacks=ATTACKS,
-        models=MODELS,
-        seed=3,
-        progress=False,
-    )
+    plain = _audit_own(own)
     assert plain.results["attacks"] == api_result.results["attacks"]
     assert plain.results["target"]["randomised_split"] is False
     assert api_result.results["target"]["randomised_split"] is True

@@ -35,6 +35,18 @@ def world() -> tuple[TextRecords, BigramLM, BigramLM]:
     return audited_records(chunks, split), target, reference
 
 
+def _shifted(records: TextRecords) -> TextRecords:
+    """A shift: every member text gets a marker the blind baseline can see."""
+    return TextRecords(
+        ids=records.ids,
+        texts=tuple(
+            t + (" ZZQ" if m else "") for t, m in zip(records.texts, records.member, strict=True)
+        ),
+        documents=records.documents,
+        member=records.member,
+    )
+
+
 def test_audit_signals_metrics_and_blind_baseline(world) -> None:  # type: ignore[no-untyped-def]
     records, target, reference = world
     res = audit_language_model(target, records, reference=reference)
@@ -74,15 +86,7 @@ def test_token_stats_are_cached(tmp_path: Path, world) -> None:  # type: ignore[
 
 def test_results_verify_and_blind_warning(tmp_path: Path, world) -> None:  # type: ignore[no-untyped-def]
     records, target, reference = world
-    # a shift: every member text gets a marker the blind baseline can see
-    shifted = TextRecords(
-        ids=records.ids,
-        texts=tuple(
-            t + (" ZZQ" if m else "") for t, m in zip(records.texts, records.member, strict=True)
-        ),
-        documents=records.documents,
-        member=records.member,
-    )
+    shifted = _shifted(records)
     res = audit_language_model(target, shifted, reference=reference)
     assert res.blind_warning is not None and "privaudit zero-run" in res.blind_warning
     doc, table = llm_results(res, seed=0, data={"name": "t"}, models_config={"kind": "fake"})
@@ -275,14 +279,7 @@ def test_bounds_need_a_split_declared_random_that_the_blind_baseline_does_not_re
     out = write_report(tmp_path / "rep", undeclared, table, bundle=manifest)
     assert verify_bundle(out).ok  # the refusal is recomputed, not only recorded
     assert "refused<sup>&Dagger;</sup>" in (out / "report.html").read_text()
-    shifted = TextRecords(
-        ids=records.ids,
-        texts=tuple(
-            t + (" ZZQ" if m else "") for t, m in zip(records.texts, records.member, strict=True)
-        ),
-        documents=records.documents,
-        member=records.member,
-    )
+    shifted = _shifted(records)
     res2 = audit_language_model(target, shifted, reference=reference)
     refuted, _ = llm_results(res2, randomised_split=True, **kw)  # type: ignore[arg-type]
     for a in refuted["audits"]:
