@@ -97,6 +97,6 @@ def test_attack_score_fields_are_the_delong_interval() -> None:
     member = np.arange(200) < 100
     table = ScoreTable(np.arange(200), member, {"x": rng.standard_normal(200) + member})
     f = attack_score_fields(table, "x")
-    assert f["auc_ci_method"] == "delong-logit" and f["auc_ci_confidence"] == 0.95
+    assert f["auc_ci_method"] == "delong-hm-score" and f["auc_ci_confidence"] == 0.95
     lo, hi = f["auc_ci"]
     assert 0.6 < lo < hi < 0.9 and f["auc_se"] > 0 and math.isfinite(f["auc_se"])

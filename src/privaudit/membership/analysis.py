@@ -135,7 +135,7 @@ def metrics_step(
     split_check: Mapping[str, Any] | None = None,
 ) -> Metrics:
     """Step 5: every metric of every attack (over a game's trials, on its pooled draws),
-    the agreement matrix, the per-record scores with their DeLong AUC intervals, and the
+    the agreement matrix, the per-record scores with their AUC intervals, and the
     one-run bounds (refused when ``split_check`` refutes a provided target's declared
     random split: :mod:`privaudit.membership.split_check`)."""
     scored = _scored_experiment(exp) if game_result is None else _scored_game(game_result)
@@ -147,7 +147,7 @@ def metrics_step(
     table = ScoreTable.from_attack_scores(
         list(scored.scores.values()), scored.record_ids, scored.member
     )
-    for entry in entries:  # the DeLong AUC interval, from the saved scores
+    for entry in entries:  # the AUC interval, from the saved scores
         entry.update(attack_score_fields(table, entry["name"]))
     audits = _one_run_audits(exp, table, game_result, split_check)
     return Metrics(scored, entries, agreement, excluded, table, audits)

@@ -59,7 +59,7 @@ class AttackFigures:
     auc : float
         Area under the ROC curve of its scores (higher score = more likely member).
     auc_ci : (float, float) or None
-        The AUC's confidence interval (``auc_ci_confidence``, DeLong on the logit scale).
+        The AUC's confidence interval (``auc_ci_confidence``; :mod:`privaudit.metrics.auc_ci`).
     tpr_at_fpr : dict of float to float or None
         TPR at each reported FPR (``{0.001: ..., 0.01: ...}``); None where the
         non-members are too few for that FPR (fewer than ``1 / fpr``).

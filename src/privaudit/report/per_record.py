@@ -1,7 +1,7 @@
 """What the saved per-record scores say beyond the ROC: AUC intervals and per-record risk.
 
 * :func:`attack_score_fields`: the fields of an attack's ``results.json`` entry computed
-  from its scores (the DeLong AUC interval, :mod:`privaudit.metrics.auc_ci`); ``run``
+  from its scores (the AUC interval of :mod:`privaudit.metrics.auc_ci`); ``run``
   writes them and ``verify`` recomputes them with the same function.
 * :func:`record_risk`: one row per audited record: its score under each attack, the
   *flagging FPR* of that score (the fraction of audited non-members scoring at least as
