@@ -159,6 +159,15 @@ def test_planted_record_has_the_known_risk_in_each_game(tmp_path: Any) -> None:
         assert np.all(np.abs(others - 0.5) < 4 * res.risks[g]["se"][far] + 0.02)
     assert res.comparison["thresholds"]["0.8"]["miss_rate"] == 1.0
     assert res.comparison["thresholds"]["0.8"]["miss_rate_noise_ms"] == 0.0
+    # each risk with its 95% interval (DeLong, logit; exact at AUC 1), x's holding 0.9
+    for g, r in res.risks.items():
+        assert np.all((r["auc_lo"] <= r["auc"]) & (r["auc"] <= r["auc_hi"])), g
+        assert r["confidence"] == pytest.approx(0.95)
+    assert ms["auc_lo"][0] <= 0.9 <= ms["auc_hi"][0]
+    # the gap test's spread from a bootstrap over the releases, reproducible from the seed
+    gap = res.comparison["gap_test"]
+    assert gap["method"] == "release-bootstrap" and gap["n_bootstrap"] == 1000
+    assert gap["p"] >= 1 / 1001
     assert res.summary()["n_rounds"] == 200
     assert ms["n_in"].tolist() == [100] * 8 and ms["n_out"].tolist() == [100] * 8
     assert res.risks["model-seeded"]["hoeffding_width"] == pytest.approx(
@@ -169,6 +178,13 @@ def test_planted_record_has_the_known_risk_in_each_game(tmp_path: Any) -> None:
     assert {p.name for p in folder.iterdir()} == {"results.json", "records.csv", "report.html"}
     saved = json.loads((folder / "results.json").read_text(encoding="utf-8"))
     assert saved["settings"] == {"seed": 3} and saved["record_risk"]["records"] == res.table()
+    assert saved["record_risk"]["auc_ci_confidence"] == pytest.approx(0.95)
+    header = (folder / "records.csv").read_text(encoding="utf-8").splitlines()[0].split(",")
+    for g in res.risks:
+        assert {f"auc_{g}", f"auc_lo_{g}", f"auc_hi_{g}", f"se_{g}"} <= set(header)
+        assert saved["record_risk"]["records"][0][f"auc_lo_{g}"] == float(res.risks[g]["auc_lo"][0])
+    html = (folder / "report.html").read_text(encoding="utf-8")
+    assert "95% CI" in html and "Hanley" not in html and "bootstrap over releases" in html
 
 
 def test_deterministic_learner_is_flagged_and_runs_resume_from_the_store(tmp_path: Any) -> None:

@@ -135,7 +135,13 @@ def render_record_risk_summary(result: Any, console: Console) -> None:
     if g is not None:
         console.print(
             f"gap beyond replicate noise: excess RMSD {g['excess_rmsd']:.3f} "
-            f"(z = {g['z']:.2f}, one-sided p = {g['p']:.3g}; "
+            f"(z = {g['z']:.2f}, one-sided p = {g['p']:.3g}"
+            + (
+                f", bootstrap over shared releases, {g['n_bootstrap']} draws"
+                if g.get("method") == "release-bootstrap"
+                else ", records treated as independent"
+            )
+            + "; "
             + ("a real gap" if g["p"] < 0.05 else "within noise")
             + ")"
         )

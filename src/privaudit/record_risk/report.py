@@ -5,8 +5,10 @@
 :meth:`privaudit.record_risk.risk.RecordRiskResult.to_dict` (summary, comparison with
 noise floors, Hoeffding widths, the per-record table, warnings, timings). ``records.csv``
 is the per-record table; ``report.html`` (self-contained) shows the scatter of R_MS vs R_T
-with the risk thresholds t (an SVG image), the miss rates and RMSD beside their noise floors, and the
-per-record table with a CSV download. Written atomically, as the other reports.
+with the risk thresholds t (an SVG image), the miss rates and RMSD beside their noise floors, the
+gap test (its spread from a bootstrap over releases), and the per-record table (each game's AUC
+with its confidence interval at ``1 - rho``) with a CSV download. Written atomically, as the
+other reports.
 """
 
 from __future__ import annotations

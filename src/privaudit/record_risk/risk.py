@@ -25,11 +25,15 @@ synthetic-data generator (:mod:`privaudit.generators`) or a classifier
    releases from auxiliary data (each target IN with probability 1/2, drawn from the
    seed: too few releases to give every target 2 IN and 2 OUT are refused before any
    training), then applied to every game round inside the worker (only scores leave it);
-5. **metrics** -- per-record AUC per game with its standard error and the Hoeffding width
-   of Prop. 1-2 (it needs every target IN and OUT at least once in each game: the
+5. **metrics** -- per-record AUC per game with its confidence interval at level
+   ``1 - rho`` (:func:`privaudit.metrics.auc_ci.auc_confidence_interval`, exact at AUC 0
+   or 1) and the Hoeffding width of
+   Prop. 1-2 (it needs every target IN and OUT at least once in each game: the
    traditional game draws each target IN with probability 1/2 from the seed, so too few
    rounds for that are refused before any training); miss rates and RMSD between the
-   games, and their noise floors from an independent replicate of each game
+   games, their noise floors from an independent replicate of each game, and the test of
+   a gap beyond that noise, its spread from a bootstrap over releases (seeded from
+   ``seed``) since one release serves many targets
    (:mod:`privaudit.record_risk.metrics`).
 
 Cost: ``n_shadow + 2 (n_rounds + n_rounds/2 + K n_rounds/2)`` releases with replicates
@@ -56,11 +60,13 @@ from privaudit.generators.discrete import DiscreteTable, discretise
 from privaudit.models.train_many import fits_many, train_many
 from privaudit.record_risk.attacks import RecordAttack, check_shadow_releases, make_record_attack
 from privaudit.record_risk.metrics import (
+    GAP_BOOTSTRAP_DRAWS,
     THRESHOLDS,
-    auc_standard_error,
+    ScoreBlock,
+    bootstrap_auc_deviations,
     compare_risks,
     hoeffding_width,
-    per_record_auc,
+    record_auc_intervals,
 )
 from privaudit.record_risk.rounds import (
     PER_TARGET_KINDS,
@@ -72,6 +78,7 @@ from privaudit.record_risk.rounds import (
 from privaudit.record_risk.worker import AttackFitter, RoundsWorker, release
 from privaudit.runtime.executor import Executor, LocalExecutor
 from privaudit.runtime.progress import ProgressOption
+from privaudit.runtime.seeds import derive_seed
 from privaudit.runtime.store import ArtifactStore
 
 __all__ = [
@@ -125,7 +132,7 @@ class RecordRiskConfig:
         classifier trainer (a torch MLP) a task's rounds are trained as one batched
         computation, so larger tasks (e.g. 64) amortise its per-step overhead.
     rho : float
-        Confidence ``1 - rho`` of the Hoeffding width.
+        Confidence ``1 - rho`` of the Hoeffding width and of each per-record AUC interval.
     traditional : {"amortised", "per-target"}
         How the traditional game's datasets are drawn (:mod:`~privaudit.record_risk.rounds`):
         ``"amortised"`` (default), one release per round serving every target, each target
@@ -175,8 +182,10 @@ class RecordRiskConfig:
 class RecordRiskResult:
     """Per-record risks in both games, their comparison and provenance.
 
-    ``risks[game]`` has ``auc``, ``se``, ``n_in``, ``n_out`` (arrays over the targets)
-    and ``hoeffding_width``; ``comparison`` is :func:`compare_risks` of the games.
+    ``risks[game]`` has ``auc``, ``auc_lo`` and ``auc_hi`` (its confidence interval at
+    ``confidence = 1 - rho``), ``se`` (DeLong's standard error of the AUC), ``n_in``,
+    ``n_out`` (arrays over the targets), ``confidence`` and ``hoeffding_width``;
+    ``comparison`` is :func:`compare_risks` of the games.
     """
 
     target: Mapping[str, Any]
@@ -193,7 +202,9 @@ class RecordRiskResult:
     releases: Mapping[str, int]
 
     def table(self) -> list[dict[str, Any]]:
-        """One row per target (record id, selection, risk and SE in each game)."""
+        """One row per target (record id, selection, and in each game the risk with its
+        confidence interval and standard error: ``auc_<game>``, ``auc_lo_<game>``,
+        ``auc_hi_<game>``, ``se_<game>``)."""
         rows = []
         for i, rid in enumerate(self.record_ids.tolist()):
             row: dict[str, Any] = {
@@ -203,6 +214,8 @@ class RecordRiskResult:
             }
             for g, r in self.risks.items():
                 row[f"auc_{g}"] = float(r["auc"][i])
+                row[f"auc_lo_{g}"] = float(r["auc_lo"][i])
+                row[f"auc_hi_{g}"] = float(r["auc_hi"][i])
                 row[f"se_{g}"] = float(r["se"][i])
             rows.append(row)
         return rows
@@ -250,6 +263,7 @@ class RecordRiskResult:
             "summary": self.summary(),
             "comparison": dict(self.comparison),
             "hoeffding_width": {g: r["hoeffding_width"] for g, r in self.risks.items()},
+            "auc_ci_confidence": 1.0 - self.config.rho,
             "records": self.table(),
             "warnings": list(self.warnings),
             "timings": dict(self.timings),
@@ -354,7 +368,9 @@ def run_record_risk(
     timings["games"] = time.perf_counter() - t0
 
     # 5. metrics ------------------------------------------------------------------------
+    t0 = time.perf_counter()
     risks, comparison = _metrics_step(res, spans, plan, config, str(target.name), warnings)
+    timings["metrics"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - t_start
     return RecordRiskResult(
         target={"kind": kind, "name": str(target.name), "settings": target.settings()},
@@ -609,17 +625,35 @@ def _metrics_step(
     warnings: list[str],
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """Step 5: each game's per-record risks (from the rounds' scores) and their comparison
-    (:func:`compare_risks`, with the replicates' noise floors when they were played)."""
-    scores, members = _game_scores(res, spans, plan.n_targets, target_name, warnings)
-    risks = _risks(scores, members, config.rho)
+    (:func:`compare_risks`, with the replicates' noise floors when they were played, and
+    the gap test's null spread from a bootstrap over each game's releases)."""
+    blocks = _game_scores(res, spans, plan.n_targets, target_name, warnings)
+    risks = _risks(blocks, config.rho)
+    null = _gap_null(blocks, config.seed) if config.replicates and plan.n_targets >= 2 else None
     comparison = compare_risks(
         risks["model-seeded"]["auc"],
         risks["traditional"]["auc"],
         risks["model-seeded-2"]["auc"] if config.replicates else None,
         risks["traditional-2"]["auc"] if config.replicates else None,
         config.thresholds,
+        null_deviations=null,
     )
     return risks, comparison
+
+
+def _gap_null(
+    blocks: dict[str, list[ScoreBlock]], seed: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """The bootstrap errors of every target's AUC in MS, T, MS' and T' (each game resampled
+    on its own, over its releases: :func:`bootstrap_auc_deviations`), seeded from the
+    run's seed and the game's name, so a run reproduces its test."""
+    ms, tr, ms2, tr2 = (
+        bootstrap_auc_deviations(
+            blocks[g], GAP_BOOTSTRAP_DRAWS, derive_seed(seed, purpose=f"record-risk/gap/{g}")
+        )
+        for g in ("model-seeded", "traditional", "model-seeded-2", "traditional-2")
+    )
+    return ms, tr, ms2, tr2
 
 
 def _game_scores(
@@ -628,20 +662,22 @@ def _game_scores(
     K: int,
     target_name: str,
     warnings: list[str],
-) -> tuple[dict[str, list[NDArray[np.float64]]], dict[str, list[NDArray[np.bool_]]]]:
-    """The tasks' scores and memberships as (target x round) blocks per game.
+) -> dict[str, list[ScoreBlock]]:
+    """The tasks' scores and memberships as (target x round) blocks per game, each marked
+    shared (one release per round scored for all K targets) or not.
 
-    Model-seeded OUT and per-target traditional tasks run per target (already K rows); the
-    others score all K targets per round (transposed). Identical releases in every model-seeded IN round reveal a
+    Model-seeded OUT and per-target traditional tasks run per target (already K rows, each
+    row's rounds the target's own releases); the others score all K targets per round
+    (transposed; shared). Identical releases in every model-seeded IN round reveal a
     deterministic target: warned about once.
     """
-    scores: dict[str, list[NDArray[np.float64]]] = {}
-    members: dict[str, list[NDArray[np.bool_]]] = {}
+    blocks: dict[str, list[ScoreBlock]] = {}
     for name, kind_g, a, b in spans:
         part = res[a:b]
         s = np.concatenate([r["scores"] for r in part])
         m = np.concatenate([r["member"] for r in part]).astype(bool)
-        if kind_g in PER_TARGET_KINDS:
+        shared = kind_g not in PER_TARGET_KINDS
+        if not shared:
             s, m = s.reshape(K, -1), m.reshape(K, -1)
         else:
             s, m = s.reshape(-1, K).T, m.reshape(-1, K).T
@@ -652,28 +688,27 @@ def _game_scores(
                         f"{target_name} gave the same release in every model-seeded IN round: it is "
                         "deterministic given its data, and the model-seeded game degenerates"
                     )
-        scores.setdefault(name, []).append(s)
-        members.setdefault(name, []).append(m)
-    return scores, members
+        blocks.setdefault(name, []).append((np.asarray(s, dtype=np.float64), m, shared))
+    return blocks
 
 
-def _risks(
-    scores: dict[str, list[NDArray[np.float64]]],
-    members: dict[str, list[NDArray[np.bool_]]],
-    rho: float,
-) -> dict[str, dict[str, Any]]:
-    """Per game, each target's risk: per-record AUC over its rounds, its Hanley-McNeil
-    standard error, the IN/OUT counts and the Hoeffding width at level ``rho`` (Prop. 1-2)."""
+def _risks(blocks: dict[str, list[ScoreBlock]], rho: float) -> dict[str, dict[str, Any]]:
+    """Per game, each target's risk: per-record AUC over its rounds with its confidence
+    interval at level ``1 - rho`` and standard error (:func:`record_auc_intervals`), the
+    IN/OUT counts and the Hoeffding width at level ``rho`` (Prop. 1-2)."""
     risks: dict[str, dict[str, Any]] = {}
-    for name in scores:
-        S = np.concatenate(scores[name], axis=1)
-        M = np.concatenate(members[name], axis=1)
-        auc = per_record_auc(S, M)
+    for name, parts in blocks.items():
+        S = np.concatenate([p[0] for p in parts], axis=1)
+        M = np.concatenate([p[1] for p in parts], axis=1)
+        auc, lo, hi, se = record_auc_intervals(S, M, confidence=1.0 - rho)
         n_in = M.sum(axis=1)
         n_out = M.shape[1] - n_in
         risks[name] = {
             "auc": auc,
-            "se": auc_standard_error(auc, n_in, n_out),
+            "auc_lo": lo,
+            "auc_hi": hi,
+            "se": se,
+            "confidence": 1.0 - rho,
             "n_in": n_in,
             "n_out": n_out,
             "hoeffding_width": hoeffding_width(M.shape[1], rho),
