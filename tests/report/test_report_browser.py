@@ -260,7 +260,7 @@ def test_demo_report_roc_has_fourteen_distinguishable_curves(
     from the 15th on they repeat with another line style)."""
     assert CHROMIUM is not None
     shot = tmp_path / "demo-report.png"
-    found = probe_page(CHROMIUM, quick_demo / "report.html", screenshot=shot, window=(1280, 4200))
+    found = probe_page(CHROMIUM, quick_demo / "report.html", screenshot=shot, window=(1280, 6000))
     _keep(shot, "demo-report.png")
     _check_page(found, shot, min_images=2)
     roc = next(im for im in found["images"] if im["alt"] == "ROC curves, log-log axes")
