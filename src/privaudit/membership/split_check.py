@@ -61,15 +61,18 @@ def record_features(
     """The classifier's features of each record (module docstring): standardised
     features, one-hot label, ``N_RANDOM_FEATURES`` random ReLU features of both."""
     x = np.asarray(X, dtype=np.float64).reshape(len(labels), -1)
-    sd = x.std(axis=0)
-    keep = sd > 0
-    base = np.hstack([(x[:, keep] - x[:, keep].mean(axis=0)) / sd[keep], np.eye(n_classes)[labels]])
+    base = np.hstack([_standardised(x), np.eye(n_classes)[labels]])
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x5917]))
     w = rng.standard_normal((base.shape[1], N_RANDOM_FEATURES)) / np.sqrt(base.shape[1])
     r = np.maximum(base @ w + rng.uniform(-1.0, 1.0, N_RANDOM_FEATURES), 0.0)
-    r_sd = r.std(axis=0)
-    r = (r[:, r_sd > 0] - r[:, r_sd > 0].mean(axis=0)) / r_sd[r_sd > 0]
-    return np.hstack([base, r])
+    return np.hstack([base, _standardised(r)])
+
+
+def _standardised(a: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The columns of ``a`` centred and scaled to unit SD, constant columns dropped."""
+    sd = a.std(axis=0)
+    keep = sd > 0
+    return np.asarray((a[:, keep] - a[:, keep].mean(axis=0)) / sd[keep])
 
 
 def check_declared_split(
