@@ -551,3 +551,25 @@ def test_offline_one_sided_score_keeps_strong_records_apart() -> None:
     assert np.all(np.isfinite(res.scores)) and np.all(np.diff(res.scores) > 0)
     np.testing.assert_allclose(res.scores, -stats.norm.logsf(obs / s), rtol=1e-12)
     np.testing.assert_array_equal(res.decisions(), stats.norm.sf(obs / s) <= 0.01)
+
+
+def test_shrinkage_tuning_without_two_other_models_is_an_exact_tie() -> None:
+    """With 3 references, each record IN for 1 or 2 and OUT for the rest, no world keeps
+    2 other models: every scored pair has 1, whose Gaussian has the pooled variance for
+    every nu > 0. The leave-one-out sums used to leave a rounding residue as that one
+    model's squared deviation, and the "tie" fell to nu = 0.5, 1 or 2 by that noise
+    (5 of 30 layouts here; those weights then set the 2-model records' variance). Now
+    the table is one value and the tie-break keeps the pooled variance (nu = inf)."""
+    from privaudit.attacks.lira import tune_shrinkage
+
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        keep = np.argsort(rng.random((8, 3000)), axis=0) < 4  # IN for 4 of 8 models
+        keep = keep[:3]
+        keep = keep[:, keep.any(axis=0) & (~keep).any(axis=0)]
+        v = rng.normal(3.0, 2.0, keep.shape[1]) + rng.normal(size=keep.shape) * np.exp(
+            rng.normal(0.0, 0.6, keep.shape[1])
+        )
+        nu, table, _ = tune_shrinkage(v, [keep, ~keep])
+        assert nu == np.inf, seed
+        assert len(set(table.values())) == 1, seed

@@ -594,3 +594,73 @@ def test_game_membership_is_the_plans_and_the_minimum_is_exact() -> None:
     assert len(ms_out) == 3 * plan.n_targets and not any(m.any() for m in ms_out)
     with pytest.raises(InvalidInputError, match="kind"):
         round_membership(0, "ms-in", 4, 4)
+
+
+@pytest.mark.parametrize(
+    ("change", "name"),
+    [
+        # seed 3, 4 targets: the amortised replicate has every target IN and OUT from round 6
+        ({"seed": 3, "n_rounds": 5, "n_shadow": 16}, "n_rounds"),
+        # seed 1, 4 targets: 12 shadow releases give every target 2 IN and 2 OUT
+        ({"seed": 1, "n_rounds": 8, "n_shadow": 11}, "n_shadow"),
+    ],
+)
+def test_yaml_validator_and_run_record_risk_refuse_a_design_with_one_message(
+    tmp_path: Any, change: dict[str, int], name: str
+) -> None:
+    """One check of the design (privaudit.record_risk.rounds.check_design): the Python API,
+    which takes no YAML, refuses too few rounds or shadow releases before any training,
+    and the YAML's validator refuses the same design with the same message."""
+    import yaml
+
+    from privaudit.config.base import ConfigError
+    from privaudit.record_risk.config import load_record_risk_config
+
+    ds, table = universe(600)
+    sizes = {"n": 80, "n_targets": 4, "n_aux": 200, **change}
+    with pytest.raises(InvalidInputError, match=rf"^{name}: expected at least ") as api:
+        run_record_risk(ds, _NeverFits(), "tapas-query", RecordRiskConfig(**sizes), table=table)
+    yaml_cfg = {
+        "dataset": "adult",
+        "target": {"kind": "generator", "generator": "baynet"},
+        "attack": "tapas-query",
+        **sizes,
+    }
+    path = tmp_path / "rr.yaml"
+    path.write_text(yaml.safe_dump(yaml_cfg))
+    with pytest.raises(ConfigError) as validator:
+        load_record_risk_config(path)
+    assert " ".join(str(api.value).split()) in " ".join(str(validator.value).split())
+    # the minimum the message names passes the validator
+    need = int(str(api.value).split("expected at least ")[1].split()[0])
+    path.write_text(yaml.safe_dump({**yaml_cfg, name: need}))
+    assert getattr(load_record_risk_config(path), name) == need
+
+
+def test_result_keeps_the_gap_tests_null_for_other_pairs_of_games() -> None:
+    """gap_null holds each game's bootstrap errors over its releases, the null of the MS-vs-T
+    gap test: rmsd_gap_test on them gives the product's test exactly (what the benchmark
+    uses to test two runs' traditional games against each other). A per-target traditional
+    game draws its bootstrap from a stream of its own; the model-seeded games' stay."""
+    ds, table = universe(600)
+    cfg = RecordRiskConfig(n=60, n_targets=4, n_rounds=24, n_shadow=8, n_aux=200, seed=3)
+    plan = small_plan(ds, n_rounds=24, n_aux=200)
+    gen = PlantedGenerator(table.codes[plan.d0], table.codes[plan.targets[0]], 0.5)
+    res = run_record_risk(ds, gen, "dcr", cfg, table=table)
+    games = ("model-seeded", "traditional", "model-seeded-2", "traditional-2")
+    assert set(res.gap_null) == set(games)
+    assert all(res.gap_null[g].shape == (1000, 4) for g in games)
+    again = rmsd_gap_test(
+        *(res.risks[g]["auc"] for g in games), null_deviations=[res.gap_null[g] for g in games]
+    )
+    assert again == res.comparison["gap_test"]
+    assert "gap_null" not in res.to_dict()
+    per = run_record_risk(
+        ds, gen, "dcr", dataclasses.replace(cfg, traditional="per-target"), table=table
+    )
+    for g in ("model-seeded", "model-seeded-2"):
+        np.testing.assert_array_equal(per.gap_null[g], res.gap_null[g])
+    assert not np.array_equal(per.gap_null["traditional"], res.gap_null["traditional"])
+    # without replicates there is no gap test and no null
+    solo = run_record_risk(ds, gen, "dcr", dataclasses.replace(cfg, replicates=False), table=table)
+    assert solo.comparison["gap_test"] is None and dict(solo.gap_null) == {}

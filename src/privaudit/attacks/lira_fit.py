@@ -133,8 +133,12 @@ def tune_shrinkage(
     *new* model's signal best, which is exactly how LiRA uses the fit on the target.
     Only pairs whose world keeps at least 2 other models are scored (so that
     :math:`\nu = 0` is defined); with fewer, pairs with 1 other model are scored and
-    :math:`\nu = 0` is left out. The chosen weight is applied to every record; a record
-    with one model in a world gets the pooled variance there whatever the weight
+    :math:`\nu = 0` is left out: every :math:`\nu > 0` then gives each scored pair the
+    pooled variance, an exact tie (a single remaining model's squared deviation is set to
+    0, not left to the rounding of the leave-one-out sums), so the tie-break keeps
+    :math:`\nu = \infty`, the pooled variance, for every record. The chosen weight is
+    applied to every record; a record with one model in a world gets the pooled variance
+    there whatever the weight
     (:func:`_shrunk_sigma`: :math:`\nu\sigma_p^2/\nu` for every :math:`\nu > 0`, and
     its limit for :math:`\nu = 0`), so :math:`\nu = 0` stays a candidate when such
     records exist. No target output is read.
@@ -160,7 +164,9 @@ def tune_shrinkage(
         r2 = (s2[None, :] - vc * vc)[ok]
         nr = n_rem[ok]
         mu = r1 / nr
-        ss = np.maximum(r2 - r1 * r1 / nr, 0.0)
+        # one remaining model has no deviation: exactly 0 (the difference of the sums
+        # leaves a rounding residue, which would break the tie between the weights)
+        ss = np.where(nr > 1, np.maximum(r2 - r1 * r1 / nr, 0.0), 0.0)
         y = vc[ok]
         for g, nu in enumerate(usable):
             sig = np.maximum(_shrunk_sigma(ss, nr, pooled, nu), 1e-12)
@@ -265,7 +271,7 @@ class _LeaveOneOut:
         r1 = self.s1[ok] - d
         r2 = self.s2[ok] - d * d
         mu = self.centre[ok] + r1 / n
-        ss = np.maximum(r2 - r1 * r1 / n, 0.0)
+        ss = np.where(n > 1, np.maximum(r2 - r1 * r1 / n, 0.0), 0.0)  # 1 model: exactly 0
         return mu, ss, n
 
 

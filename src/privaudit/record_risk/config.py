@@ -142,27 +142,22 @@ class RecordRiskFileConfig(StrictModel):
         if self.n_targets > self.n:
             raise ValueError(f"n_targets: expected at most n={self.n} (targets are records of D0)")
         check_ray_address(self.executor, self.ray_address)
-        self._shadow_releases_suffice()
-        self._game_rounds_suffice()
+        self._design_suffices()
         return self
 
-    def _shadow_releases_suffice(self) -> None:
-        """Refuse too few shadow releases for a trained attack (before any training)."""
-        from privaudit.record_risk.attacks import check_shadow_releases, make_record_attack
+    def _design_suffices(self) -> None:
+        """Refuse too few shadow releases for a trained attack, or too few rounds for every
+        target to be IN and OUT of the traditional game (and of its replicate), before any
+        training: :func:`~privaudit.record_risk.rounds.check_design`, the check
+        :func:`~privaudit.record_risk.risk.run_record_risk` runs, with its message."""
+        from privaudit.record_risk.attacks import make_record_attack
+        from privaudit.record_risk.rounds import check_design
 
-        attack = make_record_attack(self.attack_name(), self.target.kind)
-        check_shadow_releases(
-            attack, n_shadow=self.n_shadow, n_targets=self.n_targets, seed=self.seed
-        )
-
-    def _game_rounds_suffice(self) -> None:
-        """Refuse too few rounds for every target to be IN and OUT of the traditional game
-        (and of its replicate), before any training."""
-        from privaudit.record_risk.rounds import check_game_rounds
-
-        check_game_rounds(
-            n_rounds=self.n_rounds,
+        check_design(
+            make_record_attack(self.attack_name(), self.target.kind),
             n_targets=self.n_targets,
+            n_rounds=self.n_rounds,
+            n_shadow=self.n_shadow,
             seed=self.seed,
             traditional=self.traditional,
             replicates=self.replicates,

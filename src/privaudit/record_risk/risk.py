@@ -58,7 +58,7 @@ from privaudit._validation import check_choice, check_positive_int, check_probab
 from privaudit.data.dataset import Dataset
 from privaudit.generators.discrete import DiscreteTable, discretise
 from privaudit.models.train_many import fits_many, train_many
-from privaudit.record_risk.attacks import RecordAttack, check_shadow_releases, make_record_attack
+from privaudit.record_risk.attacks import RecordAttack, make_record_attack
 from privaudit.record_risk.metrics import (
     GAP_BOOTSTRAP_DRAWS,
     THRESHOLDS,
@@ -71,7 +71,7 @@ from privaudit.record_risk.metrics import (
 from privaudit.record_risk.rounds import (
     PER_TARGET_KINDS,
     RecordRiskPlan,
-    check_game_rounds,
+    check_design,
     game_constructions,
     make_plan,
 )
@@ -185,7 +185,13 @@ class RecordRiskResult:
     ``risks[game]`` has ``auc``, ``auc_lo`` and ``auc_hi`` (its confidence interval at
     ``confidence = 1 - rho``), ``se`` (DeLong's standard error of the AUC), ``n_in``,
     ``n_out`` (arrays over the targets), ``confidence`` and ``hoeffding_width``;
-    ``comparison`` is :func:`compare_risks` of the games.
+    ``comparison`` is :func:`compare_risks` of the games. ``gap_null[game]`` holds the
+    bootstrap errors ``AUC* - AUC`` of every target in that game (``(n_boot, K)``, over
+    its releases: :func:`~privaudit.record_risk.metrics.bootstrap_auc_deviations`), the
+    null of the gap test in ``comparison``; empty without replicates or with one target.
+    Four of them, e.g. two runs' traditional games and their replicates, give
+    :func:`~privaudit.record_risk.metrics.rmsd_gap_test` the same null for another pair
+    of games (``null_deviations``). Not in :meth:`to_dict`.
     """
 
     target: Mapping[str, Any]
@@ -200,6 +206,7 @@ class RecordRiskResult:
     warnings: tuple[str, ...]
     timings: Mapping[str, float]
     releases: Mapping[str, int]
+    gap_null: Mapping[str, NDArray[np.float64]] = dataclasses.field(default_factory=dict)
 
     def table(self) -> list[dict[str, Any]]:
         """One row per target (record id, selection, and in each game the risk with its
@@ -369,7 +376,9 @@ def run_record_risk(
 
     # 5. metrics ------------------------------------------------------------------------
     t0 = time.perf_counter()
-    risks, comparison = _metrics_step(res, spans, plan, config, str(target.name), warnings)
+    risks, comparison, gap_null = _metrics_step(
+        res, spans, plan, config, str(target.name), warnings
+    )
     timings["metrics"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - t_start
     return RecordRiskResult(
@@ -385,6 +394,7 @@ def run_record_risk(
         warnings=tuple(warnings),
         timings=timings,
         releases=releases,
+        gap_null=gap_null,
     )
 
 
@@ -470,8 +480,8 @@ def _check_inputs(
 ) -> tuple[str, RecordAttack]:
     """Validate the inputs; the target's kind ("generator" if it has ``randomised``, else
     "classifier") and the attack, built from its name for that kind or checked against it
-    (and against the shadow releases: :func:`check_shadow_releases`); the game rounds
-    (:func:`~privaudit.record_risk.rounds.check_game_rounds`). All before any training."""
+    (and against the shadow releases and the game rounds:
+    :func:`~privaudit.record_risk.rounds.check_design`). All before any training."""
     if not isinstance(dataset, Dataset):
         raise fail("dataset", "a privaudit Dataset", type(dataset).__name__)
     if not isinstance(config, RecordRiskConfig):
@@ -484,12 +494,11 @@ def _check_inputs(
     att = make_record_attack(attack, kind) if isinstance(attack, str) else attack
     if att.target_kind != kind:
         raise fail("attack", f"an attack on a {kind}", att.name)
-    check_shadow_releases(
-        att, n_shadow=config.n_shadow, n_targets=config.n_targets, seed=config.seed
-    )
-    check_game_rounds(
-        n_rounds=config.n_rounds,
+    check_design(
+        att,
         n_targets=config.n_targets,
+        n_rounds=config.n_rounds,
+        n_shadow=config.n_shadow,
         seed=config.seed,
         traditional=config.traditional,
         replicates=config.replicates,
@@ -623,37 +632,52 @@ def _metrics_step(
     config: RecordRiskConfig,
     target_name: str,
     warnings: list[str],
-) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any], dict[str, NDArray[np.float64]]]:
     """Step 5: each game's per-record risks (from the rounds' scores) and their comparison
     (:func:`compare_risks`, with the replicates' noise floors when they were played, and
-    the gap test's null spread from a bootstrap over each game's releases)."""
+    the gap test's null spread from a bootstrap over each game's releases, also returned
+    per game)."""
     blocks = _game_scores(res, spans, plan.n_targets, target_name, warnings)
     risks = _risks(blocks, config.rho)
-    null = _gap_null(blocks, config.seed) if config.replicates and plan.n_targets >= 2 else None
+    null = _gap_null(blocks, config) if config.replicates and plan.n_targets >= 2 else {}
     comparison = compare_risks(
         risks["model-seeded"]["auc"],
         risks["traditional"]["auc"],
         risks["model-seeded-2"]["auc"] if config.replicates else None,
         risks["traditional-2"]["auc"] if config.replicates else None,
         config.thresholds,
-        null_deviations=null,
+        null_deviations=[null[g] for g in _GAP_GAMES] if null else None,
     )
-    return risks, comparison
+    return risks, comparison, null
+
+
+#: The games of the gap test, in the order of
+#: :func:`~privaudit.record_risk.metrics.rmsd_gap_test` (MS, T, MS', T').
+_GAP_GAMES = ("model-seeded", "traditional", "model-seeded-2", "traditional-2")
 
 
 def _gap_null(
-    blocks: dict[str, list[ScoreBlock]], seed: int
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    blocks: dict[str, list[ScoreBlock]], config: RecordRiskConfig
+) -> dict[str, NDArray[np.float64]]:
     """The bootstrap errors of every target's AUC in MS, T, MS' and T' (each game resampled
     on its own, over its releases: :func:`bootstrap_auc_deviations`), seeded from the
-    run's seed and the game's name, so a run reproduces its test."""
-    ms, tr, ms2, tr2 = (
-        bootstrap_auc_deviations(
-            blocks[g], GAP_BOOTSTRAP_DRAWS, derive_seed(seed, purpose=f"record-risk/gap/{g}")
+    run's seed and the game's name, so a run reproduces its test; a per-target
+    traditional game has a stream of its own, so that its null and an amortised run's of
+    the same seed are independent draws (the benchmark tests one against the other)."""
+    return {
+        g: bootstrap_auc_deviations(
+            blocks[g],
+            GAP_BOOTSTRAP_DRAWS,
+            derive_seed(config.seed, purpose=_gap_purpose(g, config)),
         )
-        for g in ("model-seeded", "traditional", "model-seeded-2", "traditional-2")
-    )
-    return ms, tr, ms2, tr2
+        for g in _GAP_GAMES
+    }
+
+
+def _gap_purpose(game: str, config: RecordRiskConfig) -> str:
+    """The seed purpose of one game's bootstrap (:func:`_gap_null`)."""
+    per_target = game.startswith("traditional") and config.traditional != "amortised"
+    return f"record-risk/gap/{game}" + (f"/{config.traditional}" if per_target else "")
 
 
 def _game_scores(
