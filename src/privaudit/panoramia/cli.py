@@ -49,9 +49,17 @@ def render_panoramia_summary(
         f"({s['n_generator_train']} train the generator), {s['n_synthetic']} generated records "
         f"({s['n_helper_pool']} train the helper model); m = {s['m']} test slots "
         f"({s['n_test_members']} members, {s['n_test_synthetic']} generated)"
+        + (
+            f", one chunk of each of {s['n_test_documents']} documents"
+            if "n_test_documents" in s
+            else ""
+        )
     )
     table = Table(
-        title=f"Bounds at confidence {p['confidence']}",
+        title=(
+            f"Bounds at confidence {p['confidence']}, three guarantees held separately: "
+            "c_lb with {c+eps}_lb (jointly), RM;RN, O(1)"
+        ),
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
         pad_edge=False,

@@ -32,6 +32,16 @@ The game (paper Section 3, Definition 2; Algorithm 1), as a composition of steps
    ``eps_tilde = max(0, {c+eps}_lb - c_lb)``, the paper's sign), the per-threshold
    curves (:func:`privaudit.stats.panoramia.panoramia_curve`).
 
+**Documents** (text chunks; the modality's optional ``documents(records)``): when a
+document holds several known members or real non-members, the unit of every split is the
+document (:mod:`privaudit.panoramia.split`): ``D_G``, the classifiers' training and
+validation records and the test slots are unions of whole documents, each test document
+shows one of its records (seeded draw) and its other records are used nowhere, so ``m``
+counts documents; a document holding both known members and real non-members is refused.
+Otherwise a classifier that saw other chunks of a slot's document recognises the document,
+not membership, and Props. 1-2 fail (``c_lb``, ``{c+eps}_lb`` and RM;RN's bound exceed 0
+most of the time at ``c = eps = 0``).
+
 Every part of the split is checked (:meth:`PanoramiaSplit.check`: disjoint, ``D_G`` and
 ``D_in`` subsets of the given members, synthetic ids never real ids, test slots paired
 and labelled correctly) and recorded by record id; a violated check raises
@@ -53,6 +63,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from privaudit._validation import check_probability, fail
+from privaudit.errors import DesignError
 from privaudit.metrics.roc import auc
 from privaudit.panoramia.cache import (
     PanoramiaSteps,
@@ -66,6 +77,7 @@ from privaudit.panoramia.split import (
     PanoramiaSplit,
     RealPairSplit,
     check_synthetic_ids,
+    document_overlap,
     ids_sha256,
     split_members,
 )
@@ -238,10 +250,28 @@ def _measure(
     return audit, bounds, curves
 
 
-def _result_sizes(n_known: int, split: PanoramiaSplit, labels: Labels) -> dict[str, int]:
-    """The ``sizes`` section."""
+def _result_sizes(
+    n_known: int, split: PanoramiaSplit, labels: Labels, documents: Documents
+) -> dict[str, int]:
+    """The ``sizes`` section (by document: also the documents behind each part)."""
     y_train, y_val, y_test = labels
     n_test_members = int(y_test.sum())
+    by_doc: dict[str, int] = {}
+    if documents is not None:
+        doc = documents
+
+        def ndocs(ids: Sequence[str]) -> int:
+            return len({doc[i] for i in ids})
+
+        by_doc = {
+            "n_known_documents": ndocs(split.known_members),
+            "n_generator_documents": ndocs(split.generator),
+            "n_audit_documents": ndocs(split.members),
+            "n_classifier_train_documents": ndocs(split.train_members),
+            "n_validation_documents": ndocs(split.val_members),
+            "n_test_documents": int(y_test.size),
+            "n_withheld": len(split.withheld_ids),
+        }
     return {
         "n_known_members": n_known,
         "n_generator_train": len(split.generator),
@@ -254,7 +284,65 @@ def _result_sizes(n_known: int, split: PanoramiaSplit, labels: Labels) -> dict[s
         "m": int(y_test.size),
         "n_test_members": n_test_members,
         "n_test_synthetic": int(y_test.size) - n_test_members,
+        **by_doc,
     }
+
+
+Documents = dict[str, str] | None
+
+
+def _documents(
+    modality: Modality[R],
+    members: R,
+    member_ids: Sequence[str],
+    non_members: R | None,
+    nm_ids: Sequence[str],
+) -> Documents:
+    """Record id -> document of the known members and real non-members, from the modality's
+    optional ``documents(records)``; None (every record its own document: the record-level
+    game) without it or when no document holds two of these records."""
+    fn = getattr(modality, "documents", None)
+    if not callable(fn):
+        return None
+    out: dict[str, str] = {}
+    for what, records, ids in (
+        ("members", members, member_ids),
+        ("non_members", non_members, nm_ids),
+    ):
+        if records is None:
+            continue
+        docs = tuple(fn(records))
+        if len(docs) != len(ids):
+            raise DesignError(
+                f"{what}: the modality gave {len(docs)} documents for {len(ids)} records"
+            )
+        out.update(zip(map(str, ids), map(str, docs), strict=True))
+    if len(set(out.values())) == len(out):
+        return None
+    return out
+
+
+def _notes(
+    documents: Documents, sizes: Mapping[str, int], rmrn: Mapping[str, Any] | None
+) -> tuple[str, ...]:
+    """:data:`NOTES`, and by document what a test slot is and how many documents ran."""
+    if documents is None:
+        return NOTES
+    note = (
+        f"Test slots are documents: one chunk per document shown (drawn at random), the "
+        f"document's other chunks used nowhere; m = {sizes['m']} slots from {sizes['m']} "
+        f"documents ({sizes['n_withheld']} chunks withheld). D_G ({sizes['n_generator_documents']} "
+        f"documents), the classifiers' training ({sizes['n_classifier_train_documents']}) and "
+        f"validation ({sizes['n_validation_documents']} documents) and the test slots hold "
+        f"disjoint documents."
+    )
+    if rmrn is not None:
+        note += (
+            f" RM;RN and O(1) likewise: m = {rmrn['m']} slots from {rmrn['m']} documents "
+            f"({rmrn['n_withheld']} chunks withheld); no document holds both known members "
+            "and real non-members."
+        )
+    return (*NOTES, note)
 
 
 def _unique_member_ids(modality: Modality[R], members: R) -> Sequence[str]:
@@ -274,11 +362,12 @@ def _split_and_sample(
     *,
     seed: int,
     settings: Mapping[str, Any],
+    documents: Documents = None,
 ) -> tuple[PanoramiaSplit, Sequence[str], R, dict[str, Any]]:
-    """Steps 1-2: ``D_G`` / ``D_in``; the generator on ``D_G`` only and its synthetic pool
-    (ids checked against every real one); the game's split. Returns the split, ``D_G``,
-    the synthetic records and the generator's fit record."""
-    d_g, d_in = split_members(member_ids, sizes, seed=seed)
+    """Steps 1-2: ``D_G`` / ``D_in`` (by document with ``documents``); the generator on
+    ``D_G`` only and its synthetic pool (ids checked against every real one); the game's
+    split. Returns the split, ``D_G``, the synthetic records and the generator's fit record."""
+    d_g, d_in = split_members(member_ids, sizes, seed=seed, documents=documents)
     n_synth = round(sizes.synthetic_per_member * len(d_in))
     synth, generator_info = generated_samples(
         steps, members, d_g, n_synth, seed=seed, settings=settings
@@ -286,8 +375,9 @@ def _split_and_sample(
     synth_ids = steps.modality.ids(synth)
     check_synthetic_ids(synth_ids, n_synth, set(member_ids) | set(nm_ids))
     split = PanoramiaSplit.build(
-        member_ids, d_g, d_in, synth_ids, sizes, seed=seed, non_members=nm_ids
-    )
+        member_ids, d_g, d_in, synth_ids, sizes, seed=seed, non_members=nm_ids,
+        documents=documents,
+    )  # fmt: skip
     return split, d_g, synth, generator_info
 
 
@@ -407,13 +497,18 @@ def run_panoramia(
     beta = resolve_beta(None, confidence)
     member_ids = _unique_member_ids(modality, members)
     nm_ids = modality.ids(non_members) if non_members is not None else ()
+    documents = _documents(modality, members, member_ids, non_members, nm_ids)
+    overlap = document_overlap(member_ids, nm_ids, documents)
+    if overlap is not None:
+        raise overlap
     settings = modality.settings()
 
     # 1-2. D_G / D_in; the generator on D_G only and the synthetic pool; the split
     with progress_phase("generator and generated records", enabled=progress):
         split, d_g, synth, generator_info = _split_and_sample(
-            steps, members, member_ids, nm_ids, sizes, seed=seed, settings=settings
-        )
+            steps, members, member_ids, nm_ids, sizes, seed=seed, settings=settings,
+            documents=documents,
+        )  # fmt: skip
 
     # 3. classifier data
     records, labels = _classifier_data(modality, members, synth, split)
@@ -444,14 +539,16 @@ def run_panoramia(
                 steps, target, members, non_members, split.members, sizes,
                 seed=seed, beta=beta, criterion=criterion, scorer_settings=settings.get("scorer"),
                 reference=reference, helper=helper if mia_reads_helper else None,
+                documents=documents,
             )  # fmt: skip
     comparisons = _add_real(real, classifiers, curves)
     table = _score_table(split, y_test, test_scores)
+    result_sizes = _result_sizes(len(member_ids), split, labels, documents)
     return PanoramiaResult(
         modality=modality.name,
         seed=int(seed),
         confidence=1.0 - beta,
-        sizes=_result_sizes(len(member_ids), split, labels),
+        sizes=result_sizes,
         bounds=bounds,
         comparisons=comparisons,
         curves=curves,
@@ -459,7 +556,7 @@ def run_panoramia(
         helper=_helper_section(settings, helper_info, split),
         classifiers=classifiers,
         split=split,
-        notes=NOTES,
+        notes=_notes(documents, result_sizes, comparisons["rmrn"]),
         scores=table,
         audit=audit,
         rmrn_scores=None if real is None else real.scores,

@@ -52,7 +52,10 @@ class Modality(Protocol[R]):
     -> model or None``, a model of the real distribution that saw no audit record (e.g.
     the text generator's LM, trained on ``D_G`` only): when it returns a model, its loss
     features are appended to every classifier's (MIA, baseline, RM;RN), see
-    :func:`~privaudit.panoramia.game.run_panoramia`.
+    :func:`~privaudit.panoramia.game.run_panoramia`; ``documents(records) -> tuple[str,
+    ...]``, the document of each record (text chunks): when a document holds several
+    records the game splits by document and each test slot is one document
+    (:mod:`privaudit.panoramia.split`); without it every record is its own document.
     """
 
     name: str

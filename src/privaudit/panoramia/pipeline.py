@@ -123,9 +123,30 @@ class KnownRecords:
     fingerprint: str
 
 
+def _check_documents(members: Any, non: Any | None, field: str) -> None:
+    """Refuse a document that holds both known members and real non-members: the game splits
+    by document (:mod:`privaudit.panoramia.split`), and such a document's chunks would be told
+    apart by their document, not by membership."""
+    if non is None:
+        return
+    shared = sorted(set(members.documents) & set(non.documents))
+    if shared:
+        n_mem = sum(d in shared for d in members.documents)
+        n_non = sum(d in shared for d in non.documents)
+        raise fail(
+            field,
+            "known members and real non-members from different documents (every chunk of a "
+            "document on one side)",
+            f"{len(shared)} document(s) with both ({n_mem} member and {n_non} non-member "
+            f"chunks), e.g. {shared[:3]}",
+        )
+
+
 def load_known_texts(config: PanoramiaConfig) -> KnownRecords:
     """text: the bundled Tiny Shakespeare chunks (members / non-members by id file) or a JSONL
-    (``member`` true = known member, false = real non-member)."""
+    (``member`` true = known member, false = real non-member). A document may not hold both
+    known members and real non-members (the game splits by document; the JSONL reader
+    refuses it too)."""
     from privaudit.data.text import (
         chunk_documents,
         read_text_records,
@@ -150,6 +171,7 @@ def load_known_texts(config: PanoramiaConfig) -> KnownRecords:
                     "records that are not known members",
                     f"{len(shared)} id(s) in both, e.g. {sorted(shared)[:3]}",
                 )
+            _check_documents(members, non, "data.non_members")
     else:
         if d.texts is None:  # the config checks it
             raise fail("data.texts", "the texts of a text audit", None)

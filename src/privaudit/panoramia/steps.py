@@ -156,6 +156,7 @@ def compare_real(
     scorer_settings: Any,
     reference: Callable[[Sequence[R], Labels, str], Arrays | None],
     helper: HelperLosses[R] | None = None,
+    documents: Mapping[str, str] | None = None,
 ) -> RealComparison:
     """RM;RN and O(1) on the same target (Kazmi et al. 2024, Section 5.2).
 
@@ -167,11 +168,12 @@ def compare_real(
     paid by a union bound). RM;RN's classifier reads what the MIA reads, in its order: the
     helper's loss features when ``helper`` is given (the MIA reads the helper,
     :func:`classifier_scores`), then the reference's (:func:`reference_losses`); O(1)
-    reads the target's loss only.
+    reads the target's loss only. ``documents`` (record id -> document): the split is by
+    document (:class:`RealPairSplit`).
     """
     modality = steps.modality
     nm_ids = modality.ids(non_members)
-    rs = RealPairSplit.build(d_in, nm_ids, sizes, seed=seed)
+    rs = RealPairSplit.build(d_in, nm_ids, sizes, seed=seed, documents=documents)
 
     records, labels = classifier_records(
         modality,
@@ -204,6 +206,7 @@ def compare_real(
         "v": int(info["v"]),
         "n_thresholds": int(info["n_thresholds"]),
         "beta_per_threshold": float(info["beta_per_threshold"]),
+        **({"n_withheld": len(rs.withheld_ids)} if documents is not None else {}),
     }
     o1_res = one_run_audit(
         -_example_loss(modality, own["test"]), y_te, beta=beta, selection="union-bound"

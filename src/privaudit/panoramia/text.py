@@ -47,9 +47,12 @@ text; the auditor knows some of its training texts (the known members), and:
   (higher = member), trained by :func:`privaudit.attacks.selected_net.fit_selected_net`,
   which restores the best validation epoch under the caller's criterion (the bound itself).
 
-The records are :class:`~privaudit.data.text.TextRecords`; members should be one chunk per
-document (chunks of one document share membership and are alike, so the coin-flip test
-pairs would not be independent otherwise).
+The records are :class:`~privaudit.data.text.TextRecords`, with their documents
+(:meth:`TextModality.documents`): chunks of one document share membership and are alike,
+so the game splits by document (``D_G``, the classifiers' data and the test slots hold
+disjoint documents; each test slot shows one chunk of its own document and the document's
+other chunks are used nowhere; a document holding both known members and real non-members
+is refused). One chunk per document spends no chunk on that.
 """
 
 from __future__ import annotations
@@ -341,6 +344,11 @@ class TextModality:
 
     def take(self, records: TextRecords, ids: Sequence[str]) -> TextRecords:
         return records.subset(list(ids))
+
+    def documents(self, records: TextRecords) -> tuple[str, ...]:
+        """The document of each record: the game splits by document when one holds several
+        chunks (:mod:`privaudit.panoramia.split`)."""
+        return records.documents
 
     def concat(self, a: TextRecords, b: TextRecords) -> TextRecords:
         return _concat_records(a, b)
