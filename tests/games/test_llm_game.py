@@ -20,6 +20,7 @@ from privaudit.llm.audit import (
     token_stats_cached,
 )
 from privaudit.llm.pipeline import llm_results, llm_summary
+from privaudit.records import AttackScores
 from privaudit.report import validate_results, write_report
 from privaudit.report.bundle import make_manifest
 
@@ -54,8 +55,16 @@ def test_audit_signals_metrics_and_blind_baseline(world) -> None:  # type: ignor
     m = res.metrics
     assert m["loss"].auc > 0.6 and m["reference"].auc > m["loss"].auc  # the bigram memorises
     assert m["loss"].n_positives == 110 and m["loss"].n_negatives == 110
-    assert m["loss"].tpr_at_fpr["0.01"] is not None  # >= 100 non-members: supported
+    counts = records.counts()
+    assert counts["n_non_member_documents"] < 100 <= counts["n_non_member_chunks"]
+    # >= 100 non-member chunks but < 100 non-member documents: the chunks of a document are
+    # not independent, so TPR at 1% FPR is n/a, with the reason, and the figures a warning
+    assert m["loss"].tpr_at_fpr["0.01"] is None
     assert m["loss"].tpr_at_fpr["0.001"] is None  # < 1000: no support
+    assert any("TPR at 1% FPR is n/a" in w and "documents" in w for w in m["loss"].warnings)
+    assert any("documents (fewer than 100 documents" in w for w in m["loss"].warnings)
+    ci = res.tpr_ci["loss"]
+    assert ci["tpr_at_fpr_ci"] == {"0.001": None, "0.01": None}
     assert "blind-baseline" in m and res.blind_warning is None  # a random document split
 
 
@@ -285,3 +294,72 @@ def test_bounds_need_a_split_declared_random_that_the_blind_baseline_does_not_re
     for a in refuted["audits"]:
         assert a["epsilon_lower_bound"] == 0.0 and a["extra"]["gated"] is False
         assert "blind baseline separates" in a["extra"]["not_gated_reason"]
+
+
+def _one_chunk_per_document(records: TextRecords) -> TextRecords:
+    """The same texts as a JSONL without a ``document`` field reads: each its own document."""
+    return TextRecords(
+        ids=records.ids, texts=records.texts, documents=records.ids, member=records.member
+    )
+
+
+def test_one_chunk_per_document_counts_chunks_and_says_so(tmp_path: Path, world) -> None:  # type: ignore[no-untyped-def]
+    """Each record its own document: the support rule and warnings are those over records
+    (as before documents were counted), the TPR has a seeded interval in results.json, the
+    summary and the report, the sampling note says records were the units, verify passes."""
+    from privaudit.llm.pipeline import (
+        LLM_SAMPLING_NOTE,
+        LLM_SAMPLING_NOTE_ONE_RECORD_PER_DOCUMENT,
+        LLMAuditReport,
+    )
+    from privaudit.metrics.roc import attack_metrics
+
+    records, target, reference = world
+    flat = _one_chunk_per_document(records)
+    settings = LLMAuditSettings(signals=("loss", "reference"), blind_permutations=20)
+    res = audit_language_model(target, flat, settings, reference=reference)
+    for s in res.scores:
+        plain = attack_metrics(
+            AttackScores(s.attack, s.record_ids, s.scores, s.params), flat.member
+        )
+        assert res.metrics[s.attack].to_dict() == plain.to_dict()
+    assert res.metrics["loss"].tpr_at_fpr["0.01"] is not None  # 110 non-member documents
+    ci = res.tpr_ci["loss"]["tpr_at_fpr_ci"]
+    assert ci["0.001"] is None and ci["0.01"] is not None
+    assert ci["0.01"][0] <= ci["0.01"][1]
+    again = audit_language_model(target, flat, settings, reference=reference)
+    assert again.tpr_ci == res.tpr_ci  # seeded
+    doc, table = llm_results(res, seed=0, data={"name": "t"}, models_config={"kind": "fake"})
+    assert doc["llm"]["sampling_assumption"] == LLM_SAMPLING_NOTE_ONE_RECORD_PER_DOCUMENT
+    assert all(
+        a["sampling_assumption"] == LLM_SAMPLING_NOTE_ONE_RECORD_PER_DOCUMENT for a in doc["audits"]
+    )
+    entry = next(a for a in doc["attacks"] if a["name"] == "loss")
+    assert entry["tpr_at_fpr_ci"] == ci and entry["tpr_at_fpr_ci_resamples"] > 0
+    assert llm_summary(doc)["signals"]["loss"]["tpr_at_fpr_ci"] == {"0.01": ci["0.01"]}
+    manifest = make_manifest(
+        kind="membership-inference", command="t", config={}, seeds={}, dataset_fingerprint=None
+    )
+    out = write_report(tmp_path / "rep", doc, table, bundle=manifest)
+    html = (out / "report.html").read_text()
+    assert "TPR @ 1% FPR [95% CI]" in html and "documents)" not in html
+    report = verify_bundle(out)
+    assert report.ok
+    assert any(
+        c.name.endswith(".tpr_at_fpr_ci") for c in report.checks if c.status == "not-recomputable"
+    )
+    text = str(LLMAuditReport(results=doc, scores=table, audit=res, out_dir=None))
+    assert "TPR@1% [CI]" in text and "record by record" in text
+    # by document: the other note, and the report says chunks and documents
+    res2 = audit_language_model(target, records, settings, reference=reference)
+    doc2, table2 = llm_results(res2, seed=0, data={"name": "t"}, models_config={"kind": "fake"})
+    assert doc2["llm"]["sampling_assumption"] == LLM_SAMPLING_NOTE
+    out2 = write_report(tmp_path / "rep2", doc2, table2, bundle=manifest)
+    c = doc2["llm"]["counts"]
+    assert (
+        f"chunks ({c['n_member_documents']} / {c['n_non_member_documents']} documents)"
+        in (out2 / "report.html").read_text()
+    )
+    assert verify_bundle(out2).ok  # the document rule is recomputed from the saved groups
+    text2 = str(LLMAuditReport(results=doc2, scores=table2, audit=res2, out_dir=None))
+    assert "non-member documents" in text2 and "by document" in text2

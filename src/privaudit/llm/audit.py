@@ -63,7 +63,13 @@ from privaudit.llm.blind import (
     blind_baseline_and_test,
 )
 from privaudit.metrics.auc_ci import auc_ci_fields
-from privaudit.metrics.roc import AttackMetrics, attack_metrics
+from privaudit.metrics.roc import (
+    DEFAULT_FPRS,
+    TPR_CI_METHOD,
+    AttackMetrics,
+    attack_metrics,
+    tpr_at_fpr_bootstrap_ci,
+)
 from privaudit.metrics.shift_test import ShiftTest
 from privaudit.records import AttackScores
 from privaudit.runtime import interrupts
@@ -94,6 +100,7 @@ __all__ = [
     "shakespeare_split",
     "signal_metrics",
     "token_stats_cached",
+    "tpr_ci_fields",
 ]
 
 #: Signals that need a reference model.
@@ -172,6 +179,8 @@ class LLMAuditResult:
     #: The top leaking texts token by token (:func:`leaking_texts`); None without a base
     #: signal.
     leaking: dict[str, Any] | None = None
+    #: Each attack's TPR-at-FPR intervals (:func:`tpr_ci_fields`), by name.
+    tpr_ci: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
     @property
     def member(self) -> NDArray[np.bool_]:
@@ -409,21 +418,62 @@ def score_signals(
     )
 
 
+#: The unit of randomisation of the audited texts (``params["group_unit"]`` of every attack).
+GROUP_UNIT = "document"
+#: Document-bootstrap samples of each TPR at low FPR's interval.
+TPR_CI_RESAMPLES = 400
+#: Level of the TPR intervals (as the AUC's).
+TPR_CI_CONFIDENCE = 0.95
+
+
 def signal_metrics(
     scores: Mapping[str, NDArray[np.float64]], records: TextRecords
 ) -> tuple[list[AttackScores], dict[str, AttackMetrics]]:
-    """One attack per signal: its scores and metrics (ROC, AUC, TPR at low FPR with the
-    support rule of :func:`privaudit.metrics.roc.tpr_at_fpr`)."""
+    """One attack per signal: its scores and metrics (ROC, AUC, TPR at low FPR).
+
+    The chunks of a document share its membership, so the documents are the independent
+    units (:func:`privaudit.metrics.roc.attack_metrics` with ``groups``): a TPR at FPR
+    ``f`` is reported only with at least ``1 / f`` non-member documents, and the figures
+    are a warning with fewer than 100 documents of one kind. With one chunk per document
+    this is the rule over chunks."""
     if records.member is None:
         raise fail("records.member", "known membership", "None")
     ids = np.asarray(records.ids)
     out: list[AttackScores] = []
     metrics: dict[str, AttackMetrics] = {}
     for name, s in scores.items():
-        a = AttackScores(name, ids, np.asarray(s, dtype=np.float64), {"signal": name})
+        params = {"signal": name, "group_unit": GROUP_UNIT}
+        a = AttackScores(name, ids, np.asarray(s, dtype=np.float64), params)
         out.append(a)
-        metrics[name] = attack_metrics(a, records.member)
+        metrics[name] = attack_metrics(a, records.member, groups=records.documents)
     return out, metrics
+
+
+def tpr_ci_fields(
+    scores: NDArray[np.float64], records: TextRecords, *, seed: int
+) -> dict[str, Any]:
+    """The ``results.json`` fields of an attack's TPR-at-FPR intervals: ``tpr_at_fpr_ci``
+    (``{"0.001": [lo, hi] or None, "0.01": ...}``, None where the TPR is n/a), its
+    confidence, method and number of samples
+    (:func:`privaudit.metrics.roc.tpr_at_fpr_bootstrap_ci`: documents resampled whole,
+    members and non-members apart; seeded by the audit's seed)."""
+    if records.member is None:
+        raise fail("records.member", "known membership", "None")
+    ci = tpr_at_fpr_bootstrap_ci(
+        scores,
+        records.member,
+        DEFAULT_FPRS,
+        groups=records.documents,
+        confidence=TPR_CI_CONFIDENCE,
+        n_resamples=TPR_CI_RESAMPLES,
+        seed=seed,
+    )
+    return {
+        "tpr_at_fpr_ci": {k: None if v is None else list(v) for k, v in ci.items()},
+        "tpr_at_fpr_ci_confidence": TPR_CI_CONFIDENCE,
+        "tpr_at_fpr_ci_method": f"{TPR_CI_METHOD} ({GROUP_UNIT}s resampled)",
+        "tpr_at_fpr_ci_resamples": TPR_CI_RESAMPLES,
+    }
 
 
 def blind_metrics(
@@ -442,7 +492,8 @@ def blind_metrics(
         n_folds=settings.blind_folds,
         seed=settings.seed,
     )
-    return a, attack_metrics(a, records.member), test
+    a = dataclasses.replace(a, params={**a.params, "group_unit": GROUP_UNIT})
+    return a, attack_metrics(a, records.member, groups=records.documents), test
 
 
 #: Level of the blind baseline's shift test.
@@ -680,6 +731,7 @@ def audit_language_model(
     )
     scores, metrics, test, warning = _attacks(signals, records, settings)
     cis = {s.attack: auc_ci_fields(s.scores, member, groups=records.documents) for s in scores}
+    tpr_cis = {s.attack: tpr_ci_fields(s.scores, records, seed=settings.seed) for s in scores}
     counts = {
         "target_tokens": int(sum(s.n_tokens for s in t_stats)),
         "reference_tokens": int(sum(s.n_tokens for s in r_stats)) if r_stats else 0,
@@ -689,6 +741,7 @@ def audit_language_model(
         scores=tuple(scores),
         metrics=metrics,
         auc_ci=cis,
+        tpr_ci=tpr_cis,
         models=models,
         settings=settings,
         same_tokenizer=same_tok,

@@ -60,10 +60,12 @@ __all__ = [
     "LLM_BASE_THREAT_MODEL",
     "LLM_GAME",
     "LLM_SAMPLING_NOTE",
+    "LLM_SAMPLING_NOTE_ONE_RECORD_PER_DOCUMENT",
     "LLM_THREAT_MODEL",
     "LLMAuditReport",
     "llm_one_run_bounds",
     "llm_results",
+    "llm_sampling_note",
     "llm_score_table",
     "load_lm",
     "run_llm_audit",
@@ -80,6 +82,30 @@ LLM_SAMPLING_NOTE = (
     "or when the blind baseline finds the two samples differ); a seeded uniformly random "
     "subset is treated as independent coins."
 )
+
+#: :data:`LLM_SAMPLING_NOTE` when every document holds one record: no ``document`` field
+#: was given in the JSONL (each record is then its own document), or each document was
+#: cut into one chunk.
+LLM_SAMPLING_NOTE_ONE_RECORD_PER_DOCUMENT = (
+    "Every audited record is its own document (no document field was given, or each "
+    "document holds one record), so members and non-members were treated as assigned "
+    "record by record, each record its own unit. Steinke et al. need one independent "
+    "inclusion coin per audited example: if records were cut from shared documents, give "
+    "each its document field, else the bound and the intervals treat dependent records as "
+    "independent. The bound assumes the records were assigned at random, as the auditor "
+    "declared (data.randomised_split; privaudit cannot check it, and refuses the bound "
+    "without it or when the blind baseline finds the two samples differ); a seeded "
+    "uniformly random subset is treated as independent coins."
+)
+
+
+def llm_sampling_note(records: TextRecords) -> str:
+    """How membership was drawn, as the records show it: by document
+    (:data:`LLM_SAMPLING_NOTE`) when some document holds several records, else record by
+    record (:data:`LLM_SAMPLING_NOTE_ONE_RECORD_PER_DOCUMENT`)."""
+    if len(set(records.documents)) < len(records.documents):
+        return LLM_SAMPLING_NOTE
+    return LLM_SAMPLING_NOTE_ONE_RECORD_PER_DOCUMENT
 
 
 #: ``settings.game`` of a language-model audit.
@@ -152,7 +178,7 @@ def llm_one_run_bounds(
     (:func:`privaudit.stats.attack_bounds.grouped_one_run_bounds`: a document is scored by
     the mean of its chunks' scores; with several chunks per document the chunk-level bound
     is the document bound divided by the most chunks in one document), under
-    :data:`LLM_SAMPLING_NOTE`. The blind baseline is not a privacy attack on the model and
+    :func:`llm_sampling_note`. The blind baseline is not a privacy attack on the model and
     is not audited. ``refused`` (:func:`split_refusal`): every bound the trivial 0, not
     gated, with the reason."""
     if records.member is None:
@@ -163,7 +189,7 @@ def llm_one_run_bounds(
         np.asarray(records.documents, dtype=object),
         unit="document",
         confidence=confidence,
-        sampling_assumption=LLM_SAMPLING_NOTE,
+        sampling_assumption=llm_sampling_note(records),
         refused=refused,
     )
 
@@ -226,12 +252,14 @@ def llm_results(
 
 def _attack_entries(result: LLMAuditResult) -> list[dict[str, Any]]:
     """``results["attacks"]``: each signal's and the blind baseline's metrics with its AUC
-    confidence interval (the reference signals learned from one reference model)."""
+    confidence interval and its TPR-at-FPR intervals (the reference signals learned from
+    one reference model)."""
     entries = []
     for s in result.scores:
         n_ref = 1 if s.attack in REFERENCE_SIGNALS or s.attack in BASE_SIGNALS else 0
         entry = attack_entry(result.metrics[s.attack], n_reference_models=n_ref)
         entry.update(result.auc_ci[s.attack])
+        entry.update(result.tpr_ci.get(s.attack, {}))
         entries.append(entry)
     return entries
 
@@ -287,7 +315,7 @@ def _llm_section(
             "reference_normalisation": "per token" if result.same_tokenizer else "per byte",
         },
         "blind_baseline": _blind_baseline_section(result),
-        "sampling_assumption": LLM_SAMPLING_NOTE,
+        "sampling_assumption": llm_sampling_note(result.records),
         "threat_model": LLM_THREAT_MODEL
         + (LLM_BASE_THREAT_MODEL if "base" in result.models else ""),
     }
@@ -594,7 +622,9 @@ def llm_summary(results: Mapping[str, Any]) -> dict[str, Any]:
 
     ``{"signals": {name: {"auc", "tpr_at_fpr": {"0.01": ...}}}, "blind_baseline": {...} or
     None, "epsilon_lower_bound": ...}``: AUC and TPR at 1% FPR (None without 100
-    non-members) of every signal and of the blind baseline, and the largest one-run eps
+    non-member documents; with ``"tpr_at_fpr_ci": {"0.01": [lo, hi]}``, its document
+    bootstrap interval, when results.json has it) of every signal and of the blind
+    baseline, and the largest one-run eps
     lower bound over the signals (each at ``beta / K``, so the largest holds at the
     family confidence, :func:`privaudit.stats.attack_bounds.attack_one_run_bounds`).
     """
@@ -602,6 +632,8 @@ def llm_summary(results: Mapping[str, Any]) -> dict[str, Any]:
     blind: dict[str, Any] | None = None
     for a in results["attacks"]:
         entry = {"auc": a["auc"], "tpr_at_fpr": {"0.01": a["tpr_at_fpr"].get("0.01")}}
+        if "tpr_at_fpr_ci" in a:
+            entry["tpr_at_fpr_ci"] = {"0.01": a["tpr_at_fpr_ci"].get("0.01")}
         if a["name"] == BLIND_BASELINE:
             blind = entry
         else:

@@ -13,7 +13,9 @@ Conventions (``notes/attacks.md`` section 5, Carlini et al. 2022 section V):
   (LiRA's reference code uses a strict ``<``; with ``<=`` an attack that makes exactly
   ``f * n_negatives`` false positives is allowed, which is what "at FPR f" says);
 * a TPR at FPR ``f`` is only reported (not None) when there are at least ``1/f``
-  negatives, since with fewer the only achievable FPR at or below ``f`` is 0;
+  negatives, since with fewer the only achievable FPR at or below ``f`` is 0; with
+  ``groups`` (units of randomisation, e.g. the chunks of one document, which share its
+  membership and are alike) the negatives are counted in groups, not records;
 * ``TPR@0%FPR`` is the largest TPR with no false positive at all.
 """
 
@@ -32,6 +34,7 @@ from privaudit._stats import (
     clopper_pearson_lower,
     clopper_pearson_upper,
     mann_whitney_auc,
+    pure_groups,
 )
 from privaudit._validation import (
     as_bool_array,
@@ -46,6 +49,7 @@ from privaudit.records import AttackScores, MembershipMatrix, RocCurve
 __all__ = [
     "DEFAULT_FPRS",
     "DEFAULT_TPRS",
+    "TPR_CI_METHOD",
     "AchievedRates",
     "AgreementMatrix",
     "AttackMetrics",
@@ -60,6 +64,7 @@ __all__ = [
     "membership_for",
     "roc_curve",
     "tpr_at_fpr",
+    "tpr_at_fpr_bootstrap_ci",
     "tpr_at_zero_fpr",
 ]
 
@@ -207,6 +212,156 @@ def tpr_at_fpr(roc: RocCurve, fpr: float, *, require_support: bool = True) -> fl
 def tpr_at_zero_fpr(roc: RocCurve) -> float:
     """The largest TPR with no false positive: ``max{TPR(t) : FPR(t) = 0}``."""
     return float(roc.tpr[roc.fpr == 0.0].max())
+
+
+#: What :func:`tpr_at_fpr_bootstrap_ci` computes, for ``results.json``.
+TPR_CI_METHOD = "cluster-bootstrap-percentile"
+
+
+def _tpr_at_fpr_weighted(
+    neg_sorted: NDArray[np.float64],
+    neg_w: NDArray[np.int64],
+    pos_sorted: NDArray[np.float64],
+    pos_w: NDArray[np.int64],
+    fpr: float,
+) -> NDArray[np.float64]:
+    """TPR at FPR ``fpr`` (the rule of :func:`tpr_at_fpr`) of ``B`` weighted samples at once.
+
+    ``neg_sorted`` are the non-member scores in descending order and ``neg_w`` (B, n_-)
+    their multiplicities in each sample; ``pos_sorted`` the member scores ascending,
+    ``pos_w`` (B, n_+) theirs. With ``k = floor(f n_-)`` false positives allowed, the
+    best threshold lies just above the ``(k + 1)``-th highest non-member score ``v``, so
+    the TPR is the weighted share of members scoring above ``v`` (1 when ``k >= n_-``).
+    """
+    cum_neg = np.cumsum(neg_w, axis=1)
+    n_neg = cum_neg[:, -1]
+    k = np.floor((fpr + 1e-12) * n_neg).astype(np.int64)
+    over = cum_neg >= (k + 1)[:, None]
+    has = over.any(axis=1)
+    v = np.where(has, neg_sorted[np.argmax(over, axis=1)], -np.inf)
+    cum_pos = np.concatenate([np.zeros((pos_w.shape[0], 1), np.int64), np.cumsum(pos_w, 1)], 1)
+    below = np.searchsorted(pos_sorted, v, side="right")  # members scoring <= v
+    n_pos = cum_pos[:, -1]
+    rows = np.arange(pos_w.shape[0])
+    return np.asarray((n_pos - cum_pos[rows, below]) / n_pos, dtype=np.float64)
+
+
+def tpr_at_fpr_bootstrap_ci(
+    scores: ArrayLike,
+    member: ArrayLike,
+    fprs: Sequence[float] = DEFAULT_FPRS,
+    *,
+    groups: ArrayLike | None = None,
+    confidence: float = 0.95,
+    n_resamples: int = 400,
+    seed: int = 0,
+) -> dict[str, tuple[float, float] | None]:
+    r"""A bootstrap interval for the TPR at each FPR of ``fprs``, resampling whole groups.
+
+    Records of one group (the chunks of one document) share its membership and are
+    alike, so they are resampled together: each of ``n_resamples`` samples draws the
+    member groups with replacement (as many as there are) and, independently, the
+    non-member groups, and recomputes ``TPR@FPR=f`` over the records of the drawn groups
+    with the rule of :func:`tpr_at_fpr` (the largest TPR with an FPR ``<= f``: the
+    threshold moves with the resampled non-members). The interval is the percentile
+    one, the ``(1 -+ confidence) / 2`` quantiles of the resampled TPRs (Efron and
+    Tibshirani 1993, ch. 13; clusters resampled whole, Davison and Hinkley 1997,
+    sec. 3.8). Without ``groups`` every record is its own group (a bootstrap stratified
+    by class). Seeded: the same inputs and ``seed`` give the same interval.
+
+    It is None where :func:`attack_metrics` reports no TPR: fewer than ``1 / f``
+    non-member groups.
+
+    **Coverage** of the population's TPR at FPR ``f`` (simulation, 300 samples a cell;
+    documents of 5, 2 or 1 chunks, a normal document effect of sd 1 shifted by ``mu`` for
+    members plus chunk noise of sd 0.5; 150, 400 and 1,000 documents a side at ``f`` = 1%,
+    1,200 at 0.1%; ``mu`` 0, 1, 2): 93-95% at chance (``mu = 0``), 90-94% with leakage;
+    the misses are on the low side (the true TPR below the interval in up to 9%), since
+    the empirical TPR at FPR ``f`` is biased upward (its threshold, the ``(k + 1)``-th
+    highest non-member score, has a population FPR a little above ``f``) and resampling
+    does not remove that bias. The basic (reflected) and bias-corrected percentile
+    intervals did worse (62-90% and 88-95%). Read the interval as approximate, and its
+    lower end as optimistic by about one Monte Carlo width.
+
+    Parameters
+    ----------
+    scores, member : arrays (n,)
+        As in :func:`roc_curve`.
+    fprs : sequence of float
+        Where to read the ROC.
+    groups : array (n,), optional
+        Each record's group (all members or all non-members).
+    confidence : float
+        Two-sided level (default 0.95).
+    n_resamples : int
+        Bootstrap samples (default 400).
+    seed : int
+        Seed of the resampling.
+
+    Returns
+    -------
+    dict
+        ``{"0.001": (lo, hi) or None, ...}`` keyed like ``AttackMetrics.tpr_at_fpr``.
+    """
+    c = check_probability(confidence, "confidence")
+    out: dict[str, tuple[float, float] | None] = {}
+    for key, (_, tprs) in _bootstrap_tprs(
+        scores, member, fprs, groups=groups, n_resamples=n_resamples, seed=seed
+    ).items():
+        if tprs is None:
+            out[key] = None
+            continue
+        lo, hi = np.quantile(tprs, [(1.0 - c) / 2.0, (1.0 + c) / 2.0])
+        out[key] = (float(lo), float(hi))
+    return out
+
+
+def _bootstrap_tprs(
+    scores: ArrayLike,
+    member: ArrayLike,
+    fprs: Sequence[float],
+    *,
+    groups: ArrayLike | None,
+    n_resamples: int,
+    seed: int,
+) -> dict[str, tuple[float, NDArray[np.float64] | None]]:
+    """The TPR at each FPR and its ``n_resamples`` group-bootstrap replicates (None: fewer
+    than ``1 / f`` non-member groups), for :func:`tpr_at_fpr_bootstrap_ci`."""
+    s, m, _, _ = _scores_and_member(scores, member)
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
+        raise fail("n_resamples", "a positive integer", repr(n_resamples))
+    g = np.arange(s.size) if groups is None else groups
+    idx, _, group_member = pure_groups(g, m, noun="group")
+    pos_groups = np.flatnonzero(group_member)
+    neg_groups = np.flatnonzero(~group_member)
+    # each record's group, numbered within its class
+    within = np.empty(group_member.size, dtype=np.int64)
+    within[pos_groups] = np.arange(pos_groups.size)
+    within[neg_groups] = np.arange(neg_groups.size)
+    neg_order = np.argsort(-s[~m], kind="stable")
+    pos_order = np.argsort(s[m], kind="stable")
+    neg_sorted, neg_g = s[~m][neg_order], within[idx[~m][neg_order]]
+    pos_sorted, pos_g = s[m][pos_order], within[idx[m][pos_order]]
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x7F9C]))
+    draws_pos = rng.integers(0, pos_groups.size, size=(n_resamples, pos_groups.size))
+    draws_neg = rng.integers(0, neg_groups.size, size=(n_resamples, neg_groups.size))
+    rows = np.arange(n_resamples)[:, None]
+    count_pos = np.zeros((n_resamples, pos_groups.size), np.int64)
+    np.add.at(count_pos, (rows, draws_pos), 1)
+    count_neg = np.zeros((n_resamples, neg_groups.size), np.int64)
+    np.add.at(count_neg, (rows, draws_neg), 1)
+    pos_w, neg_w = count_pos[:, pos_g], count_neg[:, neg_g]
+    ones_neg = np.ones((1, neg_sorted.size), np.int64)
+    ones_pos = np.ones((1, pos_sorted.size), np.int64)
+    out: dict[str, tuple[float, NDArray[np.float64] | None]] = {}
+    for f in fprs:
+        f = check_probability(f, "fpr")
+        tpr = float(_tpr_at_fpr_weighted(neg_sorted, ones_neg, pos_sorted, ones_pos, f)[0])
+        if not _enough_negatives(int(neg_groups.size), f):
+            out[_key(f)] = (tpr, None)
+            continue
+        out[_key(f)] = (tpr, _tpr_at_fpr_weighted(neg_sorted, neg_w, pos_sorted, pos_w, f))
+    return out
 
 
 def fpr_at_tpr(roc: RocCurve, tpr: float) -> float:
@@ -437,16 +592,62 @@ ALPHA_GUARANTEES: dict[str, str] = {
 MIN_RECORDS_FOR_A_RESULT = 100
 
 
+@dataclasses.dataclass(frozen=True)
+class _Units:
+    """The independent units of each class: records, or the groups of ``attack_metrics``."""
+
+    n_positive: int
+    n_negative: int
+    noun: str  # plural, e.g. "documents"
+
+    def same_as(self, roc: RocCurve) -> bool:
+        return self.n_positive == roc.n_positives and self.n_negative == roc.n_negatives
+
+
+def _units(
+    roc: RocCurve, m: NDArray[np.bool_], groups: ArrayLike | None, unit: str
+) -> _Units | None:
+    """The groups' counts per class (None without groups); a group must be all members or
+    all non-members (it is one unit of randomisation)."""
+    if groups is None:
+        return None
+    _, _, group_member = pure_groups(groups, m, noun=unit)
+    n_pos = int(np.count_nonzero(group_member))
+    return _Units(n_pos, int(group_member.size - n_pos), f"{unit}s")
+
+
 def _warnings(
-    scores: AttackScores, rates: AchievedRates | None, alpha: float | None, roc: RocCurve
+    scores: AttackScores,
+    rates: AchievedRates | None,
+    alpha: float | None,
+    roc: RocCurve,
+    units: _Units | None = None,
+    fprs: Sequence[float] = (),
 ) -> tuple[str, ...]:
     out = [str(w) for w in scores.params.get("warnings", [])]
-    if min(roc.n_positives, roc.n_negatives) < MIN_RECORDS_FOR_A_RESULT:
-        out.append(
-            f"its figures rest on {roc.n_positives} members and {roc.n_negatives} "
-            f"non-members (fewer than {MIN_RECORDS_FOR_A_RESULT} of one kind): read them "
-            "as a warning, not a result"
-        )
+    if units is None or units.same_as(roc):
+        if min(roc.n_positives, roc.n_negatives) < MIN_RECORDS_FOR_A_RESULT:
+            out.append(
+                f"its figures rest on {roc.n_positives} members and {roc.n_negatives} "
+                f"non-members (fewer than {MIN_RECORDS_FOR_A_RESULT} of one kind): read them "
+                "as a warning, not a result"
+            )
+    else:
+        if min(units.n_positive, units.n_negative) < MIN_RECORDS_FOR_A_RESULT:
+            out.append(
+                f"its figures rest on {roc.n_positives} members and {roc.n_negatives} "
+                f"non-members from {units.n_positive} and {units.n_negative} "
+                f"{units.noun} (fewer than {MIN_RECORDS_FOR_A_RESULT} {units.noun} of one "
+                f"kind; the records of one of the {units.noun} share its membership and "
+                "are not independent): read them as a warning, not a result"
+            )
+        for f in fprs:
+            if _enough_negatives(roc.n_negatives, f) and not _enough_negatives(units.n_negative, f):
+                out.append(
+                    f"TPR at {100 * f:g}% FPR is n/a: {units.n_negative} non-member "
+                    f"{units.noun}, fewer than 1/FPR = {round(1 / f)} (the "
+                    f"{roc.n_negatives} non-member records are not independent)"
+                )
     if rates is not None and alpha is not None:
         if rates.n_false_positives == 0 and rates.n_true_positives == 0:
             top = float(np.max(scores.scores))
@@ -465,6 +666,8 @@ def attack_metrics(
     fprs: Sequence[float] = DEFAULT_FPRS,
     tprs: Sequence[float] = DEFAULT_TPRS,
     confidence: float = 0.95,
+    groups: ArrayLike | None = None,
+    unit: str | None = None,
 ) -> AttackMetrics:
     """All metrics of one attack: AUC, TPR@FPR, FPR@TPR, and the achieved FPR at its alpha.
 
@@ -479,11 +682,27 @@ def attack_metrics(
         Where to read the ROC (defaults 0.1%, 1% and 50%, 90%).
     confidence : float
         Confidence of the Clopper-Pearson interval on the achieved FPR.
+    groups : array (n,), optional
+        The unit of randomisation of each record (e.g. its document: all chunks of a
+        document share its membership and are alike), aligned with ``scores``; a group
+        holds members only or non-members only. The records are then not independent,
+        and the support rule counts groups: ``TPR@FPR=f`` is reported only with at least
+        ``1 / f`` non-member groups (else None, with a warning saying why), and the
+        figures are a warning when one class has fewer than
+        :data:`MIN_RECORDS_FOR_A_RESULT` groups. The figures themselves are over records.
+        When every group holds one record the result is the same as without ``groups``.
+    unit : str, optional
+        What a group is, in the warnings (e.g. ``"document"``); default the attack's
+        ``params["group_unit"]`` (kept in ``results.json``, so a recomputation from the
+        saved scores and groups words them alike), else ``"group"``.
     """
     if not isinstance(scores, AttackScores):
         raise fail("scores", "an AttackScores record", type(scores).__name__)
     m = membership_for(scores.record_ids, member)
     roc = roc_curve(scores.scores, m)
+    noun = str(scores.params.get("group_unit", "group")) if unit is None else unit
+    units = _units(roc, m, groups, noun)
+    n_neg_units = roc.n_negatives if units is None else units.n_negative
     alpha: float | None = None
     rates: AchievedRates | None = None
     if scores.threshold is not None:
@@ -506,7 +725,9 @@ def attack_metrics(
     return AttackMetrics(
         name=scores.attack,
         auc=roc.auc,
-        tpr_at_fpr={_key(f): tpr_at_fpr(roc, f) for f in fprs},
+        tpr_at_fpr={
+            _key(f): tpr_at_fpr(roc, f) if _enough_negatives(n_neg_units, f) else None for f in fprs
+        },
         tpr_at_zero_fpr=tpr_at_zero_fpr(roc),
         fpr_at_tpr={_key(t): fpr_at_tpr(roc, t) for t in tprs},
         n_positives=roc.n_positives,
@@ -522,7 +743,7 @@ def attack_metrics(
         roc=roc,
         alpha_guarantee=None if guarantee is None else str(guarantee),
         alpha_check=check,
-        warnings=_warnings(scores, rates, alpha, roc),
+        warnings=_warnings(scores, rates, alpha, roc, units, fprs),
     )
 
 

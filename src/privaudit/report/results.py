@@ -251,6 +251,8 @@ def recompute_attack_metrics(
 
     Uses each attack's ``alpha`` from ``results``; the outcome must equal the numbers
     in ``results["attacks"]`` (a report can be checked without re-running the audit).
+    With the table's ``groups`` (the documents of a language-model audit) the support
+    rule counts groups, as the audit did (:func:`privaudit.metrics.roc.attack_metrics`).
     """
     alphas = {a["name"]: a.get("alpha") for a in results["attacks"]}
     params = {a["name"]: a.get("params") or {} for a in results["attacks"]}
@@ -261,5 +263,6 @@ def recompute_attack_metrics(
         sc = AttackScores(
             sc.attack, sc.record_ids, sc.scores, params.get(name, {}), sc.alpha, sc.threshold
         )
-        out[name] = attack_metrics(sc, table.scored(name)[2])
+        groups = None if table.groups is None else table.groups[~np.isnan(table.scores[name])]
+        out[name] = attack_metrics(sc, table.scored(name)[2], groups=groups)
     return out

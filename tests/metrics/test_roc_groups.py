@@ -1,0 +1,129 @@
+"""The support rule of TPR at low FPR counted in groups (the chunks of one document), and the
+group-bootstrap interval of the TPR (privaudit.metrics.roc)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from privaudit.errors import InvalidInputError
+from privaudit.metrics.roc import (
+    MIN_RECORDS_FOR_A_RESULT,
+    _tpr_at_fpr_weighted,
+    attack_metrics,
+    roc_curve,
+    tpr_at_fpr,
+    tpr_at_fpr_bootstrap_ci,
+)
+from privaudit.records import AttackScores
+
+
+def _clustered_null(
+    docs_per_side: int, chunks: int, seed: int
+) -> tuple[AttackScores, np.ndarray, np.ndarray]:
+    """No leakage: a document effect (sd 1) plus chunk noise (sd 0.5), documents assigned at
+    random; true TPR = FPR."""
+    rng = np.random.default_rng(seed)
+    nd = 2 * docs_per_side
+    mem_doc = rng.permutation(nd) < docs_per_side
+    doc = np.repeat(np.arange(nd), chunks)
+    s = rng.normal(0, 1, nd)[doc] + rng.normal(0, 0.5, doc.size)
+    ids = np.array([f"r{i}" for i in range(doc.size)])
+    return AttackScores("loss", ids, s, {}), mem_doc[doc], np.array([f"d{d}" for d in doc])
+
+
+@pytest.mark.parametrize("docs,chunks", [(5, 200), (50, 20)])
+def test_few_documents_many_chunks_give_no_tpr_and_a_warning(docs: int, chunks: int) -> None:
+    # the reviewer's null: over chunks, 5 documents x 200 chunks printed a mean TPR@1% of
+    # 6.4% (true 1%) and exceeded 5% in a third of the runs, never with a warning
+    a, member, doc = _clustered_null(docs, chunks, seed=0)
+    before = attack_metrics(a, member)
+    assert before.tpr_at_fpr["0.01"] is not None and before.tpr_at_fpr["0.001"] is not None
+    m = attack_metrics(a, member, groups=doc, unit="document")
+    assert m.tpr_at_fpr == {"0.001": None, "0.01": None}
+    assert m.n_negatives == docs * chunks  # the figures are still over chunks
+    assert m.auc == before.auc
+    w = " ".join(m.warnings)
+    assert f"from {docs} and {docs} documents (fewer than {MIN_RECORDS_FOR_A_RESULT}" in w
+    assert "TPR at 1% FPR is n/a" in w and "TPR at 0.1% FPR is n/a" in w
+    assert not before.warnings  # counted in chunks, nothing was said
+
+
+def test_enough_documents_report_the_tpr_over_chunks() -> None:
+    a, member, doc = _clustered_null(150, 8, seed=1)  # 1,200 non-member chunks
+    m = attack_metrics(a, member, groups=doc, unit="document")
+    assert m.tpr_at_fpr["0.01"] == tpr_at_fpr(roc_curve(a.scores, member), 0.01)
+    assert m.tpr_at_fpr["0.001"] is None  # 150 < 1000 documents
+    assert any("TPR at 0.1% FPR is n/a: 150 non-member documents" in w for w in m.warnings)
+    assert not any("fewer than 100 documents" in w for w in m.warnings)
+
+
+def test_one_record_per_group_is_the_same_as_no_groups() -> None:
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        n = int(rng.choice([30, 150, 1000, 1200]))
+        member = rng.random(n) < 0.5
+        member[:2] = [True, False]
+        s = np.round(rng.normal(size=n) + member, 1 + seed % 2)
+        ids = np.array([f"r{i}" for i in range(n)])
+        thr = float(np.quantile(s[~member], 0.9)) if seed % 2 else None
+        a = AttackScores("x", ids, s, {}, 0.1 if thr is not None else None, thr)
+        plain = attack_metrics(a, member)
+        grouped = attack_metrics(a, member, groups=ids, unit="document")
+        assert grouped.to_dict() == plain.to_dict()
+
+
+def test_the_unit_comes_from_the_params_and_groups_must_be_pure() -> None:
+    a, member, doc = _clustered_null(5, 3, seed=2)
+    a = AttackScores(a.attack, a.record_ids, a.scores, {"group_unit": "document"})
+    m = attack_metrics(a, member, groups=doc)
+    assert any("5 and 5 documents" in w for w in m.warnings)
+    mixed = doc.copy()
+    mixed[np.flatnonzero(member)[0]] = doc[np.flatnonzero(~member)[0]]
+    with pytest.raises(InvalidInputError, match="mixed"):
+        attack_metrics(a, member, groups=mixed)
+
+
+def test_the_weighted_rule_is_the_exact_rule_on_the_expanded_sample() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        n = int(rng.integers(4, 300))
+        m = rng.random(n) < 0.5
+        m[:2] = [True, False]
+        s = np.round(rng.normal(size=n) + m, 1)
+        w = rng.integers(0, 4, n)
+        w[:2] = 1
+        neg_order = np.argsort(-s[~m], kind="stable")
+        pos_order = np.argsort(s[m], kind="stable")
+        for f in (0.01, 0.1, 0.3):
+            got = _tpr_at_fpr_weighted(
+                s[~m][neg_order],
+                w[~m][neg_order][None, :],
+                s[m][pos_order],
+                w[m][pos_order][None, :],
+                f,
+            )[0]
+            big = np.repeat(np.arange(n), w)
+            want = tpr_at_fpr(roc_curve(s[big], m[big]), f, require_support=False)
+            assert got == pytest.approx(want, abs=1e-12)
+
+
+def test_the_bootstrap_interval_is_seeded_and_counts_groups() -> None:
+    a, member, doc = _clustered_null(150, 4, seed=4)
+    s = a.scores
+    one = tpr_at_fpr_bootstrap_ci(s, member, groups=doc, n_resamples=200, seed=7)
+    assert one == tpr_at_fpr_bootstrap_ci(s, member, groups=doc, n_resamples=200, seed=7)
+    assert one != tpr_at_fpr_bootstrap_ci(s, member, groups=doc, n_resamples=200, seed=8)
+    assert one["0.001"] is None  # 150 non-member documents < 1000
+    lo, hi = one["0.01"]  # type: ignore[misc]
+    assert 0.0 <= lo <= hi <= 1.0 and hi - lo > 0
+    # the chunks of a document move together: the interval is wider than over chunks
+    flat = tpr_at_fpr_bootstrap_ci(s, member, n_resamples=200, seed=7)["0.01"]
+    assert flat is not None and hi - lo > flat[1] - flat[0]
+    a5, m5, d5 = _clustered_null(5, 200, seed=0)
+    assert tpr_at_fpr_bootstrap_ci(a5.scores, m5, groups=d5, n_resamples=50) == {
+        "0.001": None,
+        "0.01": None,
+    }
+    with pytest.raises(InvalidInputError):
+        tpr_at_fpr_bootstrap_ci(s, member, n_resamples=0)
