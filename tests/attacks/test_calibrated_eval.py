@@ -9,7 +9,11 @@ import pytest
 
 from privaudit.attacks import run_attack
 from privaudit.membership.calibrated_eval import calibrated_evaluation, pseudo_target_data
-from privaudit.metrics.calibrated import calibrated_tpr_at_fpr
+from privaudit.metrics.calibrated import (
+    CALIBRATED_CI_REPLICATES,
+    calibrated_tpr_at_fpr,
+    calibrated_tprs_at_fprs,
+)
 from privaudit.records import SignalTable
 
 from .conftest import make_world
@@ -34,13 +38,23 @@ def test_pseudo_targets_never_read_the_target_and_match_a_manual_leave_one_out()
         [run_attack("lira-online", pseudo_target_data(w.data, j), seed=j).scores for j in range(8)]
     )
     ok = ((~keep).sum(axis=0) >= 2) & (keep.sum(axis=0) >= 1)
-    want = calibrated_tpr_at_fpr(scores[:, ok], keep[:, ok], 0.05)
+    (want,) = calibrated_tprs_at_fprs(
+        scores[:, ok], keep[:, ok], (0.05,), n_boot=CALIBRATED_CI_REPLICATES, seed=0
+    )
     got = doc["attacks"][0]["figures"][0]
     assert doc["attacks"][0]["name"] == "lira-online"
     assert got == want.to_dict()
     assert got["calibrated"]["tpr"] == want.calibrated_tpr is not None
     assert got["fitted_threshold"]["tpr"] == want.fitted_threshold_tpr
     assert got["pooled"]["tpr"] == want.pooled_tpr
+    # the figure with its interval; the interval does not move the figure
+    assert (
+        want.calibrated_tpr
+        == calibrated_tpr_at_fpr(scores[:, ok], keep[:, ok], 0.05).calibrated_tpr
+    )
+    ci = got["calibrated"]["ci"]
+    assert ci is not None and ci[0] <= got["calibrated"]["tpr"] <= ci[1]
+    assert got["calibrated"]["ci_replicates"] == CALIBRATED_CI_REPLICATES
     assert got["calibrated"]["finite_population_correction"] is True
     assert got["calibrated_plug_in"]["finite_population_correction"] is False
     assert "pooled" in got["pooled"]["label"] and "calibrated" in got["calibrated"]["label"]

@@ -68,6 +68,10 @@ def test_round_trip_verifies(run_bundle: Path, capsys: pytest.CaptureFixture[str
     assert sum(n.endswith(".epsilon_lower_bound") for n in names) == len(SMALL["attacks"])  # type: ignore[arg-type]
     assert any(n.startswith("agreement.train") for n in names)
     assert "dataset fingerprint" in names
+    # the calibrated evaluation needs the reference models' scores: listed, not recomputed
+    results = json.loads((run_bundle / "results.json").read_text())
+    skipped = {c.name for c in report.checks if c.status == "not-recomputable"}
+    assert ("calibrated_evaluation" in skipped) == bool(results.get("calibrated_evaluation"))
 
 
 def test_tampered_scores_are_detected(

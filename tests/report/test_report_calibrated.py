@@ -26,6 +26,7 @@ def test_small_run_reports_pooled_and_calibrated_tpr_side_by_side(small_run: Pat
         assert "no finite-population correction" in fig["calibrated_plug_in"]["label"]
         # 4 reference models: 2 OUT scores per record, too few to deconvolve (4 needed)
         assert fig["calibrated"]["tpr"] is None and "n/a" in fig["calibrated"]["note"]
+        assert fig["calibrated"]["ci"] is None and fig["calibrated"]["ci_replicates"] == 0
         assert fig["n_out_median"] == 2 and 0.0 <= fig["fitted_threshold"]["tpr"] <= 1.0
         assert fig["calibrated_plug_in"]["fpr"] > fig["fpr"]
     # 4 pseudo-targets x 80 non-members: no pooled TPR at 0.1% FPR (below one false
@@ -53,5 +54,28 @@ def test_small_run_reports_pooled_and_calibrated_tpr_side_by_side(small_run: Pat
     for key in ("calibrated_plug_in", "fitted_threshold"):
         bad = copy.deepcopy(results)
         del bad["calibrated_evaluation"]["attacks"][0]["figures"][0][key]
+        with pytest.raises(InvalidInputError):
+            validate_results(bad)
+
+
+def test_the_calibrated_interval_is_shown_and_held_to_its_shape(small_run: Path) -> None:
+    """A calibrated figure with its interval (as with 4 or more OUT scores a record): in the
+    report and the summary beside the figure, and the schema holds it to two rates."""
+    from privaudit.report.html import render_html
+    from privaudit.report.results import RESULTS_FILE, SCORES_FILE, ScoreTable
+
+    results = json.loads((small_run / RESULTS_FILE).read_text())
+    fig = results["calibrated_evaluation"]["attacks"][0]["figures"][0]
+    fig["calibrated"].update(tpr=0.4321, ci=[0.4012, 0.4655], ci_replicates=50)
+    fig["calibrated"].pop("note", None)
+    validate_results(results)
+    html = render_html(results, ScoreTable.load(small_run / SCORES_FILE))
+    assert "43.21%" in html and "[40.12%, 46.55%]" in html
+    assert "jackknife over the evaluation models" in html
+    text = " ".join(summary_text(results).split())
+    assert "43.2% [40.1, 46.6]" in text and "evaluation models resampled" in text
+    for bad_ci in ([0.4], [0.4, 1.2], "0.4"):
+        bad = copy.deepcopy(results)
+        bad["calibrated_evaluation"]["attacks"][0]["figures"][0]["calibrated"]["ci"] = bad_ci
         with pytest.raises(InvalidInputError):
             validate_results(bad)

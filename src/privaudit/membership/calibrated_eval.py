@@ -59,7 +59,12 @@ from scipy import special
 from privaudit.attacks import AttackData, run_attack
 from privaudit.errors import DesignError
 from privaudit.membership.experiment import ExperimentResult
-from privaudit.metrics.calibrated import MIN_OUT_DECONVOLVED, calibrated_tprs_at_fprs
+from privaudit.metrics.calibrated import (
+    CALIBRATED_CI_METHOD,
+    CALIBRATED_CI_REPLICATES,
+    MIN_OUT_DECONVOLVED,
+    calibrated_tprs_at_fprs,
+)
 from privaudit.records import MembershipMatrix, SignalTable
 from privaudit.runtime.executor_base import Executor
 
@@ -105,7 +110,8 @@ _METHOD = (
     "FPR-alpha threshold, each record's OUT scores Gaussian: the law of the IN scores "
     "standardised by their record's OUT Gaussian is fitted over all records by "
     f"deconvolving the known noise of the fitted OUT Gaussians (records with >= "
-    f"{MIN_OUT_DECONVOLVED} OUT scores). Fitted threshold: the TPR of a threshold fitted from "
+    f"{MIN_OUT_DECONVOLVED} OUT scores), with a 95% interval ({CALIBRATED_CI_METHOD}). "
+    "Fitted threshold: the TPR of a threshold fitted from "
     "each record's OUT scores at per-record FPR alpha exactly (the Student-t prediction "
     "quantile), below the calibrated TPR by its noise. Plug-in: the fitted Gaussian used as "
     "exact (the efficient LiRA evaluation), at the per-record FPR given with it, above alpha."
@@ -276,8 +282,16 @@ def _evaluate(
     s, m = scores[:, usable], keep[:, usable]
     z = s if scale is None else scale[0](s)
     figures = []
-    # the pooled figure from the attack's own scores (z is a strictly increasing map of them)
-    for res in calibrated_tprs_at_fprs(z, m, fprs, pooled_scores=None if scale is None else s):
+    # the pooled figure from the attack's own scores (z is a strictly increasing map of them);
+    # the calibrated figure's interval seeded by 0: a function of the scores
+    for res in calibrated_tprs_at_fprs(
+        z,
+        m,
+        fprs,
+        pooled_scores=None if scale is None else s,
+        n_boot=CALIBRATED_CI_REPLICATES,
+        seed=0,
+    ):
         doc, f = res.to_dict(), res.fpr
         n_out_pairs = int((~m).sum())
         if n_out_pairs * f < 1.0:  # as the attacks table: no pooled TPR below one FP

@@ -279,9 +279,12 @@ def _calibrated_table(results: dict[str, Any]) -> list[Any] | None:
             off = fig["calibrated"]["tpr"] is not None and not fig.get("fpr_check", {}).get(
                 "consistent", True
             )
+            ci = fig["calibrated"].get("ci")
             cells += [
                 _pct1(fig["pooled"]["tpr"]),
-                _pct1(fig["calibrated"]["tpr"]) + ("!" if off else ""),
+                _pct1(fig["calibrated"]["tpr"])
+                + ("!" if off else "")
+                + ("" if not ci else f" [{_ci(ci[0])}, {_ci(ci[1])}]"),
                 _pct1(fig.get("fitted_threshold", {}).get("tpr")),
             ]
         table.add_row(a["name"], *cells)
@@ -293,8 +296,8 @@ def _calibrated_table(results: dict[str, Any]) -> list[Any] | None:
         "pool: pooled TPR, one threshold over all records (not a per-record FPR); cal: "
         "per-record calibrated TPR, the mean over records of the TPR at the record's own "
         "FPR threshold (Jalko et al. 2026; OUT scores Gaussian per record, the fitted "
-        "Gaussians' noise deconvolved); fit: the TPR of a threshold fitted from each "
-        "record's OUT scores"
+        "Gaussians' noise deconvolved), with its 95% interval (records and evaluation models "
+        "resampled); fit: the TPR of a threshold fitted from each record's OUT scores"
         + ("" if n_out is None else f" (median {n_out:g})")
         + " at that FPR exactly, lower by the threshold's noise; !: OUT scores not Gaussian "
         "per record (an OUT score exceeds the threshold fitted from its record's others far "
