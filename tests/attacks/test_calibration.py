@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -182,3 +183,80 @@ def test_cross_entropy_loss_stays_positive_at_large_margins() -> None:
     exact = np.log1p(np.exp(-margins))  # two classes: log(1 + e^{-m})
     np.testing.assert_allclose(loss, exact, rtol=1e-12)
     assert np.all(loss > 0) and np.all(np.diff(loss) < 0)  # no ties at 0
+
+
+def _keep_matrix_world(layout: str, seed: int, n: int = 1200, z: int = 2400, k: int = 3) -> Any:
+    """Null world (no membership signal) with ``k`` reference models and a keep matrix:
+    ``"balanced"`` (the target is one row of a balanced (k + 1)-model matrix: each member
+    is OUT for one more reference model than each non-member), ``"constant"`` (every
+    record OUT for the same number, independently of the target) or ``"independent"``."""
+    rng = np.random.default_rng(seed)
+    ids = np.array([f"r{i}" for i in range(n)])
+    pids = np.array([f"p{i}" for i in range(z)])
+    refs = tuple(f"ref{j}" for j in range(k))
+    if layout == "balanced":
+        keep_all = np.argsort(rng.random((k + 1, n)), axis=0) < (k + 1) // 2
+        member, keep = keep_all[0], keep_all[1:]
+    elif layout == "constant":
+        member = rng.random(n) < 0.5
+        keep = np.argsort(rng.random((k, n)), axis=0) < 1
+    else:
+        member = rng.random(n) < 0.5
+        keep = rng.random((k, n)) < 0.5
+        keep[:, keep.all(axis=0)] = False
+    d, dz = rng.standard_normal(n), rng.standard_normal(z)
+    data = AttackData(
+        record_ids=ids,
+        labels=np.zeros(n, np.int64),
+        target={"loss": SignalTable("loss", ids, ("target",), (d + rng.standard_normal(n))[None])},
+        population_target={
+            "loss": SignalTable("loss", pids, ("target",), (dz + rng.standard_normal(z))[None])
+        },
+        reference={"loss": SignalTable("loss", ids, refs, d + rng.standard_normal((k, n)))},
+        reference_membership=MembershipMatrix(ids, refs, keep),
+        reference_population={
+            "loss": SignalTable("loss", pids, refs, dz + rng.standard_normal((k, z)))
+        },
+    )
+    return data, member
+
+
+@pytest.mark.parametrize("name", ["calibrated-loss", "lira-offline"])
+def test_guarantee_withdrawn_when_members_have_more_out_models(name: str) -> None:
+    """The target as one row of a balanced keep matrix: members are OUT for 2 reference
+    models, non-members for 1, and the calibration (blind to membership) draws sizes
+    from both, so its threshold does not hold alpha on the non-members. The attack records
+    the condition; the metrics, which know the membership, withdraw the guarantee."""
+    from privaudit.metrics.roc import attack_metrics
+
+    data, member = _keep_matrix_world("balanced", 0)
+    res = run_attack(name, data, alpha=0.05, seed=0, signal="loss")
+    assert "independent of the target's" in res.params["alpha_guarantee_requires"]
+    assert len(res.params["n_out_per_record"]) == member.size
+    met = attack_metrics(res, member)
+    assert met.alpha_within_error is None
+    assert met.alpha_guarantee is None
+    assert met.alpha_check is not None and met.alpha_check.startswith("no check:")
+    assert "members have 2 OUT reference models on average, non-members 1" in met.alpha_check
+    assert any("is not guaranteed" in w for w in met.warnings)
+
+
+@pytest.mark.parametrize("name", ["calibrated-loss", "lira-offline"])
+def test_guarantee_kept_when_out_counts_do_not_depend_on_membership(name: str) -> None:
+    from privaudit.metrics.roc import attack_metrics
+
+    data, member = _keep_matrix_world("constant", 1)
+    res = run_attack(name, data, alpha=0.05, seed=0, signal="loss")
+    assert "n_out_per_record" not in res.params
+    assert "alpha_guarantee_requires" not in res.params
+    met = attack_metrics(res, member)
+    assert met.alpha_guarantee == "per-target"
+    assert met.alpha_within_error is not None
+    assert met.alpha_check is not None and met.alpha_check.startswith("beta-binomial:")
+    # counts that vary independently of membership: the condition is recorded, and holds
+    data, member = _keep_matrix_world("independent", 2)
+    res = run_attack(name, data, alpha=0.05, seed=0, signal="loss")
+    assert "alpha_guarantee_requires" in res.params
+    met = attack_metrics(res, member)
+    assert met.alpha_guarantee == "per-target"
+    assert met.alpha_within_error is not None

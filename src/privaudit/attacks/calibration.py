@@ -61,6 +61,7 @@ __all__ = [
     "calibration_diagnostics",
     "check_calibration",
     "conformal_threshold",
+    "out_count_params",
     "population_reference_inputs",
     "random_out_subsets",
 ]
@@ -201,6 +202,31 @@ def random_out_subsets(
     return mask, usable
 
 
+def out_count_params(n_out: NDArray[np.int64]) -> dict[str, Any]:
+    """What a population-calibrated threshold's guarantee rests on when the audited
+    records' numbers of OUT reference models (``n_out``) differ (nothing when they are
+    all equal, as in the product's split).
+
+    The calibration draws its OUT-subset sizes from ``n_out``, all audited records' counts
+    (:func:`population_reference_inputs`), so the per-target guarantee holds only if
+    reference-model membership is independent of the target's, which the attack, blind to
+    the target's membership, cannot check. Returns ``alpha_guarantee_requires`` (that
+    condition) and ``n_out_per_record`` (the counts, aligned with the scored records),
+    from which :func:`~privaudit.metrics.roc.attack_metrics` tests it.
+    """
+    counts = np.asarray(n_out, dtype=np.int64)
+    if counts.size == 0 or int(counts.min()) == int(counts.max()):
+        return {}
+    return {
+        "alpha_guarantee_requires": (
+            "reference-model membership independent of the target's: the audited records "
+            f"have {int(counts.min())} to {int(counts.max())} OUT reference models and the "
+            "calibration draws its subset sizes from all of them, members included"
+        ),
+        "n_out_per_record": counts.tolist(),
+    }
+
+
 def population_reference_inputs(
     data: AttackData, signal: str, n_out: NDArray[np.int64], rng: np.random.Generator
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
@@ -212,6 +238,18 @@ def population_reference_inputs(
     ``n_out``, the audited records' OUT counts, so that its score has the distribution an
     audited non-member's score has (the exchangeability that :func:`conformal_threshold`
     needs). Records with too few OUT models are dropped.
+
+    Independence assumption. ``n_out`` counts every audited record, members and
+    non-members alike (the attack does not read the target's membership), so the sizes
+    are the non-members' only if reference-model membership is independent of target
+    membership. The product's split guarantees it (every record is OUT for half the
+    reference models, a constant count). A keep matrix passed to the API may not: when
+    the target is one row of a balanced matrix (Carlini et al.'s layout), each member
+    is OUT for one more reference model than each non-member, and the threshold's FPR on
+    non-members exceeds alpha (4 models, alpha = 5%: 6.2%). When the counts differ
+    between records the attack records them (:func:`out_count_params`), and
+    :func:`~privaudit.metrics.roc.attack_metrics`, which knows the membership,
+    withdraws the per-target guarantee when members' and non-members' counts differ.
 
     Returns
     -------

@@ -45,6 +45,7 @@ from privaudit.attacks._orient import member_oriented
 from privaudit.attacks.base import AttackData, register, require
 from privaudit.attacks.calibration import (
     calibrate_threshold,
+    out_count_params,
     random_out_subsets,
 )
 from privaudit.errors import InsufficientDataError
@@ -88,8 +89,13 @@ def _has_population(data: AttackData) -> bool:
 
 
 def _threshold(
-    info: dict[str, Any], alpha: float | None, calibration: NDArray[np.float64] | None
+    info: dict[str, Any],
+    alpha: float | None,
+    calibration: NDArray[np.float64] | None,
+    n_out: NDArray[np.int64] | None = None,
 ) -> dict[str, Any]:
+    """The population-calibrated threshold; ``n_out`` are the audited records' OUT counts
+    the calibration drew its subset sizes from (:func:`out_count_params`)."""
     info["score_kind"] = "statistic"
     if alpha is None:
         info["threshold_calibration"] = None
@@ -98,7 +104,8 @@ def _threshold(
         info["alpha_calibrated"] = False  # run_attack refuses the alpha
         return info
     info["threshold_calibration"] = "population"
-    return calibrate_threshold(info, calibration, alpha)
+    extra = {} if n_out is None else out_count_params(n_out)
+    return calibrate_threshold(info, calibration, alpha, **extra)
 
 
 def _out_mask(data: AttackData) -> NDArray[np.bool_]:
@@ -155,7 +162,7 @@ def calibrated_loss_attack(
         "min_out_models": int(n_out.min()),
         "reference_models": "out",
     }
-    return data.record_ids, scores, _threshold(info, alpha, cal)
+    return data.record_ids, scores, _threshold(info, alpha, cal, n_out)
 
 
 def _features(
@@ -289,7 +296,7 @@ def learned_attack(
         "sd_floor": sd_floor,
         "features": ["value", "value - OUT mean", "(value - OUT mean) / OUT sd"],
     }
-    return data.record_ids, scores, _threshold(info, alpha, cal)
+    return data.record_ids, scores, _threshold(info, alpha, cal, out.sum(axis=0))
 
 
 @register(

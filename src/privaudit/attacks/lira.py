@@ -69,6 +69,7 @@ from privaudit.attacks.base import AttackData, register, require
 from privaudit.attacks.calibration import (
     calibrate_threshold,
     check_calibration,
+    out_count_params,
     population_reference_inputs,
 )
 from privaudit.attacks.lira_fit import (
@@ -341,7 +342,7 @@ def lira_offline(
         cal = _offline_calibration_scores(
             views, fits, signal, n_out, rng, clip_v, location, variance, nu, floor, scale
         )
-        calibrate_threshold(calib, cal, alpha)
+        calibrate_threshold(calib, cal, alpha, **out_count_params(n_out))
     elif alpha is not None and offline_test == "one-sided":  # Lambda <= alpha
         calib["threshold"] = float(-np.log(alpha))
     return (

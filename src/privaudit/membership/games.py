@@ -432,6 +432,43 @@ def _draw_ids(samples: GameSamples, n_trials: int) -> NDArray[Any]:
     )
 
 
+def _per_trial_check_params(
+    per_trial: Sequence[AttackScores], smp: GameSamples, n_trials: int
+) -> dict[str, Any]:
+    """What the achieved-FPR check of a game's pooled draws needs from each trial.
+
+    Each trial's target calibrates its own threshold (``threshold_sample_size``
+    non-member scores), so the pooled false-positive count is a sum of one beta-binomial
+    per trial (:func:`~privaudit.metrics.roc.pooled_alpha_acceptance_region`): records
+    every trial's calibration size and its number of non-member draws
+    (``trial_threshold_sample_sizes``, ``trial_n_negatives``; the caller drops trial 0's
+    ``threshold_sample_size``, which would check the pooled count as if every draw shared
+    one threshold). When a trial records its audited records' OUT reference-model counts
+    (``n_out_per_record``, recorded when they differ), they are pooled per draw."""
+    out: dict[str, Any] = {}
+    sizes = [s.params.get("threshold_sample_size") for s in per_trial]
+    if all(isinstance(v, int | np.integer) and v > 0 for v in sizes):
+        negatives = np.bincount(smp.trial[~smp.member], minlength=n_trials)
+        out["trial_threshold_sample_sizes"] = [int(v) for v in sizes if v is not None]
+        out["trial_n_negatives"] = [int(v) for v in negatives]
+    if any("n_out_per_record" in s.params for s in per_trial):
+        counts = np.empty(smp.n, dtype=np.int64)
+        for t, s in enumerate(per_trial):
+            here = np.flatnonzero(smp.trial == t)
+            n_out = s.params.get("n_out_per_record")
+            if n_out is None:  # this trial's counts were all equal: its minimum
+                low = s.params.get("min_out_models", s.params.get("n_out_min"))
+                if low is None:
+                    return out
+                counts[here] = int(low)
+                continue
+            index = {r: i for i, r in enumerate(s.record_ids.tolist())}
+            n_out = np.asarray(n_out, dtype=np.int64)
+            counts[here] = n_out[[index[r] for r in smp.record_ids[here].tolist()]]
+        out["n_out_per_record"] = counts.tolist()
+    return out
+
+
 def pool_game(result: GameResult) -> dict[str, PooledAttack]:
     """Every attack's draws over the game's trials (Ye et al. 2022 Sec. 3.1: the game's
     success is averaged over its repetitions), see :class:`PooledAttack`.
@@ -476,6 +513,10 @@ def pool_game(result: GameResult) -> dict[str, PooledAttack]:
                 ),
             }
         )
+        if n_trials > 1:
+            params.pop("threshold_sample_size", None)
+            params.pop("n_out_per_record", None)
+            params.update(_per_trial_check_params(per_trial, smp, n_trials))
         sc = AttackScores(
             attack=name,
             record_ids=_draw_ids(smp, n_trials),

@@ -28,9 +28,11 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy import special
 
 from privaudit._stats import (
     betabinom_ppf,
+    betabinom_sum_ppf,
     clopper_pearson_lower,
     clopper_pearson_upper,
     mann_whitney_auc,
@@ -62,6 +64,7 @@ __all__ = [
     "clopper_pearson",
     "fpr_at_tpr",
     "membership_for",
+    "pooled_alpha_acceptance_region",
     "roc_curve",
     "tpr_at_fpr",
     "tpr_at_fpr_bootstrap_ci",
@@ -453,9 +456,60 @@ def alpha_acceptance_region(
     if n_calibration < 1:
         raise fail("n_calibration", "a positive integer", n_calibration)
     n = int(n_calibration)
-    k = min(max(math.ceil((n + 1) * (1.0 - alpha) - 1e-9), 1), n)
+    k = _conformal_rank(alpha, n)
     tail = (1.0 - check_probability(confidence, "confidence")) / 2.0
     lo, hi = betabinom_ppf(int(n_negatives), n + 1 - k, k, [tail, 1.0 - tail])
+    return lo, hi
+
+
+def _conformal_rank(alpha: float, n: int) -> int:
+    """The order statistic ``k = ceil((n + 1)(1 - alpha))`` of a conformal threshold on
+    ``n`` calibration scores, kept within ``1..n``."""
+    return min(max(math.ceil((n + 1) * (1.0 - alpha) - 1e-9), 1), n)
+
+
+def pooled_alpha_acceptance_region(
+    alpha: float,
+    n_calibrations: Sequence[int],
+    n_negatives: Sequence[int],
+    confidence: float = 0.95,
+) -> tuple[int, int]:
+    r"""Central ``confidence`` region of the false-positive count pooled over several
+    calibrated thresholds (the trials of a game, each target with its own threshold).
+
+    Trial t decides its ``n_negatives[t]`` audited non-members at a threshold calibrated
+    on ``n_calibrations[t]`` non-member scores, so its count is beta-binomial
+    ``(n_t, M_t + 1 - k_t, k_t)`` (:func:`alpha_acceptance_region`); taking the trials'
+    thresholds as independent, the pooled count is the sum of these, whose
+    distribution is their convolution. Returns its ``(1 - confidence)/2`` and
+    ``(1 + confidence)/2`` quantiles; with one trial, :func:`alpha_acceptance_region`'s.
+    A single beta-binomial over all the draws would treat them as sharing one threshold:
+    its region is far wider than the sum's (8 trials: the check flagged no run at 5%).
+    """
+    if len(n_calibrations) != len(n_negatives) or not n_calibrations:
+        raise fail(
+            "n_calibrations",
+            f"one calibration size per trial ({len(n_negatives)})",
+            len(n_calibrations),
+        )
+    if len(n_calibrations) == 1:
+        return alpha_acceptance_region(alpha, n_calibrations[0], n_negatives[0], confidence)
+    a = check_probability(alpha, "alpha")
+    ks, ns = [], []
+    for m, n_neg in zip(n_calibrations, n_negatives, strict=True):
+        if isinstance(m, bool) or not isinstance(m, int | np.integer) or m < 1:
+            raise fail("n_calibrations", "positive integers", repr(m))
+        if isinstance(n_neg, bool) or not isinstance(n_neg, int | np.integer) or n_neg < 0:
+            raise fail("n_negatives", "non-negative integers", repr(n_neg))
+        ks.append(_conformal_rank(a, int(m)))
+        ns.append(int(n_neg))
+    tail = (1.0 - check_probability(confidence, "confidence")) / 2.0
+    lo, hi = betabinom_sum_ppf(
+        ns,
+        [int(m) + 1 - k for m, k in zip(n_calibrations, ks, strict=True)],
+        ks,
+        [tail, 1.0 - tail],
+    )
     return lo, hi
 
 
@@ -659,6 +713,111 @@ def _warnings(
     return tuple(out)
 
 
+#: Level of the test that withdraws a calibrated threshold's per-target guarantee when
+#: the audited members and non-members have different numbers of OUT reference models.
+OUT_COUNT_TEST_LEVEL = 0.001
+
+
+def _out_count_dependence(params: Mapping[str, Any], m: NDArray[np.bool_]) -> str | None:
+    """Why a population-calibrated threshold does not hold alpha for this target, or None.
+
+    The calibration draws each calibration record's number of OUT reference models from
+    the audited records' counts (``params["n_out_per_record"]``, recorded when they are
+    not all equal), so its scores are those of a non-member only if the non-members'
+    counts are distributed like everyone's, i.e. reference-model membership is
+    independent of the target's. With the target's membership known, a chi-square test
+    of homogeneity of the members' and non-members' counts checks that; below
+    :data:`OUT_COUNT_TEST_LEVEL` the guarantee is withdrawn (e.g. the target is one row
+    of a balanced keep matrix: every member has one OUT model more than every non-member).
+    """
+    raw = params.get("n_out_per_record")
+    if raw is None:
+        return None
+    counts = np.asarray(raw, dtype=np.int64)
+    if counts.shape != m.shape:
+        raise fail(
+            "params['n_out_per_record']", f"one OUT count per record ({m.size})", counts.shape
+        )
+    values, idx = np.unique(counts, return_inverse=True)
+    if values.size < 2:
+        return None
+    table = np.stack(
+        [np.bincount(idx[m], minlength=values.size), np.bincount(idx[~m], minlength=values.size)]
+    ).astype(np.float64)
+    expected = table.sum(axis=1, keepdims=True) * table.sum(axis=0, keepdims=True) / table.sum()
+    stat = float(np.sum((table - expected) ** 2 / expected))
+    p = float(special.chdtrc(values.size - 1, stat))
+    if p >= OUT_COUNT_TEST_LEVEL:
+        return None
+    return (
+        "the calibration draws its OUT-subset sizes from all audited records, which matches "
+        "the non-members only if reference-model membership is independent of the "
+        "target's, and here it is not: members have "
+        f"{float(counts[m].mean()):.3g} OUT reference models on average, non-members "
+        f"{float(counts[~m].mean()):.3g} (chi-square test of homogeneity, "
+        + (f"p = {p:.2g})" if p >= 1e-16 else "p < 1e-16)")
+    )
+
+
+def _trial_sizes(params: Mapping[str, Any], n_negatives: int) -> tuple[list[int], list[int]] | None:
+    """The per-trial calibration sizes and non-member counts of a pooled game
+    (``params["trial_threshold_sample_sizes"]``, ``params["trial_n_negatives"]``, recorded
+    by :func:`~privaudit.membership.games.pool_game`), or None."""
+    sizes, negs = params.get("trial_threshold_sample_sizes"), params.get("trial_n_negatives")
+    if sizes is None or negs is None:
+        return None
+    sizes, negs = [int(v) for v in sizes], [int(v) for v in negs]
+    if len(sizes) != len(negs) or sum(negs) != n_negatives:
+        raise fail(
+            "params['trial_n_negatives']",
+            f"one count per trial threshold ({len(sizes)}), summing to the {n_negatives} "
+            "non-members scored",
+            negs,
+        )
+    return sizes, negs
+
+
+def _alpha_check(
+    scores: AttackScores,
+    rates: AchievedRates | None,
+    alpha: float | None,
+    m: NDArray[np.bool_],
+    confidence: float,
+) -> tuple[bool | None, str | None, str | None]:
+    """``alpha_within_error``, ``alpha_check`` and, when the threshold's guarantee does
+    not hold for this target, why (:func:`_out_count_dependence`)."""
+    if rates is None or alpha is None:
+        return None, None, None
+    withdrawn = _out_count_dependence(scores.params, m)
+    if withdrawn is not None:
+        return None, f"no check: {withdrawn}", withdrawn
+    trials = _trial_sizes(scores.params, rates.n_negatives)
+    if trials is not None:
+        sizes, negs = trials
+        lo, hi = pooled_alpha_acceptance_region(alpha, sizes, negs, confidence)
+        used = [s for s, n in zip(sizes, negs, strict=True) if n > 0]
+        each = str(used[0]) if len(set(used)) == 1 else f"{min(used)}-{max(used)}"
+        plural = "s" if len(used) != 1 else ""
+        check = (
+            f"beta-binomial convolution over {len(used)} trial threshold{plural} ({each} "
+            f"calibration non-members each): {rates.n_negatives} audited non-members, "
+            f"{100 * confidence:g}% central region; approximate: the trials are taken as "
+            "independent, and trials that share calibration or audited records whose scores "
+            "are alike across targets are not (the region is then too narrow)"
+        )
+        return lo <= rates.n_false_positives <= hi, check, None
+    n_cal = scores.params.get("threshold_sample_size")
+    n_cal = int(n_cal) if isinstance(n_cal, int | np.integer) and n_cal > 0 else None
+    within = rates.alpha_within_error(alpha, n_calibration=n_cal)
+    check = (
+        f"beta-binomial: {rates.n_negatives} audited non-members and the threshold's "
+        f"{n_cal} calibration non-members, {100 * confidence:g}% central region"
+        if n_cal is not None
+        else f"Clopper-Pearson {100 * confidence:g}% interval of the achieved FPR"
+    )
+    return within, check, None
+
+
 def attack_metrics(
     scores: AttackScores,
     member: ArrayLike | MembershipMatrix,
@@ -709,19 +868,13 @@ def attack_metrics(
         rates = achieved_rates(scores.scores, m, scores.threshold, confidence=confidence)
         if scores.alpha is not None:
             alpha = check_probability(scores.alpha, "alpha")
-    n_cal = scores.params.get("threshold_sample_size")
-    n_cal = int(n_cal) if isinstance(n_cal, int | np.integer) and n_cal > 0 else None
-    within: bool | None = None
-    check: str | None = None
-    if rates is not None and alpha is not None:
-        within = rates.alpha_within_error(alpha, n_calibration=n_cal)
-        check = (
-            f"beta-binomial: {rates.n_negatives} audited non-members and the threshold's "
-            f"{n_cal} calibration non-members, {100 * confidence:g}% central region"
-            if n_cal is not None
-            else f"Clopper-Pearson {100 * confidence:g}% interval of the achieved FPR"
-        )
+    within, check, withdrawn = _alpha_check(scores, rates, alpha, m, confidence)
     guarantee = scores.params.get("alpha_guarantee") if alpha is not None else None
+    if withdrawn is not None:
+        guarantee = None
+    warnings = _warnings(scores, rates, alpha, roc, units, fprs)
+    if withdrawn is not None:
+        warnings = (*warnings, f"alpha={alpha:g} is not guaranteed: {withdrawn}")
     return AttackMetrics(
         name=scores.attack,
         auc=roc.auc,
@@ -743,7 +896,7 @@ def attack_metrics(
         roc=roc,
         alpha_guarantee=None if guarantee is None else str(guarantee),
         alpha_check=check,
-        warnings=_warnings(scores, rates, alpha, roc, units, fprs),
+        warnings=warnings,
     )
 
 
