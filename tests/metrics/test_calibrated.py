@@ -280,3 +280,20 @@ def test_no_calibrated_figure_no_interval() -> None:
     assert res.calibrated_tpr is None and res.calibrated_tpr_ci is None
     d = res.to_dict()["calibrated"]
     assert d["ci"] is None and d["ci_replicates"] == 0
+
+
+def test_the_calibrated_interval_stays_bounded_near_zero() -> None:
+    """Normal on the angular scale: a figure of 0.15% with a standard error of 0.7% (a
+    non-Gaussian attack's scattered refits) has an upper end of about 5%, not the logit
+    scale's 96%; well inside (0, 1) the scales agree, and the interval stays in [0, 1]."""
+    from privaudit.metrics.calibrated import _interval
+
+    lo, hi = _interval(0.0015, 0.007**2)
+    assert lo == 0.0 and 0.04 < hi < 0.06
+    lo, hi = _interval(0.30, 0.01**2)
+    assert abs(lo - (0.30 - 0.0196)) < 0.001 and abs(hi - (0.30 + 0.0196)) < 0.001
+    assert _interval(0.999, 0.01**2)[1] == 1.0
+    assert _interval(0.0, 0.001**2) == (0.0, pytest.approx(0.00196, abs=1e-6))
+    for est in (1e-6, 0.001, 0.01, 0.5, 0.99):
+        lo, hi = _interval(est, 0.003**2)
+        assert 0.0 <= lo <= est <= hi <= 1.0

@@ -45,11 +45,8 @@ def test_small_run_reports_pooled_and_calibrated_tpr_side_by_side(small_run: Pat
     ):
         assert text in html, text
     text = summary_text(results)
-    assert (
-        "TPR with 4 reference models each the target" in text
-        and "pool@1%" in text
-        and "cal@1%" in text
-    )
+    assert "4 reference models, each the target in turn" in text
+    assert "TPR at 1% FPR" in text and "TPR at 0.1% FPR" in text and "cal [95% CI]" in text
     # the schema holds the section to its shape
     for key in ("calibrated_plug_in", "fitted_threshold"):
         bad = copy.deepcopy(results)
@@ -74,6 +71,13 @@ def test_the_calibrated_interval_is_shown_and_held_to_its_shape(small_run: Path)
     assert "jackknife over the evaluation models" in html
     text = " ".join(summary_text(results).split())
     assert "43.2% [40.1, 46.6]" in text and "evaluation models resampled" in text
+    # one table per FPR: the widest interval and the longest attack name fit in 80 columns
+    fig["calibrated"].update(tpr=0.0015, ci=[0.0, 0.9603])
+    results["calibrated_evaluation"]["attacks"][0]["name"] = "informia-offline"
+    for width in (80, 120):
+        narrow = summary_text(results, width=width)
+        assert "…" not in narrow and max(map(len, narrow.splitlines())) <= width
+        assert "informia-offline" in narrow and "0.1% [0.0, 96.0]" in narrow
     for bad_ci in ([0.4], [0.4, 1.2], "0.4"):
         bad = copy.deepcopy(results)
         bad["calibrated_evaluation"]["attacks"][0]["figures"][0]["calibrated"]["ci"] = bad_ci

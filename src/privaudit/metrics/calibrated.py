@@ -102,8 +102,9 @@ assumption, Gaussian OUT scores per record, is the one the per-record threshold 
 too, and ``fpr_check`` tests it on the scores.
 
 The calibrated figure's 95% interval (``calibrated_tpr_ci``, when asked for with
-``n_boot``) is normal on the logit scale, :math:`\operatorname{logit}\hat\theta \pm 1.96
-\sqrt{V_{rec} + V_{mod}}/(\hat\theta(1-\hat\theta))`, from two variances of refits of the
+``n_boot``) is normal on the angular scale, :math:`\arcsin\sqrt{\hat\theta} \pm 1.96
+\sqrt{V_{rec} + V_{mod}}/(2\sqrt{\hat\theta(1-\hat\theta)})` (clipped to
+:math:`[0, \pi/2]`), from two variances of refits of the
 deconvolution (each EM started from the fit's weights for :data:`_N_EM_CI` evaluations;
 seeded, so the interval is a function of the scores and the seed):
 
@@ -127,7 +128,14 @@ The sum is conservative: the OUT-score noise is counted twice, the records' samp
 it though the figure is the mean over the audited records, the jackknife is biased upward
 (Efron and Stein 1981), more so with 4 OUT scores a record (its refits have 3). The
 deconvolution's smoothing bias (up to 0.044 above, records all alike at 0.1%) is in
-neither. Its coverage in simulation is in ``docs/membership.md``.
+neither. The angular scale, the variance-stabilising one of a proportion, keeps the
+interval in [0, 1] and skewed away from a bound, as the logit scale does, but its
+derivative grows as :math:`\hat\theta^{-1/2}` near 0 where the logit's grows as
+:math:`\hat\theta^{-1}`: a figure of 0.15% with a standard error of 0.7% (a non-Gaussian
+attack whose refits scatter between 0.02% and 0.6%) had the interval [0, 96%] on the logit
+scale, [0, 5%] on the angular one. Where the OUT scores fail ``fpr_check`` the figure itself
+may be biased (the deconvolution's noise law is the Gaussian one), which the interval does
+not carry. Its coverage in simulation is in ``docs/membership.md``.
 
 What the available text (the abstract and summaries) does not settle: the paper's
 exact calibration estimator and the exact form of its LiRA correction; the estimators
@@ -180,7 +188,7 @@ CALIBRATED_CI_MODEL_GROUPS = 16
 
 #: How the calibrated figure's interval is computed (module docstring).
 CALIBRATED_CI_METHOD = (
-    "normal on the logit scale, of variance the sum of a bootstrap over records (each "
+    "normal on the angular scale arcsin(sqrt(TPR)), of variance the sum of a bootstrap over records (each "
     "resampled with all its IN and OUT scores) and a delete-a-group jackknife over the "
     "evaluation models (each group's scores left out), the deconvolution refitted on each "
     "(seeded); conservative, each record's OUT-score noise being in both"
@@ -189,11 +197,12 @@ CALIBRATED_CI_METHOD = (
 
 def _interval(est: float, var: float) -> tuple[float, float]:
     """The 95% interval of the calibrated figure ``est`` of variance ``var``: normal on the
-    logit scale (plain normal, clipped, at 0 or 1)."""
+    angular scale, arcsin(sqrt(theta)) (plain normal, clipped, at 0 or 1)."""
     half = 1.959963984540054 * np.sqrt(max(var, 0.0))
     if 0.0 < est < 1.0:
-        lg, sl = special.logit(est), half / (est * (1.0 - est))
-        return float(special.expit(lg - sl)), float(special.expit(lg + sl))
+        a, sl = np.arcsin(np.sqrt(est)), half / (2.0 * np.sqrt(est * (1.0 - est)))
+        lo, hi = max(a - sl, 0.0), min(a + sl, np.pi / 2.0)
+        return float(np.sin(lo) ** 2), float(np.sin(hi) ** 2)
     return float(np.clip(est - half, 0.0, 1.0)), float(np.clip(est + half, 0.0, 1.0))
 
 
