@@ -60,7 +60,35 @@ def test_an_achieved_fpr_off_alpha_is_marked_in_plain_text(
     assert "5.0% [27.0, 34.5]" in rows["lira-offline"] and "^" not in rows["lira-offline"]
     notes, _ = summary_lines(RESULTS)
     (note,) = [n for n in notes if n.startswith("^ / v")]
-    assert note.endswith("population, reference")
+    assert note.endswith(
+        "population, reference (each of the 3 checks at 95%: about 0.2 such flags are "
+        "expected on average by chance alone)"
+    )
+
+
+def test_an_unchecked_achieved_fpr_is_neither_green_nor_red(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """alpha_within_error None (e.g. members and non-members with different OUT-model
+    counts): marked ?, named with the reason, not counted as off alpha, and the model card
+    says "not checked" instead of "off alpha"."""
+    from privaudit.report.model_card import _attack_rows, _caveats
+
+    res = copy.deepcopy(RESULTS)
+    res["attacks"][0].update(alpha_within_error=None, alpha_check="no check: OUT counts differ")
+    render_summary(res, None, width=100)
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line for line in out.splitlines() if line.strip()}
+    assert "30.7%? [27.0, 34.5]" in rows["population"]
+    notes, _ = summary_lines(res)
+    (off,) = [n for n in notes if n.startswith("^ / v")]
+    assert "population" not in off and "each of the 2 checks" in off
+    (q,) = [n for n in notes if n.startswith("?:")]
+    assert q.endswith("population (no check: OUT counts differ)")
+    res.setdefault("audits", [])
+    card_rows = [" ".join(r) for r in _attack_rows(res, ["0.01"])]
+    assert any("(not checked)" in r and "population" in r for r in card_rows)
+    assert not any("population" in c for c in _caveats(res, ["0.01"]) if "off alpha" in c)
 
 
 def test_models_line_names_the_cache_or_its_absence() -> None:

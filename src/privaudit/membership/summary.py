@@ -78,7 +78,12 @@ def _models_line(
 def _off_alpha(attack: dict[str, Any], alpha: float) -> str:
     """``^`` / ``v`` after an achieved FPR above / below alpha beyond sampling error (the
     report's red cell), so that a plain-text summary marks it too; ``""`` otherwise."""
-    if attack.get("achieved_fpr") is None or attack.get("alpha_within_error", True):
+    if attack.get("achieved_fpr") is None:
+        return ""
+    within = attack.get("alpha_within_error", True)
+    if within is None:
+        return "?"
+    if within:
         return ""
     return "^" if float(attack["achieved_fpr"]) > alpha else "v"
 
@@ -113,17 +118,31 @@ def summary_lines(results: dict[str, Any]) -> tuple[list[str], list[str]]:
             "FPR@alpha n/a for " + ", ".join(no_alpha) + ": no threshold calibrated at "
             "alpha (the score only ranks records)"
         )
-    off = [
+    checked = [
         a
         for a in attacks
-        if a["achieved_fpr"] is not None and not a.get("alpha_within_error", True)
+        if a["achieved_fpr"] is not None and a.get("alpha_within_error", True) is not None
     ]
+    off = [a for a in checked if not a.get("alpha_within_error", True)]
     if off:
         alpha = float(results["settings"]["alpha"])
         notes.append(
             "^ / v: achieved FPR above / below alpha = "
             f"{100 * alpha:g}% beyond sampling error (its 95% interval excludes alpha; red "
-            "in report.html): " + ", ".join(a["name"] for a in off)
+            "in report.html): "
+            + ", ".join(a["name"] for a in off)
+            + f" (each of the {len(checked)} checks at 95%: about "
+            f"{0.05 * len(checked):.1f} such flags are expected on average by chance alone)"
+        )
+    unchecked = [
+        a
+        for a in attacks
+        if a["achieved_fpr"] is not None and a.get("alpha_within_error", True) is None
+    ]
+    if unchecked:
+        notes.append(
+            "?: achieved FPR not checked against alpha: "
+            + "; ".join(f"{a['name']} ({a.get('alpha_check') or 'no check'})" for a in unchecked)
         )
     guarantees = {a.get("alpha_guarantee") for a in attacks}
     if "average-over-targets" in guarantees:
@@ -237,7 +256,8 @@ def _achieved_fpr_cell(attack: dict[str, Any], alpha: float) -> Text:
     if attack["achieved_fpr"] is None:
         return Text("n/a")
     lo, hi = attack["achieved_fpr_ci"]
-    colour = "green" if attack["alpha_within_error"] else "red"
+    within = attack["alpha_within_error"]
+    colour = "default" if within is None else "green" if within else "red"
     mark = {"average-over-targets": "*", "approximate": "~"}.get(
         attack.get("alpha_guarantee") or "", ""
     )

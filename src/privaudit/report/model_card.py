@@ -235,7 +235,9 @@ def _attack_rows(results: Mapping[str, Any], fprs: Sequence[str]) -> list[list[s
         if a.get("achieved_fpr") is None:
             achieved = "n/a"
         else:
-            off = "" if a.get("alpha_within_error", True) else " (off alpha)"
+            off = {False: " (off alpha)", None: " (not checked)"}.get(
+                a.get("alpha_within_error", True), ""
+            )
             achieved = _pct(a["achieved_fpr"]) + off
         rows.append(
             [
@@ -305,7 +307,7 @@ def _caveats(results: Mapping[str, Any], fprs: Sequence[str]) -> list[str]:
     off = [
         a["name"]
         for a in attacks
-        if a.get("achieved_fpr") is not None and not a.get("alpha_within_error", True)
+        if a.get("achieved_fpr") is not None and a.get("alpha_within_error", True) is False
     ]
     if off:
         out.append("- Achieved FPR off alpha beyond sampling error for: " + ", ".join(off) + ".")
