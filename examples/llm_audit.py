@@ -194,17 +194,31 @@ def main() -> None:
     warning = report.results["llm"]["blind_baseline"]["warning"]
     if warning:
         print(f"warning: {warning}")
-    print(f"{'signal':<16}{'AUC':>8}{'TPR@1%FPR':>12}")
+    print(f"{'signal':<16}{'AUC':>8}{'TPR@1%FPR':>12}  [95% CI, document bootstrap]")
     rows = [*figures["signals"].items(), ("blind-baseline", figures["blind_baseline"])]
     for name, f in rows:
         tpr = f["tpr_at_fpr"]["0.01"]
-        print(f"{name:<16}{f['auc']:>8.3f}{'n/a' if tpr is None else f'{100 * tpr:.1f}%':>12}")
+        ci = (f.get("tpr_at_fpr_ci") or {}).get("0.01")
+        cell = "n/a" if tpr is None else f"{100 * tpr:.1f}%"
+        band = "" if ci is None else f"  [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+        print(f"{name:<16}{f['auc']:>8.3f}{cell:>12}{band}")
     print(
         f"one-run epsilon lower bound (max over signals, 95%): {figures['epsilon_lower_bound']:.3f}"
     )
     print(f"report: {report.out_dir}")
     if args.json is not None:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+        # exactly the keys the docstring names (the intervals are in results.json)
+        keep = {
+            "signals": {n: _headline(f) for n, f in figures["signals"].items()},
+            "blind_baseline": _headline(figures["blind_baseline"]),
+            "epsilon_lower_bound": figures["epsilon_lower_bound"],
+        }
+        args.json.write_text(json.dumps(keep, indent=2) + "\n", encoding="utf-8")
+
+
+def _headline(entry: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A signal's ``auc`` and ``tpr_at_fpr`` alone, as ``--json`` writes them."""
+    return None if entry is None else {"auc": entry["auc"], "tpr_at_fpr": entry["tpr_at_fpr"]}
 
 
 if __name__ == "__main__":
