@@ -608,7 +608,7 @@ def test_game_membership_is_the_plans_and_the_minimum_is_exact() -> None:
 def test_yaml_validator_and_run_record_risk_refuse_a_design_with_one_message(
     tmp_path: Any, change: dict[str, int], name: str
 ) -> None:
-    """One check of the design (privaudit.record_risk.rounds.check_design): the Python API,
+    """One check of the design (privaudit.record_risk.attacks.check_design): the Python API,
     which takes no YAML, refuses too few rounds or shadow releases before any training,
     and the YAML's validator refuses the same design with the same message."""
     import yaml

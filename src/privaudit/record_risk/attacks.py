@@ -56,6 +56,7 @@ __all__ = [
     "DistanceAttack",
     "QueryAttack",
     "RecordAttack",
+    "check_design",
     "check_shadow_releases",
     "make_record_attack",
 ]
@@ -150,6 +151,43 @@ def check_shadow_releases(
         f"{p} IN and {p} OUT shadow releases; a target is IN a release with probability 1/2, "
         f"drawn from the seed: with seed {seed} and {n_targets} targets {fewest})",
         n_shadow,
+    )
+
+
+def check_design(
+    attack: RecordAttack,
+    *,
+    n_targets: int,
+    n_rounds: int,
+    n_shadow: int,
+    seed: int,
+    traditional: str,
+    replicates: bool,
+) -> None:
+    """Refuse, before any training, too few shadow releases for ``attack``
+    (:func:`~privaudit.record_risk.attacks.check_shadow_releases`) or too few game rounds
+    for every target to be IN and OUT of the traditional game and its replicate
+    (:func:`~privaudit.record_risk.rounds.check_game_rounds`). The one check of the design:
+    :func:`~privaudit.record_risk.risk.run_record_risk` runs it (its Python callers pass
+    no YAML), and so does the YAML's validator
+    (:class:`~privaudit.record_risk.config.RecordRiskFileConfig`), so both refuse the
+    same designs with the same message.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming ``n_shadow`` or ``n_rounds``, the seed, the number of targets and the
+        minimum.
+    """
+    from privaudit.record_risk.rounds import check_game_rounds
+
+    check_shadow_releases(attack, n_shadow=n_shadow, n_targets=n_targets, seed=seed)
+    check_game_rounds(
+        n_rounds=n_rounds,
+        n_targets=n_targets,
+        seed=seed,
+        traditional=traditional,
+        replicates=replicates,
     )
 
 

@@ -148,10 +148,9 @@ class RecordRiskFileConfig(StrictModel):
     def _design_suffices(self) -> None:
         """Refuse too few shadow releases for a trained attack, or too few rounds for every
         target to be IN and OUT of the traditional game (and of its replicate), before any
-        training: :func:`~privaudit.record_risk.rounds.check_design`, the check
+        training: :func:`~privaudit.record_risk.attacks.check_design`, the check
         :func:`~privaudit.record_risk.risk.run_record_risk` runs, with its message."""
-        from privaudit.record_risk.attacks import make_record_attack
-        from privaudit.record_risk.rounds import check_design
+        from privaudit.record_risk.attacks import check_design, make_record_attack
 
         check_design(
             make_record_attack(self.attack_name(), self.target.kind),

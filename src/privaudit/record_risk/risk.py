@@ -58,7 +58,7 @@ from privaudit._validation import check_choice, check_positive_int, check_probab
 from privaudit.data.dataset import Dataset
 from privaudit.generators.discrete import DiscreteTable, discretise
 from privaudit.models.train_many import fits_many, train_many
-from privaudit.record_risk.attacks import RecordAttack, make_record_attack
+from privaudit.record_risk.attacks import RecordAttack, check_design, make_record_attack
 from privaudit.record_risk.metrics import (
     GAP_BOOTSTRAP_DRAWS,
     THRESHOLDS,
@@ -71,7 +71,6 @@ from privaudit.record_risk.metrics import (
 from privaudit.record_risk.rounds import (
     PER_TARGET_KINDS,
     RecordRiskPlan,
-    check_design,
     game_constructions,
     make_plan,
 )
@@ -481,7 +480,7 @@ def _check_inputs(
     """Validate the inputs; the target's kind ("generator" if it has ``randomised``, else
     "classifier") and the attack, built from its name for that kind or checked against it
     (and against the shadow releases and the game rounds:
-    :func:`~privaudit.record_risk.rounds.check_design`). All before any training."""
+    :func:`~privaudit.record_risk.attacks.check_design`). All before any training."""
     if not isinstance(dataset, Dataset):
         raise fail("dataset", "a privaudit Dataset", type(dataset).__name__)
     if not isinstance(config, RecordRiskConfig):

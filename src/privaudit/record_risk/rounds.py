@@ -103,16 +103,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from privaudit._validation import check_positive_int, fail
 from privaudit.runtime.seeds import derive_rng, derive_seed
-
-if TYPE_CHECKING:
-    from privaudit.record_risk.attacks import RecordAttack
 
 __all__ = [
     "DRAWN_KINDS",
@@ -122,7 +119,6 @@ __all__ = [
     "ROUNDS_SEARCH_LIMIT",
     "RecordRiskPlan",
     "RoundSpec",
-    "check_design",
     "check_game_rounds",
     "distance_vulnerability",
     "game_constructions",
@@ -321,43 +317,6 @@ def check_game_rounds(
         f"seed {seed} and {n_targets} targets, {n_rounds} rounds leave some target always IN "
         f"or always OUT in {where}; {fewest})",
         n_rounds,
-    )
-
-
-def check_design(
-    attack: RecordAttack,
-    *,
-    n_targets: int,
-    n_rounds: int,
-    n_shadow: int,
-    seed: int,
-    traditional: str,
-    replicates: bool,
-) -> None:
-    """Refuse, before any training, too few shadow releases for ``attack``
-    (:func:`~privaudit.record_risk.attacks.check_shadow_releases`) or too few game rounds
-    for every target to be IN and OUT of the traditional game and its replicate
-    (:func:`check_game_rounds`). The one check of the design:
-    :func:`~privaudit.record_risk.risk.run_record_risk` runs it (its Python callers pass
-    no YAML), and so does the YAML's validator
-    (:class:`~privaudit.record_risk.config.RecordRiskFileConfig`), so both refuse the
-    same designs with the same message.
-
-    Raises
-    ------
-    InvalidInputError
-        Naming ``n_shadow`` or ``n_rounds``, the seed, the number of targets and the
-        minimum.
-    """
-    from privaudit.record_risk.attacks import check_shadow_releases
-
-    check_shadow_releases(attack, n_shadow=n_shadow, n_targets=n_targets, seed=seed)
-    check_game_rounds(
-        n_rounds=n_rounds,
-        n_targets=n_targets,
-        seed=seed,
-        traditional=traditional,
-        replicates=replicates,
     )
 
 
