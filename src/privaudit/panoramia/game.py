@@ -440,6 +440,21 @@ def _score_table(
     )
 
 
+def _audited_ids(
+    modality: Modality[R], members: R, non_members: R | None
+) -> tuple[Sequence[str], Sequence[str], Documents]:
+    """The known members' ids, the real non-members' ids and the record -> document map
+    (None without multi-record documents); refuses a document on both sides
+    (:func:`~privaudit.panoramia.split.document_overlap`) before any work."""
+    member_ids = _unique_member_ids(modality, members)
+    nm_ids = modality.ids(non_members) if non_members is not None else ()
+    documents = _documents(modality, members, member_ids, non_members, nm_ids)
+    overlap = document_overlap(member_ids, nm_ids, documents)
+    if overlap is not None:
+        raise overlap
+    return member_ids, nm_ids, documents
+
+
 def run_panoramia(
     modality: Modality[R],
     target: Any,
@@ -495,12 +510,7 @@ def run_panoramia(
     """
     steps = PanoramiaSteps(modality, store)
     beta = resolve_beta(None, confidence)
-    member_ids = _unique_member_ids(modality, members)
-    nm_ids = modality.ids(non_members) if non_members is not None else ()
-    documents = _documents(modality, members, member_ids, non_members, nm_ids)
-    overlap = document_overlap(member_ids, nm_ids, documents)
-    if overlap is not None:
-        raise overlap
+    member_ids, nm_ids, documents = _audited_ids(modality, members, non_members)
     settings = modality.settings()
 
     # 1-2. D_G / D_in; the generator on D_G only and the synthetic pool; the split
