@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -310,13 +311,25 @@ def test_panoramia_text_end_to_end(
 def test_known_texts_from_the_bundled_corpus(tmp_path: Path) -> None:
     """data.texts: tiny-shakespeare takes members and non-members from id files, disjoint."""
     from privaudit.data.text import chunk_documents, shakespeare_documents
-    from privaudit.panoramia.config import panoramia_config_from_dict
     from privaudit.panoramia.pipeline import load_known
 
     ids = chunk_documents(shakespeare_documents()).ids
-    (tmp_path / "m.txt").write_text("\n".join(ids[:5]) + "\n")
-    (tmp_path / "n.txt").write_text("\n".join(ids[-3:]) + "\n")
-    cfg = panoramia_config_from_dict(
+    cfg = _tiny_shakespeare_config(tmp_path, list(ids[:5]), list(ids[-3:]))
+    known = load_known(cfg)
+    assert known.members.ids == tuple(ids[:5]) and known.non_members.ids == tuple(ids[-3:])
+    (tmp_path / "n.txt").write_text(ids[0] + "\n")
+    with pytest.raises(
+        InvalidInputError, match=r"data\.non_members: expected records that are not"
+    ):
+        load_known(cfg)
+
+
+def _tiny_shakespeare_config(tmp_path: Path, members: list[str], non: list[str]) -> Any:
+    from privaudit.panoramia.config import panoramia_config_from_dict
+
+    (tmp_path / "m.txt").write_text("\n".join(members) + "\n")
+    (tmp_path / "n.txt").write_text("\n".join(non) + "\n")
+    return panoramia_config_from_dict(
         {
             "modality": "text",
             "target": {"kind": "huggingface", "path": "t"},
@@ -328,13 +341,55 @@ def test_known_texts_from_the_bundled_corpus(tmp_path: Path) -> None:
             },
         }
     )
-    known = load_known(cfg)
-    assert known.members.ids == tuple(ids[:5]) and known.non_members.ids == tuple(ids[-3:])
-    (tmp_path / "n.txt").write_text(ids[0] + "\n")
+
+
+def test_loader_refuses_a_document_split_between_members_and_non_members(
+    tmp_path: Path,
+) -> None:
+    from privaudit.data.text import (
+        TextRecords,
+        chunk_documents,
+        shakespeare_documents,
+        write_text_records,
+    )
+    from privaudit.panoramia.config import panoramia_config_from_dict
+    from privaudit.panoramia.pipeline import load_known
+
+    chunks = chunk_documents(shakespeare_documents())
+    first = [
+        i for i, d in zip(chunks.ids, chunks.documents, strict=True) if d == chunks.documents[0]
+    ]
+    assert len(first) >= 2
+    # whole documents on each side: accepted
+    known = load_known(_tiny_shakespeare_config(tmp_path, first, list(chunks.ids[-3:])))
+    assert known.members.ids == tuple(first)
+    # one chunk of the members' document among the non-members: refused
+    cfg = _tiny_shakespeare_config(tmp_path, first[:-1], [first[-1]])
     with pytest.raises(
-        InvalidInputError, match=r"data\.non_members: expected records that are not"
+        InvalidInputError,
+        match=rf"data\.non_members: expected known members and real non-members from "
+        rf"different documents .* found 1 document\(s\) with both \({len(first) - 1} member "
+        r"and 1 non-member chunks\)",
     ):
         load_known(cfg)
+    # a JSONL whose document holds a member and a non-member
+    recs = TextRecords(
+        ids=("a", "b", "c"),
+        texts=("one text", "two text", "three text"),
+        documents=("D1", "D1", "D2"),
+        member=np.array([True, False, True]),
+    )
+    write_text_records(recs, tmp_path / "t.jsonl")
+    jcfg = panoramia_config_from_dict(
+        {
+            "modality": "text",
+            "target": {"kind": "huggingface", "path": "t"},
+            "base": {"path": "b"},
+            "data": {"texts": str(tmp_path / "t.jsonl")},
+        }
+    )
+    with pytest.raises(InvalidInputError, match=r"data\.texts\.document: .* 1 document\(s\)"):
+        load_known(jcfg)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

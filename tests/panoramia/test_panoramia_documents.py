@@ -16,13 +16,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from privaudit.errors import DesignError, InvalidInputError
+from privaudit.errors import DesignError
 from privaudit.panoramia.game import (
     SYNTHETIC_PREFIX,
     PanoramiaSizes,
@@ -246,74 +245,6 @@ def test_refusals_name_the_field_and_the_counts() -> None:
         play(DocModality(), few, None, 0)
     # the same records without documents are enough (15 records of D_in)
     play(DocModality(with_documents=False), few, None, 0)
-
-
-def _tiny_shakespeare_config(tmp_path: Path, members: list[str], non: list[str]) -> Any:
-    from privaudit.panoramia.config import panoramia_config_from_dict
-
-    (tmp_path / "m.txt").write_text("\n".join(members) + "\n")
-    (tmp_path / "n.txt").write_text("\n".join(non) + "\n")
-    return panoramia_config_from_dict(
-        {
-            "modality": "text",
-            "target": {"kind": "huggingface", "path": "t"},
-            "base": {"path": "b"},
-            "data": {
-                "texts": "tiny-shakespeare",
-                "members": str(tmp_path / "m.txt"),
-                "non_members": str(tmp_path / "n.txt"),
-            },
-        }
-    )
-
-
-def test_loader_refuses_a_document_split_between_members_and_non_members(
-    tmp_path: Path,
-) -> None:
-    from privaudit.data.text import (
-        TextRecords,
-        chunk_documents,
-        shakespeare_documents,
-        write_text_records,
-    )
-    from privaudit.panoramia.config import panoramia_config_from_dict
-    from privaudit.panoramia.pipeline import load_known
-
-    chunks = chunk_documents(shakespeare_documents())
-    first = [
-        i for i, d in zip(chunks.ids, chunks.documents, strict=True) if d == chunks.documents[0]
-    ]
-    assert len(first) >= 2
-    # whole documents on each side: accepted
-    known = load_known(_tiny_shakespeare_config(tmp_path, first, list(chunks.ids[-3:])))
-    assert known.members.ids == tuple(first)
-    # one chunk of the members' document among the non-members: refused
-    cfg = _tiny_shakespeare_config(tmp_path, first[:-1], [first[-1]])
-    with pytest.raises(
-        InvalidInputError,
-        match=rf"data\.non_members: expected known members and real non-members from "
-        rf"different documents .* found 1 document\(s\) with both \({len(first) - 1} member "
-        r"and 1 non-member chunks\)",
-    ):
-        load_known(cfg)
-    # a JSONL whose document holds a member and a non-member
-    recs = TextRecords(
-        ids=("a", "b", "c"),
-        texts=("one text", "two text", "three text"),
-        documents=("D1", "D1", "D2"),
-        member=np.array([True, False, True]),
-    )
-    write_text_records(recs, tmp_path / "t.jsonl")
-    jcfg = panoramia_config_from_dict(
-        {
-            "modality": "text",
-            "target": {"kind": "huggingface", "path": "t"},
-            "base": {"path": "b"},
-            "data": {"texts": str(tmp_path / "t.jsonl")},
-        }
-    )
-    with pytest.raises(InvalidInputError, match=r"data\.texts\.document: .* 1 document\(s\)"):
-        load_known(jcfg)
 
 
 def test_summary_says_what_a_slot_is_and_that_the_guarantees_are_separate(
