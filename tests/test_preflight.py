@@ -93,20 +93,23 @@ def test_shadow_models_that_would_all_train_on_the_same_records_are_flagged(
 def test_a_leave_one_out_sample_larger_than_the_pool_allows_is_refused(tmp_path: Path) -> None:
     # 30 members and 30 non-members: at most 60 records (30 of each); 61 would need 31
     # members, and the check names the pool
-    from privaudit.membership.preflight import check_sizes
+    # (the seed's coins give this 60-record pool exactly 30 members)
+    from privaudit.membership.preflight import check_sizes, member_range
 
     for sample, ok in ((60, True), (61, False)):
         cfg = _cfg(tmp_path, attacks=["leave-one-out"], models={"leave_one_out_sample": sample})
-        _, exp, _ = _prepared(cfg)
+        data, exp, _ = _prepared(cfg)
+        members = member_range(cfg, data, exp)
+        assert members == (30, 30)
         if ok:
-            check_sizes(cfg, exp)
+            check_sizes(cfg, exp, members)
             continue
         with pytest.raises(
             ConfigError,
             match=r"leave_one_out_sample: expected at most 60 records \(half members, half "
             r"non-members of a pool with 30 members and 30 non-members\), found 61$",
         ):
-            check_sizes(cfg, exp)
+            check_sizes(cfg, exp, members)
 
 
 def test_dry_run_finds_the_attack_with_a_bad_setting(tmp_path: Path) -> None:
@@ -444,3 +447,31 @@ def test_summary_names_rmia_score_form(capsys: pytest.CaptureFixture[str]) -> No
     render_summary(res, None, width=80)
     raw = capsys.readouterr().out
     assert max(len(x) for x in raw.splitlines()) <= 80
+
+
+def test_sizes_are_checked_against_the_members_the_seed_draws(tmp_path: Path) -> None:
+    """The target's membership is one fair coin per pool record, so its size is the
+    draw's, not half the pool: the shadow models need more population records than the
+    members actually drawn (here a game whose trials draw different counts), and
+    preflight says so before anything trains."""
+    from privaudit.membership.preflight import check_sizes, member_range
+
+    game = {"name": "average", "n_trials": 6}
+    cfg = _cfg(tmp_path, attacks=["shadow"], sizes={"n_target_pool": 200}, game=game)
+    data, exp, _ = _prepared(cfg)
+    lo, hi = member_range(cfg, data, exp)
+    assert lo < hi  # the trials' coins differ
+    for n_pop, ok in ((hi, False), (hi + 1, True)):
+        c = _cfg(
+            tmp_path,
+            attacks=["shadow"],
+            sizes={"n_target_pool": 200, "n_population": n_pop},
+            game=game,
+        )
+        d, e, _ = _prepared(c)
+        assert member_range(c, d, e) == (lo, hi)  # the population does not move the coins
+        if ok:
+            check_sizes(c, e, (lo, hi))
+            continue
+        with pytest.raises(ConfigError, match=rf"expected more than {hi} records .*one fair coin"):
+            check_sizes(c, e, (lo, hi))

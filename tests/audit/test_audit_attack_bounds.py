@@ -17,7 +17,7 @@ from privaudit.stats.attack_bounds import (
 
 def test_each_attack_is_the_one_run_audit_at_the_bonferroni_level() -> None:
     rng = np.random.default_rng(0)
-    member = rng.permutation(800) < 400
+    member = rng.random(800) < 0.5
     cols = {f"a{i}": (rng.standard_normal(800) + (1.0 + i) * member, member) for i in range(3)}
     out = attack_one_run_bounds(cols, confidence=0.9)
     assert [d["attack"] for d in out] == ["a0", "a1", "a2"]
@@ -27,19 +27,20 @@ def test_each_attack_is_the_one_run_audit_at_the_bonferroni_level() -> None:
         assert d["confidence"] == pytest.approx(1 - 0.1 / 3)
         assert d["family_confidence"] == 0.9 and d["procedure"] == "one-run"
         assert any("Bonferroni over 3 attacks" in n for n in d["notes"])
-        assert any("without replacement" in n for n in d["notes"])
+        assert any("own fair coin" in n for n in d["notes"])
     # stronger attacks give larger bounds
     lbs = [d["epsilon_lower_bound"] for d in out]
     assert lbs[0] < lbs[1] < lbs[2]
 
 
 def test_null_world_max_over_attacks_rarely_positive() -> None:
-    """eps = 0 (scores independent of membership), membership an exact half as in the
-    pipeline: the largest of the K bounds is positive in at most about beta of the audits."""
+    """eps = 0 (scores independent of membership), membership one fair coin per record
+    as in the pipeline: the largest of the K bounds is positive in at most about beta of
+    the audits."""
     rng = np.random.default_rng(1)
     n_sim, k, hits = 200, 4, 0
     for _ in range(n_sim):
-        member = rng.permutation(200) < 100
+        member = rng.random(200) < 0.5
         cols = {f"a{i}": (rng.standard_normal(200), member) for i in range(k)}
         hits += max(d["epsilon_lower_bound"] for d in attack_one_run_bounds(cols)) > 0
     # P(Binomial(200, 0.05) > 20) < 1e-3

@@ -208,9 +208,11 @@ class TargetConfig(StrictModel):
     randomised_split: bool = Field(
         default=False,
         description="true: the members were drawn at random, independently of the records, "
-        "before the target was trained (each record with probability 1/2, or a uniformly "
-        "random half of the audited records); the one-run eps bounds rest on this "
-        "declaration, which privaudit cannot check. false (default): they are refused.",
+        "before the target was trained (each record a member by its own fair coin, as "
+        "Steinke et al.'s proof assumes; a uniformly random half of the audited records is "
+        "treated as such coins, which their proof does not cover); the one-run eps bounds "
+        "rest on this declaration, which privaudit cannot check. false (default): they are "
+        "refused.",
     )
 
     @model_validator(mode="after")

@@ -13,8 +13,9 @@ components so that a game can fix some and resample others):
 1. **Split** (``split_seed``): a uniformly random *target pool* of ``n_target_pool``
    records (the audited records) and a disjoint *population* of ``n_population``
    records (the attacker's data: Attack P, RMIA's ``z``, shadow and distillation data).
-2. **Membership** (``membership_seed``): the target's members are a uniformly random
-   half of the target pool. ``force_membership`` overrides single records (Def. 3.4).
+2. **Membership** (``membership_seed``): each target-pool record is a member of the
+   target by its own fair coin (independent coins, as the one-run bounds of Steinke et
+   al. 2023 assume; about half of the pool). ``force_membership`` overrides single records (Def. 3.4).
    The **reference models** (Attacks R, LiRA, RMIA; ``attacker_seed``) get their own
    balanced keep matrix over the pool (Carlini et al. 2022, LiRA): every pool record
    is IN for exactly ``n_reference / 2`` of them, *independently of its target bit*.

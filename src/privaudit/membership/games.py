@@ -26,14 +26,15 @@ and models derived from it, are retrained per trial). A game's *samples* are the
 * ``fixed-model``: every scored record of the single target (one trial; each record is
   one draw of ``z``);
 * ``fixed-record`` and ``fixed-record-and-dataset``: the fixed records only, one draw
-  per trial. In Def. 3.3 the target's membership of ``z`` comes from a fresh random
-  half of the pool (a fair coin); in Def. 3.4 it is a fair coin drawn per trial and
+  per trial. In Def. 3.3 the target's membership of ``z`` comes from a fresh draw of
+  the pool's membership (one fair coin per record); in Def. 3.4 it is a fair coin drawn per trial and
   forced into the fixed membership, whose other entries (D) do not change. The fixed
   records are always in Attack L's leave-one-out sample.
 
 Approximations, stated in every result's ``notes``: the population pool is the finite
-dataset (records are drawn without replacement from it); in Def. 3.3/3.4 ``D`` is a
-random half of the target pool rather than ``n`` i.i.d. draws; with
+dataset (records are drawn without replacement from it); in Def. 3.3/3.4 ``D`` holds
+each target-pool record by its own fair coin (about half of the pool) rather than ``n``
+i.i.d. draws; with
 several fixed records in Def. 3.4 each one's coin also changes ``D`` for the others
 (use one fixed record for the exact game).
 """
@@ -58,6 +59,7 @@ from privaudit.membership.experiment import (
     run_experiment,
     target_pool_ids,
 )
+from privaudit.membership.ye_split import draw_membership, draw_pool
 from privaudit.metrics.roc import AttackMetrics, attack_metrics
 from privaudit.models.base import Trainer
 from privaudit.records import AttackScores
@@ -75,6 +77,7 @@ __all__ = [
     "game_attack_metrics",
     "pool_game",
     "run_game",
+    "trial_member_counts",
 ]
 
 _POOL = "population pool pi (the target pool / population split, split_seed)"
@@ -101,7 +104,7 @@ GAMES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
         (
             _D,
             _THETA,
-            "coin b: z in the target's training set or not (fresh random half of the pool)",
+            "coin b: z in the target's training set or not (a fresh fair coin per pool record)",
             _ATTACKER,
         ),
     ),
@@ -114,15 +117,15 @@ GAMES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
 
 _NOTES: dict[str, tuple[str, ...]] = {
     "average": (
-        "the population pool pi is the finite dataset; D is a fresh random half of the target pool in each trial",
+        "the population pool pi is the finite dataset; D holds each target-pool record by a fresh fair coin in each trial",
     ),
     "fixed-model": ("a single trial: the records of the target pool are the draws of z",),
     "fixed-record": (
-        "D u {z} or D is a fresh random half of the target pool (z IN with probability 1/2)",
+        "D u {z} or D: D holds each target-pool record by a fresh fair coin (z IN with probability 1/2)",
         "the fixed records are always in Attack L's leave-one-out sample",
     ),
     "fixed-record-and-dataset": (
-        "D is fixed as one random half of the target pool; each trial forces z IN or OUT with a fair coin and retrains the target with a fresh seed",
+        "D is fixed as one draw of the target pool (a fair coin per record); each trial forces z IN or OUT with a fair coin and retrains the target with a fresh seed",
         "the fixed records are always in Attack L's leave-one-out sample",
         "reference models stay fixed across trials (the adversary's knowledge does not change with b)",
         "with several fixed records, the coin of each also changes D for the others",
@@ -268,6 +271,61 @@ def _fixed_records(
     return fixed
 
 
+def _fixed_design(
+    name: str,
+    dataset: Dataset,
+    config: ExperimentConfig,
+    fixed_records: ArrayLike | None,
+    n_fixed_records: int,
+) -> tuple[ExperimentConfig, NDArray[Any] | None]:
+    """What every trial of the game shares: ``config`` with its component seeds pinned,
+    and the fixed records of Def. 3.3/3.4 (always in Attack L's sample)."""
+    base = config.component_seeds()
+    fixed_cfg = dataclasses.replace(
+        config,
+        split_seed=base["split"],
+        membership_seed=base["membership"],
+        target_seed=base["target"],
+        attacker_seed=base["attacker"],
+    )
+    fixed = _fixed_records(
+        name, dataset, fixed_cfg, fixed_records, n_fixed_records, seed=config.seed
+    )
+    if fixed is not None:
+        # Attack L trains models per record: the fixed records are always in its sample.
+        include = tuple(dict.fromkeys((*fixed.tolist(), *fixed_cfg.leave_one_out_include)))
+        fixed_cfg = dataclasses.replace(fixed_cfg, leave_one_out_include=include)
+    return fixed_cfg, fixed
+
+
+def trial_member_counts(
+    name: str,
+    dataset: Dataset,
+    config: ExperimentConfig,
+    *,
+    n_trials: int = 4,
+    fixed_records: ArrayLike | None = None,
+    n_fixed_records: int = 1,
+) -> NDArray[np.int64]:
+    """The number of the target's members in each trial of :func:`run_game`, drawn as
+    it draws them, without training anything.
+
+    The target's membership is one fair coin per pool record, so the number of members
+    varies from trial to trial (Binomial); the checks before training
+    (:mod:`privaudit.membership.preflight`) hold every size the run needs against every
+    trial's count. Arguments as for :func:`run_game`.
+    """
+    check_choice(name, "game", tuple(GAMES))
+    n_trials = 1 if name == "fixed-model" else check_positive_int(n_trials, "n_trials")
+    fixed_cfg, fixed = _fixed_design(name, dataset, config, fixed_records, n_fixed_records)
+    pool, _ = draw_pool(dataset, fixed_cfg, fixed_cfg.component_seeds())
+    counts = []
+    for t in range(n_trials):
+        cfg = _trial_config(name, fixed_cfg, fixed, seed=config.seed, trial=t)
+        counts.append(int(draw_membership(pool, cfg, cfg.component_seeds()).sum()))
+    return np.asarray(counts, dtype=np.int64)
+
+
 def _trial_config(
     name: str,
     fixed_cfg: ExperimentConfig,
@@ -372,22 +430,7 @@ def run_game(
                 executor=own,
                 progress=progress,
             )
-    base = config.component_seeds()
-    fixed_cfg = dataclasses.replace(
-        config,
-        split_seed=base["split"],
-        membership_seed=base["membership"],
-        target_seed=base["target"],
-        attacker_seed=base["attacker"],
-    )
-
-    fixed = _fixed_records(
-        name, dataset, fixed_cfg, fixed_records, n_fixed_records, seed=config.seed
-    )
-    if fixed is not None:
-        # Attack L trains models per record: the fixed records are always in its sample.
-        include = tuple(dict.fromkeys((*fixed.tolist(), *fixed_cfg.leave_one_out_include)))
-        fixed_cfg = dataclasses.replace(fixed_cfg, leave_one_out_include=include)
+    fixed_cfg, fixed = _fixed_design(name, dataset, config, fixed_records, n_fixed_records)
     desc = describe_game(name, n_trials)
     trials: list[ExperimentResult] = []
     for t in range(n_trials):

@@ -145,8 +145,10 @@ def audit_model(
         ``recipe`` (a warning otherwise: the reference models would not resemble it).
     randomised_split : bool
         Declare that ``members`` were drawn at random, independently of the records,
-        before the model was trained (each record with probability 1/2, or a uniformly
-        random half of the audited records): the one-run epsilon lower bounds rest on it.
+        before the model was trained (each record a member by its own fair coin, as
+        Steinke et al.'s proof assumes; a uniformly random half of the audited records is
+        treated as such coins, which their proof does not cover): the one-run epsilon
+        lower bounds rest on it.
         privaudit cannot check it; False (default): the bounds are refused (the trivial
         0, not gated), since a chosen split can make a model that never saw the audited
         records look leaky. The attacks' figures are computed either way.

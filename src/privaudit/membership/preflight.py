@@ -71,6 +71,7 @@ __all__ = [
     "check_query_views",
     "check_sizes",
     "dry_run_attacks",
+    "member_range",
     "preflight",
 ]
 
@@ -113,17 +114,18 @@ def preflight(
         _check_creatable(Path(config.cache_dir), "cache_dir", existing_dir_ok=True)
     check_executor(config)
     check_labels(config, dataset)
-    if not provided:  # a provided split: check_provided_split, before its model loads
-        check_sizes(config, experiment)
     check_game(config, dataset, experiment)
+    members = None if provided else member_range(config, dataset, experiment)
+    if members is not None:  # a provided split: check_provided_split, before its model loads
+        check_sizes(config, experiment, members)
     check_memory(experiment, trials=_trials(config))
     check_attack_params(experiment)
     check_model(config, dataset, trainer)
     check_query_views(experiment, dataset, trainer)
     dry_run_attacks(experiment, dataset.n_classes)
-    found = _warnings(config, experiment)
-    if not provided:
-        found += _shared_training_sets(experiment)
+    found = _warnings(config, experiment, members)
+    if members is not None:
+        found += _shared_training_sets(experiment, members)
     for w in found:
         warnings.warn(w, PrivauditWarning, stacklevel=2)
     return found
@@ -233,28 +235,60 @@ def _setting(exp: ExperimentConfig, attack: str, name: str) -> Any:
     return exp.attack_params.get(attack, {}).get(name, _default_param(attack, name))
 
 
-def check_sizes(config: AuditConfig, exp: ExperimentConfig) -> None:
-    """Design sizes the engine would otherwise reject (or clip) after training."""
-    members = exp.n_target_pool // 2
-    non_members = exp.n_target_pool - members
+def member_range(config: AuditConfig, dataset: Dataset, exp: ExperimentConfig) -> tuple[int, int]:
+    """The fewest and the most members a target of this audit gets: the target's
+    membership is one fair coin per pool record (:mod:`privaudit.membership.ye_split`), so
+    the count varies with the seed and, in a game with trials, from trial to trial; the
+    draws are computed here as the run will make them, before anything trains."""
+    from privaudit.membership.games import trial_member_counts
+
+    game = getattr(config, "game", None)
+    name = "fixed-model" if game is None else game.engine_name()
+    counts = trial_member_counts(
+        name,
+        dataset,
+        exp,
+        n_trials=_trials(config),
+        fixed_records=None if game is None else game.fixed_records,
+        n_fixed_records=1 if game is None else game.n_fixed_records,
+    )
+    return int(counts.min()), int(counts.max())
+
+
+def _members_phrase(exp: ExperimentConfig, members: tuple[int, int]) -> str:
+    lo, hi = members
+    drawn = f"{lo}" if lo == hi else f"{lo} to {hi} over the trials"
+    return (
+        f"the target's members, one fair coin per record of the {exp.n_target_pool}-record "
+        f"pool: {drawn} with this seed"
+    )
+
+
+def check_sizes(config: AuditConfig, exp: ExperimentConfig, members: tuple[int, int]) -> None:
+    """Design sizes the engine would otherwise reject (or clip) after training.
+
+    ``members``: the fewest and the most members of the audit's targets
+    (:func:`member_range`)."""
+    lo, hi = members
+    non_members = exp.n_target_pool - hi
     attacks = set(exp.attacks)
-    if members < 2 or non_members < 2:
+    if lo < 2 or non_members < 2:
         raise ConfigError(
-            "sizes.n_target_pool: expected at least 4 records (2 members, 2 non-members), "
-            f"found {exp.n_target_pool}"
+            "sizes.n_target_pool: expected at least 2 members and 2 non-members in the pool "
+            f"({_members_phrase(exp, members)}); add records or change the seed"
         )
-    if "shadow" in attacks and members >= exp.n_population:
+    if "shadow" in attacks and hi >= exp.n_population:
         raise ConfigError(
-            f"sizes.n_population: expected more than {members} records (each shadow model "
-            f"trains on as many population records as the target's {members} members and "
-            f"needs OUT records), found {exp.n_population}"
+            f"sizes.n_population: expected more than {hi} records (each shadow model "
+            f"trains on as many population records as the target's members and needs OUT "
+            f"records; {_members_phrase(exp, members)}), found {exp.n_population}"
         )
     need = math.ceil(1.0 / exp.alpha - 1.0 - 1e-9)
     if (
         "distillation" in attacks
         and _setting(exp, "distillation", "threshold_calibration") == "population"
     ):
-        size = exp.distill_size or min(exp.n_population, members)
+        size = exp.distill_size or min(exp.n_population, hi)
         free = exp.n_population - max(size, exp.n_population // 2)
         if free < need:
             raise ConfigError(
@@ -266,10 +300,15 @@ def check_sizes(config: AuditConfig, exp: ExperimentConfig) -> None:
     if "leave-one-out" in attacks:
         _check_leave_one_out_sample(
             exp.leave_one_out_sample,
-            members,
+            lo,
             non_members,
-            pool=f" of a pool with {members} members and {non_members} non-members",
+            pool=f" of a pool with {_count(lo, hi)} members and "
+            f"{_count(exp.n_target_pool - hi, exp.n_target_pool - lo)} non-members",
         )
+
+
+def _count(lo: int, hi: int) -> str:
+    return f"{lo}" if lo == hi else f"{lo} to {hi}"
 
 
 #: Fewest records of one label class the audit can split.
@@ -942,14 +981,14 @@ def check_model(config: AuditConfig, dataset: Dataset, trainer: Any) -> None:
 # ---------------------------------------------------------------------------- warnings
 
 
-def _shared_training_sets(exp: ExperimentConfig) -> list[str]:
+def _shared_training_sets(exp: ExperimentConfig, member_counts: tuple[int, int]) -> list[str]:
     """Warnings for shadow and distilled models that would all train on the same records:
     each draws its training set (as many records as the target's members, or
     ``distill_size``) from ``max(size, n_population // 2)`` population records
     (:class:`privaudit.membership.ye.YeModels`), the whole source when it is no larger, so
     the models differ only by their seeds where Ye et al. (App. B.2) draw each from the
-    population at random."""
-    members = exp.n_target_pool // 2
+    population at random. ``member_counts``: as :func:`check_sizes`'s ``members``."""
+    members = member_counts[1]
     out = []
     roles = []
     if "shadow" in exp.attacks and exp.n_population // 2 <= members:
@@ -969,9 +1008,12 @@ def _shared_training_sets(exp: ExperimentConfig) -> list[str]:
     return out
 
 
-def _warnings(config: AuditConfig, exp: ExperimentConfig) -> list[str]:
+def _warnings(
+    config: AuditConfig, exp: ExperimentConfig, members: tuple[int, int] | None
+) -> list[str]:
     out: list[str] = []
-    non_members = exp.n_target_pool - exp.n_target_pool // 2
+    hi = exp.n_target_pool // 2 if members is None else members[1]
+    non_members = exp.n_target_pool - hi
     if non_members < _MIN_NON_MEMBERS_FOR_TPR:
         out.append(
             f"sizes.n_target_pool: the pool has {non_members} non-members, too few for any "

@@ -33,6 +33,7 @@ __all__ = [
     "POPULATION",
     "TARGET_ID",
     "YeSplit",
+    "draw_membership",
     "draw_pool",
     "make_split",
     "population_subsets",
@@ -96,14 +97,18 @@ def draw_pool(
     return pool, population
 
 
-def _draw_membership(
+def draw_membership(
     pool: Dataset, config: ExperimentConfig, seeds: Mapping[str, int]
 ) -> NDArray[np.bool_]:
-    # The target's members: a uniformly random half of the pool, drawn independently
-    # of the reference models' layout (so the layout carries no information on the bit).
-    member = np.zeros(pool.n_records, dtype=bool)
-    m_rng = derive_rng(seeds["membership"], purpose="target-membership")
-    member[m_rng.permutation(pool.n_records)[: pool.n_records // 2]] = True
+    """The target's membership of each pool record (``membership`` seed), with
+    ``config.force_membership`` applied."""
+    # The target's members: one fair coin per pool record, drawn independently of the
+    # other records' coins (Steinke et al. 2023, Sec. 3: the one-run bounds of
+    # privaudit.stats.attack_bounds need exactly this; a fixed-size half is not covered by
+    # their proof) and of the reference models' layout (so the layout carries no
+    # information on the bit). The number of members is Binomial(n, 1/2).
+    m_rng = derive_rng(seeds["membership"], purpose="target-membership-coins")
+    member = m_rng.random(pool.n_records) < 0.5
     if config.force_membership:
         pos = pool.positions(np.asarray([r for r, _ in config.force_membership]))
         member[pos] = [b for _, b in config.force_membership]
@@ -161,13 +166,13 @@ def make_split(
 ) -> YeSplit:
     """The split step: pool, population, the target's members and the reference layout.
 
-    Drawn from the seeds (:func:`draw_pool`, members a uniformly random half of the
-    pool) or, for a provided target, taken from it (:func:`provided_split`).
+    Drawn from the seeds (:func:`draw_pool`, each pool record a member by its own fair
+    coin) or, for a provided target, taken from it (:func:`provided_split`).
     """
     ref_source: Dataset | None = None
     if provided is None:
         pool, population = draw_pool(dataset, config, seeds)
-        member = _draw_membership(pool, config, seeds)
+        member = draw_membership(pool, config, seeds)
     else:
         pool, population, member, ref_source = provided_split(dataset, provided, config, seeds)
     if provided is not None and provided.references == "population":

@@ -74,8 +74,9 @@ class ProvidedTarget:
         JSON-able facts recorded in ``results.json["target"]`` (kind, file, ...).
     randomised_split : bool
         The auditor's declaration that the members were drawn at random, independently of
-        the records, before the target was trained (each record a member with probability
-        1/2, or a uniformly random half of the audited records). privaudit cannot check
+        the records, before the target was trained (each record a member by its own fair
+        coin, as Steinke et al.'s proof assumes; a uniformly random half of the audited
+        records is treated as such coins, which their proof does not cover). privaudit cannot check
         it; the one-run eps bounds rest on it and are refused without it
         (:data:`privaudit.stats.attack_bounds.SPLIT_NOT_RANDOMISED`).
     """

@@ -1,23 +1,24 @@
 """An eps-DP lower bound from each attack of a membership-inference run.
 
-``privaudit run`` plays one game in which the target's training set is a random half of
-the audited pool; each attack gives one score per audited record. Read as a one-run
-audit (Steinke, Nasr, Jagielski, NeurIPS 2023, Section 3; audit-math.md section 2),
-every attack's scores give a lower bound on the eps of the training algorithm.
-Several attacks are tried, so each is audited at level ``beta / K`` (Bonferroni over the
-``K`` attacks): the largest of the ``K`` bounds then holds with confidence
-``1 - beta`` jointly, and a release gate may compare that maximum with a claimed eps.
+``privaudit run`` plays one game in which each audited record joins the target's
+training set by its own fair coin; each attack gives one score per audited record. Read
+as a one-run audit (Steinke, Nasr, Jagielski, NeurIPS 2023, Section 3; audit-math.md
+section 2), every attack's scores give a lower bound on the eps of the training
+algorithm. Several attacks are tried, so each is audited at level ``beta / K``
+(Bonferroni over the ``K`` attacks): the largest of the ``K`` bounds then holds with
+confidence ``1 - beta`` jointly, and a release gate may compare that maximum with a
+claimed eps.
 
-Assumption, stated in every result's notes: Steinke et al. assume each record is
-included independently with probability 1/2; the pipeline samples exactly half of the
-pool without replacement. The bound is reported under the assumption that this makes
-no difference to the count of correct guesses, which is not proven: at eps = 0 the count
-of correct guesses among ``k`` positive and ``k`` negative guesses is twice a
-hypergeometric count, *less* concentrated than the binomial (variance ``m^2/(4(m-1))``
-against ``m/4``), so at a fixed guess count its tail at the binomial's critical value can
-exceed beta (by up to 1.8x in a scratch computation on pools of 200 to 1,000). With the
-union bound over guess counts that the pipeline uses, the error stayed below beta in the
-settings computed; independent coins (as the canary audits draw) would remove the question.
+Sampling, stated in every result's notes: Steinke et al. assume each record is included
+independently with probability 1/2, and ``privaudit run`` draws exactly that (one coin
+per record, :mod:`privaudit.membership.ye_split`). A uniformly random half drawn without
+replacement is *not* covered by their proof: at eps = 0 the count of correct guesses
+among ``k`` positive and ``k`` negative guesses is then twice a hypergeometric count,
+less concentrated than the binomial (variance ``m^2/(4(m-1))`` against ``m/4``), and at
+a fixed guess count its tail at the binomial's critical value can exceed beta (by up to
+1.8x in a scratch computation on pools of 200 to 1,000). Earlier versions drew such a
+half; a provided target whose auditor declares a random half (``randomised_split``) is
+still treated as independent coins, and its notes say the proof does not cover it.
 
 The membership must have been drawn at random, independently of the records, before the
 model was trained: Steinke et al.'s guarantee is over that draw. A split the auditor
@@ -57,9 +58,9 @@ ATTACK_BOUND_PROCEDURE = "one-run"
 
 #: The default ``sampling_assumption``: Ye et al.'s Def. 3.2 game of ``privaudit run``.
 SAMPLING_NOTE = (
-    "The target's training set is a uniformly random half of the audited pool (sampled "
-    "without replacement); Steinke et al. assume independent inclusion with probability "
-    "1/2, and the bound is reported under the assumption that this makes no difference."
+    "Each audited record joined the target's training set by its own fair coin, drawn "
+    "independently (the number of members is Binomial(n, 1/2)), as Steinke et al.'s "
+    "one-run bound assumes."
 )
 
 
@@ -68,7 +69,8 @@ DECLARED_SPLIT_NOTE = (
     "The auditor declared that the target's members were drawn at random, independently "
     "of the records, before it was trained (randomised_split); privaudit cannot check "
     "it, and the bound holds only if it is true. Steinke et al. assume independent "
-    "inclusion with probability 1/2."
+    "inclusion with probability 1/2 (one fair coin per record); a uniformly random half "
+    "of the audited records is treated as such coins, which their proof does not cover."
 )
 
 
