@@ -94,6 +94,18 @@ def test_attack_entries(audit: AuditReport) -> None:
     loo = by_name["leave-one-out"]
     assert loo["n_negatives"] == audit.results["target"]["n_non_members"]
     assert loo["n_positives"] == 2
+    # so its records' bits are no independent coins: its one-run bound is refused; the
+    # other attacks scored every pool record (one fair coin each) and keep theirs
+    from privaudit.stats.attack_bounds import MEMBER_CHOSEN_SAMPLE
+
+    audits = {a["attack"]: a for a in audit.results["audits"]}
+    assert audits["leave-one-out"]["extra"]["not_gated_reason"] == MEMBER_CHOSEN_SAMPLE
+    assert audits["leave-one-out"]["epsilon_lower_bound"] == 0.0
+    assert all(
+        (a.get("extra") or {}).get("gated") is not False
+        for n, a in audits.items()
+        if n != "leave-one-out"
+    )
     # alpha-threshold attacks report the achieved FPR next to alpha; others do not
     for name in ("population", "shadow", "reference", "distillation"):
         assert by_name[name]["alpha"] == 0.1 and by_name[name]["achieved_fpr"] is not None

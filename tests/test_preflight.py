@@ -475,3 +475,29 @@ def test_sizes_are_checked_against_the_members_the_seed_draws(tmp_path: Path) ->
             continue
         with pytest.raises(ConfigError, match=rf"expected more than {hi} records .*one fair coin"):
             check_sizes(c, e, (lo, hi))
+
+
+def test_the_dry_run_trains_as_many_members_as_the_largest_trial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With pool 200 the dry pool is the real one; its target gets the most members any
+    trial of the game draws (not the count of the dry run's own seed, which no trial of
+    def-3.1 uses), so it fails where the run would and passes where every trial fits."""
+    from privaudit.membership import preflight as pf
+
+    game = {"name": "average", "n_trials": 4}
+    cfg = _cfg(tmp_path, attacks=["shadow"], sizes={"n_target_pool": 200}, game=game, seed=1)
+    data, exp, trainer = _prepared(cfg)
+    lo, hi = pf.member_range(cfg, data, exp)
+    seen: list[int] = []
+    real = pf.run_experiment
+
+    def spy(dataset: Any, trainer: Any, config: Any, **kw: Any) -> Any:
+        seen.append(sum(b for _, b in config.force_membership))
+        return real(dataset, trainer, config, **kw)
+
+    monkeypatch.setattr(pf, "run_experiment", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pf.preflight(cfg, data, exp, trainer, write=False)
+    assert seen and set(seen) == {hi} and lo < hi

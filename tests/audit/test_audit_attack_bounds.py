@@ -169,3 +169,19 @@ def test_a_refused_grouped_bound_keeps_its_units() -> None:
     assert e["extra"]["not_gated_reason"] == "refused: a reason"
     assert e["extra"]["unit"] == "document" and e["extra"]["n_units"] == 100
     assert e["extra"]["unit_epsilon_lower_bound"] == 0.0
+
+
+def test_refused_attacks_refuse_only_their_own_entries() -> None:
+    rng = np.random.default_rng(3)
+    member = rng.random(400) < 0.5
+    cols = {n: (rng.standard_normal(400) + 3.0 * member, member) for n in ("a", "b")}
+    plain = attack_one_run_bounds(cols)
+    out = attack_one_run_bounds(cols, refused_attacks={"b": "chosen by membership"})
+    assert out[0] == plain[0] and plain[1]["epsilon_lower_bound"] > 0
+    assert out[1]["epsilon_lower_bound"] == 0.0 and out[1]["extra"]["gated"] is False
+    assert out[1]["extra"]["not_gated_reason"] == "chosen by membership"
+    # the Bonferroni family still counts both attacks
+    assert out[1]["confidence"] == plain[1]["confidence"]
+    # a global refusal wins
+    both = attack_one_run_bounds(cols, refused="split chosen", refused_attacks={"b": "x"})
+    assert [e["extra"]["not_gated_reason"] for e in both] == ["split chosen"] * 2

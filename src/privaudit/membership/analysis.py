@@ -214,6 +214,7 @@ def _one_run_audits(
     # imported here, at its first use: a run that stops at its input checks never needs it
     from privaudit.stats.attack_bounds import (
         DECLARED_SPLIT_NOTE,
+        MEMBER_CHOSEN_SAMPLE,
         SAMPLING_NOTE,
         SPLIT_NOT_RANDOMISED,
         attack_one_run_bounds,
@@ -229,6 +230,7 @@ def _one_run_audits(
         refused=SPLIT_NOT_RANDOMISED
         if not exp.split_randomised
         else split_check_refusal(None if split_check is None else dict(split_check)),
+        refused_attacks={n: MEMBER_CHOSEN_SAMPLE for n in table.attacks if n == "leave-one-out"},
     )
     if eps_acc is not None:
         for a in audits:

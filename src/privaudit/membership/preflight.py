@@ -122,7 +122,7 @@ def preflight(
     check_attack_params(experiment)
     check_model(config, dataset, trainer)
     check_query_views(experiment, dataset, trainer)
-    dry_run_attacks(experiment, dataset.n_classes)
+    dry_run_attacks(experiment, dataset.n_classes, members)
     found = _warnings(config, experiment, members)
     if members is not None:
         found += _shared_training_sets(experiment, members)
@@ -826,16 +826,32 @@ def _dry_config(exp: ExperimentConfig, attacks: Sequence[str]) -> ExperimentConf
     )
 
 
-def _dry_once(exp: ExperimentConfig, data: Dataset) -> None:
+def _dry_once(exp: ExperimentConfig, data: Dataset, n_members: int) -> None:
+    """Run the engine on the dry data, its target's members the first ``n_members`` of its
+    pool (the dry run's own seed would draw a count no trial of the real run draws)."""
+    from privaudit.membership.experiment import target_pool_ids
+
+    pool = target_pool_ids(data, exp).tolist()
+    forced = tuple((r, i < n_members) for i, r in enumerate(pool))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         run_experiment(
-            data, _DryTrainer(), exp, store=None, executor=LocalExecutor(1, progress=False)
+            data,
+            _DryTrainer(),
+            dataclasses.replace(exp, force_membership=forced),
+            store=None,
+            executor=LocalExecutor(1, progress=False),
         )
 
 
-def dry_run_attacks(exp: ExperimentConfig, n_classes: int) -> None:
+def dry_run_attacks(
+    exp: ExperimentConfig, n_classes: int, members: tuple[int, int] | None = None
+) -> None:
     """Run the experiment engine on synthetic data with the config's attacks and settings.
+
+    ``members``: the fewest and the most members of the run's targets
+    (:func:`member_range`); the dry target gets the most, scaled to the dry pool (half
+    of the pool when not given).
 
     Raises
     ------
@@ -844,14 +860,18 @@ def dry_run_attacks(exp: ExperimentConfig, n_classes: int) -> None:
     """
     dry = _dry_config(exp, exp.attacks)
     data = _dry_dataset(dry.n_target_pool, dry.n_population, n_classes)
+    # the most members a target of the run gets (member_range), scaled to the dry pool;
+    # half of it when unknown
+    most = exp.n_target_pool // 2 if members is None else members[1]
+    n_members = round(most * dry.n_target_pool / exp.n_target_pool)
     try:
-        _dry_once(dry, data)
+        _dry_once(dry, data, n_members)
         return
     except PrivauditError as exc:
         first: PrivauditError = exc
     for attack in exp.attacks:  # which attack failed?
         try:
-            _dry_once(_dry_config(exp, [attack]), data)
+            _dry_once(_dry_config(exp, [attack]), data, n_members)
         except PrivauditError as exc:
             field = f"attack_params.{attack}" if attack in exp.attack_params else "attacks"
             raise ConfigError(

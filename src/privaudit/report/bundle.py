@@ -587,9 +587,15 @@ def _verify_attack_audits(
         cols = {a["attack"]: table.scored(a["attack"])[1:] for a in per_attack}
         note = per_attack[0].get("sampling_assumption")
         extra: dict[str, Any] = {} if note is None else {"sampling_assumption": str(note)}
-        recorded_extra = per_attack[0].get("extra") or {}
-        if recorded_extra.get("gated") is False:  # refused (e.g. a split the auditor chose)
-            extra["refused"] = str(recorded_extra.get("not_gated_reason"))
+        # refused entries (a split the auditor chose: all of them; an attack that scored a
+        # sample chosen by membership: its own)
+        refused = {
+            a["attack"]: str((a.get("extra") or {}).get("not_gated_reason"))
+            for a in per_attack
+            if (a.get("extra") or {}).get("gated") is False
+        }
+        if refused:
+            extra["refused_attacks"] = refused
         unit = (per_attack[0].get("extra") or {}).get("unit")
         if unit is not None and table.groups is not None:
             # membership randomised by groups (e.g. documents): the groups were audited

@@ -46,6 +46,7 @@ from privaudit.stats.one_run import one_run_audit
 __all__ = [
     "ATTACK_BOUND_PROCEDURE",
     "DECLARED_SPLIT_NOTE",
+    "MEMBER_CHOSEN_SAMPLE",
     "SAMPLING_NOTE",
     "SPLIT_NOT_RANDOMISED",
     "attack_one_run_bounds",
@@ -74,6 +75,15 @@ DECLARED_SPLIT_NOTE = (
 )
 
 
+#: Why the bound of Attack L (leave-one-out) is refused: the records it scores are chosen
+#: by their membership (every non-member and a fixed number of members, Ye et al. 2022,
+#: Sec. 4.5), so their bits are no independent fair coins.
+MEMBER_CHOSEN_SAMPLE = (
+    "refused: this attack scores every non-member and a fixed number of members, a sample "
+    "chosen by membership, so the bits of its records are not the independent fair coins "
+    "Steinke et al.'s bound needs"
+)
+
 #: Why the bounds of a split privaudit did not draw are refused (``not_gated_reason``).
 SPLIT_NOT_RANDOMISED = (
     "refused: the auditor chose the members, and nothing says they were drawn at random "
@@ -91,6 +101,7 @@ def attack_one_run_bounds(
     delta: float = 0.0,
     sampling_assumption: str = SAMPLING_NOTE,
     refused: str | None = None,
+    refused_attacks: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """One-run eps lower bound of each attack, Bonferroni-corrected over the attacks.
 
@@ -112,6 +123,10 @@ def attack_one_run_bounds(
         ``epsilon_lower_bound`` is then the trivial 0 (``mu_lower_bound`` None), its
         ``extra`` holds ``gated`` False and ``not_gated_reason``, and its notes say why;
         the guess counts stay, to show what the attack did.
+    refused_attacks : mapping, optional
+        ``attack name -> reason``: the entries of those attacks only are refused as with
+        ``refused`` (e.g. an attack that scored a sample of records chosen by their
+        membership, whose bits are then no independent coins); ``refused`` wins.
 
     Returns
     -------
@@ -144,8 +159,9 @@ def attack_one_run_bounds(
             f"bound over the attacks holds with confidence {confidence:g}.",
             sampling_assumption,
         ]
-        if refused is not None:
-            _refuse(d, refused)
+        reason = refused if refused is not None else (refused_attacks or {}).get(str(name))
+        if reason is not None:
+            _refuse(d, reason)
         out.append(d)
     return out
 
@@ -192,6 +208,7 @@ def grouped_one_run_bounds(
     confidence: float = 0.95,
     sampling_assumption: str = SAMPLING_NOTE,
     refused: str | None = None,
+    refused_attacks: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """One-run eps lower bounds when membership was randomised by groups of records.
 
@@ -208,7 +225,8 @@ def grouped_one_run_bounds(
     With one record per group this is :func:`attack_one_run_bounds` on the records,
     unchanged. Each entry's ``extra`` holds ``unit``, ``n_units``, ``max_records_per_unit``
     and, when ``k_max > 1``, ``unit_epsilon_lower_bound`` / ``unit_mu_lower_bound`` (the
-    bounds for one whole group). ``refused``: as :func:`attack_one_run_bounds`'s.
+    bounds for one whole group). ``refused``, ``refused_attacks``: as
+    :func:`attack_one_run_bounds`'s.
     """
     if not columns:
         raise fail("columns", "scores of at least one attack", "none")
@@ -220,7 +238,11 @@ def grouped_one_run_bounds(
         grouped[name] = (gs, gm)
         k_max, n_units = int(sizes.max()), int(sizes.size)
     entries = attack_one_run_bounds(
-        grouped, confidence=confidence, sampling_assumption=sampling_assumption, refused=refused
+        grouped,
+        confidence=confidence,
+        sampling_assumption=sampling_assumption,
+        refused=refused,
+        refused_attacks=refused_attacks,
     )
     for e in entries:
         extra: dict[str, Any] = dict(e.get("extra") or {})
