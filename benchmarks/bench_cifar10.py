@@ -405,7 +405,7 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"\nnote: {time.perf_counter() - t_start:.0f} s in all. The papers' CIFAR-10 tables use "
         "25,000 training images per model, wide ResNets and 64-256 reference models; this run "
-        f"used {args.n_pool // 2} members, a {args.channels}-channel CNN and {args.n_reference} "
+        f"used about {args.n_pool // 2} members (a fair coin per pool image), a {args.channels}-channel CNN and {args.n_reference} "
         "reference models, so its figures are lower and noisier (see the module docstring)."
     )
     if args.json is not None:

@@ -15,7 +15,7 @@ child process) of one whole audit, as a fresh process each, in ``rounds`` interl
 * privaudit: ``privaudit run`` on ``bench_peer_overhead.py``'s audit config (UCI Adult, MLP
   ``105 - 128 - 2`` tanh, plain SGD lr 0.01, batch 128, ``epochs`` epochs, one torch thread;
   attacks ``lira-offline`` and ``rmia-offline``; ``n_reference`` reference models; a target
-  pool of ``pool`` records, half of them the target's members, each reference model on a
+  pool of ``pool`` records, each the target's member by a fair coin (about half), each reference model on a
   random half of the pool; ``population`` further records for RMIA's ``z`` and the
   population calibration; no artifact store, so every run trains). Everything the command
   does is counted: start-up, data, preflight, training, attacks, the calibrated evaluation
@@ -341,9 +341,10 @@ def main(argv: list[str] | None = None) -> int:
     load0 = peer.load_average()
     print(
         f"LeakPro from {where}; MLP d-{args.hidden}-2 tanh, SGD lr {args.lr}, {args.epochs} "
-        f"epochs, batch {args.batch_size}, {args.n_reference} references / shadows, target "
-        f"and each reference on {args.pool // 2} records, 1 thread; load average (1 min) "
-        f"{load0:.2f} on {os.cpu_count()} CPUs",
+        f"epochs, batch {args.batch_size}, {args.n_reference} references / shadows, each "
+        f"reference on {args.pool // 2} records and the target on about as many (privaudit: "
+        f"a fair coin per pool record), 1 thread; load average (1 min) {load0:.2f} on "
+        f"{os.cpu_count()} CPUs",
         flush=True,
     )
     rounds: list[dict[str, Any]] = []

@@ -5,7 +5,9 @@ Writes, into ``--out`` (default ``examples/own_model_out``):
 * ``target.skops`` (scikit-learn MLP, ``--framework sklearn``) or ``target.safetensors``
   (PyTorch MLP from ``own_model_nets.py:adult_mlp``, ``--framework torch``);
 * ``members.txt`` / ``non_members.txt``: the ids of the records that trained the target
-  and of audited records it never saw (one id per line);
+  and of audited records it never saw (one id per line): each of the ``--n-audited``
+  records is a member by its own fair coin, the draw Steinke et al.'s one-run eps bound
+  assumes (the configs declare it: ``randomised_split: true``);
 * ``population.txt``: records the attacker may use (disjoint from both).
 
 Then audit it:  ``privaudit run examples/own_model.yaml`` (sklearn) or
@@ -29,8 +31,9 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--framework", choices=["sklearn", "torch"], default="sklearn")
     ap.add_argument("--out", type=Path, default=HERE / "own_model_out")
-    ap.add_argument("--n-members", type=int, default=1000)
-    ap.add_argument("--n-non-members", type=int, default=1000)
+    ap.add_argument(
+        "--n-audited", type=int, default=2000, help="audited records (about half members)"
+    )
     ap.add_argument("--n-population", type=int, default=4000)
     ap.add_argument("--epochs", type=int, default=100, help="torch: training epochs")
     ap.add_argument("--max-iter", type=int, default=200, help="sklearn: MLP iterations")
@@ -40,10 +43,11 @@ def main(argv: list[str] | None = None) -> None:
     data = load_adult()
     rng = np.random.default_rng(args.seed)
     perm = rng.permutation(data.n_records)
-    n_m, n_n, n_p = args.n_members, args.n_non_members, args.n_population
-    members = data.record_ids[perm[:n_m]]
-    non_members = data.record_ids[perm[n_m : n_m + n_n]]
-    population = data.record_ids[perm[n_m + n_n : n_m + n_n + n_p]]
+    n_a, n_p = args.n_audited, args.n_population
+    audited = data.record_ids[perm[:n_a]]
+    coin = rng.random(n_a) < 0.5  # one fair coin per audited record: member or not
+    members, non_members = audited[coin], audited[~coin]
+    population = data.record_ids[perm[n_a : n_a + n_p]]
     train = data.subset(members)
     args.out.mkdir(parents=True, exist_ok=True)
 
@@ -90,7 +94,7 @@ def main(argv: list[str] | None = None) -> None:
     ):
         (args.out / f"{name}.txt").write_text("\n".join(map(str, ids)) + "\n", encoding="utf-8")
     print(
-        f"{args.framework} target written to {args.out}: {n_m} members, {n_n} non-members, "
+        f"{args.framework} target written to {args.out}: {members.size} members, {non_members.size} non-members, "
         f"{n_p} population records; accuracy on the non-members {acc:.3f}"
     )
 

@@ -91,7 +91,9 @@ class SizeConfig(StrictModel):
     the target; ``n_population`` disjoint records are the attacker's population data.
     ``None``: a third of the dataset (at most 2,400) for the pool and the rest (at most
     4,800) for the population. TPR at FPR f is reported only with >= 1/f non-members,
-    so TPR at 0.1% FPR needs a pool of more than 2,000 records.
+    so TPR at 0.1% FPR needs 1,000 non-members: each pool record is a member by its own
+    fair coin, so a pool of 2,200 has them for all but about 1 seed in 100,000 (2,000: for
+    about every other seed).
     """
 
     n_target_pool: Annotated[int, Field(ge=4)] | None = None

@@ -19,12 +19,12 @@ Example::
     from sklearn.neural_network import MLPClassifier
 
     X, y = load_digits(return_X_y=True)
-    rows = np.random.default_rng(0).permutation(len(y))
-    members, non_members = rows[:600], rows[600:1200]
+    role = np.random.default_rng(0).integers(3, size=len(y))  # each record's own fair draw
+    members, non_members = np.flatnonzero(role == 0), np.flatnonzero(role == 1)
     model = MLPClassifier((64,), max_iter=400, random_state=0).fit(X[members], y[members])
     result = privaudit.audit_model(model, X, y, members=members, non_members=non_members,
                                    attacks=["population", "lira-online", "rmia-online"],
-                                   randomised_split=True)  # the members were drawn at random
+                                   randomised_split=True)  # a fair coin per audited record
     print(result)                  # the summary `privaudit run` prints
     result.save("my-audit")        # results.json, scores.npz, report.html, bundle.json
 """
