@@ -80,7 +80,8 @@ LLM_SAMPLING_NOTE = (
     "assumes the documents were assigned at random, as the auditor declared "
     "(data.randomised_split; privaudit cannot check it, and refuses the bound without it "
     "or when the blind baseline finds the two samples differ); a seeded uniformly random "
-    "subset is treated as independent coins."
+    "subset of fixed size is treated as independent coins, which Steinke et al.'s proof "
+    "does not cover (the examples' split_by_document draws such a subset)."
 )
 
 #: :data:`LLM_SAMPLING_NOTE` when every document holds one record: no ``document`` field
@@ -95,7 +96,8 @@ LLM_SAMPLING_NOTE_ONE_RECORD_PER_DOCUMENT = (
     "independent. The bound assumes the records were assigned at random, as the auditor "
     "declared (data.randomised_split; privaudit cannot check it, and refuses the bound "
     "without it or when the blind baseline finds the two samples differ); a seeded "
-    "uniformly random subset is treated as independent coins."
+    "uniformly random subset of fixed size is treated as independent coins, which "
+    "Steinke et al.'s proof does not cover."
 )
 
 
