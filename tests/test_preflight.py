@@ -501,3 +501,16 @@ def test_the_dry_run_trains_as_many_members_as_the_largest_trial(
         warnings.simplefilter("ignore")
         pf.preflight(cfg, data, exp, trainer, write=False)
     assert seen and set(seen) == {hi} and lo < hi
+
+
+def test_a_provided_targets_warnings_count_its_own_non_members(tmp_path: Path) -> None:
+    """A provided split's counts are known: the 'too few non-members' warning counts them,
+    not half the pool."""
+    cfg = _cfg(tmp_path, sizes={"n_target_pool": 1200, "n_population": 400})
+    data, exp, trainer = _prepared(cfg)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        half = preflight(cfg, data, exp, trainer, write=False, provided=True)
+        few = preflight(cfg, data, exp, trainer, write=False, provided=True, provided_members=1150)
+    assert not any("too few for any TPR" in w for w in half)  # 600 non-members
+    assert any("the pool has 50 non-members" in w for w in few)

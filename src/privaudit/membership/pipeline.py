@@ -301,6 +301,7 @@ def _run_audit(
             overwrite=overwrite,
             write=write,
             provided=provided is not None,
+            provided_members=None if provided is None else int(provided.member_ids.size),
         )
     split_check = None
     if provided is not None and provided.randomised_split:

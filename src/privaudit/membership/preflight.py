@@ -94,12 +94,15 @@ def preflight(
     overwrite: bool = False,
     write: bool = True,
     provided: bool | None = None,
+    provided_members: int | None = None,
 ) -> list[str]:
     """Run every check of the module docstring; return the warnings (also emitted).
 
     ``provided``: the audit has a provided target, whose split
     :func:`check_provided_split` checked (default: whether ``config.target`` is set; True
-    for an audit whose target is given in code, :func:`privaudit.audit_model`).
+    for an audit whose target is given in code, :func:`privaudit.audit_model`);
+    ``provided_members``: its number of members, when known (else half the pool is
+    assumed for the warnings and the dry run).
 
     Raises
     ------
@@ -118,13 +121,15 @@ def preflight(
     members = None if provided else member_range(config, dataset, experiment)
     if members is not None:  # a provided split: check_provided_split, before its model loads
         check_sizes(config, experiment, members)
+    elif provided_members is not None:
+        members = (provided_members, provided_members)
     check_memory(experiment, trials=_trials(config))
     check_attack_params(experiment)
     check_model(config, dataset, trainer)
     check_query_views(experiment, dataset, trainer)
     dry_run_attacks(experiment, dataset.n_classes, members)
     found = _warnings(config, experiment, members)
-    if members is not None:
+    if not provided and members is not None:
         found += _shared_training_sets(experiment, members)
     for w in found:
         warnings.warn(w, PrivauditWarning, stacklevel=2)
