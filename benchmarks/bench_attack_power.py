@@ -72,11 +72,14 @@ Beside the four families the sweep runs RMIA as the paper's code computes it
 and prints, per mode and reference count, privaudit's RMIA against it
 (:func:`goal_verdicts`: AUC and TPR@1% paired by seed, a difference counting when it exceeds
 twice its standard error): issue 34's goal is "at or above at every count, above at 1-2".
-Measured 2026-12-06 (``OMP_NUM_THREADS=1 python benchmarks/bench_attack_power.py --sweep
---json PATH``, 6 minutes on the idle 2-core machine; the table is in ``docs/membership.md``):
-on both datasets above online at 1 and 4 references (CIFAR-10 CNN, 1 reference: AUC 0.835
-against 0.763, TPR@1% 10.9% against 5.6%; Adult MLP 0.673 against 0.638, 5.9% against 3.2%)
-and offline at 2, 4 and 8; at (identical scores) online at 2 and 8 and offline at 1.
+Measured 2026-12-07, the target's members one fair coin per record
+(``OMP_NUM_THREADS=1 python benchmarks/bench_attack_power.py --sweep --json PATH``, 5 min
+38 s on the 2-core machine; the table is in ``docs/membership.md``): above online at 1
+reference on both datasets (CIFAR-10 CNN: AUC 0.845 against 0.771, TPR@1% 9.6% against
+5.4%; Adult MLP 0.685 against 0.644, 5.3% against 3.3%), and on CIFAR-10 also online at 4
+and offline at 2, 4 and 8; at (identical scores) online at 2 and 8 and offline at 1; on
+Adult at within noise online at 4 and offline at 2 and 8, and below offline at 4 (TPR@1%
+9.3% against 9.8%, AUC 0.699 against 0.695).
 """
 
 from __future__ import annotations
