@@ -237,3 +237,43 @@ def test_leave_one_out_aimed_at_the_record_types(tmp_path: Path) -> None:
     for s in vr["sets"]:
         if s["name"] != "random" and s["n_records"] >= 2:
             assert s["leave_one_out"]["n_scored_by_l"] >= 1
+
+
+def test_verify_rederives_the_refusal_of_attack_ls_bound(
+    audit: AuditReport, tmp_path: Path
+) -> None:
+    """verify recomputes the bounds with Attack L's refusal derived from the game, so a
+    bundle that drops it (giving L an ungated entry) does not verify."""
+    import json
+    import shutil
+
+    from privaudit.cli.verify_cmd import verify_bundle
+    from privaudit.report.bundle import BUNDLE_FILE, file_digest
+
+    assert audit.out_dir is not None
+    assert verify_bundle(audit.out_dir / BUNDLE_FILE).ok
+    copy = tmp_path / "bundle"
+    shutil.copytree(audit.out_dir, copy)
+    p = copy / "results.json"
+    d = json.loads(p.read_text())
+    # the forged entry: L's bound as it would be computed without the refusal
+    from privaudit.report.results import plain
+    from privaudit.stats.attack_bounds import attack_one_run_bounds
+
+    table = ScoreTable.load(copy)
+    per_attack = [a for a in d["audits"] if a.get("attack") in table.scores]
+    bounds = attack_one_run_bounds(
+        {a["attack"]: table.scored(a["attack"])[1:] for a in per_attack},
+        confidence=float(per_attack[0]["family_confidence"]),
+        delta=float(per_attack[0]["delta"]),
+        sampling_assumption=str(per_attack[0]["sampling_assumption"]),
+    )
+    i = [a["attack"] for a in d["audits"]].index("leave-one-out")
+    d["audits"][i] = plain(bounds)[[b["attack"] for b in bounds].index("leave-one-out")]
+    p.write_text(json.dumps(d, indent=2))
+    m = json.loads((copy / BUNDLE_FILE).read_text())
+    m["files"]["results.json"] = file_digest(p)
+    (copy / BUNDLE_FILE).write_text(json.dumps(m))
+    report = verify_bundle(copy / BUNDLE_FILE)
+    assert not report.ok
+    assert any("leave-one-out" in c.name or "audits" in c.name for c in report.mismatches)

@@ -451,30 +451,51 @@ def test_summary_names_rmia_score_form(capsys: pytest.CaptureFixture[str]) -> No
 
 def test_sizes_are_checked_against_the_members_the_seed_draws(tmp_path: Path) -> None:
     """The target's membership is one fair coin per pool record, so its size is the
-    draw's, not half the pool: the shadow models need more population records than the
-    members actually drawn (here a game whose trials draw different counts), and
-    preflight says so before anything trains."""
+    draw's, not half the pool: Attack L's sample of members and non-members must fit in
+    the fewest members and non-members any trial of the game draws (here trials that draw
+    different counts), and preflight says so before anything trains. The shadow models
+    train on half the pool's size whatever the coins (YeSplit.attacker_size)."""
     from privaudit.membership.preflight import check_sizes, member_range
 
     game = {"name": "average", "n_trials": 6}
-    cfg = _cfg(tmp_path, attacks=["shadow"], sizes={"n_target_pool": 200}, game=game)
+    sizes = {"n_target_pool": 200, "n_population": 300}
+    cfg = _cfg(tmp_path, attacks=["leave-one-out"], sizes=sizes, game=game)
     data, exp, _ = _prepared(cfg)
     lo, hi = member_range(cfg, data, exp)
     assert lo < hi  # the trials' coins differ
-    for n_pop, ok in ((hi, False), (hi + 1, True)):
+    fits = 2 * min(lo, 200 - hi)  # half members (rounded up), half non-members
+    for sample, ok in ((fits, True), (fits + 2, False)):
         c = _cfg(
             tmp_path,
-            attacks=["shadow"],
-            sizes={"n_target_pool": 200, "n_population": n_pop},
+            attacks=["leave-one-out"],
+            sizes=sizes,
             game=game,
+            models={"leave_one_out_sample": sample},
         )
         d, e, _ = _prepared(c)
-        assert member_range(c, d, e) == (lo, hi)  # the population does not move the coins
+        assert member_range(c, d, e) == (lo, hi)
         if ok:
             check_sizes(c, e, (lo, hi))
             continue
-        with pytest.raises(ConfigError, match=rf"expected more than {hi} records .*one fair coin"):
+        with pytest.raises(ConfigError, match=rf"pool with {lo} to {hi} members and "):
             check_sizes(c, e, (lo, hi))
+    for n_pop, ok in ((100, False), (101, True)):
+        c = _cfg(tmp_path, attacks=["shadow"], sizes={"n_target_pool": 200, "n_population": n_pop})
+        d, e, _ = _prepared(c)
+        if ok:
+            check_sizes(c, e, member_range(c, d, e))
+            continue
+        with pytest.raises(ConfigError, match="expected more than 100 records"):
+            check_sizes(c, e, member_range(c, d, e))
+
+
+def test_a_lopsided_provided_split_passes_the_dry_run(tmp_path: Path) -> None:
+    """A provided split may have few members or few non-members (2 of each is enough):
+    scaled to the dry pool, each side keeps at least 2 records."""
+    cfg = _cfg(tmp_path, sizes={"n_target_pool": 1005, "n_population": 400})
+    _, exp, _ = _prepared(cfg)
+    for n_members in (2, 1003):
+        dry_run_attacks(exp, 10, (n_members, n_members))
 
 
 def test_the_dry_run_trains_as_many_members_as_the_largest_trial(
@@ -513,4 +534,4 @@ def test_a_provided_targets_warnings_count_its_own_non_members(tmp_path: Path) -
         half = preflight(cfg, data, exp, trainer, write=False, provided=True)
         few = preflight(cfg, data, exp, trainer, write=False, provided=True, provided_members=1150)
     assert not any("too few for any TPR" in w for w in half)  # 600 non-members
-    assert any("the pool has 50 non-members" in w for w in few)
+    assert any("non_members: the split has 50 non-members" in w for w in few)

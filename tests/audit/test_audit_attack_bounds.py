@@ -185,3 +185,17 @@ def test_refused_attacks_refuse_only_their_own_entries() -> None:
     # a global refusal wins
     both = attack_one_run_bounds(cols, refused="split chosen", refused_attacks={"b": "x"})
     assert [e["extra"]["not_gated_reason"] for e in both] == ["split chosen"] * 2
+
+
+def test_attack_ls_bound_is_refused_only_where_its_draws_were_chosen_by_membership() -> None:
+    """Attack L scores every non-member and a fixed number of members: in the fixed-model
+    and average games those are its draws; in the fixed-record games its draws are the
+    fixed records, each with its own coin, so its bound stands there."""
+    from privaudit.stats.attack_bounds import MEMBER_CHOSEN_SAMPLE, member_chosen_refusals
+
+    attacks = ["loss", "leave-one-out", "lira-online"]
+    for game in ("fixed-model", "average"):
+        assert member_chosen_refusals(attacks, game) == {"leave-one-out": MEMBER_CHOSEN_SAMPLE}
+    for game in ("fixed-record", "fixed-record-and-dataset"):
+        assert member_chosen_refusals(attacks, game) == {}
+    assert member_chosen_refusals(["loss"], "fixed-model") == {}

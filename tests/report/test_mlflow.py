@@ -47,8 +47,10 @@ def _check_run(client: Any, run: Any, report: Path) -> None:
         if a["achieved_fpr"] is not None:
             assert metrics[f"attacks/{a['name']}/achieved_fpr"] == pytest.approx(a["achieved_fpr"])
     for b in results["audits"]:
-        if b["epsilon_lower_bound"] is not None:
-            key = f"audits/{b['procedure']}/{b.get('attack') or 'all'}/epsilon_lower_bound"
+        key = f"audits/{b['procedure']}/{b.get('attack') or 'all'}/epsilon_lower_bound"
+        if (b.get("extra") or {}).get("gated") is False:  # refused: no bound to log
+            assert key not in metrics
+        elif b["epsilon_lower_bound"] is not None:
             assert metrics[key] == pytest.approx(b["epsilon_lower_bound"], rel=1e-12)
     assert metrics["target/test_accuracy"] == pytest.approx(results["target"]["test_accuracy"])
     params = run.data.params

@@ -214,10 +214,10 @@ def _one_run_audits(
     # imported here, at its first use: a run that stops at its input checks never needs it
     from privaudit.stats.attack_bounds import (
         DECLARED_SPLIT_NOTE,
-        MEMBER_CHOSEN_SAMPLE,
         SAMPLING_NOTE,
         SPLIT_NOT_RANDOMISED,
         attack_one_run_bounds,
+        member_chosen_refusals,
     )
 
     note = SAMPLING_NOTE if game_result is None else _pooled_note(game_result)
@@ -230,7 +230,9 @@ def _one_run_audits(
         refused=SPLIT_NOT_RANDOMISED
         if not exp.split_randomised
         else split_check_refusal(None if split_check is None else dict(split_check)),
-        refused_attacks={n: MEMBER_CHOSEN_SAMPLE for n in table.attacks if n == "leave-one-out"},
+        refused_attacks=member_chosen_refusals(
+            table.attacks, "fixed-model" if game_result is None else game_result.game.name
+        ),
     )
     if eps_acc is not None:
         for a in audits:

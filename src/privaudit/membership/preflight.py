@@ -128,9 +128,9 @@ def preflight(
     check_model(config, dataset, trainer)
     check_query_views(experiment, dataset, trainer)
     dry_run_attacks(experiment, dataset.n_classes, members)
-    found = _warnings(config, experiment, members)
+    found = _warnings(config, experiment, members, provided=provided)
     if not provided and members is not None:
-        found += _shared_training_sets(experiment, members)
+        found += _shared_training_sets(experiment)
     for w in found:
         warnings.warn(w, PrivauditWarning, stacklevel=2)
     return found
@@ -282,18 +282,21 @@ def check_sizes(config: AuditConfig, exp: ExperimentConfig, members: tuple[int, 
             "sizes.n_target_pool: expected at least 2 members and 2 non-members in the pool "
             f"({_members_phrase(exp, members)}); add records or change the seed"
         )
-    if "shadow" in attacks and hi >= exp.n_population:
+    # the attacker's shadow and distilled models train on half the pool's size, a
+    # constant independent of the members' coins (YeSplit.attacker_size)
+    attacker_size = exp.n_target_pool // 2
+    if "shadow" in attacks and attacker_size >= exp.n_population:
         raise ConfigError(
-            f"sizes.n_population: expected more than {hi} records (each shadow model "
-            f"trains on as many population records as the target's members and needs OUT "
-            f"records; {_members_phrase(exp, members)}), found {exp.n_population}"
+            f"sizes.n_population: expected more than {attacker_size} records (each shadow "
+            f"model trains on half the pool's size of population records, the target's "
+            f"expected training-set size, and needs OUT records), found {exp.n_population}"
         )
     need = math.ceil(1.0 / exp.alpha - 1.0 - 1e-9)
     if (
         "distillation" in attacks
         and _setting(exp, "distillation", "threshold_calibration") == "population"
     ):
-        size = exp.distill_size or min(exp.n_population, hi)
+        size = exp.distill_size or min(exp.n_population, attacker_size)
         free = exp.n_population - max(size, exp.n_population // 2)
         if free < need:
             raise ConfigError(
@@ -868,7 +871,9 @@ def dry_run_attacks(
     # the most members a target of the run gets (member_range), scaled to the dry pool;
     # half of it when unknown
     most = exp.n_target_pool // 2 if members is None else members[1]
-    n_members = round(most * dry.n_target_pool / exp.n_target_pool)
+    n_members = min(
+        max(round(most * dry.n_target_pool / exp.n_target_pool), 2), dry.n_target_pool - 2
+    )
     try:
         _dry_once(dry, data, n_members)
         return
@@ -1006,14 +1011,14 @@ def check_model(config: AuditConfig, dataset: Dataset, trainer: Any) -> None:
 # ---------------------------------------------------------------------------- warnings
 
 
-def _shared_training_sets(exp: ExperimentConfig, member_counts: tuple[int, int]) -> list[str]:
+def _shared_training_sets(exp: ExperimentConfig) -> list[str]:
     """Warnings for shadow and distilled models that would all train on the same records:
     each draws its training set (as many records as the target's members, or
     ``distill_size``) from ``max(size, n_population // 2)`` population records
     (:class:`privaudit.membership.ye.YeModels`), the whole source when it is no larger, so
     the models differ only by their seeds where Ye et al. (App. B.2) draw each from the
-    population at random. ``member_counts``: as :func:`check_sizes`'s ``members``."""
-    members = member_counts[1]
+    population at random."""
+    members = exp.n_target_pool // 2  # YeSplit.attacker_size
     out = []
     roles = []
     if "shadow" in exp.attacks and exp.n_population // 2 <= members:
@@ -1034,14 +1039,26 @@ def _shared_training_sets(exp: ExperimentConfig, member_counts: tuple[int, int])
 
 
 def _warnings(
-    config: AuditConfig, exp: ExperimentConfig, members: tuple[int, int] | None
+    config: AuditConfig,
+    exp: ExperimentConfig,
+    members: tuple[int, int] | None,
+    *,
+    provided: bool = False,
 ) -> list[str]:
     out: list[str] = []
     hi = exp.n_target_pool // 2 if members is None else members[1]
     non_members = exp.n_target_pool - hi
+    if provided:  # the auditor's split: the non-members file (or argument) says how many
+        where = (
+            "target.non_members: the split"
+            if config.target is not None
+            else "non_members: the split"
+        )
+    else:
+        where = "sizes.n_target_pool: the pool"
     if non_members < _MIN_NON_MEMBERS_FOR_TPR:
         out.append(
-            f"sizes.n_target_pool: the pool has {non_members} non-members, too few for any "
+            f"{where} has {non_members} non-members, too few for any "
             f"TPR at a low FPR (TPR at 1% FPR needs >= {_MIN_NON_MEMBERS_FOR_TPR}, at 0.1% "
             f">= 1000); the summary shows only AUC and the alpha-threshold FPR"
         )

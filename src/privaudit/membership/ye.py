@@ -308,7 +308,7 @@ class YeModels:
         if not fields & {"shadow", "outside_reference"}:
             return {}
         sp, population = self.split, self.split.population
-        n_train = sp.n_train
+        n_train = sp.attacker_size
         _check_shadow_design(sp)
         # The subsets are drawn from a random max(n_train, n_population / 2) of the
         # population; the rest is never trained on, so attack R's calibration has at
@@ -367,7 +367,7 @@ class YeModels:
                 "target given as precomputed outputs cannot be queried: drop the distillation attacks"
             )
         sp, population = self.split, self.split.population
-        size = config.distill_size or min(population.n_records, sp.n_train)
+        size = config.distill_size or min(population.n_records, sp.attacker_size)
         rng = derive_rng(self.seeds["attacker"], purpose="distillation-subsets")
         d_seeds = spawn_seeds(
             self.seeds["attacker"], config.n_distilled, purpose="distilled-models"
@@ -510,7 +510,7 @@ class YeModels:
 def _check_shadow_design(split: YeSplit) -> None:
     """Shadow models (attacks S and R) train on population subsets of the target's
     training-set size (Ye et al. 2022, App. B.2), so the population must be larger."""
-    n_train, n_pop = split.n_train, split.population.n_records
+    n_train, n_pop = split.attacker_size, split.population.n_records
     if n_train >= n_pop:
         raise DesignError(
             f"shadow models (attacks shadow and reference) train on {n_train} population "

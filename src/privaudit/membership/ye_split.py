@@ -64,6 +64,12 @@ class YeSplit:
         The reference models' layout over the pool.
     matrix : MembershipMatrix
         Target (row ``"target"``) and reference models over the audited records.
+    attacker_size : int
+        The training-set size of the attacker's shadow and distilled models (Ye et al.
+        App. B.2: the target's): half of the pool for a target privaudit draws, a
+        constant, so that nothing the attacker builds depends on the members' coins
+        (Steinke et al.'s bound needs the guesses to depend on them only through the
+        model); a provided target's member count.
     """
 
     pool: Dataset
@@ -72,6 +78,7 @@ class YeSplit:
     ref_source: Dataset | None
     ref_keep: MembershipMatrix
     matrix: MembershipMatrix
+    attacker_size: int
 
     @property
     def eval_sets(self) -> dict[str, Dataset]:
@@ -199,7 +206,8 @@ def make_split(
     )
     if member.sum() < 2 or (~member).sum() < 2:
         raise DesignError("the target needs at least 2 members and 2 non-members in the pool")
-    return YeSplit(pool, population, member, ref_source, ref_keep, matrix)
+    size = pool.n_records // 2 if provided is None else int(member.sum())
+    return YeSplit(pool, population, member, ref_source, ref_keep, matrix, size)
 
 
 def population_subsets(source: Dataset, size: int, n_models: int, seed: int) -> list[NDArray[Any]]:

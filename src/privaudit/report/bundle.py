@@ -576,7 +576,11 @@ def _verify_attack_audits(
 ) -> tuple[list[Check], list[Check]]:
     """The one-run bounds of the attacks' scores (grouped when membership was randomised
     by groups, e.g. documents); audits without per-attack scores are not recomputable."""
-    from privaudit.stats.attack_bounds import attack_one_run_bounds, grouped_one_run_bounds
+    from privaudit.stats.attack_bounds import (
+        attack_one_run_bounds,
+        grouped_one_run_bounds,
+        member_chosen_refusals,
+    )
 
     out: list[Check] = []
     skipped: list[Check] = []
@@ -587,13 +591,20 @@ def _verify_attack_audits(
         cols = {a["attack"]: table.scored(a["attack"])[1:] for a in per_attack}
         note = per_attack[0].get("sampling_assumption")
         extra: dict[str, Any] = {} if note is None else {"sampling_assumption": str(note)}
-        # refused entries (a split the auditor chose: all of them; an attack that scored a
-        # sample chosen by membership: its own)
-        refused = {
-            a["attack"]: str((a.get("extra") or {}).get("not_gated_reason"))
-            for a in per_attack
-            if (a.get("extra") or {}).get("gated") is False
-        }
+        # refused entries: a split the auditor chose (every entry; taken from the bundle, a
+        # declaration nothing recomputes) and Attack L's sample chosen by membership
+        # (re-derived from the game: a bundle that drops that refusal does not verify)
+        game = str((results.get("settings") or {}).get("game") or "fixed-model")
+        rule = member_chosen_refusals(list(cols), game)
+        refused: dict[str, str] = {}
+        for a in per_attack:
+            rec = a.get("extra") or {}
+            reason = str(rec.get("not_gated_reason"))
+            split_refused = rec.get("gated") is False and reason not in rule.values()
+            if a["attack"] in rule and not split_refused:
+                refused[a["attack"]] = rule[a["attack"]]
+            elif rec.get("gated") is False:
+                refused[a["attack"]] = reason
         if refused:
             extra["refused_attacks"] = refused
         unit = (per_attack[0].get("extra") or {}).get("unit")

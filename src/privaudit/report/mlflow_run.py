@@ -137,7 +137,10 @@ def mlflow_metrics(results: Mapping[str, Any]) -> dict[str, float]:
         seen[base] = n + 1
         if n:
             base = f"{base}-{n + 1}"
+        refused = (audit.get("extra") or {}).get("gated") is False
         for fig in ("epsilon_lower_bound", "mu_lower_bound", "confidence", "delta"):
+            if refused and fig in ("epsilon_lower_bound", "mu_lower_bound"):
+                continue  # a refused bound is no figure (its trivial 0 is not logged)
             v = _number(audit.get(fig))
             if v is not None:
                 out[f"{base}/{fig}"] = v

@@ -33,7 +33,7 @@ so no claimed eps is checked against it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,12 +46,14 @@ from privaudit.stats.one_run import one_run_audit
 __all__ = [
     "ATTACK_BOUND_PROCEDURE",
     "DECLARED_SPLIT_NOTE",
+    "MEMBER_CHOSEN_GAMES",
     "MEMBER_CHOSEN_SAMPLE",
     "SAMPLING_NOTE",
     "SPLIT_NOT_RANDOMISED",
     "attack_one_run_bounds",
     "group_scores",
     "grouped_one_run_bounds",
+    "member_chosen_refusals",
 ]
 
 #: ``procedure`` of the entries :func:`attack_one_run_bounds` returns.
@@ -75,14 +77,28 @@ DECLARED_SPLIT_NOTE = (
 )
 
 
-#: Why the bound of Attack L (leave-one-out) is refused: the records it scores are chosen
-#: by their membership (every non-member and a fixed number of members, Ye et al. 2022,
-#: Sec. 4.5), so their bits are no independent fair coins.
+#: Why the bound of Attack L (leave-one-out) is refused where its draws are all its scored
+#: records (the fixed-model and average games): they are chosen by their membership (every
+#: non-member and a fixed number of members, Ye et al. 2022, Sec. 4.5), so their bits are
+#: no independent fair coins. In the fixed-record games its draws are the fixed records,
+#: each with its own coin, and the bound stands.
 MEMBER_CHOSEN_SAMPLE = (
-    "refused: this attack scores every non-member and a fixed number of members, a sample "
-    "chosen by membership, so the bits of its records are not the independent fair coins "
-    "Steinke et al.'s bound needs"
+    "refused: Attack L (leave-one-out) scores every non-member and a fixed number of "
+    "members, a sample chosen by membership, so the bits of its records are not the "
+    "independent fair coins Steinke et al.'s bound needs"
 )
+
+#: The games in which Attack L's draws are the records it chose by membership.
+MEMBER_CHOSEN_GAMES = ("fixed-model", "average")
+
+
+def member_chosen_refusals(attacks: Sequence[str], game: str) -> dict[str, str]:
+    """``refused_attacks`` for :func:`attack_one_run_bounds`: Attack L where its draws are
+    a sample chosen by membership (:data:`MEMBER_CHOSEN_SAMPLE`), for the game ``game``."""
+    if game not in MEMBER_CHOSEN_GAMES:
+        return {}
+    return {a: MEMBER_CHOSEN_SAMPLE for a in attacks if a == "leave-one-out"}
+
 
 #: Why the bounds of a split privaudit did not draw are refused (``not_gated_reason``).
 SPLIT_NOT_RANDOMISED = (
