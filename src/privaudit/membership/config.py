@@ -106,7 +106,7 @@ class ModelCounts(StrictModel):
     The reference models form a balanced keep matrix over the target pool (every record
     IN for exactly half of them, as in LiRA), drawn independently of the target's
     membership, so ``n_reference`` is even; each shadow model trains on a random
-    population subset of the target's training-set size.
+    population subset of the target's expected training-set size (half the pool).
     """
 
     n_reference: Annotated[
@@ -131,7 +131,8 @@ class ModelCounts(StrictModel):
     ] = 4
     distill_size: Annotated[int, Field(ge=2)] | None = Field(
         default=None,
-        description="Population records per distilled model (default: target training-set size).",
+        description="Population records per distilled model (default: the target's expected "
+        "training-set size, half the pool).",
     )
     n_leave_one_out: Annotated[
         int, Field(ge=2, description="Leave-one-out models per audited record (L).")

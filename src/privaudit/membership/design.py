@@ -52,12 +52,13 @@ class ExperimentConfig:
         at least 4 for the reference-based attacks, e.g. 8 or 16.
     n_shadow : int
         Shadow models, each trained on a random population subset of the target's
-        training-set size; they are also Attack R's reference models.
+        expected training-set size (half the pool); they are also Attack R's reference
+        models.
     n_distilled : int
         Distilled models.
     distill_size : int or None
-        Population records per distilled model (None: the target's training-set size,
-        capped at ``n_population``).
+        Population records per distilled model (None: the target's expected
+        training-set size, half the pool, capped at ``n_population``).
     n_leave_one_out : int
         Leave-one-out models per sampled record (>= 2).
     leave_one_out_sample : int

@@ -27,7 +27,9 @@ components so that a game can fix some and resample others):
 
    * shadow models (Attack S, Ye et al. Sec. 4.1), which are also Attack R's
      reference models (Sec. 4.3; App. B.2 builds both the same way): each trained on
-     a uniformly random subset of the population of the target's training-set size,
+     a uniformly random subset of the population of half the pool's size (the target's
+     expected training-set size, a constant: nothing the attacker builds depends on the
+     members' coins),
      drawn from a random half of the population (the other half is never trained on
      and calibrates R), and evaluated on all population records (the OUT pairs form
      the out world of Eq. 6-7) and, for R, on the audited records;
