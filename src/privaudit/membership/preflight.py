@@ -260,15 +260,6 @@ def member_range(config: AuditConfig, dataset: Dataset, exp: ExperimentConfig) -
     return int(counts.min()), int(counts.max())
 
 
-def _members_phrase(exp: ExperimentConfig, members: tuple[int, int]) -> str:
-    lo, hi = members
-    drawn = f"{lo}" if lo == hi else f"{lo} to {hi} over the trials"
-    return (
-        f"the target's members, one fair coin per record of the {exp.n_target_pool}-record "
-        f"pool: {drawn} with this seed"
-    )
-
-
 def check_sizes(config: AuditConfig, exp: ExperimentConfig, members: tuple[int, int]) -> None:
     """Design sizes the engine would otherwise reject (or clip) after training.
 
@@ -280,7 +271,8 @@ def check_sizes(config: AuditConfig, exp: ExperimentConfig, members: tuple[int, 
     if lo < 2 or non_members < 2:
         raise ConfigError(
             "sizes.n_target_pool: expected at least 2 members and 2 non-members in the pool "
-            f"({_members_phrase(exp, members)}); add records or change the seed"
+            f"(the target's members, one fair coin per record of the {exp.n_target_pool}-record "
+            f"pool: {_count(lo, hi)} with this seed); add records or change the seed"
         )
     # the attacker's shadow and distilled models train on half the pool's size, a
     # constant independent of the members' coins (YeSplit.attacker_size)

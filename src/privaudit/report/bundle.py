@@ -596,15 +596,13 @@ def _verify_attack_audits(
         # (re-derived from the game: a bundle that drops that refusal does not verify)
         game = str((results.get("settings") or {}).get("game") or "fixed-model")
         rule = member_chosen_refusals(list(cols), game)
-        refused: dict[str, str] = {}
-        for a in per_attack:
-            rec = a.get("extra") or {}
-            reason = str(rec.get("not_gated_reason"))
-            split_refused = rec.get("gated") is False and reason not in rule.values()
-            if a["attack"] in rule and not split_refused:
-                refused[a["attack"]] = rule[a["attack"]]
-            elif rec.get("gated") is False:
-                refused[a["attack"]] = reason
+        refused = {
+            a["attack"]: str((a.get("extra") or {}).get("not_gated_reason"))
+            for a in per_attack
+            if (a.get("extra") or {}).get("gated") is False
+        }
+        for name, why in rule.items():  # a refused split's reason stands for L too
+            refused.setdefault(name, why)
         if refused:
             extra["refused_attacks"] = refused
         unit = (per_attack[0].get("extra") or {}).get("unit")
