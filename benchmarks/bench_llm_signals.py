@@ -25,15 +25,22 @@ TPR at 0.1% FPR of every signal:
 * the ``blind-baseline`` (text only, no model access) first, with its shift warning.
 
 TPR at 0.1% FPR needs 1,000 non-members (the support rule of
-:func:`privaudit.metrics.roc.tpr_at_fpr`); the example's 120-200 non-member chunks do not
+:func:`privaudit.metrics.roc.tpr_at_fpr`); the example's 120-200 non-member chunks (by coins) do not
 reach it, so the figure is n/a (``null`` in the JSON) and the TPR at zero FPR is printed
 beside it. The summary line per model gives the mean over seeds of the best new signal's
 TPR at 1% FPR over the best existing signal's (the goal of issue 34 is a ratio >= 2).
 
-Runtime on a 2-core CPU: about 2 minutes per tiny-GPT seed; 17 to 61 minutes per SmolLM2
+The audited documents are members or non-members by one fair coin each (the example's
+``AUDITED_BY_COINS``), so their counts vary by seed; the header of each seed prints them.
+
+Runtime on a 2-core CPU: about 20 seconds per tiny-GPT seed; 17 to 61 minutes per SmolLM2
 seed (two fine-tunes of 50 steps and the token statistics of four models, ~12 GB).
-Measured 2026-12-06 (``--models smollm2-135m --seeds 0 1 2 --threads 2``; 1,363 / 1,022 /
-2,165 s per seed, seed 2 beside other jobs), mean TPR at 1% FPR over the 3 seeds: best new
+Tiny GPT, measured 2026-12-07 (``--models tiny-gpt --seeds 0 1 2``; 141 / 127 / 125 members of
+260), mean TPR at 1% FPR: best new signal against the base ``ez-mia`` 6.5% against the best
+existing ``reference-ratio`` 12.7% (0.51x), ``informia-token@reference`` 12.8% (1.00x), blind
+baseline 1.0%. SmolLM2, measured 2026-12-06 on the split before the coins (exactly 200
+members and 200 non-members; ``--models smollm2-135m --seeds 0 1 2 --threads 2``; 1,363 /
+1,022 / 2,165 s per seed, seed 2 beside other jobs), mean TPR at 1% FPR over the 3 seeds: best new
 signal against the base ``wbc`` 49.0% against the best existing ``reference-ratio`` 69.0%
 (ratio 0.71x; ``min-k++`` 12.5%, so 3.9x the best signal without a fine-tuned reference);
 ``ez-mia@reference`` 94.5% (1.37x); blind baseline 1.7% (the table is in ``docs/llm.md``).
@@ -98,6 +105,7 @@ def build_models(
         seed=seed,
         chunk_chars=cfg["chunk_chars"],
         chunks_per_document=example.ONE_AUDITED_CHUNK_PER_DOCUMENT,
+        coins=example.AUDITED_BY_COINS,
     )
 
     def texts(role: str) -> list[str]:

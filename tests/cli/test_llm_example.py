@@ -53,6 +53,9 @@ def test_tiny_example_writes_the_figures(tmp_path: Path) -> None:
     res = json.loads((tmp_path / "report" / "results.json").read_text())
     roles = res["llm"]["provenance"]["split"]["roles"]
     assert set(roles) == {"members", "non_members", "reference", "base"}
+    # each audited document a member by its own coin: the counts vary, their sum does not
+    assert res["llm"]["provenance"]["split"]["coins"] == ["members", "non_members"]
+    assert roles["members"]["n_chunks"] + roles["non_members"]["n_chunks"] == 260
     assert res["llm"]["counts"]["n_non_member_chunks"] >= 100
     assert set(res["llm"]["models"]) == {"target", "reference", "base"}
     assert res["llm"]["leaking_texts"]["n"] == 10

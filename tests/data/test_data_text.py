@@ -94,6 +94,69 @@ def test_chunks_per_document_caps_the_audited_roles(chunks: TextRecords) -> None
         split_by_document(chunks, sizes, seed=1, chunks_per_document={"base": 1})
 
 
+def test_coins_give_each_audited_document_its_own_fair_coin(chunks: TextRecords) -> None:
+    """coins=(members, non_members): one pool of the two sizes' sum, then one fair coin per
+    pooled document. The pool and the other roles do not depend on the coins; the member
+    count is Binomial(pool, 1/2) over seeds (a fixed-size subset has variance 0), and every
+    pooled document is a member about half the time."""
+    sizes = {"members": 40, "non_members": 40, "reference": 30}
+    caps = {"members": 1, "non_members": 1}
+    fixed = split_by_document(chunks, sizes, seed=5, chunks_per_document=caps)
+    coined = split_by_document(
+        chunks, sizes, seed=5, chunks_per_document=caps, coins=("members", "non_members")
+    )
+    pool = {*fixed.chunks["members"], *fixed.chunks["non_members"]}
+    assert {*coined.chunks["members"], *coined.chunks["non_members"]} == pool
+    assert coined.chunks["reference"] == fixed.chunks["reference"]
+    assert coined.to_dict()["coins"] == ["members", "non_members"]
+    assert fixed.to_dict()["coins"] == []
+    doc_of = dict(zip(chunks.ids, chunks.documents, strict=True))
+    for role in ("members", "non_members"):
+        assert coined.documents[role] == tuple(doc_of[i] for i in coined.chunks[role])
+
+    counts, first_is_member = [], 0
+    for seed in range(400):
+        kw = {"seed": seed, "chunks_per_document": caps}
+        s = split_by_document(chunks, sizes, coins=("members", "non_members"), **kw)
+        counts.append(len(s.chunks["members"]))
+        assert len(s.chunks["members"]) + len(s.chunks["non_members"]) == 80
+        # the pool's first document (a fixed split's first member) goes either way
+        first_is_member += split_by_document(chunks, sizes, **kw).chunks["members"][0] in set(
+            s.chunks["members"]
+        )
+    c = np.asarray(counts, float)
+    assert abs(c.mean() - 40) < 4 * np.sqrt(20 / 400)  # Binomial(80, 1/2): variance 20
+    assert 20 * 0.7 < c.var() < 20 * 1.3
+    assert abs(first_is_member - 200) < 4 * 10  # Binomial(400, 1/2): sd 10
+
+
+def test_coins_refuse_what_they_cannot_draw(chunks: TextRecords) -> None:
+    sizes: dict[str, int | None] = {"members": 10, "non_members": 10, "base": None}
+    with pytest.raises(InvalidInputError, match="coins"):
+        split_by_document(chunks, sizes, seed=0, coins=("members", "reference"))
+    with pytest.raises(InvalidInputError, match="coins"):
+        split_by_document(chunks, sizes, seed=0, coins=("members", "members"))
+    with pytest.raises(InvalidInputError, match="base"):
+        split_by_document(chunks, sizes, seed=0, coins=("members", "base"))
+    with pytest.raises(InvalidInputError, match="same cap"):
+        split_by_document(
+            chunks,
+            sizes,
+            seed=0,
+            chunks_per_document={"members": 1},
+            coins=("members", "non_members"),
+        )
+    with pytest.raises(InvalidInputError, match="drew no document"):
+        for seed in range(50):  # a pool of 2 documents: both on one side within 50 seeds
+            split_by_document(
+                chunks,
+                {"members": 1, "non_members": 1},
+                seed=seed,
+                chunks_per_document={"members": 1, "non_members": 1},
+                coins=("members", "non_members"),
+            )
+
+
 def test_split_refuses_overlap_and_oversize(chunks: TextRecords) -> None:
     with pytest.raises(DesignError, match="disjoint"):
         TextSplit(chunks={"a": ("x",), "b": ("x",)}, documents={"a": ("d1",), "b": ("d2",)}, seed=0)

@@ -273,6 +273,9 @@ class TextSplit:
     chunks: dict[str, tuple[str, ...]]
     documents: dict[str, tuple[str, ...]]
     seed: int
+    #: the two roles drawn by one fair coin per document (``split_by_document(coins=...)``);
+    #: empty when every role is a subset of fixed size
+    coins: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         roles = list(self.chunks)
@@ -295,7 +298,12 @@ class TextSplit:
 
     def to_dict(self, *, with_ids: bool = True) -> dict[str, Any]:
         """The split for ``results.json``: per role the counts, the fingerprint and the ids."""
-        out: dict[str, Any] = {"seed": self.seed, "by": "document", "roles": {}}
+        out: dict[str, Any] = {
+            "seed": self.seed,
+            "by": "document",
+            "coins": list(self.coins),
+            "roles": {},
+        }
         fps = self.fingerprints()
         for role, ids in self.chunks.items():
             entry: dict[str, Any] = {
@@ -316,6 +324,7 @@ def split_by_document(
     *,
     seed: int,
     chunks_per_document: Mapping[str, int] | None = None,
+    coins: tuple[str, str] | None = None,
 ) -> TextSplit:
     """Split chunk records into disjoint roles by document, seeded.
 
@@ -331,10 +340,22 @@ def split_by_document(
     then needs no group-privacy division, :func:`privaudit.stats.attack_bounds.grouped_one_run_bounds`)
     while members and non-members still never share a document.
 
+    ``coins=(a, b)`` (e.g. ``("members", "non_members")``) draws those two roles the way
+    Steinke et al.'s one-run bound needs (Steinke, Nasr & Jagielski 2023, Algorithm 1:
+    one independent fair inclusion coin per audited example): at the place of ``a`` in
+    ``sizes`` one pool of ``sizes[a] + sizes[b]`` chunks is taken as above (both roles need
+    the same cap), then every document of the pool goes to ``a`` or ``b`` by its own fair
+    coin (the same generator, after the permutation). The two roles' sizes are then
+    expectations: their chunk counts are random (Binomial over the pool's documents when
+    each document gives one chunk). Without ``coins`` every role has its exact size, a
+    uniformly random subset of fixed size, which that proof does not cover.
+
     Raises
     ------
     InvalidInputError
-        When the corpus has too few chunks for the sizes asked.
+        When the corpus has too few chunks for the sizes asked, or ``coins`` names roles
+        that are not two distinct sized roles with the same cap, or a coin role drew no
+        document.
     """
     if not sizes:
         raise fail("sizes", "at least one role", "none")
@@ -342,25 +363,26 @@ def split_by_document(
     for rid, doc in zip(records.ids, records.documents, strict=True):
         by_doc.setdefault(doc, []).append(rid)
     doc_ids = list(by_doc)
-    order = np.random.default_rng(seed).permutation(len(doc_ids))
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(doc_ids))
     queue = [doc_ids[i] for i in order]
-    chunks: dict[str, tuple[str, ...]] = {}
-    documents: dict[str, tuple[str, ...]] = {}
     caps = dict(chunks_per_document or {})
     for role, cap in caps.items():
         if role not in sizes or cap < 1:
             raise fail(f"chunks_per_document[{role!r}]", "a positive cap of a role in sizes", cap)
+    if coins is not None:
+        _check_coin_roles(coins, sizes, caps)
+    chunks: dict[str, tuple[str, ...]] = {}
+    documents: dict[str, tuple[str, ...]] = {}
     pos = 0
     for role, size in sizes.items():
         if size is not None and size < 1:
             raise fail(f"sizes[{role!r}]", "a positive number of chunks or None", size)
-        got: list[str] = []
-        docs: list[str] = []
-        role_cap: int | None = caps.get(role)
-        while pos < len(queue) and (size is None or len(got) < size):
-            docs.append(queue[pos])
-            got += by_doc[queue[pos]][:role_cap]
-            pos += 1
+        if coins is not None and role == coins[1]:
+            continue  # drawn with coins[0]'s pool
+        if coins is not None and role == coins[0]:
+            size = int(size or 0) + int(sizes[coins[1]] or 0)
+        got, docs, pos = _take_documents(queue, pos, by_doc, size, caps.get(role))
         if size is not None and len(got) < size:
             raise InvalidInputError(
                 f"sizes[{role!r}]: expected at most the {len(got)} chunks left in the corpus "
@@ -369,9 +391,60 @@ def split_by_document(
             )
         if not got:
             raise InvalidInputError(f"sizes[{role!r}]: no documents left for this role")
+        if coins is not None and role == coins[0]:
+            kept = set(got[:size])
+            heads = rng.random(len(docs)) < 0.5  # one fair coin per pooled document
+            for name, side in ((coins[0], heads), (coins[1], ~heads)):
+                mine = [d for d, h in zip(docs, side, strict=True) if h]
+                ids = tuple(i for d in mine for i in by_doc[d] if i in kept)
+                if not ids:
+                    raise InvalidInputError(
+                        f"coins: role {name!r} drew no document of the {len(docs)} pooled; "
+                        "audit more documents"
+                    )
+                chunks[name], documents[name] = ids, tuple(mine)
+            continue
         chunks[role] = tuple(got if size is None else got[:size])
         documents[role] = tuple(docs)
-    return TextSplit(chunks=chunks, documents=documents, seed=int(seed))
+    chunks = {r: chunks[r] for r in sizes}  # the order of ``sizes``
+    documents = {r: documents[r] for r in sizes}
+    return TextSplit(chunks=chunks, documents=documents, seed=int(seed), coins=coins or ())
+
+
+def _check_coin_roles(
+    coins: tuple[str, str], sizes: Mapping[str, int | None], caps: Mapping[str, int]
+) -> None:
+    """``coins`` of :func:`split_by_document`: two distinct roles of ``sizes``, both sized,
+    with the same cap."""
+    if len(coins) != 2 or coins[0] == coins[1] or not set(coins) <= set(sizes):
+        raise fail("coins", "two distinct roles of sizes", coins)
+    for role in coins:
+        if sizes[role] is None:
+            raise fail(f"sizes[{role!r}]", "a number of chunks for a coin role", None)
+    if caps.get(coins[0]) != caps.get(coins[1]):
+        raise fail(
+            "chunks_per_document",
+            f"the same cap for the coin roles {coins[0]!r} and {coins[1]!r}",
+            {r: caps.get(r) for r in coins},
+        )
+
+
+def _take_documents(
+    queue: Sequence[str],
+    pos: int,
+    by_doc: Mapping[str, Sequence[str]],
+    size: int | None,
+    cap: int | None,
+) -> tuple[list[str], list[str], int]:
+    """Whole documents from ``queue[pos:]`` (at most ``cap`` chunks of each) until at least
+    ``size`` chunks (``None``: every document left); the chunks, documents and next position."""
+    got: list[str] = []
+    docs: list[str] = []
+    while pos < len(queue) and (size is None or len(got) < size):
+        docs.append(queue[pos])
+        got += by_doc[queue[pos]][:cap]
+        pos += 1
+    return got, docs, pos
 
 
 def read_text_records(

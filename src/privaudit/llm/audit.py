@@ -765,16 +765,21 @@ def shakespeare_split(
     doc_chars: int = 1200,
     chunk_chars: int = 256,
     chunks_per_document: Mapping[str, int] | None = None,
+    coins: tuple[str, str] | None = None,
 ) -> tuple[TextRecords, TextSplit]:
     """Tiny Shakespeare -> documents -> chunks -> disjoint roles by document.
 
     ``sizes`` maps a role (``members``, ``non_members``, ``reference``, ``base``, ...) to
     its number of chunks (``None``: every document left); ``chunks_per_document`` caps
-    the chunks a role takes from each document (e.g. 1 for the audited roles); see
-    :func:`privaudit.data.text.split_by_document`. Returns all chunks and the split.
+    the chunks a role takes from each document (e.g. 1 for the audited roles);
+    ``coins=("members", "non_members")`` gives each audited document its own fair coin
+    (what the one-run bound needs); see :func:`privaudit.data.text.split_by_document`.
+    Returns all chunks and the split.
     """
     chunks = chunk_documents(shakespeare_documents(doc_chars=doc_chars), chunk_chars=chunk_chars)
-    split = split_by_document(chunks, sizes, seed=seed, chunks_per_document=chunks_per_document)
+    split = split_by_document(
+        chunks, sizes, seed=seed, chunks_per_document=chunks_per_document, coins=coins
+    )
     return chunks, split
 
 

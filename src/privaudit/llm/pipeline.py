@@ -81,7 +81,8 @@ LLM_SAMPLING_NOTE = (
     "(data.randomised_split; privaudit cannot check it, and refuses the bound without it "
     "or when the blind baseline finds the two samples differ); a seeded uniformly random "
     "subset of fixed size is treated as independent coins, which Steinke et al.'s proof "
-    "does not cover (the examples' split_by_document draws such a subset)."
+    "does not cover (split_by_document draws coins only with coins=(members, non_members), "
+    "as the examples do)."
 )
 
 #: :data:`LLM_SAMPLING_NOTE` when every document holds one record: no ``document`` field
