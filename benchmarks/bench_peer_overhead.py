@@ -111,6 +111,20 @@ ms, ratio 1.83. The weight gradient stays the dense product: in a scratch measur
 12 ms against 0.3-0.4 ms for the product, and a sparse CSR product 0.36 ms plus 1.4 ms to
 build its matrix.
 
+**The dense batch from the nonzeros** (2026-12-07, morning, 1-minute load 0.5-0.9 from
+other jobs, ``--rounds 3``, defaults). A step of the sparse path no longer gathers the
+dense rows (448 bytes each, random rows of a 12 MB table) for the weight gradient: it
+writes them from the nonzeros it gathers anyway (``scatter_add_`` into zeros, the same
+values bit for bit; the trained logits are identical to the kernel's before). Profiled, the
+dense gather had cost about 70 us of a step of about 770 us. The tree before this change,
+just before: 0.802 ms per model-epoch-1,000 records (median; rounds 0.798-0.860) against an
+estimate of 0.539 ms at the probe's 102.6 GFLOP/s, ratio **1.49**. This change, three runs
+right after: 0.740 ms (estimate 0.536 ms at 103.2 GFLOP/s), ratio **1.38** (rounds
+1.36-1.48); 0.772 ms, ratio **1.44** (rounds 1.34-1.47); 0.774 ms, ratio **1.41** (rounds
+1.38-1.49). The matrix products alone: ratio 1.28-1.32 (77-78% of the probe's rate). In a
+scratch timing of the training step alone (the slope of ``fit_many``'s CPU time from 10 to
+40 epochs, 8 models, 5 runs each): 770 us a step before, 717-722 us after.
+
 **Audit** (``--audit``, ``--audit-only``). ``privaudit run`` on a config of that model
 with attacks ``lira-offline`` and ``rmia-offline``, ``n_reference`` (8) references, a
 target pool and a population of ``--pool`` / ``--population`` (10,000) records, in a

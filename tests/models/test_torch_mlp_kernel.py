@@ -220,6 +220,34 @@ def test_sparse_rows_hold_every_nonzero_and_only_sparse_tables_use_them() -> Non
     assert _SparseRows.of(np.zeros((4, 16), dtype=np.float32)) is None
 
 
+def test_the_sparse_step_writes_the_dense_batch_bit_for_bit() -> None:
+    """The weight gradient reads a dense batch that a sparse step writes from the gathered
+    nonzeros: every row equals the table's row exactly (NaN included), for every model's
+    rows of a step, and the first layer's output is the product on those rows."""
+    torch = pytest.importorskip("torch")
+    from privaudit.models.torch_mlp_kernel import _Layer, _SparseRows
+
+    rng = np.random.default_rng(6)
+    X = _one_hot_rows(rng, 200, 48, 3).astype(np.float32)
+    X[3, 0] = 0.0  # a padded row
+    X[4, 1] = np.nan
+    K, n, out = 3, 16, 5
+    sp = _SparseRows.of(X)
+    assert sp is not None
+    sp = sp.for_batches(K, n)
+    w_t = torch.randn(K, 48, out)
+    lay = _Layer(w_t.transpose(1, 2), None, w_t, None, torch.empty(K, n, out), None, None, None)
+    ix = torch.from_numpy(rng.integers(0, 200, size=K * n))
+    ix[0], ix[1] = 3, 4
+    xb = torch.full((K * n, 48), 7.0)  # stale values of an earlier step are overwritten
+    h, z = sp.first_layer(ix, n, lay, xb)
+    want = X[ix.numpy()].reshape(K, n, 48)
+    np.testing.assert_array_equal(h.numpy(), want)
+    finite = np.isfinite(want).all(axis=2)
+    expect = np.einsum("knd,kdo->kno", np.nan_to_num(want), w_t.numpy())
+    np.testing.assert_allclose(z.numpy()[finite], expect[finite], rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("d", [20, 48])
 def test_sparse_inputs_train_as_one_by_one(d: int) -> None:
     # one-hot rows (3 numeric + 4 one-hot groups): the first layer's forward sums the

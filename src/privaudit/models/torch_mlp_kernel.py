@@ -43,7 +43,10 @@ layer's forward product is a sum of the weight rows of each record's nonzero fea
 (``torch.nn.functional.embedding_bag`` with the feature values as weights, over all
 models' weights as one table): the same terms as the product without its zero ones, in
 another order (so equal up to float32 rounding). The weight gradient remains the batched
-product. :class:`_SparseRows` holds the rows' nonzeros.
+product; the dense batch it reads is written from the gathered nonzeros (a
+``scatter_add_`` into zeros, the same values bit for bit), so a step gathers the rows'
+small table of nonzeros only, not their dense rows. :class:`_SparseRows` holds the rows'
+nonzeros.
 
 A step where every model has the same number of real rows (the last, partial batch of an
 epoch when the models train on equally many records) computes those rows only, in the
@@ -400,9 +403,11 @@ def train_mlp(
         for step, ix in enumerate(batches.idx_steps):
             n = batches.rows[step]
             xb, ybb, layers = cut[n]
-            h = torch.index_select(data.X, 0, ix, out=xb).view(K, n, -1)
             yb = torch.index_select(data.y, 0, ix, out=ybb).view(K, 1, n)
-            z0 = None if sparse is None else sparse.first_layer(ix, n, layers[0])
+            if sparse is None:
+                h, z0 = torch.index_select(data.X, 0, ix, out=xb).view(K, n, -1), None
+            else:
+                h, z0 = sparse.first_layer(ix, n, layers[0], xb)
             logits, saved = _forward(ops, layers, h, z0)
             dzt = loss(logits, yb, step)
             fused = plain_sgd and batches.all_active[step]
@@ -550,20 +555,28 @@ class _SparseRows:
             shift=shift,
         )
 
-    def first_layer(self, ix: Any, n: int, lay: _Layer) -> Any:
-        """The first linear layer's output ``(K, n, out)`` on the rows ``ix`` (``K n``
-        of them, model-major), its bias added where it is not folded."""
+    def first_layer(self, ix: Any, n: int, lay: _Layer, xb: Any) -> tuple[Any, Any]:
+        """The rows ``ix`` (``K n`` of them, model-major) as the dense batch ``(K, n,
+        width)`` written into ``xb`` (what the weight gradient reads), and the first linear
+        layer's output on them ``(K, n, out)``, its bias added where it is not folded.
+
+        The dense batch is built from the gathered nonzeros (``scatter_add_`` into zeros:
+        each value lands on a zero, the padding terms add 0 to feature 0), so every value
+        is the table's own; only the nonzeros' small table is gathered by row, not the
+        dense one (measured: the dense gather of random rows was about a tenth of a
+        step)."""
         torch = require_torch()
         K = self.shift.shape[0]
         ib = torch.index_select(self.idx, 0, ix, out=self.ibuf[: K * n])
-        ib.view(K, -1).add_(self.shift)
         vb = torch.index_select(self.val, 0, ix, out=self.vbuf[: K * n])
+        xb.zero_().scatter_add_(1, ib, vb)
+        ib.view(K, -1).add_(self.shift)
         table = lay.weight_t.view(-1, lay.weight_t.shape[2])
         z = torch.nn.functional.embedding_bag(ib, table, per_sample_weights=vb, mode="sum")
         z = z.view(K, n, -1)
         if lay.bias_row is not None:
             z.add_(lay.bias_row)
-        return z
+        return xb.view(K, n, -1), z
 
 
 @dataclasses.dataclass
