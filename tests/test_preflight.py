@@ -535,3 +535,40 @@ def test_a_provided_targets_warnings_count_its_own_non_members(tmp_path: Path) -
         few = preflight(cfg, data, exp, trainer, write=False, provided=True, provided_members=1150)
     assert not any("too few for any TPR" in w for w in half)  # 600 non-members
     assert any("non_members: the split has 50 non-members" in w for w in few)
+
+
+def test_run_audit_gives_the_checks_a_provided_targets_own_member_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The public audit of a provided target hands its member count to the checks before
+    training (their warnings and dry run count its own members and non-members), not
+    None (half the pool)."""
+    from sklearn.linear_model import LogisticRegression
+
+    import privaudit
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 5))
+    y = (X[:, 0] + rng.normal(size=400) > 0).astype(np.int64)
+    members, non_members = np.arange(0, 230), np.arange(230, 300)
+    model = LogisticRegression().fit(X[members], y[members])
+    seen: list[Any] = []
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        seen.append((kwargs.get("provided"), kwargs.get("provided_members")))
+        return preflight(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "preflight", recording)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        privaudit.audit_model(
+            model,
+            X,
+            y,
+            members=members,
+            non_members=non_members,
+            attacks=["population"],
+            seed=0,
+            progress=False,
+        )
+    assert seen == [(True, 230)]
