@@ -38,7 +38,10 @@ jobs at nice 10-19, 1-minute load 4-6 during it; Ray's workers at normal priorit
   attacks, 38 s of CPU in a profile). With that evaluation's runs sent to the cluster as
   tasks (same command, later that day, idle machine, load 0.9 at the start): **462.1 s on
   1 worker node, 252.5 s on 2: 1.83x**, scores identical. What stays serial: the target's
-  fit, the attacks on the target and the report.
+  fit, the attacks on the target and the report. Again on 2026-12-07 (``--only lira
+  --json``, idle machine, load 0.6 at the start; the targets' members drawn by coins, the
+  calibrated evaluation's per-record figures and interval added): **347.7 s on 1 worker
+  node, 191.9 s on 2: 1.81x**, scores identical.
 
 ``--json PATH`` writes a list with one object per workload, keys exactly ``workload``,
 ``nodes`` (the node counts, [1, 2]), ``seconds`` (wall time per node count), ``speedup``

@@ -60,6 +60,22 @@ Both source trees are compiled to bytecode before the rounds (untimed): an edita
 in an environment with ``PYTHONDONTWRITEBYTECODE`` set (as this machine has) otherwise
 compiles every module at every start, on both sides.
 
+**Measured on 2026-12-07** (morning, idle but for the two processes, load 0.2-1.0; LeakPro
+at c47752f in its own venv with torch 2.13.0+cpu, 5 rounds, defaults), after the per-record
+calibrated figures and their interval joined every audit's calibrated evaluation and after
+the kernel's dense batch from the nonzeros: privaudit 6.05 s against LeakPro 27.55 s,
+**0.220** wall, 0.215 CPU (per round 0.208-0.227): the goal of 0.2 is **not met** on this
+tree. Split of the rounds: start-up 0.69-0.80 s, target and references 2.07-2.19, scoring
+2.01-2.08, data / preflight / split 0.97-1.21. Scoring had been 1.06-1.17 s: interleaved
+against the tree of the 0.191 below (``bench_peer_overhead.py --audit-only --compare-src``
+at 6fe02f6, 3 rounds) this tree took 5.51 s against 4.78 s, scoring 1.96 s against 1.06 s
+and target and references 1.93 s against 2.00 s. A profile of one run puts 0.98 s in
+``calibrated_tprs_at_fprs`` (two attacks): the deconvolution of the per-record calibrated
+TPR (0.31 s: its kernel over 40 quadrature nodes and 3,000 EM steps) and its interval's
+50 bootstrap refits over records and 16 jackknife refits over the evaluation models (0.62
+s), work LeakPro's audit has no counterpart of. At 4.78 s the tree before would have been
+0.17x this hour's LeakPro.
+
 **Measured after the sparse first layer** (the late evening of 2026-12-06, idle but for the
 two processes, load 0.7-1.0; the same LeakPro and settings, 5 rounds, defaults): the kernel's
 first layer sums the weight rows of each Adult row's 15 nonzero features in its forward pass
