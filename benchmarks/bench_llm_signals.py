@@ -25,8 +25,8 @@ TPR at 0.1% FPR of every signal:
 * the ``blind-baseline`` (text only, no model access) first, with its shift warning.
 
 TPR at 0.1% FPR needs 1,000 non-members (the support rule of
-:func:`privaudit.metrics.roc.tpr_at_fpr`); the example's 120-200 non-member chunks (by coins) do not
-reach it, so the figure is n/a (``null`` in the JSON) and the TPR at zero FPR is printed
+:func:`privaudit.metrics.roc.tpr_at_fpr`); the example's non-member chunks (about 130 for
+the tiny GPT, 200 for SmolLM2, varying by seed: they are drawn by coins) do not reach it, so the figure is n/a (``null`` in the JSON) and the TPR at zero FPR is printed
 beside it. The summary line per model gives the mean over seeds of the best new signal's
 TPR at 1% FPR over the best existing signal's (the goal of issue 34 is a ratio >= 2).
 

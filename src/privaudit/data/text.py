@@ -382,15 +382,18 @@ def split_by_document(
             continue  # drawn with coins[0]'s pool
         if coins is not None and role == coins[0]:
             size = int(size or 0) + int(sizes[coins[1]] or 0)
+        name = f"sizes[{role!r}]"
+        if coins is not None and role == coins[0]:
+            name = f"sizes[{coins[0]!r}] + sizes[{coins[1]!r}] (the coin roles' pool)"
         got, docs, pos = _take_documents(queue, pos, by_doc, size, caps.get(role))
         if size is not None and len(got) < size:
             raise InvalidInputError(
-                f"sizes[{role!r}]: expected at most the {len(got)} chunks left in the corpus "
+                f"{name}: expected at most the {len(got)} chunks left in the corpus "
                 f"for this role, found {size} asked (sizes {dict(sizes)}, "
                 f"{len(records)} chunks in {len(doc_ids)} documents)"
             )
         if not got:
-            raise InvalidInputError(f"sizes[{role!r}]: no documents left for this role")
+            raise InvalidInputError(f"{name}: no documents left for this role")
         if coins is not None and role == coins[0]:
             kept = set(got[:size])
             heads = rng.random(len(docs)) < 0.5  # one fair coin per pooled document
@@ -408,7 +411,7 @@ def split_by_document(
         documents[role] = tuple(docs)
     chunks = {r: chunks[r] for r in sizes}  # the order of ``sizes``
     documents = {r: documents[r] for r in sizes}
-    return TextSplit(chunks=chunks, documents=documents, seed=int(seed), coins=coins or ())
+    return TextSplit(chunks=chunks, documents=documents, seed=int(seed), coins=tuple(coins or ()))
 
 
 def _check_coin_roles(
@@ -419,8 +422,9 @@ def _check_coin_roles(
     if len(coins) != 2 or coins[0] == coins[1] or not set(coins) <= set(sizes):
         raise fail("coins", "two distinct roles of sizes", coins)
     for role in coins:
-        if sizes[role] is None:
-            raise fail(f"sizes[{role!r}]", "a number of chunks for a coin role", None)
+        size = sizes[role]
+        if size is None or size < 1:
+            raise fail(f"sizes[{role!r}]", "a positive number of chunks for a coin role", size)
     if caps.get(coins[0]) != caps.get(coins[1]):
         raise fail(
             "chunks_per_document",

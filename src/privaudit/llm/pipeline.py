@@ -82,7 +82,7 @@ LLM_SAMPLING_NOTE = (
     "or when the blind baseline finds the two samples differ); a seeded uniformly random "
     "subset of fixed size is treated as independent coins, which Steinke et al.'s proof "
     "does not cover (split_by_document draws coins only with coins=(members, non_members), "
-    "as the examples do)."
+    "as the LLM example does)."
 )
 
 #: :data:`LLM_SAMPLING_NOTE` when every document holds one record: no ``document`` field

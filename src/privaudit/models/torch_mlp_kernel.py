@@ -562,7 +562,7 @@ class _SparseRows:
 
         The dense batch is built from the gathered nonzeros (``scatter_add_`` into zeros:
         each value lands on a zero, the padding terms add 0 to feature 0), so every value
-        is the table's own; only the nonzeros' small table is gathered by row, not the
+        is the table's own, up to the sign of zeros (a -0.0 is not a nonzero); only the nonzeros' small table is gathered by row, not the
         dense one (measured: the dense gather of random rows was about a tenth of a
         step)."""
         torch = require_torch()
