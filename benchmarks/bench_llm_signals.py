@@ -45,6 +45,10 @@ signal against the base ``wbc`` 49.0% against the best existing ``reference-rati
 (ratio 0.71x; ``min-k++`` 12.5%, so 3.9x the best signal without a fine-tuned reference);
 ``ez-mia@reference`` 94.5% (1.37x); blind baseline 1.7% (the table is in ``docs/llm.md``).
 The 2x goal cannot be met on this recipe by any signal: 2 x 69.0% is above 100%.
+SmolLM2 seed 0 again with the coins (2026-12-07, ``--models smollm2-135m --seeds 0
+--threads 2``, 1,184 s; 201 members / 199 non-members): best new against the base ``wbc``
+49.3% against the best existing ``reference`` 74.6% (0.66x), ``ez-mia@reference`` 91.0%
+(1.22x), blind baseline 0.5%.
 Figures are printed, never asserted. Models and token statistics are cached under
 ``--cache`` (a rerun resumes). ``--json PATH`` writes a list of rows with exactly
 ``signal``, ``model``, ``seed``, ``auc``, ``tpr_at_1pct``, ``tpr_at_0_1pct``.
