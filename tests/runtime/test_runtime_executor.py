@@ -74,6 +74,45 @@ def test_dead_worker_is_named() -> None:
     assert "worker process died" in str(info.value)
 
 
+def test_a_pool_broken_at_submit_fails_as_a_dead_worker() -> None:
+    """A worker killed between two waits breaks the pool, and the next submit raises
+    BrokenProcessPool itself (not through a future): the map fails with a TaskError naming
+    a running task, as when a future reports the death (seen once in CI as a traceback
+    from submit, exit 1 instead of 2)."""
+    from concurrent.futures import Future
+    from concurrent.futures.process import BrokenProcessPool
+
+    from privaudit.runtime.executor import _ParallelMap
+    from privaudit.runtime.progress import progress_bar
+
+    class BreaksOnSecondSubmit:
+        n_workers = 2
+
+        def __init__(self) -> None:
+            self.calls = 0
+            self.first: Future[Any] = Future()
+
+        def submit(self, *args: Any) -> Future[Any]:
+            self.calls += 1
+            if self.calls > 1:
+                raise BrokenProcessPool("A child process terminated abruptly")
+            return self.first
+
+        def processes(self) -> dict[int, Any]:
+            return {}
+
+        def died_running(self, processes: dict[int, Any]) -> int | None:
+            return None
+
+    pool = BreaksOnSecondSubmit()
+    tasks = _ParallelMap(square, [5, 6, 7], pool, "k", None, 1, "squares", str)  # type: ignore[arg-type]
+    with progress_bar("squares", 3, enabled=False) as bar, pytest.raises(TaskError) as info:
+        tasks.run(bar)
+    assert info.value.index == 0 and info.value.label == "5"  # the task that was running
+    assert "worker process died" in str(info.value)
+    assert pool.first.cancelled()
+
+
 def test_unpicklable_function_rejected() -> None:
     with pytest.raises(InvalidInputError, match="picklable"):
         LocalExecutor(2).map(lambda x: x, [1, 2], desc="lambda")

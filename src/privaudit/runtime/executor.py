@@ -354,7 +354,13 @@ class _ParallelMap:
             interrupts.check(None, self.desc)  # a CLI command after a swallowed signal
             nxt = self.submitted
             if busy_pool < pool.n_workers:
-                fut = pool.submit(worker_call, self.key, nxt, self.items[nxt])
+                try:
+                    fut = pool.submit(worker_call, self.key, nxt, self.items[nxt])
+                except BrokenProcessPool as error:
+                    # a worker died since the last wait (killed, out of memory): the pool
+                    # refuses new tasks; fail as the running tasks' futures would
+                    running = sorted(i for i, h in self.running.values() if not h)
+                    self._fail(running[0] if running else nxt, error)
                 self.running[fut] = (nxt, False)
                 busy_pool += 1
             elif here is not None:
