@@ -380,10 +380,10 @@ def split_by_document(
             raise fail(f"sizes[{role!r}]", "a positive number of chunks or None", size)
         if coins is not None and role == coins[1]:
             continue  # drawn with coins[0]'s pool
-        if coins is not None and role == coins[0]:
-            size = int(size or 0) + int(sizes[coins[1]] or 0)
+        pooled = coins is not None and role == coins[0]
         name = f"sizes[{role!r}]"
-        if coins is not None and role == coins[0]:
+        if coins is not None and pooled:
+            size = int(sizes[coins[0]] or 0) + int(sizes[coins[1]] or 0)
             name = f"sizes[{coins[0]!r}] + sizes[{coins[1]!r}] (the coin roles' pool)"
         got, docs, pos = _take_documents(queue, pos, by_doc, size, caps.get(role))
         if size is not None and len(got) < size:
@@ -394,18 +394,9 @@ def split_by_document(
             )
         if not got:
             raise InvalidInputError(f"{name}: no documents left for this role")
-        if coins is not None and role == coins[0]:
-            kept = set(got[:size])
-            heads = rng.random(len(docs)) < 0.5  # one fair coin per pooled document
-            for name, side in ((coins[0], heads), (coins[1], ~heads)):
-                mine = [d for d, h in zip(docs, side, strict=True) if h]
-                ids = tuple(i for d in mine for i in by_doc[d] if i in kept)
-                if not ids:
-                    raise InvalidInputError(
-                        f"coins: role {name!r} drew no document of the {len(docs)} pooled; "
-                        "audit more documents"
-                    )
-                chunks[name], documents[name] = ids, tuple(mine)
+        if coins is not None and pooled:
+            for side, (ids, of_side) in _coin_sides(rng, docs, got[:size], by_doc, coins).items():
+                chunks[side], documents[side] = ids, of_side
             continue
         chunks[role] = tuple(got if size is None else got[:size])
         documents[role] = tuple(docs)
@@ -431,6 +422,30 @@ def _check_coin_roles(
             f"the same cap for the coin roles {coins[0]!r} and {coins[1]!r}",
             {r: caps.get(r) for r in coins},
         )
+
+
+def _coin_sides(
+    rng: np.random.Generator,
+    docs: Sequence[str],
+    kept: Sequence[str],
+    by_doc: Mapping[str, Sequence[str]],
+    coins: tuple[str, str],
+) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """The pooled documents ``docs`` sent to ``coins[0]`` or ``coins[1]`` by one fair coin
+    each (``rng``): per side, its chunks (those of ``kept``) and its documents."""
+    heads = rng.random(len(docs)) < 0.5
+    keep = set(kept)
+    out = {}
+    for side, mask in ((coins[0], heads), (coins[1], ~heads)):
+        mine = tuple(d for d, h in zip(docs, mask, strict=True) if h)
+        ids = tuple(i for d in mine for i in by_doc[d] if i in keep)
+        if not ids:
+            raise InvalidInputError(
+                f"coins: role {side!r} drew no document of the {len(docs)} pooled; "
+                "audit more documents"
+            )
+        out[side] = (ids, mine)
+    return out
 
 
 def _take_documents(

@@ -562,9 +562,9 @@ class _SparseRows:
 
         The dense batch is built from the gathered nonzeros (``scatter_add_`` into zeros:
         each value lands on a zero, the padding terms add 0 to feature 0), so every value
-        is the table's own, up to the sign of zeros (a -0.0 is not a nonzero); only the nonzeros' small table is gathered by row, not the
-        dense one (measured: the dense gather of random rows was about a tenth of a
-        step)."""
+        is the table's own, up to the sign of zeros (a -0.0 is not a nonzero); only the
+        nonzeros' small table is gathered by row, not the dense one (measured: the dense
+        gather of random rows was about a tenth of a step)."""
         torch = require_torch()
         K = self.shift.shape[0]
         ib = torch.index_select(self.idx, 0, ix, out=self.ibuf[: K * n])
