@@ -297,3 +297,62 @@ def test_the_calibrated_interval_stays_bounded_near_zero() -> None:
     for est in (1e-6, 0.001, 0.01, 0.5, 0.99):
         lo, hi = _interval(est, 0.003**2)
         assert 0.0 <= lo <= est <= hi <= 1.0
+
+
+def _squarem_oracle(c: np.ndarray, p: np.ndarray, w: np.ndarray, steps: int) -> np.ndarray:
+    """SQUAREM written out as in Varadhan and Roland (2008), every product computed
+    afresh: what the EM of the deconvolution and of its refits must equal bit for bit
+    (they carry ``p @ w`` of the kept iterate into the next cycle instead)."""
+
+    def em(v: np.ndarray) -> np.ndarray:
+        out: np.ndarray = v * (p.T @ (c / np.maximum(p @ v, 1e-300)))
+        return out
+
+    def loglik(v: np.ndarray) -> np.ndarray:
+        logs = np.log(np.maximum(p @ v, 1e-300))
+        out: np.ndarray = c @ logs if v.ndim == 1 else (c * logs).sum(axis=0)
+        return out
+
+    for _ in range(0, steps, 3):
+        w1 = em(w)
+        w2 = em(w1)
+        r, v = w1 - w, w2 - 2.0 * w1 + w
+        if w.ndim == 1:  # the fit's scalar step
+            vv = float(v @ v)
+            a = min(-np.sqrt(float(r @ r) / vv), -1.0) if vv > 0.0 else -1.0
+            wn = np.maximum(w - 2.0 * a * r + a * a * v, 0.0)
+            wn = em(wn / wn.sum()) if wn.sum() > 0.0 else w2
+            w = wn if float(loglik(wn)) >= float(loglik(w2)) else w2
+            continue
+        vv, rr = (v * v).sum(axis=0), (r * r).sum(axis=0)
+        a = np.where(vv > 0.0, np.minimum(-np.sqrt(rr / np.where(vv > 0.0, vv, 1.0)), -1.0), -1.0)
+        wn = np.maximum(w - 2.0 * a * r + a * a * v, 0.0)
+        tot = wn.sum(axis=0)
+        wn = np.where(tot > 0.0, em(wn / np.where(tot > 0.0, tot, 1.0)), w2)
+        w = np.where(loglik(wn) >= loglik(w2), wn, w2)
+    return w
+
+
+def test_the_em_equals_squarem_computed_afresh_bit_for_bit() -> None:
+    from privaudit.metrics import calibrated as cal
+
+    rng = np.random.default_rng(5)
+    member = _balanced(rng, 8, 600)
+    s, _ = _known_world("heterogeneous", rng, 600, member)
+    d = cal._deconvolution(s, member)
+    assert d is not None and d.weights is not None
+    c = np.bincount(d.score_bin, d.score_weight, d.probs.shape[0])
+    c = c / c.sum()
+    w0 = np.full(d.probs.shape[1], 1.0 / d.probs.shape[1])
+    # one weight vector (matrix-vector products, as the fit computes them)
+    np.testing.assert_array_equal(
+        cal._npmle(c, d.probs), _squarem_oracle(c, d.probs, w0, cal._N_EM)
+    )
+    # the refits, several columns at once from the fit, one of them starting at a zero
+    cols = np.stack([c, rng.dirichlet(np.ones(c.size)), c * (rng.uniform(size=c.size) < 0.7)], 1)
+    cols = cols / cols.sum(axis=0)
+    start = np.repeat(d.weights[:, None], 3, axis=1)
+    start[::7, 2] = 0.0
+    start[:, 2] /= start[:, 2].sum()
+    got = cal._npmle_many(cols, d.probs, start, cal._N_EM_CI)
+    np.testing.assert_array_equal(got, _squarem_oracle(cols, d.probs, start, cal._N_EM_CI))

@@ -439,26 +439,34 @@ def _kernel_cdf(edges: NDArray[np.float64], grid: NDArray[np.float64], n: int) -
 
 def _npmle(c: NDArray[np.float64], p: NDArray[np.float64]) -> NDArray[np.float64]:
     """Mixture weights w maximising ``sum(c * log(p @ w))`` (``c`` sums to 1): EM,
-    accelerated by SQUAREM (Varadhan and Roland 2008), for a fixed number of EM steps."""
+    accelerated by SQUAREM (Varadhan and Roland 2008), for a fixed number of EM steps.
+    ``p @ w`` of the kept iterate is carried into the next cycle (it was computed for its
+    log-likelihood), not computed again: the same floats, one product fewer a cycle."""
     w = np.full(p.shape[1], 1.0 / p.shape[1])
+    pw = p @ w
 
-    def em(v: NDArray[np.float64]) -> NDArray[np.float64]:
-        out: NDArray[np.float64] = v * (p.T @ (c / np.maximum(p @ v, 1e-300)))
+    def em(v: NDArray[np.float64], pv: NDArray[np.float64]) -> NDArray[np.float64]:
+        out: NDArray[np.float64] = v * (p.T @ (c / np.maximum(pv, 1e-300)))
         return out
 
-    def loglik(v: NDArray[np.float64]) -> float:
-        return float(c @ np.log(np.maximum(p @ v, 1e-300)))
+    def loglik(pv: NDArray[np.float64]) -> float:
+        return float(c @ np.log(np.maximum(pv, 1e-300)))
 
     steps = 0
     while steps < _N_EM:
-        w1 = em(w)
-        w2 = em(w1)
+        w1 = em(w, pw)
+        w2 = em(w1, p @ w1)
         r, v = w1 - w, w2 - 2.0 * w1 + w
         vv = float(v @ v)
         a = min(-np.sqrt(float(r @ r) / vv), -1.0) if vv > 0.0 else -1.0
         wn = np.maximum(w - 2.0 * a * r + a * a * v, 0.0)
-        wn = em(wn / wn.sum()) if wn.sum() > 0.0 else w2
-        w = wn if loglik(wn) >= loglik(w2) else w2
+        if wn.sum() > 0.0:
+            wn = wn / wn.sum()
+            wn = em(wn, p @ wn)
+        else:
+            wn = w2
+        pwn, pw2 = p @ wn, p @ w2
+        w, pw = (wn, pwn) if loglik(pwn) >= loglik(pw2) else (w2, pw2)
         steps += 3
     return w
 
@@ -559,28 +567,33 @@ def _npmle_many(
     c: NDArray[np.float64], p: NDArray[np.float64], w0: NDArray[np.float64], steps: int
 ) -> NDArray[np.float64]:
     """:func:`_npmle` for many weight vectors at once: columns of ``c`` (bins, B), each
-    summing to 1, from the start ``w0`` (grid, B), for ``steps`` EM evaluations."""
+    summing to 1, from the start ``w0`` (grid, B), for ``steps`` EM evaluations (``p @ w``
+    carried into the next cycle as there, column by column)."""
     w = w0
+    pw = p @ w
 
-    def em(v: NDArray[np.float64]) -> NDArray[np.float64]:
-        out: NDArray[np.float64] = v * (p.T @ (c / np.maximum(p @ v, 1e-300)))
+    def em(v: NDArray[np.float64], pv: NDArray[np.float64]) -> NDArray[np.float64]:
+        out: NDArray[np.float64] = v * (p.T @ (c / np.maximum(pv, 1e-300)))
         return out
 
-    def loglik(v: NDArray[np.float64]) -> NDArray[np.float64]:
-        out: NDArray[np.float64] = (c * np.log(np.maximum(p @ v, 1e-300))).sum(axis=0)
+    def loglik(pv: NDArray[np.float64]) -> NDArray[np.float64]:
+        out: NDArray[np.float64] = (c * np.log(np.maximum(pv, 1e-300))).sum(axis=0)
         return out
 
     done = 0
     while done < steps:
-        w1 = em(w)
-        w2 = em(w1)
+        w1 = em(w, pw)
+        w2 = em(w1, p @ w1)
         r, v = w1 - w, w2 - 2.0 * w1 + w
         vv, rr = (v * v).sum(axis=0), (r * r).sum(axis=0)
         a = np.where(vv > 0.0, np.minimum(-np.sqrt(rr / np.where(vv > 0.0, vv, 1.0)), -1.0), -1.0)
         wn = np.maximum(w - 2.0 * a * r + a * a * v, 0.0)
         tot = wn.sum(axis=0)
-        wn = np.where(tot > 0.0, em(wn / np.where(tot > 0.0, tot, 1.0)), w2)
-        w = np.where(loglik(wn) >= loglik(w2), wn, w2)
+        wn = wn / np.where(tot > 0.0, tot, 1.0)
+        wn = np.where(tot > 0.0, em(wn, p @ wn), w2)
+        pwn, pw2 = p @ wn, p @ w2
+        better = loglik(pwn) >= loglik(pw2)
+        w, pw = np.where(better, wn, w2), np.where(better, pwn, pw2)
         done += 3
     return w
 
