@@ -60,12 +60,13 @@ Both source trees are compiled to bytecode before the rounds (untimed): an edita
 in an environment with ``PYTHONDONTWRITEBYTECODE`` set (as this machine has) otherwise
 compiles every module at every start, on both sides.
 
-**Not measured again after the exact kernel** (2026-12-07, afternoon): the calibrated
-figure's deconvolution now computes each mixture component's bin probabilities as a
-noncentral t CDF instead of a 40-node quadrature that was off by up to 0.08 (docs/membership.md);
-one run each of this setting on a loaded machine (load 2.7-3.4) put the analysis step at
-2.29 s against 1.98 s, so the ratio below is expected about 0.01 higher. The machine was not
-idle for the rounds in this session.
+**Measured after the exact kernel** (2026-12-07, afternoon, just after other jobs ended,
+load 0.8-1.0; the same LeakPro and settings, 5 rounds, defaults): the calibrated figure's
+deconvolution now computes each mixture component's bin probabilities as a noncentral t CDF
+instead of a 40-node quadrature that was off by up to 0.08 (docs/membership.md). privaudit
+7.69 s against LeakPro 35.30 s, **0.218** wall and CPU (per round 0.195-0.240): the goal of
+0.2 is not met. The machine ran slower than in the morning (LeakPro 35.3 s against 27.6 s;
+privaudit's training 2.11-3.00 s against 2.07-2.19); scoring 2.45-2.98 s against 2.01-2.08.
 
 **Measured on 2026-12-07** (morning, idle but for the two processes, load 0.2-1.0; LeakPro
 at c47752f in its own venv with torch 2.13.0+cpu, 5 rounds, defaults), after the per-record
