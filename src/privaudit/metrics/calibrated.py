@@ -438,12 +438,12 @@ def _kernel_cdf(edges: NDArray[np.float64], grid: NDArray[np.float64], n: int) -
     only where the probability is 0 or 1 to double precision, e and g of either sign) the
     quadrature stands in (:func:`_kernel_cdf_quadrature`: within 1.1e-16 there)."""
     s = np.sqrt(DECONVOLUTION_WIDTH**2 + 1.0 / n)
-    e, g = np.broadcast_arrays(edges[:, None] / s, grid[None, :] / s)
+    e, g = np.broadcast_arrays(edges[:, None], grid[None, :])
     with np.errstate(all="ignore"):
-        out = np.asarray(special.nctdtr(n - 1.0, g, e), dtype=np.float64)
+        out = np.asarray(special.nctdtr(n - 1.0, g / s, e / s), dtype=np.float64)
     bad = ~np.isfinite(out)
     if bad.any():
-        out[bad] = _kernel_cdf_quadrature(e[bad] * s, g[bad] * s, n)
+        out[bad] = _kernel_cdf_quadrature(e[bad], g[bad], n)
     return np.clip(out, 0.0, 1.0)
 
 
