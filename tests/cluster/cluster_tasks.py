@@ -56,5 +56,7 @@ def fitted_forest(seed: int) -> object:
 
 
 def filler(seed: int) -> np.ndarray:
-    """A large array (another shared-memory object, to reuse freed memory)."""
-    return np.full(2_000_000, float(seed))
+    """A large array (another shared-memory object, to reuse freed memory): 4 MB, so that
+    a map's twelve fit in a node's 100 MB object store even if none were freed (a store
+    that overflows spills to disk, which fails on a nearly full disk: OutOfDiskError)."""
+    return np.full(500_000, float(seed))

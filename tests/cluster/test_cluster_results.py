@@ -4,7 +4,11 @@ the arrays inside a fitted forest returned by a worker node read freed memory on
 map's object references were dropped: the record-level games at full size failed with
 garbage ``classes_``. (Whether freed memory is reused before the check depends on the
 store's allocator: without the copy this test failed on a first run and passed on a later
-one; the full-size record-level games failed every time.)"""
+one; the full-size record-level games failed every time.) The filler maps stay well inside
+the nodes' 100 MB object stores: with 16 MB fillers the store spilled to disk, and on a disk
+over Ray's 95% mark the test failed with OutOfDiskError instead (it passes with
+``RAY_local_fs_capacity_threshold=0.5``, a disk Ray takes as full; removing the copy still
+fails it)."""
 
 from __future__ import annotations
 

@@ -249,16 +249,17 @@ class RayExecutor(Executor):
             retry_exceptions=False,
         )(_ray_call)
         fn_ref = ray.put(fn)
-        refs = [remote.remote(fn_ref, item, attempts, i) for i, item in enumerate(items)]
-        index = {ref: i for i, ref in enumerate(refs)}
+        pending = [remote.remote(fn_ref, item, attempts, i) for i, item in enumerate(items)]
+        # the map holds a task's object reference only until its result is copied out, so
+        # that the object store can free each result as the map goes, not when it returns
+        index = {ref: i for i, ref in enumerate(pending)}
         results: list[Any] = [None] * len(items)
-        pending = list(refs)
         try:
             with progress_bar(desc, len(items), enabled=self.progress) as bar:
                 while pending:
                     done, pending = ray.wait(pending, num_returns=1)
                     for ref in done:
-                        i = index[ref]
+                        i = index.pop(ref)
                         try:
                             results[i] = _owned(ray.get(ref))
                         except Exception as exc:
