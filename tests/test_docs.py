@@ -190,6 +190,16 @@ def test_every_page_of_the_nav_exists() -> None:
         assert page in generated or (DOCS / page).is_file(), f"nav names a missing page {page}"
 
 
+def test_the_benchmarks_page_lists_every_benchmark_and_no_other() -> None:
+    """docs/benchmarks.md names every ``benchmarks/bench_*.py`` in its tables, and every
+    script a row names exists (a new benchmark is added to the page, a removed one leaves)."""
+    page = (DOCS / "benchmarks.md").read_text()
+    rows = set(re.findall(r"^\| `(bench_\w+\.py)` \|", page, re.M))
+    scripts = {p.name for p in (ROOT / "benchmarks").glob("bench_*.py")}
+    assert scripts, "no benchmark scripts found"
+    assert rows == scripts, (sorted(scripts - rows), sorted(rows - scripts))
+
+
 _TAG_RESOURCE = re.compile(r"<(?:script|img|link|iframe|source)\b[^>]*?(?:src|href)=\"(https?:)?//")
 
 
