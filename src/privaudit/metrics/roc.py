@@ -218,7 +218,7 @@ def tpr_at_zero_fpr(roc: RocCurve) -> float:
 
 
 #: What :func:`tpr_at_fpr_bootstrap_ci` computes, for ``results.json``.
-TPR_CI_METHOD = "cluster-bootstrap-percentile"
+TPR_CI_METHOD = "cluster-bootstrap (percentile upper end, two-step lower end)"
 
 
 def _tpr_at_fpr_weighted(
@@ -264,27 +264,35 @@ def tpr_at_fpr_bootstrap_ci(
     Records of one group (the chunks of one document) share its membership and are
     alike, so they are resampled together: each of ``n_resamples`` samples draws the
     member groups with replacement (as many as there are) and, independently, the
-    non-member groups, and recomputes ``TPR@FPR=f`` over the records of the drawn groups
-    with the rule of :func:`tpr_at_fpr` (the largest TPR with an FPR ``<= f``: the
-    threshold moves with the resampled non-members). The interval is the percentile
-    one, the ``(1 -+ confidence) / 2`` quantiles of the resampled TPRs (Efron and
-    Tibshirani 1993, ch. 13; clusters resampled whole, Davison and Hinkley 1997,
-    sec. 3.8). Without ``groups`` every record is its own group (a bootstrap stratified
-    by class). Seeded: the same inputs and ``seed`` give the same interval.
+    non-member groups (Davison and Hinkley 1997, sec. 3.8). Without ``groups`` every
+    record is its own group (a bootstrap stratified by class). Seeded: the same inputs
+    and ``seed`` give the same interval. With ``t = (1 - confidence) / 2``:
+
+    * the **upper end** is the percentile one (Efron and Tibshirani 1993, ch. 13): the
+      ``1 - t`` quantile of the samples' ``TPR@FPR=f``, each recomputed with the rule of
+      :func:`tpr_at_fpr` (the largest TPR with an FPR ``<= f``: the threshold moves with
+      the resampled non-members);
+    * the **lower end** takes two steps, each at ``t / 2``. First a threshold whose
+      population FPR is at most ``f``: the lowest one just above a non-member score
+      whose share of non-members above it has a ``1 - t / 2`` bootstrap quantile
+      ``<= f`` (at least the threshold above every non-member, whose share is 0). Then
+      the ``t / 2`` quantile of the samples' TPR at that fixed threshold. If the FPR's
+      quantile covers it at the true ``f``-threshold (the shares are monotone in the
+      threshold), the chosen threshold's FPR is at most ``f`` and its TPR at most the
+      TPR at ``f``, so by the union bound the lower end misses only when one of the two
+      quantiles does (about ``t``). It is capped at the upper end.
+
+    The percentile lower end alone was optimistic: the empirical TPR at FPR ``f`` is
+    biased upward (its threshold, the ``(k + 1)``-th highest non-member score, has a
+    population FPR a little above ``f``) and resampling does not remove that bias, so
+    the true TPR fell below the percentile interval in up to 12% of runs where 2.5% was
+    asked (the basic and the bias-corrected percentile intervals did worse). Coverage
+    with the two-step lower end, ``benchmarks/bench_tpr_interval.py``: see
+    docs/llm.md. The bootstrap quantiles are approximate for a few groups above the
+    threshold, so the lower end is an approximate bound, not an exact one.
 
     It is None where :func:`attack_metrics` reports no TPR: fewer than ``1 / f``
     non-member groups.
-
-    **Coverage** of the population's TPR at FPR ``f`` (simulation, 300 samples a cell;
-    documents of 5, 2 or 1 chunks, a normal document effect of sd 1 shifted by ``mu`` for
-    members plus chunk noise of sd 0.5; 150, 400 and 1,000 documents a side at ``f`` = 1%,
-    1,200 at 0.1%; ``mu`` 0, 1, 2): 93-95% at chance (``mu = 0``), 90-94% with leakage;
-    the misses are on the low side (the true TPR below the interval in up to 9%), since
-    the empirical TPR at FPR ``f`` is biased upward (its threshold, the ``(k + 1)``-th
-    highest non-member score, has a population FPR a little above ``f``) and resampling
-    does not remove that bias. The basic (reflected) and bias-corrected percentile
-    intervals did worse (62-90% and 88-95%). Read the interval as approximate, and its
-    lower end as optimistic by about one Monte Carlo width.
 
     Parameters
     ----------
@@ -307,64 +315,96 @@ def tpr_at_fpr_bootstrap_ci(
         ``{"0.001": (lo, hi) or None, ...}`` keyed like ``AttackMetrics.tpr_at_fpr``.
     """
     c = check_probability(confidence, "confidence")
+    tail = (1.0 - c) / 2.0
+    r = _GroupResamples.draw(scores, member, groups=groups, n_resamples=n_resamples, seed=seed)
     out: dict[str, tuple[float, float] | None] = {}
-    for key, (_, tprs) in _bootstrap_tprs(
-        scores, member, fprs, groups=groups, n_resamples=n_resamples, seed=seed
-    ).items():
-        if tprs is None:
-            out[key] = None
-            continue
-        lo, hi = np.quantile(tprs, [(1.0 - c) / 2.0, (1.0 + c) / 2.0])
-        out[key] = (float(lo), float(hi))
-    return out
-
-
-def _bootstrap_tprs(
-    scores: ArrayLike,
-    member: ArrayLike,
-    fprs: Sequence[float],
-    *,
-    groups: ArrayLike | None,
-    n_resamples: int,
-    seed: int,
-) -> dict[str, tuple[float, NDArray[np.float64] | None]]:
-    """The TPR at each FPR and its ``n_resamples`` group-bootstrap replicates (None: fewer
-    than ``1 / f`` non-member groups), for :func:`tpr_at_fpr_bootstrap_ci`."""
-    s, m, _, _ = _scores_and_member(scores, member)
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
-        raise fail("n_resamples", "a positive integer", repr(n_resamples))
-    g = np.arange(s.size) if groups is None else groups
-    idx, _, group_member = pure_groups(g, m, noun="group")
-    pos_groups = np.flatnonzero(group_member)
-    neg_groups = np.flatnonzero(~group_member)
-    # each record's group, numbered within its class
-    within = np.empty(group_member.size, dtype=np.int64)
-    within[pos_groups] = np.arange(pos_groups.size)
-    within[neg_groups] = np.arange(neg_groups.size)
-    neg_order = np.argsort(-s[~m], kind="stable")
-    pos_order = np.argsort(s[m], kind="stable")
-    neg_sorted, neg_g = s[~m][neg_order], within[idx[~m][neg_order]]
-    pos_sorted, pos_g = s[m][pos_order], within[idx[m][pos_order]]
-    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x7F9C]))
-    draws_pos = rng.integers(0, pos_groups.size, size=(n_resamples, pos_groups.size))
-    draws_neg = rng.integers(0, neg_groups.size, size=(n_resamples, neg_groups.size))
-    rows = np.arange(n_resamples)[:, None]
-    count_pos = np.zeros((n_resamples, pos_groups.size), np.int64)
-    np.add.at(count_pos, (rows, draws_pos), 1)
-    count_neg = np.zeros((n_resamples, neg_groups.size), np.int64)
-    np.add.at(count_neg, (rows, draws_neg), 1)
-    pos_w, neg_w = count_pos[:, pos_g], count_neg[:, neg_g]
-    ones_neg = np.ones((1, neg_sorted.size), np.int64)
-    ones_pos = np.ones((1, pos_sorted.size), np.int64)
-    out: dict[str, tuple[float, NDArray[np.float64] | None]] = {}
     for f in fprs:
         f = check_probability(f, "fpr")
-        tpr = float(_tpr_at_fpr_weighted(neg_sorted, ones_neg, pos_sorted, ones_pos, f)[0])
-        if not _enough_negatives(int(neg_groups.size), f):
-            out[_key(f)] = (tpr, None)
+        if not _enough_negatives(r.n_negative_groups, f):
+            out[_key(f)] = None
             continue
-        out[_key(f)] = (tpr, _tpr_at_fpr_weighted(neg_sorted, neg_w, pos_sorted, pos_w, f))
+        hi = float(np.quantile(r.tprs(f), 1.0 - tail))
+        lo = float(np.quantile(r.tprs_at_fixed(r.threshold_below_fpr(f, tail / 2.0)), tail / 2.0))
+        out[_key(f)] = (min(lo, hi), hi)
     return out
+
+
+@dataclasses.dataclass(frozen=True)
+class _GroupResamples:
+    """The group bootstrap of :func:`tpr_at_fpr_bootstrap_ci`: the scores of each class
+    sorted (non-members descending, members ascending) and each record's multiplicity in
+    every sample (``(B, n)``: its group's number of draws)."""
+
+    neg_sorted: NDArray[np.float64]
+    neg_w: NDArray[np.int64]
+    pos_sorted: NDArray[np.float64]
+    pos_w: NDArray[np.int64]
+    n_negative_groups: int
+
+    @classmethod
+    def draw(
+        cls,
+        scores: ArrayLike,
+        member: ArrayLike,
+        *,
+        groups: ArrayLike | None,
+        n_resamples: int,
+        seed: int,
+    ) -> _GroupResamples:
+        s, m, _, _ = _scores_and_member(scores, member)
+        if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
+            raise fail("n_resamples", "a positive integer", repr(n_resamples))
+        g = np.arange(s.size) if groups is None else groups
+        idx, _, group_member = pure_groups(g, m, noun="group")
+        pos_groups = np.flatnonzero(group_member)
+        neg_groups = np.flatnonzero(~group_member)
+        # each record's group, numbered within its class
+        within = np.empty(group_member.size, dtype=np.int64)
+        within[pos_groups] = np.arange(pos_groups.size)
+        within[neg_groups] = np.arange(neg_groups.size)
+        neg_order = np.argsort(-s[~m], kind="stable")
+        pos_order = np.argsort(s[m], kind="stable")
+        neg_sorted, neg_g = s[~m][neg_order], within[idx[~m][neg_order]]
+        pos_sorted, pos_g = s[m][pos_order], within[idx[m][pos_order]]
+        rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x7F9C]))
+        draws_pos = rng.integers(0, pos_groups.size, size=(n_resamples, pos_groups.size))
+        draws_neg = rng.integers(0, neg_groups.size, size=(n_resamples, neg_groups.size))
+        rows = np.arange(n_resamples)[:, None]
+        count_pos = np.zeros((n_resamples, pos_groups.size), np.int64)
+        np.add.at(count_pos, (rows, draws_pos), 1)
+        count_neg = np.zeros((n_resamples, neg_groups.size), np.int64)
+        np.add.at(count_neg, (rows, draws_neg), 1)
+        return cls(
+            neg_sorted, count_neg[:, neg_g], pos_sorted, count_pos[:, pos_g], int(neg_groups.size)
+        )
+
+    def tprs(self, f: float) -> NDArray[np.float64]:
+        """Each sample's TPR at FPR ``f`` (the rule of :func:`tpr_at_fpr`)."""
+        return _tpr_at_fpr_weighted(self.neg_sorted, self.neg_w, self.pos_sorted, self.pos_w, f)
+
+    def tprs_at_fixed(self, v: float) -> NDArray[np.float64]:
+        """Each sample's share of members scoring above ``v``."""
+        below = int(np.searchsorted(self.pos_sorted, v, side="right"))  # members <= v
+        n_pos = self.pos_w.sum(axis=1)
+        return np.asarray(self.pos_w[:, below:].sum(axis=1) / n_pos, dtype=np.float64)
+
+    def threshold_below_fpr(self, f: float, tail: float) -> float:
+        """The lowest non-member score ``v`` whose samples' share of non-members above it
+        has a ``1 - tail`` quantile ``<= f`` (the threshold is just above ``v``). Only the
+        scores down to the one of the empirical rule's threshold are candidates; the
+        highest always qualifies (no non-member above it)."""
+        n = self.neg_sorted.size
+        m = min(int(np.floor((f + 1e-12) * n)) + 1, n)  # the empirical rule's position + 1
+        top = self.neg_sorted[:m]
+        # the non-members strictly above top[j]: those before its value's first position
+        first = np.searchsorted(-self.neg_sorted, -top, side="left")
+        cum = np.concatenate(
+            [np.zeros((self.neg_w.shape[0], 1), np.int64), np.cumsum(self.neg_w[:, :m], axis=1)],
+            axis=1,
+        )
+        share = cum[:, first] / self.neg_w.sum(axis=1)[:, None]
+        ok = np.quantile(share, 1.0 - tail, axis=0) <= f + 1e-12
+        return float(top[int(np.flatnonzero(ok).max())])
 
 
 def fpr_at_tpr(roc: RocCurve, tpr: float) -> float:
