@@ -159,22 +159,29 @@ def test_the_lower_end_holds_the_true_tpr_where_the_percentile_one_did_not() -> 
 
 
 def test_the_lower_ends_threshold_is_the_slow_oracles() -> None:
-    # the threshold of the lower end, against a loop over the candidate scores: the lowest
-    # non-member score whose share of non-members strictly above it has a bootstrap
-    # quantile <= f, with ties among the scores
+    # the threshold of the lower end, against a loop over every distinct non-member score:
+    # the lowest whose share of non-members strictly above it has a bootstrap quantile
+    # <= f, among those with at most floor(f n) non-members above them in the data (the
+    # empirical rule's threshold or higher); tied scores, records alone and in groups of
+    # 1 to 5
     rng = np.random.default_rng(5)
-    for trial in range(20):
+    for trial in range(30):
         n = int(rng.integers(120, 400))
-        m = rng.random(n) < 0.5
-        s = np.round(rng.normal(size=n) + m, 1)  # ties
-        r = _GroupResamples.draw(s, m, groups=None, n_resamples=50, seed=trial)
-        f, tail = 0.02, 0.0125
+        size = rng.integers(1, 6, n) if trial % 2 else np.ones(n, dtype=np.int64)
+        doc_member = rng.random(n) < 0.5
+        g = np.repeat(np.arange(n), size)
+        m = doc_member[g]
+        s = np.round(rng.normal(size=n)[g] + rng.normal(0, 0.5, g.size) + m, 1)  # ties
+        f = (0.02, 0.05)[trial % 3 == 0]
+        tail = 0.0125
+        r = _GroupResamples.draw(s, m, groups=g, n_resamples=60, seed=trial)
         got = r.threshold_below_fpr(f, tail)
-        neg = s[~m]
+        neg, n_neg = s[~m], int((~m).sum())
         order = np.argsort(-neg, kind="stable")
         want = None
-        limit = int(np.floor(f * neg.size + 1e-12))
-        for v in neg[order][: limit + 1]:
+        for v in np.unique(neg):
+            if (neg > v).sum() > np.floor(f * n_neg + 1e-12):
+                continue
             above = neg[order] > v
             share = (r.neg_w[:, above].sum(axis=1)) / r.neg_w.sum(axis=1)
             if np.quantile(share, 1.0 - tail) <= f + 1e-12:
@@ -185,3 +192,23 @@ def test_the_lower_ends_threshold_is_the_slow_oracles() -> None:
         pos = s[m][np.argsort(s[m], kind="stable")]
         direct = (r.pos_w * (pos > got)[None, :]).sum(axis=1) / r.pos_w.sum(axis=1)
         np.testing.assert_allclose(tp, direct, rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("confidence", [0.95, 0.8])
+def test_the_interval_is_the_two_steps_at_half_the_tail_and_the_percentile_upper_end(
+    confidence: float,
+) -> None:
+    # the levels: each step of the lower end at t / 2, the upper end at 1 - t, from the
+    # same seeded samples
+    rng = np.random.default_rng(17)
+    s, m, g = _leaky_documents(rng, 300, 3, 1.5)
+    t = (1.0 - confidence) / 2.0
+    got = tpr_at_fpr_bootstrap_ci(
+        s, m, [0.01], groups=g, confidence=confidence, n_resamples=300, seed=4
+    )["0.01"]
+    r = _GroupResamples.draw(s, m, groups=g, n_resamples=300, seed=4)
+    hi = float(np.quantile(r.tprs(0.01), 1.0 - t))
+    lo = float(np.quantile(r.tprs_at_fixed(r.threshold_below_fpr(0.01, t / 2.0)), t / 2.0))
+    assert got == (min(lo, hi), hi)
+    # the lower end is below the percentile one here, and not trivially 0
+    assert 0.0 < got[0] < float(np.quantile(r.tprs(0.01), t))
