@@ -125,6 +125,11 @@ right after: 0.740 ms (estimate 0.536 ms at 103.2 GFLOP/s), ratio **1.38** (roun
 scratch timing of the training step alone (the slope of ``fit_many``'s CPU time from 10 to
 40 epochs, 8 models, 5 runs each): 770 us a step before, 717-722 us after.
 
+Again on 2026-12-07, evening (``--rounds 3 --json``, the bench alone, load 0.3-0.5): 0.767 ms
+per model-epoch-1,000 records (median; rounds 0.758-0.840) against an estimate of 0.544 ms
+at the probe's 101.7 GFLOP/s, ratio **1.41** (rounds 1.38-1.55); the dense first-layer
+product 0.981 ms, ratio 1.81; the matrix products alone ratio 1.30 (77% of the probe's rate).
+
 **Audit** (``--audit``, ``--audit-only``). ``privaudit run`` on a config of that model
 with attacks ``lira-offline`` and ``rmia-offline``, ``n_reference`` (8) references, a
 target pool and a population of ``--pool`` / ``--population`` (10,000) records, in a

@@ -60,6 +60,12 @@ Both source trees are compiled to bytecode before the rounds (untimed): an edita
 in an environment with ``PYTHONDONTWRITEBYTECODE`` set (as this machine has) otherwise
 compiles every module at every start, on both sides.
 
+**Again on 2026-12-07, evening** (after the CI checks, the bench alone, load 1.0-1.1; the same
+settings, 5 rounds, defaults; the tree of the next paragraph plus changes outside this
+audit): privaudit 6.37 s against LeakPro 28.38 s, **0.224** wall, 0.223 CPU (per round
+0.217-0.246); scoring 2.34-2.43 s, target and references 2.02-2.15, start-up 0.74-0.79. The
+goal of 0.2 is not met.
+
 **Measured after the exact kernel** (2026-12-07, afternoon, just after other jobs ended,
 load 0.8-1.0; the same LeakPro and settings, 5 rounds, defaults): the calibrated figure's
 deconvolution now computes each mixture component's bin probabilities as a noncentral t CDF
