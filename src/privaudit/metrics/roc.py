@@ -292,8 +292,8 @@ def tpr_at_fpr_bootstrap_ci(
     (2.5% asked; the percentile lower end: up to 11.7%), coverage 94.3-99.3%. At ``f`` =
     0.1% with 1,200 groups (about one non-member group above the threshold) it still fell
     below in up to 18% (22.7%): no bootstrap sees beyond the highest non-member, whose own
-    FPR is above ``f`` in 30% of such audits with one chunk a group. So the lower end is approximate, and
-    optimistic where ``f`` times the non-member groups is about 1.
+    FPR is above ``f`` in 30% of such audits with one chunk a group. So the lower end is
+    approximate, and optimistic where ``f`` times the non-member groups is about 1.
 
     It is None where :func:`attack_metrics` reports no TPR: fewer than ``1 / f``
     non-member groups.
