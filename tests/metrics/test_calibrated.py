@@ -384,19 +384,44 @@ def _kernel_oracle(e: float, g: float, n: int) -> float:
 
 def test_the_deconvolution_kernel_is_exact() -> None:
     """The kernel of the deconvolution's likelihood against a 30-digit integral, at edges
-    and grid points over their whole range, 3 (the jackknife's refits), 4, 9 and 33 OUT
-    scores: within 1e-12 (40-node Gauss-Laguerre quadrature, which it replaced, was off by
-    0.025 at e = 15, g = 11.3 with 4 OUT scores, where the integrand is a step in V),
-    including the far tails where scipy's noncentral t returns no finite value and the
-    quadrature stands in."""
+    and grid points over their whole range, 3 (the jackknife's refits), 4, 9, 33 and 65
+    OUT scores: within 1e-12 (40-node Gauss-Laguerre quadrature, which it replaced, was off
+    by 0.025 at e = 15, g = 11.3 with 4 OUT scores, where the integrand is a step in V),
+    including the far tails where scipy's noncentral t returns no finite value."""
     from privaudit.metrics.calibrated import _kernel_cdf
 
     edges = np.array([-30.0, -4.0, -0.3, 0.0, 0.2, 2.33, 3.09, 6.0, 15.0, 40.0])
     grid = np.array([-8.0, -0.5, 0.0, 0.7, 2.0, 4.9, 11.3, 25.0, 60.0])
-    for n in (3, 4, 9, 33):
+    for n in (3, 4, 9, 33, 65):
         got = _kernel_cdf(edges, grid, n)
         want = np.array([[_kernel_oracle(e, g, n) for g in grid] for e in edges])
         np.testing.assert_allclose(got, want, rtol=0.0, atol=1e-12, err_msg=f"n={n}")
-        # a CDF in e: bin probabilities >= 0 up to nctdtr's error, about 1e-13 (the fit
-        # floors them at 1e-300)
+        # a CDF in e: bin probabilities >= 0 up to rounding, about 1e-13 (the fit floors
+        # them at 1e-300)
         assert np.diff(got, axis=0).min() > -1e-13
+
+
+def test_owens_series_equals_scipys_noncentral_t() -> None:
+    """Owen's finite series for an integer number of degrees of freedom against scipy's
+    ``nctdtr`` (Boost's algorithm, an independent method) at random points wherever that
+    is finite: within 3e-13 for 1 to 40 and 64, 65, 128, 255, 256 degrees of freedom, odd
+    (Owen's T function) and even (no T function) alike, and finite everywhere."""
+    from scipy import special
+
+    from privaudit.metrics.calibrated import _noncentral_t_cdf
+
+    rng = np.random.default_rng(11)
+    for nu in [*range(1, 41), 64, 65, 128, 255, 256]:
+        t = np.concatenate([rng.uniform(-40.0, 80.0, 3000), rng.uniform(-3.0, 6.0, 3000)])
+        d = np.concatenate([rng.uniform(-20.0, 180.0, 3000), rng.uniform(-3.0, 10.0, 3000)])
+        got = _noncentral_t_cdf(nu, t, d)
+        want = special.nctdtr(float(nu), d, t)
+        assert np.isfinite(got).all(), nu
+        ok = np.isfinite(want)
+        np.testing.assert_allclose(got[ok], want[ok], rtol=0.0, atol=3e-13, err_msg=f"nu={nu}")
+    # at t = 0 the CDF is P(Z + delta <= 0), for every nu
+    d = np.linspace(-5.0, 5.0, 11)
+    for nu in (1, 2, 7, 8):
+        np.testing.assert_allclose(
+            _noncentral_t_cdf(nu, np.zeros(11), d), special.ndtr(-d), rtol=0, atol=1e-15
+        )

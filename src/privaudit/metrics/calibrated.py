@@ -178,7 +178,6 @@ DECONVOLUTION_WIDTH = 0.45
 
 _N_BINS = 300  # quantile bins of the standardised IN scores, per number of OUT scores
 _N_EM = 3000  # EM evaluations of the maximum-likelihood fit (fixed: deterministic)
-_N_QUAD = 40  # Gauss-Laguerre nodes of the kernel's fallback (_kernel_cdf_quadrature)
 _N_EM_CI = 300  # EM evaluations of each replicate and refit of the interval, from the fit
 
 #: Bootstrap replicates over records of the calibrated figure's interval.
@@ -430,38 +429,60 @@ def _kernel_cdf(edges: NDArray[np.float64], grid: NDArray[np.float64], n: int) -
 
     ``u - Z / sqrt(n)`` is ``N(g, s^2)`` with ``s^2 = w^2 + 1 / n``, so ``u_hat / s`` is a
     noncentral t with ``n - 1`` degrees of freedom and noncentrality ``g / s``: the
-    probability is its CDF at ``e / s`` (scipy's ``nctdtr``, Boost's algorithm; within about
-    1e-13 of a 30-digit integral over e in [-40, 80], g in [-8, 80], 3 to 40 OUT scores). A
-    quadrature over V is not accurate enough here: with 40 Gauss-Laguerre nodes the CDF was
-    off by up to 0.08 (4 OUT scores; 0.025 at e = 15, g = 11.3), the integrand being a step
-    in V where ``e sqrt(V / (n - 1)) = g``. Where ``nctdtr`` returns no finite value (found
-    only where the probability is 0 or 1 to double precision, e and g of either sign) the
-    quadrature stands in (:func:`_kernel_cdf_quadrature`: within 1.1e-16 there)."""
+    probability is its CDF at ``e / s`` (:func:`_noncentral_t_cdf`, exact for an integer
+    number of degrees of freedom; within 1e-12 of a 30-digit integral over e in [-30, 40],
+    g in [-8, 60], 3 to 65 OUT scores, tests/metrics/test_calibrated.py). A quadrature over
+    V is not accurate enough here: with 40 Gauss-Laguerre nodes the CDF was off by up to
+    0.08 (4 OUT scores; 0.025 at e = 15, g = 11.3), the integrand being a step in V where
+    ``e sqrt(V / (n - 1)) = g``."""
     s = np.sqrt(DECONVOLUTION_WIDTH**2 + 1.0 / n)
-    e, g = np.broadcast_arrays(edges[:, None], grid[None, :])
-    with np.errstate(all="ignore"):
-        out = np.asarray(special.nctdtr(n - 1.0, g / s, e / s), dtype=np.float64)
-    bad = ~np.isfinite(out)
-    if bad.any():
-        out[bad] = _kernel_cdf_quadrature(e[bad], g[bad], n)
-    return np.clip(out, 0.0, 1.0)
+    e, g = np.broadcast_arrays(edges[:, None] / s, grid[None, :] / s)
+    return np.clip(_noncentral_t_cdf(n - 1, e, g), 0.0, 1.0)
 
 
-def _kernel_cdf_quadrature(
-    e: NDArray[np.float64], g: NDArray[np.float64], n: int
+def _noncentral_t_cdf(
+    nu: int, t: NDArray[np.float64], delta: NDArray[np.float64]
 ) -> NDArray[np.float64]:
-    """:func:`_kernel_cdf` at the pairs ``(e[k], g[k])`` by Gauss-Laguerre quadrature
-    over V (:data:`_N_QUAD` nodes): accurate to double precision where the integrand has
-    no step inside the chi-square's mass (the probability then 0 or 1, or e and g of
-    opposite signs), off by up to 0.08 elsewhere (:func:`_kernel_cdf`)."""
-    nu = n - 1.0
-    x, wq = special.roots_genlaguerre(_N_QUAD, nu / 2.0 - 1.0)
-    wq = wq / wq.sum()  # the chi-square density's weights (V = 2x)
-    r = np.sqrt(2.0 * x / nu)
-    s = np.sqrt(DECONVOLUTION_WIDTH**2 + 1.0 / n)
-    out = np.zeros(e.shape)
-    for q in range(_N_QUAD):
-        out += wq[q] * special.ndtr((e * r[q] - g) / s)
+    r"""``P(T <= t)`` for ``T`` noncentral t with an integer number ``nu >= 1`` of degrees
+    of freedom and noncentrality ``delta`` (elementwise): Owen's finite series (D. B.
+    Owen, "A special case of a bivariate non-central t-distribution", Biometrika 52,
+    1965; the recursion of B. E. Cooper's Algorithm AS 5, Applied Statistics 17, 1968).
+
+    With :math:`a = t/\sqrt\nu`, :math:`b = \nu/(\nu + t^2)` and :math:`h = \delta
+    \sqrt b`: :math:`M_0 = a \sqrt b\, \varphi(h)\, \Phi(a h)`, :math:`M_1 = b (\delta
+    a M_0 + a \varphi(\delta) / \sqrt{2\pi})`, :math:`M_k = \frac{k-1}{k} b (A_k
+    \delta a M_{k-1} + M_{k-2})` with :math:`A_2 = 1`, :math:`A_k = 1 / ((k-2) A_{k-1})`;
+    then for odd :math:`\nu`: :math:`\Phi(-h) + 2 T(h, a) + 2 (M_1 + M_3 + \dots +
+    M_{\nu-2})` (``T``: Owen's T function), for even :math:`\nu`: :math:`\Phi(-\delta) +
+    \sqrt{2\pi} (M_0 + M_2 + \dots + M_{\nu-2})`. Elementwise vector arithmetic, about
+    ten times faster than scipy's ``nctdtr`` (Boost's series, one point at a time), and
+    finite everywhere (``nctdtr`` returns NaN far in the tails); within 3e-13 of
+    ``nctdtr`` wherever that is finite, over t in [-40, 80], delta in [-20, 180] and nu up
+    to 1,000 (measured; the tests check it up to nu = 256)."""
+    t, delta = np.broadcast_arrays(np.asarray(t, np.float64), np.asarray(delta, np.float64))
+    a = t / np.sqrt(nu)
+    b = nu / (nu + t * t)
+    h = delta * np.sqrt(b)
+    odd = nu % 2 == 1
+    base = special.ndtr(-h) + 2.0 * special.owens_t(h, a) if odd else special.ndtr(-delta)
+    if nu == 1:
+        return np.asarray(base, dtype=np.float64)
+    root_2pi = np.sqrt(2.0 * np.pi)
+    m_prev = a * np.sqrt(b) * np.exp(-0.5 * h * h) / root_2pi * special.ndtr(a * h)  # M_0
+    total = np.zeros(t.shape) if odd else m_prev.copy()
+    if nu > 2:
+        m = b * (delta * a * m_prev + a * np.exp(-0.5 * delta * delta) / (2.0 * np.pi))  # M_1
+        if odd:
+            total += m
+        dab = delta * a * b
+        a_k = 1.0
+        for k in range(2, nu - 1):
+            if k >= 3:
+                a_k = 1.0 / ((k - 2) * a_k)
+            m, m_prev = (k - 1.0) / k * (a_k * dab * m + b * m_prev), m
+            if k % 2 == nu % 2:
+                total += m
+    out: NDArray[np.float64] = base + (2.0 * total if odd else root_2pi * total)
     return out
 
 
