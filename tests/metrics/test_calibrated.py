@@ -425,3 +425,21 @@ def test_owens_series_equals_scipys_noncentral_t() -> None:
         np.testing.assert_allclose(
             _noncentral_t_cdf(nu, np.zeros(11), d), special.ndtr(-d), rtol=0, atol=1e-15
         )
+
+
+def test_the_refits_leave_out_only_components_the_fit_emptied() -> None:
+    """The interval's refits run over the components of nonzero fitted weight: the same
+    weights (up to the rounding of the products) as refits over every component, which
+    keep the emptied ones at exactly 0."""
+    from privaudit.metrics import calibrated as cal
+
+    rng = np.random.default_rng(9)
+    member = _balanced(rng, 8, 800)
+    s, _ = _known_world("heterogeneous", rng, 800, member)
+    d = cal._deconvolution(s, member)
+    assert d is not None and d.weights is not None
+    assert 0 < int((d.weights == 0.0).sum()) < d.weights.size  # some emptied, some not
+    c = rng.dirichlet(np.ones(d.probs.shape[0]), size=5).T
+    full = cal._npmle_many(c, d.probs, np.repeat(d.weights[:, None], 5, axis=1), cal._N_EM_CI)
+    assert (full[d.weights == 0.0] == 0.0).all()
+    np.testing.assert_allclose(cal._refit_from_fit(d, c, d.probs), full, rtol=0, atol=1e-12)

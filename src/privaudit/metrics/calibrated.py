@@ -647,6 +647,24 @@ def _npmle_many(
     return w
 
 
+def _refit_from_fit(
+    d: _Deconvolution, c: NDArray[np.float64], probs: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """The refits' weights, one column per column of bin counts ``c``, each EM started from
+    the fit's weights (:data:`_N_EM_CI` evaluations): over the mixture components of
+    nonzero fitted weight only. A component of weight 0 keeps weight 0 in every EM and
+    SQUAREM step (each multiplies or extrapolates from it and floors at 0), so leaving it
+    out changes nothing but the rounding of the products, and spares the refits the
+    components the fit has emptied (a quarter to two thirds of them on the demo's attacks).
+    Returns (grid, columns), zero on the components left out."""
+    assert d.weights is not None
+    nz = d.weights > 0.0
+    w0 = np.repeat(d.weights[nz, None], c.shape[1], axis=1)
+    w = np.zeros((d.weights.size, c.shape[1]))
+    w[nz] = _npmle_many(c, probs[:, nz], w0, _N_EM_CI)
+    return w
+
+
 def _bootstrap_tprs(
     d: _Deconvolution, alphas: Sequence[float], n_boot: int, seed: int
 ) -> NDArray[np.float64]:
@@ -671,8 +689,7 @@ def _bootstrap_tprs(
         c[:, b] = np.bincount(d.score_bin, d.score_weight * draws[b, d.score_record], nb)
     tot = c.sum(axis=0)
     c = c / np.where(tot > 0.0, tot, 1.0)
-    w0 = np.repeat(d.weights[:, None], n_boot, axis=1)
-    w = _npmle_many(c, d.probs, w0, _N_EM_CI)
+    w = _refit_from_fit(d, c, d.probs)
     for k, a in enumerate(alphas):
         out[:, k] += n_rest * (_tails(d.grid, a) @ w)
     return out / n
@@ -736,8 +753,7 @@ def _jackknife_tprs(
     c = np.vstack(counts)
     tot = c.sum(axis=0)
     c = c / np.where(tot > 0.0, tot, 1.0)
-    w0 = np.repeat(d.weights[:, None], len(groups), axis=1)
-    w = _npmle_many(c, np.vstack(probs), w0, _N_EM_CI)
+    w = _refit_from_fit(d, c, np.vstack(probs))
     for k, a in enumerate(alphas):
         out[:, k] += n_rests * (_tails(d.grid, a) @ w)
     return out / n_rec
