@@ -148,3 +148,15 @@ def check_choice(x: str, name: str, choices: Sequence[str]) -> str:
     if x not in choices:
         raise fail(name, "one of " + ", ".join(map(repr, choices)), repr(x))
     return x
+
+
+def check_gpus_per_task(gpus: float) -> float:
+    """``gpus`` as Ray accepts it per task: a fraction in (0, 1] or a whole number >= 1."""
+    if isinstance(gpus, bool) or not isinstance(gpus, int | float):
+        raise fail(
+            "gpus_per_task", "a number of GPUs (a fraction in (0, 1] or a whole number)", repr(gpus)
+        )
+    g = float(gpus)
+    if not (0 < g <= 1 or (g > 1 and g.is_integer())):
+        raise fail("gpus_per_task", "a fraction in (0, 1] or a whole number of GPUs", gpus)
+    return g

@@ -30,7 +30,8 @@ def pid(_: object) -> int:
 
 class DeviceProbe:
     """A task that names a torch device (as a torch recipe's ModelTask does) and returns
-    the device it runs with and the resources Ray assigned to it."""
+    the device it runs with, the resources Ray assigned to it and its
+    ``CUDA_VISIBLE_DEVICES``."""
 
     def __init__(self, device: str) -> None:
         self.device = device
@@ -38,10 +39,11 @@ class DeviceProbe:
     def on_device(self, device: str) -> DeviceProbe:
         return DeviceProbe(device)
 
-    def __call__(self, _: object) -> tuple[str, dict[str, float]]:
+    def __call__(self, _: object) -> tuple[str, dict[str, float], str | None]:
         import ray
 
-        return self.device, dict(ray.get_runtime_context().get_assigned_resources())
+        resources = dict(ray.get_runtime_context().get_assigned_resources())
+        return self.device, resources, os.environ.get("CUDA_VISIBLE_DEVICES")
 
 
 def fitted_forest(seed: int) -> object:

@@ -86,3 +86,41 @@ def test_panoramia_and_llm_configs_read_the_executor_fields(tmp_path: Path) -> N
     assert (cfg2.executor, cfg2.ray_address) == ("ray", "auto")
     with pytest.raises(ConfigError, match="ray_address"):
         validate_mapping(LLMAuditConfig, {**llm, "ray_address": "auto"}, source="t")
+
+
+def test_every_config_reads_ray_gpus_per_task(tmp_path: Path) -> None:
+    """``ray_gpus_per_task`` of run, record-risk, PANORAMIA and the language-model audit:
+    1 by default, a fraction or a whole number taken, anything else refused by name; and
+    ``make_executor`` passes it on to the Ray executor."""
+    from privaudit.membership.config import AuditConfig
+
+    configs = [
+        (AuditConfig, {"dataset": "adult", "model": {"kind": "logistic"}}),
+        (RecordRiskFileConfig, RECORD_RISK),
+        (
+            PanoramiaConfig,
+            {
+                "modality": "tabular",
+                "target": {"kind": "sklearn", "path": "t.skops"},
+                "model": {"kind": "logistic"},
+                "data": {"dataset": "adult", "members": "m.txt"},
+            },
+        ),
+        (
+            LLMAuditConfig,
+            {
+                "target": {"kind": "huggingface", "path": str(tmp_path)},
+                "data": {"texts": "t.jsonl"},
+            },
+        ),
+    ]
+    for cls, base in configs:
+        assert validate_mapping(cls, base, source="t").ray_gpus_per_task == 1.0
+        for ok in (0.25, 1, 2):
+            cfg = validate_mapping(cls, {**base, "ray_gpus_per_task": ok}, source="t")
+            assert cfg.ray_gpus_per_task == float(ok)
+        for bad in (0, -1, 1.5, "two"):
+            with pytest.raises(ConfigError, match="ray_gpus_per_task"):
+                validate_mapping(cls, {**base, "ray_gpus_per_task": bad}, source="t")
+    ex = make_executor("ray", address="auto", gpus_per_task=0.25, progress=False)
+    assert isinstance(ex, RayExecutor) and ex.gpus_per_task == 0.25

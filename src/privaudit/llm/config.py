@@ -42,7 +42,12 @@ from typing import Annotated, Any
 from pydantic import Field, field_validator, model_validator
 
 from privaudit.config.base import ConfigError, StrictModel, read_yaml, validate_mapping
-from privaudit.config.executor import ExecutorKind, RayAddress, check_ray_address
+from privaudit.config.executor import (
+    ExecutorKind,
+    RayAddress,
+    RayGpusPerTask,
+    check_ray_address,
+)
 from privaudit.config.sections import LLMModelConfig
 
 __all__ = [
@@ -122,6 +127,7 @@ class LLMAuditConfig(StrictModel):
     seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
     executor: ExecutorKind = "local"
     ray_address: RayAddress = None
+    ray_gpus_per_task: RayGpusPerTask = 1.0
     output_dir: Path = Path("privaudit-llm-report")
     cache_dir: Path | None = None
 

@@ -583,7 +583,12 @@ def _scoring_executor(config: LLMAuditConfig) -> Any:
     them to the cluster (:func:`privaudit.runtime.executor_setting.make_executor`); None
     (``local``) scores them here, one after the other with their progress."""
     if config.executor == "ray":
-        return make_executor("ray", address=config.ray_address, progress=False)
+        return make_executor(
+            "ray",
+            address=config.ray_address,
+            gpus_per_task=config.ray_gpus_per_task,
+            progress=False,
+        )
     return None
 
 

@@ -50,6 +50,7 @@ from privaudit.config.base import (
     read_yaml,
     validate_mapping,
 )
+from privaudit.config.executor import RayGpusPerTask
 from privaudit.config.sections import (
     BUILTIN_DATASETS,
     GENERATOR_PARAMS,
@@ -412,6 +413,7 @@ class AuditConfig(StrictModel):
         default=None,
         description="Address of a running Ray cluster (executor: ray); None starts a local one.",
     )
+    ray_gpus_per_task: RayGpusPerTask = 1.0
     output_dir: Path = Path("privaudit-report")
     cache_dir: Path | None = None
     config_dir: Path | None = Field(

@@ -112,7 +112,11 @@ def build_executor(
     caching are the same as with local processes.
     """
     if config.executor == "ray":
-        return RayExecutor(address=config.ray_address, progress=progress)
+        return RayExecutor(
+            address=config.ray_address,
+            gpus_per_task=config.ray_gpus_per_task,
+            progress=progress,
+        )
     return LocalExecutor(n_jobs, progress=progress)
 
 

@@ -52,7 +52,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from privaudit.config.base import ConfigError, NJobs, StrictModel, read_yaml, validate_mapping
-from privaudit.config.executor import ExecutorKind, RayAddress, check_ray_address
+from privaudit.config.executor import (
+    ExecutorKind,
+    RayAddress,
+    RayGpusPerTask,
+    check_ray_address,
+)
 from privaudit.config.sections import (
     GENERATOR_PARAMS,
     DatasetConfig,
@@ -354,6 +359,7 @@ class PanoramiaConfig(StrictModel):
     n_jobs: NJobs = 1
     executor: ExecutorKind = "local"
     ray_address: RayAddress = None
+    ray_gpus_per_task: RayGpusPerTask = 1.0
     confidence: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.95
     device: str = Field(default="auto", description="text: auto | cpu | cuda | cuda:N.")
     output_dir: Path = Path("privaudit-panoramia-report")

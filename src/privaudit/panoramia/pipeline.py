@@ -393,7 +393,11 @@ def run_panoramia_audit(
     with timed(timings, "game"):  # step 4: the game
         store = _store(config, out_dir, modality)
         executor = make_executor(
-            config.executor, n_jobs=config.n_jobs, address=config.ray_address, progress=False
+            config.executor,
+            n_jobs=config.n_jobs,
+            address=config.ray_address,
+            gpus_per_task=config.ray_gpus_per_task,
+            progress=False,
         )
         result = run_panoramia(
             modality,

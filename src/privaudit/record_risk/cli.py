@@ -185,7 +185,11 @@ def record_risk_command(
             table=parts["table"],
             store=cfg.cache_dir,
             executor=make_executor(
-                cfg.executor, n_jobs=cfg.n_jobs, address=cfg.ray_address, progress=shown
+                cfg.executor,
+                n_jobs=cfg.n_jobs,
+                address=cfg.ray_address,
+                gpus_per_task=cfg.ray_gpus_per_task,
+                progress=shown,
             ),
         )
         settings = json.loads(cfg.model_dump_json())

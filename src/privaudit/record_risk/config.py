@@ -27,7 +27,12 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from privaudit.config.base import NJobs, StrictModel, read_yaml, validate_mapping
-from privaudit.config.executor import ExecutorKind, RayAddress, check_ray_address
+from privaudit.config.executor import (
+    ExecutorKind,
+    RayAddress,
+    RayGpusPerTask,
+    check_ray_address,
+)
 from privaudit.config.sections import GENERATOR_PARAMS, DatasetConfig, ModelConfig
 
 __all__ = [
@@ -116,6 +121,7 @@ class RecordRiskFileConfig(StrictModel):
     n_jobs: NJobs = 1
     executor: ExecutorKind = "local"
     ray_address: RayAddress = None
+    ray_gpus_per_task: RayGpusPerTask = 1.0
     rounds_per_task: int = Field(
         default=16,
         ge=1,

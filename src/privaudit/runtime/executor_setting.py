@@ -1,5 +1,5 @@
 """The one executor setting of every command: ``executor: local | ray``, ``ray_address``,
-``n_jobs`` (:func:`make_executor`).
+``ray_gpus_per_task``, ``n_jobs`` (:func:`make_executor`).
 
 Every procedure reads the same three fields from its config (``privaudit run``,
 ``record-risk``, ``panoramia``, the language-model audit) and the same ``--ray ADDRESS``
@@ -25,6 +25,7 @@ def make_executor(
     *,
     n_jobs: int = 1,
     address: str | None = None,
+    gpus_per_task: float = 1.0,
     progress: ProgressOption = None,
 ) -> Executor:
     """The executor a command's setting asks for.
@@ -40,6 +41,9 @@ def make_executor(
     address : str or None
         Ray cluster address (None or ``"local"``: start a local instance; ``"auto"``: the
         cluster this machine is part of). Only with ``kind="ray"``.
+    gpus_per_task : float
+        GPUs a torch task on CUDA requests from Ray (the config's ``ray_gpus_per_task``;
+        :mod:`privaudit.runtime.task_resources`); ignored by the local executor.
     progress : progress option
         See :class:`~privaudit.runtime.executor_base.Executor`.
 
@@ -50,7 +54,7 @@ def make_executor(
     """
     kind = check_choice(kind, "executor", EXECUTOR_KINDS)
     if kind == "ray":
-        return RayExecutor(address=address, progress=progress)
+        return RayExecutor(address=address, gpus_per_task=gpus_per_task, progress=progress)
     if address is not None:
         raise fail("ray_address", "no address with 'executor: local'", repr(address))
     return LocalExecutor(n_jobs, progress=progress)

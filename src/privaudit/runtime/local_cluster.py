@@ -152,6 +152,7 @@ class LocalRayCluster:
         #: The worker-port block of each node (disjoint; outside the ephemeral range).
         self.worker_port_blocks: dict[str, range] = {}
         self._n_spawned_workers = 0
+        self._node_names: dict[int, str] = {}  # a ray start process's node, by process id
         self.port = _free_ports(1)[0]
         self.address = f"127.0.0.1:{self.port}"
         self._start_head()
@@ -198,6 +199,7 @@ class LocalRayCluster:
         )
         log.close()
         self.procs.append(proc)
+        self._node_names[proc.pid] = name
         return proc
 
     def _start_head(self) -> None:
@@ -215,8 +217,13 @@ class LocalRayCluster:
             self.stop()
             raise PrivauditError(f"local Ray cluster: the head node did not start in time\n{logs}")
 
-    def add_worker(self, attempts: int = 3) -> subprocess.Popen[bytes]:
+    def add_worker(self, attempts: int = 3, *, num_gpus: float = 0.0) -> subprocess.Popen[bytes]:
         """Start one more worker node and wait until it has joined.
+
+        ``num_gpus`` > 0 declares that many GPUs on the node (``--num-gpus``): Ray schedules
+        tasks that request GPUs there and gives each its ``CUDA_VISIBLE_DEVICES``, whether
+        or not the machine has them (the tests' stand-in for a GPU node on a machine
+        without one; a task that then initialises CUDA fails).
 
         A node that does not join (its ``ray start`` exits, e.g. on a port another process
         took between the choice and the start, or it is not alive in time) is ended, and a
@@ -230,9 +237,10 @@ class LocalRayCluster:
         for _ in range(max(1, attempts)):
             name = f"worker{self._n_spawned_workers}"  # a new temp dir for every attempt
             self._n_spawned_workers += 1
-            proc = self._spawn(
-                name, ["--address", self.address, "--num-cpus", str(self.worker_cpus)]
-            )
+            args = ["--address", self.address, "--num-cpus", str(self.worker_cpus)]
+            if num_gpus > 0:
+                args += ["--num-gpus", f"{num_gpus:g}"]
+            proc = self._spawn(name, args)
             self.workers.append(proc)
             if self._wait_for(functools.partial(self._joined, self.node_ports[name]), proc):
                 return proc
@@ -308,6 +316,18 @@ class LocalRayCluster:
         pid = self.raylet_pid(worker)
         os.kill(pid, signal.SIGKILL)
         return pid
+
+    def remove_worker(self, proc: subprocess.Popen[bytes]) -> None:
+        """End the worker node ``proc`` (one :meth:`add_worker` returned) and wait until the
+        cluster no longer lists it as alive (at most ``timeout`` seconds)."""
+        port = self.node_ports.get(self._node_names.get(proc.pid, ""))
+        self._end(proc)
+        if proc in self.workers:
+            self.workers.remove(proc)
+        if proc in self.procs:
+            self.procs.remove(proc)
+        if port is not None:
+            self._wait_for(lambda: port not in self.alive_nodes())
 
     # --- teardown ----------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from privaudit._validation import fail
+from privaudit._validation import check_gpus_per_task, fail
 
 __all__ = ["DEVICES", "check_gpus_per_task", "gpu_request", "pin_device", "task_device"]
 
@@ -44,18 +44,6 @@ def task_device(fn: Any) -> str | None:
     if device.startswith("cuda:"):
         return "cuda"
     return device if device in DEVICES else None
-
-
-def check_gpus_per_task(gpus: float) -> float:
-    """``gpus`` as Ray accepts it per task: a fraction in (0, 1] or a whole number >= 1."""
-    if isinstance(gpus, bool) or not isinstance(gpus, int | float):
-        raise fail(
-            "gpus_per_task", "a number of GPUs (a fraction in (0, 1] or a whole number)", repr(gpus)
-        )
-    g = float(gpus)
-    if not (0 < g <= 1 or (g > 1 and g.is_integer())):
-        raise fail("gpus_per_task", "a fraction in (0, 1] or a whole number of GPUs", gpus)
-    return g
 
 
 def gpu_request(
