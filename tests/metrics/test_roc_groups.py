@@ -212,3 +212,70 @@ def test_the_interval_is_the_two_steps_at_half_the_tail_and_the_percentile_upper
     assert got == (min(lo, hi), hi)
     # the lower end is below the percentile one here, and not trivially 0
     assert 0.0 < got[0] < float(np.quantile(r.tprs(0.01), t))
+
+
+def test_the_order_statistic_threshold_is_the_slow_oracles() -> None:
+    # the k-th highest non-member score with k the largest whose binomial tail
+    # P(Binom(n, f) >= k) is >= 1 - tail, against a loop with scipy's binomial; +inf when
+    # even the highest falls short ((1 - f)^n > tail)
+    from scipy import stats
+
+    from privaudit.metrics.roc import _order_statistic_threshold
+
+    rng = np.random.default_rng(8)
+    for _ in range(40):
+        n = int(rng.integers(1, 700))
+        f = float(rng.choice([0.001, 0.01, 0.02, 0.05, 0.2]))
+        tail = float(rng.choice([0.0125, 0.025, 0.1]))
+        neg = -np.sort(-np.round(rng.normal(size=n), 1))  # descending, with ties
+        want = float("inf")
+        for k in range(1, n + 1):
+            if stats.binom.sf(k - 1, n, f) >= 1.0 - tail:
+                want = float(neg[k - 1])
+        assert _order_statistic_threshold(neg, f, tail) == want, (n, f, tail)
+
+
+@pytest.mark.parametrize("discrete", [False, True])
+def test_the_order_statistic_threshold_holds_its_fpr(discrete: bool) -> None:
+    # its population FPR exceeds f in at most `tail` of the samples, for continuous scores
+    # and for scores with heavy ties (a discrete law): 4,000 samples of 300 scores, f = 2%,
+    # tail = 5%; it takes the 2nd highest score (P(Binom(300, 0.02) >= 3) = 0.940 < 0.95),
+    # whose FPR exceeds f with probability 1 - P(Binom(300, 0.02) >= 2) = 0.0166 when the
+    # law is continuous (65 of these runs; 25 with the discrete law)
+    from privaudit.metrics.roc import _order_statistic_threshold
+
+    rng = np.random.default_rng(21)
+    f, tail, n, runs = 0.02, 0.05, 300, 4000
+    values = np.arange(200) / 200.0  # the discrete law: uniform on 200 points
+    over = 0
+    for _ in range(runs):
+        x = rng.choice(values, n) if discrete else rng.random(n)
+        v = _order_statistic_threshold(-np.sort(-x), f, tail)
+        fpr = float((values > v).mean()) if discrete else max(0.0, 1.0 - v)
+        over += fpr > f
+    assert over <= 0.025 * runs, over  # 0.0166 + 4 standard errors
+    # a threshold chosen with the empirical rule (the 7th highest, floor(f n) = 6 above)
+    # is over f about half the time: the check can fail
+    assert runs * 0.3 < sum(
+        max(0.0, 1.0 - float(-np.sort(-rng.random(n))[6])) > f for _ in range(runs)
+    )
+
+
+def test_one_record_groups_take_the_exact_threshold() -> None:
+    # records alone: the lower end is the t/2 quantile of the TPR at the order-statistic
+    # threshold; at 0.1% FPR with 1,200 non-members no threshold is certified (0.999^1200
+    # = 0.30 > 0.0125) and the lower end is 0, where the bootstrap's threshold gave the
+    # truth below the lower end in 18% of strong-leakage audits (bench_tpr_interval.py)
+    from privaudit.metrics.roc import _order_statistic_threshold
+
+    rng = np.random.default_rng(3)
+    s, m, _ = _leaky_documents(rng, 1500, 1, 2.0)
+    got = tpr_at_fpr_bootstrap_ci(s, m, [0.01, 0.001], n_resamples=300, seed=2)
+    r = _GroupResamples.draw(s, m, groups=None, n_resamples=300, seed=2)
+    v = _order_statistic_threshold(r.neg_sorted, 0.01, 0.0125)
+    assert np.isfinite(v)
+    assert got["0.01"] is not None and got["0.01"][0] == float(
+        np.quantile(r.tprs_at_fixed(v), 0.0125)
+    )
+    assert 0.0 < got["0.01"][0] < got["0.01"][1]
+    assert got["0.001"] is not None and got["0.001"][0] == 0.0 < got["0.001"][1]

@@ -218,7 +218,10 @@ def tpr_at_zero_fpr(roc: RocCurve) -> float:
 
 
 #: What :func:`tpr_at_fpr_bootstrap_ci` computes, for ``results.json``.
-TPR_CI_METHOD = "cluster-bootstrap (percentile upper end, two-step lower end)"
+TPR_CI_METHOD = (
+    "cluster-bootstrap (percentile upper end, two-step lower end; its threshold exact by order "
+    "statistics where every group is one record)"
+)
 
 
 def _tpr_at_fpr_weighted(
@@ -273,27 +276,35 @@ def tpr_at_fpr_bootstrap_ci(
       :func:`tpr_at_fpr` (the largest TPR with an FPR ``<= f``: the threshold moves with
       the resampled non-members);
     * the **lower end** takes two steps, each at ``t / 2``. First a threshold whose
-      population FPR is at most ``f``: the lowest one just above a non-member score
-      whose share of non-members above it has a ``1 - t / 2`` bootstrap quantile
-      ``<= f`` (at least the threshold above every non-member, whose share is 0). Then
-      the ``t / 2`` quantile of the samples' TPR at that fixed threshold. If the FPR's
-      quantile covers it at the true ``f``-threshold (the shares are monotone in the
-      threshold), the chosen threshold's FPR is at most ``f`` and its TPR at most the
-      TPR at ``f``, so by the union bound the lower end misses only when one of the two
-      quantiles does (about ``t``). It is capped at the upper end.
+      population FPR is at most ``f`` with probability at least ``1 - t / 2``. Where every
+      group is one record (independent scores) it is exact:
+      :func:`_order_statistic_threshold`, the ``k``-th highest non-member score with
+      ``k`` from the binomial law of the number of non-members above the true
+      ``f``-threshold, and no threshold at all (a lower end of 0) when the non-members
+      are too few to certify FPR ``f`` at that level, that is when ``(1 - f)^n > t / 2``
+      (about ``4.4 / f`` non-members at 95%: 437 at 1%, 4,380 at 0.1%). With groups of
+      several records (chunks of one document, not independent) it is the bootstrap's:
+      the lowest threshold just above a non-member score whose share of non-members above
+      it has a ``1 - t / 2`` bootstrap quantile ``<= f`` (at least the threshold above
+      every non-member, whose share is 0). Then the ``t / 2`` quantile of the samples'
+      TPR at that fixed threshold. When the threshold's FPR is at most ``f``, its TPR is
+      at most the TPR at ``f``, so by the union bound the lower end misses only when one
+      of the two steps does (about ``t``). It is capped at the upper end.
 
     The percentile lower end alone was optimistic: the empirical TPR at FPR ``f`` is
     biased upward (its threshold, the ``(k + 1)``-th highest non-member score, has a
     population FPR a little above ``f``) and resampling does not remove that bias (the
     basic and the bias-corrected percentile intervals did worse). Measured by
     ``benchmarks/bench_tpr_interval.py`` (simulated documents of 1, 2 or 5 chunks with a
-    known ROC, 300 runs a cell; the table is in docs/llm.md): at ``f`` = 1% with 150 to
-    1,000 groups a side the truth fell below the lower end in at most 5.3% of runs
-    (2.5% asked; the percentile lower end: up to 11.7%), coverage 94.3-99.3%. At ``f`` =
-    0.1% with 1,200 groups (about one non-member group above the threshold) it still fell
-    below in up to 18% (22.7%): no bootstrap sees beyond the highest non-member, whose own
-    FPR is above ``f`` in 30% of such audits with one chunk a group. So the lower end is
-    approximate, and optimistic where ``f`` times the non-member groups is about 1.
+    known ROC, 300 runs a cell; the table is in docs/llm.md). With the bootstrap's
+    threshold for every group size, the truth fell below the lower end in up to 5.3% of
+    runs at ``f`` = 1% with 150 to 1,000 groups a side (2.5% asked; the percentile lower
+    end: up to 11.7%) and in up to 18% at ``f`` = 0.1% with 1,200 groups, the worst cells
+    those of one record a group: no bootstrap sees beyond the highest non-member, whose
+    own FPR is above ``f`` in 30% of such audits. The exact threshold removes those; with
+    documents of several chunks the bootstrap's threshold stays, approximate, and was
+    still optimistic at 0.1% with 1,200 documents (the truth below the lower end in up to
+    6.3% of runs).
 
     It is None where :func:`attack_metrics` reports no TPR: fewer than ``1 / f``
     non-member groups.
@@ -328,9 +339,39 @@ def tpr_at_fpr_bootstrap_ci(
             out[_key(f)] = None
             continue
         hi = float(np.quantile(r.tprs(f), 1.0 - tail))
-        lo = float(np.quantile(r.tprs_at_fixed(r.threshold_below_fpr(f, tail / 2.0)), tail / 2.0))
+        if r.neg_sorted.size == r.n_negative_groups:  # one record a group: exact
+            v = _order_statistic_threshold(r.neg_sorted, f, tail / 2.0)
+        else:
+            v = r.threshold_below_fpr(f, tail / 2.0)
+        lo = float(np.quantile(r.tprs_at_fixed(v), tail / 2.0))
         out[_key(f)] = (min(lo, hi), hi)
     return out
+
+
+def _order_statistic_threshold(neg_desc: ArrayLike, fpr: float, tail: float) -> float:
+    r"""A threshold whose population FPR is at most ``fpr`` with probability at least
+    ``1 - tail``, from independent non-member scores: the ``k``-th highest score ``v`` (a
+    record is flagged when it scores strictly above ``v``) with ``k`` the largest such that
+    :math:`P(\mathrm{Binom}(n, f) \ge k) \ge 1 - tail`; ``+inf`` (nothing flagged) when
+    even ``k = 1`` falls short, that is when :math:`(1 - f)^n > tail`.
+
+    Distribution-free and exact for any score distribution, ties included: with ``q`` the
+    lowest score whose survival :math:`P(S > q)` is at most ``f``, :math:`P(S \ge q) \ge
+    f`, so at least ``k`` of the ``n`` scores are ``>= q`` with probability at least
+    :math:`P(\mathrm{Binom}(n, f) \ge k)`, and then ``v >= q`` and ``P(S > v) <= f``
+    (the order-statistic argument of distribution-free tolerance limits: Wilks 1941;
+    David and Nagaraja 2003, sec. 7.2). ``neg_desc``: the non-member scores in descending
+    order."""
+    neg = np.asarray(neg_desc, dtype=np.float64)
+    n = int(neg.size)
+    f = check_probability(fpr, "fpr")
+    if n == 0:
+        return float("inf")
+    k = np.arange(1, n + 1)
+    ok = special.bdtrc(k - 1, n, f) >= 1.0 - tail  # P(Binom(n, f) >= k)
+    if not ok[0]:
+        return float("inf")
+    return float(neg[int(np.flatnonzero(ok).max())])
 
 
 @dataclasses.dataclass(frozen=True)
