@@ -223,3 +223,11 @@ def test_smollm2_from_gguf_matches_slow_loop(tmp_path: Path) -> None:
     back = CausalLM.from_directory(lm.save(tmp_path / "smollm2"), device="cpu")
     assert back.tokenizer_id == lm.tokenizer_id and back.tokenize([text])[0] == ids
     np.testing.assert_allclose(back.token_stats(batch)[0].logprobs, st.logprobs, atol=1e-6)
+
+
+def test_on_device_keeps_the_model_where_it_is_and_refuses_a_missing_gpu(lm: CausalLM) -> None:
+    assert lm.requested_device == lm.device == "cpu"
+    assert lm.on_device("cpu") is lm
+    if not torch.cuda.is_available():
+        with pytest.raises(InvalidInputError, match="no CUDA device"):
+            lm.on_device("cuda")

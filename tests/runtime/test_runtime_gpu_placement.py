@@ -216,3 +216,36 @@ def test_pinned_task_trains_the_same_model() -> None:
     b = pin_device(task, 0.0).run(job).values["audit"]
     assert a.shape == (1, 20) and np.isfinite(a).all()  # one signal over the 20 records
     np.testing.assert_array_equal(a, b)
+
+
+def test_language_model_scoring_passes_are_placed_by_the_requested_device(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A language-model audit's scoring passes name the device the models were asked for
+    (``auto`` here), so that Ray reserves a GPU for them where a node has one and none
+    where no node has; pinned to the CPU they score the model where it is, with the same
+    statistics as the local pass."""
+    pytest.importorskip("transformers")
+    from privaudit.data.text import TextRecords
+    from privaudit.llm.audit import _ScoringPass
+    from privaudit.models.lm_builders import tiny_gpt
+
+    lm = tiny_gpt(seed=1, n_embd=16, max_length=64)
+    lm.requested_device = "auto"  # as CausalLM.from_directory(device="auto") records it
+    texts = ("To be, or not to be.", "that is the question", "Whether 'tis nobler")
+    records = TextRecords(
+        ids=("a", "b", "c"), texts=texts, documents=("a", "b", "c"), member=np.array([1, 0, 1]) > 0
+    )
+    task = _ScoringPass(records, lm.requested_device, batch_size=2, stride=None, store=None)
+    assert task_device(task) == "auto"
+    for nodes, gpus in (([(0.0, True), (1.0, True)], 1.0), ([(0.0, True)], 0.0)):
+        fake = _recording_ray(nodes)
+        monkeypatch.setitem(sys.modules, "ray", fake)
+        ex = RayExecutor(progress=False)
+        assert ex.task_gpus(task) == gpus
+    pinned = pin_device(task, 0.0)
+    assert isinstance(pinned, _ScoringPass) and pinned.pinned == "cpu"
+    here = task((lm, False))
+    there = pinned((lm, False))
+    for a, b in zip(here, there, strict=True):
+        np.testing.assert_array_equal(a.logprobs, b.logprobs)

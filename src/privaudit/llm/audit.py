@@ -41,7 +41,6 @@ inflate every signal: the blind baseline measures it.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -517,14 +516,32 @@ def blind_warning(test: ShiftTest | None) -> str | None:
     )
 
 
-def _scoring_pass(
-    records: TextRecords,
-    model_distribution: tuple[CausalLM, bool],
-    **kw: Any,
-) -> list[TokenStats]:
-    """One executor task of :func:`audit_language_model`: a model's token statistics."""
-    model, distribution = model_distribution
-    return token_stats_cached(model, records, distribution=distribution, **kw)
+class _ScoringPass:
+    """One executor task of :func:`audit_language_model`: a model's token statistics.
+
+    It names the device the models were asked for (``device``: the target's
+    ``requested_device``, e.g. ``"auto"``; None for a model that names none), so that a Ray executor reserves a GPU for it
+    where the cluster has one and pins it (``on_device``) to the device it was placed
+    for; the task then moves the model there before scoring
+    (:meth:`~privaudit.models.causal_lm.CausalLM.on_device`). Here, one pass after the
+    other, it scores the models where they are."""
+
+    def __init__(
+        self, records: TextRecords, device: str | None, pinned: str | None = None, **kw: Any
+    ) -> None:
+        self.records = records
+        self.device = device
+        self.pinned = pinned
+        self.kw = kw
+
+    def on_device(self, device: str) -> _ScoringPass:
+        return _ScoringPass(self.records, device, device, **self.kw)
+
+    def __call__(self, model_distribution: tuple[CausalLM, bool]) -> list[TokenStats]:
+        model, distribution = model_distribution
+        if self.pinned is not None and callable(getattr(model, "on_device", None)):
+            model = model.on_device(self.pinned)
+        return token_stats_cached(model, self.records, distribution=distribution, **self.kw)
 
 
 def _default_settings(reference: CausalLM | None, base: CausalLM | None) -> LLMAuditSettings:
@@ -573,9 +590,9 @@ def _scoring_passes(
     passes: list[tuple[CausalLM, bool]] = [(target, "min-k++" in settings.signals)]
     if reference is not None:
         passes.append((reference, False))
-    scoring = functools.partial(
-        _scoring_pass,
+    scoring = _ScoringPass(
         records,
+        getattr(target, "requested_device", None) or getattr(target, "device", None),
         batch_size=settings.batch_size,
         stride=settings.stride,
         store=store if store is None or isinstance(store, ArtifactStore) else ArtifactStore(store),

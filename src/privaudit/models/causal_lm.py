@@ -253,6 +253,11 @@ class CausalLM:
         self.tokenizer = tokenizer
         self.name = name
         self.device = device
+        #: The device as asked (``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"``; the resolved
+        #: :attr:`device` unless :meth:`from_directory` was asked ``"auto"``): how a Ray
+        #: executor places a task that scores with this model
+        #: (:mod:`privaudit.runtime.task_resources`).
+        self.requested_device = device
         self.max_length = max_length
         self._fingerprint: str | None = None
         self._tokenizer_id: str | None = None
@@ -338,9 +343,29 @@ class CausalLM:
         if gguf_file is not None:
             _drop_quantizer(model)
         name = Path(gguf_file).stem if gguf_file is not None else p.name
-        return cls.from_pretrained_objects(
-            model.to(dev), tokenizer, name=name, max_length=max_length
+        lm = cls.from_pretrained_objects(model.to(dev), tokenizer, name=name, max_length=max_length)
+        lm.requested_device = device
+        return lm
+
+    def on_device(self, device: str) -> CausalLM:
+        """This model on ``device`` (``"cpu"``, ``"cuda"`` or ``"cuda:N"``): itself when it
+        is there already, else the same model moved there (the module is moved in place,
+        as ``torch.nn.Module.to`` does) in a new wrapper with the same fingerprint. What a
+        Ray task that scores with it calls once it knows the device it was placed for."""
+        dev = _resolve_device(device)
+        if dev == self.device or (dev == "cuda" and self.device == "cuda:0"):
+            return self
+        moved = type(self)(
+            self.model.to(dev),
+            self.tokenizer,
+            name=self.name,
+            device=str(next(self.model.parameters()).device),
+            max_length=self.max_length,
         )
+        moved.requested_device = self.requested_device
+        moved._fingerprint = self._fingerprint
+        moved._tokenizer_id = self._tokenizer_id
+        return moved
 
     @classmethod
     def from_pretrained_objects(
