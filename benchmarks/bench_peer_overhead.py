@@ -129,6 +129,11 @@ Again on 2026-12-07, evening (``--rounds 3 --json``, the bench alone, load 0.3-0
 per model-epoch-1,000 records (median; rounds 0.758-0.840) against an estimate of 0.544 ms
 at the probe's 101.7 GFLOP/s, ratio **1.41** (rounds 1.38-1.55); the dense first-layer
 product 0.981 ms, ratio 1.81; the matrix products alone ratio 1.30 (77% of the probe's rate).
+Measured again by a later session (2026-12-07, 18:21 UTC, ``--rounds 3 --json``, the bench
+alone, load 0.7-0.8, a slower machine: probe 78.5-81.4 GFLOP/s): 1.000 ms per model-epoch-1,000
+records (median; rounds 0.959-1.021) against an estimate of 0.694 ms at 79.7 GFLOP/s, ratio
+**1.44** (rounds 1.41-1.47, each within the goal of 1.5); the dense first-layer product ratio
+1.71-1.92.
 
 **Audit** (``--audit``, ``--audit-only``). ``privaudit run`` on a config of that model
 with attacks ``lira-offline`` and ``rmia-offline``, ``n_reference`` (8) references, a

@@ -60,6 +60,23 @@ Both source trees are compiled to bytecode before the rounds (untimed): an edita
 in an environment with ``PYTHONDONTWRITEBYTECODE`` set (as this machine has) otherwise
 compiles every module at every start, on both sides.
 
+**After Owen's kernel and the trimmed refits** (a later session, 2026-12-07 from 18:07 UTC;
+the same settings, 5 rounds, defaults). The calibrated figure's deconvolution kernel is now
+Owen's finite series (0.05 s for the audit's two attacks against 0.64 s with ``nctdtr``,
+under cProfile) and its interval's refits skip the mixture components the fit emptied.
+Four runs, the machine slower than the evening before (LeakPro 30.3-45.2 s a round against
+27-28 s then): the bench alone, load 0.8-1.0, median privaudit 6.30 s against LeakPro
+38.99 s, **0.161** wall (rounds 0.155-0.187); with only the kernel, 6.24 s against 33.06 s,
+**0.189** (0.153-0.232); with edits and a test run beside some rounds, 6.21 s against 35.40 s,
+**0.175** (0.173-0.2003); on a busier machine, 7.72 s against 41.60 s, **0.185**
+(0.171-0.207). The goal of 0.2 is met by the median of every run, and in 16 of the 20
+rounds. The ratio moves with the machine's state (LeakPro's Python-heavy loop slows more
+than privaudit's matrix products): at the evening's LeakPro time (28.38 s) and privaudit's
+6.37 s less the about 0.7 s these changes save (same-hour runs of the audit alone: 7.4-8.3 s
+before, 6.2-6.7 s after), it would be about 0.20. Split of the last run's rounds: start-up
+0.77-1.22 s, target and references 2.18-2.81, scoring 1.91-2.07, data / preflight / split
+1.08-1.58.
+
 **Again on 2026-12-07, evening** (after the CI checks, the bench alone, load 1.0-1.1; the same
 settings, 5 rounds, defaults; the tree of the next paragraph plus changes outside this
 audit): privaudit 6.37 s against LeakPro 28.38 s, **0.224** wall, 0.223 CPU (per round
