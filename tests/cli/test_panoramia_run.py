@@ -488,3 +488,33 @@ def test_the_result_saves_the_report_folder(owner: dict, tmp_path: Path) -> None
     assert res.summary()["eps_tilde"] == res["panoramia"]["bounds"]["eps_tilde"]
     report = privaudit.verify_bundle(folder)
     assert report.ok and report.count("mismatch") == 0
+
+
+def test_the_ray_executor_gets_the_configs_gpus_per_task(
+    owner: dict,  # type: ignore[type-arg]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``executor: ray`` with ``ray_gpus_per_task: 0.25``: the game's executor is built
+    with that fraction (stopped there: no Ray needed)."""
+    import privaudit.panoramia.pipeline as pipeline
+    from privaudit.panoramia.config import load_panoramia_config
+
+    class _Seen(Exception):
+        pass
+
+    def spy(*_: object, **kw: object) -> None:
+        raise _Seen(kw.get("gpus_per_task"))
+
+    monkeypatch.setattr(pipeline, "make_executor", spy)
+    cfg = load_panoramia_config(
+        _config(
+            owner["root"],
+            output_dir=str(tmp_path / "rep"),
+            executor="ray",
+            ray_gpus_per_task=0.25,
+        )
+    )
+    with pytest.raises(_Seen) as info:
+        pipeline.run_panoramia_audit(cfg, write=False)
+    assert info.value.args == (0.25,)

@@ -443,3 +443,19 @@ def test_the_refits_leave_out_only_components_the_fit_emptied() -> None:
     full = cal._npmle_many(c, d.probs, np.repeat(d.weights[:, None], 5, axis=1), cal._N_EM_CI)
     assert (full[d.weights == 0.0] == 0.0).all()
     np.testing.assert_allclose(cal._refit_from_fit(d, c, d.probs), full, rtol=0, atol=1e-12)
+
+
+def test_owens_series_is_finite_and_right_at_extreme_arguments() -> None:
+    """Far beyond any score (|t| up to 1e300, infinite t and delta) the series stays
+    finite and takes the CDF's limits: t * t no longer overflows to a wrong value (at
+    nu = 2, t = -1e300 it gave 1.0, the answer being 0)."""
+    from privaudit.metrics.calibrated import _noncentral_t_cdf
+
+    inf = float("inf")
+    t = np.array([-1e300, -inf, 1e300, inf, -1e200, 1e200])
+    d = np.array([-1000.0, 5.0, 1000.0, 0.0, 3.0, -3.0])
+    for nu in (1, 2, 3, 8, 33):
+        got = _noncentral_t_cdf(nu, t, d)
+        assert np.isfinite(got).all(), nu
+        np.testing.assert_allclose(got, [0, 0, 1, 1, 0, 1], rtol=0, atol=1e-12, err_msg=f"{nu}")
+    assert np.isfinite(_noncentral_t_cdf(4, np.array([1.0, -1.0]), np.array([inf, -inf]))).all()

@@ -231,3 +231,19 @@ def test_on_device_keeps_the_model_where_it_is_and_refuses_a_missing_gpu(lm: Cau
     if not torch.cuda.is_available():
         with pytest.raises(InvalidInputError, match="no CUDA device"):
             lm.on_device("cuda")
+
+
+def test_a_model_loaded_with_auto_records_the_device_asked(lm: CausalLM, tmp_path: Path) -> None:
+    """``from_directory(device="auto")`` keeps ``requested_device="auto"`` (a Ray task that
+    scores with it may move it to a GPU), and ``on_device`` keeps what a copy must keep."""
+    lm.save(tmp_path / "m")
+    auto = CausalLM.from_directory(tmp_path / "m", device="auto")
+    assert auto.requested_device == "auto" and auto.device == "cpu"
+    assert CausalLM.from_directory(tmp_path / "m", device="cpu").requested_device == "cpu"
+    fp = auto.fingerprint
+    # a wrapper on another device keeps the fingerprint and the device asked: a CPU model
+    # presented as if it were elsewhere is moved (to the CPU) into a new wrapper
+    auto.device = "meta"
+    moved = auto.on_device("cpu")
+    assert moved is not auto and moved.device == "cpu"
+    assert (moved.requested_device, moved.fingerprint, moved.name) == ("auto", fp, auto.name)

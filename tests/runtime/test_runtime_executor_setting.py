@@ -124,3 +124,43 @@ def test_every_config_reads_ray_gpus_per_task(tmp_path: Path) -> None:
                 validate_mapping(cls, {**base, "ray_gpus_per_task": bad}, source="t")
     ex = make_executor("ray", address="auto", gpus_per_task=0.25, progress=False)
     assert isinstance(ex, RayExecutor) and ex.gpus_per_task == 0.25
+
+
+def test_every_command_passes_ray_gpus_per_task_to_its_executor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """record-risk and the language-model audit build their Ray executor with the config's
+    ``ray_gpus_per_task`` (``privaudit run``'s: tests/cluster/test_cluster_gpu.py;
+    PANORAMIA's: tests/cli/test_panoramia_run.py)."""
+    from privaudit.llm.pipeline import _scoring_executor
+    from privaudit.runtime import executor_setting
+
+    llm = {"target": {"kind": "huggingface", "path": str(tmp_path)}, "data": {"texts": "t.jsonl"}}
+    cfg = validate_mapping(
+        LLMAuditConfig, {**llm, "executor": "ray", "ray_gpus_per_task": 0.5}, source="t"
+    )
+    ex = _scoring_executor(cfg)
+    assert isinstance(ex, RayExecutor) and ex.gpus_per_task == 0.5
+
+    class _Seen(Exception):
+        pass
+
+    def spy(*_: object, **kw: object) -> None:
+        raise _Seen(kw.get("gpus_per_task"))
+
+    # record-risk: the command builds its executor from the config (imported at call time)
+    monkeypatch.setattr(executor_setting, "make_executor", spy)
+    from privaudit.record_risk import cli as rr_cli
+
+    path = tmp_path / "rr.yaml"
+    import yaml
+
+    path.write_text(yaml.safe_dump({**RECORD_RISK, "n": 40, "n_aux": 80, "n_targets": 2,
+                                    "executor": "ray", "ray_gpus_per_task": 0.25,
+                                    "output_dir": str(tmp_path / "out")}))  # fmt: skip
+    with pytest.raises(_Seen) as info:
+        rr_cli.record_risk_command(
+            path, out=None, overwrite=False, as_json=False, progress="none",
+            no_progress=True, mlflow=None, ray=None,
+        )  # fmt: skip
+    assert info.value.args == (0.25,)

@@ -249,3 +249,51 @@ def test_language_model_scoring_passes_are_placed_by_the_requested_device(
     there = pinned((lm, False))
     for a, b in zip(here, there, strict=True):
         np.testing.assert_array_equal(a.logprobs, b.logprobs)
+
+
+def test_scoring_passes_name_auto_only_for_models_that_may_move() -> None:
+    """The language-model audit's passes name ``auto`` (a GPU where the cluster has one)
+    only when every model was asked for ``auto`` and sits on the CPU; an explicit device,
+    or models the driver put on a GPU (their CUDA weights load only where that GPU is),
+    name none and reserve no GPU. Pinned, a pass moves its model before scoring."""
+    pytest.importorskip("transformers")
+    from privaudit.data.text import TextRecords
+    from privaudit.llm.audit import LLMAuditSettings, _placement_device, _scoring_passes
+    from privaudit.models.lm_builders import tiny_gpt
+
+    def fake(requested: str, device: str) -> Any:
+        return types.SimpleNamespace(requested_device=requested, device=device)
+
+    assert _placement_device([fake("auto", "cpu"), fake("auto", "cpu")]) == "auto"
+    assert _placement_device([fake("auto", "cpu"), fake("auto", "cuda:0")]) is None
+    assert _placement_device([fake("cuda:1", "cuda:1")]) is None
+    assert _placement_device([fake("cpu", "cpu")]) is None
+    assert _placement_device([types.SimpleNamespace()]) is None  # a model naming no device
+
+    lm = tiny_gpt(seed=1, n_embd=16, max_length=64)
+    lm.requested_device = "auto"
+    texts = ("To be, or not to be.", "that is the question")
+    records = TextRecords(
+        ids=("a", "b"), texts=texts, documents=("a", "b"), member=np.array([True, False])
+    )
+    seen: list[Any] = []
+
+    class _Mapper:  # records the task the audit sends, runs it pinned to the CPU
+        def map(self, fn: Any, items: Any, **_: Any) -> list[Any]:
+            seen.append(fn)
+            return [pin_device(fn, 0.0)(i) for i in items]
+
+    _scoring_passes(
+        lm, None, records, LLMAuditSettings(), store=None, progress=None, executor=_Mapper()
+    )
+    assert task_device(seen[0]) == "auto"
+
+    calls: list[str] = []
+
+    class _Movable:
+        def on_device(self, device: str) -> Any:
+            calls.append(device)
+            return lm
+
+    seen[0].on_device("cuda")((_Movable(), False))
+    assert calls == ["cuda"]

@@ -516,13 +516,27 @@ def blind_warning(test: ShiftTest | None) -> str | None:
     )
 
 
+def _placement_device(models: Sequence[CausalLM]) -> str | None:
+    """The device the scoring passes name for a Ray executor's placement: ``"auto"`` when
+    every model was asked for ``auto`` and sits on the CPU (so that a task placed on a GPU
+    node moves its model there, and one placed elsewhere scores it where it is); None
+    otherwise (an explicit ``cpu`` / ``cuda[:N]``, or models the driver put on a GPU:
+    they travel as loaded, and CUDA weights load only where that GPU exists), and the
+    passes then reserve no GPU (:mod:`privaudit.runtime.task_resources`)."""
+    ok = all(
+        getattr(m, "requested_device", None) == "auto" and getattr(m, "device", None) == "cpu"
+        for m in models
+    )
+    return "auto" if ok and models else None
+
+
 class _ScoringPass:
     """One executor task of :func:`audit_language_model`: a model's token statistics.
 
-    It names the device the models were asked for (``device``: the target's
-    ``requested_device``, e.g. ``"auto"``; None for a model that names none), so that a Ray executor reserves a GPU for it
-    where the cluster has one and pins it (``on_device``) to the device it was placed
-    for; the task then moves the model there before scoring
+    It names ``"auto"`` where the models may move (:func:`_placement_device`), so that a
+    Ray executor reserves a GPU for it where the cluster has one and pins it
+    (``on_device``) to the device it was placed for; the task then moves the model there
+    before scoring
     (:meth:`~privaudit.models.causal_lm.CausalLM.on_device`). Here, one pass after the
     other, it scores the models where they are."""
 
@@ -592,7 +606,7 @@ def _scoring_passes(
         passes.append((reference, False))
     scoring = _ScoringPass(
         records,
-        getattr(target, "requested_device", None) or getattr(target, "device", None),
+        _placement_device([m for m, _ in passes]),
         batch_size=settings.batch_size,
         stride=settings.stride,
         store=store if store is None or isinstance(store, ArtifactStore) else ArtifactStore(store),

@@ -319,15 +319,27 @@ class LocalRayCluster:
 
     def remove_worker(self, proc: subprocess.Popen[bytes]) -> None:
         """End the worker node ``proc`` (one :meth:`add_worker` returned) and wait until the
-        cluster no longer lists it as alive (at most ``timeout`` seconds)."""
-        port = self.node_ports.get(self._node_names.get(proc.pid, ""))
+        cluster no longer lists it as alive; raises
+        :class:`~privaudit.errors.PrivauditError` when it still does after ``timeout``
+        seconds."""
+        name = self._node_names.pop(proc.pid, "")
+        port = self.node_ports.pop(name, None)
+        self.worker_port_blocks.pop(name, None)
         self._end(proc)
         if proc in self.workers:
             self.workers.remove(proc)
         if proc in self.procs:
             self.procs.remove(proc)
-        if port is not None:
-            self._wait_for(lambda: port not in self.alive_nodes())
+
+        def gone() -> bool:
+            nodes = self.alive_nodes()  # empty when the probe failed: not an answer
+            return bool(nodes) and port not in nodes
+
+        if port is not None and not self._wait_for(gone):
+            raise PrivauditError(
+                f"local Ray cluster: worker node {name} still listed as alive after "
+                f"{self.timeout:g} s"
+            )
 
     # --- teardown ----------------------------------------------------------------
 
