@@ -104,6 +104,6 @@ def load_adapter_target(
             f"{field}.path: expected a PEFT adapter of the base model {base}, found one that "
             f"does not load on it ({exc})"
         ) from None
-    out = CausalLM.from_pretrained_objects(merged, lm.tokenizer, name=adapter.name, **kw)
-    out.requested_device = lm.requested_device  # the device as asked, e.g. auto
-    return out
+    return CausalLM.from_pretrained_objects(
+        merged, lm.tokenizer, name=adapter.name, requested_device=lm.requested_device, **kw
+    )

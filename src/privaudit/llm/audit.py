@@ -536,9 +536,8 @@ class _ScoringPass:
     It names ``"auto"`` where the models may move (:func:`_placement_device`), so that a
     Ray executor reserves a GPU for it where the cluster has one and pins it
     (``on_device``) to the device it was placed for; the task then moves the model there
-    before scoring
-    (:meth:`~privaudit.models.causal_lm.CausalLM.on_device`). Here, one pass after the
-    other, it scores the models where they are."""
+    before scoring (:meth:`~privaudit.models.causal_lm.CausalLM.on_device`). Here, one
+    pass after the other, it scores the models where they are."""
 
     def __init__(
         self, records: TextRecords, device: str | None, pinned: str | None = None, **kw: Any

@@ -343,9 +343,9 @@ class CausalLM:
         if gguf_file is not None:
             _drop_quantizer(model)
         name = Path(gguf_file).stem if gguf_file is not None else p.name
-        lm = cls.from_pretrained_objects(model.to(dev), tokenizer, name=name, max_length=max_length)
-        lm.requested_device = device
-        return lm
+        return cls.from_pretrained_objects(
+            model.to(dev), tokenizer, name=name, max_length=max_length, requested_device=device
+        )
 
     def on_device(self, device: str) -> CausalLM:
         """This model on ``device`` (``"cpu"``, ``"cuda"`` or ``"cuda:N"``): itself when it
@@ -369,12 +369,20 @@ class CausalLM:
 
     @classmethod
     def from_pretrained_objects(
-        cls, model: Any, tokenizer: Any, *, name: str, max_length: int | None = None
+        cls,
+        model: Any,
+        tokenizer: Any,
+        *,
+        name: str,
+        max_length: int | None = None,
+        requested_device: str | None = None,
     ) -> CausalLM:
         """Wrap a transformers causal LM (put in eval mode) and its tokenizer.
 
         ``max_length`` (default: the model's ``n_positions`` / ``max_position_embeddings``)
-        may only shrink the context. The device is the one the model's weights are on.
+        may only shrink the context. The device is the one the model's weights are on;
+        ``requested_device`` the one it was asked for (:attr:`requested_device`; default:
+        that device), e.g. ``"auto"`` when it was loaded with ``device="auto"``.
         """
         if not hasattr(model, "config") or not callable(model):
             raise fail("model", "a transformers causal language model", type(model).__name__)
@@ -391,7 +399,9 @@ class CausalLM:
                 )
         device = str(next(model.parameters()).device)
         model.eval()
-        return cls(model, tokenizer, name=str(name), device=device, max_length=max_length)
+        lm = cls(model, tokenizer, name=str(name), device=device, max_length=max_length)
+        lm.requested_device = requested_device or device
+        return lm
 
     # -- identity --------------------------------------------------------------------
 

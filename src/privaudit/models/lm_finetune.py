@@ -359,11 +359,13 @@ def _finished(model: Any, base: CausalLM, lora: bool) -> CausalLM:
     model.eval()
     for p in model.parameters():
         p.requires_grad_(True)
-    out = CausalLM.from_pretrained_objects(
-        model, base.tokenizer, name=f"{base.name}-ft", max_length=base.max_length
+    return CausalLM.from_pretrained_objects(
+        model,
+        base.tokenizer,
+        name=f"{base.name}-ft",
+        max_length=base.max_length,
+        requested_device=base.requested_device,
     )
-    out.requested_device = base.requested_device  # the device as asked, e.g. auto
-    return out
 
 
 def _run(
