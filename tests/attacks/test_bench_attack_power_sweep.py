@@ -37,8 +37,9 @@ def test_tiny_cifar10_sweep_writes_the_issue_rows(tmp_path: Path, bench: ModuleT
             "--json", str(out)]  # fmt: skip
     assert bench.main(argv) == 0
     rows = json.loads(out.read_text())
-    # (4 families + the paper's RMIA) x 2 modes x 3 reference counts x 1 seed
-    assert len(rows) == 30
+    # (4 families + the paper's RMIA + its prior with privaudit's score) x 2 modes x 3
+    # reference counts x 1 seed
+    assert len(rows) == 36
     defaults = set(default_attacks())
     for r in rows:
         assert set(r) == KEYS
@@ -59,16 +60,31 @@ def test_tiny_cifar10_sweep_writes_the_issue_rows(tmp_path: Path, bench: ModuleT
     # the paper's RMIA beside privaudit's default; offline with one reference the
     # sweep keeps only records that reference is OUT for, so nothing tunes or matches a
     # and privaudit's RMIA falls back to the paper's 0.3: the two rows are the same
-    assert by[("rmia-online[prior=mean]", 1)]["default"] is False
+    for yardstick in bench.YARDSTICKS:
+        for mode in ("online", "offline"):
+            assert all(by[(yardstick[mode][2], k)]["default"] is False for k in (1, 2, 4))
     assert by[("rmia-offline", 1)]["auc"] == by[("rmia-offline[a=0.3]", 1)]["auc"]
     verdicts = bench.goal_verdicts(rows, [1, 2, 4])
     assert len(verdicts) == 6
-    assert verdicts["offline, 1 reference"] == "at (within noise)"
+    strict = bench.goal_verdicts(rows, [1, 2, 4], bench.PAPER_PRIOR_RMIA)
+    assert strict["offline, 1 reference"] == "at (within noise)"
+
+
+def test_the_papers_rmia_is_its_pairwise_score(bench: ModuleType) -> None:
+    # the yardstick of the goal is the paper's score (the fraction of population records
+    # dominated, gamma 2) and prior; the stricter one keeps the prior, privaudit's score
+    for mode in ("online", "offline"):
+        name, params, _ = bench.PAPER_RMIA[mode]
+        assert name == f"rmia-{mode}"
+        assert params["score"] == "fraction" and params["gamma"] == 2.0
+        assert bench.PAPER_PRIOR_RMIA[mode][1] == {
+            k: v for k, v in params.items() if k not in ("score", "gamma")
+        }
 
 
 def _rows(new: list[float], old: list[float], k: int = 1) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
-    for attack, values in (("rmia-online", new), ("rmia-online[prior=mean]", old)):
+    for attack, values in (("rmia-online", new), ("rmia-online[paper]", old)):
         for seed, v in enumerate(values):
             rows.append(
                 {
