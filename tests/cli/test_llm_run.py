@@ -4,6 +4,7 @@ tiny-GPT directory; errors name the field and exit 2; ``privaudit verify`` passe
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -145,12 +146,13 @@ def test_run_with_the_base_model(tmp_path: Path, lm_dirs: dict[str, Path], capsy
 
 
 def test_a_peft_adapter_target_without_peft_exits_2(
-    tmp_path: Path, lm_dirs: dict[str, Path], capsys
+    tmp_path: Path, lm_dirs: dict[str, Path], capsys, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
     from privaudit.llm.adapter import peft_available
 
-    if peft_available():
-        pytest.skip("peft is installed")
+    # peft ships with the llm extra: hide it (a None entry makes find_spec and import fail)
+    monkeypatch.setitem(sys.modules, "peft", None)
+    assert not peft_available()
     adapter = tmp_path / "adapter"
     adapter.mkdir()
     (adapter / "adapter_config.json").write_text(
@@ -227,6 +229,11 @@ def test_a_peft_adapter_target_is_merged_into_its_base(
     with torch.no_grad():
         got = merged.model(input_ids=ids).logits
     assert torch.allclose(got, want, atol=1e-4)
+    # the device as asked is kept (a Ray pass reserves a GPU for "auto"), the model loaded
+    # where one is: here the CPU
+    auto = load_adapter_target(adapter, lm_dirs["target"], device="auto", max_length=128)
+    assert (auto.requested_device, auto.device) == ("auto", "cpu")
+    assert merged.requested_device == "cpu"
     cfg = _config(
         tmp_path,
         lm_dirs,
