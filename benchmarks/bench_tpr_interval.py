@@ -1,7 +1,7 @@
 """Coverage of the TPR-at-low-FPR interval with documents resampled whole (not a test).
 
 Run: ``.venv/bin/python benchmarks/bench_tpr_interval.py [--runs 300] [--fpr 0.01 0.001]
-[--json PATH]``.
+[--documents N ...] [--json PATH]``.
 
 What it checks: :func:`privaudit.metrics.roc.tpr_at_fpr_bootstrap_ci` (the interval of
 every language-model signal's TPR at 1% and 0.1% FPR in ``results.json``) against the
@@ -11,9 +11,9 @@ effect (normal, sd 1; shifted by ``mu`` for members) plus its own noise (normal,
 so the chunks of a document are alike, as the chunks of one text are. A chunk's score is
 then normal with sd ``sqrt(1.25)`` in both classes, and the true TPR at FPR ``f`` is
 ``1 - Phi(Phi^-1(1 - f) - mu / sqrt(1.25))``. Cells: ``f`` = 1% with 150, 400 and 1,000
-documents a side, ``f`` = 0.1% with 1,200; 1, 2 and 5 chunks a document; ``mu`` 0 (no
-leakage), 1 and 2. Every run calls the interval with 400 bootstrap samples (the audit's
-number) and a seed of its own.
+documents a side, ``f`` = 0.1% with 1,200 (``--documents`` sets other counts); 1, 2 and 5
+chunks a document; ``mu`` 0 (no leakage), 1 and 2. Every run calls the interval with 400
+bootstrap samples (the audit's number) and a seed of its own.
 
 Printed per cell: the share of runs whose interval holds the true TPR (coverage; 95% is
 asked), the shares where the truth lies below the lower end (``low miss``: the interval
@@ -92,8 +92,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=300)
     ap.add_argument("--fpr", type=float, nargs="+", default=[0.01, 0.001])
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument(
+        "--documents",
+        type=int,
+        nargs="+",
+        default=None,
+        help="non-member documents a side, for every --fpr (default: the cells above)",
+    )
     args = ap.parse_args(argv)
     sizes = {0.01: (150, 400, 1000), 0.001: (1200,)}
+    if args.documents:
+        sizes = {f: tuple(args.documents) for f in args.fpr}
     rows = []
     t0 = time.perf_counter()
     print(
