@@ -167,8 +167,8 @@ def test_the_lower_end_holds_the_true_tpr_where_the_percentile_one_did_not() -> 
 def test_the_group_threshold_is_the_slow_oracles() -> None:
     # the Chernoff threshold of groups of several records, against a loop over every
     # distinct non-member score that counts each group's records above it, forms
-    # Z_i = (N_i/c - f C_i/c + f)/(1 + f) and tests its mean with scipy's entropy: the
-    # lowest score certified; +inf where none is. Tied scores, groups of 1 to 5 records
+    # Z_i = (N_i - f C_i)/c + f and tests its mean with scipy's entropy: the lowest score
+    # certified; +inf where none is. Tied scores, groups of 1 to 5 records
     from scipy import stats
 
     rng = np.random.default_rng(5)
@@ -183,15 +183,52 @@ def test_the_group_threshold_is_the_slow_oracles() -> None:
         order = np.argsort(-s, kind="stable")
         sizes = np.bincount(g)
         got = _group_chernoff_threshold(s[order], sizes, f, tail)
-        c, p0, want = sizes.max(), f / (1 + f), float("inf")
+        c, want = sizes.max(), float("inf")
         for v in np.unique(s):
             n_above = np.bincount(g, weights=(s > v).astype(float), minlength=n)
-            z = float(np.mean((n_above / c - f * sizes / c + f) / (1 + f)))
-            if z < p0 and n * stats.entropy([z, 1 - z], [p0, 1 - p0]) >= -np.log(tail):
+            z = float(np.mean((n_above - f * sizes) / c + f))
+            if z < f and n * stats.entropy([z, 1 - z], [f, 1 - f]) >= -np.log(tail):
                 want = min(want, float(v))
         assert got == want, (trial, got, want)
         finite += bool(np.isfinite(got))
     assert 10 < finite < 40  # both outcomes are exercised
+
+
+@pytest.mark.parametrize(
+    ("n", "size", "f", "tail"),
+    [(600, 3, 0.01, 0.0125), (2000, 2, 0.01, 0.05), (5000, 5, 0.002, 0.0125), (800, 1, 0.05, 0.1)],
+)
+def test_the_group_threshold_in_its_worst_case(n: int, size: int, f: float, tail: float) -> None:
+    # the worst case, exactly: groups of one size whose records are identical, K groups
+    # at an atom just above the f-quantile (the FPR just below the atom is a little above
+    # f) and the rest below it. The threshold errs when it flags the atom's groups, which
+    # it does for K <= K*; the atom's count is Binom(n, f+), so the error probability is
+    # P(Binom(n, f) <= K*), which must be at most tail
+    from scipy import stats
+
+    def flags_the_atom(k: int) -> bool:
+        docs = np.concatenate([np.full(k, 10.0), -np.arange(1, n - k + 1, dtype=float)])
+        v = _group_chernoff_threshold(
+            np.repeat(docs, size), np.full(n, size), f, tail
+        )  # descending already
+        return v < 10.0
+
+    k_star = -1
+    while flags_the_atom(k_star + 1):
+        k_star += 1
+    assert k_star >= 0  # enough groups to certify something
+    error = float(stats.binom.cdf(k_star, n, f))
+    assert error <= tail, (k_star, error)
+
+
+def test_the_group_threshold_needs_enough_groups() -> None:
+    # groups of one size need as many groups as the one-record rule needs records:
+    # (1 - f)^n <= tail, 437 at 1% with tail 1.25% (0.99^436 = 0.01252)
+    for size in (1, 3):
+        for n, finite in ((436, False), (437, True)):
+            scores = np.arange(n * size, 0, -1, dtype=float)
+            v = _group_chernoff_threshold(scores, np.full(n, size), 0.01, 0.0125)
+            assert bool(np.isfinite(v)) is finite, (size, n)
 
 
 def test_the_group_threshold_holds_its_fpr() -> None:

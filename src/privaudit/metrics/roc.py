@@ -286,9 +286,9 @@ def tpr_at_fpr_bootstrap_ci(
       (about ``4.4 / f`` non-members at 95%: 437 at 1%, 4,380 at 0.1%). With groups of
       several records (chunks of one document, not independent) it is certified by a
       Chernoff test over the groups (:func:`_group_chernoff_threshold`), also
-      distribution-free, and 0 likewise with too few non-member groups (441 at 1%, 4,385
-      at 0.1%, for groups of one size). Then the ``t / 2`` quantile of the samples' TPR at
-      that fixed threshold. When the threshold's FPR is at most ``f``, its TPR is
+      distribution-free, and 0 likewise with too few non-member groups (437 at 1%, 4,380
+      at 0.1% for groups of one size; more where their sizes vary). Then the ``t / 2``
+      quantile of the samples' TPR at that fixed threshold. When the threshold's FPR is at most ``f``, its TPR is
       at most the TPR at ``f``, so by the union bound the lower end misses only when one
       of the two steps does (about ``t``). It is capped at the upper end.
 
@@ -302,11 +302,12 @@ def tpr_at_fpr_bootstrap_ci(
     runs at ``f`` = 1% with 150 to 1,000 groups a side (2.5% asked; the percentile lower
     end: up to 11.7%) and in up to 18% at ``f`` = 0.1% with 1,200 groups, the worst cells
     those of one record a group: no bootstrap sees beyond the highest non-member, whose
-    own FPR is above ``f`` in 30% of such audits. The exact threshold removes those, and
-    for documents of several chunks the Chernoff threshold removes the rest (the
-    bootstrap's threshold had the truth below the lower end in up to 6.3% of runs at 0.1%
-    with 1,200 documents of 2 or 5 chunks): with both, at most 0.3% of runs in every cell,
-    the lower end being 0 where the non-member documents are too few to certify ``f``.
+    own FPR is above ``f`` in 30% of such audits. The exact threshold removes those. For
+    documents of several chunks the bootstrap's threshold had the truth below the lower end
+    in up to 6.3% of runs at 0.1% with 1,200 documents of 2 or 5 chunks; the Chernoff
+    threshold certifies nothing there (too few documents: the lower end is 0), and where it
+    does (1,000 documents at 1%, 5,000 at 0.1%) the truth fell below the lower end in no
+    run.
 
     It is None where :func:`attack_metrics` reports no TPR: fewer than ``1 / f``
     non-member groups.
@@ -386,33 +387,38 @@ def _group_chernoff_threshold(
     certifies; ``+inf`` (nothing flagged) when even the highest is not certified.
 
     Per non-member group ``i`` of ``C_i`` records, ``N_i(v)`` of them above ``v``, and
-    ``c`` the largest group, :math:`Z_i = (N_i/c - f C_i/c + f)/(1 + f)` lies in [0, 1]
-    and its mean exceeds :math:`p_0 = f/(1 + f)` exactly when the records' FPR
-    :math:`E[N]/E[C]` exceeds ``f``. Hoeffding's bound for independent variables in [0, 1]
-    (Hoeffding 1963, Theorem 1, on :math:`1 - Z_i`): :math:`P(\bar Z \le q) \le
-    \exp(-n\,\mathrm{KL}(q \| p_0))` for :math:`q < p_0` when the mean is
-    :math:`\ge p_0`. ``v`` is certified when :math:`\bar Z(v) < p_0` and
-    :math:`n\,\mathrm{KL}(\bar Z(v) \| p_0) \ge \log(1/tail)`. :math:`\bar Z(v)` falls
-    as ``v`` rises, so the certified scores are the highest ones, and choosing the lowest
-    of them errs only when the test passes at the highest score whose FPR exceeds ``f`` (a
-    fixed point): probability at most ``tail``. Distribution-free, ties included, for any
-    dependence within a group; assumes independent groups of at most ``c`` records (the
-    largest group of the audit). It needs about as many groups as the one-record rule
-    needs records: with groups of one size, :math:`n \ge \log(1/tail)/-\log(1 - p_0)`
-    (441 at ``f`` = 1%, 4,385 at 0.1%, ``tail`` = 1.25%); fewer certify nothing. ``neg_desc``: the non-member scores in
-    descending order; ``group_sizes``: the non-member groups' sizes."""
+    ``c`` the largest group, :math:`Z_i = (N_i - f C_i)/c + f` lies in [0, 1] (as
+    :math:`0 \le N_i \le C_i \le c`) and its mean exceeds ``f`` exactly when the
+    records' FPR :math:`E[N]/E[C]` exceeds ``f``. Hoeffding's bound for independent
+    variables in [0, 1] (Hoeffding 1963, Theorem 1, applied to :math:`1 - Z_i`):
+    :math:`P(\bar Z \le q) \le \exp(-n\,\mathrm{KL}(q \| f))` for :math:`q < f` when
+    the mean is at least ``f``. ``v`` is certified when :math:`\bar Z(v) < f` and
+    :math:`n\,\mathrm{KL}(\bar Z(v) \| f) \ge \log(1/tail)`. :math:`\bar Z(v)` falls
+    as ``v`` rises, so the certified scores are the highest ones, and choosing the lowest of
+    them errs only when the test passes at :math:`v^* = \inf\{v: \mathrm{FPR}(v) \le
+    f\}`, flagging the records at or above it (a share at least ``f``, a fixed event):
+    probability at most ``tail``. Distribution-free, ties included, for any dependence
+    within a group (chunks identical within each document is the worst case); assumes
+    independent groups of at most ``c`` records, the largest group of the audit.
+
+    With groups of one size, :math:`Z_i = N_i/c`, and it needs as many groups as the
+    one-record rule needs records: :math:`n \ge \log(1/tail)/-\log(1 - f)` (437 at ``f``
+    = 1%, 4,380 at 0.1%, ``tail`` = 1.25%); fewer certify nothing. Groups smaller than
+    ``c`` cost power (at the highest score :math:`\bar Z = f(1 - \bar C/c)`): groups of
+    1 to 5 records need about 1,900 at 1%, and one long document among short ones can
+    leave nothing certified. ``neg_desc``: the non-member scores in descending order;
+    ``group_sizes``: the non-member groups' sizes."""
     neg = np.asarray(neg_desc, dtype=np.float64)
     sizes = np.asarray(group_sizes, dtype=np.float64)
     f = check_probability(fpr, "fpr")
     n = int(sizes.size)
-    if n == 0 or neg.size == 0:
+    if n == 0 or neg.size == 0 or f == 0.0:
         return float("inf")
     c, total = float(sizes.max()), float(sizes.sum())
-    p0 = f / (1.0 + f)
     above = np.searchsorted(-neg, -neg, side="left")  # records strictly above each score
-    z = np.clip((above / c - f * total / c + n * f) / (n * (1.0 + f)), 0.0, 1.0)
-    kl = special.xlogy(z, z / p0) + special.xlogy(1.0 - z, (1.0 - z) / (1.0 - p0))
-    ok = (z < p0) & (n * kl >= -np.log(tail))
+    z = np.clip((above - f * total) / (n * c) + f, 0.0, 1.0)
+    kl = special.xlogy(z, z / f) + special.xlogy(1.0 - z, (1.0 - z) / (1.0 - f))
+    ok = (z < f) & (n * kl >= -np.log(tail))
     if not ok.any():
         return float("inf")
     return float(neg[int(np.flatnonzero(ok).max())])
