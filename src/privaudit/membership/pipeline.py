@@ -86,7 +86,8 @@ from privaudit.report import (
     write_report,
 )
 from privaudit.report.bundle import make_manifest
-from privaudit.runtime.executor import Executor, LocalExecutor, RayExecutor, resolve_n_jobs
+from privaudit.runtime.executor import Executor, resolve_n_jobs
+from privaudit.runtime.executor_setting import make_executor
 from privaudit.runtime.progress import ProgressOption, check_progress, progress_phase
 from privaudit.runtime.timings import timed
 
@@ -111,13 +112,13 @@ def build_executor(
     at ``ray_address``, or on a local Ray instance when no address is given; results and
     caching are the same as with local processes.
     """
-    if config.executor == "ray":
-        return RayExecutor(
-            address=config.ray_address,
-            gpus_per_task=config.ray_gpus_per_task,
-            progress=progress,
-        )
-    return LocalExecutor(n_jobs, progress=progress)
+    return make_executor(
+        config.executor,
+        n_jobs=n_jobs,
+        address=config.ray_address,
+        gpus_per_task=config.ray_gpus_per_task,
+        progress=progress,
+    )
 
 
 def run_audit(

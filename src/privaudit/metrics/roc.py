@@ -288,9 +288,10 @@ def tpr_at_fpr_bootstrap_ci(
       Chernoff test over the groups (:func:`_group_chernoff_threshold`), also
       distribution-free, and 0 likewise with too few non-member groups (437 at 1%, 4,380
       at 0.1% for groups of one size; more where their sizes vary). Then the ``t / 2``
-      quantile of the samples' TPR at that fixed threshold. When the threshold's FPR is at most ``f``, its TPR is
-      at most the TPR at ``f``, so by the union bound the lower end misses only when one
-      of the two steps does (about ``t``). It is capped at the upper end.
+      quantile of the samples' TPR at that fixed threshold. When the threshold's FPR is
+      at most ``f``, its TPR is at most the TPR at ``f``, so by the union bound the lower
+      end misses only when one of the two steps does (about ``t``). It is capped at the
+      upper end.
 
     The percentile lower end alone was optimistic: the empirical TPR at FPR ``f`` is
     biased upward (its threshold, the ``(k + 1)``-th highest non-member score, has a

@@ -244,10 +244,19 @@ class CausalLM:
     max_length : int
         Context window used for scoring (the model's ``n_positions`` /
         ``max_position_embeddings`` unless set smaller).
+    requested_device : str, optional
+        The device as asked (:attr:`requested_device`; default: ``device``).
     """
 
     def __init__(
-        self, model: Any, tokenizer: Any, *, name: str, device: str, max_length: int
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        name: str,
+        device: str,
+        max_length: int,
+        requested_device: str | None = None,
     ) -> None:
         self.model = model
         self.tokenizer = tokenizer
@@ -257,7 +266,7 @@ class CausalLM:
         #: :attr:`device` unless :meth:`from_directory` was asked ``"auto"``): how a Ray
         #: executor places a task that scores with this model
         #: (:mod:`privaudit.runtime.task_resources`).
-        self.requested_device = device
+        self.requested_device = requested_device or device
         self.max_length = max_length
         self._fingerprint: str | None = None
         self._tokenizer_id: str | None = None
@@ -361,8 +370,8 @@ class CausalLM:
             name=self.name,
             device=str(next(self.model.parameters()).device),
             max_length=self.max_length,
+            requested_device=self.requested_device,
         )
-        moved.requested_device = self.requested_device
         moved._fingerprint = self._fingerprint
         moved._tokenizer_id = self._tokenizer_id
         return moved
@@ -399,9 +408,14 @@ class CausalLM:
                 )
         device = str(next(model.parameters()).device)
         model.eval()
-        lm = cls(model, tokenizer, name=str(name), device=device, max_length=max_length)
-        lm.requested_device = requested_device or device
-        return lm
+        return cls(
+            model,
+            tokenizer,
+            name=str(name),
+            device=device,
+            max_length=max_length,
+            requested_device=requested_device,
+        )
 
     # -- identity --------------------------------------------------------------------
 
