@@ -230,7 +230,7 @@ def test_signals_against_the_base_and_the_top_leaking_texts(tmp_path: Path, worl
         < html.index("<h3>Signals</h3>")
         < html.index("Top leaking texts")
     )
-    assert "background:#ffd6a5" in html  # an error position is highlighted
+    assert "background:#ffd6a5;" in html  # an error position is highlighted (not the legend)
     assert verify_bundle(out).ok
     # cached: the second audit reads the paired statistics from the store
     before = base.calls

@@ -76,7 +76,12 @@ def test_ez_mia_edge_cases() -> None:
         np.arange(3), np.array([-1.0, -1.0]), np.array([-2.0, -0.1]), np.array([True, True]),
         np.zeros(2), 3,
     )  # fmt: skip
-    np.testing.assert_allclose(ez_mia([up, none_wrong]), [1.0, 0.0])  # all upward; no errors
+    one_down = PairedTokenStats(
+        np.arange(3), np.array([-3.0, -1.0]), np.array([-2.9, -0.1]), np.array([False, True]),
+        np.zeros(2), 3,
+    )  # fmt: skip
+    # all upward; no errors; one error position: the sign of its shift
+    np.testing.assert_allclose(ez_mia([up, none_wrong, one_down]), [1.0, 0.0, -1.0])
 
 
 def test_wbc_matches_window_by_window_votes() -> None:
@@ -151,8 +156,29 @@ def test_paired_token_stats_oracle_and_round_trip(tmp_path: Path) -> None:
         ez_mia(stats)  # "a" has no scored token: refused, never dropped
     with pytest.raises(InvalidInputError, match="base: expected the target's tokenizer"):
         paired_token_stats(target, _TableLM(base.logp, tokenizer_id="other"), texts)
-    with pytest.raises(InvalidInputError, match=r"base\.max_length"):
-        paired_token_stats(target, _TableLM(base.logp, max_length=8), texts)
+    for other in (8, 128):  # a shorter or a longer context scores other windows
+        with pytest.raises(InvalidInputError, match=r"base\.max_length"):
+            paired_token_stats(target, _TableLM(base.logp, max_length=other), texts)
+
+
+def test_kl_of_tokens_a_model_rules_out() -> None:
+    """A token neither model allows adds 0 to the divergence (not 0 * inf = NaN); a token
+    the base allows and the target rules out makes it infinite, and the signals refuse it."""
+    rng = np.random.default_rng(5)
+    t_logits, b_logits = rng.normal(size=(5, 5)), rng.normal(size=(5, 5))
+    t_logits[:, 4] = b_logits[:, 4] = -np.inf  # token "e": nobody's
+    stats = paired_token_stats(_TableLM(t_logits), _TableLM(b_logits), ["abcd"], progress=False)
+    ids = [0, 1, 2, 3]
+    for t in range(3):
+        pb, pt = np.exp(log_softmax(b_logits[ids[t]])), np.exp(log_softmax(t_logits[ids[t]]))
+        assert stats[0].kl[t] == pytest.approx(rel_entr(pb, pt).sum())
+    assert np.all(np.isfinite(informia_token(stats)))
+    t_logits[:, 3] = -np.inf  # "d": the base allows it, the target does not
+    b_logits[:, 3] = 0.0
+    stats = paired_token_stats(_TableLM(t_logits), _TableLM(b_logits), ["abcc"], progress=False)
+    assert np.isinf(stats[0].kl).any()
+    with pytest.raises(InvalidInputError, match=r"\[0\]\.kl"):
+        informia_token(stats)
 
 
 def test_bad_inputs_are_refused() -> None:

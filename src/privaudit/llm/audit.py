@@ -299,11 +299,13 @@ def paired_stats_cached(
     (:func:`privaudit.models.lm_paired.paired_token_stats`: two forward passes per text),
     cached under both models' fingerprints, the hash of the texts and the scoring window."""
     from privaudit.models.lm_paired import (
+        check_pair,
         load_paired_stats,
         paired_token_stats,
         save_paired_stats,
     )
 
+    check_pair(target, base)  # before the store: a stored entry must not hide a mismatch
     texts = list(records.texts)
 
     def create() -> list[PairedTokenStats]:

@@ -16,14 +16,15 @@ both models at the same positions are needed together (for ``kl_t``), so each te
 scored by both models before the next one (:meth:`CausalLM.token_distributions`: the same
 sliding windows as :meth:`CausalLM.token_stats` for texts longer than the context); the
 ``(n - 1, V)`` arrays of one text are dropped once its statistics are taken. Both models
-must share a tokenizer (``tokenizer_id``), else the per-token comparison is meaningless
-and an :class:`~privaudit.errors.InvalidInputError` says so.
+must share a tokenizer (``tokenizer_id``) and a context (``max_length``), else the per-token
+comparison is meaningless and an :class:`~privaudit.errors.InvalidInputError` says so
+(:func:`check_pair`).
 
 Top-1 ties: the target's prediction counts as correct when ``l_t`` equals the largest
 log-probability at ``t`` (the true token is among the most likely ones).
 
 This module reads numpy arrays only; the models are any objects with ``tokenize``,
-``token_distributions``, ``tokenizer_id`` and ``name`` (a
+``token_distributions``, ``tokenizer_id``, ``max_length`` and ``name`` (a
 :class:`~privaudit.models.causal_lm.CausalLM`, or a test double).
 """
 
@@ -39,7 +40,13 @@ from numpy.typing import NDArray
 from privaudit._validation import fail
 from privaudit.runtime.progress import ProgressOption, progress_bar
 
-__all__ = ["PairedTokenStats", "load_paired_stats", "paired_token_stats", "save_paired_stats"]
+__all__ = [
+    "PairedTokenStats",
+    "check_pair",
+    "load_paired_stats",
+    "paired_token_stats",
+    "save_paired_stats",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,7 +105,8 @@ def _one(
     lb = b_dist[rows, labels]
     top1 = lt >= t_dist.max(axis=1)
     pb = np.exp(b_dist)
-    kl = np.sum(pb * (b_dist - t_dist), axis=1)
+    with np.errstate(invalid="ignore"):  # 0 * (-inf - -inf): a token neither model allows
+        kl = np.sum(np.where(pb > 0.0, pb * (b_dist - t_dist), 0.0), axis=1)
     return PairedTokenStats(
         ids=np.asarray(ids, np.int64),
         target_logprobs=np.asarray(lt, np.float64),
@@ -107,6 +115,34 @@ def _one(
         kl=np.maximum(np.asarray(kl, np.float64), 0.0),  # >= 0; rounding only
         n_bytes=int(n_bytes),
     )
+
+
+def check_pair(target: Any, base: Any) -> None:
+    """Refuse a base that cannot be compared token by token with the target: another
+    tokenizer (``tokenizer_id``), or another context (``max_length``). Each model cuts a
+    text longer than its context into its own sliding windows, so with a longer context the
+    base would predict each token from more of the text than the target does, and the
+    shifts ``l_t - r_t`` would lean toward non-member; load both with one ``max_length``.
+
+    Raises
+    ------
+    InvalidInputError
+        The tokenizers or the contexts differ.
+    """
+    if str(base.tokenizer_id) != str(target.tokenizer_id):
+        raise fail(
+            "base",
+            f"the target's tokenizer ({target.tokenizer_id}): per-token comparisons need one "
+            "tokenization",
+            f"tokenizer {base.tokenizer_id}",
+        )
+    if int(base.max_length) != int(target.max_length):
+        raise fail(
+            "base.max_length",
+            f"the target's context ({target.max_length}), so that both models score the same "
+            "windows (load both with one max_length)",
+            base.max_length,
+        )
 
 
 def paired_token_stats(
@@ -133,23 +169,11 @@ def paired_token_stats(
     Raises
     ------
     InvalidInputError
-        The tokenizers differ, or the base's context is shorter than the target's.
+        The tokenizers or the contexts differ (:func:`check_pair`).
     """
     if isinstance(texts, str) or not isinstance(texts, Sequence):
         raise fail("texts", "a sequence of strings", type(texts).__name__)
-    if str(base.tokenizer_id) != str(target.tokenizer_id):
-        raise fail(
-            "base",
-            f"the target's tokenizer ({target.tokenizer_id}): per-token comparisons need one "
-            "tokenization",
-            f"tokenizer {base.tokenizer_id}",
-        )
-    if int(base.max_length) < int(target.max_length):
-        raise fail(
-            "base.max_length",
-            f"at least the target's context ({target.max_length}), so both score the same windows",
-            base.max_length,
-        )
+    check_pair(target, base)
     texts = list(texts)
     ids = target.tokenize(texts)
     out: list[PairedTokenStats] = []

@@ -30,11 +30,14 @@ of the upward to the downward mass (the authors' code,
 is reported as the *balance* ``(P - N) / (P + N)`` in ``[-1, 1]``, a strictly increasing
 function of ``P / N`` (``P / N = (1 + s) / (1 - s)``), so the ROC is the same wherever the
 ratio is defined, and it stays finite where the ratio is not: all shifts upward (``N = 0``)
-gives 1, the most member-like value (the authors' code returns 0 there, and for texts with
-fewer than 2 error positions; here a text with no error position, or no non-zero shift on
-one, gets the neutral 0, the balance of a ratio of 1). The authors' code also drops the
-first scored position (``ignore_bos``), which follows a BOS token in their data; privaudit
-adds no BOS, so every scored position counts. The reference is the pretrained model the
+gives 1, the most member-like value, whatever their size, so such texts tie at 1 (the
+authors' code returns 0 there). A text with one error position scores the sign of its
+shift, +-1 (the authors' code returns 0 for fewer than 2 error positions); a text with no
+error position, or no non-zero shift on one, gets the neutral 0, the balance of a ratio of
+1. The authors' code also drops the first scored position (``ignore_bos=True``, ``x_2``
+given ``x_1`` here) whatever the tokenizer; privaudit keeps it, so every scored position
+counts. These three choices change the scores of some texts against the authors' code;
+they were not compared on the benchmark. The reference is the pretrained model the
 target was fine-tuned from (the paper's "base" reference variant); a reference trained on
 other data is a different attack.
 
@@ -133,6 +136,12 @@ def _check_paired(stats: Sequence[PairedTokenStats], name: str = "stats") -> lis
                 raise fail(f"{name}[{i}].{attr}", f"shape ({m},)", getattr(s, attr).shape)
         if not (np.all(np.isfinite(s.target_logprobs)) and np.all(np.isfinite(s.base_logprobs))):
             raise fail(f"{name}[{i}]", "finite log-probabilities", "inf or NaN")
+        if not np.all(np.isfinite(s.kl)):
+            raise fail(
+                f"{name}[{i}].kl",
+                "a finite divergence (the target gives probability to every token the base does)",
+                "inf or NaN",
+            )
     return list(stats)
 
 
