@@ -407,8 +407,13 @@ def _group_chernoff_threshold(
     = 1%, 4,380 at 0.1%, ``tail`` = 1.25%); fewer certify nothing. Groups smaller than
     ``c`` cost power (at the highest score :math:`\bar Z = f(1 - \bar C/c)`): groups of
     1 to 5 records need about 1,900 at 1%, and one long document among short ones can
-    leave nothing certified. ``neg_desc``: the non-member scores in descending order;
-    ``group_sizes``: the non-member groups' sizes."""
+    leave nothing certified. A bound per group (each ``N_i`` in its own range
+    :math:`[0, C_i]`, the rates spread over the groups by water-filling) would be tighter,
+    but it is conditional on the audit's group sizes: it bounds the FPR of documents of
+    those sizes, which is the population's only where the chunks' FPR does not depend on a
+    document's length, an assumption the scores cannot check; the bound above needs none.
+    ``neg_desc``: the non-member scores in descending order; ``group_sizes``: the
+    non-member groups' sizes."""
     neg = np.asarray(neg_desc, dtype=np.float64)
     sizes = np.asarray(group_sizes, dtype=np.float64)
     f = check_probability(fpr, "fpr")
