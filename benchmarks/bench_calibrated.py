@@ -7,8 +7,10 @@ Usage::
 Every simulated record i has OUT scores ``N(mu_i, sd_i^2)`` and IN scores of a known law,
 so the mean over records of the TPR at the record's own FPR-alpha threshold (the estimand
 of :func:`privaudit.metrics.calibrated.calibrated_tprs_at_fprs`, ``calibrated``) is known.
-``m`` evaluation models each play the target, every record IN for exactly ``m / 2`` of them
-(the reference models' layout in an audit's calibrated evaluation).
+``m`` evaluation models each score every record independently, every record IN for
+exactly ``m / 2`` of them (in an audit's calibrated evaluation the evaluation models are
+the second half of the reference models, scored by the attack fitted on the first half, and
+a record is IN for about half of them).
 
 **Bias** (always run): 2,400 records, 8, 16 and 32 models (4, 8 and 16 OUT scores a
 record), ``--seeds`` seeds; printed per row and model count, at 1% and 0.1% FPR, the mean

@@ -24,7 +24,7 @@ SMALL_RUN = {
     "model": {"kind": "logistic", "params": {"C": 100.0, "max_iter": 300}},
     "attacks": ["loss", "population", "reference", "lira-online"],
     "sizes": {"n_target_pool": 160, "n_population": 320},
-    "models": {"n_reference": 4},
+    "models": {"n_reference": 8},
     "alpha": 0.1,
     "seed": 2,
     "n_jobs": 1,

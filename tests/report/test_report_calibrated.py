@@ -16,7 +16,8 @@ from privaudit.report.results import validate_results
 def test_small_run_reports_pooled_and_calibrated_tpr_side_by_side(small_run: Path) -> None:
     results = json.loads((small_run / "results.json").read_text())
     ce = results["calibrated_evaluation"]
-    assert ce["n_pseudo_targets"] == ce["n_reference_models"] == 4
+    # 8 reference models: 4 fit the attack, 4 play the target
+    assert (ce["n_map_references"], ce["n_pseudo_targets"], ce["n_reference_models"]) == (4, 4, 8)
     assert ce["fprs"] == [0.01, 0.001]
     (lira,) = ce["attacks"]  # the run's only reference-model attack of the family
     assert lira["name"] == "lira-online"
@@ -24,7 +25,8 @@ def test_small_run_reports_pooled_and_calibrated_tpr_side_by_side(small_run: Pat
         assert "pooled" in fig["pooled"]["label"]
         assert "deconvolved" in fig["calibrated"]["label"]
         assert "no finite-population correction" in fig["calibrated_plug_in"]["label"]
-        # 4 reference models: 2 OUT scores per record, too few to deconvolve (4 needed)
+        # 4 pseudo-targets: 2 or 3 OUT scores per record with an IN one, too few to
+        # deconvolve (4 needed)
         assert fig["calibrated"]["tpr"] is None and "n/a" in fig["calibrated"]["note"]
         assert fig["calibrated"]["ci"] is None and fig["calibrated"]["ci_replicates"] == 0
         assert fig["n_out_median"] == 2 and 0.0 <= fig["fitted_threshold"]["tpr"] <= 1.0
@@ -45,7 +47,7 @@ def test_small_run_reports_pooled_and_calibrated_tpr_side_by_side(small_run: Pat
     ):
         assert text in html, text
     text = summary_text(results)
-    assert "4 reference models, each the target in turn" in text
+    assert "4 reference models as targets, attack fitted on 4" in text
     assert "TPR at 1% FPR" in text and "TPR at 0.1% FPR" in text and "cal [95% CI]" in text
     # the schema holds the section to its shape
     for key in ("calibrated_plug_in", "fitted_threshold"):

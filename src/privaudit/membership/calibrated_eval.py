@@ -12,7 +12,7 @@ per-record calibrated one, the TPR of a per-record threshold fitted from the rec
 scores, the check of that threshold's FPR on the scores and the plug-in TPR
 (:mod:`privaudit.metrics.calibrated`).
 
-Why these figures. With an audit's 8 to 32 reference models a record has 4 to 16 OUT
+Why these figures. With an audit's 16 to 64 reference models a record has 4 to 16 OUT
 scores, too few to fit its FPR-alpha threshold: a threshold fitted from them (the
 Student-t prediction quantile, exact FPR alpha) is so noisy that its TPR is far below the
 record's TPR at FPR alpha (0.24 against 0.75 at 1% with 4 OUT scores), and a per-record
@@ -21,17 +21,34 @@ scores. The calibrated figure therefore deconvolves: the fitted OUT Gaussian's n
 known law, so the law of the IN scores standardised by the *true* OUT Gaussian is fitted
 over all records, and the mean per-record TPR at FPR alpha read from it; it assumes
 Gaussian OUT scores per record only, as the per-record threshold does, and needs 4 OUT
-scores per record (8 reference models). The fitted-threshold and plug-in figures stay
-beside it, labelled with what they are (a feasible attack's TPR at FPR alpha; the
-efficient LiRA evaluation's figure, at a per-record FPR above alpha, returned with it).
-More pseudo-targets shrink the noise the deconvolution undoes, so every reference model
-plays the target (up to :data:`MAX_PSEUDO_TARGETS`): each record then has exactly half of
-them as OUT models.
+scores per record. The fitted-threshold and plug-in figures stay beside it, labelled with
+what they are (a feasible attack's TPR at FPR alpha; the efficient LiRA evaluation's
+figure, at a per-record FPR above alpha, returned with it).
 
-:func:`calibrated_section` runs that evaluation on an audit's reference models: reference
-model j (the first :data:`MAX_PSEUDO_TARGETS` of them) plays the target and the attack
-runs, with its configured settings, on all the other reference models (leave one
-reference model out), so the real target's membership is never read. Only the reference-model attacks of the likelihood-ratio family are evaluated
+**One attack, fitted once: half the reference models fit it, the other half are the
+targets.** :func:`calibrated_section` runs the evaluation on an audit's reference models:
+the first half of them (``n_map_references``) are the attack's references, and each of the
+others (up to :data:`MAX_PSEUDO_TARGETS`) plays the target in turn, attacked with that same
+half and the attack's configured settings; the real target's membership is never read.
+Every pseudo-target is scored by one fitted attack, so a record's scores by the
+pseudo-targets are independent draws given that fit (independent training runs): what the
+per-record figures assume. Attacking each reference model with *all the others* (leave one
+out, the efficient evaluation) breaks that: the fit that scores pseudo-target j is made of
+the record's other pseudo-targets' signals, so a record's OUT scores are centred on each
+other (online LiRA's score of model j is then about its deviation from the record's other
+OUT signals). On records whose per-record truth is known (the tests' simulated world, 8
+reference models, 6,000 records), that evaluation read a record FPR spread of 0 where the
+attack's true spread at 1% was 1.2%, and a calibrated TPR of 0.78 [0.75, 0.80] at 1%, an
+interval that missed the truth, 0.84; with the halves, the interval holds the truth. The
+figures are those of the attack with half the audit's reference models, weaker than the
+audit's attack with all of them; the section says how many (``n_map_references``). Only the records IN for
+some and OUT for others of the attack's references are scored (an online attack needs both;
+nearly all with 16 reference models); a record has about half the pseudo-targets as OUT
+models (hypergeometric: 4 or more of 8 for about 69% of the records with 16 reference
+models), and its calibrated figure needs 4 of them, so 16 reference models at least for
+most records.
+
+Only the reference-model attacks of the likelihood-ratio family are evaluated
 (:data:`CALIBRATED_ATTACKS`, those of the audit that ran): they read nothing but the
 reference models and the population, which each pseudo-target has too. The pseudo-target's
 own population signals are its reference row on the population records (a non-member of
@@ -93,17 +110,19 @@ CALIBRATED_ATTACKS: tuple[str, ...] = (
 #: The false-positive rates of the figures.
 CALIBRATED_FPRS: tuple[float, ...] = (0.01, 0.001)
 
-#: At most this many reference models play the target (the first ones, each attacked with
-#: all the others): the cost is one attack run per pseudo-target, and the attacks' own
-#: tuning (LiRA's clip and shrinkage, RMIA's offline a, BaVarIA's clip) runs in each. Every
-#: reference model of an audit up to 64: the calibrated figure needs 4 OUT scores per
-#: record and is the more precise the more it has.
+#: At most this many reference models play the target (of the second half; the first half
+#: are the attack's references): the cost is one attack run per pseudo-target, and the
+#: attacks' own tuning (LiRA's clip and shrinkage, RMIA's offline a, BaVarIA's clip) runs in
+#: each. The calibrated figure needs 4 OUT scores per record and is the more precise the
+#: more it has.
 MAX_PSEUDO_TARGETS = 64
 
 _METHOD = (
-    "Each reference model in turn plays the target, attacked with the other reference "
-    "models (leave one reference model out; the real target is not used); each record is "
-    "scored by the pseudo-targets that trained on it (IN) and those that did not (OUT). "
+    "The first half of the reference models are the attack's references; each of the "
+    "others in turn plays the target, attacked with that same half (the real target is not "
+    "used), so that a record's scores are independent given the one fitted attack; each "
+    "record is scored by the pseudo-targets that trained on it (IN) and those that did not "
+    "(OUT). The figures are those of the attack with half the reference models. "
     "Pooled: one threshold over all (pseudo-target, record) scores at pooled FPR alpha, "
     "with the between-record SD of the per-record FPRs there (binomial noise removed). "
     "Calibrated (Jalko et al. 2026): the mean over records of the TPR at the record's own "
@@ -118,23 +137,41 @@ _METHOD = (
 )
 
 
-def _rows(tables: Mapping[str, SignalTable], rows: Sequence[int]) -> dict[str, SignalTable]:
+def _rows(
+    tables: Mapping[str, SignalTable],
+    rows: Sequence[int],
+    records: NDArray[np.bool_] | None = None,
+) -> dict[str, SignalTable]:
+    """The tables' rows ``rows`` (models), and their columns ``records`` (all: None)."""
     idx = list(rows)
+    cols = slice(None) if records is None else records
     return {
-        n: SignalTable(n, t.record_ids, tuple(t.model_ids[i] for i in idx), t.values[idx])
+        n: SignalTable(
+            n, t.record_ids[cols], tuple(t.model_ids[i] for i in idx), t.values[idx][:, cols]
+        )
         for n, t in tables.items()
     }
 
 
-def _membership_rows(mm: MembershipMatrix, rows: Sequence[int]) -> MembershipMatrix:
+def _membership_rows(
+    mm: MembershipMatrix, rows: Sequence[int], records: NDArray[np.bool_] | None = None
+) -> MembershipMatrix:
     idx = list(rows)
+    cols = slice(None) if records is None else records
     return MembershipMatrix(
-        mm.record_ids, tuple(mm.model_ids[i] for i in idx), np.asarray(mm.keep)[idx]
+        mm.record_ids[cols], tuple(mm.model_ids[i] for i in idx), np.asarray(mm.keep)[idx][:, cols]
     )
 
 
-def pseudo_target_data(data: AttackData, j: int) -> AttackData:
-    """``data`` with reference model ``j`` as the target and the others as references.
+def pseudo_target_data(
+    data: AttackData,
+    j: int,
+    references: Sequence[int] | None = None,
+    records: NDArray[np.bool_] | None = None,
+) -> AttackData:
+    """``data`` with reference model ``j`` as the target and the reference models
+    ``references`` (default: all the others) as its references, on the audited records
+    ``records`` (a mask; default: all).
 
     Keeps what the reference-model attacks read: the audited records and labels, the
     reference tables and membership, and the population tables (``population_target``
@@ -143,16 +180,22 @@ def pseudo_target_data(data: AttackData, j: int) -> AttackData:
     if data.reference is None or data.reference_membership is None:
         raise DesignError("reference: expected reference models to evaluate, found none")
     k = data.reference_membership.n_models
-    others = [i for i in range(k) if i != j]
+    others = [i for i in range(k) if i != j] if references is None else list(references)
+    if j in others or not others or not all(0 <= i < k for i in others):
+        raise DesignError(
+            f"references: expected reference models other than the pseudo-target {j} among "
+            f"the {k}, found {others}"
+        )
     pop, pop_mm = data.reference_population, data.reference_population_membership
+    cols = slice(None) if records is None else np.asarray(records, dtype=bool)
     return AttackData(
-        record_ids=data.record_ids,
-        labels=data.labels,
-        target=_rows(data.reference, [j]),
+        record_ids=data.record_ids[cols],
+        labels=data.labels[cols],
+        target=_rows(data.reference, [j], records),
         population_target=None if pop is None else _rows(pop, [j]),
         population_labels=None if pop is None else data.population_labels,
-        reference=_rows(data.reference, others),
-        reference_membership=_membership_rows(data.reference_membership, others),
+        reference=_rows(data.reference, others, records),
+        reference_membership=_membership_rows(data.reference_membership, others, records),
         reference_population=None if pop is None else _rows(pop, others),
         reference_population_membership=None
         if pop_mm is None
@@ -162,7 +205,8 @@ def pseudo_target_data(data: AttackData, j: int) -> AttackData:
 
 class _PseudoTargetRun:
     """One task of the evaluation: attack ``name`` with reference model ``j`` as the
-    target (:func:`pseudo_target_data`), run with ``seed=j`` and the audit's settings.
+    target and the map's reference models as its references (:func:`pseudo_target_data`),
+    run with ``seed=j`` and the audit's settings.
 
     Picklable, and holding only the tables a pseudo-target reads, so that an executor
     ships it to its workers once per map. A :class:`DesignError` (the pseudo-target's
@@ -170,7 +214,13 @@ class _PseudoTargetRun:
     lists the attack as skipped, as a run in this process does.
     """
 
-    def __init__(self, data: AttackData, params: Mapping[str, Mapping[str, Any]]) -> None:
+    def __init__(
+        self,
+        data: AttackData,
+        params: Mapping[str, Mapping[str, Any]],
+        references: Sequence[int],
+        records: NDArray[np.bool_],
+    ) -> None:
         self.data = AttackData(  # the target's own rows are kept (required) but never read
             record_ids=data.record_ids,
             labels=data.labels,
@@ -183,12 +233,17 @@ class _PseudoTargetRun:
             reference_population_membership=data.reference_population_membership,
         )
         self.params = {name: dict(p) for name, p in params.items()}
+        self.references = list(references)
+        self.records = np.asarray(records, dtype=bool)
 
     def __call__(self, item: tuple[str, int]) -> _Run | str:
         name, j = item
         try:
             res = run_attack(
-                name, pseudo_target_data(self.data, j), seed=j, **self.params.get(name, {})
+                name,
+                pseudo_target_data(self.data, j, self.references, self.records),
+                seed=j,
+                **self.params.get(name, {}),
             )
         except DesignError as err:
             return str(err)
@@ -323,27 +378,48 @@ def calibrated_evaluation(
 ) -> dict[str, Any]:
     """The calibrated evaluation of the attacks ``names`` on ``data``'s reference models.
 
-    The first ``max_pseudo_targets`` reference models play the target once each
-    (:func:`pseudo_target_data`, against all the other reference models); the target's
-    own tables are not read. Returns the ``calibrated_evaluation`` document
-    (module docstring); an attack the pseudo-targets cannot support is listed under
-    ``skipped`` with the reason.
+    The first half of the reference models (``k // 2`` of ``k``) are the attack's
+    references; the others, at most ``max_pseudo_targets`` of them, play the target once
+    each against that half (:func:`pseudo_target_data`), on the records IN for some and OUT
+    for others of that half; the target's own tables are not read. Returns the
+    ``calibrated_evaluation`` document (module docstring); an attack the pseudo-targets
+    cannot support is listed under ``skipped`` with the reason. Needs 4 reference models.
 
     ``executor``: each (attack, pseudo-target) run is one task of one map on it (the
     audit's worker processes or Ray cluster; None: one after the other in this process).
     The runs are independent and seeded by the pseudo-target's index, so the figures do
     not depend on where they ran.
     """
-    if data.reference_membership is None or data.reference_membership.n_models < 2:
+    if data.reference_membership is None or data.reference_membership.n_models < 4:
         raise DesignError(
-            "reference_membership: expected at least 2 reference models for the calibrated "
-            "evaluation, found fewer"
+            "reference_membership: expected at least 4 reference models for the calibrated "
+            "evaluation (half fit the attack, half play the target), found "
+            f"{0 if data.reference_membership is None else data.reference_membership.n_models}"
         )
     params = attack_params or {}
-    k = min(data.reference_membership.n_models, max(int(max_pseudo_targets), 2))
-    keep = np.asarray(data.reference_membership.keep, dtype=bool)[:k]
-    task = _PseudoTargetRun(data, {name: params.get(name, {}) for name in names})
-    items = [(name, j) for name in names for j in range(k)]
+    n_models = data.reference_membership.n_models
+    n_map = n_models // 2
+    targets = list(range(n_map, min(n_models, n_map + max(int(max_pseudo_targets), 1))))
+    keep_all = np.asarray(data.reference_membership.keep, dtype=bool)
+    # the records the map's references can score online too (IN and OUT for some of them)
+    scored: NDArray[np.bool_] = np.asarray(
+        keep_all[:n_map].any(axis=0) & ~keep_all[:n_map].all(axis=0), dtype=bool
+    )
+    if not scored.any():
+        raise DesignError(
+            f"reference_membership: expected records IN for some and OUT for others of the "
+            f"first {n_map} reference models (the attack's references in the calibrated "
+            "evaluation), found none"
+        )
+    keep = keep_all[targets][:, scored]
+    task = _PseudoTargetRun(
+        data,
+        {name: params.get(name, {}) for name in names},
+        references=range(n_map),
+        records=scored,
+    )
+    k = len(targets)
+    items = [(name, j) for name in names for j in targets]
     if executor is None:
         runs = [task(item) for item in items]
     else:
@@ -356,7 +432,9 @@ def calibrated_evaluation(
     attacks, skipped = [], []
     for a, name in enumerate(names):
         try:
-            attacks.append(_evaluate(name, runs[a * k : (a + 1) * k], data.record_ids, keep, fprs))
+            doc = _evaluate(name, runs[a * k : (a + 1) * k], data.record_ids[scored], keep, fprs)
+            doc["n_records_left_out"] += int((~scored).sum())
+            attacks.append(doc)
         except DesignError as err:
             skipped.append({"name": name, "reason": str(err)})
     notes = []
@@ -370,7 +448,8 @@ def calibrated_evaluation(
         "source": "Jalko, Pradhan, Raisa, Honkela: On Reliability of Efficient Membership "
         "Inference Vulnerability Evaluation (arXiv 2605.25819, 2026)",
         "n_pseudo_targets": k,
-        "n_reference_models": data.reference_membership.n_models,
+        "n_map_references": n_map,
+        "n_reference_models": n_models,
         "fprs": [float(f) for f in fprs],
         "attacks": attacks,
         "skipped": skipped,
@@ -387,13 +466,13 @@ def calibrated_section(
     """``results.json["calibrated_evaluation"]`` of one experiment (module docstring):
     :func:`calibrated_evaluation` of the audit's attacks among :data:`CALIBRATED_ATTACKS`,
     with their configured settings, its runs on ``executor`` when given. None when the
-    audit ran none of them or had fewer than 2 reference models.
+    audit ran none of them or had fewer than 4 reference models.
     """
     data = exp.attack_data
     names = [n for n in CALIBRATED_ATTACKS if n in exp.scores]
     if not names or data is None or data.reference_membership is None:
         return None
-    if data.reference_membership.n_models < 2:
+    if data.reference_membership.n_models < 4:
         return None
     return calibrated_evaluation(
         data, names, exp.config.attack_params, fprs=fprs, executor=executor

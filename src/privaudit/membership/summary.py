@@ -279,8 +279,8 @@ def _calibrated_table(results: dict[str, Any]) -> list[Any] | None:
     if not ce or not ce.get("attacks"):
         return None
     out: list[Any] = [
-        f"[bold]Pooled vs per-record TPR[/bold]: {ce['n_pseudo_targets']} reference models, "
-        "each the target in turn"
+        f"[bold]Pooled vs per-record TPR[/bold]: {ce['n_pseudo_targets']} reference models "
+        f"as targets, attack fitted on {ce.get('n_map_references', '?')}"
     ]
     for f in (float(x) for x in ce["fprs"]):
         table = Table(
