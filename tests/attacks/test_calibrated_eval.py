@@ -105,7 +105,8 @@ def test_without_leakage_the_calibrated_tpr_is_the_per_record_fpr() -> None:
     assert g["fitted_threshold"]["tpr"] is not None and g["n_out_median"] == 2
     assert f["fpr_check"]["consistent"] and "note" not in f["calibrated"]
     # the default shrunk variances: a quadratic score, not Gaussian per record; its
-    # calibrated figure is off (about 1.7%) and the check says so
+    # calibrated figure is off (1.7%) and the check says so here (not in every world: over
+    # seeds 12-17 the figure ranged 1.7% to 8.1% and the check flagged 4 of the 6)
     default = calibrated_evaluation(w.data, ["lira-online"], fprs=(0.05,))
     h = default["attacks"][0]["figures"][0]
     assert h["calibrated"]["tpr"] < 0.03 and not h["fpr_check"]["consistent"], h
@@ -190,8 +191,8 @@ def test_an_attack_the_pseudo_targets_cannot_support_is_skipped() -> None:
     assert (rmia["name"], rmia["n_records"]) == ("rmia-online", int(usable.sum()))
     assert rmia["n_records_left_out"] == 300 - int(usable.sum()) > 0
     assert rmia["figures"][0]["n_out_min"] == 2
-    for k in (2, 3):  # fewer than 4 reference models: no halves to fit and to evaluate
-        with pytest.raises(Exception, match="at least 4 reference models"):
+    for k in (2, 3, 4, 5):  # fewer than 3 pseudo-targets: no record has 2 OUT and 1 IN
+        with pytest.raises(Exception, match="at least 6 reference models"):
             calibrated_evaluation(make_world(14, n=100, n_pop=100, k=k).data, ["rmia-online"])
 
 

@@ -383,23 +383,25 @@ def calibrated_evaluation(
     each against that half (:func:`pseudo_target_data`), on the records IN for some and OUT
     for others of that half; the target's own tables are not read. Returns the
     ``calibrated_evaluation`` document (module docstring); an attack the pseudo-targets
-    cannot support is listed under ``skipped`` with the reason. Needs 4 reference models.
+    cannot support is listed under ``skipped`` with the reason. Needs 6 reference models (3
+    pseudo-targets, so that a record can have 2 OUT and 1 IN score), and plays at least 3.
 
     ``executor``: each (attack, pseudo-target) run is one task of one map on it (the
     audit's worker processes or Ray cluster; None: one after the other in this process).
     The runs are independent and seeded by the pseudo-target's index, so the figures do
     not depend on where they ran.
     """
-    if data.reference_membership is None or data.reference_membership.n_models < 4:
+    if data.reference_membership is None or data.reference_membership.n_models < 6:
         raise DesignError(
-            "reference_membership: expected at least 4 reference models for the calibrated "
-            "evaluation (half fit the attack, half play the target), found "
+            "reference_membership: expected at least 6 reference models for the calibrated "
+            "evaluation (half fit the attack, half play the target: a record needs 2 OUT and "
+            "1 IN score among the targets), found "
             f"{0 if data.reference_membership is None else data.reference_membership.n_models}"
         )
     params = attack_params or {}
     n_models = data.reference_membership.n_models
     n_map = n_models // 2
-    targets = list(range(n_map, min(n_models, n_map + max(int(max_pseudo_targets), 1))))
+    targets = list(range(n_map, min(n_models, n_map + max(int(max_pseudo_targets), 3))))
     keep_all = np.asarray(data.reference_membership.keep, dtype=bool)
     # the records the map's references can score online too (IN and OUT for some of them)
     scored: NDArray[np.bool_] = np.asarray(
@@ -466,13 +468,13 @@ def calibrated_section(
     """``results.json["calibrated_evaluation"]`` of one experiment (module docstring):
     :func:`calibrated_evaluation` of the audit's attacks among :data:`CALIBRATED_ATTACKS`,
     with their configured settings, its runs on ``executor`` when given. None when the
-    audit ran none of them or had fewer than 4 reference models.
+    audit ran none of them or had fewer than 6 reference models.
     """
     data = exp.attack_data
     names = [n for n in CALIBRATED_ATTACKS if n in exp.scores]
     if not names or data is None or data.reference_membership is None:
         return None
-    if data.reference_membership.n_models < 4:
+    if data.reference_membership.n_models < 6:
         return None
     return calibrated_evaluation(
         data, names, exp.config.attack_params, fprs=fprs, executor=executor
